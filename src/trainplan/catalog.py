@@ -1,0 +1,191 @@
+"""Data catalogs (models, GPUs), loaded lazily from the YAML files in `data/`, validated strictly.
+
+Names match case-insensitively, with space, dash and underscore treated alike, against each
+record's name and aliases. An unknown name is an error with close matches, never a fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trainplan.errors import ConfigError, InputError, UnknownNameError
+from trainplan.hf import spec_from_config
+from trainplan.model import ExtraComponent, ModelSpec
+
+
+def normalise(name: str) -> str:
+    """Lower-case, with runs of space/dash/underscore/slash removed: 'RTX-4090' == 'rtx 4090'."""
+    return re.sub(r"[\s_\-/]+", "", name.strip().lower())
+
+
+@cache
+def load_yaml(filename: str) -> Any:
+    """Parse a bundled data file once."""
+    import yaml
+
+    text = resources.files("trainplan").joinpath("data").joinpath(filename).read_text(encoding="utf-8")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)
+
+
+def _require(record: Mapping[str, Any], keys: tuple[str, ...], allowed: set[str], where: str) -> None:
+    """Strict schema check: every required key present, no unknown key."""
+    missing = [key for key in keys if key not in record]
+    unknown = sorted(set(record) - allowed)
+    if missing or unknown:
+        raise RuntimeError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """One catalog model: its HF config plus provenance and the published parameter count."""
+
+    name: str
+    aliases: tuple[str, ...]
+    hub_id: str
+    family: str
+    modality: str
+    published_params: int
+    published_params_source: str
+    meta_device_params: int | None
+    config_source: str
+    as_of: str
+    notes: str
+    config: Mapping[str, Any]
+    extra_components: tuple[ExtraComponent, ...]
+
+    def spec(self) -> ModelSpec:
+        """The ModelSpec of this record (config through the HF adapter, plus extras)."""
+        from dataclasses import replace
+
+        base = spec_from_config(self.config, self.name, source=self.config_source)
+        return replace(
+            base,
+            extras=base.extras + self.extra_components,
+            family=self.family,
+            modality=self.modality,
+        )
+
+
+_MODEL_KEYS = (
+    "name", "hub_id", "family", "modality", "published_params", "published_params_source",
+    "config_source", "as_of", "config",
+)  # fmt: skip
+_MODEL_OPTIONAL = {"aliases", "meta_device_params", "notes", "extra_components"}
+
+
+@cache
+def model_records() -> tuple[ModelRecord, ...]:
+    """All catalog models, validated."""
+    records = []
+    for index, raw in enumerate(load_yaml("models.yaml")):
+        _require(raw, _MODEL_KEYS, set(_MODEL_KEYS) | _MODEL_OPTIONAL, f"models.yaml[{index}]")
+        extras = tuple(
+            ExtraComponent(
+                str(item["name"]),
+                int(item["params"]),
+                bool(item.get("trainable", False)),
+                str(item.get("source", "")),
+            )
+            for item in raw.get("extra_components") or []
+        )
+        records.append(
+            ModelRecord(
+                name=str(raw["name"]),
+                aliases=tuple(str(a) for a in raw.get("aliases") or []),
+                hub_id=str(raw["hub_id"]),
+                family=str(raw["family"]),
+                modality=str(raw["modality"]),
+                published_params=int(raw["published_params"]),
+                published_params_source=str(raw["published_params_source"]),
+                meta_device_params=(
+                    int(raw["meta_device_params"]) if raw.get("meta_device_params") else None
+                ),
+                config_source=str(raw["config_source"]),
+                as_of=str(raw["as_of"]),
+                notes=str(raw.get("notes") or ""),
+                config=raw["config"],
+                extra_components=extras,
+            )
+        )
+    return tuple(records)
+
+
+@cache
+def _model_index() -> dict[str, ModelRecord]:
+    index: dict[str, ModelRecord] = {}
+    for record in model_records():
+        for key in (record.name, record.hub_id, *record.aliases):
+            index.setdefault(normalise(key), record)
+    return index
+
+
+def find_model_record(name: str) -> ModelRecord | None:
+    """The catalog record called `name` (or with that alias / Hub id), or None."""
+    return _model_index().get(normalise(name))
+
+
+def resolve_model(reference: str) -> ModelSpec:
+    """A catalog name, a path to a config.json (or its folder), or a Hub id -> ModelSpec."""
+    record = find_model_record(reference)
+    if record is not None:
+        return record.spec()
+    path = Path(reference).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    if path.is_file():
+        name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+        return spec_from_config(read_config_file(path), name, str(path))
+    if _looks_like_hub_id(reference):
+        return spec_from_config(fetch_hub_config(reference), reference, f"hub:{reference}")
+    raise UnknownNameError("model", reference, [r.name for r in model_records()], "model")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a config.json, naming the file in the error."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError("model", f"cannot read {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("model", f"{path} is not a JSON object")
+    return data
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
+
+
+def _looks_like_hub_id(reference: str) -> bool:
+    """owner/name in the Hub's id syntax (no '..', no leading dot)."""
+    return bool(_HUB_ID.match(reference)) and ".." not in reference
+
+
+def fetch_hub_config(hub_id: str) -> dict[str, Any]:
+    """Download config.json for `hub_id` with huggingface_hub (optional); a clear error offline.
+
+    Only config.json is read; no model code is ever run (no trust_remote_code).
+    """
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        raise InputError(
+            "model",
+            f"{hub_id!r} is not in the catalog and looks like a Hub id, but huggingface_hub is "
+            "not installed (pip install 'trainplan[hub]'); or pass a local config.json path",
+        ) from None
+    try:
+        path = hf_hub_download(hub_id, "config.json")
+    except Exception as error:  # network, auth, missing repo: all reported the same way
+        raise InputError(
+            "model",
+            f"could not fetch config.json of {hub_id!r} from the Hub ({type(error).__name__}). "
+            "Offline? Pass a local config.json path or a catalog name instead",
+        ) from None
+    return read_config_file(Path(path))

@@ -1,0 +1,113 @@
+"""The GPU catalog: memory, dense FLOP/s per precision, power, links; one sourced row per GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from trainplan.catalog import load_yaml, normalise
+from trainplan.errors import UnknownNameError
+
+GPU_CLASSES = ("consumer", "workstation", "datacenter")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One accelerator. `memory_bytes` is the capacity the driver reports (nvidia-smi total)."""
+
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    gpu_class: str
+    memory_bytes: int
+    memory_source: str
+    dense_flops_per_s: dict[str, float | None]
+    memory_bandwidth_bytes_per_s: float
+    tdp_w: float | None
+    idle_w: float | None
+    pcie_gen: int | None
+    pcie_lanes: int | None
+    scale_up_bandwidth_bytes_per_s: float | None
+    scale_up_domain_gpus: int
+    scale_out_bytes_per_s: float | None
+    source: str
+    as_of: str
+    verified: bool
+    flags: tuple[str, ...]
+
+
+_REQUIRED = (
+    "name",
+    "vendor",
+    "class",
+    "memory_bytes",
+    "dense_flops_per_s",
+    "source",
+    "as_of",
+)
+
+
+def _gpu_from(raw: dict[str, Any], index: int) -> GpuSpec:
+    missing = [key for key in _REQUIRED if raw.get(key) is None]
+    if missing:
+        raise RuntimeError(f"gpus.yaml[{index}] ({raw.get('name')}): missing {missing}")
+    if raw["class"] not in GPU_CLASSES:
+        raise RuntimeError(f"gpus.yaml[{index}]: class {raw['class']!r} not in {GPU_CLASSES}")
+    flops = {str(k): (float(v) if v is not None else None) for k, v in raw["dense_flops_per_s"].items()}
+
+    def opt_float(key: str) -> float | None:
+        value = raw.get(key)
+        return float(value) if value is not None else None
+
+    def opt_int(key: str) -> int | None:
+        value = raw.get(key)
+        return int(value) if value is not None else None
+
+    source = raw["source"]
+    if isinstance(raw.get("sources"), dict):
+        source = "; ".join(f"{key}: {text}" for key, text in raw["sources"].items())
+    return GpuSpec(
+        name=str(raw["name"]),
+        aliases=tuple(str(alias) for alias in raw.get("aliases") or []),
+        vendor=str(raw["vendor"]),
+        gpu_class=str(raw["class"]),
+        memory_bytes=int(raw["memory_bytes"]),
+        memory_source=str(raw.get("memory_source", "")),
+        dense_flops_per_s=flops,
+        memory_bandwidth_bytes_per_s=float(raw.get("memory_bandwidth_bytes_per_s") or 0),
+        tdp_w=opt_float("tdp_w"),
+        idle_w=opt_float("idle_w"),
+        pcie_gen=opt_int("pcie_gen"),
+        pcie_lanes=opt_int("pcie_lanes"),
+        scale_up_bandwidth_bytes_per_s=opt_float("scale_up_bandwidth_bytes_per_s"),
+        scale_up_domain_gpus=int(raw.get("scale_up_domain_gpus") or 1),
+        scale_out_bytes_per_s=opt_float("scale_out_bytes_per_s"),
+        source=str(source),
+        as_of=str(raw["as_of"]),
+        verified=bool(raw.get("verified", False)),
+        flags=tuple(str(flag) for flag in raw.get("flags") or []),
+    )
+
+
+@cache
+def gpu_catalog() -> tuple[GpuSpec, ...]:
+    """Every GPU in the catalog, validated, in file order."""
+    return tuple(_gpu_from(raw, index) for index, raw in enumerate(load_yaml("gpus.yaml")))
+
+
+@cache
+def _gpu_index() -> dict[str, GpuSpec]:
+    index: dict[str, GpuSpec] = {}
+    for gpu in gpu_catalog():
+        for key in (gpu.name, *gpu.aliases):
+            index.setdefault(normalise(key), gpu)
+    return index
+
+
+def find_gpu(name: str) -> GpuSpec:
+    """The GPU called `name` (any alias, case and separators ignored) or UnknownNameError."""
+    gpu = _gpu_index().get(normalise(name))
+    if gpu is None:
+        raise UnknownNameError("gpu", name, [g.name for g in gpu_catalog()], "gpu")
+    return gpu

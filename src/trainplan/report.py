@@ -1,0 +1,109 @@
+"""Human-readable terminal output with rich (tables), and JSON listings of the catalogs."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from trainplan.render import batch_line, fit_summary, params_line
+from trainplan.result import Estimate
+from trainplan.units import format_count, format_gib
+
+
+def print_estimate(result: Estimate, console: Console | None = None) -> None:
+    """Memory table, parameter line, batch line and the fit table."""
+    console = console or Console()
+    console.print(
+        f"[bold]{result.model_name}[/] — {result.scenario.method}, "
+        f"{result.scenario.precision}, {result.scenario.optimizer}"
+    )
+    console.print(params_line(result))
+    table = Table(title=f"Memory per GPU (peak during {result.peak.name})")
+    table.add_column("term")
+    table.add_column("GiB", justify="right")
+    table.add_column("kind")
+    for term in result.peak.terms:
+        table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
+    table.add_row("[bold]total[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
+    console.print(table)
+    phases = ", ".join(f"{phase.name} {format_gib(phase.total)}" for phase in result.phases)
+    console.print(f"Phases: {phases}")
+    if result.cpu_offload_bytes:
+        console.print(f"CPU memory for offloaded state: {format_gib(result.cpu_offload_bytes)}")
+    console.print(batch_line(result.batch))
+    fit = Table(title="Can you train it?")
+    for column in ("GPU", "class", "memory", "free", ""):
+        fit.add_column(column, justify="right" if column in ("memory", "free") else "left")
+    for row in result.fit:
+        fit.add_row(
+            row.gpu,
+            row.gpu_class,
+            format_gib(row.memory_bytes),
+            format_gib(row.free_bytes),
+            "[green]fits[/]" if row.fits else "[red]does not fit[/]",
+        )
+    console.print(fit)
+    console.print(fit_summary(result))
+    for warning in result.warnings:
+        console.print(f"[yellow]note:[/] {warning}")
+    for note in result.approximations:
+        console.print(f"[yellow]approximate:[/] {note}")
+
+
+def print_models(query: str, as_json: bool) -> None:
+    """Catalog models whose name, family or Hub id contains `query`."""
+    from trainplan.catalog import model_records
+
+    needle = query.lower()
+    rows = [
+        r for r in model_records()
+        if needle in r.name.lower() or needle in r.family.lower() or needle in r.hub_id.lower()
+    ]  # fmt: skip
+    if as_json:
+        print(json.dumps([
+            {"name": r.name, "family": r.family, "hub_id": r.hub_id, "modality": r.modality,
+             "published_params": r.published_params, "source": r.published_params_source}
+            for r in rows
+        ], indent=2))  # fmt: skip
+        return
+    table = Table(title=f"{len(rows)} models")
+    for column in ("name", "family", "params", "modality", "hub id"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r.name, r.family, format_count(r.published_params), r.modality, r.hub_id)
+    Console().print(table)
+
+
+def print_gpus(query: str, as_json: bool) -> None:
+    """Catalog GPUs whose name, alias, vendor or class contains `query`."""
+    from trainplan.gpus import gpu_catalog
+
+    needle = query.lower()
+    rows = [
+        g for g in gpu_catalog()
+        if not needle
+        or any(needle in text.lower() for text in (g.name, g.vendor, g.gpu_class, *g.aliases))
+    ]  # fmt: skip
+    if as_json:
+        print(json.dumps([
+            {"name": g.name, "class": g.gpu_class, "memory_bytes": g.memory_bytes,
+             "aliases": list(g.aliases), "dense_flops_per_s": g.dense_flops_per_s,
+             "tdp_w": g.tdp_w, "source": g.source, "as_of": g.as_of}
+            for g in rows
+        ], indent=2))  # fmt: skip
+        return
+    table = Table(title=f"{len(rows)} GPUs")
+    for column in ("name", "class", "memory", "bf16 dense TFLOP/s", "TDP W"):
+        table.add_column(column)
+    for g in rows:
+        bf16 = g.dense_flops_per_s.get("bf16")
+        table.add_row(
+            g.name,
+            g.gpu_class,
+            format_gib(g.memory_bytes),
+            f"{bf16 / 1e12:,.0f}" if bf16 else "-",
+            f"{g.tdp_w:,.0f}" if g.tdp_w else "-",
+        )
+    Console().print(table)

@@ -1,0 +1,148 @@
+"""The result tree of an estimate: named terms with values in base units, each exact or estimate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainplan.scenario import Scenario, scenario_to_mapping
+from trainplan.terms.params import ParamCounts
+
+EXACT = "exact"
+ESTIMATE = "estimate"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One figure: `value` in base units (bytes), exact arithmetic or an estimate, with its formula."""
+
+    name: str
+    value: float
+    kind: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Memory of one GPU at one moment of the step; its terms sum to its total."""
+
+    name: str
+    terms: tuple[Term, ...]
+
+    @property
+    def total(self) -> float:
+        """Sum of the terms."""
+        return sum(term.value for term in self.terms)
+
+    def term(self, name: str) -> Term:
+        """The term called `name`."""
+        return next(term for term in self.terms if term.name == name)
+
+
+@dataclass(frozen=True)
+class FitRow:
+    """Whether the per-GPU peak fits one catalog GPU."""
+
+    gpu: str
+    gpu_class: str
+    memory_bytes: int
+    free_bytes: float
+    fits: bool
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The global batch: micro x accum x replicas sequences of seq_len tokens."""
+
+    micro_batch: int
+    grad_accum: int
+    replicas: int
+    seq_len: int
+
+    @property
+    def global_sequences(self) -> int:
+        """Sequences per optimizer step."""
+        return self.micro_batch * self.grad_accum * self.replicas
+
+    @property
+    def global_tokens(self) -> int:
+        """Tokens per optimizer step."""
+        return self.global_sequences * self.seq_len
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Everything `estimate()` knows about one scenario."""
+
+    scenario: Scenario
+    model_name: str
+    model_source: str
+    params: ParamCounts
+    peak: Phase
+    phases: tuple[Phase, ...]
+    states: tuple[Term, ...]
+    cpu_offload_bytes: float
+    fit: tuple[FitRow, ...]
+    batch: Batch
+    warnings: tuple[str, ...] = ()
+    approximations: tuple[str, ...] = ()
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> float:
+        """Peak memory per GPU, overhead included."""
+        return self.peak.total
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON output contract (see docs/cli.md)."""
+        per_gpu: dict[str, Any] = {f"{t.name}_bytes": t.value for t in self.peak.terms}
+        per_gpu["total_bytes"] = self.peak.total
+        per_gpu["kinds"] = {t.name: t.kind for t in self.peak.terms}
+        per_gpu["notes"] = {t.name: t.note for t in self.peak.terms}
+        return {
+            "model": {"name": self.model_name, "source": self.model_source},
+            "scenario": scenario_to_mapping(self.scenario),
+            "params": {
+                "total": self.params.total,
+                "trainable": self.params.trainable,
+                "trainable_fraction": self.params.trainable_fraction,
+                "active": self.params.active,
+                "embedding": self.params.embedding,
+                "lora": self.params.lora,
+                "approximate": bool(self.approximations),
+            },
+            "memory": {
+                "per_gpu": per_gpu,
+                "peak_phase": self.peak.name,
+                "phases": {
+                    phase.name: {
+                        "total_bytes": phase.total,
+                        **{f"{t.name}_bytes": t.value for t in phase.terms},
+                    }
+                    for phase in self.phases
+                },
+                "states": {f"{t.name}_bytes": t.value for t in self.states},
+                "cpu_offload_bytes": self.cpu_offload_bytes,
+            },
+            "fit": [
+                {
+                    "gpu": row.gpu,
+                    "class": row.gpu_class,
+                    "memory_bytes": row.memory_bytes,
+                    "free_bytes": row.free_bytes,
+                    "fits": row.fits,
+                }
+                for row in self.fit
+            ],
+            "batch": {
+                "micro_batch": self.batch.micro_batch,
+                "grad_accum": self.batch.grad_accum,
+                "replicas": self.batch.replicas,
+                "seq_len": self.batch.seq_len,
+                "global_sequences": self.batch.global_sequences,
+                "global_tokens": self.batch.global_tokens,
+            },
+            "warnings": list(self.warnings),
+            "approximations": list(self.approximations),
+            "assumptions": self.assumptions,
+        }

@@ -1,0 +1,296 @@
+"""The scenario: every user-settable input of an estimate, flat, validated, documented.
+
+The same field names are the scenario-file keys, the CLI flags (``micro_batch`` -> ``--micro-batch``)
+and the web API's JSON fields. Each field carries its help text and allowed values here, once, so
+the interfaces are generated from this table and cannot drift from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainplan.errors import InputError
+
+METHODS = ("full", "lora", "qlora")
+PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed")
+BASE_WEIGHTS = ("bf16", "fp16", "fp32", "int8", "nf4")
+OPTIMIZERS = (
+    "adamw",
+    "adamw-fused",
+    "adamw-8bit",
+    "paged-adamw-8bit",
+    "sgd",
+    "sgd-momentum",
+    "adafactor",
+    "lion",
+)
+CHECKPOINTING = ("none", "selective", "full")
+ATTENTION = ("flash", "sdpa", "eager")
+OFFLOAD = ("none", "optimizer", "optimizer+params")
+LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """Help text and the allowed values of one scenario field."""
+
+    help: str
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+def _field(default: Any, info: FieldInfo) -> Any:
+    return field(default=default, metadata={"info": info})
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """LoRA adapter settings (Hu et al. 2021; DoRA: Liu et al. 2024)."""
+
+    rank: int = 16
+    alpha: float = 32.0
+    targets: str | tuple[str, ...] = "qv"
+    dora: bool = False
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """All inputs of one estimate. Defaults are a sensible single-GPU LoRA fine-tune."""
+
+    model: str = _field(
+        "Llama-3.1-8B",
+        FieldInfo("catalog name, path to a config.json (or its folder), or a Hugging Face Hub id"),
+    )
+    method: str = _field("lora", FieldInfo("what is trained", METHODS))
+    lora: LoraSettings = _field(
+        LoraSettings(),
+        FieldInfo("LoRA rank, alpha, targets (qv | attention | all-linear | module names) and dora"),
+    )
+    base_weights: str | None = _field(
+        None,
+        FieldInfo(
+            "precision of the frozen base for lora/qlora (default: the precision's weight "
+            "dtype for lora, nf4 for qlora)",
+            BASE_WEIGHTS,
+        ),
+    )
+    precision: str = _field("bf16-mixed", FieldInfo("training precision recipe", PRECISIONS))
+    optimizer: str = _field("adamw", FieldInfo("optimizer", OPTIMIZERS))
+    micro_batch: int = _field(1, FieldInfo("sequences per GPU per forward pass", None, 1, 65536))
+    seq_len: int = _field(2048, FieldInfo("tokens per sequence", None, 1, 10_000_000))
+    grad_accum: int = _field(16, FieldInfo("micro-batches accumulated per step", None, 1, 65536))
+    activation_checkpointing: str = _field(
+        "full", FieldInfo("activation (gradient) checkpointing", CHECKPOINTING)
+    )
+    attention: str = _field(
+        "flash",
+        FieldInfo(
+            "attention kernel: flash and sdpa keep no seq x seq scores; eager materialises them",
+            ATTENTION,
+        ),
+    )
+    gpu: str = _field("H100-SXM", FieldInfo("GPU type (name or alias, see `trainplan gpus`)"))
+    gpus: int = _field(1, FieldInfo("total number of GPUs", None, 1, 1_000_000))
+    zero_stage: int = _field(
+        0, FieldInfo("ZeRO stage (3 = FSDP full sharding) over data-parallel ranks", None, 0, 3)
+    )
+    tensor_parallel: int = _field(1, FieldInfo("tensor-parallel degree", None, 1, 1024))
+    pipeline_parallel: int = _field(1, FieldInfo("pipeline-parallel degree", None, 1, 1024))
+    sequence_parallel: bool = _field(
+        False, FieldInfo("shard norm/dropout activations over the tensor-parallel group")
+    )
+    offload: str = _field("none", FieldInfo("CPU offload of model states", OFFLOAD))
+    overhead_gib: float = _field(
+        2.0,
+        FieldInfo(
+            "per-GPU memory outside the trace: CUDA context, workspaces, fragmentation (GiB)",
+            None,
+            0.0,
+            1024.0,
+        ),
+    )
+
+    def field_info(self, name: str) -> FieldInfo:
+        """The documentation record of field `name`."""
+        info: FieldInfo = {f.name: f for f in dataclasses.fields(self)}[name].metadata["info"]
+        return info
+
+
+SCENARIO_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Scenario))
+
+
+def field_infos() -> dict[str, FieldInfo]:
+    """Field name -> its documentation record, in declaration order."""
+    return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
+
+
+def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None) -> Scenario:
+    """Build a validated Scenario from a dict (a scenario file, CLI flags or a JSON body).
+
+    Unknown keys are errors (a typo must not be silently ignored); keys absent from `data`
+    keep the value from `base` (or the default).
+    """
+    base = base or Scenario()
+    unknown = sorted(set(data) - set(SCENARIO_FIELDS))
+    if unknown:
+        raise InputError(
+            unknown[0],
+            f"unknown scenario field. Allowed fields: {', '.join(SCENARIO_FIELDS)}",
+        )
+    values: dict[str, Any] = {}
+    infos = field_infos()
+    for name, raw in data.items():
+        if name == "lora":
+            values[name] = _lora_from(raw, base.lora)
+        elif raw is None and name == "base_weights":
+            values[name] = None
+        else:
+            values[name] = _coerce(name, raw, getattr(Scenario(), name), infos[name])
+    scenario = dataclasses.replace(base, **values)
+    _check_combinations(scenario)
+    return scenario
+
+
+def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
+    """Convert and range-check one scalar field; raise InputError naming it."""
+    if isinstance(default, bool):
+        return _as_bool(name, raw)
+    if info.choices is not None:
+        text = str(raw).strip().lower() if raw is not None else ""
+        if text not in info.choices:
+            raise InputError(name, f"{raw!r} is not one of: {', '.join(info.choices)}")
+        return text
+    if isinstance(default, int):
+        value: float = _as_int(name, raw)
+    elif isinstance(default, float):
+        value = _as_float(name, raw)
+    else:
+        if not isinstance(raw, str) or not raw.strip():
+            raise InputError(name, "must be a non-empty string")
+        return raw.strip()
+    if info.minimum is not None and value < info.minimum:
+        raise InputError(name, f"must be >= {_fmt(info.minimum)} (got {_fmt(value)})")
+    if info.maximum is not None and value > info.maximum:
+        raise InputError(name, f"must be <= {_fmt(info.maximum)} (got {_fmt(value)})")
+    return value
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _as_bool(name: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise InputError(name, f"{raw!r} is not a boolean (true/false)")
+
+
+def _as_int(name: str, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise InputError(name, f"{raw!r} is not an integer")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str):
+        try:
+            number = float(raw.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise InputError(name, f"{raw!r} is not an integer") from None
+        if number.is_integer():
+            return int(number)
+    raise InputError(name, f"{raw!r} is not an integer")
+
+
+def _as_float(name: str, raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise InputError(name, f"{raw!r} is not a number")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InputError(name, f"{raw!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise InputError(name, f"{raw!r} is not a finite number")
+    return value
+
+
+def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
+    """Parse the `lora` mapping: rank, alpha, targets, dora."""
+    if isinstance(raw, LoraSettings):
+        raw = dataclasses.asdict(raw)
+    if not isinstance(raw, Mapping):
+        raise InputError("lora", "must be a mapping with rank, alpha, targets, dora")
+    allowed = {"rank", "alpha", "targets", "dora"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise InputError(f"lora.{unknown[0]}", f"unknown field; allowed: {', '.join(sorted(allowed))}")
+    rank = _as_int("lora.rank", raw.get("rank", base.rank))
+    if not 1 <= rank <= 65536:
+        raise InputError("lora.rank", f"must be between 1 and 65536 (got {rank})")
+    alpha = _as_float("lora.alpha", raw.get("alpha", base.alpha))
+    if alpha <= 0:
+        raise InputError("lora.alpha", f"must be > 0 (got {alpha:g})")
+    dora = _as_bool("lora.dora", raw.get("dora", base.dora))
+    targets = _targets_from(raw.get("targets", base.targets))
+    return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora)
+
+
+def _targets_from(raw: Any) -> str | tuple[str, ...]:
+    """A preset name, or an explicit list of module names (a comma-separated string works too)."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.lower() in LORA_TARGET_PRESETS:
+            return text.lower()
+        raw = [part for part in text.split(",") if part.strip()]
+    if isinstance(raw, list | tuple) and raw and all(isinstance(x, str) and x.strip() for x in raw):
+        return tuple(x.strip() for x in raw)
+    raise InputError(
+        "lora.targets",
+        f"must be one of {', '.join(LORA_TARGET_PRESETS)} or a non-empty list of module names",
+    )
+
+
+def _check_combinations(scenario: Scenario) -> None:
+    """Cross-field rules that a single range check cannot express."""
+    model_parallel = scenario.tensor_parallel * scenario.pipeline_parallel
+    if scenario.gpus % model_parallel:
+        raise InputError(
+            "gpus",
+            f"{scenario.gpus} GPUs is not a multiple of tensor_parallel x pipeline_parallel "
+            f"= {model_parallel}",
+        )
+    if scenario.method == "qlora" and scenario.base_weights not in (None, "nf4", "int8"):
+        raise InputError(
+            "base_weights",
+            f"qlora quantises the base: use nf4 or int8, not {scenario.base_weights}",
+        )
+    if scenario.method == "full" and scenario.base_weights is not None:
+        raise InputError("base_weights", "only applies to lora/qlora (a full fine-tune trains every weight)")
+    if scenario.sequence_parallel and scenario.tensor_parallel == 1:
+        raise InputError("sequence_parallel", "needs tensor_parallel > 1")
+    if scenario.offload != "none" and scenario.zero_stage == 0 and scenario.gpus > 1:
+        raise InputError("offload", "CPU offload needs zero_stage >= 1 with several GPUs")
+    if scenario.offload == "optimizer+params" and scenario.zero_stage not in (0, 3):
+        raise InputError("offload", "parameter offload needs zero_stage 3")
+
+
+def data_parallel(scenario: Scenario) -> int:
+    """Data-parallel replicas: gpus / (tensor_parallel x pipeline_parallel)."""
+    return scenario.gpus // (scenario.tensor_parallel * scenario.pipeline_parallel)
+
+
+def scenario_to_mapping(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as plain data (the scenario-file shape), for echoing back and round trips."""
+    data = dataclasses.asdict(scenario)
+    targets = scenario.lora.targets
+    data["lora"]["targets"] = targets if isinstance(targets, str) else list(targets)
+    return data

@@ -1,0 +1,1 @@
+"""One module per estimated quantity; each formula cites its source in its docstring."""

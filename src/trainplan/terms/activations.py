@@ -1,0 +1,185 @@
+"""Activation memory: the tensors autograd saves for the backward pass, per token and layer.
+
+Follows the method of Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+Transformer Models", sec. 4.1: count every tensor a layer keeps for backward), but derived for
+the real architecture instead of the fixed 34 + 5as/h constant of their GPT layer: GQA widths,
+gated MLP width, qk-norms, MoE routing, flash vs materialised attention scores, norms computed
+in fp32 as Hugging Face implements them, and which inputs frozen (LoRA) weights do not need.
+Tensor parallelism shards the head/intermediate-sized tensors; sequence parallelism also shards
+the hidden-sized ones (their sec. 4.2.2). Full checkpointing keeps one layer input per layer and
+recomputes the layer in backward (Chen et al. 2016); selective recomputes only core attention.
+All values are bytes per token unless named otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.model import Attention, Block, Mlp, ModelSpec
+
+
+@dataclass(frozen=True)
+class ActivationMode:
+    """Dtypes and switches that decide what a layer saves."""
+
+    activation_bytes: int  # matmul outputs (bf16 = 2, fp32 = 4)
+    residual_bytes: int  # residual stream and norm outputs (fp32 under autocast over fp32 weights)
+    weights_trainable: bool  # full fine-tune: linear inputs are kept for weight gradients
+    lora_targets: frozenset[str]  # module names that carry a LoRA adapter (their inputs are kept)
+    attention: str  # flash | sdpa | eager
+    checkpointing: str  # none | selective | full
+    tensor_parallel: int = 1
+    sequence_parallel: bool = False
+    dropout: bool = False
+
+    @property
+    def casts_inputs(self) -> bool:
+        """Autocast over fp32 activations: each linear keeps its own half-precision input copy."""
+        return self.residual_bytes > self.activation_bytes
+
+
+@dataclass(frozen=True)
+class LayerActivations:
+    """Saved bytes of one layer for one token; `scores_per_key` scales with sequence length."""
+
+    norms: float
+    attention: float
+    mlp: float
+    scores_per_key: float
+    core_attention: float
+
+    def per_token(self, seq_len: int) -> float:
+        """Everything one layer keeps for one token at this sequence length."""
+        return self.norms + self.attention + self.mlp + self.scores_per_key * seq_len
+
+
+def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
+    """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
+    row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
+    its input at the residual dtype plus mean and rstd."""
+    if model.norm == "layernorm":
+        return mode.residual_bytes * width + 8
+    kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
+    return 4 * width + 4 + kept_output
+
+
+def _linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> float:
+    """Bytes kept of one tensor feeding `consumers` (linear modules): shared when no cast is
+    needed, one half-precision copy per consumer under autocast; nothing for frozen weights
+    without adapters."""
+    keepers = [name for name in consumers if mode.weights_trainable or name in mode.lora_targets]
+    if not keepers:
+        return 0.0
+    copies = len(keepers) if mode.casts_inputs else 1
+    return copies * mode.activation_bytes * width
+
+
+def attention_bytes(
+    model: ModelSpec, attention: Attention, mode: ActivationMode
+) -> tuple[float, float, float]:
+    """(projections + rope + output, scores per key, core-attention-only) bytes per token."""
+    a = mode.activation_bytes
+    q, kv = attention.q_size, attention.kv_size
+    v_width = attention.num_heads * attention.v_head_dim if attention.kind == "mla" else kv
+    names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
+    if attention.kind == "mla":
+        names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
+        latent = attention.q_lora_rank + attention.kv_lora_rank
+        kept = _linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
+        kv = q  # MLA expands keys to every head
+        v_width = attention.num_heads * attention.v_head_dim
+    else:
+        kept = _linear_input(mode, model.hidden_size, names)
+    if attention.qk_norm != "none":
+        kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
+    # rotated q and k, and v, are the saved inputs of the attention kernel
+    core_inputs = a * (q + kv + v_width)
+    output = a * attention.num_heads * (attention.v_head_dim or attention.head_dim)
+    if mode.attention == "eager":
+        # q @ k^T on heads-expanded k/v, fp32 softmax kept, its half copy kept for probs @ v
+        core_inputs = a * (q + 2 * attention.num_heads * attention.head_dim)
+        per_key = float(attention.num_heads * (4 + a + (1 if mode.dropout else 0)))
+        core = output
+    else:
+        per_key = 0.0
+        core = output + 4 * attention.num_heads  # kernel output + fp32 logsumexp
+    o_input = _linear_input(mode, output // a, [attention.names[3]])
+    kept += core_inputs + o_input
+    if mode.dropout:
+        kept += model.hidden_size  # residual dropout mask (1 byte)
+    return kept, per_key, core
+
+
+def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
+    """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner);
+    plain = pre-activation, activation internals and output (4 x inner); MoE = router logits
+    plus top-k experts' worth of per-token expert tensors (gathered input, inner tensors,
+    weighted output)."""
+    a, hidden = mode.activation_bytes, model.hidden_size
+    gate_name, up_name, down_name = mlp.names
+    inputs = [gate_name, up_name] if mlp.gated and not mlp.fused_gate_up else [up_name]
+
+    def ffn(inner: int) -> float:
+        down_kept = _linear_input(mode, inner, [down_name])
+        # gated: gate, act(gate), up; plain: pre-activation and the activation internals
+        return a * 3 * inner + down_kept
+
+    if not mlp.is_moe:
+        return _linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
+    shared_input = _linear_input(mode, hidden, ["gate", *inputs])
+    routed = mlp.experts_per_token * (
+        _linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + a * hidden
+    )
+    router = 4 * mlp.num_experts + 8 * mlp.experts_per_token
+    shared = 0.0
+    if mlp.num_shared_experts:
+        shared = ffn(mlp.shared_intermediate_size * mlp.num_shared_experts)
+    return shared_input + routed + router + shared
+
+
+def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> LayerActivations:
+    """What one layer of `block` saves per token, before parallelism and checkpointing."""
+    hidden = model.hidden_size
+    norms = block.norms * _norm_bytes(model, hidden, mode)
+    attention, per_key, core = attention_bytes(model, block.attention, mode)
+    if block.cross_attention is not None:
+        cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)
+        attention += cross
+        per_key += cross_key
+    mlp = mlp_bytes(model, block.mlp, mode)
+    return LayerActivations(norms, attention, mlp, per_key, core)
+
+
+def stored_per_layer(model: ModelSpec, block: Block, mode: ActivationMode, seq_len: int) -> float:
+    """Bytes per token one layer keeps between forward and backward under the checkpoint mode,
+    after tensor/sequence-parallel sharding."""
+    layer = layer_activations(model, block, mode)
+    tp = mode.tensor_parallel
+    replicated_divisor = tp if mode.sequence_parallel else 1
+    if mode.checkpointing == "full":
+        return mode.residual_bytes * model.hidden_size / replicated_divisor
+    sharded = layer.attention + layer.mlp + layer.scores_per_key * seq_len
+    if mode.checkpointing == "selective":
+        sharded -= layer.scores_per_key * seq_len + layer.core_attention
+    return sharded / tp + layer.norms / replicated_divisor
+
+
+def recompute_per_layer(model: ModelSpec, block: Block, mode: ActivationMode, seq_len: int) -> float:
+    """Bytes per token of the one layer recomputed at a time in backward (full checkpointing)."""
+    if mode.checkpointing != "full":
+        return 0.0
+    layer = layer_activations(model, block, mode)
+    replicated_divisor = mode.tensor_parallel if mode.sequence_parallel else 1
+    sharded = layer.attention + layer.mlp + layer.scores_per_key * seq_len
+    return sharded / mode.tensor_parallel + layer.norms / replicated_divisor
+
+
+def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool) -> float:
+    """Bytes per token kept outside the layers: final norm(s), the LM-head input, the embedding
+    indices, and the embedding dropout mask."""
+    hidden = model.hidden_size
+    final = model.final_norms * _norm_bytes(model, hidden, mode)
+    head_input = mode.activation_bytes * hidden if head_trainable else 0
+    indices = 8 * (2 if model.encoder_decoder else 1)
+    dropout = hidden if mode.dropout else 0
+    return final + head_input + indices + dropout

@@ -1,0 +1,157 @@
+"""Parameter counts: total, active per token (MoE), trainable per method, LoRA adapters.
+
+Exact arithmetic from the architecture: every weight matrix is in x out (+ out bias), norms are
+hidden (RMSNorm) or 2 x hidden (LayerNorm), embeddings vocab x hidden, an untied LM head adds
+vocab x hidden again. LoRA adds rank x (in + out) per targeted matrix (Hu et al. 2021, eq. 3:
+W + BA with B in R^{out x r}, A in R^{r x in}); DoRA adds a magnitude vector of `out` per
+targeted matrix (Liu et al. 2024, eq. 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.errors import InputError
+from trainplan.model import (
+    ATTENTION_ROLES,
+    MLP_ROLES,
+    QUERY_VALUE_ROLES,
+    Block,
+    Linear,
+    ModelSpec,
+    attention_extra_params,
+    block_linears,
+)
+from trainplan.scenario import LoraSettings
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameter counts of a model under a training method."""
+
+    total: int
+    embedding: int
+    head: int
+    layers: int
+    linear_weights: int
+    extras: int
+    active: int
+    trainable: int
+    lora: int
+
+    @property
+    def trainable_fraction(self) -> float:
+        """trainable / total."""
+        return self.trainable / self.total
+
+
+def block_params(block: Block, model: ModelSpec) -> int:
+    """Parameters of one layer of `block`: matrices, norms, attention extras."""
+    matrices = sum(linear.params for linear in block_linears(block, model.hidden_size))
+    extra = attention_extra_params(block.attention)
+    if block.cross_attention is not None:
+        extra += attention_extra_params(block.cross_attention)
+    return matrices + extra + block.norms * model.norm_params
+
+
+def block_active_params(block: Block, model: ModelSpec) -> int:
+    """Parameters one token touches in one layer: routed experts count top-k of them."""
+    total = block_params(block, model)
+    mlp = block.mlp
+    if not mlp.is_moe:
+        return total
+    expert_params = sum(linear.params for linear in block_linears(block, model.hidden_size) if linear.expert)
+    return total - expert_params + expert_params * mlp.experts_per_token // mlp.num_experts
+
+
+def embedding_params(model: ModelSpec) -> int:
+    """Token embedding (vocab x hidden) plus learned positions (positions x hidden)."""
+    return (model.vocab_size + model.learned_positions) * model.hidden_size
+
+
+def head_params(model: ModelSpec) -> int:
+    """The LM head: vocab x hidden when untied, nothing extra when tied to the embedding."""
+    return 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
+
+
+def total_params(model: ModelSpec) -> int:
+    """Every parameter of the model, tied weights counted once."""
+    layers = sum(block.count * block_params(block, model) for block in model.blocks)
+    extras = sum(extra.params for extra in model.extras)
+    return (
+        embedding_params(model) + head_params(model) + layers + model.final_norms * model.norm_params + extras
+    )
+
+
+def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
+    """Whether a LoRA target spec selects `linear`.
+
+    Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
+    module); `attention` = every attention projection; `all-linear` = every linear layer but the
+    LM head and the router (peft's "all-linear"). Explicit names match the module name or
+    its last dotted part, as peft's `target_modules` does.
+    """
+    if targets == "qv":
+        return linear.role in QUERY_VALUE_ROLES
+    if targets == "attention":
+        return linear.role in ATTENTION_ROLES
+    if targets == "all-linear":
+        return linear.role in ATTENTION_ROLES | MLP_ROLES
+    name = linear.name
+    return any(name == target or name.endswith("." + target) for target in targets)
+
+
+def lora_params(model: ModelSpec, lora: LoraSettings) -> int:
+    """Adapter parameters: sum over targeted matrices of rank x (in + out) (+ out for DoRA)."""
+    total = 0
+    for block in model.blocks:
+        for linear in block_linears(block, model.hidden_size):
+            if targeted(linear, lora.targets):
+                per_matrix = lora.rank * (linear.in_features + linear.out_features)
+                if lora.dora:
+                    per_matrix += linear.out_features
+                total += block.count * linear.copies * per_matrix
+    if total == 0:
+        raise InputError(
+            "lora.targets",
+            f"selects no linear layer of {model.name}; module names here: " + ", ".join(module_names(model)),
+        )
+    return total
+
+
+def module_names(model: ModelSpec) -> list[str]:
+    """Distinct linear module names of the model, in forward order (for LoRA targets)."""
+    names: list[str] = []
+    for block in model.blocks:
+        for linear in block_linears(block, model.hidden_size):
+            short = linear.name.rsplit(".", 1)[-1]
+            if short not in names:
+                names.append(short)
+    return names
+
+
+def count_params(model: ModelSpec, method: str, lora: LoraSettings) -> ParamCounts:
+    """All parameter counts for `method` (full | lora | qlora)."""
+    total = total_params(model)
+    linear_weights = sum(
+        block.count * linear.in_features * linear.out_features * linear.copies
+        for block in model.blocks
+        for linear in block_linears(block, model.hidden_size)
+    )
+    layers = sum(block.count * block_params(block, model) for block in model.blocks)
+    active = total - layers
+    active += sum(block.count * block_active_params(block, model) for block in model.blocks)
+    frozen_extras = sum(extra.params for extra in model.extras if not extra.trainable)
+    adapters = 0 if method == "full" else lora_params(model, lora)
+    trainable = total - frozen_extras if method == "full" else adapters
+    return ParamCounts(
+        total=total,
+        embedding=embedding_params(model),
+        head=head_params(model),
+        layers=layers,
+        linear_weights=linear_weights,
+        extras=sum(extra.params for extra in model.extras),
+        active=active,
+        trainable=trainable,
+        lora=adapters,
+    )

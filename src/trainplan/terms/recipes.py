@@ -1,0 +1,124 @@
+"""Bytes per parameter for each precision recipe, optimizer and frozen-base format.
+
+Sources:
+- Mixed precision with an fp32 master copy (bf16-mixed / fp16-mixed): ZeRO, Rajbhandari et al.
+  2020, sec. 3.1: 2 (half weights) + 2 (half grads) + K=12 (fp32 master, momentum, variance)
+  bytes per parameter, as Megatron-LM and DeepSpeed hold model states.
+- amp-* (torch.autocast over fp32 weights, the HF Trainer with bf16=True on an fp32 model):
+  fp32 weights 4 + fp32 grads 4 + Adam 8; autocast caches a half copy (2 bytes) of every fp32
+  leaf weight that requires grad until the autocast region exits (PyTorch autocast docs,
+  "cache_enabled"; see the tracing notes in docs/methodology.md).
+- Pure bf16: weights, grads and optimizer state all bf16 (torch.optim keeps state in the
+  parameter dtype).
+- 8-bit AdamW: Dettmers et al. 2022, block-wise 8-bit states: 1 byte per state element plus one
+  fp32 absmax per 256-element block (bitsandbytes' block size) = 1.015625 bytes.
+- NF4: QLoRA, Dettmers et al. 2023, sec. 3: 4-bit weights, one absmax per 64 weights; double
+  quantisation stores those absmax in 8 bits with one fp32 constant per 256 of them:
+  4 + 8/64 + 32/(64*256) = 4.127 bits; without double quantisation 4 + 32/64 = 4.5 bits.
+- LLM.int8(): Dettmers et al. 2022: 1 byte per weight plus one fp32 scale per output row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PrecisionRecipe:
+    """How one precision recipe stores trainable parameters and activations."""
+
+    name: str
+    weight_bytes: float
+    grad_bytes: float
+    master_bytes: float
+    state_bytes: float
+    autocast_copy_bytes: float
+    activation_bytes: int
+    residual_bytes: int
+    compute: str
+    note: str
+
+
+PRECISIONS: dict[str, PrecisionRecipe] = {
+    recipe.name: recipe
+    for recipe in (
+        PrecisionRecipe("bf16-mixed", 2, 2, 4, 4, 0, 2, 2, "bf16",
+                        "bf16 weights and grads, fp32 master + states in the optimizer (ZeRO 2+2+12)"),
+        PrecisionRecipe("fp16-mixed", 2, 2, 4, 4, 0, 2, 2, "fp16",
+                        "fp16 weights and grads, fp32 master + states, loss scaling (ZeRO 2+2+12)"),
+        PrecisionRecipe("amp-bf16", 4, 4, 0, 4, 2, 2, 4, "bf16",
+                        "fp32 weights and grads under bf16 autocast (4+4+8, + bf16 weight copies)"),
+        PrecisionRecipe("amp-fp16", 4, 4, 0, 4, 2, 2, 4, "fp16",
+                        "fp32 weights and grads under fp16 autocast with a GradScaler"),
+        PrecisionRecipe("bf16", 2, 2, 0, 2, 0, 2, 2, "bf16",
+                        "pure bf16: weights, grads and optimizer state in bf16, no master copy"),
+        PrecisionRecipe("fp32", 4, 4, 0, 4, 0, 4, 4, "fp32",
+                        "everything fp32 (matmuls at fp32 rate; TF32 off, PyTorch's default)"),
+        PrecisionRecipe("fp8-mixed", 2, 2, 4, 4, 1, 2, 2, "fp8",
+                        "fp8 matmuls (Transformer Engine): bf16 weights/grads, fp32 master + states, "
+                        "plus a cached fp8 weight copy"),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OptimizerRecipe:
+    """Optimizer state per trainable parameter and the transient memory of its step.
+
+    `transient` is "all" for multi-tensor (foreach) steps, which allocate temporaries the size of
+    all states at once, "largest" for per-parameter steps (temporaries of the largest tensor),
+    or "none" for fused kernels.
+    """
+
+    name: str
+    states: int
+    state_bytes: float | None
+    factored: bool
+    transient: str
+    transient_tensors: float
+    paged: bool
+    note: str
+
+
+OPTIMIZERS: dict[str, OptimizerRecipe] = {
+    recipe.name: recipe
+    for recipe in (
+        OptimizerRecipe("adamw", 2, None, False, "all", 1, False,
+                        "torch.optim.AdamW, foreach: momentum + variance; sqrt(variance) is "
+                        "materialised for all parameters during step()"),
+        OptimizerRecipe("adamw-fused", 2, None, False, "none", 0, False,
+                        "torch.optim.AdamW(fused=True): momentum + variance, no step temporaries"),
+        OptimizerRecipe("adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, False,
+                        "bitsandbytes AdamW8bit: block-wise 8-bit states (Dettmers et al. 2022)"),
+        OptimizerRecipe("paged-adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, True,
+                        "as adamw-8bit, states in paged (unified) memory that can spill to the CPU "
+                        "under pressure; counted as resident here"),
+        OptimizerRecipe("sgd", 0, None, False, "none", 0, False, "plain SGD: no state"),
+        OptimizerRecipe("sgd-momentum", 1, None, False, "none", 0, False,
+                        "SGD with momentum: one momentum buffer, updated in place"),
+        OptimizerRecipe("adafactor", 0, None, True, "largest", 3, False,
+                        "Adafactor (Shazeer & Stern 2018) without first moment: factored row + "
+                        "column second moments (r + c per matrix); fp32 update temporaries per "
+                        "parameter"),
+        OptimizerRecipe("lion", 1, None, False, "largest", 2, False,
+                        "Lion (Chen et al. 2023): one momentum buffer; per-parameter update "
+                        "temporaries"),
+    )
+}  # fmt: skip
+
+
+def nf4_bytes_per_param(double_quant: bool = True) -> float:
+    """NF4 storage per weight: 4 bits + block absmax (QLoRA sec. 3), in bytes."""
+    bits = 4 + 8 / 64 + 32 / (64 * 256) if double_quant else 4 + 32 / 64
+    return bits / 8
+
+
+BASE_WEIGHT_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "int8": 1.0,
+    "nf4": nf4_bytes_per_param(),
+}
+
+QUANTISED_BASES = frozenset({"int8", "nf4"})

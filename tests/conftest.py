@@ -1,0 +1,41 @@
+"""Shared fixtures: small hand-checkable model configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+LLAMA_8B: dict[str, Any] = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "mlp_bias": False,
+}
+
+TINY_LLAMA: dict[str, Any] = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 2,
+    "num_key_value_heads": 2,
+    "vocab_size": 256,
+    "tie_word_embeddings": False,
+}
+
+
+@pytest.fixture
+def llama8b_config() -> dict[str, Any]:
+    return dict(LLAMA_8B)
+
+
+@pytest.fixture
+def tiny_config() -> dict[str, Any]:
+    return dict(TINY_LLAMA)

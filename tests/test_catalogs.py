@@ -1,0 +1,64 @@
+"""Catalog data: GPU aliases, strict records, every model's parameter count vs its published one."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainplan.catalog import model_records
+from trainplan.errors import UnknownNameError
+from trainplan.gpus import find_gpu, gpu_catalog
+from trainplan.terms.params import total_params
+
+
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("H100", "H100 SXM"),
+        ("H100-SXM", "H100 SXM"),
+        ("h100-80gb", "H100 SXM"),
+        ("RTX 4090", "RTX 4090"),
+        ("RTX-4090", "RTX 4090"),
+        ("rtx_4090", "RTX 4090"),
+        ("A100-80GB", "A100 80GB SXM"),
+    ],
+)
+def test_gpu_aliases(alias: str, name: str) -> None:
+    assert name in find_gpu(alias).name
+
+
+def test_unknown_gpu_suggests() -> None:
+    with pytest.raises(UnknownNameError) as error:
+        find_gpu("H10")
+    assert error.value.suggestions
+
+
+def test_gpu_rows_are_sourced() -> None:
+    gpus = gpu_catalog()
+    assert len(gpus) >= 24
+    classes = {g.gpu_class for g in gpus}
+    assert classes == {"consumer", "workstation", "datacenter"}
+    for gpu in gpus:
+        assert gpu.source and gpu.as_of
+        assert gpu.memory_bytes > 8 * 2**30
+
+
+def test_catalog_has_the_required_models() -> None:
+    records = model_records()
+    assert len(records) >= 35
+    families = " ".join(r.name.lower() for r in records)
+    for needle in ("llama-2", "llama-3.1-405b", "mixtral", "qwen2.5", "qwen3", "gemma-2", "gemma-3",
+                   "phi-3", "phi-4", "deepseek-v3", "olmo", "gpt-2", "t5", "chameleon", "emu3",
+                   "janus", "llamagen"):  # fmt: skip
+        assert needle in families, needle
+
+
+@pytest.mark.parametrize("record", model_records(), ids=lambda r: r.name)
+def test_params_match_published_within_half_percent(record: object) -> None:
+    from trainplan.catalog import ModelRecord
+
+    assert isinstance(record, ModelRecord)
+    ours = total_params(record.spec())
+    assert ours == pytest.approx(record.published_params, rel=0.005), record.published_params_source
+    if record.meta_device_params is not None:
+        # the same config built by transformers on the meta device
+        assert ours == pytest.approx(record.meta_device_params, rel=0.001)

@@ -1,0 +1,90 @@
+"""Properties that must hold for every scenario (hypothesis)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+from conftest import LLAMA_8B
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainplan.estimate import estimate
+from trainplan.hf import spec_from_config
+from trainplan.scenario import Scenario
+
+SPEC = spec_from_config(LLAMA_8B, "l8b")
+MOE = spec_from_config(
+    {**LLAMA_8B, "model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2}, "moe"
+)
+
+scenarios = st.builds(
+    Scenario,
+    model=st.just("x"),
+    method=st.sampled_from(["full", "lora", "qlora"]),
+    precision=st.sampled_from(["bf16-mixed", "amp-bf16", "bf16", "fp32"]),
+    optimizer=st.sampled_from(["adamw", "adamw-fused", "adamw-8bit", "sgd", "adafactor", "lion"]),
+    micro_batch=st.integers(1, 8),
+    seq_len=st.integers(1, 8192),
+    grad_accum=st.integers(1, 8),
+    activation_checkpointing=st.sampled_from(["none", "selective", "full"]),
+    attention=st.sampled_from(["flash", "eager"]),
+    gpus=st.sampled_from([1, 2, 8]),
+    zero_stage=st.integers(0, 3),
+)
+
+
+def total(scenario: Scenario, spec: Any = SPEC) -> float:
+    return estimate(scenario, model=spec).total_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios, st.integers(1, 4))
+def test_memory_non_decreasing_in_batch_and_sequence(scenario: Scenario, factor: int) -> None:
+    bigger_batch = dataclasses.replace(scenario, micro_batch=scenario.micro_batch * factor)
+    longer = dataclasses.replace(scenario, seq_len=scenario.seq_len * factor)
+    assert total(bigger_batch) >= total(scenario)
+    assert total(longer) >= total(scenario)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios)
+def test_higher_zero_stage_never_increases_memory(scenario: Scenario) -> None:
+    values = [total(dataclasses.replace(scenario, zero_stage=s)) for s in range(4)]
+    assert all(b <= a for a, b in itertools.pairwise(values))
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios)
+def test_qlora_le_lora_le_full(scenario: Scenario) -> None:
+    full = total(dataclasses.replace(scenario, method="full"))
+    lora = total(dataclasses.replace(scenario, method="lora"))
+    qlora = total(dataclasses.replace(scenario, method="qlora"))
+    assert qlora <= lora <= full
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios)
+def test_checkpointing_never_increases_memory(scenario: Scenario) -> None:
+    none, selective, full = (
+        total(dataclasses.replace(scenario, activation_checkpointing=mode))
+        for mode in ("none", "selective", "full")
+    )
+    assert full <= selective <= none
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios)
+def test_more_sharding_gpus_never_increase_memory(scenario: Scenario) -> None:
+    one = dataclasses.replace(scenario, gpus=1)
+    many = dataclasses.replace(scenario, gpus=8)
+    assert total(many) <= total(one)
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios)
+def test_total_is_at_least_every_term_and_moe_at_least_dense(scenario: Scenario) -> None:
+    result = estimate(scenario, model=SPEC)
+    assert all(0 <= term.value <= result.total_bytes for term in result.peak.terms)
+    assert total(scenario, MOE) >= total(scenario, SPEC)

@@ -1,0 +1,60 @@
+"""Scenario validation: every bad value names its field and the allowed range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainplan.errors import InputError
+from trainplan.scenario import LoraSettings, Scenario, scenario_from_mapping, scenario_to_mapping
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "text"),
+    [
+        ({"micro_batch": 0}, "micro_batch", ">= 1"),
+        ({"micro_batch": "two"}, "micro_batch", "not an integer"),
+        ({"seq_len": 1.5}, "seq_len", "not an integer"),
+        ({"grad_accum": -3}, "grad_accum", ">= 1"),
+        ({"zero_stage": 4}, "zero_stage", "<= 3"),
+        ({"method": "ia3"}, "method", "full, lora, qlora"),
+        ({"precision": "int4"}, "precision", "bf16-mixed"),
+        ({"optimizer": "adam"}, "optimizer", "adamw"),
+        ({"overhead_gib": "nan"}, "overhead_gib", "finite"),
+        ({"overhead_gib": -1}, "overhead_gib", ">= 0"),
+        ({"microbatch": 2}, "microbatch", "unknown scenario field"),
+        ({"lora": {"rank": 0}}, "lora.rank", "between 1 and 65536"),
+        ({"lora": {"targets": []}}, "lora.targets", "qv, attention, all-linear"),
+        ({"lora": {"ranks": 4}}, "lora.ranks", "unknown field"),
+        ({"gpus": 6, "tensor_parallel": 4}, "gpus", "multiple of"),
+        ({"method": "full", "base_weights": "nf4"}, "base_weights", "only applies"),
+        ({"method": "qlora", "base_weights": "bf16"}, "base_weights", "nf4 or int8"),
+        ({"sequence_parallel": True}, "sequence_parallel", "tensor_parallel > 1"),
+        ({"sequence_parallel": "maybe"}, "sequence_parallel", "boolean"),
+    ],
+)
+def test_bad_values_name_the_field(data: dict[str, Any], field: str, text: str) -> None:
+    with pytest.raises(InputError) as error:
+        scenario_from_mapping(data)
+    assert error.value.field == field
+    assert text in str(error.value)
+
+
+def test_strings_from_flags_are_converted() -> None:
+    scenario = scenario_from_mapping(
+        {
+            "micro_batch": "4",
+            "seq_len": "4,096",
+            "sequence_parallel": "false",
+            "method": "LoRA",
+            "lora": {"rank": "8", "targets": "q_proj,v_proj", "dora": "true"},
+        }
+    )
+    assert scenario.micro_batch == 4 and scenario.seq_len == 4096 and scenario.method == "lora"
+    assert scenario.lora == LoraSettings(rank=8, alpha=32.0, targets=("q_proj", "v_proj"), dora=True)
+
+
+def test_round_trip() -> None:
+    scenario = Scenario(lora=LoraSettings(targets=("q_proj",)), gpus=8, zero_stage=3)
+    assert scenario_from_mapping(scenario_to_mapping(scenario)) == scenario
