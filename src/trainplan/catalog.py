@@ -60,6 +60,7 @@ class ModelRecord:
     notes: str
     config: Mapping[str, Any]
     extra_components: tuple[ExtraComponent, ...]
+    published_params_excludes: tuple[str, ...] = ()
 
     def spec(self) -> ModelSpec:
         """The ModelSpec of this record (config through the HF adapter, plus extras)."""
@@ -78,7 +79,13 @@ _MODEL_KEYS = (
     "name", "hub_id", "family", "modality", "published_params", "published_params_source",
     "config_source", "as_of", "config",
 )  # fmt: skip
-_MODEL_OPTIONAL = {"aliases", "meta_device_params", "notes", "extra_components"}
+_MODEL_OPTIONAL = {
+    "aliases",
+    "meta_device_params",
+    "notes",
+    "extra_components",
+    "published_params_excludes",
+}
 
 
 @cache
@@ -113,6 +120,7 @@ def model_records() -> tuple[ModelRecord, ...]:
                 notes=str(raw.get("notes") or ""),
                 config=raw["config"],
                 extra_components=extras,
+                published_params_excludes=tuple(raw.get("published_params_excludes") or ()),
             )
         )
     return tuple(records)

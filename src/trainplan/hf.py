@@ -46,13 +46,34 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: Any = _MISSING, minimum: i
     return int(value)
 
 
+# Values transformers fills in when a config.json omits them (its config classes' defaults);
+# real configs rely on these, e.g. Gemma 3's text_config lists only what differs.
+_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+    },
+}
+
+
 def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The language-model part of a (possibly multimodal) config."""
+    """The language-model part of a (possibly multimodal) config, with its type's defaults."""
+    text = cfg
     for key in ("text_config", "language_config"):
         sub = cfg.get(key)
         if isinstance(sub, Mapping) and ("hidden_size" in sub or "num_hidden_layers" in sub):
-            return sub
-    return cfg
+            text = sub
+            break
+    model_type = str(text.get("model_type", ""))
+    if model_type == "gemma3" and text is not cfg:
+        model_type = "gemma3_text"
+    defaults = _TYPE_DEFAULTS.get(model_type)
+    return {**defaults, **text} if defaults else text
 
 
 def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
@@ -272,7 +293,10 @@ def _vision_extras(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCompon
     if not isinstance(vision, Mapping) or "hidden_size" not in vision:
         return []
     hidden = _int(vision, "hidden_size")
-    inner = _int(vision, "intermediate_size")
+    if "intermediate_size" not in vision and "mlp_ratio" in vision:
+        inner = round(float(vision["mlp_ratio"]) * hidden)  # Janus' SigLIP config
+    else:
+        inner = _int(vision, "intermediate_size")
     layers = _int(vision, "num_hidden_layers")
     patch = _int(vision, "patch_size")
     image = _int(vision, "image_size")

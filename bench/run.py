@@ -1,0 +1,61 @@
+"""`make bench`: speed figures, printed (not asserted).
+
+- one in-process estimate (model and GPU catalogs warm), median and p99 over many calls
+- `trainplan estimate` cold start as a fresh process (import + catalogs + estimate + render)
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def in_process(repeats: int = 2000) -> list[float]:
+    from trainplan import estimate
+    from trainplan.catalog import resolve_model
+    from trainplan.scenario import Scenario
+
+    scenario = Scenario(model="Llama-3.1-8B", method="full", gpus=8, zero_stage=3)
+    model = resolve_model(scenario.model)
+    estimate(scenario, model=model)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        estimate(scenario, model=model)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def cold_start(repeats: int = 5) -> list[float]:
+    trainplan = str(Path(sys.executable).with_name("trainplan"))
+    args = [trainplan, "estimate", "--scenario", str(ROOT / "examples/default.yaml"), "--json"]
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(args, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def report(name: str, times: list[float], budget_s: float) -> None:
+    ordered = sorted(times)
+    median = statistics.median(ordered)
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    print(
+        f"{name:<34} median {median * 1e3:8.3f} ms  p99 {p99 * 1e3:8.3f} ms  "
+        f"budget {budget_s * 1e3:6.1f} ms  ratio {median / budget_s:5.2f}"
+    )
+
+
+def main() -> None:
+    report("estimate() in process", in_process(), 1e-3)
+    report("trainplan estimate (cold start)", cold_start(), 0.5)
+
+
+if __name__ == "__main__":
+    main()

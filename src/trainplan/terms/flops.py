@@ -1,0 +1,94 @@
+"""Training FLOPs per token from the architecture.
+
+Matmuls: a forward pass costs 2 FLOPs per multiply-accumulate, so 2 x (matmul parameters a token
+touches) per token; backward costs twice that (input and weight gradients), giving the 6N rule
+(Kaplan et al. 2020, sec. 2.1; Narayanan et al. 2021, sec. 5.1, eq. for F = 72BsLh^2(...)).
+Frozen weights (LoRA/QLoRA) skip the weight gradient: 2N forward + 2N backward = 4N.
+Attention scores and the weighted sum add 2 x heads x context x (d_qk + d_v) per token and
+layer in forward (Kaplan's 2 n_layer n_ctx d_attn term); causal kernels (flash) skip the masked
+half, so the context is seq/2 for decoders. PaLM (Chowdhery et al. 2022, app. B) counts the
+unmasked 6N + 12 L H Q T for MFU; `palm_flops_per_token` gives that convention.
+Full activation checkpointing re-runs every layer's forward once more (+1 forward of the
+layers); selective recompute re-runs only the attention core (Korthikanti et al. 2022, sec. 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.model import Block, ModelSpec, block_linears
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Training FLOPs per token, split by what performs them."""
+
+    matmul_forward: float
+    attention_forward: float
+    head_forward: float
+    total: float
+    recompute: float
+    palm_model_flops: float
+
+
+def _block_matmul_active(block: Block, model: ModelSpec) -> float:
+    """Matmul parameters one token touches in one layer (top-k of the routed experts)."""
+    total = 0.0
+    for linear in block_linears(block, model.hidden_size):
+        per_copy = linear.in_features * linear.out_features
+        if linear.expert:
+            total += per_copy * block.mlp.experts_per_token
+        else:
+            total += per_copy * linear.copies
+    return total
+
+
+def _attention_core(block: Block, context: float) -> float:
+    """Forward FLOPs per token of scores and weighted sum over `context` keys."""
+    attention = block.attention
+    flops = 2 * attention.num_heads * context * (attention.head_dim + attention.v_head_dim)
+    if block.cross_attention is not None:
+        cross = block.cross_attention
+        flops += 2 * cross.num_heads * 2 * context * (cross.head_dim + cross.v_head_dim)
+    return flops
+
+
+def flops_per_token(
+    model: ModelSpec,
+    seq_len: int,
+    *,
+    frozen_base: bool,
+    lora_params: int,
+    checkpointing: str,
+) -> FlopsPerToken:
+    """Training FLOPs per token: forward, backward (2x, or 1x for frozen matmuls), recompute."""
+    matmul = sum(block.count * _block_matmul_active(block, model) for block in model.blocks)
+    causal_context = seq_len if model.encoder_decoder else seq_len / 2
+    attention = sum(block.count * _attention_core(block, causal_context) for block in model.blocks)
+    head = model.vocab_size * model.hidden_size
+    matmul_forward = 2 * matmul
+    attention_forward = attention
+    head_forward = 2 * head
+    weight_grad = 0.0 if frozen_base else 2 * (matmul + head)
+    adapters = 6 * lora_params
+    total = (
+        3 * attention_forward  # forward + input grads (2x): attention has no weights
+        + 2 * (matmul_forward + head_forward)  # forward + input grads
+        + weight_grad
+        + adapters
+    )
+    recompute = 0.0
+    if checkpointing == "full":
+        recompute = matmul_forward + attention_forward
+    elif checkpointing == "selective":
+        recompute = attention_forward
+    unmasked = sum(block.count * _attention_core(block, seq_len) for block in model.blocks)
+    palm = 6 * (matmul + head) + 3 * unmasked
+    return FlopsPerToken(
+        matmul_forward=matmul_forward,
+        attention_forward=attention_forward,
+        head_forward=head_forward,
+        total=total + recompute,
+        recompute=recompute,
+        palm_model_flops=palm,
+    )
