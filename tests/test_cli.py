@@ -97,3 +97,23 @@ def test_lists() -> None:
     assert models and all("qwen" in m["name"].lower() or "qwen" in m["family"].lower() for m in models)
     gpus = json.loads(invoke("gpus", "h100", "--json").output)
     assert any(g["name"].startswith("H100 SXM") for g in gpus)
+
+
+def test_json_runtime_contract(config_file: Path) -> None:
+    data = json.loads(invoke("estimate", "--model", str(config_file), "--mfu", "0.4", "--json").output)
+    time = data["time"]
+    for key in ("flops_per_token", "tokens_per_s", "step_s", "total_s", "gpu_hours", "mfu"):
+        assert time[key] > 0
+    assert data["cost"]["usd"] == pytest.approx(time["gpu_hours"] * data["cost"]["usd_per_gpu_hour"])
+    assert data["cost"]["pricing"] == "on-demand" and data["cost"]["usd_per_million_tokens"] > 0
+    assert data["energy"]["kwh"] > 0 and data["energy"]["co2e_kg"] > 0 and data["energy"]["region"]
+    assert data["load"]["seconds"] > 0 and data["load"]["source"] == "local-nvme"
+    assumptions = data["assumptions"]
+    assert assumptions["efficiency"] == 0.4 and assumptions["pue"] == 1.2
+    assert assumptions["usd_per_gpu_hour"] == 2.95
+
+
+def test_human_runtime_summary(config_file: Path) -> None:
+    output = invoke("estimate", "--model", str(config_file), "--pricing", "spot").output
+    assert "Time: " in output and "Cost: $" in output and "spot" in output
+    assert "Energy: " in output and "Load weights: " in output

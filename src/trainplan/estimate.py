@@ -11,6 +11,7 @@ from trainplan.errors import InputError
 from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec, block_linears
 from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
+from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.scenario import Scenario, data_parallel, scenario_from_mapping
 from trainplan.terms.activations import ActivationMode
 from trainplan.terms.memory import (
@@ -27,9 +28,11 @@ from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     PRECISIONS,
+    QLORA_DEQUANT_SLOWDOWN,
     QUANTISED_BASES,
     PrecisionRecipe,
 )
+from trainplan.terms.timing import INTER_NODE_EFFICIENCY, INTRA_NODE_EFFICIENCY
 from trainplan.units import GIB
 
 
@@ -48,6 +51,10 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     base = resolved_base_weights(scenario)
     phases, states, offloaded = _memory(spec, scenario, recipe, counts, base)
     peak = max(phases, key=lambda phase: phase.total)
+    share = _pipeline_share(spec, counts, scenario.pipeline_parallel)
+    time = time_figures(spec, scenario, gpu, recipe, counts, share, base)
+    cost = cost_figures(scenario, gpu, time)
+    energy = energy_figures(scenario, gpu, time)
     return Estimate(
         scenario=scenario,
         model_name=spec.name,
@@ -61,6 +68,11 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         batch=Batch(scenario.micro_batch, scenario.grad_accum, data_parallel(scenario), scenario.seq_len),
         warnings=tuple(_warnings(spec, scenario, gpu, recipe)),
         approximations=spec.approximations,
+        time=time,
+        cost=cost,
+        energy=energy,
+        load=load_figures(scenario, gpu, counts, recipe),
+        gpu=gpu.name,
         assumptions={
             "base_weights": base,
             "base_weight_bytes_per_param": BASE_WEIGHT_BYTES[base] if base else None,
@@ -68,6 +80,20 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "precision": recipe.note,
             "optimizer": OPTIMIZERS[scenario.optimizer].note,
             "data_parallel": data_parallel(scenario),
+            "efficiency": time.efficiency if time else None,
+            "efficiency_source": time.efficiency_source if time else None,
+            "comm_overlap": scenario.comm_overlap,
+            "intra_node_bus_efficiency": INTRA_NODE_EFFICIENCY,
+            "inter_node_bus_efficiency": INTER_NODE_EFFICIENCY,
+            "qlora_dequant_slowdown": QLORA_DEQUANT_SLOWDOWN if base in QUANTISED_BASES else None,
+            "usd_per_gpu_hour": cost.usd_per_gpu_hour,
+            "rate_source": cost.rate_source,
+            "discount": cost.discount,
+            "pue": energy.pue,
+            "host_overhead": energy.host_overhead,
+            "idle_fraction": energy.idle_fraction,
+            "gco2e_per_kwh": energy.gco2e_per_kwh,
+            "region_source": energy.region_source,
         },
     )
 

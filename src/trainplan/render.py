@@ -28,3 +28,47 @@ def fit_summary(result: Estimate) -> str:
     """'Fits 9 of 30 catalog GPUs'."""
     fitting = sum(row.fits for row in result.fit)
     return f"Fits {fitting} of {len(result.fit)} catalog GPUs at {format_gib(result.total_bytes)} per GPU"
+
+
+def format_duration(seconds: float) -> str:
+    """'3.2 h', '4.1 d', '12 min', '45 s'."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 72 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def runtime_lines(result: Estimate) -> list[str]:
+    """Compact time / cost / energy / load summary."""
+    lines = []
+    time, cost, energy, load = result.time, result.cost, result.energy, result.load
+    if time is None:
+        lines.append(f"Time: {result.gpu} has no tensor-core rate for {result.scenario.precision}")
+    else:
+        lines.append(
+            f"Time: {format_duration(time.total_s)} for {format_count(time.train_tokens)} tokens "
+            f"({format_int(time.steps)} steps of {time.step.total:.2f} s), "
+            f"{format_count(time.tokens_per_s)} tok/s, {time.gpu_hours:,.1f} GPU-hours, "
+            f"MFU {time.mfu:.1%} (efficiency {time.efficiency:.2f}, {time.efficiency_source}); "
+            f"largest overhead: {time.step.dominant_overhead()}"
+        )
+    if cost is not None:
+        if cost.usd is None:
+            lines.append(f"Cost: {cost.rate_source}")
+        else:
+            lines.append(
+                f"Cost: ${cost.usd:,.0f} {cost.pricing} at ${cost.usd_per_gpu_hour:,.2f}/GPU-h"
+                f" (-{cost.discount:.0%}), ${cost.usd_per_million_tokens:,.3f} per million tokens"
+            )
+    if energy is not None and energy.kwh is not None and energy.co2e_kg is not None:
+        lines.append(
+            f"Energy: {energy.kwh:,.0f} kWh, {energy.co2e_kg:,.0f} kg CO2e in {energy.region} "
+            f"({energy.gco2e_per_kwh:.0f} g/kWh; PUE {energy.pue}, host +{energy.host_overhead:.0%})"
+        )
+    if load is not None:
+        mode = "sharded parallel" if load.parallel else "single stream"
+        lines.append(f"Load weights: {format_duration(load.seconds)} from {load.source} ({mode})")
+    return lines

@@ -7,7 +7,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from trainplan.render import batch_line, fit_summary, params_line
+from trainplan.render import batch_line, fit_summary, params_line, runtime_lines
 from trainplan.result import Estimate
 from trainplan.units import format_count, format_gib
 
@@ -33,6 +33,8 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     if result.cpu_offload_bytes:
         console.print(f"CPU memory for offloaded state: {format_gib(result.cpu_offload_bytes)}")
     console.print(batch_line(result.batch))
+    for line in runtime_lines(result):
+        console.print(line)
     fit = Table(title="Can you train it?")
     for column in ("GPU", "class", "memory", "free", ""):
         fit.add_column(column, justify="right" if column in ("memory", "free") else "left")

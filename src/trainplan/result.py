@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainplan.runtime import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 from trainplan.scenario import Scenario, scenario_to_mapping
 from trainplan.terms.params import ParamCounts
 
@@ -86,6 +87,11 @@ class Estimate:
     batch: Batch
     warnings: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()
+    time: TimeFigures | None = None
+    cost: CostFigures | None = None
+    energy: EnergyFigures | None = None
+    load: LoadFigures | None = None
+    gpu: str = ""
     assumptions: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -142,7 +148,69 @@ class Estimate:
                 "global_sequences": self.batch.global_sequences,
                 "global_tokens": self.batch.global_tokens,
             },
+            **self._runtime_dict(),
             "warnings": list(self.warnings),
             "approximations": list(self.approximations),
             "assumptions": self.assumptions,
         }
+
+    def _runtime_dict(self) -> dict[str, Any]:
+        """The time / cost / energy / load part of the JSON contract."""
+        time, cost, energy, load = self.time, self.cost, self.energy, self.load
+        out: dict[str, Any] = {"gpu": self.gpu}
+        if time is not None:
+            step = time.step
+            out["time"] = {
+                "flops_per_token": time.flops.total,
+                "model_flops_per_token": time.flops.total - time.flops.recompute,
+                "palm_model_flops_per_token": time.flops.palm_model_flops,
+                "tokens_per_s": time.tokens_per_s,
+                "tokens_per_s_per_gpu": time.tokens_per_s / self.scenario.gpus,
+                "step_s": step.total,
+                "step_breakdown_s": {
+                    "compute": step.compute,
+                    "pipeline_bubble": step.pipeline_bubble,
+                    "data_parallel_comm": step.data_parallel_comm,
+                    "tensor_parallel_comm": step.tensor_parallel_comm,
+                    "offload": step.offload,
+                    "dequantisation": step.dequantisation,
+                },
+                "dominant_overhead": step.dominant_overhead(),
+                "steps": time.steps,
+                "train_tokens": time.train_tokens,
+                "total_s": time.total_s,
+                "gpu_hours": time.gpu_hours,
+                "mfu": time.mfu,
+                "hfu": time.hfu,
+                "efficiency": time.efficiency,
+                "peak_flops_per_s": time.peak_flops_per_s,
+                "compute_precision": time.compute_precision,
+            }
+        else:
+            out["time"] = None
+        if cost is not None:
+            out["cost"] = {
+                "usd": cost.usd,
+                "usd_per_million_tokens": cost.usd_per_million_tokens,
+                "usd_per_gpu_hour": cost.usd_per_gpu_hour,
+                "pricing": cost.pricing,
+                "discount": cost.discount,
+                "rate_source": cost.rate_source,
+            }
+        if energy is not None:
+            out["energy"] = {
+                "kwh": energy.kwh,
+                "co2e_kg": energy.co2e_kg,
+                "region": energy.region,
+                "gco2e_per_kwh": energy.gco2e_per_kwh,
+                "gpu_power_w": energy.gpu_power_w,
+            }
+        if load is not None:
+            out["load"] = {
+                "seconds": load.seconds,
+                "source": load.source,
+                "bytes_per_node": load.bytes_per_node,
+                "bandwidth_bytes_per_s": load.bandwidth_bytes_per_s,
+                "parallel": load.parallel,
+            }
+        return out

@@ -31,6 +31,7 @@ CHECKPOINTING = ("none", "selective", "full")
 ATTENTION = ("flash", "sdpa", "eager")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
+PRICING = ("on-demand", "committed", "spot")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class FieldInfo:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
+    kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
 
 
 def _field(default: Any, info: FieldInfo) -> Any:
@@ -114,6 +116,67 @@ class Scenario:
         ),
     )
 
+    train_tokens: float | None = _field(
+        None,
+        FieldInfo(
+            "tokens to train on (2e9 when neither steps nor dataset_tokens is given)", None, 1, 1e16, "float"
+        ),
+    )
+    dataset_tokens: float | None = _field(
+        None, FieldInfo("tokens in the dataset; times epochs gives the budget", None, 1, 1e16, "float")
+    )
+    epochs: float = _field(1.0, FieldInfo("passes over dataset_tokens", None, 0.001, 10000))
+    steps: int | None = _field(
+        None, FieldInfo("optimizer steps (instead of a token budget)", None, 1, 1e12, "int")
+    )
+    mfu: float | None = _field(
+        None,
+        FieldInfo(
+            "fraction of peak FLOP/s sustained (recompute included); null: trainplan's own model",
+            None,
+            0.001,
+            1.0,
+            "float",
+        ),
+    )
+    gpus_per_node: int = _field(8, FieldInfo("GPUs per node (one NVLink/PCIe domain)", None, 1, 1024))
+    pricing: str = _field("on-demand", FieldInfo("pricing plan", PRICING))
+    usd_per_gpu_hour: float | None = _field(
+        None,
+        FieldInfo("your own quote in USD per GPU-hour (overrides the catalog rate)", None, 0, 10000, "float"),
+    )
+    committed_discount: float | None = _field(
+        None,
+        FieldInfo("fraction off on-demand for committed use (default from data)", None, 0, 0.99, "float"),
+    )
+    spot_discount: float | None = _field(
+        None,
+        FieldInfo("fraction off on-demand for spot capacity (default from data)", None, 0, 0.99, "float"),
+    )
+    region: str = _field("us-east-1", FieldInfo("grid region for CO2 (cloud region id or country code)"))
+    pue: float | None = _field(
+        None,
+        FieldInfo("data-centre power usage effectiveness (default from data: 1.2)", None, 1.0, 3.0, "float"),
+    )
+    host_overhead: float | None = _field(
+        None,
+        FieldInfo("host power as a fraction of GPU power (default from data: 0.3)", None, 0.0, 2.0, "float"),
+    )
+    idle_fraction: float | None = _field(
+        None,
+        FieldInfo("GPU idle draw as a fraction of TDP (default from data: 0.3)", None, 0.0, 1.0, "float"),
+    )
+    comm_overlap: float = _field(
+        0.5, FieldInfo("fraction of data-parallel communication hidden behind compute", None, 0.0, 1.0)
+    )
+    load_source: str = _field(
+        "local-nvme",
+        FieldInfo("where weights load from: local-nvme | network-fs | object-store, or a bandwidth in GB/s"),
+    )
+    load_parallel: bool = _field(
+        True, FieldInfo("sharded parallel loader (every GPU reads its shard) instead of one stream")
+    )
+
     def field_info(self, name: str) -> FieldInfo:
         """The documentation record of field `name`."""
         info: FieldInfo = {f.name: f for f in dataclasses.fields(self)}[name].metadata["info"]
@@ -157,16 +220,21 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
 
 def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
     """Convert and range-check one scalar field; raise InputError naming it."""
-    if isinstance(default, bool):
+    if raw is None and default is None:
+        return None
+    if isinstance(raw, str) and default is None and raw.strip().lower() in ("", "null", "none"):
+        return None
+    kind = info.kind or type(default).__name__
+    if kind == "bool":
         return _as_bool(name, raw)
     if info.choices is not None:
         text = str(raw).strip().lower() if raw is not None else ""
         if text not in info.choices:
             raise InputError(name, f"{raw!r} is not one of: {', '.join(info.choices)}")
         return text
-    if isinstance(default, int):
+    if kind == "int":
         value: float = _as_int(name, raw)
-    elif isinstance(default, float):
+    elif kind == "float":
         value = _as_float(name, raw)
     else:
         if not isinstance(raw, str) or not raw.strip():
@@ -279,6 +347,15 @@ def _check_combinations(scenario: Scenario) -> None:
         raise InputError("sequence_parallel", "needs tensor_parallel > 1")
     if scenario.offload != "none" and scenario.zero_stage == 0 and scenario.gpus > 1:
         raise InputError("offload", "CPU offload needs zero_stage >= 1 with several GPUs")
+    budgets = [name for name in ("steps", "dataset_tokens", "train_tokens") if getattr(scenario, name)]
+    if len(budgets) > 1:
+        raise InputError(budgets[1], f"give one training budget, not both {budgets[0]} and {budgets[1]}")
+    if scenario.tensor_parallel > scenario.gpus_per_node:
+        raise InputError(
+            "tensor_parallel",
+            f"{scenario.tensor_parallel} exceeds gpus_per_node={scenario.gpus_per_node}: "
+            "tensor parallelism needs the fast intra-node link",
+        )
     if scenario.offload == "optimizer+params" and scenario.zero_stage not in (0, 3):
         raise InputError("offload", "parameter offload needs zero_stage 3")
 

@@ -122,3 +122,8 @@ BASE_WEIGHT_BYTES: dict[str, float] = {
 }
 
 QUANTISED_BASES = frozenset({"int8", "nf4"})
+
+# Extra time of the frozen-base matmuls when the base is stored quantised and dequantised
+# before every matmul (bitsandbytes), as a fraction of their bf16 time. Placeholder judgement
+# until measured ratios are collected (see docs/accuracy.md).
+QLORA_DEQUANT_SLOWDOWN = 0.3

@@ -1,0 +1,152 @@
+"""Prices, discounts, grid intensities, energy defaults and storage bandwidths from data files.
+
+Each row keeps its source and date; unknown names are errors with suggestions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from trainplan.catalog import load_yaml
+from trainplan.errors import InputError, UnknownNameError
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Default on-demand price of one GPU type."""
+
+    gpu: str
+    usd_per_gpu_hour: float
+    basis: str
+    source: str
+    as_of: str
+
+
+@cache
+def rates() -> dict[str, Rate]:
+    """GPU name -> default on-demand rate."""
+    data = load_yaml("prices.yaml")
+    return {
+        row["gpu"]: Rate(
+            row["gpu"], float(row["usd_per_gpu_hour"]), row["basis"], row["source"], str(row["as_of"])
+        )
+        for row in data["rates"]
+    }
+
+
+@cache
+def no_price_reasons() -> dict[str, str]:
+    """GPU name -> why no default price is given."""
+    return {row["gpu"]: row["reason"] for row in load_yaml("prices.yaml")["no_price"]}
+
+
+@cache
+def discounts() -> dict[str, dict[str, Any]]:
+    """'committed' / 'spot' -> {fraction_off, source, ...}."""
+    data: dict[str, dict[str, Any]] = load_yaml("prices.yaml")["discounts"]
+    return data
+
+
+@dataclass(frozen=True)
+class Region:
+    """Grid carbon intensity of one country or cloud region."""
+
+    id: str
+    name: str
+    kind: str
+    gco2e_per_kwh: float
+    year: int
+    source: str
+
+
+@cache
+def regions() -> dict[str, Region]:
+    """Region id (as written) -> Region."""
+    return {
+        str(row["id"]): Region(
+            str(row["id"]),
+            str(row["name"]),
+            str(row["kind"]),
+            float(row["gco2e_per_kwh"]),
+            int(row["year"]),
+            str(row["source"]),
+        )
+        for row in load_yaml("regions.yaml")["regions"]
+    }
+
+
+def find_region(region_id: str) -> Region:
+    """Exact id match first (GCP 'us-east1' and AWS 'us-east-1' differ by a hyphen), then
+    case-insensitive; else an error with suggestions."""
+    table = regions()
+    if region_id in table:
+        return table[region_id]
+    lowered = {key.lower(): value for key, value in table.items()}
+    if region_id.lower() in lowered:
+        return lowered[region_id.lower()]
+    raise UnknownNameError("region", region_id, list(table), "region")
+
+
+@cache
+def energy_defaults() -> dict[str, float]:
+    """idle_fraction_of_tdp, host_overhead_fraction_of_gpu_power, pue."""
+    return {key: float(row["value"]) for key, row in load_yaml("energy.yaml")["defaults"].items()}
+
+
+@dataclass(frozen=True)
+class StorageSource:
+    """A place checkpoints are read from, with single-stream and parallel bandwidths."""
+
+    kind: str
+    single_stream_bytes_per_s: float
+    parallel_bytes_per_s: float
+    source: str
+
+
+@cache
+def storage_sources() -> dict[str, StorageSource]:
+    """kind -> bandwidths: object stores differ between one stream and parallel ranged reads;
+    a local drive or a network file system gives the same rate either way."""
+    rows = {row["id"]: row for row in load_yaml("load_sources.yaml")["storage"]}
+
+    def bandwidth(row_id: str) -> float:
+        return float(rows[row_id]["bandwidth_bytes_per_s"])
+
+    return {
+        "local-nvme": StorageSource(
+            "local-nvme", bandwidth("local-nvme-gen4"), bandwidth("local-nvme-gen4"),
+            rows["local-nvme-gen4"]["source"],
+        ),
+        "network-fs": StorageSource(
+            "network-fs", bandwidth("network-fs"), bandwidth("network-fs"), rows["network-fs"]["source"]
+        ),
+        "object-store": StorageSource(
+            "object-store", bandwidth("object-store-single-stream"), bandwidth("object-store-parallel"),
+            rows["object-store-parallel"]["source"],
+        ),
+    }  # fmt: skip
+
+
+@cache
+def pcie_practical_bytes_per_s() -> dict[int, float]:
+    """PCIe generation -> practical pinned host-to-device bandwidth of one x16 link."""
+    return {
+        int(row["gen"]): float(row["practical_bytes_per_s"])
+        for row in load_yaml("load_sources.yaml")["pcie_host_to_device"]
+    }
+
+
+def parse_load_source(text: str) -> StorageSource:
+    """A named source, or a bandwidth in GB/s (decimal) as a number."""
+    sources = storage_sources()
+    if text in sources:
+        return sources[text]
+    try:
+        gb_per_s = float(text)
+    except ValueError:
+        raise UnknownNameError("load_source", text, list(sources), "load source") from None
+    if not 0.001 <= gb_per_s <= 10_000:
+        raise InputError("load_source", f"a bandwidth must be between 0.001 and 10000 GB/s (got {text})")
+    return StorageSource("custom", gb_per_s * 1e9, gb_per_s * 1e9, "user-given bandwidth")

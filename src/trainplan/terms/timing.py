@@ -1,0 +1,84 @@
+"""Step time and time to train: a roofline with first-order overheads.
+
+compute = FLOPs / (GPUs x dense peak FLOP/s of the compute precision x efficiency)
+(the training roofline; efficiency is the sustained fraction of peak on the work done,
+recompute included; Narayanan et al. 2021, sec. 5.1). When the user gives `mfu` it is taken
+as the all-in efficiency and nothing is added. Otherwise trainplan adds, each documented:
+- pipeline bubble: compute x (pp - 1) / m for m micro-batches per step (Narayanan et al. 2021,
+  sec. 2.2.1, 1F1B schedule);
+- data-parallel gradient sync: ring all-reduce moves 2 (n - 1)/n x the gradient bytes per GPU
+  (Patarasuk & Yuan 2009; ZeRO sec. 7: stages 1-2 have the same volume, stage 3 adds two
+  weight all-gathers per micro-batch); the part not hidden behind backward (1 - overlap) counts;
+- tensor-parallel all-reduces: 2 in forward and 2 in backward per layer of b x s x h activations
+  (Shoeybi et al. 2019, fig. 4), on the intra-node link, not overlapped;
+- CPU offload: gradients down and updated weights up over PCIe each step (ZeRO-Offload,
+  Ren et al. 2021, sec. 4), not overlapped;
+- QLoRA: dequantising the 4-bit base before each matmul slows the frozen-weight matmuls.
+Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated judgements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Judgement, from the hardware sheet's rules of thumb: NCCL bus bandwidth reaches ~70-85% of the
+# one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.
+INTRA_NODE_EFFICIENCY = 0.8
+INTER_NODE_EFFICIENCY = 0.85
+FALLBACK_NETWORK_BYTES_PER_S = 12.5e9  # 100 Gb/s Ethernet where the catalog has no figure
+DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU; used for compute in trainplan's own model
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds per optimizer step, by cause. `total` is their sum."""
+
+    compute: float
+    pipeline_bubble: float
+    data_parallel_comm: float
+    tensor_parallel_comm: float
+    offload: float
+    dequantisation: float
+
+    @property
+    def total(self) -> float:
+        """Seconds per step."""
+        return (
+            self.compute
+            + self.pipeline_bubble
+            + self.data_parallel_comm
+            + self.tensor_parallel_comm
+            + self.offload
+            + self.dequantisation
+        )
+
+    def dominant_overhead(self) -> str:
+        """The largest term other than compute ('none' when all are zero)."""
+        terms = {
+            "pipeline_bubble": self.pipeline_bubble,
+            "data_parallel_comm": self.data_parallel_comm,
+            "tensor_parallel_comm": self.tensor_parallel_comm,
+            "offload": self.offload,
+            "dequantisation": self.dequantisation,
+        }
+        name, value = max(terms.items(), key=lambda item: item[1])
+        return name if value > 0 else "none"
+
+
+def ring_allreduce_seconds(num_bytes: float, ranks: int, bytes_per_s: float) -> float:
+    """Ring all-reduce: each rank sends and receives 2 (n - 1)/n x the buffer."""
+    if ranks <= 1 or num_bytes <= 0:
+        return 0.0
+    return 2 * (ranks - 1) / ranks * num_bytes / bytes_per_s
+
+
+def gather_or_scatter_seconds(num_bytes: float, ranks: int, bytes_per_s: float) -> float:
+    """Ring all-gather or reduce-scatter: (n - 1)/n x the full buffer."""
+    if ranks <= 1 or num_bytes <= 0:
+        return 0.0
+    return (ranks - 1) / ranks * num_bytes / bytes_per_s
+
+
+def pipeline_bubble_seconds(compute: float, pipeline_parallel: int, micro_batches: int) -> float:
+    """1F1B bubble: (p - 1)/m of the ideal compute time."""
+    return compute * (pipeline_parallel - 1) / micro_batches

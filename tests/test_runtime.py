@@ -1,0 +1,176 @@
+"""Time, cost, energy and load: hand-derived cases, properties and errors."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from conftest import LLAMA_8B
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainplan.errors import InputError, UnknownNameError
+from trainplan.estimate import estimate
+from trainplan.gpus import find_gpu
+from trainplan.hf import spec_from_config
+from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
+from trainplan.terms.flops import flops_per_token
+from trainplan.terms.loading import load_seconds
+from trainplan.terms.timing import pipeline_bubble_seconds, ring_allreduce_seconds
+
+SPEC = spec_from_config(LLAMA_8B, "l8b")
+MATMUL = 32 * (41_943_040 + 176_160_768)  # layer matrices per token (each used once)
+HEAD = 128256 * 4096
+
+
+def run(**fields: Any) -> Any:
+    return estimate(Scenario(model="x", **fields), model=SPEC)
+
+
+def test_flops_per_token_by_hand() -> None:
+    # forward: 2 x matmul params + 2 x head + attention 2 x heads x (s/2) x (d_qk + d_v) per layer
+    attention = 32 * 2 * 32 * (2048 / 2) * (128 + 128)
+    full = flops_per_token(SPEC, 2048, frozen_base=False, lora_params=0, checkpointing="none")
+    assert full.total == 6 * (MATMUL + HEAD) + 3 * attention
+    # full checkpointing re-runs the layers' forward: + 2 x matmul + attention
+    ckpt = flops_per_token(SPEC, 2048, frozen_base=False, lora_params=0, checkpointing="full")
+    assert ckpt.total - full.total == 2 * MATMUL + attention
+    # LoRA: no weight gradients for the frozen base (4N), adapters 6 x their params
+    lora = flops_per_token(SPEC, 2048, frozen_base=True, lora_params=6_815_744, checkpointing="none")
+    assert lora.total == 4 * (MATMUL + HEAD) + 3 * attention + 6 * 6_815_744
+    # PaLM's MFU convention: 6N + 12 L H Q T (unmasked) with T = 2048
+    assert full.palm_model_flops == 6 * (MATMUL + HEAD) + 12 * 32 * 32 * 128 * 2048
+
+
+def test_roofline_with_given_mfu() -> None:
+    # time per step = global tokens x FLOPs/token / (GPUs x peak x MFU); nothing added
+    result = run(method="full", mfu=0.5, gpus=8, zero_stage=3, micro_batch=2, grad_accum=4)
+    time = result.time
+    tokens = 2 * 2048 * 4 * 8
+    peak = find_gpu("H100-SXM").dense_flops_per_s["bf16"]
+    assert time.step.total == pytest.approx(tokens * time.flops.total / (8 * peak * 0.5))
+    assert time.step.data_parallel_comm == 0
+    assert time.hfu == pytest.approx(0.5)
+    assert time.mfu < time.hfu  # model FLOPs exclude the recompute of checkpointing
+
+
+def test_own_model_adds_overheads() -> None:
+    result = run(method="full", gpus=64, zero_stage=1, pipeline_parallel=4, tensor_parallel=2, grad_accum=8)
+    step = result.time.step
+    assert step.pipeline_bubble == pytest.approx(step.compute * 3 / 8)
+    assert step.data_parallel_comm > 0 and step.tensor_parallel_comm > 0
+    assert step.total == pytest.approx(
+        step.compute + step.pipeline_bubble + step.data_parallel_comm + step.tensor_parallel_comm
+    )
+    assert result.time.mfu < 0.45
+
+
+def test_collective_formulas() -> None:
+    assert ring_allreduce_seconds(8e9, 8, 1e11) == pytest.approx(2 * 7 / 8 * 8e9 / 1e11)
+    assert ring_allreduce_seconds(8e9, 1, 1e11) == 0
+    assert pipeline_bubble_seconds(10.0, 4, 16) == pytest.approx(10.0 * 3 / 16)
+
+
+def test_cost_energy_load_formulas() -> None:
+    assert cost_usd(100, 2.95, 0.6) == pytest.approx(118.0)
+    assert gpu_power_w(700, 0.3, 1.0) == 700
+    assert gpu_power_w(700, 0.3, 0.0) == pytest.approx(210)
+    # 8 GPUs x 700 W x 1 h x 1.3 host x 1.2 PUE = 8.736 kWh
+    assert energy_kwh(700, 8, 3600, 0.3, 1.2) == pytest.approx(8.736)
+    assert co2e_kg(1000, 400) == 400
+    # 16 GB over min(7 GB/s NVMe, 8 x 25 GB/s PCIe) = 16/7 s
+    assert load_seconds(16e9, 7e9, 25e9, 8) == pytest.approx(16 / 7)
+    assert load_seconds(16e9, 100e9, 25e9, 1) == pytest.approx(16 / 25)
+
+
+def test_cost_and_energy_end_to_end() -> None:
+    result = run(method="full", mfu=0.4, gpus=8, zero_stage=3, train_tokens=1e9, region="FR")
+    time, cost, energy = result.time, result.cost, result.energy
+    assert cost.usd == pytest.approx(time.gpu_hours * 2.95)
+    assert cost.usd_per_million_tokens == pytest.approx(cost.usd / 1e3)
+    # given mfu: every second is compute, so utilisation 1 and the GPU draws its TDP
+    assert energy.gpu_power_w == 700
+    assert energy.kwh == pytest.approx(700 * 8 * time.total_s * 1.3 * 1.2 / 3.6e6)
+    assert energy.co2e_kg == pytest.approx(energy.kwh * 44.2 / 1000)
+
+
+def test_budget_forms() -> None:
+    global_tokens = 1 * 2048 * 16
+    assert run(steps=100).time.total_s == pytest.approx(100 * run(steps=1).time.step.total)
+    epochs = run(dataset_tokens=1e8, epochs=3).time
+    assert epochs.train_tokens == 3e8 and epochs.steps == -(-3e8 // global_tokens)
+    assert run().time.train_tokens == 2e9
+
+
+def test_own_rate_and_no_rate() -> None:
+    assert run(usd_per_gpu_hour=1.0, mfu=0.5).cost.usd == pytest.approx(run(mfu=0.5).time.gpu_hours)
+    no_rate = run(gpu="RTX 3090")
+    assert no_rate.cost.usd is None and "usd_per_gpu_hour" in no_rate.cost.rate_source
+
+
+scenarios = st.builds(
+    Scenario,
+    model=st.just("x"),
+    method=st.sampled_from(["full", "lora", "qlora"]),
+    micro_batch=st.integers(1, 4),
+    grad_accum=st.integers(1, 8),
+    gpus=st.sampled_from([1, 2, 8, 16, 64]),
+    zero_stage=st.integers(0, 3),
+    mfu=st.floats(0.1, 0.9),
+    pricing=st.sampled_from(["on-demand", "committed", "spot"]),
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios)
+def test_more_gpus_never_slower_at_fixed_mfu(scenario: Scenario) -> None:
+    base = estimate(scenario, model=SPEC).time.total_s
+    doubled = estimate(dataclasses.replace(scenario, gpus=scenario.gpus * 2), model=SPEC).time.total_s
+    assert doubled <= base * (1 + 1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios, st.floats(1e8, 1e11))
+def test_time_proportional_to_tokens(scenario: Scenario, tokens: float) -> None:
+    one = estimate(dataclasses.replace(scenario, steps=1000), model=SPEC).time.total_s
+    two = estimate(dataclasses.replace(scenario, steps=2000), model=SPEC).time.total_s
+    assert two == pytest.approx(2 * one)
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios)
+def test_spot_le_committed_le_on_demand(scenario: Scenario) -> None:
+    usd = {
+        plan: estimate(dataclasses.replace(scenario, pricing=plan), model=SPEC).cost.usd
+        for plan in ("on-demand", "committed", "spot")
+    }
+    assert usd["spot"] <= usd["committed"] <= usd["on-demand"]
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "text"),
+    [
+        ({"mfu": 0}, "mfu", ">= 0.001"),
+        ({"mfu": 1.5}, "mfu", "<= 1"),
+        ({"spot_discount": 1.2}, "spot_discount", "<= 0.99"),
+        ({"pue": 0.9}, "pue", ">= 1"),
+        ({"steps": 10, "train_tokens": 1e9}, "train_tokens", "one training budget"),
+        ({"pricing": "reserved"}, "pricing", "on-demand, committed, spot"),
+        ({"tensor_parallel": 16, "gpus": 16}, "tensor_parallel", "gpus_per_node"),
+    ],
+)
+def test_bad_runtime_inputs(data: dict[str, Any], field: str, text: str) -> None:
+    with pytest.raises(InputError) as error:
+        scenario_from_mapping(data)
+    assert error.value.field == field and text in str(error.value)
+
+
+def test_unknown_region_and_load_source() -> None:
+    with pytest.raises(UnknownNameError) as error:
+        run(region="us-east-9")
+    assert "us-east-1" in error.value.suggestions
+    with pytest.raises(UnknownNameError):
+        run(load_source="floppy")
+    assert run(load_source="2.5").load.bandwidth_bytes_per_s == 2.5e9
