@@ -1,0 +1,40 @@
+"""Docs that cannot go stale: every scenario field and output key is documented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from trainplan.cli import flag_name
+from trainplan.estimate import estimate
+from trainplan.scenario import SCENARIO_FIELDS, Scenario
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_every_field_and_flag_in_cli_doc() -> None:
+    text = (DOCS / "cli.md").read_text()
+    for name in SCENARIO_FIELDS:
+        if name != "lora":
+            assert f"`{name}`" in text and f"`{flag_name(name)}`" in text, name
+
+
+def test_every_json_key_in_cli_doc() -> None:
+    text = (DOCS / "cli.md").read_text()
+    data = json.loads(json.dumps(estimate(Scenario()).to_dict()))
+    for section in ("params", "batch", "time", "cost", "energy", "load"):
+        for key in data[section]:
+            assert key in text, f"{section}.{key}"
+    for key in data["memory"]["per_gpu"]:
+        assert key in text, key
+
+
+def test_readme_scenario_is_valid() -> None:
+    import yaml
+
+    from trainplan.scenario import scenario_from_mapping
+
+    readme = (DOCS.parent / "README.md").read_text()
+    block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    scenario = scenario_from_mapping(yaml.safe_load(block))
+    assert estimate(scenario).total_bytes > 0
