@@ -28,7 +28,7 @@ from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     PRECISIONS,
-    QLORA_DEQUANT_SLOWDOWN,
+    QLORA_DEQUANT_BYTES_PER_WEIGHT,
     QUANTISED_BASES,
     PrecisionRecipe,
 )
@@ -85,7 +85,9 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "comm_overlap": scenario.comm_overlap,
             "intra_node_bus_efficiency": INTRA_NODE_EFFICIENCY,
             "inter_node_bus_efficiency": INTER_NODE_EFFICIENCY,
-            "qlora_dequant_slowdown": QLORA_DEQUANT_SLOWDOWN if base in QUANTISED_BASES else None,
+            "qlora_dequant_bytes_per_weight": QLORA_DEQUANT_BYTES_PER_WEIGHT
+            if base in QUANTISED_BASES
+            else None,
             "usd_per_gpu_hour": cost.usd_per_gpu_hour,
             "rate_source": cost.rate_source,
             "discount": cost.discount,

@@ -20,7 +20,7 @@ from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.loading import load_seconds
 from trainplan.terms.params import ParamCounts
-from trainplan.terms.recipes import QLORA_DEQUANT_SLOWDOWN, PrecisionRecipe
+from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT, QLORA_RECOMPUTE_FACTOR, PrecisionRecipe
 from trainplan.terms.timing import (
     DEFAULT_EFFICIENCY,
     FALLBACK_NETWORK_BYTES_PER_S,
@@ -146,11 +146,11 @@ def time_figures(
     efficiency = scenario.mfu if scenario.mfu is not None else DEFAULT_EFFICIENCY
     compute = global_tokens * flops.total / (scenario.gpus * peak * efficiency)
     dequant = 0.0
-    if base in ("nf4", "int8"):
-        base_matmul = 2 * flops.matmul_forward + flops.matmul_forward * (
-            1 if scenario.activation_checkpointing == "full" else 0
-        )
-        dequant = QLORA_DEQUANT_SLOWDOWN * global_tokens * base_matmul / (scenario.gpus * peak * efficiency)
+    if base in ("nf4", "int8") and gpu.memory_bandwidth_bytes_per_s:
+        weights = counts.linear_weights * pipeline_share / scenario.tensor_parallel
+        recompute = QLORA_RECOMPUTE_FACTOR if scenario.activation_checkpointing == "full" else 1.0
+        per_micro = QLORA_DEQUANT_BYTES_PER_WEIGHT * weights * recompute / gpu.memory_bandwidth_bytes_per_s
+        dequant = per_micro * scenario.grad_accum
     step = StepTime(compute, 0.0, 0.0, 0.0, 0.0, dequant)
     if scenario.mfu is None:
         step = StepTime(
@@ -189,13 +189,13 @@ def _dp_seconds(
     dp = data_parallel(scenario)
     if dp == 1:
         return 0.0
-    model_parallel = scenario.tensor_parallel * scenario.pipeline_parallel
     spans = scenario.gpus > scenario.gpus_per_node
     bandwidth = link_bytes_per_s(gpu, dp, spans)
-    grads = counts.trainable * recipe.grad_bytes * share / model_parallel
+    # `share` is the heaviest pipeline stage's fraction of the parameters
+    grads = counts.trainable * recipe.grad_bytes * share / scenario.tensor_parallel
     seconds = ring_allreduce_seconds(grads, dp, bandwidth)
     if scenario.zero_stage == 3:
-        weights = counts.total * recipe.activation_bytes * share / model_parallel
+        weights = counts.total * recipe.activation_bytes * share / scenario.tensor_parallel
         per_micro = 2 * gather_or_scatter_seconds(weights, dp, bandwidth)
         per_micro += gather_or_scatter_seconds(grads, dp, bandwidth)
         seconds = per_micro * scenario.grad_accum
@@ -223,7 +223,7 @@ def _offload_seconds(
         return 0.0
     pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
     dp = data_parallel(scenario) if scenario.zero_stage >= 1 else 1
-    shard = share / (scenario.tensor_parallel * scenario.pipeline_parallel) / dp
+    shard = share / scenario.tensor_parallel / dp
     moved = counts.trainable * (recipe.grad_bytes + recipe.weight_bytes) * shard
     if scenario.offload == "optimizer+params":
         moved += 2 * scenario.grad_accum * counts.total * recipe.weight_bytes * shard

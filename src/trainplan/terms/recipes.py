@@ -123,7 +123,11 @@ BASE_WEIGHT_BYTES: dict[str, float] = {
 
 QUANTISED_BASES = frozenset({"int8", "nf4"})
 
-# Extra time of the frozen-base matmuls when the base is stored quantised and dequantised
-# before every matmul (bitsandbytes), as a fraction of their bf16 time. Placeholder judgement
-# until measured ratios are collected (see docs/accuracy.md).
-QLORA_DEQUANT_SLOWDOWN = 0.3
+# Dequantising a 4-bit base (bitsandbytes) before each matmul costs time per micro-batch set by
+# the weight count, not by the tokens: about 18 bytes of memory traffic per quantised weight per
+# forward+backward (derived from matched QLoRA/LoRA step-time pairs: litgpt config-hub runs on
+# A10G give ~18 on four models, litgpt A100 resource tables 16-23, compiled torchtune ~15.5;
+# calibration/published.yaml). Full recompute dequantises once more (x1.5, an inference: no
+# matched pair measures it).
+QLORA_DEQUANT_BYTES_PER_WEIGHT = 18.0
+QLORA_RECOMPUTE_FACTOR = 1.5
