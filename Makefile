@@ -16,8 +16,8 @@ run: $(STAMP)
 	$(BIN)/trainplan estimate --scenario examples/default.yaml
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check src tests scripts bench
-	$(BIN)/ruff check src tests scripts bench
+	$(BIN)/ruff format --check src tests scripts bench calibration
+	$(BIN)/ruff check src tests scripts bench calibration
 	$(BIN)/mypy
 
 test: lint

@@ -38,3 +38,13 @@ def test_readme_scenario_is_valid() -> None:
     block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
     scenario = scenario_from_mapping(yaml.safe_load(block))
     assert estimate(scenario).total_bytes > 0
+
+
+def test_field_table_is_generated() -> None:
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    from docs_fields import table
+
+    text = (DOCS / "cli.md").read_text()
+    assert table() in text, "run scripts/docs_fields.py"

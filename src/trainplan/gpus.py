@@ -20,6 +20,7 @@ class GpuSpec:
     aliases: tuple[str, ...]
     vendor: str
     gpu_class: str
+    architecture: str
     memory_bytes: int
     memory_source: str
     dense_flops_per_s: dict[str, float | None]
@@ -72,6 +73,7 @@ def _gpu_from(raw: dict[str, Any], index: int) -> GpuSpec:
         aliases=tuple(str(alias) for alias in raw.get("aliases") or []),
         vendor=str(raw["vendor"]),
         gpu_class=str(raw["class"]),
+        architecture=str(raw.get("architecture", "")),
         memory_bytes=int(raw["memory_bytes"]),
         memory_source=str(raw.get("memory_source", "")),
         dense_flops_per_s=flops,

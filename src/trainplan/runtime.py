@@ -22,11 +22,12 @@ from trainplan.terms.loading import load_seconds
 from trainplan.terms.params import ParamCounts
 from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT, QLORA_RECOMPUTE_FACTOR, PrecisionRecipe
 from trainplan.terms.timing import (
-    DEFAULT_EFFICIENCY,
     FALLBACK_NETWORK_BYTES_PER_S,
     INTER_NODE_EFFICIENCY,
     INTRA_NODE_EFFICIENCY,
     StepTime,
+    default_efficiency,
+    exposed_seconds,
     gather_or_scatter_seconds,
     pipeline_bubble_seconds,
     ring_allreduce_seconds,
@@ -143,8 +144,18 @@ def time_figures(
     )
     dp, pp = data_parallel(scenario), scenario.pipeline_parallel
     global_tokens = scenario.micro_batch * scenario.seq_len * scenario.grad_accum * dp
-    efficiency = scenario.mfu if scenario.mfu is not None else DEFAULT_EFFICIENCY
-    compute = global_tokens * flops.total / (scenario.gpus * peak * efficiency)
+    efficiency = scenario.mfu if scenario.mfu is not None else default_efficiency(gpu.architecture)
+    # fp8 recipes run only the linear layers in fp8; attention kernels stay at the 16-bit rate
+    attention_peak = peak
+    if compute_precision == "fp8":
+        attention_peak = gpu.dense_flops_per_s.get("bf16") or peak
+    recomputed_attention = flops.attention_forward if flops.recompute else 0.0
+    attention_share = 3 * flops.attention_forward + recomputed_attention
+    compute = (
+        global_tokens
+        * ((flops.total - attention_share) / peak + attention_share / attention_peak)
+        / (scenario.gpus * efficiency)
+    )
     dequant = 0.0
     if base in ("nf4", "int8") and gpu.memory_bandwidth_bytes_per_s:
         weights = counts.linear_weights * pipeline_share / scenario.tensor_parallel
@@ -155,8 +166,10 @@ def time_figures(
     if scenario.mfu is None:
         step = StepTime(
             compute=compute,
-            pipeline_bubble=pipeline_bubble_seconds(compute + dequant, pp, scenario.grad_accum),
-            data_parallel_comm=_dp_seconds(scenario, gpu, recipe, counts, pipeline_share),
+            pipeline_bubble=pipeline_bubble_seconds(
+                compute + dequant, pp, scenario.grad_accum, scenario.virtual_stages
+            ),
+            data_parallel_comm=_dp_seconds(scenario, gpu, recipe, counts, pipeline_share, compute),
             tensor_parallel_comm=_tp_seconds(model, scenario, gpu, recipe),
             offload=_offload_seconds(scenario, gpu, recipe, counts, pipeline_share),
             dequantisation=dequant,
@@ -183,9 +196,15 @@ def time_figures(
 
 
 def _dp_seconds(
-    scenario: Scenario, gpu: GpuSpec, recipe: PrecisionRecipe, counts: ParamCounts, share: float
+    scenario: Scenario,
+    gpu: GpuSpec,
+    recipe: PrecisionRecipe,
+    counts: ParamCounts,
+    share: float,
+    compute: float,
 ) -> float:
-    """Exposed data-parallel communication per step."""
+    """Exposed data-parallel communication per step: the gradient all-reduce can hide under
+    backward (2/3 of compute), ZeRO-3's gathers under forward and backward."""
     dp = data_parallel(scenario)
     if dp == 1:
         return 0.0
@@ -193,13 +212,14 @@ def _dp_seconds(
     bandwidth = link_bytes_per_s(gpu, dp, spans)
     # `share` is the heaviest pipeline stage's fraction of the parameters
     grads = counts.trainable * recipe.grad_bytes * share / scenario.tensor_parallel
-    seconds = ring_allreduce_seconds(grads, dp, bandwidth)
     if scenario.zero_stage == 3:
         weights = counts.total * recipe.activation_bytes * share / scenario.tensor_parallel
         per_micro = 2 * gather_or_scatter_seconds(weights, dp, bandwidth)
         per_micro += gather_or_scatter_seconds(grads, dp, bandwidth)
-        seconds = per_micro * scenario.grad_accum
-    return seconds * (1 - scenario.comm_overlap)
+        return exposed_seconds(per_micro * scenario.grad_accum, compute, scenario.comm_overlap)
+    # gradients are reduced once per step, under the last micro-batch's backward
+    window = 2 / 3 * compute / scenario.grad_accum
+    return exposed_seconds(ring_allreduce_seconds(grads, dp, bandwidth), window, scenario.comm_overlap)
 
 
 def _tp_seconds(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, recipe: PrecisionRecipe) -> float:

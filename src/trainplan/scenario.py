@@ -102,6 +102,9 @@ class Scenario:
     )
     tensor_parallel: int = _field(1, FieldInfo("tensor-parallel degree", None, 1, 1024))
     pipeline_parallel: int = _field(1, FieldInfo("pipeline-parallel degree", None, 1, 1024))
+    virtual_stages: int = _field(
+        1, FieldInfo("interleaved pipeline: model chunks per GPU (Megatron virtual stages)", None, 1, 64)
+    )
     sequence_parallel: bool = _field(
         False, FieldInfo("shard norm/dropout activations over the tensor-parallel group")
     )
@@ -167,7 +170,10 @@ class Scenario:
         FieldInfo("GPU idle draw as a fraction of TDP (default from data: 0.3)", None, 0.0, 1.0, "float"),
     )
     comm_overlap: float = _field(
-        0.5, FieldInfo("fraction of data-parallel communication hidden behind compute", None, 0.0, 1.0)
+        0.8,
+        FieldInfo(
+            "share of the compute window that data-parallel communication can hide under", None, 0.0, 1.0
+        ),
     )
     load_source: str = _field(
         "local-nvme",
@@ -343,6 +349,8 @@ def _check_combinations(scenario: Scenario) -> None:
         )
     if scenario.method == "full" and scenario.base_weights is not None:
         raise InputError("base_weights", "only applies to lora/qlora (a full fine-tune trains every weight)")
+    if scenario.virtual_stages > 1 and scenario.pipeline_parallel == 1:
+        raise InputError("virtual_stages", "needs pipeline_parallel > 1")
     if scenario.sequence_parallel and scenario.tensor_parallel == 1:
         raise InputError("sequence_parallel", "needs tensor_parallel > 1")
     if scenario.offload != "none" and scenario.zero_stage == 0 and scenario.gpus > 1:

@@ -8,7 +8,8 @@ as the all-in efficiency and nothing is added. Otherwise trainplan adds, each do
   sec. 2.2.1, 1F1B schedule);
 - data-parallel gradient sync: ring all-reduce moves 2 (n - 1)/n x the gradient bytes per GPU
   (Patarasuk & Yuan 2009; ZeRO sec. 7: stages 1-2 have the same volume, stage 3 adds two
-  weight all-gathers per micro-batch); the part not hidden behind backward (1 - overlap) counts;
+  weight all-gathers per micro-batch); up to `comm_overlap` x the compute it runs under
+  (backward for gradients, forward and backward for ZeRO-3 gathers) is hidden;
 - tensor-parallel all-reduces: 2 in forward and 2 in backward per layer of b x s x h activations
   (Shoeybi et al. 2019, fig. 4), on the intra-node link, not overlapped;
 - CPU offload: gradients down and updated weights up over PCIe each step (ZeRO-Offload,
@@ -26,7 +27,26 @@ from dataclasses import dataclass
 INTRA_NODE_EFFICIENCY = 0.8
 INTER_NODE_EFFICIENCY = 0.85
 FALLBACK_NETWORK_BYTES_PER_S = 12.5e9  # 100 Gb/s Ethernet where the catalog has no figure
-DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU; used for compute in trainplan's own model
+DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU
+# Sustained fraction of dense peak on training matmul work, by GPU architecture, from published
+# single-job measurements with little communication (calibration/published.yaml):
+# Ampere A100: MosaicML MPT-7B 64% MFU (8 GPUs, no recompute), torchtitan Llama 3 8B 58%,
+# IBM fms-fsdp Llama 2 7B 57%; Hopper H100: MosaicML MPT-7B 46%, Megatron-Core 42-47%,
+# Llama 3 405B 38-43%; Ada RTX 4090: torchtune Llama 3.1 8B full fine-tune 1,650 tok/s = 64% of
+# the dense bf16 peak with recompute counted. Other architectures: the seed's 0.45 (no data).
+EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
+
+
+def default_efficiency(architecture: str) -> float:
+    """trainplan's compute efficiency for a GPU architecture."""
+    return EFFICIENCY_BY_ARCHITECTURE.get(architecture, DEFAULT_EFFICIENCY)
+
+
+def exposed_seconds(comm: float, window: float, overlap: float) -> float:
+    """Communication left on the critical path: up to `overlap` x the compute window it can
+    run under is hidden (bucketed all-reduce under backward, prefetched all-gathers under
+    forward and backward)."""
+    return comm - min(comm, overlap * window)
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,9 @@ def gather_or_scatter_seconds(num_bytes: float, ranks: int, bytes_per_s: float) 
     return (ranks - 1) / ranks * num_bytes / bytes_per_s
 
 
-def pipeline_bubble_seconds(compute: float, pipeline_parallel: int, micro_batches: int) -> float:
-    """1F1B bubble: (p - 1)/m of the ideal compute time."""
-    return compute * (pipeline_parallel - 1) / micro_batches
+def pipeline_bubble_seconds(
+    compute: float, pipeline_parallel: int, micro_batches: int, virtual_stages: int = 1
+) -> float:
+    """1F1B bubble: (p - 1)/m of the ideal compute time; the interleaved schedule with v
+    model chunks per GPU divides it by v (Narayanan et al. 2021, sec. 2.2.2)."""
+    return compute * (pipeline_parallel - 1) / (micro_batches * virtual_stages)

@@ -1,0 +1,415 @@
+"""Published training throughput, turned into trainplan scenarios, and our error on each.
+
+Every case cites its row in calibration/published.yaml (source, table, settings). Measured
+throughput is compared as tokens per second per GPU; where a source reports TFLOP/s or MFU
+instead, the conversion is stated on the case. Used by tests/reference/test_time_reference.py
+(tolerances) and scripts/accuracy.py (the table in docs/accuracy.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainplan.catalog import resolve_model
+from trainplan.estimate import estimate
+from trainplan.hf import spec_from_config
+from trainplan.model import ModelSpec
+from trainplan.scenario import Scenario
+
+
+def gpt(hidden: int, layers: int, heads: int, vocab: int, seq: int) -> dict[str, Any]:
+    """A GPT-2-style config (LayerNorm, learned positions, 4h GELU MLP, biases)."""
+    return {
+        "model_type": "gpt2",
+        "n_embd": hidden,
+        "n_layer": layers,
+        "n_head": heads,
+        "n_positions": seq,
+        "vocab_size": vocab,
+        "attn_pdrop": 0.0,
+    }
+
+
+def megatron_flops_per_token(hidden: int, layers: int, vocab: int, seq: int) -> float:
+    """Narayanan et al. 2021, sec. 5.1: 96 B s l h^2 (1 + s/6h + V/16lh) per iteration
+    (full recompute included), divided by the B s tokens of the iteration."""
+    return 96 * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
+@dataclass(frozen=True)
+class TimeCase:
+    """One published measurement as a scenario and a measured tokens/s per GPU."""
+
+    id: str
+    model: str | dict[str, Any]
+    scenario: dict[str, Any]
+    measured_tokens_per_s_per_gpu: float
+    conversion: str
+    tolerance: float
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self) -> ModelSpec:
+        """The model of the case."""
+        if isinstance(self.model, str):
+            return resolve_model(self.model)
+        return spec_from_config(self.model, self.id)
+
+
+def _megatron(
+    id_: str,
+    h: int,
+    layers: int,
+    a: int,
+    gpus: int,
+    tp: int,
+    pp: int,
+    batch: int,
+    tflops: float,
+    tolerance: float,
+) -> TimeCase:
+    dp = gpus // (tp * pp)
+    return TimeCase(
+        id=id_,
+        model=gpt(h, layers, a, 51200, 2048),
+        scenario={
+            "method": "full",
+            "precision": "fp16-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": gpus,
+            "tensor_parallel": tp,
+            "pipeline_parallel": pp,
+            "zero_stage": 1,
+            "micro_batch": 1,
+            "grad_accum": batch // dp,
+            "seq_len": 2048,
+            "activation_checkpointing": "full",
+        },
+        measured_tokens_per_s_per_gpu=tflops * 1e12 / megatron_flops_per_token(h, layers, 51200, 2048),
+        conversion=f"{tflops} TFLOP/s per GPU / Megatron's FLOPs per token (recompute included)",
+        tolerance=tolerance,
+        note="micro-batch not published; 1 assumed; interleaved schedule not modelled",
+    )
+
+
+def _korthikanti(
+    id_: str,
+    h: int,
+    layers: int,
+    a: int,
+    gpus: int,
+    pp: int,
+    micro: int,
+    batch: int,
+    seconds: float,
+    tolerance: float,
+    virtual: int = 1,
+) -> TimeCase:
+    return TimeCase(
+        id=id_,
+        model=gpt(h, layers, a, 51200, 2048),
+        scenario={
+            "method": "full",
+            "precision": "bf16-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": gpus,
+            "tensor_parallel": 8,
+            "pipeline_parallel": pp,
+            "sequence_parallel": True,
+            "micro_batch": micro,
+            "grad_accum": batch // micro,
+            "seq_len": 2048,
+            "activation_checkpointing": "selective",
+            "virtual_stages": virtual,
+        },
+        measured_tokens_per_s_per_gpu=batch * 2048 / seconds / gpus,
+        conversion=f"{batch} x 2048 tokens / {seconds} s iteration / {gpus} GPUs",
+        tolerance=tolerance,
+    )
+
+
+CASES: tuple[TimeCase, ...] = (
+    _megatron("megatron-2021-table1-1.7b", 2304, 24, 24, 32, 1, 1, 512, 137, 0.35),
+    _megatron("megatron-2021-table1-145.6b", 12288, 80, 96, 1536, 8, 8, 2304, 148, 0.35),
+    _megatron("megatron-2021-table1-1t", 25600, 128, 160, 3072, 8, 64, 3072, 163, 0.35),
+    _korthikanti("korthikanti-2022-table5-22b", 6144, 48, 64, 8, 1, 4, 4, 1.1, 0.35),
+    _korthikanti("korthikanti-2022-table5-175b", 12288, 96, 96, 64, 8, 1, 64, 13.75, 0.35, 3),
+    _korthikanti("korthikanti-2022-table5-530b", 20480, 105, 128, 280, 35, 1, 280, 37.83, 0.35, 3),
+    TimeCase(
+        id="llama3-2024-table4-405b-8k-8192gpu",
+        model="Llama-3.1-405B",
+        scenario={
+            "method": "full",
+            "precision": "bf16-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "H100 SXM 80GB",
+            "gpus": 8192,
+            "tensor_parallel": 8,
+            "pipeline_parallel": 16,
+            "zero_stage": 2,
+            "micro_batch": 1,
+            "grad_accum": 32,
+            "seq_len": 8192,
+            "activation_checkpointing": "none",
+        },
+        measured_tokens_per_s_per_gpu=430e12 / 2_625_424_588_800,
+        conversion="430 TFLOP/s per GPU / PaLM-convention model FLOPs per token at 8K (2.625 TFLOP)",
+        tolerance=0.35,
+        note="FSDP-style sharding of grads and optimizer modelled as ZeRO-2",
+    ),
+    TimeCase(
+        id="mosaic-mpt7b-h100-2k-8gpu",
+        model=gpt(4096, 32, 32, 50368, 2048),
+        scenario={
+            "method": "full",
+            "precision": "amp-bf16",
+            "optimizer": "adamw-fused",
+            "gpu": "H100 SXM 80GB",
+            "gpus": 8,
+            "zero_stage": 3,
+            "micro_batch": 6,
+            "grad_accum": 1,
+            "seq_len": 2048,
+            "activation_checkpointing": "none",
+        },
+        measured_tokens_per_s_per_gpu=10643,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="mosaic-mpt70b-h100-2k-64gpu",
+        model=gpt(8192, 80, 64, 50368, 2048),
+        scenario={
+            "method": "full",
+            "precision": "amp-bf16",
+            "optimizer": "adamw-fused",
+            "gpu": "H100 SXM 80GB",
+            "gpus": 64,
+            "zero_stage": 3,
+            "micro_batch": 8,
+            "grad_accum": 4,
+            "seq_len": 2048,
+            "activation_checkpointing": "full",
+        },
+        measured_tokens_per_s_per_gpu=1039,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="mosaic-mpt7b-a100-2k-8gpu",
+        model=gpt(4096, 32, 32, 50368, 2048),
+        scenario={
+            "method": "full",
+            "precision": "amp-bf16",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": 8,
+            "zero_stage": 3,
+            "micro_batch": 6,
+            "grad_accum": 2,
+            "seq_len": 2048,
+            "activation_checkpointing": "none",
+        },
+        measured_tokens_per_s_per_gpu=4641,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="torchtitan-llama3-8b-a100-64gpu",
+        model="Llama-3.1-8B",
+        scenario={
+            "method": "full",
+            "precision": "bf16-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": 64,
+            "zero_stage": 3,
+            "micro_batch": 1,
+            "grad_accum": 1,
+            "seq_len": 8192,
+            "activation_checkpointing": "selective",
+        },
+        measured_tokens_per_s_per_gpu=2973,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="fms-fsdp-llama2-7b-a100-128gpu",
+        model="Llama-2-7B",
+        scenario={
+            "method": "full",
+            "precision": "bf16-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": 128,
+            "zero_stage": 3,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "seq_len": 4096,
+            "activation_checkpointing": "none",
+        },
+        measured_tokens_per_s_per_gpu=3760,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+        note="HSDP (shard within a node) modelled as ZeRO-3 over all GPUs",
+    ),
+    TimeCase(
+        id="nemo-2407-llama2-7b-sft-fp8",
+        model="Llama-2-7B",
+        scenario={
+            "method": "full",
+            "precision": "fp8-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "H100 SXM 80GB",
+            "gpus": 8,
+            "zero_stage": 1,
+            "micro_batch": 1,
+            "grad_accum": 4,
+            "seq_len": 4096,
+            "activation_checkpointing": "none",
+        },
+        measured_tokens_per_s_per_gpu=16891,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="nemo-2407-llama2-7b-lora-fp8",
+        model="Llama-2-7B",
+        scenario={
+            "method": "lora",
+            "precision": "fp8-mixed",
+            "optimizer": "adamw-fused",
+            "gpu": "H100 SXM 80GB",
+            "gpus": 8,
+            "micro_batch": 1,
+            "grad_accum": 4,
+            "seq_len": 4096,
+            "activation_checkpointing": "none",
+            "lora": {"rank": 16, "targets": "attention"},
+        },
+        measured_tokens_per_s_per_gpu=24824,
+        conversion="reported tokens/s per GPU",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="torchtune-llama31-8b-full-4090",
+        model="Llama-3.1-8B",
+        scenario={
+            "method": "full",
+            "precision": "bf16",
+            "optimizer": "adamw-8bit",
+            "gpu": "RTX 4090",
+            "gpus": 1,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "seq_len": 2048,
+            "activation_checkpointing": "full",
+        },
+        measured_tokens_per_s_per_gpu=1650,
+        conversion="reported tokens/s",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="torchtune-llama31-8b-lora-4090",
+        model="Llama-3.1-8B",
+        scenario={
+            "method": "lora",
+            "precision": "bf16",
+            "optimizer": "adamw",
+            "gpu": "RTX 4090",
+            "gpus": 1,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "seq_len": 2048,
+            "activation_checkpointing": "full",
+            "lora": {"rank": 8, "targets": "qv"},
+        },
+        measured_tokens_per_s_per_gpu=3083,
+        conversion="reported tokens/s",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="torchtune-llama31-8b-qlora-4090",
+        model="Llama-3.1-8B",
+        scenario={
+            "method": "qlora",
+            "precision": "bf16",
+            "optimizer": "adamw",
+            "gpu": "RTX 4090",
+            "gpus": 1,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "seq_len": 2048,
+            "activation_checkpointing": "full",
+            "lora": {"rank": 8, "targets": "all-linear"},
+        },
+        measured_tokens_per_s_per_gpu=2413,
+        conversion="reported tokens/s",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="torchtune-llama32-3b-full-a100-noac",
+        model="Llama-3.2-3B",
+        scenario={
+            "method": "full",
+            "precision": "bf16",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": 1,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "seq_len": 4096,
+            "activation_checkpointing": "none",
+        },
+        measured_tokens_per_s_per_gpu=9174,
+        conversion="reported tokens/s",
+        tolerance=0.35,
+    ),
+    TimeCase(
+        id="torchtune-llama32-3b-full-a100-ac",
+        model="Llama-3.2-3B",
+        scenario={
+            "method": "full",
+            "precision": "bf16",
+            "optimizer": "adamw-fused",
+            "gpu": "A100 80GB SXM4",
+            "gpus": 1,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "seq_len": 4096,
+            "activation_checkpointing": "full",
+        },
+        measured_tokens_per_s_per_gpu=7210,
+        conversion="reported tokens/s",
+        tolerance=0.35,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class TimeRow:
+    """Our prediction for one case and its error."""
+
+    case: TimeCase
+    predicted_tokens_per_s_per_gpu: float
+    predicted_mfu: float
+    dominant_overhead: str
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted_tokens_per_s_per_gpu / self.case.measured_tokens_per_s_per_gpu - 1
+
+
+def evaluate(case: TimeCase) -> TimeRow:
+    """Run the case through estimate() with trainplan's own efficiency model."""
+    scenario = Scenario(model=case.id)
+    from trainplan.scenario import scenario_from_mapping
+
+    result = estimate(scenario_from_mapping(case.scenario, base=scenario), model=case.spec())
+    assert result.time is not None
+    per_gpu = result.time.tokens_per_s / result.scenario.gpus
+    return TimeRow(case, per_gpu, result.time.mfu, result.time.step.dominant_overhead())

@@ -1,0 +1,39 @@
+"""Regenerate the scenario-field table of docs/cli.md from the Scenario field metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainplan.cli import flag_name
+from trainplan.scenario import Scenario, field_infos
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+
+
+def table() -> str:
+    """The markdown table rows, one per scalar field."""
+    defaults = Scenario()
+    rows = ["| field | flag | default | allowed | meaning |", "|---|---|---|---|---|"]
+    for name, info in field_infos().items():
+        if name == "lora":
+            continue
+        if info.choices:
+            allowed = ", ".join(info.choices)
+        elif info.minimum is not None:
+            allowed = f"{info.minimum:g} .. {info.maximum:g}"
+        else:
+            allowed = ""
+        default = getattr(defaults, name)
+        rows.append(f"| `{name}` | `{flag_name(name)}` | `{default}` | {allowed} | {info.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    text = DOC.read_text()
+    head, rest = text.split("<!-- fields:start -->\n", 1)
+    _, tail = rest.split("<!-- fields:end -->\n", 1)
+    DOC.write_text(head + "<!-- fields:start -->\n" + table() + "<!-- fields:end -->\n" + tail)
+
+
+if __name__ == "__main__":
+    main()
