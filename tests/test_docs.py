@@ -48,3 +48,13 @@ def test_field_table_is_generated() -> None:
 
     text = (DOCS / "cli.md").read_text()
     assert table() in text, "run scripts/docs_fields.py"
+
+
+def test_accuracy_page_is_current() -> None:
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    from accuracy import HEADER, memory_section, time_section
+
+    expected = HEADER + memory_section() + "\n" + time_section()
+    assert (DOCS / "accuracy.md").read_text() == expected, "run scripts/accuracy.py"

@@ -165,3 +165,6 @@ _register_estimate()
 def main() -> None:
     """Console entry point."""
     app(prog_name="trainplan")
+
+
+import trainplan.web.cli  # noqa: E402, F401  (adds the `serve` command to `app`)

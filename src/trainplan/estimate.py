@@ -214,7 +214,9 @@ def _memory(
         grad_accum=scenario.grad_accum,
         head_trainable=full,
     )
-    held, during_loss, during_backward = logits_bytes(model.vocab_size, tokens, compute_bytes, tp)
+    held, during_loss, during_backward = logits_bytes(
+        model.vocab_size, tokens, compute_bytes, tp, model.final_logit_softcap
+    )
     zero3 = scenario.zero_stage == 3 and dp > 1
     matmul_weights = counts.linear_weights + model.vocab_size * model.hidden_size
     autocast_cache = (
@@ -287,15 +289,27 @@ def _memory(
         acts.stored + acts.outside + (frozen_casts if scenario.activation_checkpointing != "full" else 0.0)
     )
     working = states.zero3_working_set + dequant
+    recomputed = acts.recompute + (frozen_casts if scenario.activation_checkpointing == "full" else 0.0)
+    # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
+    backward_start = phase(
+        "backward",
+        max(resident_grads, head_grad),
+        stored + (recomputed if recomputed + held > during_backward else 0.0),
+        max(during_backward, held + recomputed)
+        - (recomputed if recomputed + held > during_backward else 0.0),
+        working,
+    )
+    # end of backward: every gradient present; the embedding's gradient is made as a new tensor
+    # and added when the embedding is tied to the head or gradients accumulate
+    # (tied: the new gradient and the sum with the head's are both alive for a moment)
+    embedding_grad = 0.0
+    if full and (model.tied_embeddings or scenario.grad_accum > 1):
+        copies = 2 if model.tied_embeddings else 1
+        embedding_grad = copies * model.vocab_size * model.hidden_size * recipe.grad_bytes / tp
+    backward_end = phase("backward", states.gradients, 0.0, 0.0, embedding_grad + working)
     phases = (
         phase("forward", resident_grads, stored, during_loss, autocast_cache + working),
-        phase(
-            "backward",
-            max(resident_grads, head_grad),
-            stored + acts.recompute + (frozen_casts if scenario.activation_checkpointing == "full" else 0.0),
-            max(during_backward, held),
-            working,
-        ),
+        max(backward_start, backward_end, key=lambda moment: moment.total),
         phase("optimizer", states.gradients, 0.0, 0.0, states.optimizer_transient),
     )
     state_terms = (

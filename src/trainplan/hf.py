@@ -156,6 +156,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, model_type: str) ->
             fused_qkv=fused_qkv,
             qk_norm=qk_norm,
             qk_norm_bias=qk_norm_bias,
+            logit_softcap=bool(cfg.get("attn_logit_softcapping")),
         )
     dense = Mlp(
         intermediate_size=intermediate,
@@ -171,6 +172,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, model_type: str) ->
         vocab_size=vocab,
         blocks=blocks,
         tied_embeddings=bool(cfg.get("tie_word_embeddings", model_type.startswith("gemma"))),
+        final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
         approximations=tuple(approximations),
         source=source,
     )
@@ -236,7 +238,13 @@ def _gpt2(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         fused_qkv="c_attn",
         names=("c_attn", "c_attn", "c_attn", "c_proj"),
     )
-    mlp = Mlp(intermediate_size=inner, gated=False, bias=True, names=("c_fc", "c_fc", "c_proj"))
+    mlp = Mlp(
+        intermediate_size=inner,
+        gated=False,
+        bias=True,
+        names=("c_fc", "c_fc", "c_proj"),
+        activation=str(cfg.get("activation_function", "gelu_new")),
+    )
     return ModelSpec(
         name=name,
         hidden_size=hidden,
@@ -259,7 +267,8 @@ def _t5(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     buckets = _int(cfg, "relative_attention_num_buckets", default=32)
     gated = str(cfg.get("feed_forward_proj", "relu")).startswith("gated")
     names = ("wi_0", "wi_1", "wo") if gated else ("wi", "wi", "wo")
-    mlp = Mlp(intermediate_size=_int(cfg, "d_ff"), gated=gated, names=names)
+    activation = str(cfg.get("feed_forward_proj", "relu")).removeprefix("gated-")
+    mlp = Mlp(intermediate_size=_int(cfg, "d_ff"), gated=gated, names=names, activation=activation)
     t5_names = ("q", "k", "v", "o")
 
     def attn(bias_params: int) -> Attention:

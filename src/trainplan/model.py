@@ -54,6 +54,7 @@ class Attention:
     kv_lora_rank: int = 0
     rope_head_dim: int = 0
     relative_bias_params: int = 0
+    logit_softcap: bool = False
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -82,6 +83,7 @@ class Mlp:
     shared_expert_gate: bool = False
     router_bias: bool = False
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
+    activation: str = "silu"
 
     @property
     def is_moe(self) -> bool:
@@ -126,6 +128,7 @@ class ModelSpec:
     embedding_inputs: int = 1
     encoder_decoder: bool = False
     dropout: float = 0.0
+    final_logit_softcap: bool = False
     extras: tuple[ExtraComponent, ...] = ()
     approximations: tuple[str, ...] = ()
     source: str = ""

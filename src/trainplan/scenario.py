@@ -326,6 +326,8 @@ def _targets_from(raw: Any) -> str | tuple[str, ...]:
             return text.lower()
         raw = [part for part in text.split(",") if part.strip()]
     if isinstance(raw, list | tuple) and raw and all(isinstance(x, str) and x.strip() for x in raw):
+        if len(raw) == 1 and raw[0].strip().lower() in LORA_TARGET_PRESETS:
+            return str(raw[0]).strip().lower()  # peft accepts target_modules="all-linear" either way
         return tuple(x.strip() for x in raw)
     raise InputError(
         "lora.targets",

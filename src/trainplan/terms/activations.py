@@ -64,14 +64,25 @@ def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
 
 
 def _linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> float:
-    """Bytes kept of one tensor feeding `consumers` (linear modules): shared when no cast is
-    needed, one half-precision copy per consumer under autocast; nothing for frozen weights
-    without adapters."""
-    keepers = [name for name in consumers if mode.weights_trainable or name in mode.lora_targets]
-    if not keepers:
+    """Bytes kept of one tensor feeding `consumers` (linear modules).
+
+    Trained weights keep the input itself (shared), or under autocast one half-precision copy
+    per consumer. Frozen weights keep nothing; a LoRA adapter keeps its own copy of the input
+    at the adapter's dtype: peft holds adapters in fp32 (`autocast_adapter_dtype`), so on a
+    16-bit stream each adapted module keeps a 4-byte copy, under autocast a half copy, and in
+    fp32 training the shared input.
+    """
+    if mode.weights_trainable:
+        copies = len(consumers) if mode.casts_inputs else 1
+        return copies * mode.activation_bytes * width
+    adapted = [name for name in consumers if name in mode.lora_targets]
+    if not adapted:
         return 0.0
-    copies = len(keepers) if mode.casts_inputs else 1
-    return copies * mode.activation_bytes * width
+    if mode.casts_inputs:
+        return len(adapted) * mode.activation_bytes * width
+    if mode.activation_bytes < 4:
+        return len(adapted) * 4 * width
+    return 4.0 * width
 
 
 def attention_bytes(
@@ -98,15 +109,25 @@ def attention_bytes(
     if mode.attention == "eager":
         # q @ k^T on heads-expanded k/v, fp32 softmax kept, its half copy kept for probs @ v
         core_inputs = a * (q + 2 * attention.num_heads * attention.head_dim)
-        per_key = float(attention.num_heads * (4 + a + (1 if mode.dropout else 0)))
+        # (Gemma 2's score soft-capping keeps its tanh output too)
+        softcap = a if attention.logit_softcap else 0
+        per_key = float(attention.num_heads * (4 + a + softcap + (1 if mode.dropout else 0)))
         core = output
     else:
         per_key = 0.0
         core = output + 4 * attention.num_heads  # kernel output + fp32 logsumexp
-    o_input = _linear_input(mode, output // a, [attention.names[3]])
-    kept += core_inputs + o_input
+    # The kernel output is also the out-projection's input (a 16-bit tensor, so autocast makes
+    # no copy); only an fp32 LoRA adapter on a 16-bit stream keeps a copy of its own.
+    o_name = attention.names[3]
+    adapted_o = not mode.weights_trainable and o_name in mode.lora_targets
+    o_copy = 4 * output / a if adapted_o and not mode.casts_inputs and a < 4 else 0.0
+    if mode.attention == "eager":
+        # eager keeps no kernel output; the merged heads are kept only for the out-projection
+        kept += core_inputs + (output if mode.weights_trainable or adapted_o else 0.0) + o_copy
+    else:
+        kept += core_inputs + core + o_copy
     if mode.dropout:
-        kept += model.hidden_size  # residual dropout mask (1 byte)
+        kept += 2 * model.hidden_size  # dropout masks after attention and after the MLP (bool)
     return kept, per_key, core
 
 
@@ -121,8 +142,16 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
 
     def ffn(inner: int) -> float:
         down_kept = _linear_input(mode, inner, [down_name])
-        # gated: gate, act(gate), up; plain: pre-activation and the activation internals
-        return a * 3 * inner + down_kept
+        if mlp.gated:  # gate, act(gate), up (their product is the down projection's input)
+            return a * 3 * inner + down_kept
+        if mlp.activation == "gelu_new":
+            # GPT-2's tanh GELU written in Python ops keeps the pre-activation and three
+            # intermediates; under autocast those run in fp32 (pow is on CUDA's fp32 list)
+            internal = 4 if mode.casts_inputs else a
+            return a * inner + 3 * internal * inner + down_kept
+        if mlp.activation == "relu":  # relu keeps only its output, the down input itself
+            return down_kept if down_kept else a * inner
+        return a * inner + down_kept  # a fused activation keeps its input
 
     if not mlp.is_moe:
         return _linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
@@ -160,7 +189,7 @@ def stored_per_layer(model: ModelSpec, block: Block, mode: ActivationMode, seq_l
         return mode.residual_bytes * model.hidden_size / replicated_divisor
     sharded = layer.attention + layer.mlp + layer.scores_per_key * seq_len
     if mode.checkpointing == "selective":
-        sharded -= layer.scores_per_key * seq_len + layer.core_attention
+        sharded -= layer.scores_per_key * seq_len
     return sharded / tp + layer.norms / replicated_divisor
 
 

@@ -1,0 +1,73 @@
+"""Measured peak memory of real training steps (fake-tensor traces) against trainplan's estimate.
+
+calibration/fake_trace.json holds one record per case of calibration/cases.yaml, measured with
+`trainplan.measure` (scripts/calibrate.py regenerates it). Each case is turned into the
+equivalent scenario, with no overhead (a trace sees no CUDA context) and no gradient
+accumulation, and the estimated per-GPU peak is compared with the traced peak.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainplan.estimate import estimate
+from trainplan.result import Estimate
+from trainplan.scenario import scenario_from_mapping
+
+TRACE = Path(__file__).resolve().parent / "fake_trace.json"
+BASE_FOR_PRECISION = {"amp-bf16": "fp32", "bf16": "bf16", "fp32": "fp32"}
+
+
+def load_records(path: Path = TRACE) -> list[dict[str, Any]]:
+    """Every traced case that models a GPU run faithfully (flagged ones are left out)."""
+    records: list[dict[str, Any]] = json.loads(path.read_text())
+    return [r for r in records if "flagged" not in str(r["case"].get("notes", ""))]
+
+
+def scenario_of(case: dict[str, Any]) -> dict[str, Any]:
+    """The trainplan scenario equivalent to a traced case."""
+    data: dict[str, Any] = {
+        "model": case["model"],
+        "method": "full" if case["method"] == "full" else "lora",
+        "precision": case["precision"],
+        "optimizer": case["optimizer"],
+        "micro_batch": case["micro_batch"],
+        "seq_len": case["seq_len"],
+        "grad_accum": 1,
+        "activation_checkpointing": "full" if case["gradient_checkpointing"] else "none",
+        "attention": case["attention"],
+        "overhead_gib": 0,
+    }
+    if case["method"] != "full":
+        lora = case.get("lora") or {}
+        data["lora"] = {
+            "rank": lora.get("rank", 16),
+            "alpha": lora.get("alpha", 32),
+            "targets": lora.get("targets", "qv"),
+            "dora": case["method"] == "dora",
+        }
+        data["base_weights"] = BASE_FOR_PRECISION[case["precision"]]
+    return data
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """A traced case, its measurement and our estimate."""
+
+    id: str
+    measured: dict[str, Any]
+    estimate: Estimate
+
+    @property
+    def error(self) -> float:
+        """estimated / measured peak - 1."""
+        return self.estimate.total_bytes / float(self.measured["peak_bytes"]) - 1
+
+
+def evaluate(record: dict[str, Any]) -> MemoryRow:
+    """Estimate one traced case."""
+    result = estimate(scenario_from_mapping(scenario_of(record["case"])))
+    return MemoryRow(record["case"]["id"], record["measured"], result)
