@@ -25,6 +25,7 @@ from trainplan.terms.memory import (
 )
 from trainplan.terms.params import ParamCounts, block_params, count_params, targeted
 from trainplan.terms.recipes import (
+    ADAPTER_RECIPE,
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     PRECISIONS,
@@ -152,6 +153,9 @@ def _memory(
         (block.count, linear) for block in model.blocks for linear in block_linears(block, model.hidden_size)
     ]
     compute_bytes = recipe.activation_bytes
+    # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
+    # base precision (`autocast_adapter_dtype`, on by default)
+    state_recipe = recipe if full else ADAPTER_RECIPE
     if full:
         frozen_params = counts.total - counts.trainable
         trainable_weights: float = counts.trainable * recipe.weight_bytes
@@ -169,7 +173,7 @@ def _memory(
             scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in linears)
         other_bytes: float = compute_bytes if base in QUANTISED_BASES else base_bytes
         frozen_weights = quantised * base_bytes + scales + (counts.total - quantised) * other_bytes
-        trainable_weights = counts.lora * recipe.weight_bytes
+        trainable_weights = counts.lora * state_recipe.weight_bytes
         rank = scenario.lora.rank
         targeted_linears = [(n, lin) for n, lin in linears if targeted(lin, scenario.lora.targets)]
         rows_cols = sum(
@@ -182,9 +186,9 @@ def _memory(
     states = shard_states(
         trainable_weights=trainable_weights * share,
         frozen_weights=frozen_weights * share,
-        gradients=counts.trainable * recipe.grad_bytes * share,
-        optimizer=optimizer_state_bytes(counts.trainable, rows_cols, recipe, optimizer) * share,
-        optimizer_transient=optimizer_transient_bytes(counts.trainable, largest, recipe, optimizer) * share,
+        gradients=counts.trainable * state_recipe.grad_bytes * share,
+        optimizer=optimizer_state_bytes(counts.trainable, rows_cols, state_recipe, optimizer) * share,
+        optimizer_transient=optimizer_transient_bytes(counts.trainable, largest, state_recipe, optimizer) * share,
         largest_layer_weights=layer_bytes,
         largest_layer_grads=layer_grads,
         sharding=Sharding(dp, scenario.zero_stage, tp, pp, scenario.offload),

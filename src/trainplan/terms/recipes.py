@@ -61,6 +61,12 @@ PRECISIONS: dict[str, PrecisionRecipe] = {
 }  # fmt: skip
 
 
+# LoRA/DoRA adapters as peft holds them: fp32 weights, gradients and optimizer state.
+ADAPTER_RECIPE = PrecisionRecipe(
+    "adapters-fp32", 4, 4, 0, 4, 0, 4, 4, "fp32", "peft adapters: fp32 weights, grads and states"
+)
+
+
 @dataclass(frozen=True)
 class OptimizerRecipe:
     """Optimizer state per trainable parameter and the transient memory of its step.
