@@ -188,7 +188,8 @@ def _memory(
         frozen_weights=frozen_weights * share,
         gradients=counts.trainable * state_recipe.grad_bytes * share,
         optimizer=optimizer_state_bytes(counts.trainable, rows_cols, state_recipe, optimizer) * share,
-        optimizer_transient=optimizer_transient_bytes(counts.trainable, largest, state_recipe, optimizer) * share,
+        optimizer_transient=optimizer_transient_bytes(counts.trainable, largest, state_recipe, optimizer)
+        * share,
         largest_layer_weights=layer_bytes,
         largest_layer_grads=layer_grads,
         sharding=Sharding(dp, scenario.zero_stage, tp, pp, scenario.offload),
