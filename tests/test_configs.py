@@ -117,7 +117,7 @@ def test_hub_id_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     pytest.importorskip("huggingface_hub")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
-    with pytest.raises(InputError, match="could not fetch config.json.*Offline"):
+    with pytest.raises(InputError, match=r"could not fetch config\.json.*Offline"):
         resolve_model("some-org/some-model-that-is-not-cached")
 
 

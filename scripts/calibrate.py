@@ -1,0 +1,211 @@
+"""Run measured mode on the calibration cases and write the ground-truth file.
+
+Reads calibration/cases.yaml, looks each case's `model` up in src/trainplan/data/models.yaml (by
+name or alias; a case's inline `config:` is used only when the catalog lacks the model), runs
+`trainplan.measure.measure_training_step` for each case in a fresh subprocess (fake-tensor graphs
+of large models leave Python memory behind), and writes calibration/fake_trace.json: a list of
+{case, config_source, measured, versions, date, runtime_s} (or {case, error, ...} for a failure).
+
+    python scripts/calibrate.py [--only ID ...] [--out PATH] [--jobs N]
+
+With --only, an existing output file is updated in place: the named cases are replaced, the others
+kept. Needs the `measure` extra (torch, transformers, peft).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import multiprocessing
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "calibration" / "cases.yaml"
+CATALOG = ROOT / "src" / "trainplan" / "data" / "models.yaml"
+OUT = ROOT / "calibration" / "fake_trace.json"
+CASE_KEYS = {
+    "id",
+    "model",
+    "method",
+    "lora",
+    "precision",
+    "optimizer",
+    "micro_batch",
+    "seq_len",
+    "gradient_checkpointing",
+    "attention",
+    "config",
+    "notes",
+    "steps",
+}
+
+
+def load_cases(path: Path) -> list[dict[str, Any]]:
+    """The case list, checked for unknown keys and duplicate ids."""
+    cases = yaml.safe_load(path.read_text())
+    if not isinstance(cases, list):
+        raise SystemExit(f"{path}: expected a list of cases")
+    seen: set[str] = set()
+    for case in cases:
+        unknown = set(case) - CASE_KEYS
+        if unknown:
+            raise SystemExit(f"{path}: case {case.get('id')!r} has unknown keys {sorted(unknown)}")
+        if case["id"] in seen:
+            raise SystemExit(f"{path}: duplicate case id {case['id']!r}")
+        seen.add(case["id"])
+    return cases
+
+
+def load_catalog(path: Path) -> dict[str, dict[str, Any]]:
+    """Model name and aliases (lower-cased) -> HF config; empty if the catalog is absent."""
+    if not path.exists():
+        return {}
+    records = yaml.safe_load(path.read_text()) or []
+    configs: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
+            continue
+        for name in [record.get("name"), *record.get("aliases", [])]:
+            if isinstance(name, str):
+                configs[name.lower()] = record["config"]
+    return configs
+
+
+def resolve_config(case: dict[str, Any], catalog: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """(HF config, where it came from) for a case."""
+    config = catalog.get(str(case["model"]).lower())
+    if config is not None:
+        return config, "catalog"
+    if isinstance(case.get("config"), dict):
+        return case["config"], "inline"
+    raise SystemExit(
+        f"case {case['id']!r}: model {case['model']!r} is not in {CATALOG.name} and has no config"
+    )
+
+
+def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
+    """measure_training_step keyword arguments for a case."""
+    kwargs: dict[str, Any] = {
+        key: case[key]
+        for key in (
+            "method",
+            "precision",
+            "optimizer",
+            "micro_batch",
+            "seq_len",
+            "gradient_checkpointing",
+            "attention",
+            "steps",
+        )
+        if key in case
+    }
+    lora = case.get("lora") or {}
+    if "rank" in lora:
+        kwargs["lora_rank"] = lora["rank"]
+    if "alpha" in lora:
+        kwargs["lora_alpha"] = lora["alpha"]
+    if "targets" in lora:
+        kwargs["lora_targets"] = tuple(lora["targets"])
+    return kwargs
+
+
+def run_case(case: dict[str, Any], config: dict[str, Any], source: str) -> dict[str, Any]:
+    """Measure one case (runs in a worker process)."""
+    import peft
+    import torch
+    import transformers
+
+    from trainplan.measure import measure_training_step
+
+    record: dict[str, Any] = {
+        "case": case,
+        "config_source": source,
+        "versions": {
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "peft": peft.__version__,
+        },
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    start = time.perf_counter()
+    try:
+        measured = measure_training_step(config, **measure_kwargs(case))
+        record["measured"] = measured.to_dict()
+    except Exception as error:  # a failed case is recorded, not fatal
+        record["error"] = f"{type(error).__name__}: {error}"
+        record["traceback"] = traceback.format_exc(limit=6)
+    record["runtime_s"] = round(time.perf_counter() - start, 2)
+    return record
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    """One line per case for the console."""
+    case_id = record["case"]["id"]
+    if "error" in record:
+        return f"{case_id:55s} ERROR {record['error'][:120]}"
+    m = record["measured"]
+    gib = 2**30
+    parts = " ".join(
+        f"{name[:4]}={m[f'{name}_bytes'] / gib:.2f}"
+        for name in ("params", "grads", "optimizer", "activations", "temporaries")
+    )
+    where = f"{m['peak_phase']}@{m['peak_step']}"
+    return f"{case_id:55s} {m['peak_bytes'] / gib:8.2f} GiB {where:12s} {parts} ({record['runtime_s']} s)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these case ids")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"output JSON (default {OUT})")
+    parser.add_argument("--cases", type=Path, default=CASES, help=f"cases file (default {CASES})")
+    parser.add_argument("--jobs", type=int, default=1, help="cases measured in parallel (default 1)")
+    args = parser.parse_args(argv)
+
+    cases = load_cases(args.cases)
+    if args.only:
+        missing = set(args.only) - {case["id"] for case in cases}
+        if missing:
+            raise SystemExit(f"unknown case ids: {sorted(missing)}")
+        cases = [case for case in cases if case["id"] in set(args.only)]
+    catalog = load_catalog(CATALOG)
+    jobs = [(case, *resolve_config(case, catalog)) for case in cases]
+
+    records: dict[str, dict[str, Any]] = {}
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=max(1, args.jobs), mp_context=context, max_tasks_per_child=1
+    ) as pool:
+        futures = {pool.submit(run_case, *job): job[0]["id"] for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            record = future.result()
+            records[futures[future]] = record
+            print(summary_line(record), flush=True)
+
+    ordered = [records[case["id"]] for case in cases]
+    if args.only and args.out.exists():
+        kept = {r["case"]["id"]: r for r in json.loads(args.out.read_text())}
+        kept.update(records)
+        all_ids = [case["id"] for case in load_cases(args.cases)]
+        ordered = [kept[i] for i in all_ids if i in kept]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(ordered, indent=1) + "\n")
+    failures = sum(1 for r in records.values() if "error" in r)
+    print(f"wrote {len(ordered)} records to {args.out} ({failures} failed in this run)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    try:
+        import trainplan  # noqa: F401
+    except ImportError:  # running from a checkout without `pip install -e .`
+        sys.path.insert(0, str(ROOT / "src"))
+    sys.exit(main())

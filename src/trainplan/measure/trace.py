@@ -1,0 +1,138 @@
+"""Measured mode: run real Hugging Face training steps on fake tensors and track every storage.
+
+No GPU and no weights are needed: `FakeTensorMode` gives every tensor its real shape, dtype and
+storage size without allocating it, and `StorageTracker` follows the storages' lifetimes through
+forward, backward and the optimizer step. The result approximates `torch.cuda.max_memory_allocated`
+of the same step on a CUDA GPU (see `emulation` for what is patched to get CUDA behaviour).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from trainplan.errors import InputError
+from trainplan.measure.result import MeasuredStep
+
+METHODS = ("full", "lora", "dora")
+PRECISIONS = ("amp-bf16", "bf16", "fp32")
+OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
+ATTENTIONS = ("sdpa", "eager")
+
+
+def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise InputError(field, f"{value!r} is not supported; use one of {', '.join(allowed)}.")
+
+
+def _check_positive(field: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise InputError(field, f"must be a positive integer, got {value!r}.")
+
+
+def measure_training_step(
+    hf_config: dict[str, Any],
+    *,
+    method: str = "full",
+    lora_rank: int = 16,
+    lora_alpha: int = 32,
+    lora_targets: Sequence[str] = ("q_proj", "v_proj"),
+    lora_dropout: float = 0.0,
+    precision: str = "amp-bf16",
+    optimizer: str = "adamw",
+    micro_batch: int = 1,
+    seq_len: int = 512,
+    gradient_checkpointing: bool = False,
+    attention: str = "sdpa",
+    steps: int = 2,
+    fake: bool = True,
+) -> MeasuredStep:
+    """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
+
+    Each step is: forward on `micro_batch` x `seq_len` random token ids with labels = input ids
+    (causal-LM loss as HF computes it, on fp32-upcast logits), backward, `optimizer.step()`,
+    `zero_grad(set_to_none=True)`. `precision="amp-bf16"` is HF Trainer `bf16=True` on an fp32
+    model: fp32 weights, grads and optimizer state, forward under bf16 autocast, and
+    accelerate's conversion of bf16 outputs to fp32. `"bf16"`: weights, grads and optimizer state in
+    bf16 (peft keeps LoRA adapters in fp32, its default). `lora_targets` are module-name suffixes
+    as peft `target_modules`, or `("all-linear",)`. Encoder-decoder configs (T5) use
+    AutoModelForSeq2SeqLM with a decoder input of the same length (labels shifted right);
+    configs with a nested `text_config` measure the text model only. `fake=False` runs real CPU
+    tensors (tests only; small models).
+    """
+    _check_choice("method", method, METHODS)
+    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    _check_choice("attention", attention, ATTENTIONS)
+    for name, value in (("micro_batch", micro_batch), ("seq_len", seq_len), ("steps", steps)):
+        _check_positive(name, value)
+    if method != "full":
+        _check_positive("lora_rank", lora_rank)
+        if not lora_targets:
+            raise InputError("lora_targets", "name at least one module suffix, or 'all-linear'.")
+
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from trainplan.measure.emulation import cuda_emulation
+    from trainplan.measure.loop import trace_steps
+    from trainplan.measure.model import build_model, make_optimizer
+
+    amp = precision == "amp-bf16"
+    notes: list[str] = []
+    fake_mode: contextlib.AbstractContextManager[Any] = FakeTensorMode() if fake else contextlib.nullcontext()
+    with fake_mode, cuda_emulation(amp=amp) as emulation_notes:
+        notes += emulation_notes
+        built = build_model(
+            hf_config,
+            method=method,
+            lora_rank=lora_rank,
+            lora_alpha=lora_alpha,
+            lora_targets=tuple(lora_targets),
+            lora_dropout=lora_dropout,
+            dtype=torch.bfloat16 if precision == "bf16" else torch.float32,
+            attention=attention,
+            gradient_checkpointing=gradient_checkpointing,
+        )
+        notes += built.notes
+        model = built.model
+        opt, fused = make_optimizer(optimizer, [p for p in model.parameters() if p.requires_grad])
+
+        def loss_of(model: Any, batch: dict[str, Any]) -> Any:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+                outputs = model(**batch)
+            if amp:  # accelerate's ConvertOutputsToFp32 wraps the autocast forward
+                upcast = [v.float() for v in outputs.values() if _is_low(v, torch)]
+                del upcast
+            return outputs.loss
+
+        result = trace_steps(
+            model,
+            opt,
+            fused=fused,
+            make_batch=lambda: built.make_batch(micro_batch, seq_len),
+            loss_of=loss_of,
+            steps=steps,
+        )
+        result["notes"] = tuple(notes) + result["notes"]
+    return MeasuredStep(
+        **result,
+        model_type=built.model_type,
+        model_class=type(built.model).__name__,
+        method=method,
+        lora_rank=lora_rank if method != "full" else 0,
+        lora_alpha=lora_alpha if method != "full" else 0,
+        lora_targets=tuple(lora_targets) if method != "full" else (),
+        precision=precision,
+        optimizer=optimizer,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        gradient_checkpointing=gradient_checkpointing,
+        attention=attention,
+        steps=steps,
+    )
+
+
+def _is_low(value: Any, torch: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16)
