@@ -58,3 +58,8 @@ def test_accuracy_page_is_current() -> None:
 
     expected = HEADER + memory_section() + "\n" + time_section()
     assert (DOCS / "accuracy.md").read_text() == expected, "run scripts/accuracy.py"
+
+
+def test_accuracy_plot_exists() -> None:
+    png = DOCS / "accuracy.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import typer
 
 from trainplan.errors import InputError, TrainplanError
-from trainplan.scenario import SCENARIO_FIELDS, field_infos
+from trainplan.scenario import SCENARIO_FIELDS, Scenario, field_infos
 
 app = typer.Typer(
     help="trainplan: will this training run fit, how long will it take, what will it cost?",
@@ -87,23 +87,29 @@ def load_scenario_file(path: str) -> dict[str, Any]:
     return data
 
 
-def _run_estimate(**kwargs: Any) -> None:
-    from trainplan.estimate import estimate
+def scenario_from_flags(kwargs: dict[str, Any]) -> Scenario:
+    """The scenario file (if any) overridden by the flags given; raises on bad input."""
     from trainplan.scenario import scenario_from_mapping
 
-    as_json = kwargs.pop("as_json")
     scenario_path = kwargs.pop("scenario")
+    data = load_scenario_file(scenario_path) if scenario_path else {}
+    lora = dict(data.get("lora") or {}) if isinstance(data.get("lora", {}), dict) else data.get("lora")
+    for flag, key in LORA_FLAGS.items():
+        value = kwargs.pop(flag)
+        if value is not None and isinstance(lora, dict):
+            lora[key] = value
+    if lora:
+        data["lora"] = lora
+    data.update({name: value for name, value in kwargs.items() if value is not None})
+    return scenario_from_mapping(data)
+
+
+def _run_estimate(**kwargs: Any) -> None:
+    from trainplan.estimate import estimate
+
+    as_json = kwargs.pop("as_json")
     try:
-        data = load_scenario_file(scenario_path) if scenario_path else {}
-        lora = dict(data.get("lora") or {}) if isinstance(data.get("lora", {}), dict) else data.get("lora")
-        for flag, key in LORA_FLAGS.items():
-            value = kwargs.pop(flag)
-            if value is not None and isinstance(lora, dict):
-                lora[key] = value
-        if lora:
-            data["lora"] = lora
-        data.update({name: value for name, value in kwargs.items() if value is not None})
-        result = estimate(scenario_from_mapping(data))
+        result = estimate(scenario_from_flags(kwargs))
     except TrainplanError as error:
         _fail(error)
     if as_json:
@@ -160,6 +166,38 @@ def _register_estimate() -> None:
 
 
 _register_estimate()
+
+
+def _run_measure(**kwargs: Any) -> None:
+    as_json = kwargs.pop("as_json")
+    try:
+        scenario = scenario_from_flags(kwargs)
+        from trainplan.measure.compare import measure_scenario
+
+        comparison = measure_scenario(scenario)
+    except TrainplanError as error:
+        _fail(error)
+    if as_json:
+        print(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        from trainplan.report import print_measurement
+
+        print_measurement(comparison)
+
+
+def _register_measure() -> None:
+    """Add `measure` with the same flags as `estimate`."""
+
+    def measure_command(**kwargs: Any) -> None:
+        """Trace one real training step on fake tensors (needs trainplan[measure]) and compare
+        the measured peak memory with the estimate, term by term."""
+        _run_measure(**kwargs)
+
+    measure_command.__signature__ = inspect.Signature(_estimate_parameters())  # type: ignore[attr-defined]
+    app.command("measure")(measure_command)
+
+
+_register_measure()
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -109,3 +110,26 @@ def print_gpus(query: str, as_json: bool) -> None:
             f"{g.tdp_w:,.0f}" if g.tdp_w else "-",
         )
     Console().print(table)
+
+
+def print_measurement(comparison: Any, console: Console | None = None) -> None:
+    """Measured vs estimated, term by term, with what a trace cannot see."""
+    console = console or Console()
+    measured = comparison.measured
+    table = Table(title=f"{comparison.estimate.model_name}: traced step vs estimate (GiB)")
+    for column in ("term", "measured", "estimated", "difference"):
+        table.add_column(column, justify="left" if column == "term" else "right")
+    for name, measured_bytes, estimated_bytes in comparison.terms():
+        difference = (
+            f"{estimated_bytes / measured_bytes - 1:+.1%}"
+            if measured_bytes
+            else f"{estimated_bytes / 2**30:+.2f}"
+        )
+        table.add_row(name, f"{measured_bytes / 2**30:,.2f}", f"{estimated_bytes / 2**30:,.2f}", difference)
+    console.print(table)
+    console.print(
+        f"Measured peak during {measured.peak_phase} (step {measured.peak_step}); "
+        f"estimated peak during {comparison.estimate.peak.name}."
+    )
+    for note in (*comparison.notes, *measured.notes):
+        console.print(f"[yellow]note:[/] {note}")

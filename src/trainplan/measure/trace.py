@@ -9,6 +9,7 @@ of the same step on a CUDA GPU (see `emulation` for what is patched to get CUDA 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,7 +83,11 @@ def measure_training_step(
     amp = precision == "amp-bf16"
     notes: list[str] = []
     fake_mode: contextlib.AbstractContextManager[Any] = FakeTensorMode() if fake else contextlib.nullcontext()
-    with fake_mode, cuda_emulation(amp=amp) as emulation_notes:
+    with warnings.catch_warnings(), fake_mode, cuda_emulation(amp=amp) as emulation_notes:
+        # transformers/peft warn about their own deprecations while building and running the
+        # model; those are not the user's to act on
+        for category in (FutureWarning, DeprecationWarning, UserWarning):
+            warnings.filterwarnings("ignore", category=category, module=r"(transformers|peft|torch)\b")
         notes += emulation_notes
         built = build_model(
             hf_config,

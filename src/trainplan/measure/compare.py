@@ -1,0 +1,176 @@
+"""Measured vs estimated: run a scenario's training step on fake tensors next to estimate().
+
+A trace is one GPU's view of one micro-batch per step: no CUDA context, cuBLAS/cuDNN
+workspaces, NCCL buffers, allocator fragmentation or reserved-but-unused memory, and no
+in-kernel scratch. The estimate covers those with its overhead term, so the comparison is made
+with the overhead set to zero and gradient accumulation off, and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainplan.catalog import fetch_hub_config, find_model_record, read_config_file
+from trainplan.errors import InputError
+from trainplan.estimate import estimate, resolved_base_weights
+from trainplan.hf import spec_from_config
+from trainplan.measure.result import MeasuredStep
+from trainplan.model import block_linears
+from trainplan.result import Estimate
+from trainplan.scenario import Scenario
+from trainplan.terms.params import targeted
+
+NOT_TRACED = (
+    "A trace cannot see the CUDA context (~0.5 GiB), cuBLAS/cuDNN workspaces, NCCL buffers, "
+    "allocator fragmentation or reserved-but-unused memory, or scratch inside kernels; the "
+    "estimate's overhead term (overhead_gib) stands for those and is left out of this comparison."
+)
+TRACEABLE_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A traced step and the estimate of the same scenario."""
+
+    scenario: Scenario
+    measured: MeasuredStep
+    estimate: Estimate
+    notes: tuple[str, ...]
+
+    def terms(self) -> list[tuple[str, float, float]]:
+        """(term, measured bytes, estimated bytes) at each one's peak moment."""
+        peak = {term.name: term.value for term in self.estimate.peak.terms}
+        m = self.measured
+        return [
+            ("weights", m.params_bytes + m.buffers_bytes, peak["weights"]),
+            ("gradients", m.grads_bytes, peak["gradients"]),
+            ("optimizer", m.optimizer_bytes, peak["optimizer"]),
+            (
+                "activations + logits + temporaries",
+                m.activations_bytes + m.temporaries_bytes,
+                peak["activations"] + peak["logits"] + peak["temporaries"],
+            ),
+            ("peak", m.peak_bytes, self.estimate.total_bytes),
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract: `measured` next to the `estimate` JSON."""
+        m = self.measured
+        return {
+            "measured": {
+                "peak_bytes": m.peak_bytes,
+                "peak_phase": m.peak_phase,
+                "params_bytes": m.params_bytes + m.buffers_bytes,
+                "grads_bytes": m.grads_bytes,
+                "optimizer_bytes": m.optimizer_bytes,
+                "activations_bytes": m.activations_bytes,
+                "temporaries_bytes": m.temporaries_bytes,
+                "phase_peaks_bytes": m.phase_peaks_bytes,
+                "notes": list(m.notes),
+            },
+            "estimate": self.estimate.to_dict(),
+            "error": self.estimate.total_bytes / m.peak_bytes - 1,
+            "notes": list(self.notes),
+        }
+
+
+def _config_of(reference: str) -> dict[str, Any]:
+    """The config.json behind a model reference (catalog, file/folder, Hub id)."""
+    record = find_model_record(reference)
+    if record is not None:
+        return dict(record.config)
+    path = Path(reference).expanduser()
+    if path.is_dir():
+        path = path / "config.json"
+    if path.is_file():
+        return read_config_file(path)
+    return fetch_hub_config(reference)
+
+
+def _trace_precision(scenario: Scenario) -> str:
+    """The PyTorch recipe a trace runs for this scenario (HF Trainer-style)."""
+    if scenario.method == "full":
+        if scenario.precision in ("amp-bf16", "bf16", "fp32"):
+            return scenario.precision
+        raise InputError(
+            "precision",
+            f"{scenario.precision} keeps an fp32 master copy inside a framework optimizer "
+            "(Megatron/DeepSpeed) and cannot be traced here; measure amp-bf16, bf16 or fp32",
+        )
+    base = resolved_base_weights(scenario)
+    if base == "bf16" and scenario.precision in ("bf16-mixed", "bf16", "amp-bf16"):
+        return "bf16"
+    if base == "fp32" and scenario.precision in ("amp-bf16", "fp32"):
+        return scenario.precision
+    raise InputError(
+        "base_weights",
+        f"a trace runs LoRA over a bf16 or fp32 base with bf16/amp-bf16/fp32 precision, not "
+        f"{base} with {scenario.precision}",
+    )
+
+
+def _lora_targets(scenario: Scenario, config: dict[str, Any]) -> tuple[str, ...]:
+    """peft target_modules for the scenario's LoRA targets, named as this model names them."""
+    targets = scenario.lora.targets
+    if targets == "all-linear":
+        return ("all-linear",)
+    if isinstance(targets, tuple):
+        return targets
+    model = spec_from_config(config, scenario.model)
+    names = {
+        linear.name.rsplit(".", 1)[-1]
+        for block in model.blocks
+        for linear in block_linears(block, model.hidden_size)
+        if targeted(linear, targets)
+    }
+    return tuple(sorted(names))
+
+
+def check_traceable(scenario: Scenario) -> None:
+    """What a single-device fake-tensor trace can run; everything else is a clear error."""
+    if scenario.method == "qlora":
+        raise InputError(
+            "method",
+            "QLoRA cannot be traced: bitsandbytes' 4-bit kernels do not run on fake tensors. "
+            "Measure lora with base_weights bf16 and compare the base weights by arithmetic",
+        )
+    if scenario.gpus != 1:
+        raise InputError("gpus", "a trace measures one GPU: set gpus to 1 (sharding is arithmetic)")
+    if scenario.optimizer not in TRACEABLE_OPTIMIZERS:
+        raise InputError("optimizer", f"a trace runs {', '.join(TRACEABLE_OPTIMIZERS)}")
+    if scenario.activation_checkpointing == "selective":
+        raise InputError("activation_checkpointing", "Hugging Face models offer none or full")
+    if scenario.offload != "none":
+        raise InputError("offload", "a trace runs without CPU offload")
+
+
+def measure_scenario(scenario: Scenario) -> Comparison:
+    """Trace the scenario's training step and estimate it on the same terms."""
+    check_traceable(scenario)
+    try:
+        from trainplan.measure.trace import measure_training_step
+    except ImportError:
+        raise InputError("measure", "needs PyTorch: pip install 'trainplan[measure]'") from None
+    compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
+    lora = scenario.lora
+    config = _config_of(scenario.model)
+    measured = measure_training_step(
+        config,
+        method="full" if scenario.method == "full" else ("dora" if lora.dora else "lora"),
+        lora_rank=lora.rank,
+        lora_alpha=int(lora.alpha),
+        lora_targets=_lora_targets(scenario, config) if scenario.method != "full" else (),
+        precision=_trace_precision(scenario),
+        optimizer=scenario.optimizer,
+        micro_batch=scenario.micro_batch,
+        seq_len=scenario.seq_len,
+        gradient_checkpointing=scenario.activation_checkpointing == "full",
+        attention="eager" if scenario.attention == "eager" else "sdpa",
+    )
+    notes = [NOT_TRACED]
+    if scenario.grad_accum > 1:
+        notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
+    return Comparison(compared, measured, estimate(compared), tuple(notes))

@@ -1,0 +1,71 @@
+"""`trainplan measure`: live traces vs the estimate (a small CI subset), the CLI and its errors."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+from typer.testing import CliRunner
+
+from trainplan.cli import app
+from trainplan.errors import InputError
+from trainplan.measure.compare import check_traceable
+from trainplan.scenario import Scenario
+
+LIVE = [
+    {"model": "Qwen2.5-0.5B", "method": "lora", "micro_batch": 2, "seq_len": 512},
+    {"model": "GPT-2", "method": "full", "precision": "amp-bf16", "micro_batch": 2, "seq_len": 256},
+    {"model": "Llama-3.2-1B", "method": "full", "precision": "bf16", "optimizer": "adamw-fused",
+     "seq_len": 512, "activation_checkpointing": "full"},
+    {"model": "Qwen3-0.6B", "method": "full", "precision": "amp-bf16", "optimizer": "sgd-momentum",
+     "seq_len": 256, "activation_checkpointing": "none"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"method": "qlora"}, "method"),
+        ({"gpus": 2}, "gpus"),
+        ({"optimizer": "lion"}, "optimizer"),
+        ({"activation_checkpointing": "selective"}, "activation_checkpointing"),
+    ],
+)
+def test_untraceable_settings_are_clear_errors(fields: dict[str, object], field: str) -> None:
+    with pytest.raises(InputError) as error:
+        check_traceable(Scenario(**fields))  # type: ignore[arg-type]
+    assert error.value.field == field
+
+
+def test_live_traces_match_the_estimate() -> None:
+    pytest.importorskip("torch")
+    from trainplan.measure.compare import measure_scenario
+    from trainplan.scenario import scenario_from_mapping
+
+    errors = []
+    for fields in LIVE:
+        comparison = measure_scenario(scenario_from_mapping({"gpus": 1, **fields}))
+        error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
+        assert abs(error) < 0.08, (fields, error)
+        errors.append(abs(error))
+    assert statistics.median(errors) < 0.05
+
+
+def test_measure_cli_json() -> None:
+    pytest.importorskip("torch")
+    result = CliRunner().invoke(
+        app, ["measure", "--model", "Qwen2.5-0.5B", "--seq-len", "128", "--gpus", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    for key in ("peak_bytes", "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes"):
+        assert data["measured"][key] >= 0
+    assert data["estimate"]["memory"]["per_gpu"]["overhead_bytes"] == 0
+    assert abs(data["error"]) < 0.08
+    assert any("CUDA context" in note for note in data["notes"])
+
+
+def test_measure_cli_error_exit() -> None:
+    result = CliRunner().invoke(app, ["measure", "--model", "GPT-2", "--method", "qlora", "--gpus", "1"])
+    assert result.exit_code == 2 and "bitsandbytes" in result.output
