@@ -8,11 +8,13 @@ accumulation, and the estimated per-GPU peak is compared with the traced peak.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainplan.catalog import resolve_model
 from trainplan.estimate import estimate
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
@@ -68,6 +70,11 @@ class MemoryRow:
 
 
 def evaluate(record: dict[str, Any]) -> MemoryRow:
-    """Estimate one traced case."""
-    result = estimate(scenario_from_mapping(scenario_of(record["case"])))
+    """Estimate one traced case (a "text-only" case traced the language model of a multimodal
+    config, so its vision tower is left out of the estimate too)."""
+    case = record["case"]
+    spec = resolve_model(case["model"])
+    if "text-only" in case["id"]:
+        spec = dataclasses.replace(spec, extras=())
+    result = estimate(scenario_from_mapping(scenario_of(case)), model=spec)
     return MemoryRow(record["case"]["id"], record["measured"], result)

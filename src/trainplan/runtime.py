@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from trainplan.coefficients import Coefficients
+from trainplan.formulas import Hardware, Layout, StepSeconds, step_seconds
 from trainplan.gpus import GpuSpec
-from trainplan.model import ModelSpec
 from trainplan.scenario import Scenario, data_parallel
 from trainplan.tables import (
     discounts,
@@ -17,21 +18,11 @@ from trainplan.tables import (
     rates,
 )
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
-from trainplan.terms.flops import FlopsPerToken, flops_per_token
+from trainplan.terms.flops import FlopsPerToken
 from trainplan.terms.loading import load_seconds
 from trainplan.terms.params import ParamCounts
-from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT, QLORA_RECOMPUTE_FACTOR, PrecisionRecipe
-from trainplan.terms.timing import (
-    FALLBACK_NETWORK_BYTES_PER_S,
-    INTER_NODE_EFFICIENCY,
-    INTRA_NODE_EFFICIENCY,
-    StepTime,
-    default_efficiency,
-    exposed_seconds,
-    gather_or_scatter_seconds,
-    pipeline_bubble_seconds,
-    ring_allreduce_seconds,
-)
+from trainplan.terms.recipes import PrecisionRecipe
+from trainplan.terms.timing import FALLBACK_NETWORK_BYTES_PER_S, default_efficiency
 
 DEFAULT_TRAIN_TOKENS = 2.0e9
 
@@ -45,7 +36,7 @@ class TimeFigures:
     compute_precision: str
     efficiency: float
     efficiency_source: str
-    step: StepTime
+    step: StepSeconds
     steps: int
     train_tokens: float
     tokens_per_s: float
@@ -101,15 +92,6 @@ def peak_flops(gpu: GpuSpec, precision: str) -> tuple[float | None, str]:
     return value, precision
 
 
-def link_bytes_per_s(gpu: GpuSpec, group: int, spans_nodes: bool) -> float:
-    """Usable bandwidth per GPU for a collective over `group` ranks."""
-    if spans_nodes:
-        return (gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S) * INTER_NODE_EFFICIENCY
-    if gpu.scale_up_bandwidth_bytes_per_s and group <= gpu.scale_up_domain_gpus:
-        return gpu.scale_up_bandwidth_bytes_per_s / 2 * INTRA_NODE_EFFICIENCY
-    return pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10) * INTRA_NODE_EFFICIENCY
-
-
 def training_tokens(scenario: Scenario, global_tokens: int) -> tuple[float, int]:
     """(tokens, optimizer steps) from steps, dataset_tokens x epochs, or train_tokens."""
     if scenario.steps:
@@ -121,68 +103,53 @@ def training_tokens(scenario: Scenario, global_tokens: int) -> tuple[float, int]
     return tokens, max(1, math.ceil(tokens / global_tokens))
 
 
-def time_figures(
-    model: ModelSpec,
-    scenario: Scenario,
-    gpu: GpuSpec,
-    recipe: PrecisionRecipe,
-    counts: ParamCounts,
-    pipeline_share: float,
-    base: str | None,
-) -> TimeFigures | None:
-    """Step time by cause and the time to train; None when the GPU lacks the precision."""
-    peak, compute_precision = peak_flops(gpu, recipe.compute)
+def hardware_of(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> Hardware | None:
+    """The GPU's figures for the step-time formulas; None when it lacks the precision."""
+    peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
-    full = scenario.method == "full"
-    flops = flops_per_token(
-        model,
-        scenario.seq_len,
-        frozen_base=not full,
-        lora_params=counts.lora,
-        checkpointing=scenario.activation_checkpointing,
-    )
-    dp, pp = data_parallel(scenario), scenario.pipeline_parallel
-    global_tokens = scenario.micro_batch * scenario.seq_len * scenario.grad_accum * dp
-    efficiency = scenario.mfu if scenario.mfu is not None else default_efficiency(gpu.architecture)
     # fp8 recipes run only the linear layers in fp8; attention kernels stay at the 16-bit rate
-    attention_peak = peak
-    if compute_precision == "fp8":
-        attention_peak = gpu.dense_flops_per_s.get("bf16") or peak
-    recomputed_attention = flops.attention_forward if flops.recompute else 0.0
-    attention_share = 3 * flops.attention_forward + recomputed_attention
-    compute = (
-        global_tokens
-        * ((flops.total - attention_share) / peak + attention_share / attention_peak)
-        / (scenario.gpus * efficiency)
+    attention_peak = (gpu.dense_flops_per_s.get("bf16") or peak) if precision == "fp8" else peak
+    pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
+    return Hardware(
+        peak_flops_per_s=peak,
+        attention_peak_flops_per_s=attention_peak,
+        efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture),
+        nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
+        scale_up_domain_gpus=gpu.scale_up_domain_gpus,
+        network_bytes_per_s=gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S,
+        pcie_bytes_per_s=pcie,
+        memory_bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s or 1e12,
     )
-    dequant = 0.0
-    if base in ("nf4", "int8") and gpu.memory_bandwidth_bytes_per_s:
-        weights = counts.linear_weights * pipeline_share / scenario.tensor_parallel
-        recompute = QLORA_RECOMPUTE_FACTOR if scenario.activation_checkpointing == "full" else 1.0
-        per_micro = QLORA_DEQUANT_BYTES_PER_WEIGHT * weights * recompute / gpu.memory_bandwidth_bytes_per_s
-        dequant = per_micro * scenario.grad_accum
-    step = StepTime(compute, 0.0, 0.0, 0.0, 0.0, dequant)
-    if scenario.mfu is None:
-        step = StepTime(
-            compute=compute,
-            pipeline_bubble=pipeline_bubble_seconds(
-                compute + dequant, pp, scenario.grad_accum, scenario.virtual_stages
-            ),
-            data_parallel_comm=_dp_seconds(scenario, gpu, recipe, counts, pipeline_share, compute),
-            tensor_parallel_comm=_tp_seconds(model, scenario, gpu, recipe),
-            offload=_offload_seconds(scenario, gpu, recipe, counts, pipeline_share),
-            dequantisation=dequant,
-        )
+
+
+def time_figures(
+    coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout
+) -> TimeFigures | None:
+    """Step time by cause and the time to train; None when the GPU lacks the precision."""
+    hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu)
+    if hardware is None:
+        return None
+    step = step_seconds(
+        coeffs,
+        hardware,
+        layout,
+        gpus_per_node=scenario.gpus_per_node,
+        comm_overlap=scenario.comm_overlap,
+        virtual_stages=scenario.virtual_stages,
+        all_in=scenario.mfu is not None,
+    )
+    global_tokens = scenario.micro_batch * scenario.seq_len * scenario.grad_accum * data_parallel(scenario)
     train_tokens, steps = training_tokens(scenario, global_tokens)
+    flops = coeffs.flops
     total_s = steps * step.total
     tokens_per_s = global_tokens / step.total
-    model_flops = flops.total - flops.recompute
+    peak = hardware.peak_flops_per_s
     return TimeFigures(
         flops=flops,
         peak_flops_per_s=peak,
-        compute_precision=compute_precision,
-        efficiency=efficiency,
+        compute_precision=peak_flops(gpu, coeffs.recipe.compute)[1],
+        efficiency=hardware.efficiency,
         efficiency_source="user-given mfu" if scenario.mfu is not None else "trainplan default",
         step=step,
         steps=steps,
@@ -190,64 +157,9 @@ def time_figures(
         tokens_per_s=tokens_per_s,
         total_s=total_s,
         gpu_hours=total_s * scenario.gpus / 3600,
-        mfu=tokens_per_s * model_flops / (scenario.gpus * peak),
+        mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
         hfu=tokens_per_s * flops.total / (scenario.gpus * peak),
     )
-
-
-def _dp_seconds(
-    scenario: Scenario,
-    gpu: GpuSpec,
-    recipe: PrecisionRecipe,
-    counts: ParamCounts,
-    share: float,
-    compute: float,
-) -> float:
-    """Exposed data-parallel communication per step: the gradient all-reduce can hide under
-    backward (2/3 of compute), ZeRO-3's gathers under forward and backward."""
-    dp = data_parallel(scenario)
-    if dp == 1:
-        return 0.0
-    spans = scenario.gpus > scenario.gpus_per_node
-    bandwidth = link_bytes_per_s(gpu, dp, spans)
-    # `share` is the heaviest pipeline stage's fraction of the parameters
-    grads = counts.trainable * recipe.grad_bytes * share / scenario.tensor_parallel
-    if scenario.zero_stage == 3:
-        weights = counts.total * recipe.activation_bytes * share / scenario.tensor_parallel
-        per_micro = 2 * gather_or_scatter_seconds(weights, dp, bandwidth)
-        per_micro += gather_or_scatter_seconds(grads, dp, bandwidth)
-        return exposed_seconds(per_micro * scenario.grad_accum, compute, scenario.comm_overlap)
-    # gradients are reduced once per step, under the last micro-batch's backward
-    window = 2 / 3 * compute / scenario.grad_accum
-    return exposed_seconds(ring_allreduce_seconds(grads, dp, bandwidth), window, scenario.comm_overlap)
-
-
-def _tp_seconds(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, recipe: PrecisionRecipe) -> float:
-    """Tensor-parallel all-reduces per step (4 per layer per micro-batch, 6 with full recompute)."""
-    tp = scenario.tensor_parallel
-    if tp == 1:
-        return 0.0
-    per_layer = 6 if scenario.activation_checkpointing == "full" else 4
-    layers = model.num_layers / scenario.pipeline_parallel
-    volume = scenario.micro_batch * scenario.seq_len * model.hidden_size * recipe.activation_bytes
-    bandwidth = link_bytes_per_s(gpu, tp, spans_nodes=False)
-    return per_layer * layers * scenario.grad_accum * ring_allreduce_seconds(volume, tp, bandwidth)
-
-
-def _offload_seconds(
-    scenario: Scenario, gpu: GpuSpec, recipe: PrecisionRecipe, counts: ParamCounts, share: float
-) -> float:
-    """PCIe traffic of CPU offload per step: gradients down, weights up (and, with parameter
-    offload, weights up for forward and backward of every micro-batch)."""
-    if scenario.offload == "none":
-        return 0.0
-    pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
-    dp = data_parallel(scenario) if scenario.zero_stage >= 1 else 1
-    shard = share / scenario.tensor_parallel / dp
-    moved = counts.trainable * (recipe.grad_bytes + recipe.weight_bytes) * shard
-    if scenario.offload == "optimizer+params":
-        moved += 2 * scenario.grad_accum * counts.total * recipe.weight_bytes * shard
-    return moved / pcie
 
 
 def cost_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> CostFigures:

@@ -20,7 +20,9 @@ Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
+
+from trainplan.arrays import minimum
 
 # Judgement, from the hardware sheet's rules of thumb: NCCL bus bandwidth reaches ~70-85% of the
 # one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.
@@ -42,66 +44,26 @@ def default_efficiency(architecture: str) -> float:
     return EFFICIENCY_BY_ARCHITECTURE.get(architecture, DEFAULT_EFFICIENCY)
 
 
-def exposed_seconds(comm: float, window: float, overlap: float) -> float:
-    """Communication left on the critical path: up to `overlap` x the compute window it can
-    run under is hidden (bucketed all-reduce under backward, prefetched all-gathers under
-    forward and backward)."""
-    return comm - min(comm, overlap * window)
-
-
-@dataclass(frozen=True)
-class StepTime:
-    """Seconds per optimizer step, by cause. `total` is their sum."""
-
-    compute: float
-    pipeline_bubble: float
-    data_parallel_comm: float
-    tensor_parallel_comm: float
-    offload: float
-    dequantisation: float
-
-    @property
-    def total(self) -> float:
-        """Seconds per step."""
-        return (
-            self.compute
-            + self.pipeline_bubble
-            + self.data_parallel_comm
-            + self.tensor_parallel_comm
-            + self.offload
-            + self.dequantisation
-        )
-
-    def dominant_overhead(self) -> str:
-        """The largest term other than compute ('none' when all are zero)."""
-        terms = {
-            "pipeline_bubble": self.pipeline_bubble,
-            "data_parallel_comm": self.data_parallel_comm,
-            "tensor_parallel_comm": self.tensor_parallel_comm,
-            "offload": self.offload,
-            "dequantisation": self.dequantisation,
-        }
-        name, value = max(terms.items(), key=lambda item: item[1])
-        return name if value > 0 else "none"
-
-
-def ring_allreduce_seconds(num_bytes: float, ranks: int, bytes_per_s: float) -> float:
-    """Ring all-reduce: each rank sends and receives 2 (n - 1)/n x the buffer."""
-    if ranks <= 1 or num_bytes <= 0:
-        return 0.0
+def ring_allreduce_seconds(num_bytes: Any, ranks: Any, bytes_per_s: Any) -> Any:
+    """Ring all-reduce: each rank sends and receives 2 (n - 1)/n x the buffer (zero for n = 1)."""
     return 2 * (ranks - 1) / ranks * num_bytes / bytes_per_s
 
 
-def gather_or_scatter_seconds(num_bytes: float, ranks: int, bytes_per_s: float) -> float:
-    """Ring all-gather or reduce-scatter: (n - 1)/n x the full buffer."""
-    if ranks <= 1 or num_bytes <= 0:
-        return 0.0
+def gather_or_scatter_seconds(num_bytes: Any, ranks: Any, bytes_per_s: Any) -> Any:
+    """Ring all-gather or reduce-scatter: (n - 1)/n x the full buffer (zero for n = 1)."""
     return (ranks - 1) / ranks * num_bytes / bytes_per_s
 
 
 def pipeline_bubble_seconds(
-    compute: float, pipeline_parallel: int, micro_batches: int, virtual_stages: int = 1
-) -> float:
+    compute: Any, pipeline_parallel: Any, micro_batches: Any, virtual_stages: Any = 1
+) -> Any:
     """1F1B bubble: (p - 1)/m of the ideal compute time; the interleaved schedule with v
     model chunks per GPU divides it by v (Narayanan et al. 2021, sec. 2.2.2)."""
     return compute * (pipeline_parallel - 1) / (micro_batches * virtual_stages)
+
+
+def exposed_seconds(comm: Any, window: Any, overlap: float) -> Any:
+    """Communication left on the critical path: up to `overlap` x the compute window it can
+    run under is hidden (bucketed all-reduce under backward, prefetched all-gathers under
+    forward and backward)."""
+    return comm - minimum(comm, overlap * window)

@@ -1,0 +1,41 @@
+"""Arithmetic that works on Python numbers and on numpy arrays alike.
+
+The planner evaluates a million candidate layouts with the very functions `estimate()` uses;
+those functions branch only through these helpers, so a scalar stays a Python number (numpy is
+never imported for a single estimate) and an array is handled element-wise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _is_array(*values: Any) -> bool:
+    return any(hasattr(value, "shape") for value in values)
+
+
+def where(condition: Any, if_true: Any, if_false: Any) -> Any:
+    """`if_true` where `condition` holds, else `if_false`."""
+    if _is_array(condition, if_true, if_false):
+        import numpy as np
+
+        return np.where(condition, if_true, if_false)
+    return if_true if condition else if_false
+
+
+def maximum(first: Any, second: Any) -> Any:
+    """Element-wise maximum."""
+    if _is_array(first, second):
+        import numpy as np
+
+        return np.maximum(first, second)
+    return max(first, second)
+
+
+def minimum(first: Any, second: Any) -> Any:
+    """Element-wise minimum."""
+    if _is_array(first, second):
+        import numpy as np
+
+        return np.minimum(first, second)
+    return min(first, second)

@@ -1,0 +1,238 @@
+"""Everything about a scenario that does not depend on the parallel layout or the GPU.
+
+Memory and time are sums of these per-replica, per-token coefficients divided by the layout
+(tensor/pipeline/data parallelism, ZeRO stage, micro-batch). `estimate()` builds them once per
+scenario; the planner builds them once per checkpointing mode and evaluates every candidate
+layout from the same numbers with the same formulas (formulas.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from trainplan.model import ModelSpec, block_linears
+from trainplan.scenario import Scenario
+from trainplan.terms.activations import ActivationMode, layer_activations, outside_layers
+from trainplan.terms.flops import FlopsPerToken, flops_per_token
+from trainplan.terms.memory import (
+    layer_weight_bytes,
+    logits_bytes,
+    optimizer_state_bytes,
+    optimizer_transient_bytes,
+)
+from trainplan.terms.params import ParamCounts, block_params, count_params, targeted
+from trainplan.terms.recipes import (
+    ADAPTER_RECIPE,
+    BASE_WEIGHT_BYTES,
+    OPTIMIZERS,
+    PRECISIONS,
+    QLORA_RECOMPUTE_FACTOR,
+    QUANTISED_BASES,
+    PrecisionRecipe,
+)
+
+
+def resolved_base_weights(scenario: Scenario) -> str | None:
+    """The frozen base's storage format: given, else nf4 for QLoRA, else the weight dtype."""
+    if scenario.method == "full":
+        return None
+    if scenario.base_weights is not None:
+        return scenario.base_weights
+    if scenario.method == "qlora":
+        return "nf4"
+    return {"fp32": "fp32", "fp16-mixed": "fp16", "amp-fp16": "fp16"}.get(scenario.precision, "bf16")
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism."""
+
+    model: ModelSpec
+    counts: ParamCounts
+    recipe: PrecisionRecipe
+    base: str | None
+    full: bool
+    checkpointing: str
+    seq_len: int
+    # model states of one replica
+    trainable_weight_bytes: float
+    frozen_weight_bytes: float
+    gradient_bytes: float
+    optimizer_bytes: float
+    optimizer_transient_bytes: float
+    largest_layer_weight_bytes: float
+    largest_layer_grad_bytes: float
+    autocast_cache_bytes: float
+    dequant_bytes: float
+    frozen_cast_stored_bytes: float
+    frozen_cast_recompute_bytes: float
+    head_grad_bytes: float
+    embedding_grad_end_bytes: float
+    embedding_grad_accum_bytes: float
+    # activations per token (tensor parallel 1): layer sums split into the part TP shards and
+    # the part only sequence parallelism shards; the largest single layer for recompute
+    layers_sharded: float
+    layers_replicated: float
+    recompute_layers: tuple[tuple[float, float], ...]
+    outside_per_token: float
+    logits_held: float
+    logits_loss: float
+    logits_backward: float
+    # time
+    flops: FlopsPerToken
+    attention_flops: float
+    quantised_weights: float
+    dequant_recompute_factor: float
+    weights_16bit_bytes: float
+    stage_fractions: dict[int, float] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def layer_params(self) -> list[int]:
+        """Parameters of each layer in forward order."""
+        model = self.model
+        return [block_params(block, model) for block in model.blocks for _ in range(block.count)]
+
+    def stage_fraction(self, pipeline_parallel: int) -> float:
+        """Fraction of parameters on the heaviest pipeline stage: layers split evenly (rounded
+        up), the embedding and any vision tower on the first stage, the head and final norm on
+        the last."""
+        if pipeline_parallel == 1:
+            return 1.0
+        if pipeline_parallel not in self.stage_fractions:
+            per_layer = self.layer_params
+            size = math.ceil(len(per_layer) / pipeline_parallel)
+            stages = [sum(per_layer[i : i + size]) for i in range(0, len(per_layer), size)]
+            stages[0] += self.counts.embedding + self.counts.extras
+            stages[-1] += self.counts.head + self.model.final_norms * self.model.norm_params
+            self.stage_fractions[pipeline_parallel] = max(stages) / self.counts.total
+        return self.stage_fractions[pipeline_parallel]
+
+
+def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
+    """The coefficients of `scenario` on `model` (its layout fields are not read)."""
+    recipe = PRECISIONS[scenario.precision]
+    optimizer = OPTIMIZERS[scenario.optimizer]
+    counts = count_params(model, scenario.method, scenario.lora)
+    base = resolved_base_weights(scenario)
+    full = scenario.method == "full"
+    linears = [(b.count, lin) for b in model.blocks for lin in block_linears(b, model.hidden_size)]
+    compute_bytes = recipe.activation_bytes
+    # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
+    # base precision (`autocast_adapter_dtype`, on by default)
+    states = recipe if full else ADAPTER_RECIPE
+    head_matrix = model.vocab_size * model.hidden_size
+    if full:
+        trainable_weights: float = counts.trainable * recipe.weight_bytes
+        frozen_weights: float = (counts.total - counts.trainable) * compute_bytes
+        rows_cols = sum(n * lin.copies * (lin.in_features + lin.out_features) for n, lin in linears)
+        rows_cols += counts.total - counts.linear_weights
+        largest = max([lin.in_features * lin.out_features for _, lin in linears] + [counts.embedding])
+        layer_bytes = layer_weight_bytes(model, recipe.weight_bytes)
+        layer_grads = layer_weight_bytes(model, recipe.grad_bytes)
+    else:
+        base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
+        scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in linears) if base == "int8" else 0
+        other_bytes: float = compute_bytes if base in QUANTISED_BASES else base_bytes
+        frozen_weights = (
+            counts.linear_weights * base_bytes + scales + (counts.total - counts.linear_weights) * other_bytes
+        )
+        trainable_weights = counts.lora * states.weight_bytes
+        rank = scenario.lora.rank
+        adapted = [(n, lin) for n, lin in linears if targeted(lin, scenario.lora.targets)]
+        rows_cols = sum(
+            n * lin.copies * (2 * rank + lin.in_features + lin.out_features) for n, lin in adapted
+        )
+        largest = max(rank * max(lin.in_features, lin.out_features) for _, lin in adapted)
+        layer_bytes = layer_weight_bytes(model, base_bytes)
+        layer_grads = 0.0
+    residual = recipe.residual_bytes if full else (4 if base == "fp32" else compute_bytes)
+    mode = ActivationMode(
+        activation_bytes=compute_bytes,
+        residual_bytes=residual,
+        weights_trainable=full,
+        lora_targets=frozenset(
+            lin.name for _, lin in linears if not full and targeted(lin, scenario.lora.targets)
+        ),
+        attention=scenario.attention,
+        checkpointing=scenario.activation_checkpointing,
+        dropout=model.dropout > 0,
+    )
+    seq = scenario.seq_len
+    sharded = replicated = 0.0
+    recompute: list[tuple[float, float]] = []
+    for block in model.blocks:
+        layer = layer_activations(model, block, mode)
+        full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
+        if scenario.activation_checkpointing == "full":
+            replicated += block.count * residual * model.hidden_size
+            recompute.append(full_layer)
+        elif scenario.activation_checkpointing == "selective":
+            sharded += block.count * (full_layer[0] - layer.scores_per_key * seq)
+            replicated += block.count * layer.norms
+        else:
+            sharded += block.count * full_layer[0]
+            replicated += block.count * layer.norms
+    held, loss, backward = logits_bytes(model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap)
+    frozen_casts = not full and base == "fp32" and compute_bytes == 2
+    flops = flops_per_token(
+        model,
+        seq,
+        frozen_base=not full,
+        lora_params=counts.lora,
+        checkpointing=scenario.activation_checkpointing,
+    )
+    return Coefficients(
+        model=model,
+        counts=counts,
+        recipe=recipe,
+        base=base,
+        full=full,
+        checkpointing=scenario.activation_checkpointing,
+        seq_len=seq,
+        trainable_weight_bytes=trainable_weights,
+        frozen_weight_bytes=frozen_weights,
+        gradient_bytes=counts.trainable * states.grad_bytes,
+        optimizer_bytes=optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer),
+        optimizer_transient_bytes=optimizer_transient_bytes(counts.trainable, largest, states, optimizer),
+        largest_layer_weight_bytes=layer_bytes,
+        largest_layer_grad_bytes=layer_grads,
+        autocast_cache_bytes=(
+            recipe.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
+        ),
+        dequant_bytes=(
+            2 * max(lin.in_features * lin.out_features for _, lin in linears)
+            if base in QUANTISED_BASES
+            else 0.0
+        ),
+        frozen_cast_stored_bytes=(
+            2 * counts.linear_weights if frozen_casts and scenario.activation_checkpointing != "full" else 0.0
+        ),
+        frozen_cast_recompute_bytes=(
+            2 * layer_weight_bytes(model, 1)
+            if frozen_casts and scenario.activation_checkpointing == "full"
+            else 0.0
+        ),
+        head_grad_bytes=head_matrix * recipe.grad_bytes if full else 0.0,
+        embedding_grad_end_bytes=(
+            2 * head_matrix * recipe.grad_bytes if full and model.tied_embeddings else 0.0
+        ),
+        embedding_grad_accum_bytes=head_matrix * recipe.grad_bytes
+        if full and not model.tied_embeddings
+        else 0.0,
+        layers_sharded=sharded,
+        layers_replicated=replicated,
+        recompute_layers=tuple(recompute),
+        outside_per_token=outside_layers(model, mode, full),
+        logits_held=held,
+        logits_loss=loss,
+        logits_backward=backward,
+        flops=flops,
+        attention_flops=3 * flops.attention_forward + (flops.attention_forward if flops.recompute else 0.0),
+        quantised_weights=counts.linear_weights if base in QUANTISED_BASES else 0.0,
+        dequant_recompute_factor=QLORA_RECOMPUTE_FACTOR
+        if scenario.activation_checkpointing == "full"
+        else 1.0,
+        weights_16bit_bytes=counts.total * compute_bytes,
+    )

@@ -1,0 +1,276 @@
+"""Per-GPU memory and step time of a layout, from a scenario's coefficients.
+
+Every function here takes plain numbers or numpy arrays for the layout and hardware fields and
+branches only through `arrays.where/maximum/minimum`, so `estimate()` (one layout, Python
+numbers) and the planner (a million layouts, arrays) run the same formulas. Sources of each
+formula are in the term modules they compose: ZeRO sharding (terms/memory.py), activations
+(terms/activations.py), logits, the step timeline, the roofline and its overheads
+(terms/timing.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainplan.arrays import maximum, minimum, where
+from trainplan.coefficients import Coefficients
+from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
+from trainplan.terms.timing import (
+    INTER_NODE_EFFICIENCY,
+    INTRA_NODE_EFFICIENCY,
+    exposed_seconds,
+    gather_or_scatter_seconds,
+    pipeline_bubble_seconds,
+    ring_allreduce_seconds,
+)
+
+OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2}
+TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "temporaries", "overhead")
+PHASES = ("forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one replica is laid out on GPUs. Any field may be a numpy array of candidates."""
+
+    tensor_parallel: Any
+    pipeline_parallel: Any
+    data_parallel: Any
+    zero_stage: Any
+    micro_batch: Any
+    grad_accum: Any
+    stage_fraction: Any  # Coefficients.stage_fraction(pipeline_parallel)
+    offload: Any = 0  # OFFLOAD_CODES
+    sequence_parallel: Any = False
+    overhead_bytes: Any = 0.0
+
+    @property
+    def gpus(self) -> Any:
+        """Total GPUs."""
+        return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Per-GPU bytes of every term at each phase's peak moment, and the states held."""
+
+    phases: dict[str, dict[str, Any]]
+    states: dict[str, Any]
+    offloaded: Any
+
+    def totals(self) -> dict[str, Any]:
+        """Phase -> total bytes."""
+        return {name: sum(terms.values()) for name, terms in self.phases.items()}
+
+    def peak(self) -> Any:
+        """The largest phase total."""
+        totals = self.totals()
+        return maximum(maximum(totals["forward"], totals["backward"]), totals["optimizer"])
+
+
+def memory(c: Coefficients, v: Layout) -> Memory:
+    """Per-GPU memory of the busiest GPU at the moments of a steady-state step.
+
+    States: ZeRO stage 1 divides optimizer state by the data-parallel degree, 2 also gradients,
+    3 also weights (plus two gathered layers and one full layer gradient); tensor parallelism
+    divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
+    """
+    tp, dp, zero = v.tensor_parallel, v.data_parallel, v.zero_stage
+    sharded_dp = dp > 1
+    per_gpu = v.stage_fraction / tp
+    zero1 = where(sharded_dp & (zero >= 1), dp, 1)
+    zero2 = where(sharded_dp & (zero >= 2), dp, 1)
+    zero3 = where(sharded_dp & (zero >= 3), dp, 1)
+    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3
+    gradients = c.gradient_bytes * per_gpu / zero2
+    optimizer = c.optimizer_bytes * per_gpu / zero1
+    transient = c.optimizer_transient_bytes * per_gpu / zero1
+    working = where(zero3 > 1, (2 * c.largest_layer_weight_bytes + c.largest_layer_grad_bytes) / tp, 0.0)
+    offload = v.offload
+    offloaded = where(offload >= 1, optimizer, 0.0) + where(offload == 2, weights, 0.0)
+    optimizer = where(offload >= 1, 0.0, optimizer)
+    transient = where(offload >= 1, 0.0, transient)
+    weights = where(offload == 2, 0.0, weights)
+    working = where(offload == 2, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
+
+    # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
+    tokens = v.micro_batch * c.seq_len
+    replicated_divisor = where(v.sequence_parallel, tp, 1)
+    in_flight = minimum(v.pipeline_parallel, v.grad_accum)
+    per_token_layers = c.layers_sharded / tp + c.layers_replicated / replicated_divisor
+    stored = per_token_layers / v.pipeline_parallel * in_flight * tokens
+    stored = stored + c.outside_per_token / tp * tokens + c.frozen_cast_stored_bytes * per_gpu
+    recompute: Any = 0.0
+    for sharded, replicated in c.recompute_layers:
+        recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
+    recompute = recompute + c.frozen_cast_recompute_bytes / tp
+    held = c.logits_held * tokens / tp
+    loss = c.logits_loss * tokens / tp
+    loss_backward = c.logits_backward * tokens / tp
+
+    autocast = c.autocast_cache_bytes * per_gpu / zero3
+    temporaries = working + c.dequant_bytes / tp
+    resident = where(v.grad_accum > 1, gradients, 0.0)
+    head_grad = c.head_grad_bytes / tp / zero2
+    overhead = v.overhead_bytes
+
+    forward = _terms(weights, resident, optimizer, stored, loss, autocast + temporaries, overhead)
+    # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
+    recompute_first = recompute + held > loss_backward
+    start = _terms(
+        weights,
+        maximum(resident, head_grad),
+        optimizer,
+        stored + where(recompute_first, recompute, 0.0),
+        where(recompute_first, held, loss_backward),
+        temporaries,
+        overhead,
+    )
+    # end of backward: every gradient present; the embedding's new gradient and its sum with
+    # the tied head's (or the accumulated) gradient are alive for a moment
+    embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
+    end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + temporaries, overhead)
+    end_later = sum(end.values()) > sum(start.values())
+    backward = {name: where(end_later, end[name], start[name]) for name in TERMS}
+    step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient, overhead)
+    return Memory(
+        phases={"forward": forward, "backward": backward, "optimizer": step},
+        states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
+        offloaded=offloaded,
+    )
+
+
+def _terms(*values: Any) -> dict[str, Any]:
+    return dict(zip(TERMS, values, strict=True))
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the step time needs to know about a GPU type. Fields may be arrays."""
+
+    peak_flops_per_s: Any
+    attention_peak_flops_per_s: Any
+    efficiency: Any
+    nvlink_bytes_per_s: Any  # one direction; 0 without a scale-up link
+    scale_up_domain_gpus: Any
+    network_bytes_per_s: Any
+    pcie_bytes_per_s: Any
+    memory_bandwidth_bytes_per_s: Any
+
+
+def link_bytes_per_s(hw: Hardware, group: Any, spans_nodes: Any) -> Any:
+    """Usable per-GPU bandwidth of a collective over `group` ranks: the network across nodes,
+    NVLink within its domain, PCIe otherwise; each at a stated bus efficiency."""
+    nvlink = hw.nvlink_bytes_per_s * INTRA_NODE_EFFICIENCY
+    pcie = hw.pcie_bytes_per_s * INTRA_NODE_EFFICIENCY
+    on_nvlink = (hw.nvlink_bytes_per_s > 0) & (group <= hw.scale_up_domain_gpus)
+    intra = where(on_nvlink, nvlink, pcie)
+    return where(spans_nodes, hw.network_bytes_per_s * INTER_NODE_EFFICIENCY, intra)
+
+
+@dataclass(frozen=True)
+class StepSeconds:
+    """Seconds per optimizer step by cause."""
+
+    compute: Any
+    pipeline_bubble: Any
+    data_parallel_comm: Any
+    tensor_parallel_comm: Any
+    offload: Any
+    dequantisation: Any
+
+    def overheads(self) -> dict[str, Any]:
+        """Everything on top of compute, by name."""
+        return {
+            "pipeline_bubble": self.pipeline_bubble,
+            "data_parallel_comm": self.data_parallel_comm,
+            "tensor_parallel_comm": self.tensor_parallel_comm,
+            "offload": self.offload,
+            "dequantisation": self.dequantisation,
+        }
+
+    def dominant_overhead(self) -> str:
+        """The largest term other than compute ('none' when all are zero)."""
+        name, value = max(self.overheads().items(), key=lambda item: float(item[1]))
+        return name if value > 0 else "none"
+
+    @property
+    def total(self) -> Any:
+        """Seconds per step."""
+        return (
+            self.compute
+            + self.pipeline_bubble
+            + self.data_parallel_comm
+            + self.tensor_parallel_comm
+            + self.offload
+            + self.dequantisation
+        )
+
+
+def step_seconds(
+    c: Coefficients,
+    hw: Hardware,
+    v: Layout,
+    *,
+    gpus_per_node: Any,
+    comm_overlap: float,
+    virtual_stages: Any = 1,
+    all_in: bool = False,
+) -> StepSeconds:
+    """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
+    bubble, exposed data-parallel and tensor-parallel communication, offload traffic and QLoRA
+    dequantisation (see terms/timing.py for each formula's source)."""
+    tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
+    gpus = v.gpus
+    global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
+    flops = c.flops.total
+    compute = (
+        global_tokens
+        * (
+            (flops - c.attention_flops) / hw.peak_flops_per_s
+            + c.attention_flops / hw.attention_peak_flops_per_s
+        )
+        / (gpus * hw.efficiency)
+    )
+    weights = c.quantised_weights * v.stage_fraction / tp
+    dequant = (
+        QLORA_DEQUANT_BYTES_PER_WEIGHT
+        * weights
+        * c.dequant_recompute_factor
+        / hw.memory_bandwidth_bytes_per_s
+        * v.grad_accum
+    )
+    if all_in:
+        zero: Any = 0.0 * compute
+        return StepSeconds(compute, zero, zero, zero, zero, dequant)
+    bubble = pipeline_bubble_seconds(compute + dequant, pp, v.grad_accum, virtual_stages)
+
+    spans = gpus > gpus_per_node
+    bandwidth = link_bytes_per_s(hw, dp, spans)
+    share = v.stage_fraction / tp
+    grads = c.gradient_bytes * share
+    # gradients are reduced once per step, under the last micro-batch's backward (2/3 of it);
+    # ZeRO-3 gathers weights twice and reduce-scatters gradients every micro-batch, under all
+    # of the compute
+    ring = ring_allreduce_seconds(grads, dp, bandwidth)
+    gathered = c.weights_16bit_bytes * share
+    per_micro = gather_or_scatter_seconds(2 * gathered + grads, dp, bandwidth)
+    zero3 = (v.zero_stage == 3) & (dp > 1)
+    comm = where(zero3, per_micro * v.grad_accum, ring)
+    window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)
+    data_parallel = exposed_seconds(comm, window, comm_overlap)
+
+    per_layer = 6 if c.checkpointing == "full" else 4
+    volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.recipe.activation_bytes
+    tp_bandwidth = link_bytes_per_s(hw, tp, False)
+    tensor_parallel = (
+        per_layer * c.model.num_layers / pp * v.grad_accum * ring_allreduce_seconds(volume, tp, tp_bandwidth)
+    )
+    zero_dp = where(v.zero_stage >= 1, dp, 1)
+    moved = c.counts.trainable * (c.recipe.grad_bytes + c.recipe.weight_bytes) * share / zero_dp
+    moved = moved + where(
+        v.offload == 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
+    )
+    offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
+    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant)
