@@ -57,5 +57,53 @@ def main() -> None:
     report("trainplan estimate (cold start)", cold_start(), 0.5)
 
 
+def planner(max_gpus: int = 128) -> tuple[float, int]:
+    """Seconds and candidates of one vectorised plan() over the full default space."""
+    from trainplan.plan import PlanRequest, plan
+    from trainplan.scenario import Scenario
+
+    request = PlanRequest(
+        base=Scenario(model="Llama-3.1-8B", train_tokens=1e10),
+        methods=("full", "lora", "qlora"),
+        max_gpus=max_gpus,
+        target_global_tokens=4_194_304,
+    )
+    plan(request)  # warm: catalogs and coefficient caches
+    start = time.perf_counter()
+    result = plan(request)
+    return time.perf_counter() - start, result.candidates_evaluated
+
+
+def loop_rate(samples: int = 300) -> float:
+    """Candidates per second of a plain Python loop over estimate()."""
+    from trainplan import estimate
+    from trainplan.catalog import resolve_model
+    from trainplan.scenario import Scenario
+
+    model = resolve_model("Llama-3.1-8B")
+    scenarios = [
+        Scenario(model="Llama-3.1-8B", micro_batch=1 + i % 8, gpus=8, zero_stage=i % 4, grad_accum=1 + i % 4)
+        for i in range(samples)
+    ]
+    start = time.perf_counter()
+    for scenario in scenarios:
+        estimate(scenario, model=model)
+    return samples / (time.perf_counter() - start)
+
+
+def planner_report() -> None:
+    seconds, candidates = planner()
+    vector_rate = candidates / seconds
+    loop = loop_rate()
+    ratio = seconds / 2 * 1e6 / candidates
+    print(
+        f"{'plan() vectorised':<34} {candidates:>10,} candidates in {seconds:6.2f} s = "
+        f"{vector_rate:>12,.0f} candidates/s (budget: 1,000,000 in 2 s, ratio {ratio:5.2f})"
+    )
+    speedup = vector_rate / loop
+    print(f"{'estimate() loop':<34} {loop:>12,.0f} candidates/s; vectorised / loop = {speedup:,.0f}x")
+
+
 if __name__ == "__main__":
     main()
+    planner_report()

@@ -108,12 +108,28 @@ def _run_estimate(**kwargs: Any) -> None:
     from trainplan.estimate import estimate
 
     as_json = kwargs.pop("as_json")
+    maximise = kwargs.pop("maximise")
     try:
-        result = estimate(scenario_from_flags(kwargs))
+        scenario = scenario_from_flags(kwargs)
+        if maximise is not None:
+            from trainplan.search import largest_fitting
+
+            found = largest_fitting(scenario, maximise)
+            if found is None:
+                _fail(InputError("max", f"not even {maximise} = 1 fits on {scenario.gpu}"))
+            result = found
+        else:
+            result = estimate(scenario)
     except TrainplanError as error:
         _fail(error)
+    if maximise is not None and not as_json:
+        value = getattr(result.scenario, maximise)
+        print(f"Largest {maximise} that fits on {result.gpu}: {value:,}")
     if as_json:
-        print(json.dumps(result.to_dict(), indent=2))
+        data = result.to_dict()
+        if maximise is not None:
+            data["max"] = {"field": maximise, "value": getattr(result.scenario, maximise)}
+        print(json.dumps(data, indent=2))
     else:
         from trainplan.report import print_estimate
 
@@ -161,7 +177,18 @@ def _register_estimate() -> None:
         """Estimate parameters, per-GPU training memory and which GPUs fit."""
         _run_estimate(**kwargs)
 
-    estimate_command.__signature__ = inspect.Signature(_estimate_parameters())  # type: ignore[attr-defined]
+    maximise = inspect.Parameter(
+        "maximise",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(
+            None,
+            "--max",
+            help="find the largest micro_batch or seq_len that fits the GPU",
+            show_default=False,
+        ),
+        annotation=str | None,
+    )
+    estimate_command.__signature__ = inspect.Signature([*_estimate_parameters(), maximise])  # type: ignore[attr-defined]
     app.command("estimate")(estimate_command)
 
 
@@ -198,6 +225,59 @@ def _register_measure() -> None:
 
 
 _register_measure()
+
+PLAN_OPTIONS: dict[str, tuple[str, str]] = {
+    "methods": ("--methods", "methods to consider: full, lora, qlora, comma-separated, or any"),
+    "gpu_types": ("--gpu-types", "GPU types to consider, comma-separated (default: priced datacenter GPUs)"),
+    "max_gpus": ("--max-gpus", "largest GPU count to consider (default 64)"),
+    "target_global_tokens": ("--target-global-tokens", "tokens per optimizer step to hit"),
+    "target_global_sequences": ("--target-global-sequences", "sequences per optimizer step to hit"),
+    "budget_usd": ("--budget-usd", "reject plans costing more (USD)"),
+    "deadline_hours": ("--deadline-hours", "reject plans taking longer (hours)"),
+    "objective": ("--objective", "time | cost | energy | pareto | gpus (fewest GPUs that fit)"),
+    "top_k": ("--top-k", "how many plans to return (default 5)"),
+}
+
+
+def _run_plan(**kwargs: Any) -> None:
+    as_json = kwargs.pop("as_json")
+    options = {name: kwargs.pop(name) for name in PLAN_OPTIONS}
+    try:
+        scenario = scenario_from_flags(kwargs)
+        from trainplan.plan import plan, request_from_options
+
+        result = plan(request_from_options(scenario, options))
+    except TrainplanError as error:
+        _fail(error)
+    if as_json:
+        from trainplan.plan import result_to_dict
+
+        print(json.dumps(result_to_dict(result), indent=2))
+    else:
+        from trainplan.report import print_plan
+
+        print_plan(result)
+
+
+def _register_plan() -> None:
+    """Add `plan`: the estimate flags for what is fixed, plus the search's own options."""
+
+    def plan_command(**kwargs: Any) -> None:
+        """Search GPU types, counts, parallelism, ZeRO, micro-batch, checkpointing and offload
+        for the fastest, cheapest or greenest configurations that fit."""
+        _run_plan(**kwargs)
+
+    extra = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=_option(flag, help_text), annotation=str | None
+        )
+        for name, (flag, help_text) in PLAN_OPTIONS.items()
+    ]
+    plan_command.__signature__ = inspect.Signature([*_estimate_parameters(), *extra])  # type: ignore[attr-defined]
+    app.command("plan")(plan_command)
+
+
+_register_plan()
 
 
 def main() -> None:

@@ -61,15 +61,27 @@ def print_models(query: str, as_json: bool) -> None:
 
     needle = query.lower()
     rows = [
-        r for r in model_records()
+        r
+        for r in model_records()
         if needle in r.name.lower() or needle in r.family.lower() or needle in r.hub_id.lower()
-    ]  # fmt: skip
+    ]
     if as_json:
-        print(json.dumps([
-            {"name": r.name, "family": r.family, "hub_id": r.hub_id, "modality": r.modality,
-             "published_params": r.published_params, "source": r.published_params_source}
-            for r in rows
-        ], indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": r.name,
+                        "family": r.family,
+                        "hub_id": r.hub_id,
+                        "modality": r.modality,
+                        "published_params": r.published_params,
+                        "source": r.published_params_source,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
         return
     table = Table(title=f"{len(rows)} models")
     for column in ("name", "family", "params", "modality", "hub id"):
@@ -85,17 +97,29 @@ def print_gpus(query: str, as_json: bool) -> None:
 
     needle = query.lower()
     rows = [
-        g for g in gpu_catalog()
-        if not needle
-        or any(needle in text.lower() for text in (g.name, g.vendor, g.gpu_class, *g.aliases))
-    ]  # fmt: skip
+        g
+        for g in gpu_catalog()
+        if not needle or any(needle in text.lower() for text in (g.name, g.vendor, g.gpu_class, *g.aliases))
+    ]
     if as_json:
-        print(json.dumps([
-            {"name": g.name, "class": g.gpu_class, "memory_bytes": g.memory_bytes,
-             "aliases": list(g.aliases), "dense_flops_per_s": g.dense_flops_per_s,
-             "tdp_w": g.tdp_w, "source": g.source, "as_of": g.as_of}
-            for g in rows
-        ], indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": g.name,
+                        "class": g.gpu_class,
+                        "memory_bytes": g.memory_bytes,
+                        "aliases": list(g.aliases),
+                        "dense_flops_per_s": g.dense_flops_per_s,
+                        "tdp_w": g.tdp_w,
+                        "source": g.source,
+                        "as_of": g.as_of,
+                    }
+                    for g in rows
+                ],
+                indent=2,
+            )
+        )
         return
     table = Table(title=f"{len(rows)} GPUs")
     for column in ("name", "class", "memory", "bf16 dense TFLOP/s", "TDP W"):
@@ -133,3 +157,50 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
     )
     for note in (*comparison.notes, *measured.notes):
         console.print(f"[yellow]note:[/] {note}")
+
+
+def print_plan(result: Any, console: Console | None = None) -> None:
+    """The ranked plans as a table, then why the winner wins."""
+    from trainplan.plan import explain
+
+    console = console or Console()
+    table = Table(title=f"Best plans by {result.objective}")
+    for column in (
+        "#",
+        "method",
+        "GPUs",
+        "tp/pp/dp",
+        "ZeRO",
+        "micro x accum",
+        "ckpt",
+        "offload",
+        "GiB/GPU",
+        "time",
+        "cost",
+        "kWh",
+    ):
+        table.add_column(
+            column, justify="right" if column not in ("method", "GPUs", "ckpt", "offload") else "left"
+        )
+    from trainplan.render import format_duration
+
+    for rank, plan in enumerate(result.plans, 1):
+        s = plan.scenario
+        dp = s.gpus // (s.tensor_parallel * s.pipeline_parallel)
+        table.add_row(
+            str(rank),
+            s.method,
+            f"{s.gpus} x {s.gpu}",
+            f"{s.tensor_parallel}/{s.pipeline_parallel}/{dp}",
+            str(s.zero_stage),
+            f"{s.micro_batch} x {s.grad_accum}",
+            s.activation_checkpointing,
+            s.offload,
+            f"{plan.estimate.total_bytes / 2**30:,.1f}",
+            format_duration(plan.total_s),
+            f"${plan.usd:,.0f}" if plan.usd is not None else "-",
+            f"{plan.kwh:,.0f}" if plan.kwh else "-",
+        )
+    console.print(table)
+    for line in explain(result):
+        console.print(line)

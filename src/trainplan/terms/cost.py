@@ -10,18 +10,20 @@ energy / IT energy). CO2e = kWh x grid intensity (location-based, gCO2e/kWh).
 
 from __future__ import annotations
 
+from typing import Any
 
-def cost_usd(gpu_hours: float, usd_per_gpu_hour: float, discount: float) -> float:
+
+def cost_usd(gpu_hours: Any, usd_per_gpu_hour: Any, discount: float) -> Any:
     """GPU-hours times the discounted hourly rate."""
     return gpu_hours * usd_per_gpu_hour * (1 - discount)
 
 
-def gpu_power_w(tdp_w: float, idle_fraction: float, utilisation: float) -> float:
+def gpu_power_w(tdp_w: Any, idle_fraction: float, utilisation: Any) -> Any:
     """Idle draw plus a linear share of the rest of TDP with utilisation (0..1)."""
     return tdp_w * (idle_fraction + (1 - idle_fraction) * utilisation)
 
 
-def energy_kwh(gpu_power: float, gpus: int, seconds: float, host_overhead: float, pue: float) -> float:
+def energy_kwh(gpu_power: Any, gpus: Any, seconds: Any, host_overhead: float, pue: float) -> Any:
     """Facility energy: GPUs, plus host overhead, times PUE; in kWh."""
     return gpu_power * gpus * seconds * (1 + host_overhead) * pue / 3.6e6
 

@@ -1,0 +1,556 @@
+"""The planner: search parallel layouts, GPU types and memory savers for the best way to train.
+
+Every candidate is evaluated with the same coefficients and formulas as `estimate()`
+(coefficients.py, formulas.py), on numpy arrays: one array element per candidate layout. The
+winners are then re-run through `estimate()` for their full result, and a test checks that the
+planner agrees with a brute-force loop over `estimate()`.
+
+Search space: GPU type x GPU count x ZeRO stage x tensor parallel x pipeline parallel x
+micro-batch (grad-accum then follows from the target global batch) x activation checkpointing x
+optimizer offload x method. Candidates that cannot run are rejected with a counted reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainplan.catalog import resolve_model
+from trainplan.coefficients import Coefficients, coefficients
+from trainplan.errors import InputError
+from trainplan.estimate import estimate
+from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory, step_seconds
+from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
+from trainplan.model import ModelSpec
+from trainplan.result import Estimate
+from trainplan.runtime import DEFAULT_TRAIN_TOKENS, hardware_of
+from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.tables import discounts, energy_defaults, rates
+from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
+
+OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
+REASONS = (
+    "invalid: gpus not a multiple of tensor x pipeline parallel",
+    "invalid: tensor parallel does not divide the attention heads",
+    "invalid: tensor parallel beyond one node",
+    "invalid: more pipeline stages than layers",
+    "invalid: global batch not divisible by micro-batch x replicas",
+    "invalid: ZeRO or offload without data parallelism to shard over",
+    "invalid: parameter offload needs ZeRO-3",
+    "invalid: GPU lacks the precision",
+    "does not fit",
+    "no price for this GPU",
+    "over budget",
+    "over deadline",
+)
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to plan for. `base` carries the model, precision, optimizer, LoRA settings,
+    sequence length, token budget, pricing and region; the planner chooses the rest."""
+
+    base: Scenario
+    methods: tuple[str, ...] = ("lora",)
+    gpu_types: tuple[str, ...] = ()
+    max_gpus: int = 64
+    target_global_tokens: int | None = None
+    target_global_sequences: int | None = None
+    budget_usd: float | None = None
+    deadline_hours: float | None = None
+    objective: str = "time"
+    top_k: int = 5
+    micro_batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
+    pipeline_parallel: tuple[int, ...] = (1, 2, 4, 8, 16)
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    checkpointing: tuple[str, ...] = ("none", "selective", "full")
+    offloads: tuple[str, ...] = ("none", "optimizer")
+    gpu_counts: tuple[int, ...] = field(default=())
+
+    def counts(self) -> tuple[int, ...]:
+        """GPU counts searched: 1, 2, 4, then multiples of 8 (whole nodes) up to max_gpus."""
+        if self.gpu_counts:
+            return tuple(n for n in self.gpu_counts if n <= self.max_gpus)
+        small = [n for n in (1, 2, 4) if n <= self.max_gpus]
+        nodes = list(range(8, self.max_gpus + 1, 8))
+        return tuple(small + nodes)
+
+    def global_sequences(self) -> int:
+        """Sequences per optimizer step the plan must hit."""
+        if self.target_global_sequences:
+            return self.target_global_sequences
+        if self.target_global_tokens:
+            return max(1, round(self.target_global_tokens / self.base.seq_len))
+        return (
+            self.base.micro_batch
+            * self.base.grad_accum
+            * max(1, self.base.gpus // (self.base.tensor_parallel * self.base.pipeline_parallel))
+        )
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Every evaluated candidate of one (method, checkpointing, offload) group, as arrays."""
+
+    method: str
+    checkpointing: str
+    offload: str
+    gpu_index: Any
+    gpus: Any
+    tensor_parallel: Any
+    pipeline_parallel: Any
+    zero_stage: Any
+    micro_batch: Any
+    grad_accum: Any
+    peak_bytes: Any
+    step_s: Any
+    total_s: Any
+    usd: Any
+    kwh: Any
+    valid: Any
+    reason: Any
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One recommended configuration: its complete scenario and its full estimate."""
+
+    scenario: Scenario
+    estimate: Estimate
+    total_s: float
+    usd: float | None
+    kwh: float | None
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The ranked plans, the cost/time Pareto front and why the rest were rejected."""
+
+    plans: tuple[Plan, ...]
+    pareto: tuple[Plan, ...]
+    rejected: dict[str, int]
+    candidates_evaluated: int
+    objective: str
+
+
+def default_gpu_types() -> tuple[str, ...]:
+    """Datacenter GPUs with a catalog price."""
+    priced = rates()
+    return tuple(g.name for g in gpu_catalog() if g.gpu_class == "datacenter" and g.name in priced)
+
+
+def _hardware_arrays(
+    np: Any, gpus: list[GpuSpec], scenario: Scenario, coeffs: Coefficients
+) -> dict[str, Any]:
+    """Per-GPU-type figures as arrays (NaN where the GPU cannot run the precision)."""
+    nan = float("nan")
+    hardware = [hardware_of(gpu, coeffs.recipe, scenario.mfu) for gpu in gpus]
+    price = rates()
+
+    def column(values: list[float | None]) -> Any:
+        return np.array([nan if v is None else v for v in values], dtype=float)
+
+    def from_hw(name: str) -> Any:
+        return column([getattr(h, name) if h is not None else None for h in hardware])
+
+    usd = [
+        scenario.usd_per_gpu_hour
+        if scenario.usd_per_gpu_hour is not None
+        else (price[g.name].usd_per_gpu_hour if g.name in price else None)
+        for g in gpus
+    ]
+    return {
+        "memory": column([float(g.memory_bytes) for g in gpus]),
+        "usd": column(usd),
+        "tdp": column([g.tdp_w for g in gpus]),
+        **{name: from_hw(name) for name in Hardware.__dataclass_fields__},
+    }
+
+
+def _discount(scenario: Scenario) -> float:
+    if scenario.pricing == "on-demand":
+        return 0.0
+    given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
+    return given if given is not None else float(discounts()[scenario.pricing]["fraction_off"])
+
+
+def evaluate_group(
+    request: PlanRequest, model: ModelSpec, method: str, checkpointing: str, offload: str, gpus: list[GpuSpec]
+) -> Candidates:
+    """Evaluate every layout of one (method, checkpointing, offload) group with numpy."""
+    import numpy as np
+
+    scenario = dataclasses.replace(
+        request.base,
+        method=method,
+        activation_checkpointing=checkpointing,
+        offload=offload,
+        base_weights=base_weights_for(request.base, method),
+    )
+    coeffs = coefficients(model, scenario)
+    hw = _hardware_arrays(np, gpus, scenario, coeffs)
+    grid = np.meshgrid(
+        np.arange(len(gpus)),
+        np.array(request.counts()),
+        np.array(request.tensor_parallel),
+        np.array(request.pipeline_parallel),
+        np.array(request.zero_stages),
+        np.array(request.micro_batches),
+        indexing="ij",
+    )
+    g, n, tp, pp, zero, mb = (axis.ravel() for axis in grid)
+    model_parallel = tp * pp
+    dp = np.maximum(n // model_parallel, 1)
+    sequences = request.global_sequences()
+    grad_accum = np.maximum(sequences // np.maximum(mb * dp, 1), 1)
+    heads = model.blocks[0].attention.num_heads
+    kv_heads = model.blocks[0].attention.num_kv_heads
+    fractions = {
+        int(p): coeffs.stage_fraction(int(p)) if p <= model.num_layers else 1.0
+        for p in request.pipeline_parallel
+    }
+    stage_fraction = np.vectorize(fractions.__getitem__, otypes=[float])(pp)
+    offload_code = OFFLOAD_CODES[offload]
+    reason = np.full(g.shape, -1)
+
+    def reject(index: int, mask: Any) -> None:
+        reason[(reason < 0) & mask] = index
+
+    reject(0, n % model_parallel != 0)
+    reject(1, (heads % tp != 0) | ((kv_heads % tp != 0) & (tp % kv_heads != 0)))
+    reject(2, tp > scenario.gpus_per_node)
+    reject(3, pp > model.num_layers)
+    reject(4, mb * dp * grad_accum != sequences)
+    reject(5, ((zero > 0) & (dp == 1)) | ((offload_code > 0) & (zero == 0) & (n > 1)))
+    reject(6, (offload_code == 2) & (zero != 3) & (zero != 0))
+    reject(7, np.isnan(hw["peak_flops_per_s"][g]))
+    layout = Layout(
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        data_parallel=dp,
+        zero_stage=zero,
+        micro_batch=mb,
+        grad_accum=grad_accum,
+        stage_fraction=stage_fraction,
+        offload=offload_code,
+        sequence_parallel=scenario.sequence_parallel & (tp > 1),
+        overhead_bytes=scenario.overhead_gib * 2**30,
+    )
+    peak = memory(coeffs, layout).peak()
+    reject(8, peak > hw["memory"][g])
+    hardware = Hardware(**{name: hw[name][g] for name in Hardware.__dataclass_fields__})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        step = step_seconds(
+            coeffs,
+            hardware,
+            layout,
+            gpus_per_node=scenario.gpus_per_node,
+            comm_overlap=scenario.comm_overlap,
+            virtual_stages=1,
+            all_in=scenario.mfu is not None,
+        )
+        total_step = step.total
+        global_tokens = mb * scenario.seq_len * grad_accum * dp
+        tokens = _train_tokens(scenario, global_tokens)
+        steps = np.maximum(np.ceil(tokens / global_tokens), 1)
+        total_s = steps * total_step
+        usd = cost_usd(total_s * n / 3600, hw["usd"][g], _discount(scenario))
+        defaults = energy_defaults()
+        idle = (
+            scenario.idle_fraction if scenario.idle_fraction is not None else defaults["idle_fraction_of_tdp"]
+        )
+        host = (
+            scenario.host_overhead
+            if scenario.host_overhead is not None
+            else (defaults["host_overhead_fraction_of_gpu_power"])
+        )
+        pue = scenario.pue if scenario.pue is not None else defaults["pue"]
+        power = gpu_power_w(hw["tdp"][g], idle, step.compute / total_step)
+        kwh = energy_kwh(power, n, total_s, host, pue)
+    reject(9, np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None))
+    if request.budget_usd is not None:
+        reject(10, usd > request.budget_usd)
+    if request.deadline_hours is not None:
+        reject(11, total_s > request.deadline_hours * 3600)
+    return Candidates(
+        method,
+        checkpointing,
+        offload,
+        g,
+        n,
+        tp,
+        pp,
+        zero,
+        mb,
+        grad_accum,
+        peak,
+        total_step,
+        total_s,
+        usd,
+        kwh,
+        reason < 0,
+        reason,
+    )
+
+
+def base_weights_for(base: Scenario, method: str) -> str | None:
+    """The base-weight format to keep when switching method: none for a full fine-tune, a
+    quantised one only for QLoRA, a 16/32-bit one only for LoRA (else each method's default)."""
+    quantised = base.base_weights in ("nf4", "int8")
+    if method == "full" or (method == "qlora") != quantised:
+        return None
+    return base.base_weights
+
+
+def _train_tokens(scenario: Scenario, global_tokens: Any) -> Any:
+    """The token budget (steps x global batch when the budget is given in steps)."""
+    if scenario.steps:
+        return scenario.steps * global_tokens
+    if scenario.dataset_tokens:
+        return scenario.dataset_tokens * scenario.epochs + 0 * global_tokens
+    return (scenario.train_tokens or DEFAULT_TRAIN_TOKENS) + 0 * global_tokens
+
+
+def _score(objective: str, c: Candidates) -> Any:
+    """Sort key (smaller is better) for an objective."""
+    if objective == "cost":
+        return c.usd
+    if objective == "energy":
+        return c.kwh
+    if objective == "gpus":
+        return c.gpus * 1e12 + c.total_s
+    return c.total_s
+
+
+def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
+    """Search the space and return the best plans, the Pareto front and the rejections."""
+    import numpy as np
+
+    if request.objective not in OBJECTIVES:
+        raise InputError("objective", f"must be one of {', '.join(OBJECTIVES)}")
+    if not 1 <= request.max_gpus <= 100_000:
+        raise InputError("max_gpus", "must be between 1 and 100000")
+    spec = model if model is not None else resolve_model(request.base.model)
+    gpus = [find_gpu(name) for name in (request.gpu_types or default_gpu_types())]
+    if not gpus:
+        raise InputError("gpu_types", "no GPU type to plan on")
+    groups = [
+        evaluate_group(request, spec, method, ckpt, offload, gpus)
+        for method in request.methods
+        for ckpt in request.checkpointing
+        for offload in request.offloads
+    ]
+    evaluated = sum(int(group.valid.size) for group in groups)
+    rejected: Counter[str] = Counter()
+    rows: list[tuple[float, ...]] = []
+    for index, group in enumerate(groups):
+        codes, counts = np.unique(group.reason[group.reason >= 0], return_counts=True)
+        for code, count in zip(codes, counts, strict=True):
+            rejected[REASONS[int(code)]] += int(count)
+        score = _score(request.objective, group)
+        for position in np.flatnonzero(group.valid):
+            # ties go to fewer GPUs, less model parallelism, a lower ZeRO stage, less memory
+            rows.append(
+                (
+                    float(score[position]),
+                    float(group.total_s[position]),
+                    float(group.usd[position]),
+                    float(group.gpus[position]),
+                    float(group.tensor_parallel[position] * group.pipeline_parallel[position]),
+                    float(group.zero_stage[position]),
+                    float(group.peak_bytes[position]),
+                    index,
+                    int(position),
+                )
+            )
+    rows.sort()
+    chosen = _distinct(rows, groups, request.top_k)
+    plans = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in chosen)
+    front = _pareto(rows)
+    pareto = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in front[:20])
+    return PlanResult(plans, pareto, dict(rejected), evaluated, request.objective)
+
+
+def _distinct(rows: list[tuple[float, ...]], groups: list[Candidates], k: int) -> list[tuple[float, ...]]:
+    """The first k rows, skipping a layout that differs from a kept one only by a ZeRO stage
+    that changes neither its time nor its cost (the lower stage is kept)."""
+    kept: list[tuple[float, ...]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for row in rows:
+        group, position = groups[int(row[-2])], int(row[-1])
+        key = (
+            int(row[-2]),
+            int(group.gpu_index[position]),
+            row[3],
+            int(group.tensor_parallel[position]),
+            int(group.pipeline_parallel[position]),
+            int(group.micro_batch[position]),
+            row[1],
+            row[2],
+        )
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(row)
+        if len(kept) == k:
+            break
+    return kept
+
+
+def _pareto(rows: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
+    """Candidates no other beats on both time and cost (priced ones only), fastest first."""
+    by_time = sorted((r for r in rows if not math.isnan(r[2])), key=lambda r: (r[1], r[2], *r[3:]))
+    front = []
+    best_cost = math.inf
+    for row in by_time:
+        if row[2] < best_cost:
+            front.append(row)
+            best_cost = row[2]
+    return front
+
+
+def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, position: int) -> Scenario:
+    """The complete scenario of one candidate (what `trainplan estimate --scenario` accepts)."""
+    return dataclasses.replace(
+        request.base,
+        method=group.method,
+        base_weights=base_weights_for(request.base, group.method),
+        activation_checkpointing=group.checkpointing,
+        offload=group.offload,
+        gpu=gpus[int(group.gpu_index[position])].name,
+        gpus=int(group.gpus[position]),
+        tensor_parallel=int(group.tensor_parallel[position]),
+        pipeline_parallel=int(group.pipeline_parallel[position]),
+        zero_stage=int(group.zero_stage[position]),
+        micro_batch=int(group.micro_batch[position]),
+        grad_accum=int(group.grad_accum[position]),
+        sequence_parallel=request.base.sequence_parallel and int(group.tensor_parallel[position]) > 1,
+        virtual_stages=1,
+    )
+
+
+def _plan_of(
+    request: PlanRequest, model: ModelSpec, gpus: list[GpuSpec], group: Candidates, position: int
+) -> Plan:
+    # through the validating parser: a plan's scenario is one `trainplan estimate` accepts
+    scenario = scenario_from_mapping(scenario_to_mapping(scenario_of(request, gpus, group, position)))
+    result = estimate(scenario, model=model)
+    usd = float(group.usd[position])
+    return Plan(
+        scenario,
+        result,
+        float(group.total_s[position]),
+        None if math.isnan(usd) else usd,
+        float(group.kwh[position]),
+    )
+
+
+def explain(result: PlanResult) -> list[str]:
+    """Why the winner wins: its figures against the best alternative on other hardware or
+    method, and what was rejected."""
+    if not result.plans:
+        reasons = ", ".join(f"{reason}: {count:,}" for reason, count in sorted(result.rejected.items()))
+        return [f"No candidate fits the constraints ({reasons})."]
+    best = result.plans[0]
+    lines = [f"Best for {result.objective}: {describe(best)}."]
+    rivals = [
+        p
+        for p in result.plans[1:]
+        if (p.scenario.gpu, p.scenario.method) != (best.scenario.gpu, best.scenario.method)
+    ]
+    for rival in rivals[:1]:
+        lines.append(f"Next best on other hardware or method: {describe(rival)}.")
+    total = sum(result.rejected.values())
+    lines.append(
+        f"{result.candidates_evaluated:,} candidates evaluated, {total:,} rejected"
+        + (
+            ": " + ", ".join(f"{k} {v:,}" for k, v in sorted(result.rejected.items(), key=lambda i: -i[1]))
+            if total
+            else ""
+        )
+    )
+    return lines
+
+
+def describe(plan: Plan) -> str:
+    """'lora on 8 x B200 (tp 1, pp 1, ZeRO 0, micro 1 x accum 61, no checkpointing): 2.2 h, $105'."""
+    s = plan.scenario
+    usd = f", ${plan.usd:,.0f}" if plan.usd is not None else ""
+    return (
+        f"{s.method} on {s.gpus} x {s.gpu} (tp {s.tensor_parallel}, pp {s.pipeline_parallel}, "
+        f"ZeRO {s.zero_stage}, micro {s.micro_batch} x accum {s.grad_accum}, "
+        f"checkpointing {s.activation_checkpointing}, offload {s.offload}): "
+        f"{plan.total_s / 3600:,.1f} h{usd}, {plan.estimate.total_bytes / 2**30:,.1f} GiB per GPU"
+    )
+
+
+def _parse(field: str, raw: str | None, kind: type, minimum: float) -> Any:
+    if raw is None:
+        return None
+    try:
+        value = kind(float(raw)) if kind is int else kind(raw)
+    except ValueError:
+        raise InputError(field, f"{raw!r} is not a number") from None
+    if value < minimum or value != value:
+        raise InputError(field, f"must be >= {minimum:g} (got {raw})")
+    return value
+
+
+def request_from_options(base: Scenario, options: dict[str, str | None]) -> PlanRequest:
+    """A PlanRequest from string options (CLI flags or JSON), every value checked."""
+    methods_text = (options.get("methods") or base.method).strip().lower()
+    methods = (
+        ("full", "lora", "qlora")
+        if methods_text == "any"
+        else tuple(part.strip() for part in methods_text.split(",") if part.strip())
+    )
+    for method in methods:
+        if method not in ("full", "lora", "qlora"):
+            raise InputError("methods", f"{method!r} is not one of full, lora, qlora, any")
+    gpu_types = tuple(part.strip() for part in (options.get("gpu_types") or "").split(",") if part.strip())
+    for name in gpu_types:
+        find_gpu(name)
+    objective = (options.get("objective") or "time").strip().lower()
+    if objective not in OBJECTIVES:
+        raise InputError("objective", f"{objective!r} is not one of {', '.join(OBJECTIVES)}")
+    max_gpus = _parse("max_gpus", options.get("max_gpus"), int, 1) or 64
+    if max_gpus > 100_000:
+        raise InputError("max_gpus", f"must be <= 100000 (got {max_gpus})")
+    top_k = _parse("top_k", options.get("top_k"), int, 1) or 5
+    if top_k > 100:
+        raise InputError("top_k", f"must be <= 100 (got {top_k})")
+    return PlanRequest(
+        base=base,
+        methods=methods,
+        gpu_types=gpu_types,
+        max_gpus=max_gpus,
+        target_global_tokens=_parse("target_global_tokens", options.get("target_global_tokens"), int, 1),
+        target_global_sequences=_parse(
+            "target_global_sequences", options.get("target_global_sequences"), int, 1
+        ),
+        budget_usd=_parse("budget_usd", options.get("budget_usd"), float, 0),
+        deadline_hours=_parse("deadline_hours", options.get("deadline_hours"), float, 0),
+        objective=objective,
+        top_k=top_k,
+    )
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """One plan in the JSON contract: a complete scenario and its estimate JSON."""
+    return {"scenario": scenario_to_mapping(plan.scenario), "estimate": plan.estimate.to_dict()}
+
+
+def result_to_dict(result: PlanResult) -> dict[str, Any]:
+    """The planner's JSON contract."""
+    return {
+        "objective": result.objective,
+        "plans": [plan_to_dict(p) for p in result.plans],
+        "pareto": [plan_to_dict(p) for p in result.pareto],
+        "rejected": result.rejected,
+        "candidates_evaluated": result.candidates_evaluated,
+        "explanation": explain(result),
+    }

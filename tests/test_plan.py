@@ -1,0 +1,141 @@
+"""The planner: brute-force agreement, plans that re-estimate identically, constraints, errors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from trainplan.cli import app
+from trainplan.errors import InputError
+from trainplan.estimate import estimate
+from trainplan.gpus import find_gpu
+from trainplan.plan import PlanRequest, plan, request_from_options
+from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+
+BASE = Scenario(model="Qwen2.5-7B", method="lora", seq_len=2048, train_tokens=1e8, gpus_per_node=8)
+SMALL = PlanRequest(
+    base=BASE,
+    methods=("lora", "full"),
+    gpu_types=("H100 SXM 80GB", "A100 80GB SXM4"),
+    max_gpus=8,
+    gpu_counts=(1, 2, 4, 8),
+    target_global_sequences=32,
+    micro_batches=(1, 2, 4),
+    tensor_parallel=(1, 2),
+    pipeline_parallel=(1, 2),
+    zero_stages=(0, 1, 2, 3),
+    checkpointing=("none", "full"),
+    offloads=("none",),
+    objective="time",
+    top_k=3,
+)
+
+
+def brute_force(request: PlanRequest) -> list[tuple[float, dict[str, Any]]]:
+    """Every candidate through scenario validation and estimate(); the ones that run and fit."""
+    found = []
+    space = itertools.product(
+        request.methods, request.gpu_types, request.counts(), request.tensor_parallel,
+        request.pipeline_parallel, request.zero_stages, request.micro_batches, request.checkpointing,
+    )  # fmt: skip
+    for method, gpu, gpus, tp, pp, zero, micro, ckpt in space:
+        if gpus % (tp * pp):
+            continue
+        dp = gpus // (tp * pp)
+        accum, remainder = divmod(request.global_sequences(), micro * dp)
+        if remainder or accum < 1 or (zero > 0 and dp == 1):
+            continue
+        data = {**scenario_to_mapping(request.base), "method": method, "gpu": gpu, "gpus": gpus,
+                "tensor_parallel": tp, "pipeline_parallel": pp, "zero_stage": zero, "micro_batch": micro,
+                "grad_accum": accum, "activation_checkpointing": ckpt}  # fmt: skip
+        try:
+            result = estimate(scenario_from_mapping(data))
+        except InputError:
+            continue
+        if result.total_bytes <= find_gpu(gpu).memory_bytes:
+            found.append((result.time.total_s, data))
+    return sorted(found, key=lambda item: item[0])
+
+
+def test_planner_equals_brute_force() -> None:
+    result = plan(SMALL)
+    expected = brute_force(SMALL)
+    assert expected, "the small space must have feasible plans"
+    best_time = expected[0][0]
+    assert result.plans[0].total_s == pytest.approx(best_time, rel=1e-9)
+    # every feasible candidate of the brute force is counted as valid by the planner
+    valid = result.candidates_evaluated - sum(result.rejected.values())
+    assert valid == len(expected)
+
+
+def test_every_plan_re_estimates_identically() -> None:
+    result = plan(SMALL)
+    for item in (*result.plans, *result.pareto):
+        again = estimate(scenario_from_mapping(scenario_to_mapping(item.scenario)))
+        assert again.total_bytes == pytest.approx(item.estimate.total_bytes)
+        assert again.time.total_s == pytest.approx(item.total_s, rel=1e-9)
+        assert again.total_bytes <= find_gpu(item.scenario.gpu).memory_bytes
+
+
+def test_objectives_and_pareto() -> None:
+    by_cost = plan(PlanRequest(**{**SMALL.__dict__, "objective": "cost"}))
+    by_time = plan(SMALL)
+    assert by_cost.plans[0].usd <= by_time.plans[0].usd + 1e-9
+    front = by_time.pareto
+    assert all(a.total_s <= b.total_s and a.usd > b.usd for a, b in itertools.pairwise(front))
+    fewest = plan(PlanRequest(**{**SMALL.__dict__, "objective": "gpus"}))
+    assert fewest.plans[0].scenario.gpus == min(p.scenario.gpus for p in (*by_time.plans, *fewest.plans))
+
+
+def test_budget_and_deadline_reject() -> None:
+    loose = plan(SMALL)
+    cheapest = min(p.usd for p in loose.pareto)
+    tight = plan(PlanRequest(**{**SMALL.__dict__, "budget_usd": cheapest * 0.5}))
+    assert not tight.plans and tight.rejected["over budget"] > 0
+    late = plan(PlanRequest(**{**SMALL.__dict__, "deadline_hours": loose.plans[0].total_s / 3600 * 0.5}))
+    assert not late.plans and late.rejected["over deadline"] > 0
+
+
+def test_request_errors() -> None:
+    with pytest.raises(InputError, match="methods"):
+        request_from_options(BASE, {"methods": "prefix-tuning"})
+    with pytest.raises(InputError) as error:
+        request_from_options(BASE, {"max_gpus": "0"})
+    assert error.value.field == "max_gpus"
+    with pytest.raises(InputError):
+        request_from_options(BASE, {"gpu_types": "H900"})
+    with pytest.raises(InputError, match="objective"):
+        request_from_options(BASE, {"objective": "vibes"})
+
+
+def test_plan_cli_json() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["plan", "--model", "Qwen2.5-0.5B", "--methods", "lora", "--gpu-types", "L4,H100", "--max-gpus", "8",
+         "--target-global-sequences", "16", "--seq-len", "1024", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["plans"] and data["candidates_evaluated"] > 0 and isinstance(data["rejected"], dict)
+    first = data["plans"][0]
+    again = estimate(scenario_from_mapping(first["scenario"]))
+    assert again.total_bytes == pytest.approx(first["estimate"]["memory"]["per_gpu"]["total_bytes"])
+    assert not math.isnan(first["estimate"]["time"]["total_s"])
+
+
+def test_max_micro_batch_is_exact() -> None:
+    result = CliRunner().invoke(
+        app, ["estimate", "--model", "Llama-3.1-8B", "--gpu", "H100", "--max", "micro_batch", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    value = data["max"]["value"]
+    capacity = 85520809984
+    fits = estimate(Scenario(model="Llama-3.1-8B", gpu="H100", micro_batch=value)).total_bytes
+    over = estimate(Scenario(model="Llama-3.1-8B", gpu="H100", micro_batch=value + 1)).total_bytes
+    assert fits <= capacity < over
