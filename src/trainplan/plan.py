@@ -26,9 +26,9 @@ from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory, step_sec
 from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
 from trainplan.result import Estimate
-from trainplan.runtime import DEFAULT_TRAIN_TOKENS, hardware_of
+from trainplan.runtime import DEFAULT_TRAIN_TOKENS, discount_for, energy_settings, hardware_of
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
-from trainplan.tables import discounts, energy_defaults, rates
+from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 
 OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
@@ -171,13 +171,6 @@ def _hardware_arrays(
     }
 
 
-def _discount(scenario: Scenario) -> float:
-    if scenario.pricing == "on-demand":
-        return 0.0
-    given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
-    return given if given is not None else float(discounts()[scenario.pricing]["fraction_off"])
-
-
 def evaluate_group(
     request: PlanRequest, model: ModelSpec, method: str, checkpointing: str, offload: str, gpus: list[GpuSpec]
 ) -> Candidates:
@@ -258,17 +251,8 @@ def evaluate_group(
         tokens = _train_tokens(scenario, global_tokens)
         steps = np.maximum(np.ceil(tokens / global_tokens), 1)
         total_s = steps * total_step
-        usd = cost_usd(total_s * n / 3600, hw["usd"][g], _discount(scenario))
-        defaults = energy_defaults()
-        idle = (
-            scenario.idle_fraction if scenario.idle_fraction is not None else defaults["idle_fraction_of_tdp"]
-        )
-        host = (
-            scenario.host_overhead
-            if scenario.host_overhead is not None
-            else (defaults["host_overhead_fraction_of_gpu_power"])
-        )
-        pue = scenario.pue if scenario.pue is not None else defaults["pue"]
+        usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
+        idle, host, pue = energy_settings(scenario)
         power = gpu_power_w(hw["tdp"][g], idle, step.compute / total_step)
         kwh = energy_kwh(power, n, total_s, host, pue)
     reject(9, np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None))

@@ -162,6 +162,25 @@ def time_figures(
     )
 
 
+def discount_for(scenario: Scenario) -> float:
+    """Fraction off on-demand for the scenario's pricing plan (given, else the data default)."""
+    if scenario.pricing == "on-demand":
+        return 0.0
+    given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
+    return given if given is not None else float(discounts()[scenario.pricing]["fraction_off"])
+
+
+def energy_settings(scenario: Scenario) -> tuple[float, float, float]:
+    """(idle fraction of TDP, host overhead, PUE): given, else the data defaults."""
+    defaults = energy_defaults()
+    idle = scenario.idle_fraction if scenario.idle_fraction is not None else defaults["idle_fraction_of_tdp"]
+    host = scenario.host_overhead
+    if host is None:
+        host = defaults["host_overhead_fraction_of_gpu_power"]
+    pue = scenario.pue if scenario.pue is not None else defaults["pue"]
+    return idle, host, pue
+
+
 def cost_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> CostFigures:
     """Total and per-million-token cost at the chosen pricing."""
     table = rates()
@@ -173,10 +192,7 @@ def cost_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> 
         rate_source = f"{table[gpu.name].basis} ({table[gpu.name].as_of})"
     else:
         rate, rate_source = None, f"no default price for {gpu.name}: set usd_per_gpu_hour"
-    discount = 0.0
-    if scenario.pricing != "on-demand":
-        given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
-        discount = given if given is not None else float(discounts()[scenario.pricing]["fraction_off"])
+    discount = discount_for(scenario)
     if rate is None or time is None:
         return CostFigures(None, None, rate, scenario.pricing, discount, rate_source)
     usd = cost_usd(time.gpu_hours, rate, discount)
@@ -185,14 +201,7 @@ def cost_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> 
 
 def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> EnergyFigures:
     """kWh and kg CO2e of the run in the chosen grid region."""
-    defaults = energy_defaults()
-    idle = scenario.idle_fraction if scenario.idle_fraction is not None else defaults["idle_fraction_of_tdp"]
-    host = (
-        scenario.host_overhead
-        if scenario.host_overhead is not None
-        else defaults["host_overhead_fraction_of_gpu_power"]
-    )
-    pue = scenario.pue if scenario.pue is not None else defaults["pue"]
+    idle, host, pue = energy_settings(scenario)
     region = find_region(scenario.region)
     if time is None or gpu.tdp_w is None:
         return EnergyFigures(
