@@ -47,8 +47,9 @@ def brute_force(request: PlanRequest) -> list[tuple[float, dict[str, Any]]]:
         if gpus % (tp * pp):
             continue
         dp = gpus // (tp * pp)
-        accum, remainder = divmod(request.global_sequences(), micro * dp)
-        if remainder or accum < 1 or (zero > 0 and dp == 1):
+        target = request.global_sequences()
+        accum = max(round(target / (micro * dp)), 1)
+        if abs(micro * dp * accum - target) > 0.05 * target or (zero > 0 and dp == 1):
             continue
         data = {**scenario_to_mapping(request.base), "method": method, "gpu": gpu, "gpus": gpus,
                 "tensor_parallel": tp, "pipeline_parallel": pp, "zero_stage": zero, "micro_batch": micro,

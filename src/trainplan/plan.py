@@ -31,13 +31,14 @@ from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapp
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 
+BATCH_TOLERANCE = 0.05  # a layout may miss the target global batch by this fraction
 OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
 REASONS = (
     "invalid: gpus not a multiple of tensor x pipeline parallel",
     "invalid: tensor parallel does not divide the attention heads",
     "invalid: tensor parallel beyond one node",
     "invalid: more pipeline stages than layers",
-    "invalid: global batch not divisible by micro-batch x replicas",
+    "invalid: global batch more than 5% off the target",
     "invalid: ZeRO or offload without data parallelism to shard over",
     "invalid: parameter offload needs ZeRO-3",
     "invalid: GPU lacks the precision",
@@ -199,7 +200,8 @@ def evaluate_group(
     model_parallel = tp * pp
     dp = np.maximum(n // model_parallel, 1)
     sequences = request.global_sequences()
-    grad_accum = np.maximum(sequences // np.maximum(mb * dp, 1), 1)
+    # grad-accum to hit the target global batch; within 5% counts as hitting it
+    grad_accum = np.maximum(np.rint(sequences / np.maximum(mb * dp, 1)).astype(int), 1)
     heads = model.blocks[0].attention.num_heads
     kv_heads = model.blocks[0].attention.num_kv_heads
     fractions = {
@@ -217,7 +219,7 @@ def evaluate_group(
     reject(1, (heads % tp != 0) | ((kv_heads % tp != 0) & (tp % kv_heads != 0)))
     reject(2, tp > scenario.gpus_per_node)
     reject(3, pp > model.num_layers)
-    reject(4, mb * dp * grad_accum != sequences)
+    reject(4, np.abs(mb * dp * grad_accum - sequences) > BATCH_TOLERANCE * sequences)
     reject(5, ((zero > 0) & (dp == 1)) | ((offload_code > 0) & (zero == 0) & (n > 1)))
     reject(6, (offload_code == 2) & (zero != 3) & (zero != 0))
     reject(7, np.isnan(hw["peak_flops_per_s"][g]))
@@ -441,6 +443,13 @@ def explain(result: PlanResult) -> list[str]:
         return [f"No candidate fits the constraints ({reasons})."]
     best = result.plans[0]
     lines = [f"Best for {result.objective}: {describe(best)}."]
+    time = best.estimate.time
+    gpu = next(row for row in best.estimate.fit if row.gpu == best.scenario.gpu)
+    if time is not None:
+        lines.append(
+            f"It uses {best.estimate.total_bytes / gpu.memory_bytes:.0%} of each GPU's memory, "
+            f"runs at {time.mfu:.0%} MFU, and its largest overhead is {time.step.dominant_overhead()}."
+        )
     rivals = [
         p
         for p in result.plans[1:]
