@@ -1,0 +1,74 @@
+"""Ready-to-show strings for the page, made with the same renderers as the terminal output."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+from urllib.parse import urlencode
+
+from trainplan.cli import LORA_FLAGS, flag_name
+from trainplan.render import batch_line, fit_summary, format_duration, params_line, runtime_lines
+from trainplan.result import Estimate
+from trainplan.scenario import Scenario, scenario_to_mapping
+from trainplan.units import format_count, format_gib, format_percent
+
+
+def _flag_value(value: Any) -> str:
+    """A scenario value as the CLI takes it: true/false, integers without '.0', lists comma-joined."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def changed_fields(scenario: Scenario) -> list[tuple[str, Any]]:
+    """(field, value) for every field that differs from the default; LoRA parts as `lora.rank`."""
+    data = scenario_to_mapping(scenario)
+    defaults = scenario_to_mapping(Scenario())
+    changed: list[tuple[str, Any]] = []
+    for name, value in data.items():
+        if name == "lora":
+            changed += [(f"lora.{part}", v) for part, v in value.items() if v != defaults["lora"][part]]
+        elif name != "model" and value is not None and value != defaults[name]:
+            changed.append((name, value))
+    return changed
+
+
+def cli_command(scenario: Scenario, uploaded: bool = False) -> str:
+    """`trainplan estimate ...` giving the same result: the model plus every non-default field."""
+    lora_flags = {f"lora.{part}": flag for flag, part in LORA_FLAGS.items()}
+    args = ["trainplan", "estimate", "--model", "config.json" if uploaded else scenario.model]
+    for name, value in changed_fields(scenario):
+        args += [flag_name(lora_flags.get(name, name)), _flag_value(value)]
+    return shlex.join(args)
+
+
+def share_query(scenario: Scenario) -> str:
+    """The page's query string for `scenario` (the same one the page writes into its URL)."""
+    pairs = [("model", scenario.model)] + [
+        (name, _flag_value(value)) for name, value in changed_fields(scenario)
+    ]
+    return urlencode(pairs, safe="/")
+
+
+def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
+    """Headline strings: totals in GiB, counts with decimal suffixes, the batch and runtime lines."""
+    params = result.params
+    time = result.time
+    return {
+        "total": format_gib(result.total_bytes),
+        "weights": format_gib(result.peak.term("weights").value),
+        "trainable": format_count(params.trainable),
+        "total_params": format_count(params.total),
+        "trainable_percent": format_percent(params.trainable_fraction),
+        "params_line": params_line(result),
+        "batch_line": batch_line(result.batch),
+        "fit_summary": fit_summary(result),
+        "runtime_lines": runtime_lines(result),
+        "duration": format_duration(time.total_s) if time else None,
+        "load_duration": format_duration(result.load.seconds) if result.load else None,
+        "cli": cli_command(result.scenario, uploaded),
+    }

@@ -1,0 +1,134 @@
+"""Turning an HTTP request into engine inputs, safely.
+
+- The body is read with a size limit (413 past it) and must be one JSON object.
+- The server never reads a path the client names: `model` is a catalog name, a Hub id in the
+  Hub's `owner/name` syntax, or a display name for an uploaded `model_config` object.
+- Every problem is a TrainplanError naming the field, which the app answers with a 4xx.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from starlette.requests import Request
+
+from trainplan import catalog
+from trainplan.errors import InputError, TrainplanError, UnknownNameError
+from trainplan.hf import spec_from_config
+from trainplan.model import ModelSpec
+from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.web.schemas import MODEL_CONFIG_KEY
+
+MAX_BODY_BYTES = 256 * 1024
+
+# The Hub's repository id syntax: owner/name, letters, digits and - _ . (no leading dot, no '..').
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
+_PATH_HINT = re.compile(r"[\\/~]|^\.|\.\.|\x00|:")
+
+
+class BodyError(TrainplanError):
+    """A request that cannot be answered as asked: a body too large (413) or not a JSON object
+    (400), or a Hub lookup that timed out (504)."""
+
+    def __init__(self, status: int, message: str, field: str = "body") -> None:
+        self.status = status
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+async def read_json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The body as a dict; at most `limit` bytes are ever read."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise BodyError(413, f"request body larger than {limit // 1024} KiB")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyError(413, f"request body larger than {limit // 1024} KiB")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BodyError(400, f"not valid JSON ({error})") from None
+    except RecursionError:
+        raise BodyError(400, "JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise BodyError(400, "must be a JSON object of scenario fields")
+    return data
+
+
+@dataclass(frozen=True)
+class EngineInputs:
+    """A validated scenario and, when not a catalog name, the model spec to use."""
+
+    scenario: Scenario
+    model: ModelSpec | None
+    model_config: dict[str, Any] | None
+
+
+def engine_inputs(body: Mapping[str, Any]) -> EngineInputs:
+    """Split `model_config` off the body, validate the scenario, resolve the model safely."""
+    fields = dict(body)
+    config = fields.pop(MODEL_CONFIG_KEY, None)
+    if config is not None and not isinstance(config, dict):
+        raise InputError(MODEL_CONFIG_KEY, "must be a JSON object: the contents of a config.json")
+    if config is not None and not fields.get("model"):
+        fields["model"] = str(config.get("_name_or_path") or "custom model")[:200] or "custom model"
+    scenario = scenario_from_mapping(fields)
+    if config is not None:
+        return EngineInputs(scenario, spec_from_upload(config, scenario.model), config)
+    return EngineInputs(scenario, model_spec(scenario.model), None)
+
+
+def spec_from_upload(config: Mapping[str, Any], name: str) -> ModelSpec:
+    """The spec of an uploaded config.json; errors name `model_config` (and the config key)."""
+    return _spec(config, name, "uploaded config.json", MODEL_CONFIG_KEY)
+
+
+def _spec(config: Mapping[str, Any], name: str, source: str, field: str) -> ModelSpec:
+    """spec_from_config, with every failure an InputError naming `field` (and the config key)."""
+    try:
+        return spec_from_config(config, name, source=source)
+    except TrainplanError as error:
+        key = getattr(error, "field", "")
+        where = field if key in ("", "model") else f"{field}.{key}"
+        raise InputError(where, getattr(error, "message", str(error))) from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as error:
+        raise InputError(
+            field, f"cannot be read as a model config ({type(error).__name__}: {error})"
+        ) from None
+
+
+def model_spec(name: str) -> ModelSpec | None:
+    """None for a catalog name (the engine resolves it as the CLI does); a Hub id's spec;
+    an error for anything else. Never touches the server's file system."""
+    if catalog.find_model_record(name) is not None:
+        return None
+    if HUB_ID.match(name) and ".." not in name:
+        return hub_spec(name)
+    names = [record.name for record in catalog.model_records()]
+    if _PATH_HINT.search(name):
+        raise InputError(
+            "model",
+            f"{name!r} is neither a catalog model nor a Hub id (owner/name). The server reads no "
+            f"files: upload or paste the config.json instead",
+        )
+    raise UnknownNameError("model", name, names, "model")
+
+
+@lru_cache(maxsize=64)
+def hub_spec(hub_id: str) -> ModelSpec:
+    """The spec of a Hub model's config.json (cached; failures are not cached)."""
+    config = catalog.fetch_hub_config(hub_id)
+    return _spec(config, hub_id, f"hub:{hub_id}", "model")

@@ -1,0 +1,146 @@
+"""The JSON API: catalogs, field metadata and the estimate, each a thin call into the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from trainplan.catalog import find_model_record, model_records
+from trainplan.estimate import estimate
+from trainplan.gpus import gpu_catalog
+from trainplan.tables import rates, regions
+from trainplan.web.display import display
+from trainplan.web.hints import hints as make_hints
+from trainplan.web.inputs import BodyError, EngineInputs, engine_inputs, read_json_object
+from trainplan.web.schemas import (
+    MODEL_CONFIG_KEY,
+    ErrorBody,
+    GpuItem,
+    ModelItem,
+    RegionItem,
+    estimate_body_schema,
+    field_metadata,
+)
+
+router = APIRouter(prefix="/api", tags=["calculator"])
+HUB_TIMEOUT_S = 20.0
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "the body is not a JSON object"},
+    413: {"model": ErrorBody, "description": "the body is larger than 256 KiB"},
+    422: {"model": ErrorBody, "description": "a field has a bad value; `field` names it"},
+    504: {"model": ErrorBody, "description": "a Hub id lookup did not answer in time"},
+}
+
+
+def json_response(payload: Any, status: int = 200) -> Response:
+    """Compact JSON; non-finite numbers are refused rather than sent as invalid JSON."""
+    text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    return Response(text, status_code=status, media_type="application/json")
+
+
+@router.get("/fields", summary="Scenario fields: kinds, defaults, allowed values, help, form sections")
+def get_fields() -> dict[str, Any]:
+    """The field table the page builds its controls from (the CLI flags come from the same table)."""
+    return field_metadata()
+
+
+@router.get("/models", summary="The model catalog", response_model=list[ModelItem])
+def get_models() -> list[dict[str, Any]]:
+    """Every catalog model; `model` accepts the name, an alias or the Hub id."""
+    return [
+        {
+            "name": record.name,
+            "family": record.family,
+            "hub_id": record.hub_id,
+            "modality": record.modality,
+            "aliases": list(record.aliases),
+            "published_params": record.published_params,
+        }
+        for record in model_records()
+    ]
+
+
+@router.get("/gpus", summary="The GPU catalog", response_model=list[GpuItem], response_model_by_alias=True)
+def get_gpus() -> list[dict[str, Any]]:
+    """Every catalog GPU with its memory (bytes) and class."""
+    priced = rates()
+    return [
+        {
+            "name": gpu.name,
+            "aliases": list(gpu.aliases),
+            "vendor": gpu.vendor,
+            "class": gpu.gpu_class,
+            "memory_bytes": gpu.memory_bytes,
+            "has_price": gpu.name in priced,
+        }
+        for gpu in gpu_catalog()
+    ]
+
+
+@router.get("/regions", summary="Grid regions for CO2", response_model=list[RegionItem])
+def get_regions() -> list[dict[str, Any]]:
+    """Every grid region: cloud regions and countries with their carbon intensity."""
+    return [
+        {
+            "id": region.id,
+            "name": region.name,
+            "kind": region.kind,
+            "gco2e_per_kwh": region.gco2e_per_kwh,
+            "year": region.year,
+        }
+        for region in regions().values()
+    ]
+
+
+def estimate_payload(inputs: EngineInputs, with_hints: bool) -> dict[str, Any]:
+    """The CLI's `--json` result, plus `display` strings and `hints` (true numbers)."""
+    result = estimate(inputs.scenario, model=inputs.model)
+    payload = result.to_dict()
+    uploaded = inputs.model_config is not None
+    payload["display"] = display(result, uploaded)
+    payload["hints"] = (
+        [hint.to_dict() for hint in make_hints(inputs.scenario, result, inputs.model)] if with_hints else []
+    )
+    return payload
+
+
+@router.post(
+    "/estimate",
+    summary="Estimate memory, fit, time, cost and energy for one scenario",
+    responses={
+        200: {"description": "the same JSON as `trainplan estimate --json`, plus `display` and `hints`"},
+        **ERRORS,
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": estimate_body_schema()}},
+        }
+    },
+)
+async def post_estimate(
+    request: Request,
+    hints: bool = Query(True, description="also compute 'worth knowing' hints (each re-runs the estimate)"),
+) -> Response:
+    """Body: scenario fields as in a scenario file (absent fields take their defaults), and
+    optionally `model_config`, the contents of a config.json. A Hub id in `model` is fetched
+    with huggingface_hub when installed; the server never reads a path named in the request."""
+    body = await read_json_object(request)
+    model = body.get("model")
+    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and find_model_record(model) is None:
+        # Possibly a Hub lookup, which may wait on the network: keep it off the event loop.
+        try:
+            inputs = await asyncio.wait_for(run_in_threadpool(engine_inputs, body), HUB_TIMEOUT_S)
+        except TimeoutError:
+            raise BodyError(
+                504, f"the Hub did not answer within {HUB_TIMEOUT_S:.0f} s", field="model"
+            ) from None
+    else:
+        inputs = engine_inputs(body)
+    return json_response(estimate_payload(inputs, hints))

@@ -1,0 +1,236 @@
+"""What the API says about its inputs: field metadata for the page and the OpenAPI body schema.
+
+Both are generated from the Scenario field table (`trainplan.scenario.field_infos`), so a field
+added to the engine appears in the form and the API documentation without a change here. The
+only things this module adds are presentation: which section of the form a field sits in and
+which control draws it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from trainplan.cli import LORA_FLAGS, flag_name
+from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_infos, scenario_to_mapping
+
+# The body key for an uploaded or pasted config.json (never a path on the server).
+MODEL_CONFIG_KEY = "model_config"
+
+# LoRA settings are one nested scenario field; the form shows them as four controls.
+# (The engine's field table documents `lora` as a whole; these describe its parts.)
+LORA_PARTS: dict[str, FieldInfo] = {
+    "rank": FieldInfo("LoRA rank r", None, 1, 65536, "int"),
+    "alpha": FieldInfo("LoRA alpha (scales the update; no effect on memory)", None, None, None, "float"),
+    "targets": FieldInfo(
+        "which linear layers get adapters: qv, attention, all-linear, or comma-separated module names",
+        LORA_TARGET_PRESETS,
+        kind="targets",
+    ),
+    "dora": FieldInfo("DoRA: adds a magnitude vector per targeted layer", kind="bool"),
+}
+
+# Form sections, in page order. A field that none of them names lands in "advanced".
+SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("model", "Model", ("model",)),
+    (
+        "method",
+        "What is trained",
+        ("method", "lora.rank", "lora.targets", "lora.alpha", "lora.dora", "base_weights"),
+    ),
+    ("precision", "Precision and optimizer", ("precision", "optimizer")),
+    (
+        "batch",
+        "Batch and memory savers",
+        ("micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "attention"),
+    ),
+    (
+        "hardware",
+        "GPUs and parallelism",
+        (
+            "gpu",
+            "gpus",
+            "zero_stage",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "sequence_parallel",
+            "offload",
+        ),
+    ),
+    ("budget", "Training budget", ("train_tokens", "dataset_tokens", "epochs", "steps")),
+    ("cost", "Price and grid", ("pricing", "usd_per_gpu_hour", "region")),
+    ("advanced", "More assumptions", ()),
+)
+
+# Controls that are not a plain input/select: drawn from a catalog list or as a segmented choice.
+WIDGETS = {
+    "model": "model",
+    "gpu": "gpu",
+    "region": "region",
+    "method": "segmented",
+    "lora.targets": "targets",
+}
+
+
+def _kind(info: FieldInfo, default: Any) -> str:
+    """int | float | str | bool | targets: the declared kind, else the default's type."""
+    if info.kind:
+        return info.kind
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    return "str"
+
+
+def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any]:
+    """One field's metadata record."""
+    kind = _kind(info, default)
+    widget = WIDGETS.get(name) or (
+        "checkbox"
+        if kind == "bool"
+        else "select"
+        if info.choices
+        else "number"
+        if kind in ("int", "float")
+        else "text"
+    )
+    return {
+        "name": name,
+        "flag": flag,
+        "kind": kind,
+        "widget": widget,
+        "default": default,
+        "nullable": default is None,
+        "help": info.help,
+        "choices": list(info.choices) if info.choices else None,
+        "minimum": info.minimum,
+        "maximum": info.maximum,
+    }
+
+
+@cache
+def field_metadata() -> dict[str, Any]:
+    """Every scenario field (LoRA parts flattened to `lora.rank` ...) and the form sections."""
+    defaults = scenario_to_mapping(Scenario())
+    fields: list[dict[str, Any]] = []
+    for name, info in field_infos().items():
+        if name == "lora":
+            lora_flags = {part: flag for flag, part in LORA_FLAGS.items()}
+            for part, part_info in LORA_PARTS.items():
+                fields.append(
+                    _entry(f"lora.{part}", flag_name(lora_flags[part]), part_info, defaults["lora"][part])
+                )
+        else:
+            fields.append(_entry(name, flag_name(name), info, defaults[name]))
+    known = {field["name"] for field in fields}
+    placed = {name for _, _, names in SECTIONS for name in names}
+    sections = []
+    for key, title, names in SECTIONS:
+        members = [name for name in names if name in known]
+        if key == "advanced":
+            members += [field["name"] for field in fields if field["name"] not in placed]
+        sections.append({"id": key, "title": title, "fields": members})
+    return {"fields": fields, "sections": sections, "model_config_key": MODEL_CONFIG_KEY}
+
+
+def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema of one field value."""
+    kind = entry["kind"]
+    schema: dict[str, Any]
+    if kind == "bool":
+        schema = {"type": "boolean"}
+    elif kind == "int":
+        schema = {"type": "integer"}
+    elif kind == "float":
+        schema = {"type": "number"}
+    elif kind == "targets":
+        schema = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    elif entry["choices"]:
+        schema = {"type": "string", "enum": entry["choices"]}
+    else:
+        schema = {"type": "string"}
+    if entry["minimum"] is not None:
+        schema["minimum"] = entry["minimum"]
+    if entry["maximum"] is not None:
+        schema["maximum"] = entry["maximum"]
+    if entry["nullable"]:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    schema["description"] = entry["help"]
+    if entry["default"] is not None:
+        schema["default"] = entry["default"]
+    return schema
+
+
+@cache
+def estimate_body_schema() -> dict[str, Any]:
+    """OpenAPI schema of the POST /api/estimate body: scenario fields plus `model_config`."""
+    properties: dict[str, Any] = {}
+    lora: dict[str, Any] = {}
+    for entry in field_metadata()["fields"]:
+        if entry["name"].startswith("lora."):
+            lora[entry["name"].split(".", 1)[1]] = _json_type(entry)
+        else:
+            properties[entry["name"]] = _json_type(entry)
+    properties["lora"] = {
+        "type": "object",
+        "properties": lora,
+        "additionalProperties": False,
+        "description": field_infos()["lora"].help,
+    }
+    properties[MODEL_CONFIG_KEY] = {
+        "type": "object",
+        "description": "the contents of a Hugging Face config.json, used instead of looking `model` up "
+        "(then `model` is only the display name)",
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "example": {"model": "Llama-3.1-8B", "method": "qlora", "micro_batch": 2, "seq_len": 4096},
+    }
+
+
+class ModelItem(BaseModel):
+    """One catalog model."""
+
+    name: str
+    family: str
+    hub_id: str
+    modality: str
+    aliases: list[str]
+    published_params: int = Field(description="published parameter count")
+
+
+class GpuItem(BaseModel):
+    """One catalog GPU."""
+
+    name: str
+    aliases: list[str]
+    vendor: str
+    gpu_class: str = Field(alias="class", serialization_alias="class")
+    memory_bytes: int = Field(description="capacity the driver reports, bytes (divide by 1024^3 for GiB)")
+    has_price: bool = Field(description="whether the catalog has a default on-demand rate")
+
+
+class RegionItem(BaseModel):
+    """One grid region."""
+
+    id: str
+    name: str
+    kind: str
+    gco2e_per_kwh: float
+    year: int
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx: the field at fault (as in the scenario, e.g. `micro_batch` or `lora.rank`)."""
+
+    field: str | None
+    message: str
+    detail: str
+    suggestions: list[str] = []

@@ -1,0 +1,953 @@
+// trainplan web calculator. Builds the form from /api/fields and renders /api/estimate's JSON.
+// No formulas here: every figure comes from the server; this file only formats and draws.
+"use strict";
+(() => {
+  const GIB = 1024 ** 3;
+  const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
+  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "base_weights"];
+  const LABELS = {
+    model: "Model", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
+    "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", base_weights: "Base-weight precision",
+    precision: "Training precision", optimizer: "Optimizer", micro_batch: "Micro-batch",
+    grad_accum: "Gradient accumulation", seq_len: "Sequence length",
+    activation_checkpointing: "Activation checkpointing", attention: "Attention kernel", gpu: "GPU type",
+    gpus: "GPUs", zero_stage: "ZeRO stage", tensor_parallel: "Tensor parallel",
+    pipeline_parallel: "Pipeline parallel", sequence_parallel: "Sequence parallel", offload: "CPU offload",
+    train_tokens: "Training tokens", dataset_tokens: "Dataset tokens", epochs: "Epochs", steps: "Optimizer steps",
+    pricing: "Pricing", usd_per_gpu_hour: "Your rate, USD per GPU-hour", region: "Grid region",
+  };
+  const CHOICE_LABELS = { method: { full: "Full", lora: "LoRA", qlora: "QLoRA" } };
+  const PLACEHOLDERS = {
+    train_tokens: "2e9 (default)", dataset_tokens: "e.g. 5e8", steps: "e.g. 1000",
+    usd_per_gpu_hour: "catalog median rate", mfu: "trainplan's own model",
+  };
+  const HELP = {
+    model: "Search the catalog by name, family or Hub id; type a Hub id (owner/name); or use your own config.json.",
+  };
+  const WORDS = { gib: "GiB", usd: "USD", mfu: "MFU", pue: "PUE", gpu: "GPU", gpus: "GPUs", co2e: "CO2e" };
+  const COLORS = ["#3b5bdb", "#0ca678", "#f08c00", "#ae3ec9", "#e03131", "#1098ad", "#868e96", "#5c940d", "#d6336c"];
+
+  const state = {
+    meta: null, fields: {}, values: {}, controls: {}, config: null,
+    models: [], gpus: [], regions: [], result: null, seq: 0, controller: null, timer: 0, chart: null,
+  };
+
+  // ---------- small helpers ----------
+  const $ = (id) => document.getElementById(id);
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "text") node.textContent = value;
+      else if (key === "className") node.className = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined) node.append(child);
+    }
+    return node;
+  }
+  const nf2 = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const nf1 = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+  const nf0 = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+  const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
+  const gib = (bytes) => `${nf2.format(bytes / GIB)} GiB`;
+  const usd = (value) =>
+    new Intl.NumberFormat("en-US", {
+      style: "currency", currency: "USD", maximumFractionDigits: Math.abs(value) < 100 ? 2 : 0,
+    }).format(value);
+  const seconds = (value) => (value >= 100 ? `${nf0.format(value)} s` : `${value.toPrecision(3)} s`);
+  const normalise = (text) => String(text).toLowerCase().replace(/[\s_\-/]+/g, "");
+  function label(name) {
+    if (LABELS[name]) return LABELS[name];
+    const words = name.replace(/^lora\./, "lora ").split("_").map((word) => WORDS[word] || word);
+    const text = words.join(" ");
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+  function asText(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value === "boolean") return value ? "true" : "false";
+    if (Array.isArray(value)) return value.join(",");
+    return String(value);
+  }
+  function isDefault(field, text) {
+    const def = asText(field.default);
+    if (text === def) return true;
+    if ((field.kind === "int" || field.kind === "float") && text !== "" && def !== "") {
+      return Number(text) === Number(def);
+    }
+    return false;
+  }
+  async function getJSON(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    return response.json();
+  }
+  function b64encode(text) {
+    const bytes = new TextEncoder().encode(text);
+    let binary = "";
+    for (const byte of bytes) binary += String.fromCharCode(byte);
+    return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+  function b64decode(text) {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+  }
+
+  // ---------- URL <-> scenario ----------
+  function readUrl() {
+    const values = {};
+    const params = new URLSearchParams(location.search);
+    for (const [key, value] of params) {
+      if (key === "config") {
+        try {
+          const parsed = JSON.parse(b64decode(value));
+          if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) state.config = parsed;
+        } catch (error) {
+          console.warn("ignoring an unreadable config in the link", error);
+        }
+      } else {
+        values[key] = value;
+      }
+    }
+    return values;
+  }
+  function shareUrl() {
+    const params = new URLSearchParams();
+    params.set("model", state.values.model || "");
+    for (const field of state.meta.fields) {
+      const text = state.values[field.name];
+      if (field.name === "model" || text === undefined || text === "" || isDefault(field, text)) continue;
+      params.set(field.name, text);
+    }
+    let note = false;
+    if (state.config) {
+      const encoded = b64encode(JSON.stringify(state.config));
+      if (encoded.length <= 8000) params.set("config", encoded);
+      else note = true;
+    }
+    return { url: `${location.pathname}?${params.toString().replace(/%2F/g, "/")}`, note };
+  }
+  function writeUrl() {
+    if (!state.meta) return;
+    const { url } = shareUrl();
+    history.replaceState(null, "", url);
+    $("share-link").value = location.origin + url;
+  }
+
+  // ---------- requests ----------
+  function buildBody(values) {
+    const body = {};
+    for (const [name, text] of Object.entries(values)) {
+      if (text === "" || text === undefined || text === null) continue;
+      if (name.startsWith("lora.")) (body.lora ||= {})[name.slice(5)] = text;
+      else body[name] = text;
+    }
+    if (state.config) body[state.meta ? state.meta.model_config_key : "model_config"] = state.config;
+    return body;
+  }
+  function schedule(delay) {
+    clearTimeout(state.timer);
+    state.timer = setTimeout(update, delay);
+  }
+  function update() {
+    writeUrl();
+    send(buildBody(state.values));
+  }
+  async function send(body) {
+    const seq = ++state.seq;
+    if (state.controller) state.controller.abort();
+    const controller = new AbortController();
+    state.controller = controller;
+    const results = $("results");
+    results.classList.add("stale");
+    results.setAttribute("aria-busy", "true");
+    document.body.dataset.state = "loading";
+    let data;
+    let ok = false;
+    try {
+      const response = await fetch("/api/estimate", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body), signal: controller.signal,
+      });
+      data = await response.json();
+      ok = response.ok;
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      data = { field: null, message: `could not reach the server (${error.message})` };
+    }
+    if (seq !== state.seq) return;
+    results.setAttribute("aria-busy", "false");
+    if (!ok) {
+      showError(data);
+      document.body.dataset.state = "error";
+      return;
+    }
+    clearErrors();
+    results.classList.remove("stale");
+    state.result = data;
+    render(data);
+    document.body.dataset.state = "ready";
+    document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
+    if (document.body.dataset.renders === "1") performance.mark("trainplan:first-result");
+  }
+
+  // ---------- errors ----------
+  function controlFor(field) {
+    if (!field) return null;
+    if (field.startsWith("model_config")) return { name: "model", node: $("f-model-config") };
+    if (state.controls[field]) return { name: field, node: state.controls[field].focus };
+    return null;
+  }
+  function showError(data) {
+    clearErrors();
+    const banner = $("error");
+    const where = data.field ? `${label(data.field)} (${data.field}): ` : "";
+    banner.textContent = `${where}${data.message || "the server refused this scenario"}`;
+    if (data.suggestions && data.suggestions.length) {
+      banner.append(" ", h("span", { text: "Did you mean: " }));
+      data.suggestions.forEach((name, index) => {
+        if (index) banner.append(", ");
+        banner.append(
+          h("button", {
+            type: "button", className: "btn btn-small", text: name,
+            onclick: () => setValue(data.field, name, true),
+          }),
+        );
+      });
+    }
+    banner.hidden = false;
+    const target = controlFor(data.field);
+    if (target) {
+      const wrapper = document.querySelector(`[data-field="${target.name}"]`);
+      const slot = wrapper && wrapper.querySelector(".field-error");
+      if (slot) slot.textContent = data.message;
+      if (target.node) target.node.setAttribute("aria-invalid", "true");
+    }
+    $("summary").replaceChildren(h("span", { className: "nofit", text: `Needs a fix: ${banner.textContent}` }));
+  }
+  function clearErrors() {
+    $("error").hidden = true;
+    for (const slot of document.querySelectorAll(".field-error")) slot.textContent = "";
+    for (const node of document.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+  }
+
+  // ---------- controls ----------
+  function onEdit(name, value, delay) {
+    state.values[name] = value;
+    if (name === "method") {
+      // a full fine-tune has no frozen base: its precision setting no longer applies
+      if (value === "full" && state.values.base_weights) setValue("base_weights", "", false);
+      applyVisibility();
+    }
+    schedule(delay);
+  }
+  function setValue(name, value, now) {
+    const text = asText(value);
+    state.values[name] = text;
+    if (state.controls[name]) state.controls[name].set(text);
+    applyVisibility();
+    if (now) schedule(0);
+  }
+  function fieldShell(field, control, inputId, options = {}) {
+    const helpId = `${inputId}-help`;
+    const wrapper = h("div", { className: "field", "data-field": field.name });
+    if (!options.noLabel) {
+      wrapper.append(h("label", { for: inputId }, label(field.name), h("span", { className: "flag", text: field.flag, "aria-hidden": "true" })));
+    }
+    const help = h("span", { className: "help", id: helpId, text: HELP[field.name] || field.help });
+    if (options.after) wrapper.append(control, help, options.after);
+    else wrapper.append(control, help);
+    wrapper.append(h("span", { className: "field-error", id: `${inputId}-error`, role: "alert" }));
+    return wrapper;
+  }
+  function describe(node, inputId) {
+    node.setAttribute("aria-describedby", `${inputId}-help ${inputId}-error`);
+  }
+  function numberControl(field, inputId) {
+    const small = field.kind === "int" && field.minimum !== null && field.maximum !== null && field.maximum - field.minimum <= 8;
+    if (small) {
+      const choices = [];
+      for (let value = field.minimum; value <= field.maximum; value += 1) choices.push(String(value));
+      return selectControl(field, inputId, choices);
+    }
+    const input = h("input", {
+      id: inputId, type: "text", inputmode: field.kind === "int" ? "numeric" : "decimal", autocomplete: "off",
+      spellcheck: "false", placeholder: PLACEHOLDERS[field.name] || (field.nullable ? "auto" : null),
+    });
+    describe(input, inputId);
+    input.addEventListener("input", () => onEdit(field.name, input.value.trim(), 350));
+    return { node: input, focus: input, get: () => input.value.trim(), set: (text) => { input.value = text; } };
+  }
+  function selectControl(field, inputId, choices) {
+    const select = h("select", { id: inputId });
+    if (field.nullable) select.append(h("option", { value: "", text: "auto" }));
+    const names = CHOICE_LABELS[field.name] || {};
+    for (const choice of choices) select.append(h("option", { value: choice, text: names[choice] || choice }));
+    describe(select, inputId);
+    select.addEventListener("change", () => onEdit(field.name, select.value, 0));
+    return { node: select, focus: select, get: () => select.value, set: (text) => { select.value = text; } };
+  }
+  function checkboxControl(field, inputId) {
+    const input = h("input", { id: inputId, type: "checkbox" });
+    describe(input, inputId);
+    input.addEventListener("change", () => onEdit(field.name, input.checked ? "true" : "false", 0));
+    const node = h("label", { className: "check", for: inputId }, input, label(field.name),
+      h("span", { className: "flag", text: field.flag, "aria-hidden": "true" }));
+    return {
+      node, focus: input, noLabel: true,
+      get: () => (input.checked ? "true" : "false"),
+      set: (text) => { input.checked = text === "true"; },
+    };
+  }
+  function segmentedControl(field, inputId) {
+    const labelId = `${inputId}-label`;
+    const group = h("div", { className: "segmented", role: "radiogroup", "aria-labelledby": labelId });
+    const names = CHOICE_LABELS[field.name] || {};
+    const radios = field.choices.map((choice, index) => {
+      const radio = h("input", { type: "radio", name: inputId, value: choice, id: index ? `${inputId}-${choice}` : inputId });
+      radio.addEventListener("change", () => onEdit(field.name, choice, 0));
+      group.append(h("label", {}, radio, h("span", { text: names[choice] || choice })));
+      return radio;
+    });
+    const node = h("div", {}, h("span", { className: "label", id: labelId }, label(field.name),
+      h("span", { className: "flag", text: field.flag, "aria-hidden": "true" })), group);
+    return {
+      node, focus: group, noLabel: true,
+      get: () => (radios.find((radio) => radio.checked) || {}).value || "",
+      set: (text) => radios.forEach((radio) => { radio.checked = radio.value === text; }),
+    };
+  }
+  function targetsControl(field, inputId) {
+    const select = h("select", { id: inputId });
+    for (const choice of field.choices) select.append(h("option", { value: choice, text: choice }));
+    select.append(h("option", { value: "__custom", text: "module names…" }));
+    const customId = `${inputId}-custom`;
+    const custom = h("input", {
+      id: customId, type: "text", placeholder: "q_proj,v_proj,gate_proj", "aria-label": "LoRA target module names",
+      autocomplete: "off", spellcheck: "false", hidden: true,
+    });
+    describe(select, inputId);
+    const get = () => (select.value === "__custom" ? custom.value.trim() : select.value);
+    select.addEventListener("change", () => {
+      custom.hidden = select.value !== "__custom";
+      if (!custom.hidden) custom.focus();
+      onEdit(field.name, get(), 0);
+    });
+    custom.addEventListener("input", () => onEdit(field.name, get(), 400));
+    const set = (text) => {
+      if (field.choices.includes(text)) {
+        select.value = text;
+        custom.hidden = true;
+      } else {
+        select.value = "__custom";
+        custom.value = text;
+        custom.hidden = false;
+      }
+    };
+    return { node: h("div", {}, select, custom), focus: select, get, set };
+  }
+  function catalogSelect(field, inputId, groups, optionFor) {
+    const select = h("select", { id: inputId });
+    for (const [title, items] of groups) {
+      const group = h("optgroup", { label: title });
+      for (const item of items) group.append(optionFor(item));
+      select.append(group);
+    }
+    describe(select, inputId);
+    select.addEventListener("change", () => onEdit(field.name, select.value, 0));
+    const set = (text) => {
+      const options = [...select.options];
+      let match = options.find((option) => option.value === text);
+      if (!match) match = options.find((option) => (option.dataset.keys || "").split("|").includes(normalise(text)));
+      if (!match && text) {
+        match = h("option", { value: text, text: `${text} (not in the catalog)` });
+        select.prepend(match);
+      }
+      if (match) select.value = match.value;
+    };
+    return { node: select, focus: select, get: () => select.value, set };
+  }
+  function groupBy(items, key) {
+    const groups = new Map();
+    for (const item of items) {
+      if (!groups.has(item[key])) groups.set(item[key], []);
+      groups.get(item[key]).push(item);
+    }
+    return [...groups.entries()];
+  }
+  function gpuControl(field, inputId) {
+    return catalogSelect(field, inputId, groupBy(state.gpus, "class"), (gpu) =>
+      h("option", {
+        value: gpu.name, text: `${gpu.name} · ${nf1.format(gpu.memory_bytes / GIB)} GiB`,
+        "data-keys": [gpu.name, ...gpu.aliases].map(normalise).join("|"),
+      }));
+  }
+  function regionControl(field, inputId) {
+    return catalogSelect(field, inputId, groupBy(state.regions, "kind"), (region) =>
+      h("option", {
+        value: region.id, text: `${region.id} · ${region.name}`,
+        "data-keys": normalise(region.id),
+      }));
+  }
+
+  // The model picker: a searchable combobox over the catalog, a Hub id, or an uploaded config.json.
+  function modelControl(field, inputId) {
+    const listId = `${inputId}-list`;
+    const input = h("input", {
+      id: inputId, type: "text", role: "combobox", "aria-autocomplete": "list", "aria-expanded": "false",
+      "aria-controls": listId, autocomplete: "off", spellcheck: "false",
+      placeholder: "Search: llama, qwen 7b, mixtral… or owner/name",
+    });
+    describe(input, inputId);
+    const list = h("ul", { id: listId, role: "listbox", className: "combo-list", "aria-label": "Catalog models", hidden: true });
+    let active = -1;
+    let shown = [];
+    const close = () => {
+      list.hidden = true;
+      input.setAttribute("aria-expanded", "false");
+      input.removeAttribute("aria-activedescendant");
+      active = -1;
+    };
+    const mark = (index) => {
+      active = index;
+      [...list.children].forEach((item, i) => item.setAttribute("aria-selected", String(i === index)));
+      if (index >= 0 && list.children[index]) {
+        input.setAttribute("aria-activedescendant", list.children[index].id);
+        list.children[index].scrollIntoView({ block: "nearest" });
+      }
+    };
+    const commit = (name) => {
+      close();
+      input.value = name;
+      if (state.config) return;
+      if (state.values.model !== name) onEdit("model", name, 0);
+    };
+    const open = () => {
+      const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+      shown = state.models.filter((model) => {
+        const hay = `${model.name} ${model.family} ${model.hub_id} ${model.aliases.join(" ")}`.toLowerCase();
+        return words.every((word) => hay.includes(word));
+      }).slice(0, 80);
+      list.replaceChildren(...shown.map((model, index) =>
+        h("li", {
+          id: `${listId}-${index}`, role: "option", "aria-selected": "false",
+          onmousedown: (event) => { event.preventDefault(); commit(model.name); },
+        }, h("span", { text: model.name }),
+        h("span", { className: "meta", text: `${model.family} · ${compact.format(model.published_params)}` }))));
+      if (!shown.length) {
+        const hint = input.value.includes("/") ? "Not in the catalog: press Enter to look up this Hub id" : "No catalog model matches";
+        list.append(h("li", { className: "empty", role: "option", "aria-disabled": "true", text: hint }));
+      }
+      list.hidden = false;
+      input.setAttribute("aria-expanded", "true");
+      mark(shown.length ? 0 : -1);
+    };
+    input.addEventListener("input", open);
+    input.addEventListener("focus", () => input.select());
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        if (list.hidden) open();
+        else if (shown.length) mark((active + (event.key === "ArrowDown" ? 1 : shown.length - 1)) % shown.length);
+      } else if (event.key === "Enter") {
+        event.preventDefault();
+        commit(!list.hidden && active >= 0 && shown[active] ? shown[active].name : input.value.trim());
+      } else if (event.key === "Escape") {
+        close();
+        input.value = state.values.model || "";
+      }
+    });
+    input.addEventListener("blur", () => {
+      close();
+      const text = input.value.trim();
+      if (text && text !== state.values.model && !state.config) onEdit("model", text, 0);
+    });
+
+    // config.json: upload a file or paste it
+    const fileId = `${inputId}-file`;
+    const pasteId = `${inputId}-config`;
+    const file = h("input", { id: fileId, type: "file", accept: ".json,application/json" });
+    const paste = h("textarea", { id: pasteId, spellcheck: "false", placeholder: '{"model_type": "llama", "hidden_size": 4096, …}' });
+    const chip = h("div", { className: "chip", hidden: true });
+    const useConfig = (text, source) => {
+      let parsed;
+      try {
+        parsed = JSON.parse(text);
+      } catch (error) {
+        showError({ field: "model_config", message: `not valid JSON: ${error.message}` });
+        return;
+      }
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+        showError({ field: "model_config", message: "must be a JSON object (the contents of config.json)" });
+        return;
+      }
+      state.config = parsed;
+      const name = String(parsed._name_or_path || source || "custom model").slice(0, 120);
+      state.values.model = name;
+      showConfig();
+      schedule(0);
+    };
+    const showConfig = () => {
+      const on = Boolean(state.config);
+      chip.hidden = !on;
+      input.disabled = on;
+      input.value = state.values.model || "";
+      chip.replaceChildren(
+        h("span", { text: `Using your config.json (${state.values.model})` }),
+        h("button", {
+          type: "button", className: "btn btn-small", text: "Remove", "aria-label": "Stop using the uploaded config",
+          onclick: () => {
+            state.config = null;
+            paste.value = "";
+            file.value = "";
+            state.values.model = asText(state.fields.model.default);
+            showConfig();
+            schedule(0);
+          },
+        }),
+      );
+    };
+    file.addEventListener("change", async () => {
+      if (file.files && file.files[0]) useConfig(await file.files[0].text(), "");
+    });
+    const upload = h("details", { className: "upload" },
+      h("summary", { text: "Use your own config.json" }),
+      h("div", { className: "field" }, h("label", { for: fileId, text: "Upload config.json" }), file),
+      h("div", { className: "field" }, h("label", { for: pasteId, text: "or paste its contents" }), paste,
+        h("div", { className: "btns" },
+          h("button", { type: "button", className: "btn", text: "Use pasted config", onclick: () => useConfig(paste.value, "") }))),
+    );
+    if (state.config) {
+      upload.open = true;
+      paste.value = JSON.stringify(state.config, null, 2);
+    }
+    const node = h("div", {}, h("div", { className: "combo" }, input, list), chip);
+    return {
+      node, focus: input, showConfig, after: upload,
+      get: () => state.values.model,
+      set: (text) => { input.value = text; showConfig(); },
+    };
+  }
+
+  function makeControl(field) {
+    const inputId = `f-${field.name.replace(/\./g, "-")}`;
+    const kinds = {
+      model: modelControl, gpu: gpuControl, region: regionControl, segmented: segmentedControl,
+      targets: targetsControl, checkbox: checkboxControl, number: numberControl,
+      select: (f, id) => selectControl(f, id, f.choices),
+    };
+    const control = (kinds[field.widget] || numberControl)(field, inputId);
+    if (field.widget === "text") {
+      control.node.setAttribute("inputmode", "text");
+      control.node.placeholder = "";
+    }
+    state.controls[field.name] = control;
+    return fieldShell(field, control.node, inputId, { noLabel: control.noLabel, after: control.after });
+  }
+
+  function budgetModeControl() {
+    const modes = [["tokens", "Tokens"], ["dataset", "Dataset"], ["steps", "Steps"]];
+    const group = h("div", { className: "segmented", role: "radiogroup", "aria-labelledby": "budget-mode-label" });
+    const current = state.values.steps ? "steps" : state.values.dataset_tokens ? "dataset" : "tokens";
+    for (const [mode, text] of modes) {
+      const radio = h("input", { type: "radio", name: "budget-mode", value: mode, id: `budget-${mode}`, checked: mode === current });
+      radio.addEventListener("change", () => {
+        for (const [other, names] of Object.entries(BUDGET_FIELDS)) {
+          if (other === mode) continue;
+          for (const name of names) {
+            if (name !== "epochs" && state.values[name]) setValue(name, "", false);
+          }
+        }
+        applyVisibility();
+        schedule(0);
+      });
+      group.append(h("label", {}, radio, h("span", { text })));
+    }
+    return h("div", { className: "field" }, h("span", { className: "label", id: "budget-mode-label", text: "Budget by" }), group);
+  }
+
+  function applyVisibility() {
+    const full = state.values.method === "full";
+    for (const name of LORA_ONLY) {
+      const node = document.querySelector(`[data-field="${name}"]`);
+      if (node) node.hidden = full;
+    }
+    const checked = document.querySelector('input[name="budget-mode"]:checked');
+    if (checked) {
+      for (const [mode, names] of Object.entries(BUDGET_FIELDS)) {
+        for (const name of names) {
+          const node = document.querySelector(`[data-field="${name}"]`);
+          if (node) node.hidden = mode !== checked.value;
+        }
+      }
+    }
+  }
+
+  function buildForm() {
+    const form = $("controls");
+    form.replaceChildren();
+    form.addEventListener("submit", (event) => event.preventDefault());
+    const reset = h("button", {
+      type: "button", className: "btn btn-small", text: "Reset to defaults",
+      onclick: () => {
+        state.config = null;
+        state.values = defaults();
+        for (const [name, control] of Object.entries(state.controls)) control.set(state.values[name] || "");
+        applyVisibility();
+        schedule(0);
+      },
+    });
+    form.append(h("div", { className: "form-head" }, reset));
+    for (const section of state.meta.sections) {
+      const fields = section.fields.map((name) => state.fields[name]).filter(Boolean);
+      if (!fields.length) continue;
+      const children = [];
+      if (section.id === "budget") children.push(budgetModeControl());
+      children.push(...fields.map(makeControl));
+      if (section.id === "advanced") {
+        form.append(h("details", { className: "section" }, h("summary", { className: "section-title", text: section.title }),
+          h("fieldset", {}, h("legend", { className: "visually-hidden", text: section.title }), children)));
+      } else {
+        form.append(h("fieldset", {}, h("legend", { text: section.title }), children));
+      }
+    }
+    for (const [name, control] of Object.entries(state.controls)) control.set(state.values[name] || "");
+    applyVisibility();
+  }
+
+  function defaults() {
+    const values = {};
+    for (const field of state.meta.fields) values[field.name] = asText(field.default);
+    return values;
+  }
+
+  // ---------- rendering ----------
+  function capacityOf(result) {
+    return result.fit.find((row) => row.gpu === result.gpu);
+  }
+  function render(result) {
+    const display = result.display;
+    const row = capacityOf(result);
+    const scenario = result.scenario;
+    const fits = row ? row.fits : false;
+
+    // summary strip
+    const summary = [h("span", { text: `${display.total} per GPU` }), h("span", { className: "sep", text: "·" })];
+    if (row) {
+      summary.push(h("span", {
+        className: fits ? "fits" : "nofit",
+        text: fits ? `fits ${row.gpu} (${gib(row.free_bytes)} free)` : `does not fit ${row.gpu} (short ${gib(-row.free_bytes)})`,
+      }));
+    }
+    if (display.duration) summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: display.duration }));
+    if (result.cost && result.cost.usd !== null) summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: usd(result.cost.usd) }));
+    $("summary").replaceChildren(...summary);
+
+    // headline cards
+    $("total").textContent = display.total;
+    const totalCard = $("total").closest(".card");
+    totalCard.classList.toggle("fits", fits);
+    totalCard.classList.toggle("nofit", !fits);
+    $("total-detail").replaceChildren(
+      h("span", { className: `badge ${fits ? "ok" : "no"}`, text: fits ? "fits" : "does not fit" }),
+      ` ${row ? `${row.gpu} holds ${gib(row.memory_bytes)}` : ""}; peak during ${result.memory.peak_phase}`,
+    );
+    $("trainable").textContent = display.trainable;
+    $("trainable-detail").textContent =
+      `${display.trainable_percent} of ${display.total_params} params` +
+      (scenario.method === "full" ? " (every weight)" : ` (${scenario.method === "qlora" ? "QLoRA" : "LoRA"} adapters)`) +
+      (result.params.approximate ? "; approximate: MLP width not in the config" : "");
+    $("weights").textContent = display.weights;
+    const base = result.assumptions.base_weights;
+    const sharded = scenario.zero_stage === 3 || scenario.tensor_parallel > 1 || scenario.pipeline_parallel > 1;
+    $("weights-detail").textContent =
+      (base ? `frozen base in ${base}, plus adapters` : `trainable weights, ${scenario.precision}`) +
+      (sharded && scenario.gpus > 1 ? "; this GPU's share" : "");
+    $("batch-line").textContent = display.batch_line;
+
+    renderBreakdown(result, row);
+    renderHints(result);
+    renderFit(result);
+    renderRun(result);
+    renderShare(result);
+  }
+
+  function renderBreakdown(result, row) {
+    const perGpu = result.memory.per_gpu;
+    const terms = Object.keys(perGpu.kinds);
+    $("terms").tBodies[0].replaceChildren(...terms.map((term) =>
+      h("tr", { "data-term": term },
+        h("th", { scope: "row", text: term }),
+        h("td", { className: "num", text: nf2.format(perGpu[`${term}_bytes`] / GIB) }),
+        h("td", {}, h("span", { className: `badge ${perGpu.kinds[term]}`, text: perGpu.kinds[term] })),
+        h("td", { text: perGpu.notes[term] }))));
+    $("terms-total").textContent = nf2.format(perGpu.total_bytes / GIB);
+    $("breakdown-caption").textContent =
+      `Each bar is one moment of a training step on the busiest GPU; the peak (${result.memory.peak_phase}) sets the total.` +
+      (row ? ` The dashed line is the ${row.gpu}'s ${gib(row.memory_bytes)}.` : "");
+    const offload = $("offload-note");
+    offload.hidden = !result.memory.cpu_offload_bytes;
+    offload.textContent = `CPU memory for offloaded state: ${gib(result.memory.cpu_offload_bytes)} per GPU.`;
+    renderChart(result, terms, row);
+  }
+
+  function stripes(color) {
+    const tile = document.createElement("canvas");
+    tile.width = 8;
+    tile.height = 8;
+    const ctx = tile.getContext("2d");
+    ctx.fillStyle = `${color}40`;
+    ctx.fillRect(0, 0, 8, 8);
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(-2, 10);
+    ctx.lineTo(10, -2);
+    ctx.moveTo(-2, 2);
+    ctx.lineTo(2, -2);
+    ctx.moveTo(6, 10);
+    ctx.lineTo(10, 6);
+    ctx.stroke();
+    return ctx.createPattern(tile, "repeat");
+  }
+
+  const capacityLine = {
+    id: "capacityLine",
+    afterDatasetsDraw(chart, args, options) {
+      if (!options.bytes) return;
+      const x = chart.scales.x.getPixelForValue(options.bytes / GIB);
+      const { top, bottom } = chart.chartArea;
+      const ctx = chart.ctx;
+      ctx.save();
+      ctx.strokeStyle = options.color;
+      ctx.setLineDash([5, 4]);
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, bottom);
+      ctx.stroke();
+      ctx.restore();
+    },
+  };
+
+  function renderChart(result, terms, row) {
+    const canvas = $("memory-chart");
+    if (window.Chart) {
+      drawChart(window.Chart, canvas, result, terms, row);
+    } else {
+      // The chart library is missing (not built) or failed to load: the table has every figure.
+      $("chart-missing").hidden = false;
+      canvas.parentElement.hidden = true;
+    }
+    document.body.dataset.chart = String(Number(document.body.dataset.renders || 0) + 1);
+    if (!performance.getEntriesByName("trainplan:first-chart").length) performance.mark("trainplan:first-chart");
+  }
+
+  function drawChart(Chart, canvas, result, terms, row) {
+    const styles = getComputedStyle(document.body);
+    const ink = styles.getPropertyValue("--muted").trim() || "#555";
+    const line = styles.getPropertyValue("--line").trim() || "#ddd";
+    const phases = Object.keys(result.memory.phases);
+    const labels = phases.map((phase) => (phase === result.memory.peak_phase ? `${phase} (peak)` : phase));
+    const kinds = result.memory.per_gpu.kinds;
+    const datasets = terms.map((term, index) => {
+      const color = COLORS[index % COLORS.length];
+      return {
+        label: `${term} (${kinds[term]})`,
+        data: phases.map((phase) => (result.memory.phases[phase][`${term}_bytes`] || 0) / GIB),
+        backgroundColor: kinds[term] === "exact" ? color : stripes(color),
+        borderColor: color, borderWidth: 1, stack: "memory",
+      };
+    });
+    const capacity = row ? row.memory_bytes : 0;
+    const peak = result.memory.per_gpu.total_bytes;
+    const options = {
+      indexAxis: "y", animation: false, responsive: true, maintainAspectRatio: false,
+      scales: {
+        x: { stacked: true, suggestedMax: Math.max(capacity, peak) / GIB * 1.04, title: { display: true, text: "GiB per GPU", color: ink }, ticks: { color: ink }, grid: { color: line } },
+        y: { stacked: true, ticks: { color: ink }, grid: { display: false } },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 14, color: ink } },
+        tooltip: { callbacks: { label: (ctx) => `${ctx.dataset.label}: ${nf2.format(ctx.parsed.x)} GiB` } },
+        capacityLine: { bytes: capacity, color: styles.getPropertyValue("--bad").trim() || "#b42318" },
+      },
+    };
+    if (!state.chart) {
+      state.chart = new Chart(canvas, { type: "bar", data: { labels, datasets }, options, plugins: [capacityLine] });
+    } else {
+      state.chart.data.labels = labels;
+      state.chart.data.datasets = datasets;
+      state.chart.options = options;
+      state.chart.update("none");
+    }
+  }
+
+  function renderHints(result) {
+    const list = $("hints");
+    const items = result.hints.map((hint) =>
+      h("li", { "data-hint": hint.id },
+        h("div", {},
+          h("div", { className: "hint-title" },
+            ...hint.tags.map((tag) => tag === "fit"
+              ? h("span", { className: `badge tag ${hint.fits ? "ok" : "short"}`, text: hint.fits ? "fits" : "still short" })
+              : h("span", { className: "badge tag exact", text: tag })),
+            hint.title),
+          h("div", { className: "hint-text", text: hint.text })),
+        h("button", {
+          type: "button", className: "btn btn-small", text: "Apply", "aria-label": `Apply: ${hint.title}`,
+          onclick: () => applyChange(hint.change),
+        })));
+    if (!items.length) items.push(h("li", { className: "empty-note", text: "Nothing to add for this scenario." }));
+    list.replaceChildren(...items);
+    const notes = [
+      ...result.warnings.map((text) => h("li", { text: `Note: ${text}` })),
+      ...result.approximations.map((text) => h("li", { text: `Approximate: ${text}` })),
+    ];
+    $("notes").replaceChildren(...notes);
+  }
+
+  function applyChange(change) {
+    for (const [name, value] of Object.entries(change)) setValue(name, value, false);
+    const checked = document.querySelector('input[name="budget-mode"]:checked');
+    if (checked) applyVisibility();
+    schedule(0);
+  }
+
+  function renderFit(result) {
+    $("fit-summary").textContent = result.display.fit_summary;
+    const groups = groupBy(result.fit, "class").map(([cls, rows]) =>
+      h("div", { className: "fit-group" },
+        h("h3", { text: `${cls.charAt(0).toUpperCase()}${cls.slice(1)}: ${rows.filter((row) => row.fits).length} of ${rows.length} fit` }),
+        h("ul", { className: "fit-list", "aria-label": `${cls} GPUs` }, rows.map((row) =>
+          h("li", { className: row.gpu === result.gpu ? "current" : "", "data-gpu": row.gpu, "data-fits": String(row.fits) },
+            h("div", { className: "gpu-line" },
+              h("button", {
+                type: "button", className: "gpu-name", text: row.gpu, title: `${row.gpu}: use this GPU`,
+                "aria-label": `${row.gpu}: use this GPU`, onclick: () => setValue("gpu", row.gpu, true),
+              }),
+              h("span", { className: "mark", text: row.fits ? "✓ fits" : "✗ no" })),
+            h("div", { className: "gpu-mem" },
+              `${gib(row.memory_bytes)} · `,
+              h("span", {
+                className: `free${row.fits ? "" : " short"}`,
+                text: row.fits ? `${gib(row.free_bytes)} free` : `short ${gib(-row.free_bytes)}`,
+              })))))));
+    $("fit").replaceChildren(...groups);
+  }
+
+  function card(title, value, detail, id) {
+    return h("article", { className: "card", "data-card": id },
+      h("h3", { text: title }), h("p", { className: "big", text: value }), h("p", { className: "muted", text: detail }));
+  }
+
+  function renderRun(result) {
+    const { time, cost, energy, load, display, scenario } = result;
+    const cards = [];
+    if (time) {
+      cards.push(card("Time", display.duration, `${nf0.format(time.steps)} steps × ${seconds(time.step_s)}; ${compact.format(time.train_tokens)} tokens`, "time"));
+      cards.push(card("GPU-hours", nf1.format(time.gpu_hours), `${scenario.gpus} × ${result.gpu}`, "gpu_hours"));
+      cards.push(card("Throughput", `${compact.format(time.tokens_per_s)} tok/s`, `MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput"));
+    } else {
+      cards.push(card("Time", "–", `${result.gpu} cannot run ${scenario.precision} as assumed`, "time"));
+    }
+    if (cost) {
+      cards.push(cost.usd === null
+        ? card("Cost", "–", cost.rate_source, "cost")
+        : card("Cost", usd(cost.usd), `${cost.pricing} at ${usd(cost.usd_per_gpu_hour)}/GPU-h${cost.discount ? ` (−${nf0.format(cost.discount * 100)}%)` : ""}; ${usd(cost.usd_per_million_tokens)} per M tokens`, "cost"));
+    }
+    if (energy && energy.kwh !== null) {
+      cards.push(card("Energy", `${nf0.format(energy.kwh)} kWh`, `PUE ${energy.pue ?? result.assumptions.pue}; ${nf0.format(energy.gpu_power_w || 0)} W per GPU`, "energy"));
+      cards.push(card("CO2e", `${nf1.format(energy.co2e_kg)} kg`, `${energy.region}: ${nf0.format(energy.gco2e_per_kwh)} g/kWh`, "co2"));
+    }
+    if (load) cards.push(card("Load weights", display.load_duration, `from ${load.source}, ${load.parallel ? "sharded parallel" : "single stream"}`, "load"));
+    $("run-cards").replaceChildren(...cards);
+
+    const steps = time ? Object.entries(time.step_breakdown_s) : [];
+    $("step-table").tBodies[0].replaceChildren(...steps.map(([part, value]) =>
+      h("tr", {}, h("th", { scope: "row", text: part.replace(/_/g, " ") }),
+        h("td", { className: "num", text: `${seconds(value)}${time.step_s ? ` (${nf0.format((100 * value) / time.step_s)}%)` : ""}` }))));
+    const entries = Object.entries(result.assumptions).filter(([, value]) => value !== null && typeof value !== "object");
+    const short = entries.filter(([, value]) => asText(value).length <= 48);
+    const long = entries.filter(([, value]) => asText(value).length > 48);
+    $("assumptions").tBodies[0].replaceChildren(...short.map(([key, value]) =>
+      h("tr", {}, h("th", { scope: "row", text: key.replace(/_/g, " ") }),
+        h("td", { text: assumption(key, value) }))));
+    const sources = $("sources");
+    sources.hidden = !long.length;
+    sources.querySelector("dl").replaceChildren(...long.flatMap(([key, value]) =>
+      [h("dt", { text: key.replace(/_/g, " ") }), h("dd", { text: asText(value) })]));
+  }
+
+  function assumption(key, value) {
+    if (typeof value !== "number") return asText(value);
+    if (key.endsWith("_bytes")) return gib(value);
+    return Number.isInteger(value) ? nf0.format(value) : String(Number(value.toPrecision(4)));
+  }
+
+  function renderShare(result) {
+    $("cli-command").value = result.display.cli;
+    $("cli-note").hidden = !state.config;
+  }
+
+  // ---------- share buttons ----------
+  function wireShare() {
+    for (const button of document.querySelectorAll("[data-copy]")) {
+      button.addEventListener("click", async () => {
+        const input = $(button.dataset.copy);
+        const original = button.textContent;
+        try {
+          await navigator.clipboard.writeText(input.value);
+        } catch {
+          input.select();
+          document.execCommand("copy");
+        }
+        button.textContent = "Copied";
+        setTimeout(() => { button.textContent = original; }, 1500);
+      });
+    }
+    $("download-json").addEventListener("click", () => {
+      if (!state.result) return;
+      const blob = new Blob([JSON.stringify(state.result, null, 2)], { type: "application/json" });
+      const link = h("a", {
+        href: URL.createObjectURL(blob),
+        download: `trainplan-${String(state.result.model.name).replace(/[^A-Za-z0-9._-]+/g, "_")}.json`,
+      });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+    });
+  }
+
+  // ---------- start ----------
+  async function boot() {
+    wireShare();
+    const fromUrl = readUrl();
+    send(buildBody(fromUrl)); // first result while the catalogs load
+    let meta;
+    try {
+      [meta, state.models, state.gpus, state.regions] = await Promise.all(
+        ["/api/fields", "/api/models", "/api/gpus", "/api/regions"].map(getJSON));
+    } catch (error) {
+      $("form-loading").textContent = `Could not load the controls (${error.message}). Reload to try again.`;
+      return;
+    }
+    state.meta = meta;
+    for (const field of meta.fields) state.fields[field.name] = field;
+    state.values = defaults();
+    let dropped = false;
+    for (const [name, text] of Object.entries(fromUrl)) {
+      if (state.fields[name]) state.values[name] = text;
+      else dropped = true;
+    }
+    buildForm();
+    writeUrl();
+    if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
+    if (dropped) schedule(0);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
+  else boot();
+})();

@@ -1,0 +1,284 @@
+"""The page in a real browser (Debian's Chromium, headless): controls, numbers, link, offline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from fastapi.testclient import TestClient
+
+GIB = 1024**3
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_attention_heads": 8,
+    "num_hidden_layers": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 32000,
+    "tie_word_embeddings": False,
+    "_name_or_path": "acme/tiny-llama",
+}
+
+
+def gib(num_bytes: float) -> str:
+    return f"{num_bytes / GIB:,.2f} GiB"
+
+
+class Page:
+    """A page plus every URL it requested."""
+
+    def __init__(self, page: Any, base: str) -> None:
+        self.page = page
+        self.base = base
+        self.requests: list[str] = []
+        page.on("request", lambda request: self.requests.append(request.url))
+        self.errors: list[str] = []
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        page.on("console", self._console)
+
+    def _console(self, message: Any) -> None:
+        # A 4xx answer to a bad value is expected; the browser logs it as a failed resource.
+        if message.type == "error" and "status of 422" not in message.text:
+            self.errors.append(message.text)
+
+    def open(self, query: str = "") -> None:
+        self.page.goto(f"{self.base}/{query}")
+        self.page.wait_for_selector("body[data-state=ready]")
+        self.page.wait_for_selector("#controls fieldset")
+        self.page.wait_for_function("() => document.body.dataset.chart === document.body.dataset.renders")
+
+    def renders(self) -> int:
+        return int(self.page.evaluate("Number(document.body.dataset.renders || 0)"))
+
+    def wait_render(self, before: int) -> None:
+        self.page.wait_for_function(
+            "n => Number(document.body.dataset.renders || 0) > n && document.body.dataset.state === 'ready'"
+            " && document.body.dataset.chart === document.body.dataset.renders",
+            arg=before,
+        )
+
+    def text(self, selector: str) -> str:
+        return str(self.page.locator(selector).inner_text()).strip()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: str) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1366, "height": 900}, accept_downloads=True)
+    wrapped = Page(context.new_page(), live_server)
+    yield wrapped
+    assert not wrapped.errors, wrapped.errors
+    assert all(url.startswith((live_server, "blob:", "data:")) for url in wrapped.requests), wrapped.requests
+    context.close()
+
+
+def api(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post("/api/estimate", json=body)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def assert_shows(page: Page, data: dict[str, Any]) -> None:
+    """The page's figures are the API's figures."""
+    assert page.text("#total") == data["display"]["total"] == gib(data["memory"]["per_gpu"]["total_bytes"])
+    assert page.text("#trainable") == data["display"]["trainable"]
+    assert page.text("#weights") == data["display"]["weights"]
+    assert page.text("#batch-line") == data["display"]["batch_line"]
+    assert page.text("#terms-total") == f"{data['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
+    for term, kind in data["memory"]["per_gpu"]["kinds"].items():
+        row = page.page.locator(f'#terms tr[data-term="{term}"]')
+        assert (
+            row.locator("td").nth(0).inner_text()
+            == f"{data['memory']['per_gpu'][term + '_bytes'] / GIB:,.2f}"
+        )
+        assert row.locator("td").nth(1).inner_text() == kind
+    items = page.page.locator("#fit li[data-gpu]")
+    assert items.count() == len(data["fit"])
+    for row in data["fit"]:
+        item = page.page.locator(f'#fit li[data-gpu="{row["gpu"]}"]')
+        assert item.get_attribute("data-fits") == str(row["fits"]).lower()
+        free = f"{gib(row['free_bytes'])} free" if row["fits"] else f"short {gib(-row['free_bytes'])}"
+        assert item.locator(".free").inner_text() == free
+    assert page.page.locator("#cli-command").input_value() == data["display"]["cli"]
+    assert page.page.locator('[data-card="time"] .big').inner_text() == data["display"]["duration"]
+    hint_ids = [hint["id"] for hint in data["hints"]]
+    assert (
+        page.page.locator("#hints li[data-hint]").evaluate_all("els => els.map(e => e.dataset.hint)")
+        == hint_ids
+    )
+
+
+def chart_data(page: Page) -> list[list[float]]:
+    result: list[list[float]] = page.page.evaluate(
+        "() => Chart.getChart(document.getElementById('memory-chart')).data.datasets.map(d => d.data)"
+    )
+    return result
+
+
+def test_default_page_shows_the_api_numbers(page: Page, client: TestClient, tmp_path: Path) -> None:
+    page.open()
+    data = api(client, {"model": "Llama-3.1-8B"})
+    assert_shows(page, data)
+    # the chart is drawn by the chart library from the same numbers, one bar per phase
+    series = chart_data(page)
+    terms = list(data["memory"]["per_gpu"]["kinds"])
+    assert len(series) == len(terms)
+    for index, term in enumerate(terms):
+        for phase_index, phase in enumerate(data["memory"]["phases"]):
+            expected = data["memory"]["phases"][phase][f"{term}_bytes"] / GIB
+            assert series[index][phase_index] == pytest.approx(expected)
+    shot = tmp_path / "calculator-desktop.png"
+    page.page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+def test_controls_drive_the_estimate_and_the_link(page: Page, client: TestClient) -> None:
+    page.open()
+    before = page.renders()
+    page.page.get_by_role("radio", name="QLoRA").check()
+    page.wait_render(before)
+    before = page.renders()
+    page.page.get_by_role("textbox", name="Micro-batch", exact=True).fill("4")
+    page.wait_render(before)
+    before = page.renders()
+    page.page.get_by_role("combobox", name="GPU type", exact=True).select_option("GeForce RTX 4090")
+    page.wait_render(before)
+    before = page.renders()
+    page.page.get_by_role("textbox", name="Sequence length", exact=True).fill("4096")
+    page.wait_render(before)
+    body = {
+        "model": "Llama-3.1-8B",
+        "method": "qlora",
+        "micro_batch": 4,
+        "gpu": "GeForce RTX 4090",
+        "seq_len": 4096,
+    }
+    assert_shows(page, api(client, body))
+
+    query = parse_qs(urlsplit(page.page.url).query)
+    assert query["method"] == ["qlora"] and query["micro_batch"] == ["4"] and query["seq_len"] == ["4096"]
+    link = page.page.locator("#share-link").input_value()
+    assert link == page.page.url
+
+    # the shared link opens the same scenario, controls and numbers
+    other = Page(page.page.context.new_page(), page.base)
+    other.page.goto(link)
+    other.page.wait_for_selector("body[data-state=ready]")
+    other.page.wait_for_selector("#controls fieldset")
+    assert other.page.locator("#f-method-qlora").is_checked()
+    assert other.page.get_by_role("textbox", name="Micro-batch", exact=True).input_value() == "4"
+    assert other.page.get_by_role("combobox", name="GPU type", exact=True).input_value() == "GeForce RTX 4090"
+    assert other.text("#total") == page.text("#total")
+    assert not other.errors
+
+
+def test_bad_value_names_the_field(page: Page) -> None:
+    page.open()
+    page.page.get_by_role("textbox", name="Micro-batch", exact=True).fill("0")
+    page.page.wait_for_selector("body[data-state=error]")
+    banner = page.text("#error")
+    assert "micro_batch" in banner and ">= 1" in banner
+    assert (
+        page.page.get_by_role("textbox", name="Micro-batch", exact=True).get_attribute("aria-invalid")
+        == "true"
+    )
+    assert ">= 1" in page.text('[data-field="micro_batch"] .field-error')
+    before = page.renders()
+    page.page.get_by_role("textbox", name="Micro-batch", exact=True).fill("2")
+    page.wait_render(before)
+    assert page.page.locator("#error").is_hidden()
+
+
+def test_hint_apply_makes_it_fit(page: Page, client: TestClient) -> None:
+    page.open("?model=Llama-3.1-70B&method=full")
+    assert "does not fit" in page.text("#summary")
+    before = page.renders()
+    page.page.locator('#hints li[data-hint="qlora"] button').click()
+    page.wait_render(before)
+    assert page.page.locator("#f-method-qlora").is_checked()
+    assert_shows(page, api(client, {"model": "Llama-3.1-70B", "method": "qlora"}))
+    assert "fits" in page.text("#summary")
+
+
+def test_model_search_and_fit_list_buttons(page: Page, client: TestClient) -> None:
+    page.open()
+    model = page.page.get_by_role("combobox", name="Model", exact=True)
+    model.fill("qwen3 30b")
+    options = page.page.locator("#f-model-list [role=option]")
+    assert options.first.inner_text().startswith("Qwen3-30B-A3B")
+    before = page.renders()
+    model.press("Enter")
+    page.wait_render(before)
+    before = page.renders()
+    page.page.get_by_role("button", name="H200 SXM 141GB: use this GPU").click()
+    page.wait_render(before)
+    assert_shows(page, api(client, {"model": "Qwen3-30B-A3B", "gpu": "H200 SXM 141GB"}))
+
+
+def test_pasted_config_json(page: Page, client: TestClient) -> None:
+    page.open()
+    page.page.locator("summary", has_text="Use your own config.json").click()
+    page.page.get_by_label("or paste its contents").fill(json.dumps(TINY))
+    before = page.renders()
+    page.page.get_by_role("button", name="Use pasted config").click()
+    page.wait_render(before)
+    assert "acme/tiny-llama" in page.text(".chip")
+    data = api(client, {"model": "acme/tiny-llama", "model_config": TINY})
+    assert_shows(page, data)
+    assert page.page.locator("#cli-note").is_visible()
+    # the config travels in the link
+    link = page.page.locator("#share-link").input_value()
+    assert "config=" in link
+    other = Page(page.page.context.new_page(), page.base)
+    other.open(link.split("/", 3)[3])
+    assert other.text("#total") == data["display"]["total"]
+
+
+def test_json_download(page: Page, client: TestClient) -> None:
+    page.open("?model=GPT-2&method=full")
+    with page.page.expect_download() as download:
+        page.page.get_by_role("button", name="Download result JSON").click()
+    saved = json.loads(Path(download.value.path()).read_text())
+    assert saved == api(client, {"model": "GPT-2", "method": "full"})
+
+
+def test_every_control_is_labelled_and_keyboard_reachable(page: Page) -> None:
+    page.open()
+    unlabelled = page.page.evaluate(
+        """() => [...document.querySelectorAll('input, select, textarea, button')]
+            .filter(el => !el.hidden && el.type !== 'hidden')
+            .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                       && !el.getAttribute('aria-labelledby') && !(el.textContent || '').trim())
+            .map(el => el.outerHTML.slice(0, 80))"""
+    )
+    assert unlabelled == []
+    page.page.keyboard.press("Tab")
+    assert page.page.evaluate("document.activeElement.className") == "skip"
+    # the model combobox works from the keyboard alone
+    page.page.get_by_role("combobox", name="Model", exact=True).focus()
+    page.page.keyboard.type("gemma 2 9")
+    page.page.keyboard.press("ArrowDown")
+    before = page.renders()
+    page.page.keyboard.press("Enter")
+    page.wait_render(before)
+    assert page.page.get_by_role("combobox", name="Model", exact=True).input_value() == "Gemma-2-9B"
+
+
+def test_phone_width(browser: Any, live_server: str, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = Page(context.new_page(), live_server)
+    phone.open("?model=Qwen2.5-7B&method=qlora")
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    assert phone.page.locator("#summary").is_visible()
+    shot = tmp_path / "calculator-phone.png"
+    phone.page.screenshot(path=str(shot), full_page=True)
+    print(f"screenshot: {shot}")
+    assert not phone.errors
+    context.close()
