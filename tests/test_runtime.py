@@ -152,10 +152,10 @@ def test_spot_le_committed_le_on_demand(scenario: Scenario) -> None:
 @pytest.mark.parametrize(
     ("data", "field", "text"),
     [
-        ({"mfu": 0}, "mfu", ">= 0.001"),
-        ({"mfu": 1.5}, "mfu", "<= 1"),
-        ({"spot_discount": 1.2}, "spot_discount", "<= 0.99"),
-        ({"pue": 0.9}, "pue", ">= 1"),
+        ({"mfu": 0}, "mfu", "between 0.001 and 1 (got 0)"),
+        ({"mfu": 1.5}, "mfu", "between 0.001 and 1 (got 1.5)"),
+        ({"spot_discount": 1.2}, "spot_discount", "between 0 and 0.99"),
+        ({"pue": 0.9}, "pue", "between 1 and 3"),
         ({"steps": 10, "train_tokens": 1e9}, "train_tokens", "one training budget"),
         ({"pricing": "reserved"}, "pricing", "on-demand, committed, spot"),
         ({"tensor_parallel": 16, "gpus": 16}, "tensor_parallel", "gpus_per_node"),

@@ -151,7 +151,7 @@ def resolve_model(reference: str) -> ModelSpec:
     if path.is_file():
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
         return spec_from_config(read_config_file(path), name, str(path))
-    if _looks_like_hub_id(reference):
+    if looks_like_hub_id(reference):
         return spec_from_config(fetch_hub_config(reference), reference, f"hub:{reference}")
     raise UnknownNameError("model", reference, [r.name for r in model_records()], "model")
 
@@ -167,11 +167,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+HUB_TIMEOUT_S = 10.0  # seconds to wait for the Hub before reporting it unreachable
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
 
 
-def _looks_like_hub_id(reference: str) -> bool:
-    """owner/name in the Hub's id syntax (no '..', no leading dot)."""
+def looks_like_hub_id(reference: str) -> bool:
+    """owner/name in the Hub's id syntax (no '..', no leading dot, no path separators)."""
     return bool(_HUB_ID.match(reference)) and ".." not in reference
 
 
@@ -189,7 +190,7 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
             "not installed (pip install 'trainplan[hub]'); or pass a local config.json path",
         ) from None
     try:
-        path = hf_hub_download(hub_id, "config.json")
+        path = hf_hub_download(hub_id, "config.json", etag_timeout=HUB_TIMEOUT_S)
     except Exception as error:  # network, auth, missing repo: all reported the same way
         raise InputError(
             "model",

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import typer
 
 from trainplan.errors import InputError, TrainplanError
-from trainplan.scenario import SCENARIO_FIELDS, Scenario, field_infos
+from trainplan.scenario import LORA_FIELDS, SCENARIO_FIELDS, Scenario, field_infos
 
 app = typer.Typer(
     help="trainplan: will this training run fit, how long will it take, what will it cost?",
@@ -47,10 +47,10 @@ def _estimate_parameters() -> list[inspect.Parameter]:
             help_text += f" (>= {info.minimum:g})"
         options.append((name, _option(flag_name(name), help_text)))
     options += [
-        ("lora_rank", _option("--lora-rank", "LoRA rank r")),
-        ("lora_alpha", _option("--lora-alpha", "LoRA alpha")),
-        ("lora_targets", _option("--lora-targets", "qv | attention | all-linear | comma-separated modules")),
-        ("dora", _option("--dora", "DoRA instead of LoRA (true/false)")),
+        ("lora_rank", _option("--lora-rank", LORA_FIELDS["rank"].help + " (1 .. 65536)")),
+        ("lora_alpha", _option("--lora-alpha", LORA_FIELDS["alpha"].help)),
+        ("lora_targets", _option("--lora-targets", LORA_FIELDS["targets"].help + " (comma-separated)")),
+        ("dora", _option("--dora", LORA_FIELDS["dora"].help + " (true/false)")),
         ("scenario", _option("--scenario", "scenario file (YAML or JSON); flags override it")),
     ]
     parameters = [

@@ -45,6 +45,22 @@ class FieldInfo:
     kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
 
 
+LORA_FIELDS: dict[str, FieldInfo] = {
+    "rank": FieldInfo("LoRA rank r: adapter matrices are r x in and out x r", None, 1, 65536, "int"),
+    "alpha": FieldInfo(
+        "LoRA alpha: scales the update (no effect on memory or time)", None, 0.001, 1e6, "float"
+    ),
+    "targets": FieldInfo(
+        "which linear layers get adapters: qv, attention, all-linear, or module names",
+        None,
+        None,
+        None,
+        "str",
+    ),
+    "dora": FieldInfo("DoRA: adds a magnitude vector per adapted layer", None, None, None, "bool"),
+}
+
+
 def _field(default: Any, info: FieldInfo) -> Any:
     return field(default=default, metadata={"info": info})
 
@@ -246,10 +262,13 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
         if not isinstance(raw, str) or not raw.strip():
             raise InputError(name, "must be a non-empty string")
         return raw.strip()
-    if info.minimum is not None and value < info.minimum:
-        raise InputError(name, f"must be >= {_fmt(info.minimum)} (got {_fmt(value)})")
-    if info.maximum is not None and value > info.maximum:
-        raise InputError(name, f"must be <= {_fmt(info.maximum)} (got {_fmt(value)})")
+    low, high = info.minimum, info.maximum
+    if (low is not None and value < low) or (high is not None and value > high):
+        if low is not None and high is not None:
+            allowed = f"between {_fmt(low)} and {_fmt(high)}"
+        else:
+            allowed = f">= {_fmt(low)}" if low is not None else f"<= {_fmt(high)}"
+        raise InputError(name, f"must be {allowed} (got {_fmt(value)})")
     return value
 
 
@@ -307,12 +326,8 @@ def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise InputError(f"lora.{unknown[0]}", f"unknown field; allowed: {', '.join(sorted(allowed))}")
-    rank = _as_int("lora.rank", raw.get("rank", base.rank))
-    if not 1 <= rank <= 65536:
-        raise InputError("lora.rank", f"must be between 1 and 65536 (got {rank})")
-    alpha = _as_float("lora.alpha", raw.get("alpha", base.alpha))
-    if alpha <= 0:
-        raise InputError("lora.alpha", f"must be > 0 (got {alpha:g})")
+    rank = _coerce("lora.rank", raw.get("rank", base.rank), base.rank, LORA_FIELDS["rank"])
+    alpha = _coerce("lora.alpha", raw.get("alpha", base.alpha), base.alpha, LORA_FIELDS["alpha"])
     dora = _as_bool("lora.dora", raw.get("dora", base.dora))
     targets = _targets_from(raw.get("targets", base.targets))
     return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora)

@@ -179,30 +179,6 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     return LayerActivations(norms, attention, mlp, per_key, core)
 
 
-def stored_per_layer(model: ModelSpec, block: Block, mode: ActivationMode, seq_len: int) -> float:
-    """Bytes per token one layer keeps between forward and backward under the checkpoint mode,
-    after tensor/sequence-parallel sharding."""
-    layer = layer_activations(model, block, mode)
-    tp = mode.tensor_parallel
-    replicated_divisor = tp if mode.sequence_parallel else 1
-    if mode.checkpointing == "full":
-        return mode.residual_bytes * model.hidden_size / replicated_divisor
-    sharded = layer.attention + layer.mlp + layer.scores_per_key * seq_len
-    if mode.checkpointing == "selective":
-        sharded -= layer.scores_per_key * seq_len
-    return sharded / tp + layer.norms / replicated_divisor
-
-
-def recompute_per_layer(model: ModelSpec, block: Block, mode: ActivationMode, seq_len: int) -> float:
-    """Bytes per token of the one layer recomputed at a time in backward (full checkpointing)."""
-    if mode.checkpointing != "full":
-        return 0.0
-    layer = layer_activations(model, block, mode)
-    replicated_divisor = mode.tensor_parallel if mode.sequence_parallel else 1
-    sharded = layer.attention + layer.mlp + layer.scores_per_key * seq_len
-    return sharded / mode.tensor_parallel + layer.norms / replicated_divisor
-
-
 def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool) -> float:
     """Bytes per token kept outside the layers: final norm(s), the LM-head input, the embedding
     indices, and the embedding dropout mask."""
