@@ -22,11 +22,17 @@ from trainplan.catalog import resolve_model
 from trainplan.coefficients import Coefficients, coefficients
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory, step_seconds
+from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
 from trainplan.result import Estimate
-from trainplan.runtime import DEFAULT_TRAIN_TOKENS, discount_for, energy_settings, hardware_of
+from trainplan.runtime import (
+    DEFAULT_TRAIN_TOKENS,
+    discount_for,
+    energy_settings,
+    hardware_of,
+    scenario_step_seconds,
+)
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
@@ -239,14 +245,8 @@ def evaluate_group(
     reject(8, peak > hw["memory"][g])
     hardware = Hardware(**{name: hw[name][g] for name in Hardware.__dataclass_fields__})
     with np.errstate(invalid="ignore", divide="ignore"):
-        step = step_seconds(
-            coeffs,
-            hardware,
-            layout,
-            gpus_per_node=scenario.gpus_per_node,
-            comm_overlap=scenario.comm_overlap,
-            virtual_stages=1,
-            all_in=scenario.mfu is not None,
+        step = scenario_step_seconds(
+            coeffs, hardware, layout, dataclasses.replace(scenario, virtual_stages=1)
         )
         total_step = step.total
         global_tokens = mb * scenario.seq_len * grad_accum * dp

@@ -123,14 +123,12 @@ def hardware_of(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> Har
     )
 
 
-def time_figures(
-    coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout
-) -> TimeFigures | None:
-    """Step time by cause and the time to train; None when the GPU lacks the precision."""
-    hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu)
-    if hardware is None:
-        return None
-    step = step_seconds(
+def scenario_step_seconds(
+    coeffs: Coefficients, hardware: Hardware, layout: Layout, scenario: Scenario
+) -> StepSeconds:
+    """Step seconds with the scenario's node size, overlap, interleaving and MFU setting (the
+    layout and hardware may hold arrays of candidates)."""
+    return step_seconds(
         coeffs,
         hardware,
         layout,
@@ -139,6 +137,16 @@ def time_figures(
         virtual_stages=scenario.virtual_stages,
         all_in=scenario.mfu is not None,
     )
+
+
+def time_figures(
+    coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout
+) -> TimeFigures | None:
+    """Step time by cause and the time to train; None when the GPU lacks the precision."""
+    hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu)
+    if hardware is None:
+        return None
+    step = scenario_step_seconds(coeffs, hardware, layout, scenario)
     global_tokens = scenario.micro_batch * scenario.seq_len * scenario.grad_accum * data_parallel(scenario)
     train_tokens, steps = training_tokens(scenario, global_tokens)
     flops = coeffs.flops

@@ -266,8 +266,10 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
     if (low is not None and value < low) or (high is not None and value > high):
         if low is not None and high is not None:
             allowed = f"between {_fmt(low)} and {_fmt(high)}"
+        elif low is not None:
+            allowed = f">= {_fmt(low)}"
         else:
-            allowed = f">= {_fmt(low)}" if low is not None else f"<= {_fmt(high)}"
+            allowed = f"<= {_fmt(high or 0.0)}"
         raise InputError(name, f"must be {allowed} (got {_fmt(value)})")
     return value
 
