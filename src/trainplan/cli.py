@@ -216,7 +216,7 @@ def _register_measure() -> None:
     """Add `measure` with the same flags as `estimate`."""
 
     def measure_command(**kwargs: Any) -> None:
-        """Trace one real training step on fake tensors (needs trainplan[measure]) and compare
+        """Trace one real training step on fake tensors (needs the measure extra) and compare
         the measured peak memory with the estimate, term by term."""
         _run_measure(**kwargs)
 
