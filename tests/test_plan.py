@@ -112,6 +112,10 @@ def test_request_errors() -> None:
         request_from_options(BASE, {"gpu_types": "H900"})
     with pytest.raises(InputError, match="objective"):
         request_from_options(BASE, {"objective": "vibes"})
+    for raw in ("inf", "1e400", "nan"):
+        with pytest.raises(InputError) as error:
+            request_from_options(BASE, {"max_gpus": raw})
+        assert error.value.field == "max_gpus"
 
 
 def test_plan_cli_json() -> None:

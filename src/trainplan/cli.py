@@ -142,7 +142,11 @@ def _fail(error: TrainplanError) -> NoReturn:
     if isinstance(error, InputError):
         field = error.field
         flag = flag_name(field.replace("lora.", "lora_")) if field.split(".")[0] in SCENARIO_FIELDS else None
-        where = f"{field} ({flag})" if flag and field != "lora.dora" else field
+        if field in PLAN_OPTIONS:
+            flag = PLAN_OPTIONS[field][0]
+        if field == "lora.dora":
+            flag = "--dora"
+        where = f"{field} ({flag})" if flag else field
         message = f"{where}: {error.message}"
     print(f"error: {message}", file=sys.stderr)
     raise typer.Exit(2)

@@ -482,15 +482,18 @@ def describe(plan: Plan) -> str:
 
 
 def _parse(field: str, raw: str | None, kind: type, minimum: float) -> Any:
+    """A finite number >= minimum from a string option, or None when not given."""
     if raw is None:
         return None
     try:
-        value = kind(float(raw)) if kind is int else kind(raw)
+        number = float(raw)
     except ValueError:
         raise InputError(field, f"{raw!r} is not a number") from None
-    if value < minimum or value != value:
+    if not math.isfinite(number):
+        raise InputError(field, f"{raw!r} is not a finite number")
+    if number < minimum:
         raise InputError(field, f"must be >= {minimum:g} (got {raw})")
-    return value
+    return kind(number)
 
 
 def request_from_options(base: Scenario, options: dict[str, str | None]) -> PlanRequest:
