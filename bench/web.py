@@ -4,6 +4,8 @@ Starts `trainplan serve` on a free loopback port in a subprocess, then
 - sends POST /api/estimate from several concurrent clients for a few seconds (bounded in count
   and time), with and without hints, and prints p50/p99 latency and throughput;
 - times the same work in process (what the server itself adds, without HTTP and the client);
+- sends a few POST /api/plan requests one after another (small search spaces) and prints
+  their latency with the number of candidates each searched;
 - loads the page in headless Chromium (Debian's, when present) and prints the time from
   navigation start to the first rendered result.
 """
@@ -80,6 +82,35 @@ async def load(base: str, query: str, clients: int, seconds: float, cap: int) ->
         return latencies, time.perf_counter() - begin
 
 
+PLAN_BODIES: list[tuple[str, dict[str, Any]]] = [
+    ("Qwen2.5-0.5B lora, max 8 GPUs", {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8}}),
+    ("Llama-3.1-8B lora, max 64 GPUs (default)", {"model": "Llama-3.1-8B", "plan": {}}),
+    (
+        "Llama-3.1-70B any method, max 64 GPUs",
+        {"model": "Llama-3.1-70B", "plan": {"methods": "any", "objective": "cost"}},
+    ),
+]
+
+
+def plan_latency(base: str, repeats: int = 5) -> None:
+    """POST /api/plan, one request at a time (the page sends one per click)."""
+    with httpx.Client(timeout=60) as client:
+        for label, body in PLAN_BODIES:
+            client.post(f"{base}/api/plan", json=body).raise_for_status()  # warm
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                response = client.post(f"{base}/api/plan", json=body)
+                times.append(time.perf_counter() - start)
+                response.raise_for_status()
+            searched = response.json()["candidates_evaluated"]
+            name = f"POST /api/plan, {label}"
+            print(
+                f"{name:<60} median {statistics.median(times) * 1e3:7.0f} ms  max {max(times) * 1e3:7.0f} ms"
+                f"  ({searched:,} candidates, {repeats} requests)"
+            )
+
+
 def percentile(ordered: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
@@ -146,6 +177,7 @@ def main() -> None:
         for query, label in (("?hints=false", "without hints"), ("", "with hints (what the page asks)")):
             latencies, wall = asyncio.run(load(base, query, clients=8, seconds=3.0, cap=20000))
             report_load(f"POST /api/estimate, 8 clients, {label}", latencies, wall)
+        plan_latency(base)
         times = page_load(base)
         if times:
             label = "page load to first result (figures + chart)"

@@ -282,3 +282,101 @@ def test_phone_width(browser: Any, live_server: str, tmp_path: Path) -> None:
     print(f"screenshot: {shot}")
     assert not phone.errors
     context.close()
+
+
+def planned(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post("/api/plan", json=body)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: Path) -> None:
+    page.open("?model=Qwen2.5-0.5B")
+    # open the panel and run a small plan from the keyboard alone
+    page.page.locator("#planner > summary").focus()
+    page.page.keyboard.press("Enter")
+    max_gpus = page.page.get_by_role("textbox", name="Max GPUs", exact=True)
+    assert max_gpus.is_visible() and max_gpus.input_value() == "64"
+    assert page.text("#plan-this-method") == "This method (LoRA)"
+    max_gpus.fill("8")
+    max_gpus.press("Enter")
+    page.page.wait_for_selector("body[data-plan=ready]")
+    assert page.page.get_by_role("button", name="Plan", exact=True).is_enabled()
+
+    priced = [
+        gpu["name"]
+        for gpu in client.get("/api/gpus").json()
+        if gpu["class"] == "datacenter" and gpu["has_price"]
+    ]
+    checked = page.page.locator("#plan-gpu-list input:checked").evaluate_all("els => els.map(e => e.value)")
+    assert checked == priced
+    data = planned(client, {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8, "objective": "time"}})
+    first = data["plans"][0]
+    scenario, estimate = first["scenario"], first["estimate"]
+    row = page.page.locator('#plan-table tr[data-plan="0"]')
+    cells = row.locator("td, th").all_inner_texts()
+    assert cells[2] == f"{scenario['gpus']} × {scenario['gpu']}"
+    replicas = estimate["batch"]["replicas"]
+    assert cells[3] == f"{scenario['tensor_parallel']} / {scenario['pipeline_parallel']} / {replicas}"
+    assert cells[5] == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
+    assert cells[8] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
+    assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
+    assert page.page.locator("#plan-explanation li").all_inner_texts() == data["explanation"]
+    rejected = page.page.locator("#plan-rejected tr").count()
+    assert rejected == len(data["rejected"])
+    # the Pareto chart draws the front's cost against time
+    series = page.page.evaluate(
+        "() => Chart.getChart(document.getElementById('plan-chart')).data.datasets[0].data"
+    )
+    assert [point["y"] for point in series] == pytest.approx(
+        [item["estimate"]["cost"]["usd"] for item in data["pareto"]]
+    )
+
+    before = page.renders()
+    use = row.get_by_role("button", name=f"Use plan 1: LoRA on {scenario['gpus']} × {scenario['gpu']}")
+    use.focus()
+    page.page.keyboard.press("Enter")
+    page.wait_render(before)
+    assert page.text("#total") == gib(estimate["memory"]["per_gpu"]["total_bytes"])
+    shown = api(client, scenario)
+    assert shown["memory"]["per_gpu"]["total_bytes"] == estimate["memory"]["per_gpu"]["total_bytes"]
+    assert shown["time"]["total_s"] == estimate["time"]["total_s"]
+    assert_shows(page, shown)
+    assert page.page.get_by_role("combobox", name="GPU type", exact=True).input_value() == scenario["gpu"]
+    query = parse_qs(urlsplit(page.page.url).query)
+    assert query["gpu"] == [scenario["gpu"]] and query["gpus"] == [str(scenario["gpus"])]
+    assert row.get_attribute("aria-current") == "true"
+    page.page.add_style_tag(content=".summary { position: static; }")  # keep it off the element shot
+    shot = tmp_path / "planner-desktop.png"
+    page.page.locator("#planner").screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+def test_planner_names_a_bad_option_and_fits_a_phone(browser: Any, live_server: str, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = Page(context.new_page(), live_server)
+    phone.open("?model=Qwen2.5-0.5B&method=qlora")
+    phone.page.locator("#planner > summary").click()
+    max_gpus = phone.page.get_by_role("textbox", name="Max GPUs", exact=True)
+    max_gpus.fill("5000")
+    phone.page.get_by_role("button", name="Plan", exact=True).click()
+    phone.page.wait_for_selector("body[data-plan=error]")
+    assert "plan.max_gpus" in phone.text("#plan-error")
+    assert max_gpus.get_attribute("aria-invalid") == "true"
+    max_gpus.fill("4")
+    phone.page.get_by_role("radio", name="Any method").check()
+    phone.page.get_by_role("combobox", name="Objective").select_option("cost")
+    phone.page.get_by_role("button", name="Plan", exact=True).click()
+    phone.page.wait_for_selector("body[data-plan=ready]")
+    assert phone.page.locator("#plan-error").is_hidden()
+    assert phone.page.locator("#plan-table tbody tr").count() >= 1
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    phone.page.add_style_tag(content=".summary { position: static; }")
+    shot = tmp_path / "planner-phone.png"
+    phone.page.locator("#planner").screenshot(path=str(shot))
+    print(f"screenshot: {shot}")
+    assert not phone.errors
+    context.close()

@@ -20,7 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from trainplan import __version__
-from trainplan.errors import InputError, TrainplanError, UnknownNameError
+from trainplan.errors import InputError, TrainplanError
 from trainplan.web.inputs import BodyError
 from trainplan.web.routes import json_response, router
 
@@ -37,7 +37,7 @@ def error_response(error: TrainplanError) -> Response:
     status = error.status if isinstance(error, BodyError) else 422
     field = error.field if isinstance(error, InputError | BodyError) else None
     message = error.message if isinstance(error, InputError | BodyError) else str(error)
-    suggestions = error.suggestions if isinstance(error, UnknownNameError) else []
+    suggestions = list(getattr(error, "suggestions", None) or [])
     body: dict[str, Any] = {
         "field": field,
         "message": message,
@@ -92,7 +92,8 @@ def create_app() -> FastAPI:
         version=__version__,
         summary="Will this training run fit, how long will it take, and what will it cost?",
         description="The calculator's API. `POST /api/estimate` answers with the same JSON as "
-        "`trainplan estimate --json` (bytes, seconds, USD), plus `display` strings and `hints`.",
+        "`trainplan estimate --json` (bytes, seconds, USD), plus `display` strings and `hints`; "
+        "`POST /api/plan` with the same JSON as `trainplan plan --json`.",
         docs_url=None,
         redoc_url=None,
     )

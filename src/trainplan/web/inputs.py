@@ -33,13 +33,13 @@ _PATH_HINT = re.compile(r"[\\/~]|^\.|\.\.|\x00|:")
 
 class BodyError(TrainplanError):
     """A request that cannot be answered as asked: a body too large (413) or not a JSON object
-    (400), or a Hub lookup that timed out (504)."""
+    (400), a Hub lookup that timed out (504), or a planner with no free slot (503)."""
 
-    def __init__(self, status: int, message: str, field: str = "body") -> None:
+    def __init__(self, status: int, message: str, field: str | None = "body") -> None:
         self.status = status
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}")
+        super().__init__(f"{field}: {message}" if field else message)
 
 
 async def read_json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The JSON API: catalogs, field metadata and the estimate, each a thin call into the engine."""
+"""The JSON API: catalogs, field metadata, the estimate and the planner, each a thin call into the engine."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from trainplan.tables import rates, regions
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints
 from trainplan.web.inputs import BodyError, EngineInputs, engine_inputs, read_json_object
+from trainplan.web.planning import PLAN_KEY, plan_body_schema, plan_options, plan_payload, plan_request
 from trainplan.web.schemas import (
     MODEL_CONFIG_KEY,
     ErrorBody,
@@ -29,6 +30,8 @@ from trainplan.web.schemas import (
 
 router = APIRouter(prefix="/api", tags=["calculator"])
 HUB_TIMEOUT_S = 20.0
+PLAN_SLOTS = 2  # searches at once; more wait for a slot, up to PLAN_QUEUE_S
+PLAN_QUEUE_S = 30.0
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "the body is not a JSON object"},
@@ -110,6 +113,20 @@ def estimate_payload(inputs: EngineInputs, with_hints: bool) -> dict[str, Any]:
     return payload
 
 
+async def resolve_inputs(body: dict[str, Any]) -> EngineInputs:
+    """The body's scenario and model; a Hub lookup runs off the event loop, with a time limit."""
+    model = body.get("model")
+    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and find_model_record(model) is None:
+        # Possibly a Hub lookup, which may wait on the network: keep it off the event loop.
+        try:
+            return await asyncio.wait_for(run_in_threadpool(engine_inputs, body), HUB_TIMEOUT_S)
+        except TimeoutError:
+            raise BodyError(
+                504, f"the Hub did not answer within {HUB_TIMEOUT_S:.0f} s", field="model"
+            ) from None
+    return engine_inputs(body)
+
+
 @router.post(
     "/estimate",
     summary="Estimate memory, fit, time, cost and energy for one scenario",
@@ -132,15 +149,54 @@ async def post_estimate(
     optionally `model_config`, the contents of a config.json. A Hub id in `model` is fetched
     with huggingface_hub when installed; the server never reads a path named in the request."""
     body = await read_json_object(request)
-    model = body.get("model")
-    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and find_model_record(model) is None:
-        # Possibly a Hub lookup, which may wait on the network: keep it off the event loop.
-        try:
-            inputs = await asyncio.wait_for(run_in_threadpool(engine_inputs, body), HUB_TIMEOUT_S)
-        except TimeoutError:
-            raise BodyError(
-                504, f"the Hub did not answer within {HUB_TIMEOUT_S:.0f} s", field="model"
-            ) from None
-    else:
-        inputs = engine_inputs(body)
+    inputs = await resolve_inputs(body)
     return json_response(estimate_payload(inputs, hints))
+
+
+def plan_slots(app: Any) -> asyncio.Semaphore:
+    """The app's limit on searches running at once (made on first use)."""
+    slots: asyncio.Semaphore | None = getattr(app.state, "plan_slots", None)
+    if slots is None:
+        slots = asyncio.Semaphore(PLAN_SLOTS)
+        app.state.plan_slots = slots
+    return slots
+
+
+@router.post(
+    "/plan",
+    summary="Plan: search GPU types, counts, parallelism and memory savers for the best layouts",
+    responses={
+        200: {
+            "description": "the same JSON as `trainplan plan --json`: `objective`, `plans[]` and "
+            "`pareto[]` (each `{scenario, estimate}`), `rejected`, `candidates_evaluated`, `explanation[]`"
+        },
+        **ERRORS,
+        422: {"model": ErrorBody, "description": "a field has a bad value; `field` names it (`plan.KEY`)"},
+        503: {"model": ErrorBody, "description": "every search slot stayed busy; try again shortly"},
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": plan_body_schema()}},
+        }
+    },
+)
+async def post_plan(request: Request) -> Response:
+    """Body: the scenario fields of `/api/estimate` (what stays fixed: model, precision, optimizer,
+    LoRA, sequence length, token budget, pricing, region) plus `plan`, the options of
+    `trainplan plan`. Each plan's `scenario` posted to `/api/estimate` gives its `estimate`."""
+    body = await read_json_object(request)
+    options = plan_options(body.pop(PLAN_KEY, None))
+    inputs = await resolve_inputs(body)
+    search = plan_request(inputs.scenario, options)
+    slots = plan_slots(request.app)
+    try:
+        async with asyncio.timeout(PLAN_QUEUE_S):
+            await slots.acquire()
+    except TimeoutError:
+        raise BodyError(503, "the planner is busy; try again in a few seconds", field=None) from None
+    try:
+        payload = await run_in_threadpool(plan_payload, inputs, search)
+    finally:
+        slots.release()
+    return json_response(payload)

@@ -30,6 +30,7 @@
   const state = {
     meta: null, fields: {}, values: {}, controls: {}, config: null,
     models: [], gpus: [], regions: [], result: null, seq: 0, controller: null, timer: 0, chart: null,
+    plan: null, planChart: null,
   };
 
   // ---------- small helpers ----------
@@ -672,6 +673,7 @@
     renderFit(result);
     renderRun(result);
     renderShare(result);
+    planLabels(result);
   }
 
   function renderBreakdown(result, row) {
@@ -922,6 +924,258 @@
     });
   }
 
+  // ---------- the planner: "Plan it for me" ----------
+  const PLAN_INPUTS = {
+    objective: "plan-objective", methods: "plan-methods", max_gpus: "plan-max-gpus",
+    target_global_tokens: "plan-target-tokens", budget_usd: "plan-budget", deadline_hours: "plan-deadline",
+    gpu_types: "plan-gpu-types",
+  };
+  const OBJECTIVE_WORDS = {
+    time: "fastest first", cost: "cheapest first", energy: "least energy first",
+    pareto: "fastest first", gpus: "fewest GPUs first",
+  };
+  const METHOD_NAMES = { full: "full", lora: "LoRA", qlora: "QLoRA" };
+  const PLAN_LABELS = {
+    objective: "Objective", methods: "Methods", max_gpus: "Max GPUs", target_global_tokens: "Target global batch",
+    target_global_sequences: "Target global sequences", budget_usd: "Budget", deadline_hours: "Deadline",
+    gpu_types: "GPU types", top_k: "Plans to show",
+  };
+
+  function duration(value) {
+    if (value < 90) return `${nf0.format(value)} s`;
+    if (value < 90 * 60) return `${nf0.format(value / 60)} min`;
+    if (value < 72 * 3600) return `${nf1.format(value / 3600)} h`;
+    return `${nf1.format(value / 86400)} days`;
+  }
+  const fixed1 = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  const energy = (kwh) => (kwh < 1000 ? fixed1.format(kwh) : nf0.format(kwh));
+  function gpuBoxes() {
+    return [...document.querySelectorAll("#plan-gpu-list input[type=checkbox]")];
+  }
+  function buildPlanner() {
+    const list = $("plan-gpu-list");
+    const datacenter = state.gpus.filter((gpu) => gpu.class === "datacenter");
+    list.replaceChildren(...datacenter.map((gpu, index) => {
+      const id = `plan-gpu-${index}`;
+      return h("label", { className: "check plan-gpu", for: id },
+        h("input", { type: "checkbox", id, value: gpu.name, checked: gpu.has_price, "data-priced": String(gpu.has_price) }),
+        h("span", {}, gpu.name, h("span", { className: "gpu-mem", text: ` ${nf0.format(gpu.memory_bytes / GIB)} GiB${gpu.has_price ? "" : " · no price"}` })));
+    }));
+    const pick = (test) => () => gpuBoxes().forEach((box) => { box.checked = test(box); });
+    $("plan-gpus-priced").addEventListener("click", pick((box) => box.dataset.priced === "true"));
+    $("plan-gpus-all").addEventListener("click", pick(() => true));
+    $("plan-gpus-none").addEventListener("click", pick(() => false));
+    $("plan-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      runPlan();
+    });
+    document.body.dataset.plan = "idle";
+  }
+  function planLabels(result) {
+    // "This method" names the calculator's method; the target placeholder shows its global batch
+    const method = result.scenario.method;
+    $("plan-this-method").textContent = `This method (${METHOD_NAMES[method] || method})`;
+    $("plan-target-tokens").placeholder = `${nf0.format(result.batch.global_tokens)} (the calculator's)`;
+  }
+  function planOptions() {
+    const options = { objective: $("plan-objective").value };
+    if ($("plan-methods-any").checked) options.methods = "any";
+    for (const [key, id] of [["max_gpus", "plan-max-gpus"], ["target_global_tokens", "plan-target-tokens"],
+      ["budget_usd", "plan-budget"], ["deadline_hours", "plan-deadline"]]) {
+      const text = $(id).value.trim().replace(/[$,\s]/g, "");
+      if (text) options[key] = text;
+    }
+    options.gpu_types = gpuBoxes().filter((box) => box.checked).map((box) => box.value);
+    return options;
+  }
+  function clearPlanErrors() {
+    $("plan-error").hidden = true;
+    for (const slot of document.querySelectorAll("#plan-form .field-error")) slot.textContent = "";
+    for (const node of document.querySelectorAll("#plan-form [aria-invalid]")) node.removeAttribute("aria-invalid");
+  }
+  function showPlanError(data) {
+    const field = data.field || "";
+    const key = field.startsWith("plan.") ? field.slice(5) : "";
+    const banner = $("plan-error");
+    if (key) banner.textContent = `${PLAN_LABELS[key] || key} (${field}): ${data.message}`;
+    else if (field) banner.textContent = `Fix the calculator first: ${label(field)} (${field}): ${data.message}`;
+    else banner.textContent = data.message || "the server refused this plan";
+    banner.hidden = false;
+    const id = PLAN_INPUTS[key];
+    if (!id) return;
+    $(`${id}-error`).textContent = data.message;
+    const input = $(id);
+    if (input) input.setAttribute("aria-invalid", "true");
+  }
+  async function runPlan() {
+    const button = $("plan-run");
+    if (button.disabled || !state.meta) return;
+    clearPlanErrors();
+    const options = planOptions();
+    if (!options.gpu_types.length) {
+      showPlanError({ field: "plan.gpu_types", message: "pick at least one GPU type" });
+      return;
+    }
+    const body = { ...buildBody(state.values), plan: options };
+    const planner = $("planner");
+    button.disabled = true;
+    button.classList.add("busy");
+    button.textContent = "Planning…";
+    planner.setAttribute("aria-busy", "true");
+    document.body.dataset.plan = "busy";
+    $("plan-status").textContent = "Searching…";
+    const start = performance.now();
+    let data;
+    let ok = false;
+    try {
+      const response = await fetch("/api/plan", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      });
+      data = await response.json();
+      ok = response.ok;
+    } catch (error) {
+      data = { field: null, message: `could not reach the server (${error.message})` };
+    }
+    button.disabled = false;
+    button.classList.remove("busy");
+    button.textContent = "Plan";
+    planner.setAttribute("aria-busy", "false");
+    if (!ok) {
+      $("plan-status").textContent = "";
+      showPlanError(data);
+      document.body.dataset.plan = "error";
+      return;
+    }
+    const seconds = (performance.now() - start) / 1000;
+    state.plan = data;
+    renderPlan(data, body, seconds);
+    document.body.dataset.plan = "ready";
+    document.body.dataset.plans = String(Number(document.body.dataset.plans || 0) + 1);
+  }
+  function planRow(item, index, list) {
+    const { scenario, estimate } = item;
+    const cost = estimate.cost && estimate.cost.usd !== null ? usd(estimate.cost.usd) : "–";
+    const kwh = estimate.energy && estimate.energy.kwh !== null ? energy(estimate.energy.kwh) : "–";
+    const time = estimate.time ? duration(estimate.time.total_s) : "–";
+    const what = `${METHOD_NAMES[scenario.method] || scenario.method} on ${scenario.gpus} × ${scenario.gpu}`;
+    return h("tr", { "data-plan": String(index), "data-list": list },
+      h("td", { className: "num", text: String(index + 1) }),
+      h("td", { text: METHOD_NAMES[scenario.method] || scenario.method }),
+      h("th", { scope: "row", className: "plan-gpus-cell", text: `${scenario.gpus} × ${scenario.gpu}` }),
+      h("td", { text: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}` }),
+      h("td", { className: "num", text: String(scenario.zero_stage) }),
+      h("td", { text: `${scenario.micro_batch} × ${scenario.grad_accum}` }),
+      h("td", { text: scenario.activation_checkpointing }),
+      h("td", { text: scenario.offload }),
+      h("td", { className: "num", text: nf2.format(estimate.memory.per_gpu.total_bytes / GIB) }),
+      h("td", { className: "num", text: time }),
+      h("td", { className: "num", text: cost }),
+      h("td", { className: "num", text: kwh }),
+      h("td", {}, h("button", {
+        type: "button", className: "btn btn-small use-plan", text: "Use this plan",
+        "aria-label": `Use plan ${index + 1}: ${what}`, onclick: () => usePlan(item, index, list),
+      })));
+  }
+  function renderPlan(data, body, seconds) {
+    const scenarioName = body.model || "the model";
+    $("plan-status").textContent =
+      `${nf0.format(data.candidates_evaluated)} candidates searched in ${nf1.format(seconds)} s for ${scenarioName}.`;
+    $("plan-explanation").replaceChildren(...data.explanation.map((line) => h("li", { text: line })));
+    $("plan-table-caption").textContent = data.plans.length
+      ? `${data.plans.length} best plans, ${OBJECTIVE_WORDS[data.objective] || data.objective}`
+      : "No plan meets the constraints";
+    $("plan-table").tBodies[0].replaceChildren(...data.plans.map((item, index) => planRow(item, index, "plans")));
+    $("plan-pareto-table").tBodies[0].replaceChildren(...data.pareto.map((item, index) => planRow(item, index, "pareto")));
+    const total = Object.values(data.rejected).reduce((sum, count) => sum + count, 0);
+    const reasons = Object.entries(data.rejected).sort((a, b) => b[1] - a[1]);
+    $("plan-rejected-title").textContent = `Why ${nf0.format(total)} of ${nf0.format(data.candidates_evaluated)} candidates were rejected`;
+    $("plan-rejected").tBodies[0].replaceChildren(...reasons.map(([reason, count]) =>
+      h("tr", {}, h("th", { scope: "row", text: reason }), h("td", { className: "num", text: nf0.format(count) }))));
+    $("plan-results").hidden = false;
+    renderPlanChart(data);
+  }
+  function renderPlanChart(data) {
+    const canvas = $("plan-chart");
+    const points = data.pareto
+      .filter((item) => item.estimate.time && item.estimate.cost && item.estimate.cost.usd !== null)
+      .map((item, index) => ({ x: item.estimate.time.total_s / 3600, y: item.estimate.cost.usd, index }));
+    $("plan-chart-note").textContent = points.length
+      ? `${points.length} plan${points.length === 1 ? "" : "s"} that no other beats on both time and cost. Click a point to use it.`
+      : "No priced plan to draw.";
+    canvas.parentElement.hidden = !points.length || !window.Chart;
+    if (state.planChart) {
+      state.planChart.destroy();
+      state.planChart = null;
+    }
+    if (!points.length || !window.Chart) return;
+    const styles = getComputedStyle(document.body);
+    const ink = styles.getPropertyValue("--muted").trim() || "#555";
+    const line = styles.getPropertyValue("--line").trim() || "#ddd";
+    const accent = styles.getPropertyValue("--accent").trim() || COLORS[0];
+    // from zero, unless the front spans more than a factor of 30 (then a log scale)
+    const axis = (values, text) => {
+      const wide = Math.max(...values) / Math.max(Math.min(...values), 1e-9) > 30;
+      return {
+        type: wide ? "logarithmic" : "linear", beginAtZero: !wide, title: { display: true, text, color: ink },
+        ticks: { color: ink }, grid: { color: line },
+      };
+    };
+    const describePoint = (point) => {
+      const s = data.pareto[point.index].scenario;
+      return `${METHOD_NAMES[s.method] || s.method} on ${s.gpus} × ${s.gpu}: ${duration(point.x * 3600)}, ${usd(point.y)}`;
+    };
+    state.planChart = new window.Chart(canvas, {
+      type: "scatter",
+      data: { datasets: [{
+        label: "Pareto front", data: points, showLine: true, borderColor: accent, backgroundColor: accent,
+        pointRadius: 5, pointHoverRadius: 7,
+      }] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        scales: {
+          x: axis(points.map((p) => p.x), "hours"),
+          y: axis(points.map((p) => p.y), "USD"),
+        },
+        plugins: {
+          legend: { display: false },
+          tooltip: { callbacks: { label: (ctx) => describePoint(ctx.raw) } },
+        },
+        onClick: (event, elements) => {
+          if (elements.length) usePlan(data.pareto[points[elements[0].index].index], points[elements[0].index].index, "pareto");
+        },
+      },
+    });
+    canvas.setAttribute("aria-label", `Cost against time of the Pareto-optimal plans: ${points.map(describePoint).join("; ")}`);
+  }
+  function usePlan(item, index, list) {
+    const values = {};
+    for (const [name, value] of Object.entries(item.scenario)) {
+      if (name === "lora") {
+        for (const [part, inner] of Object.entries(value || {})) values[`lora.${part}`] = asText(inner);
+      } else {
+        values[name] = asText(value);
+      }
+    }
+    for (const [name, text] of Object.entries(values)) {
+      if (!state.fields[name]) continue;
+      state.values[name] = text;
+      if (state.controls[name] && !(name === "model" && state.config)) state.controls[name].set(text);
+    }
+    const mode = values.steps ? "steps" : values.dataset_tokens ? "dataset" : "tokens";
+    const radio = $(`budget-${mode}`);
+    if (radio) radio.checked = true;
+    applyVisibility();
+    schedule(0);
+    for (const row of document.querySelectorAll("#plan-results tr[data-plan]")) {
+      const current = row.dataset.plan === String(index) && row.dataset.list === list;
+      row.classList.toggle("in-use", current);
+      if (current) row.setAttribute("aria-current", "true");
+      else row.removeAttribute("aria-current");
+    }
+    const what = `${list === "pareto" ? "Pareto plan" : "Plan"} ${index + 1}`;
+    $("plan-status").replaceChildren(`${what} is now in the calculator. `, h("a", { href: "#results", text: "See its estimate" }));
+  }
+
   // ---------- start ----------
   async function boot() {
     wireShare();
@@ -944,6 +1198,7 @@
       else dropped = true;
     }
     buildForm();
+    buildPlanner();
     writeUrl();
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
     if (dropped) schedule(0);

@@ -1,0 +1,242 @@
+"""The planner over HTTP: the `plan` object of a request body, checked and bounded.
+
+The body of POST /api/plan is an estimate body (the scenario that fixes the model, precision,
+optimizer, LoRA settings, sequence length, token budget, pricing and region) plus a `plan`
+object with the options of `trainplan plan` (`trainplan.cli.PLAN_OPTIONS`). This module turns
+that object into a `PlanRequest` with every error naming `plan.KEY`, and bounds the search so
+that one request cannot run away: at most MAX_GPUS GPUs and MAX_CANDIDATES candidate layouts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from trainplan.cli import PLAN_OPTIONS
+from trainplan.errors import InputError, UnknownNameError
+from trainplan.gpus import find_gpu
+from trainplan.plan import (
+    OBJECTIVES,
+    PlanRequest,
+    default_gpu_types,
+    plan,
+    request_from_options,
+    result_to_dict,
+)
+from trainplan.scenario import Scenario
+from trainplan.web.inputs import EngineInputs
+from trainplan.web.schemas import estimate_body_schema
+
+PLAN_KEY = "plan"
+MAX_GPUS = 4096
+MAX_TOP_K = 20
+MAX_CANDIDATES = 4_000_000  # about 2.5 s and 0.6 GiB on one core
+MAX_GLOBAL_TOKENS = 10**10  # tokens per optimizer step a plan may target
+MAX_RUN_TOKENS = 10**18  # steps x global batch: the search counts tokens in 64-bit integers
+LIST_OPTIONS = ("methods", "gpu_types")
+# Upper bounds the web adds to the planner's own checks (which give the lower bounds).
+NUMERIC_LIMITS: dict[str, int | None] = {
+    "max_gpus": MAX_GPUS,
+    "target_global_tokens": MAX_GLOBAL_TOKENS,
+    "target_global_sequences": 10**8,
+    "budget_usd": None,
+    "deadline_hours": None,
+    "top_k": MAX_TOP_K,
+}
+
+
+class PlanInputError(InputError):
+    """A bad `plan` option: the field is `plan.KEY`; close matches travel along for a GPU name."""
+
+    def __init__(self, field: str, message: str, suggestions: list[str] | None = None) -> None:
+        super().__init__(field, message)
+        self.suggestions = suggestions or []
+
+
+def _text(key: str, raw: Any) -> str | list[str] | None:
+    """One option as the string the CLI would pass (numbers as written, methods comma-joined);
+    a list of GPU names stays a list, since a catalog name may hold a comma."""
+    field = f"{PLAN_KEY}.{key}"
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        raise PlanInputError(field, "must be a string or a number, not true/false")
+    if isinstance(raw, int):
+        return str(raw)
+    if isinstance(raw, float):
+        return repr(raw)
+    if isinstance(raw, str):
+        return raw
+    if key in LIST_OPTIONS and isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        names = [item.strip() for item in raw if item.strip()]
+        return names if key == "gpu_types" else ",".join(names)
+    allowed = "a string or a list of strings" if key in LIST_OPTIONS else "a string or a number"
+    raise PlanInputError(field, f"must be {allowed}")
+
+
+def _check_number(key: str, text: str | list[str] | None) -> None:
+    """A finite number within the web's upper bound (the planner checks the lower one)."""
+    if not isinstance(text, str) or not text.strip():
+        return
+    field = f"{PLAN_KEY}.{key}"
+    try:
+        number = float(text)
+    except ValueError:
+        raise PlanInputError(field, f"{text[:40]!r} is not a number") from None
+    if not math.isfinite(number):
+        raise PlanInputError(field, f"must be a finite number (got {text[:40]})")
+    limit = NUMERIC_LIMITS[key]
+    if limit is not None and number > limit:
+        raise PlanInputError(field, f"must be <= {limit:,} (got {text[:40]})")
+
+
+PlanOptions = dict[str, str | list[str] | None]
+
+
+def plan_options(raw: Any) -> PlanOptions:
+    """The body's `plan` object as string options, every key known and every number finite."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise PlanInputError(PLAN_KEY, f"must be an object of planner options: {', '.join(PLAN_OPTIONS)}")
+    unknown = sorted(str(key) for key in raw if key not in PLAN_OPTIONS)
+    if unknown:
+        raise PlanInputError(
+            f"{PLAN_KEY}.{unknown[0]}", f"unknown planner option. Allowed: {', '.join(PLAN_OPTIONS)}"
+        )
+    options: PlanOptions = {}
+    for key in PLAN_OPTIONS:
+        text = _text(key, raw.get(key))
+        if key in NUMERIC_LIMITS:
+            _check_number(key, text)
+        if isinstance(text, str):
+            text = text.strip() or None
+        options[key] = text or None
+    return options
+
+
+def candidate_count(request: PlanRequest) -> int:
+    """How many layouts `plan()` would evaluate: the size of its search grid."""
+    gpus = len(request.gpu_types or default_gpu_types())
+    per_group = (
+        len(request.counts())
+        * gpus
+        * len(request.tensor_parallel)
+        * len(request.pipeline_parallel)
+        * len(request.zero_stages)
+        * len(request.micro_batches)
+    )
+    groups = len(request.methods) * len(request.checkpointing) * len(request.offloads)
+    return per_group * groups
+
+
+def _check_batch(request: PlanRequest) -> None:
+    """The target global batch, and the run it makes, within what the search can count."""
+    base = request.base
+    tokens = request.global_sequences() * base.seq_len
+    if tokens > MAX_GLOBAL_TOKENS:
+        key = "target_global_sequences" if request.target_global_sequences else "target_global_tokens"
+        where = (
+            "the target"
+            if request.target_global_sequences or request.target_global_tokens
+            else "the scenario's own global batch (micro x accum x replicas x seq_len)"
+        )
+        raise PlanInputError(
+            f"{PLAN_KEY}.{key}",
+            f"{where} is {tokens:,} tokens per step, more than the {MAX_GLOBAL_TOKENS:,} a plan may target",
+        )
+    if base.steps and base.steps * tokens * 2 > MAX_RUN_TOKENS:
+        raise PlanInputError(
+            "steps",
+            f"{base.steps:,} steps of {tokens:,} tokens is more than a plan can count; use fewer steps",
+        )
+
+
+def _gpu(name: str) -> str:
+    """The catalog name of a GPU; an unknown one is an error naming `plan.gpu_types`."""
+    try:
+        return find_gpu(name).name
+    except UnknownNameError as error:
+        raise PlanInputError(f"{PLAN_KEY}.gpu_types", error.message, error.suggestions) from None
+
+
+def plan_request(base: Scenario, options: PlanOptions) -> PlanRequest:
+    """A bounded PlanRequest from checked options (`plan_options`); errors name `plan.KEY`."""
+    texts = {key: value if isinstance(value, str) else None for key, value in options.items()}
+    listed = options.get("gpu_types")
+    names = tuple(_gpu(name) for name in listed) if isinstance(listed, list) else ()
+    try:
+        request = request_from_options(base, texts)
+    except UnknownNameError as error:
+        raise PlanInputError(f"{PLAN_KEY}.gpu_types", error.message, error.suggestions) from None
+    except InputError as error:
+        raise PlanInputError(f"{PLAN_KEY}.{error.field}", error.message) from None
+    # the same GPU or method named twice is searched once
+    gpu_types = tuple(dict.fromkeys(names + tuple(_gpu(name) for name in request.gpu_types)))
+    request = dataclasses.replace(request, methods=tuple(dict.fromkeys(request.methods)), gpu_types=gpu_types)
+    if not request.methods:
+        raise PlanInputError(f"{PLAN_KEY}.methods", "name at least one of full, lora, qlora, or any")
+    _check_batch(request)
+    count = candidate_count(request)
+    if count > MAX_CANDIDATES:
+        raise PlanInputError(
+            f"{PLAN_KEY}.max_gpus",
+            f"this search has {count:,} candidate layouts, more than the {MAX_CANDIDATES:,} one request "
+            f"may evaluate: lower max_gpus, or plan over fewer GPU types or methods",
+        )
+    return request
+
+
+def plan_payload(inputs: EngineInputs, request: PlanRequest) -> dict[str, Any]:
+    """The JSON of `trainplan plan --json` for a checked request."""
+    return result_to_dict(plan(request, model=inputs.model))
+
+
+def _option_schema(key: str, help_text: str) -> dict[str, Any]:
+    """JSON Schema of one planner option: the CLI's help, the web's bounds."""
+    words: dict[str, Any] = {"description": help_text}
+    if key in LIST_OPTIONS:
+        kinds: list[dict[str, Any]] = [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}},
+        ]
+    elif key == "objective":
+        kinds = [{"type": "string", "enum": list(OBJECTIVES)}]
+        words["default"] = "time"
+    else:
+        number: dict[str, Any] = {"type": "integer" if key in ("max_gpus", "top_k") else "number"}
+        number["minimum"] = 0 if key in ("budget_usd", "deadline_hours") else 1
+        limit = NUMERIC_LIMITS[key]
+        if limit is not None:
+            number["maximum"] = limit
+        kinds = [number, {"type": "string", "description": "the same number as text"}]
+    return {"anyOf": [*kinds, {"type": "null"}], **words}
+
+
+@cache
+def plan_body_schema() -> dict[str, Any]:
+    """OpenAPI schema of the POST /api/plan body: the estimate body plus the `plan` object."""
+    base = estimate_body_schema()
+    options = {key: _option_schema(key, help_text) for key, (_, help_text) in PLAN_OPTIONS.items()}
+    options["max_gpus"]["description"] += f"; at most {MAX_GPUS}"
+    options["top_k"]["description"] += f"; at most {MAX_TOP_K}"
+    plan_schema = {
+        "type": "object",
+        "properties": options,
+        "additionalProperties": False,
+        "description": "the options of `trainplan plan`. The search is bounded: at most "
+        f"{MAX_CANDIDATES:,} candidate layouts (GPU counts x GPU types x methods x ...) per request",
+    }
+    return {
+        **base,
+        "properties": {**base["properties"], PLAN_KEY: plan_schema},
+        "example": {
+            "model": "Qwen2.5-7B",
+            "method": "lora",
+            "seq_len": 4096,
+            PLAN_KEY: {"methods": "any", "max_gpus": 16, "objective": "cost", "deadline_hours": 24},
+        },
+    }
