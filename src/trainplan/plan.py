@@ -446,9 +446,15 @@ def explain(result: PlanResult) -> list[str]:
     time = best.estimate.time
     gpu = next(row for row in best.estimate.fit if row.gpu == best.scenario.gpu)
     if time is not None:
+        overhead = time.step.dominant_overhead()
+        tail = (
+            "only compute is on its critical path"
+            if overhead == "none"
+            else f"its largest overhead is {overhead.replace('_', ' ')}"
+        )
         lines.append(
             f"It uses {best.estimate.total_bytes / gpu.memory_bytes:.0%} of each GPU's memory, "
-            f"runs at {time.mfu:.0%} MFU, and its largest overhead is {time.step.dominant_overhead()}."
+            f"runs at {time.mfu:.0%} MFU, and {tail}."
         )
     rivals = [
         p
