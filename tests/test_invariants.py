@@ -84,6 +84,12 @@ def test_more_sharding_gpus_never_increase_memory(scenario: Scenario) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(scenarios)
+def test_fused_loss_never_increases_memory(scenario: Scenario) -> None:
+    assert total(dataclasses.replace(scenario, loss="fused")) <= total(scenario)
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios)
 def test_total_is_at_least_every_term_and_moe_at_least_dense(scenario: Scenario) -> None:
     result = estimate(scenario, model=SPEC)
     assert all(0 <= term.value <= result.total_bytes for term in result.peak.terms)

@@ -118,3 +118,14 @@ def test_logits_scale_with_vocab_and_tokens(llama8b_config: dict[str, Any]) -> N
     result = run(llama8b_config, micro_batch=2, seq_len=1024)
     forward = next(p for p in result.phases if p.name == "forward")
     assert forward.term("logits").value == 2 * 1024 * 128256 * (2 + 4 + 4)
+
+
+def test_fused_loss_holds_no_vocab_sized_buffers(llama8b_config: dict[str, Any]) -> None:
+    # fused linear + cross-entropy (Liger): held = grad of hidden states, 2 bytes x 4096 per
+    # token; while the loss runs a logits chunk and its fp32 softmax add (2 + 4) x 4096
+    tokens = 2 * 1024
+    fused = run(llama8b_config, micro_batch=2, seq_len=1024, loss="fused")
+    forward = next(p for p in fused.phases if p.name == "forward")
+    assert forward.term("logits").value == tokens * (2 * 4096 + 6 * 4096)
+    standard = run(llama8b_config, micro_batch=2, seq_len=1024)
+    assert fused.total_bytes < standard.total_bytes

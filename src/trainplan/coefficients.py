@@ -17,6 +17,7 @@ from trainplan.scenario import Scenario
 from trainplan.terms.activations import ActivationMode, layer_activations, outside_layers
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.memory import (
+    fused_loss_bytes,
     layer_weight_bytes,
     logits_bytes,
     optimizer_state_bytes,
@@ -174,7 +175,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         else:
             sharded += block.count * full_layer[0]
             replicated += block.count * layer.norms
-    held, loss, backward = logits_bytes(model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap)
+    if scenario.loss == "fused":
+        held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
+    else:
+        held, loss, backward = logits_bytes(model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap)
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
     flops = flops_per_token(
         model,

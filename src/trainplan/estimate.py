@@ -30,7 +30,10 @@ KINDS = {
     "gradients": (EXACT, "gradients present at this moment of the step"),
     "optimizer": (EXACT, "optimizer state (and fp32 master copy)"),
     "activations": (ESTIMATE, "tensors saved for backward (Korthikanti et al. 2022, per architecture)"),
-    "logits": (ESTIMATE, "LM-head logits and cross-entropy buffers (batch x seq x vocab)"),
+    "logits": (
+        ESTIMATE,
+        "LM-head logits and cross-entropy buffers (batch x seq x vocab; hidden-sized with a fused loss)",
+    ),
     "temporaries": (
         ESTIMATE,
         "autocast weight copies, optimizer-step and dequantisation scratch, ZeRO-3 gathered layers",

@@ -32,6 +32,7 @@ ATTENTION = ("flash", "sdpa", "eager")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 PRICING = ("on-demand", "committed", "spot")
+LOSSES = ("standard", "fused")
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,14 @@ class Scenario:
         False, FieldInfo("shard norm/dropout activations over the tensor-parallel group")
     )
     offload: str = _field("none", FieldInfo("CPU offload of model states", OFFLOAD))
+    loss: str = _field(
+        "standard",
+        FieldInfo(
+            "cross-entropy implementation: standard (Hugging Face) or fused linear + cross-entropy "
+            "(Liger, Cut Cross-Entropy), which never holds the full logits",
+            LOSSES,
+        ),
+    )
     overhead_gib: float = _field(
         2.0,
         FieldInfo(

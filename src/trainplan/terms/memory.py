@@ -81,3 +81,14 @@ def logits_bytes(
         (activation_bytes + upcast + 4 + cap) * per_token,
         (12 + cap) * per_token,
     )
+
+
+def fused_loss_bytes(hidden_size: int, activation_bytes: int) -> tuple[float, float, float]:
+    """(held, peak while computing the loss, peak in its backward) per token for a fused linear +
+    cross-entropy kernel (Liger-Kernel's FusedLinearCrossEntropy, Hsu et al. 2024, sec. 3;
+    Cut Cross-Entropy, Wijmans et al. 2024): logits are made chunk by chunk, with chunks sized
+    so that chunk x vocab ~ tokens x hidden, and the gradient of the hidden states is computed in
+    forward. Held: that gradient (hidden x activation bytes); while the loss runs, one chunk of
+    logits and its fp32 softmax on top (~ hidden x (activation + 4) bytes per token)."""
+    held = activation_bytes * hidden_size
+    return held, held + (activation_bytes + 4) * hidden_size, held
