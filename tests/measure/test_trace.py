@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
+from configs import TINY_LLAMA  # noqa: E402
+
 from trainplan.errors import InputError  # noqa: E402
 from trainplan.measure import measure_training_step  # noqa: E402
 from trainplan.measure.loop import trace_steps  # noqa: E402
@@ -25,16 +27,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning"
 )
 
-TINY: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 2,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "tie_word_embeddings": False,
-}
+TINY = TINY_LLAMA
 WIDTH = 1024  # 1024 x 1024 fp32 weights: 4 MiB each, a multiple of 512 B, so rounding adds nothing
 PARAMS = 2 * WIDTH * WIDTH
 

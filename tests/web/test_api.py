@@ -7,6 +7,7 @@ import shlex
 from typing import Any
 
 import pytest
+from configs import LLAMA_8B, TINY_LLAMA
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -23,26 +24,6 @@ from trainplan.web import inputs
 from trainplan.web.inputs import MAX_BODY_BYTES
 
 EXTRAS = ("display", "hints")
-LLAMA_8B: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "tie_word_embeddings": False,
-}
-TINY_LLAMA: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 2,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "tie_word_embeddings": False,
-}
 
 
 def engine_json(body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

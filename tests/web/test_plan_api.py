@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from configs import TINY_LLAMA
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,16 +21,6 @@ from trainplan.web.inputs import MAX_BODY_BYTES
 from trainplan.web.planning import MAX_CANDIDATES, MAX_GPUS
 
 SMALL: dict[str, Any] = {"model": "Qwen2.5-0.5B", "method": "lora", "plan": {"max_gpus": 8}}
-TINY_LLAMA: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 2,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "tie_word_embeddings": False,
-}
 
 
 def post(client: TestClient, body: Any) -> Any:
