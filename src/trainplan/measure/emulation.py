@@ -4,8 +4,8 @@
 
 The trace runs on fake CPU tensors (a fake CUDA device needs a CUDA build of torch). Where CPU
 kernels or CPU-specific code paths would allocate differently from CUDA, these patches restore the
-CUDA behaviour; each is a context manager that undoes itself. See
-/work/shared/reference/tracing-notes.md for how each effect was found.
+CUDA behaviour; each is a context manager that undoes itself. docs/methodology.md ("Measured
+mode") lists the effects and why they matter.
 """
 
 from __future__ import annotations
