@@ -7,7 +7,7 @@ Sources:
 - amp-* (torch.autocast over fp32 weights, the HF Trainer with bf16=True on an fp32 model):
   fp32 weights 4 + fp32 grads 4 + Adam 8; autocast caches a half copy (2 bytes) of every fp32
   leaf weight that requires grad until the autocast region exits (PyTorch autocast docs,
-  "cache_enabled"; see the tracing notes in docs/methodology.md).
+  "cache_enabled"; measured in the traces, see docs/accuracy.md).
 - Pure bf16: weights, grads and optimizer state all bf16 (torch.optim keeps state in the
   parameter dtype).
 - 8-bit AdamW: Dettmers et al. 2022, block-wise 8-bit states: 1 byte per state element plus one
