@@ -380,3 +380,58 @@ def test_planner_names_a_bad_option_and_fits_a_phone(browser: Any, live_server: 
     print(f"screenshot: {shot}")
     assert not phone.errors
     context.close()
+
+
+def visible_text(locator: Any) -> str:
+    """Text on screen: without the words only a screen reader hears."""
+    text: str = locator.evaluate(
+        "el => [...el.childNodes].filter(n => !(n.classList && n.classList.contains('visually-hidden')))"
+        ".map(n => n.textContent).join('')"
+    )
+    return text
+
+
+def test_largest_micro_batch_button(page: Page, client: TestClient) -> None:
+    page.open("?model=Llama-3.1-8B&method=qlora&seq_len=4096")
+    body = {"model": "Llama-3.1-8B", "method": "qlora", "seq_len": 4096}
+    response = client.post("/api/estimate", params={"max": "micro_batch"}, json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    value = answer["max"]["value"]
+    button = page.page.get_by_role(
+        "button", name="Largest micro-batch that fits on H100 SXM 80GB", exact=True
+    )
+    assert visible_text(button) == "Largest that fits on H100 SXM 80GB"
+    before = page.renders()
+    button.focus()
+    page.page.keyboard.press("Enter")  # from the keyboard alone
+    page.wait_render(before)
+    micro = page.page.get_by_role("textbox", name="Micro-batch", exact=True)
+    assert micro.input_value() == str(value)
+    assert page.text("#total") == gib(answer["memory"]["per_gpu"]["total_bytes"])
+    assert_shows(page, api(client, {**body, "micro_batch": value}))
+    status = page.text("#largest-micro-batch-status")
+    assert status.startswith(f"Largest micro-batch that fits on H100 SXM 80GB: {value} (")
+    assert parse_qs(urlsplit(page.page.url).query)["micro_batch"] == [str(value)]
+    # another GPU: the label follows it, and the old answer is cleared
+    before = page.renders()
+    page.page.get_by_role("combobox", name="GPU type", exact=True).select_option("GeForce RTX 4090")
+    page.wait_render(before)
+    assert page.text("#largest-micro-batch-status") == ""
+    assert visible_text(page.page.locator("#largest-seq-len")) == "Largest that fits on GeForce RTX 4090"
+
+
+def test_largest_when_nothing_fits_at_phone_width(browser: Any, live_server: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = Page(context.new_page(), live_server)
+    phone.open("?model=Llama-3.1-70B&method=full")
+    phone.page.get_by_role("button", name="Largest sequence length that fits on H100 SXM 80GB").tap()
+    phone.page.wait_for_selector('.largest[data-largest="seq_len"][data-state="error"]')
+    status = phone.text("#largest-seq-len-status")
+    assert status.startswith("Not even a sequence length of 1 fits on H100 SXM 80GB (")
+    assert "try LoRA or QLoRA" in status
+    assert phone.page.get_by_role("textbox", name="Sequence length", exact=True).input_value() == "2048"
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    assert not phone.errors
+    context.close()

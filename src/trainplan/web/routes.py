@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
@@ -13,10 +13,12 @@ from starlette.concurrency import run_in_threadpool
 from trainplan.catalog import find_model_record, model_records
 from trainplan.estimate import estimate
 from trainplan.gpus import gpu_catalog
+from trainplan.result import Estimate
 from trainplan.tables import rates, regions
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints
 from trainplan.web.inputs import BodyError, EngineInputs, engine_inputs, read_json_object
+from trainplan.web.largest import MaxField, largest
 from trainplan.web.planning import PLAN_KEY, plan_body_schema, plan_options, plan_payload, plan_request
 from trainplan.web.schemas import (
     MODEL_CONFIG_KEY,
@@ -101,15 +103,27 @@ def get_regions() -> list[dict[str, Any]]:
     ]
 
 
-def estimate_payload(inputs: EngineInputs, with_hints: bool) -> dict[str, Any]:
-    """The CLI's `--json` result, plus `display` strings and `hints` (true numbers)."""
-    result = estimate(inputs.scenario, model=inputs.model)
+def estimate_payload(
+    inputs: EngineInputs, with_hints: bool, result: Estimate | None = None
+) -> dict[str, Any]:
+    """The CLI's `--json` result, plus `display` strings and `hints` (true numbers). `result`,
+    when given, is an estimate already made for a variant of `inputs.scenario` (the search's)."""
+    if result is None:
+        result = estimate(inputs.scenario, model=inputs.model)
     payload = result.to_dict()
     uploaded = inputs.model_config is not None
     payload["display"] = display(result, uploaded)
     payload["hints"] = (
-        [hint.to_dict() for hint in make_hints(inputs.scenario, result, inputs.model)] if with_hints else []
+        [hint.to_dict() for hint in make_hints(result.scenario, result, inputs.model)] if with_hints else []
     )
+    return payload
+
+
+def largest_payload(inputs: EngineInputs, field: str, with_hints: bool) -> dict[str, Any]:
+    """The estimate payload at the largest `field` that fits, with the CLI's `max` object."""
+    result, found = largest(inputs.scenario, field, inputs.model)
+    payload = estimate_payload(inputs, with_hints, result)
+    payload["max"] = found
     return payload
 
 
@@ -131,8 +145,17 @@ async def resolve_inputs(body: dict[str, Any]) -> EngineInputs:
     "/estimate",
     summary="Estimate memory, fit, time, cost and energy for one scenario",
     responses={
-        200: {"description": "the same JSON as `trainplan estimate --json`, plus `display` and `hints`"},
+        200: {
+            "description": "the same JSON as `trainplan estimate --json`, plus `display` and `hints`; "
+            "with `max`, that of `trainplan estimate --max FIELD --json`: the estimate at the largest "
+            "value that fits the GPU, and `max: {field, value}`"
+        },
         **ERRORS,
+        422: {
+            "model": ErrorBody,
+            "description": "a field has a bad value; `field` names it (`max`: an unknown field to "
+            "maximise, or not even 1 fits)",
+        },
     },
     openapi_extra={
         "requestBody": {
@@ -144,12 +167,28 @@ async def resolve_inputs(body: dict[str, Any]) -> EngineInputs:
 async def post_estimate(
     request: Request,
     hints: bool = Query(True, description="also compute 'worth knowing' hints (each re-runs the estimate)"),
+    maximise: Annotated[
+        MaxField | None,
+        Query(
+            alias="max",
+            description="answer for the largest value of this field that fits the scenario's GPU "
+            "(`trainplan estimate --max`): an exact search over the estimate, at most micro_batch "
+            "65536 or seq_len 10,000,000; the body's value of the field is replaced",
+        ),
+    ] = None,
 ) -> Response:
     """Body: scenario fields as in a scenario file (absent fields take their defaults), and
     optionally `model_config`, the contents of a config.json. A Hub id in `model` is fetched
-    with huggingface_hub when installed; the server never reads a path named in the request."""
+    with huggingface_hub when installed; the server never reads a path named in the request.
+
+    With `?max=micro_batch` or `?max=seq_len`, the answer is the estimate at the largest value
+    of that field whose peak memory fits the GPU, plus `max: {field, value}`; when not even 1
+    fits, a 422 naming `max`."""
     body = await read_json_object(request)
     inputs = await resolve_inputs(body)
+    if maximise is not None:
+        # about 50 estimates: keep them off the event loop, as the planner's search is
+        return json_response(await run_in_threadpool(largest_payload, inputs, maximise, hints))
     return json_response(estimate_payload(inputs, hints))
 
 

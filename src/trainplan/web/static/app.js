@@ -155,6 +155,7 @@
   function update() {
     writeUrl();
     send(buildBody(state.values));
+    forgetLargest();
   }
   async function send(body) {
     const seq = ++state.seq;
@@ -674,6 +675,7 @@
     renderRun(result);
     renderShare(result);
     planLabels(result);
+    largestLabels(result);
   }
 
   function renderBreakdown(result, row) {
@@ -922,6 +924,102 @@
       link.remove();
       setTimeout(() => URL.revokeObjectURL(link.href), 1000);
     });
+  }
+
+  // ---------- "Largest that fits": POST /api/estimate?max=FIELD ----------
+  const LARGEST = { micro_batch: "micro-batch", seq_len: "sequence length" };
+  const largestId = (field) => `largest-${field.replace(/_/g, "-")}`;
+  function buildLargest() {
+    for (const [field, noun] of Object.entries(LARGEST)) {
+      const wrapper = document.querySelector(`[data-field="${field}"]`);
+      if (!wrapper) continue;
+      const id = largestId(field);
+      const button = h("button", {
+        type: "button", className: "btn btn-small largest-btn", id, "aria-describedby": `${id}-status`,
+        onclick: () => findLargest(field),
+      }, "Largest ", h("span", { className: "visually-hidden", text: `${noun} ` }), "that fits on ",
+      h("span", { className: "largest-gpu", text: state.result ? state.result.gpu : "this GPU" }));
+      const status = h("span", { className: "largest-status", id: `${id}-status`, role: "status", "aria-live": "polite" });
+      wrapper.append(h("div", { className: "largest", "data-largest": field }, button, status));
+    }
+  }
+  function largestLabels(result) {
+    for (const node of document.querySelectorAll(".largest-gpu")) node.textContent = result.gpu;
+  }
+  function forgetLargest() {
+    // an answer stays on screen only while the scenario it was found for is in the controls
+    for (const box of document.querySelectorAll(".largest[data-sent]")) {
+      if (box.dataset.state === "busy" || JSON.stringify(largestBody(box.dataset.largest)) === box.dataset.sent) continue;
+      box.querySelector(".largest-status").textContent = "";
+      delete box.dataset.sent;
+      box.dataset.state = "idle";
+    }
+  }
+  function largestBody(field) {
+    // the field being searched is replaced by the answer: a bad value there is no obstacle
+    const body = buildBody(state.values);
+    delete body[field];
+    return body;
+  }
+  async function findLargest(field) {
+    const id = largestId(field);
+    const button = $(id);
+    const status = $(`${id}-status`);
+    const box = button.closest(".largest");
+    if (box.dataset.state === "busy" || !state.meta) return;
+    const noun = LARGEST[field];
+    const body = largestBody(field);
+    const sent = JSON.stringify(body);
+    box.dataset.state = "busy";
+    box.dataset.sent = sent;
+    button.setAttribute("aria-disabled", "true");
+    button.classList.add("busy");
+    status.className = "largest-status";
+    status.textContent = "Searching…";
+    let data;
+    let ok = false;
+    try {
+      const response = await fetch(`/api/estimate?max=${encodeURIComponent(field)}&hints=false`, {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: sent,
+      });
+      data = await response.json();
+      ok = response.ok;
+    } catch (error) {
+      data = { field: null, message: `could not reach the server (${error.message})` };
+    }
+    button.removeAttribute("aria-disabled");
+    button.classList.remove("busy");
+    if (!ok) {
+      let text;
+      if (data.field === "max") {
+        const message = String(data.message || "");
+        const plain = message.replace(`not even ${field} = 1`, `Not even a ${noun} of 1`);
+        text = plain === message ? message.charAt(0).toUpperCase() + message.slice(1) : plain;
+      } else if (data.field) {
+        text = `Fix the calculator first: ${label(data.field)} (${data.field}): ${data.message}`;
+      } else {
+        text = data.message || "the server could not answer";
+      }
+      status.className = "largest-status nofit";
+      status.textContent = text;
+      box.dataset.state = "error";
+      return;
+    }
+    if (JSON.stringify(largestBody(field)) !== sent) {
+      status.textContent = "The scenario changed during the search: press again for the new answer.";
+      box.dataset.state = "stale";
+      return;
+    }
+    const value = data.max.value;
+    setValue(field, String(value), true);
+    const row = capacityOf(data);
+    const maximum = state.fields[field] ? state.fields[field].maximum : null;
+    status.className = "largest-status fits";
+    status.textContent = `Largest ${noun} that fits on ${data.gpu}: ${nf0.format(value)}` +
+      (row ? ` (${data.display.total} of ${gib(row.memory_bytes)})` : "") +
+      (value === maximum ? "; the most the calculator accepts" : "");
+    box.dataset.state = "ready";
+    box.dataset.value = String(value);
   }
 
   // ---------- the planner: "Plan it for me" ----------
@@ -1198,6 +1296,7 @@
       else dropped = true;
     }
     buildForm();
+    buildLargest();
     buildPlanner();
     writeUrl();
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
