@@ -92,6 +92,12 @@ def test_human_output(config_file: Path) -> None:
     assert "Can you train it?" in result.output
 
 
+def test_regions_list() -> None:
+    regions = json.loads(invoke("regions", "eu-", "--json").output)
+    assert regions and all(r["gco2e_per_kwh"] > 0 and r["source"] for r in regions)
+    assert any(r["id"] == "eu-north-1" for r in regions)
+
+
 def test_lists() -> None:
     models = json.loads(invoke("models", "qwen", "--json").output)
     assert models and all("qwen" in m["name"].lower() or "qwen" in m["family"].lower() for m in models)

@@ -174,6 +174,17 @@ def gpus_command(
     print_gpus(query, as_json)
 
 
+@app.command("regions")
+def regions_command(
+    query: str = typer.Argument("", help="filter by id, name or country"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """List grid regions and their carbon intensity (searchable)."""
+    from trainplan.report import print_regions
+
+    print_regions(query, as_json)
+
+
 def _register_estimate() -> None:
     """Add `estimate` with a signature generated from the scenario fields."""
 

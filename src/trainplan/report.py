@@ -204,3 +204,24 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     console.print(table)
     for line in explain(result):
         console.print(line)
+
+
+def print_regions(query: str, as_json: bool) -> None:
+    """Grid regions whose id, name or kind contains `query`, with gCO2e/kWh, year and source."""
+    from trainplan.tables import regions
+
+    needle = query.lower()
+    rows = [r for r in regions().values() if needle in f"{r.id} {r.name} {r.kind}".lower()]
+    if as_json:
+        print(json.dumps([
+            {"id": r.id, "name": r.name, "kind": r.kind, "gco2e_per_kwh": r.gco2e_per_kwh,
+             "year": r.year, "source": r.source}
+            for r in rows
+        ], indent=2))  # fmt: skip
+        return
+    table = Table(title=f"{len(rows)} regions")
+    for column in ("id", "name", "kind", "gCO2e/kWh", "year"):
+        table.add_column(column, justify="right" if column in ("gCO2e/kWh", "year") else "left")
+    for r in rows:
+        table.add_row(r.id, r.name, r.kind, f"{r.gco2e_per_kwh:,.0f}", str(r.year))
+    Console().print(table)
