@@ -63,3 +63,26 @@ def test_accuracy_page_is_current() -> None:
 def test_accuracy_plot_exists() -> None:
     png = DOCS / "accuracy.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_readme_commands_run() -> None:
+    """Every `trainplan ...` example in the README runs (serve and measure aside: a server and a
+    traced step have their own tests)."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from trainplan.cli import app
+
+    readme = (DOCS.parent / "README.md").read_text()
+    block = readme.split("```sh\n", 2)[2].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.startswith("trainplan ")]
+    assert len(commands) >= 8
+    for command in commands:
+        args = shlex.split(command)[1:]
+        if args[0] in ("serve", "measure") or "path/to/config.json" in command:
+            continue
+        if args[0] == "plan":
+            args += ["--max-gpus", "8"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, (command, result.output)
