@@ -29,7 +29,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "calibration" / "cases.yaml"
-CATALOG = ROOT / "src" / "trainplan" / "data" / "models.yaml"
 OUT = ROOT / "calibration" / "fake_trace.json"
 CASE_KEYS = {
     "id",
@@ -64,31 +63,16 @@ def load_cases(path: Path) -> list[dict[str, Any]]:
     return cases
 
 
-def load_catalog(path: Path) -> dict[str, dict[str, Any]]:
-    """Model name and aliases (lower-cased) -> HF config; empty if the catalog is absent."""
-    if not path.exists():
-        return {}
-    records = yaml.safe_load(path.read_text()) or []
-    configs: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
-            continue
-        for name in [record.get("name"), *record.get("aliases", [])]:
-            if isinstance(name, str):
-                configs[name.lower()] = record["config"]
-    return configs
+def resolve_config(case: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(HF config, where it came from) for a case: the catalog record, else an inline config."""
+    from trainplan.catalog import find_model_record
 
-
-def resolve_config(case: dict[str, Any], catalog: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str]:
-    """(HF config, where it came from) for a case."""
-    config = catalog.get(str(case["model"]).lower())
-    if config is not None:
-        return config, "catalog"
+    record = find_model_record(str(case["model"]))
+    if record is not None:
+        return dict(record.config), "catalog"
     if isinstance(case.get("config"), dict):
         return case["config"], "inline"
-    raise SystemExit(
-        f"case {case['id']!r}: model {case['model']!r} is not in {CATALOG.name} and has no config"
-    )
+    raise SystemExit(f"case {case['id']!r}: model {case['model']!r} is not in the catalog and has no config")
 
 
 def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
@@ -176,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             raise SystemExit(f"unknown case ids: {sorted(missing)}")
         cases = [case for case in cases if case["id"] in set(args.only)]
-    catalog = load_catalog(CATALOG)
-    jobs = [(case, *resolve_config(case, catalog)) for case in cases]
+    jobs = [(case, *resolve_config(case)) for case in cases]
 
     records: dict[str, dict[str, Any]] = {}
     context = multiprocessing.get_context("spawn")

@@ -145,14 +145,24 @@ def resolve_model(reference: str) -> ModelSpec:
     record = find_model_record(reference)
     if record is not None:
         return record.spec()
+    config, name, source = model_config(reference)
+    return spec_from_config(config, name, source)
+
+
+def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
+    """(config.json contents, model name, where it came from) for a catalog name, a path to a
+    config.json (or its folder), or a Hub id; UnknownNameError with suggestions otherwise."""
+    record = find_model_record(reference)
+    if record is not None:
+        return dict(record.config), record.name, record.config_source
     path = Path(reference).expanduser()
     if path.is_dir():
         path = path / "config.json"
     if path.is_file():
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-        return spec_from_config(read_config_file(path), name, str(path))
+        return read_config_file(path), name, str(path)
     if looks_like_hub_id(reference):
-        return spec_from_config(fetch_hub_config(reference), reference, f"hub:{reference}")
+        return fetch_hub_config(reference), reference, f"hub:{reference}"
     raise UnknownNameError("model", reference, [r.name for r in model_records()], "model")
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from trainplan.catalog import fetch_hub_config, find_model_record, read_config_file
+from trainplan.catalog import model_config
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_base_weights
 from trainplan.hf import spec_from_config
@@ -75,19 +74,6 @@ class Comparison:
             "error": self.estimate.total_bytes / m.peak_bytes - 1,
             "notes": list(self.notes),
         }
-
-
-def _config_of(reference: str) -> dict[str, Any]:
-    """The config.json behind a model reference (catalog, file/folder, Hub id)."""
-    record = find_model_record(reference)
-    if record is not None:
-        return dict(record.config)
-    path = Path(reference).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
-    if path.is_file():
-        return read_config_file(path)
-    return fetch_hub_config(reference)
 
 
 def _trace_precision(scenario: Scenario) -> str:
@@ -156,7 +142,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         raise InputError("measure", "needs PyTorch: pip install 'trainplan[measure]'") from None
     compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
     lora = scenario.lora
-    config = _config_of(scenario.model)
+    config = model_config(scenario.model)[0]
     measured = measure_training_step(
         config,
         method="full" if scenario.method == "full" else ("dora" if lora.dora else "lora"),
