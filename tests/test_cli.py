@@ -68,12 +68,12 @@ def test_scenario_file_and_flag_override(config_file: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("args", "text"),
     [
-        (["--micro-batch", "0"], "micro_batch (--micro-batch): must be between 1 and 65536 (got 0)"),
+        (["--micro-batch", "0"], "micro_batch (--micro-batch): must be between 1 and 65,536 (got 0)"),
         (["--zero-stage", "9"], "zero_stage (--zero-stage): must be between 0 and 3 (got 9)"),
         (["--precision", "int3"], "precision (--precision): 'int3' is not one of"),
         (["--gpu", "H1000"], "unknown gpu 'H1000'. Did you mean"),
         (["--model", "Llama-3.1-8X"], "unknown model 'Llama-3.1-8X'. Did you mean"),
-        (["--lora-rank", "-1"], "lora.rank (--lora-rank): must be between 1 and 65536"),
+        (["--lora-rank", "-1"], "lora.rank (--lora-rank): must be between 1 and 65,536"),
         (["--scenario", "/nonexistent.yaml"], "scenario: cannot read"),
     ],
 )

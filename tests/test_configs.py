@@ -96,7 +96,7 @@ def test_unreadable_config_file(tmp_path: Path) -> None:
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "config.json").write_text("{not json")
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match=r"config.json is not valid JSON .*line 1 column 2"):
         resolve_model(str(folder))
 
 

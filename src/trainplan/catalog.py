@@ -6,7 +6,6 @@ record's name and aliases. An unknown name is an error with close matches, never
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -168,10 +167,12 @@ def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse a config.json, naming the file in the error."""
+    from trainplan.userfiles import parse_json, read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError("model", f"cannot read {path}: {error}") from None
+        data = parse_json(read_text(path, "model"), str(path), "model")
+    except InputError as error:
+        raise ConfigError("model", error.message) from None
     if not isinstance(data, dict):
         raise ConfigError("model", f"{path} is not a JSON object")
     return data

@@ -69,22 +69,10 @@ def _estimate_parameters() -> list[inspect.Parameter]:
 
 
 def load_scenario_file(path: str) -> dict[str, Any]:
-    """Read a YAML or JSON scenario file into a dict."""
-    import yaml
+    """Read a YAML or JSON scenario file into a dict (size-limited; errors name `scenario`)."""
+    from trainplan.userfiles import read_mapping
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError("scenario", f"cannot read {path}: {error.strerror}") from None
-    try:
-        data = yaml.safe_load(text) if not path.endswith(".json") else json.loads(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as error:
-        raise InputError("scenario", f"{path} is not valid YAML/JSON: {error}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InputError("scenario", f"{path} must hold a mapping of scenario fields")
-    return data
+    return read_mapping(Path(path), "scenario")
 
 
 def scenario_from_flags(kwargs: dict[str, Any]) -> Scenario:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from difflib import get_close_matches
+from typing import Any
 
 
 class TrainplanError(ValueError):
@@ -44,3 +45,19 @@ def suggest(name: str, choices: list[str], limit: int = 3) -> list[str]:
     if not matches:
         matches = [key for key in lowered if name.lower() in key][:limit]
     return [lowered[match] for match in matches]
+
+
+def shown_number(value: float) -> str:
+    """A bound or value for a message: 10,000,000 rather than 1e+07; huge integers by digit count
+    (formatting a 5,000-digit integer in full is itself an error in Python)."""
+    if isinstance(value, int) and abs(value) >= 10**16:
+        return f"an integer of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
+    if isinstance(value, int) or (abs(value) < 1e16 and float(value).is_integer()):
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def shown_value(raw: Any) -> str:
+    """A user's value quoted in a message, cut short (a pasted megabyte must not come back)."""
+    text = shown_number(raw) if isinstance(raw, int) and not isinstance(raw, bool) else repr(raw)
+    return text if len(text) <= 60 else text[:57] + "..."

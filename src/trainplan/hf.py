@@ -9,10 +9,11 @@ Unknown model types are read with the common Llama-style keys when those are pre
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
 _MISSING = object()
@@ -36,13 +37,46 @@ def _get(cfg: Mapping[str, Any], *keys: str, default: Any = _MISSING) -> Any:
     return default
 
 
+# The largest structural value a config may give, by what the key means: about 10-30x the largest
+# released model, so that a pasted config is bounded before any work is done (a config with 3e7
+# layers or a width of 1e154 is refused, not computed). Keys not listed share the last bound.
+_LIMITS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("layer count", 4_096, ("num_hidden_layers", "num_layers", "n_layers", "n_layer", "num_decoder_layers",
+                            "first_k_dense_replace", "decoder_sparse_step", "moe_layer_freq")),
+    ("width", 1_048_576, ("hidden_size", "d_model", "dim", "n_embd", "intermediate_size", "ffn_dim",
+                          "ffn_hidden_size", "n_inner", "d_ff", "moe_intermediate_size",
+                          "shared_expert_intermediate_size", "head_dim", "d_kv", "qk_rope_head_dim",
+                          "qk_nope_head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank")),
+    ("head count", 65_536, ("num_attention_heads", "num_heads", "n_heads", "n_head",
+                            "num_key_value_heads", "num_kv_heads", "n_kv_heads")),
+    ("vocabulary", 16_777_216, ("vocab_size", "padded_vocab_size")),
+    ("expert count", 65_536, ("num_local_experts", "n_routed_experts", "num_experts", "n_shared_experts",
+                              "num_experts_per_tok", "moe_top_k", "top_k")),
+    ("image size", 65_536, ("image_size", "patch_size", "num_channels")),
+    ("integer", 2**31, ()),
+)  # fmt: skip
+CONFIG_LIMITS: dict[str, tuple[str, int]] = {
+    key: (meaning, bound) for meaning, bound, keys in _LIMITS for key in keys
+}
+
+
+def config_limit(key: str) -> tuple[str, int]:
+    """(what the key means, its largest accepted value)."""
+    return CONFIG_LIMITS.get(key, (_LIMITS[-1][0], _LIMITS[-1][1]))
+
+
 def _int(cfg: Mapping[str, Any], *keys: str, default: Any = _MISSING, minimum: int = 1) -> int:
-    """An integer config value, range-checked, the error naming the key."""
+    """An integer config value, range-checked against `minimum` and its limit, the error naming the key."""
+    found = next((key for key in keys if cfg.get(key) is not None), keys[0])
     value = _get(cfg, *keys, default=default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-        raise ConfigError(keys[0], f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(keys[0], f"must be >= {minimum}, got {value}")
+    finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    if isinstance(value, bool) or not finite or int(value) != value:
+        raise ConfigError(found, f"must be an integer, got {shown_value(value)}")
+    meaning, bound = config_limit(found)
+    if not minimum <= value <= bound:
+        raise ConfigError(
+            found, f"must be between {minimum:,} and {bound:,} ({meaning}), got {shown_value(value)}"
+        )
     return int(value)
 
 
@@ -191,6 +225,8 @@ def _moe_blocks(
     if experts == 0:
         return (Block(layers, attention, dense, norms),)
     top_k = _int(cfg, "num_experts_per_tok", "moe_top_k", "top_k")
+    if top_k > experts:
+        raise ConfigError("num_experts_per_tok", f"{top_k} experts per token exceeds the {experts} experts")
     moe_inner = _int(cfg, "moe_intermediate_size", default=dense.intermediate_size)
     shared_count = _int(cfg, "n_shared_experts", default=0, minimum=0)
     shared_inner = moe_inner

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_number, shown_value
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed")
@@ -44,6 +44,7 @@ class FieldInfo:
     minimum: float | None = None
     maximum: float | None = None
     kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
+    web_help: str | None = None  # the help where the web API accepts less (it reads no paths)
 
 
 LORA_FIELDS: dict[str, FieldInfo] = {
@@ -82,7 +83,11 @@ class Scenario:
 
     model: str = _field(
         "Llama-3.1-8B",
-        FieldInfo("catalog name, path to a config.json (or its folder), or a Hugging Face Hub id"),
+        FieldInfo(
+            "catalog name, path to a config.json (or its folder), or a Hugging Face Hub id",
+            web_help="catalog name or Hugging Face Hub id (owner/name); the server reads no paths: "
+            "send the config.json contents as `model_config` instead",
+        ),
     )
     method: str = _field("lora", FieldInfo("what is trained", METHODS))
     lora: LoraSettings = _field(
@@ -259,9 +264,9 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
     if kind == "bool":
         return _as_bool(name, raw)
     if info.choices is not None:
-        text = str(raw).strip().lower() if raw is not None else ""
+        text = raw.strip().lower() if isinstance(raw, str) else ""
         if text not in info.choices:
-            raise InputError(name, f"{raw!r} is not one of: {', '.join(info.choices)}")
+            raise InputError(name, f"{shown_value(raw)} is not one of: {', '.join(info.choices)}")
         return text
     if kind == "int":
         value: float = _as_int(name, raw)
@@ -274,33 +279,29 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
     low, high = info.minimum, info.maximum
     if (low is not None and value < low) or (high is not None and value > high):
         if low is not None and high is not None:
-            allowed = f"between {_fmt(low)} and {_fmt(high)}"
+            allowed = f"between {shown_number(low)} and {shown_number(high)}"
         elif low is not None:
-            allowed = f">= {_fmt(low)}"
+            allowed = f">= {shown_number(low)}"
         else:
-            allowed = f"<= {_fmt(high or 0.0)}"
-        raise InputError(name, f"must be {allowed} (got {_fmt(value)})")
+            allowed = f"<= {shown_number(high or 0.0)}"
+        raise InputError(name, f"must be {allowed} (got {shown_number(value)})")
     return value
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
 
 
 def _as_bool(name: str, raw: Any) -> bool:
     if isinstance(raw, bool):
         return raw
-    text = str(raw).strip().lower()
+    text = raw.strip().lower() if isinstance(raw, str) else str(raw) if raw in (0, 1) else ""
     if text in ("true", "1", "yes", "on"):
         return True
     if text in ("false", "0", "no", "off"):
         return False
-    raise InputError(name, f"{raw!r} is not a boolean (true/false)")
+    raise InputError(name, f"{shown_value(raw)} is not a boolean (true/false)")
 
 
 def _as_int(name: str, raw: Any) -> int:
     if isinstance(raw, bool):
-        raise InputError(name, f"{raw!r} is not an integer")
+        raise InputError(name, f"{shown_value(raw)} is not an integer")
     if isinstance(raw, int):
         return raw
     if isinstance(raw, float) and raw.is_integer():
@@ -309,21 +310,23 @@ def _as_int(name: str, raw: Any) -> int:
         try:
             number = float(raw.replace("_", "").replace(",", ""))
         except ValueError:
-            raise InputError(name, f"{raw!r} is not an integer") from None
+            raise InputError(name, f"{shown_value(raw)} is not an integer") from None
         if number.is_integer():
             return int(number)
-    raise InputError(name, f"{raw!r} is not an integer")
+    raise InputError(name, f"{shown_value(raw)} is not an integer")
 
 
 def _as_float(name: str, raw: Any) -> float:
     if isinstance(raw, bool):
-        raise InputError(name, f"{raw!r} is not a number")
+        raise InputError(name, f"{shown_value(raw)} is not a number")
     try:
         value = float(raw)
+    except OverflowError:
+        raise InputError(name, "is too large to be a finite number") from None
     except (TypeError, ValueError):
-        raise InputError(name, f"{raw!r} is not a number") from None
+        raise InputError(name, f"{shown_value(raw)} is not a number") from None
     if value != value or value in (float("inf"), float("-inf")):
-        raise InputError(name, f"{raw!r} is not a finite number")
+        raise InputError(name, f"{shown_value(raw)} is not a finite number")
     return value
 
 
