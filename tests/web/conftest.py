@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,6 +24,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from trainplan.web.app import create_app  # noqa: E402
 
+T = TypeVar("T")
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -47,13 +51,19 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
-def live_server() -> Iterator[str]:
-    """The app on uvicorn in a background thread; yields its base URL."""
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run on a fresh thread: the browser tests keep an event loop in the main thread."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """`app` on uvicorn in a background thread on a free loopback port; yields its base URL."""
     import uvicorn
 
     port = _free_port()
-    config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -62,9 +72,18 @@ def live_server() -> Iterator[str]:
         if time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[str]:
+    """The app on uvicorn in a background thread; yields its base URL."""
+    with serving(create_app()) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from configs import TINY_LLAMA
+from conftest import run_async
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -142,15 +143,44 @@ def test_body_size_limit(client: TestClient) -> None:
     assert response.status_code == 413 and response.json()["field"] == "body"
 
 
-def test_busy_planner_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_busy_planner_is_a_503_after_a_bounded_wait() -> None:
     app = create_app()
-    app.state.plan_slots = asyncio.Semaphore(0)  # every slot taken
-    monkeypatch.setattr(routes, "PLAN_QUEUE_S", 0.05)
+    app.state.plan_slots = routes.Slots(running=0, waiting=4, wait_s=0.05)  # the slot never frees
     with TestClient(app) as busy:
         response = post(busy, SMALL)
     assert response.status_code == 503
     data = response.json()
     assert data["field"] is None and "busy" in data["message"]
+
+
+def test_a_full_planner_queue_is_a_503_at_once() -> None:
+    """With the slot taken and the line full, a search is refused without waiting at all."""
+    app = create_app()
+    app.state.plan_slots = routes.Slots(running=0, waiting=0, wait_s=60.0)
+    with TestClient(app) as busy:
+        response = post(busy, SMALL)
+    assert response.status_code == 503 and "busy" in response.json()["message"]
+
+
+def test_planner_slots_admit_in_turn() -> None:
+    """One slot, one waiting place: the second search waits for the first, a third is refused."""
+
+    async def scenario() -> list[str]:
+        slots = routes.Slots(running=1, waiting=1, wait_s=1.0)
+        await slots.acquire()
+        second = asyncio.create_task(slots.acquire())
+        await asyncio.sleep(0.01)
+        outcomes = []
+        try:
+            await slots.acquire()
+        except routes.BodyError as error:
+            outcomes.append(f"third {error.status}")
+        slots.release()
+        await second
+        outcomes.append("second admitted")
+        return outcomes
+
+    assert run_async(scenario()) == ["third 503", "second admitted"]
 
 
 def test_nothing_fits_is_an_answer_not_an_error(client: TestClient) -> None:

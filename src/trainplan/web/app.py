@@ -7,6 +7,8 @@ elsewhere, and its Content-Security-Policy says so.
 
 from __future__ import annotations
 
+import json
+import logging
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import MutableHeaders
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from trainplan import __version__
@@ -58,8 +61,17 @@ def _validation_response(error: RequestValidationError) -> Response:
     return json_response(body, 422)
 
 
-class SecurityHeaders:
-    """Adds nosniff and no-referrer to every response (a plain ASGI wrapper: no per-request cost)."""
+ERROR_500 = json.dumps(
+    {"field": None, "message": "internal error", "detail": "internal error", "suggestions": []}
+).encode()
+log = logging.getLogger("trainplan.web")
+
+
+class Guard:
+    """The outermost ASGI layer: nosniff and no-referrer on every response, error answers
+    included, and no exception ever reaches the server. An unexpected one is logged and becomes a
+    JSON 500 (when no response has started yet); re-raising it would make the server drop a
+    kept-alive connection. A client that went away mid-body needs no answer."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -68,15 +80,43 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = False
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = MutableHeaders(scope=message)
                 headers.setdefault("X-Content-Type-Options", "nosniff")
                 headers.setdefault("Referrer-Policy", "no-referrer")
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except ClientDisconnect:
+            return
+        except Exception:
+            log.exception("unexpected error answering %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                return
+            await send_with_headers(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(ERROR_500)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": ERROR_500})
+
+
+class GuardedApp(FastAPI):
+    """FastAPI with `Guard` around everything, Starlette's own error middleware included."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Guard(super().build_middleware_stack())
 
 
 @cache
@@ -87,7 +127,7 @@ def page_html() -> str:
 
 def create_app() -> FastAPI:
     """A new app instance (tests and the server each make their own)."""
-    app = FastAPI(
+    app = GuardedApp(
         title="trainplan",
         version=__version__,
         summary="Will this training run fit, how long will it take, and what will it cost?",
@@ -107,9 +147,11 @@ def create_app() -> FastAPI:
     async def on_validation_error(request: Request, error: RequestValidationError) -> Response:
         return _validation_response(error)
 
-    app.add_middleware(SecurityHeaders)
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, error: Exception) -> Response:
+        return Response(ERROR_500, status_code=500, media_type="application/json")
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def index() -> HTMLResponse:
         return HTMLResponse(
             page_html(), headers={"Content-Security-Policy": PAGE_POLICY, "Cache-Control": "no-cache"}
@@ -126,7 +168,7 @@ def create_app() -> FastAPI:
             swagger_ui_parameters={"validatorUrl": None, "defaultModelsExpandDepth": 0},
         )
 
-    @app.get("/healthz", include_in_schema=False)
+    @app.api_route("/healthz", methods=["GET", "HEAD"], include_in_schema=False)
     def health() -> dict[str, str]:
         return {"status": "ok"}
 

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,9 +22,11 @@ from trainplan.errors import InputError, TrainplanError, UnknownNameError
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
 from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.userfiles import parse_json
 from trainplan.web.schemas import MODEL_CONFIG_KEY
 
 MAX_BODY_BYTES = 256 * 1024
+BODY_READ_TIMEOUT_S = 10.0  # a client that declares a body and stops sending gets a 408
 
 # The Hub's repository id syntax: owner/name, letters, digits and - _ . (no leading dot, no '..').
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
@@ -32,8 +34,9 @@ _PATH_HINT = re.compile(r"[\\/~]|^\.|\.\.|\x00|:")
 
 
 class BodyError(TrainplanError):
-    """A request that cannot be answered as asked: a body too large (413) or not a JSON object
-    (400), a Hub lookup that timed out (504), or a planner with no free slot (503)."""
+    """A request that cannot be answered as asked: a body too large (413), too slow (408), of the
+    wrong media type (415) or not a JSON object (400); a Hub lookup or computation that ran past
+    its time budget (504), or a server with no free slot for it (503)."""
 
     def __init__(self, status: int, message: str, field: str | None = "body") -> None:
         self.status = status
@@ -43,26 +46,32 @@ class BodyError(TrainplanError):
 
 
 async def read_json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
-    """The body as a dict; at most `limit` bytes are ever read."""
+    """The body as a dict: `application/json` only (415 otherwise: a cross-site form cannot post
+    here), at most `limit` bytes read (413), within BODY_READ_TIMEOUT_S (408)."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         raise BodyError(413, f"request body larger than {limit // 1024} KiB")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyError(413, f"request body larger than {limit // 1024} KiB")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_READ_TIMEOUT_S):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BodyError(413, f"request body larger than {limit // 1024} KiB")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyError(408, f"the request body did not arrive within {BODY_READ_TIMEOUT_S:.0f} s") from None
     raw = b"".join(chunks)
     if not raw.strip():
         return {}
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise BodyError(415, f"send the body as application/json (got {media_type or 'no content type'!r})")
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BodyError(400, f"not valid JSON ({error})") from None
-    except RecursionError:
-        raise BodyError(400, "JSON nested too deeply") from None
+        data = parse_json(raw, "the body", "body")
+    except InputError as error:
+        raise BodyError(400, error.message.removeprefix("the body is ")) from None
     if not isinstance(data, dict):
         raise BodyError(400, "must be a JSON object of scenario fields")
     return data
@@ -77,8 +86,9 @@ class EngineInputs:
     model_config: dict[str, Any] | None
 
 
-def engine_inputs(body: Mapping[str, Any]) -> EngineInputs:
-    """Split `model_config` off the body, validate the scenario, resolve the model safely."""
+def engine_inputs(body: Mapping[str, Any], hub: ModelSpec | None = None) -> EngineInputs:
+    """Split `model_config` off the body, validate the scenario, resolve the model safely.
+    `hub` is the spec of the body's Hub id when the server has already looked it up."""
     fields = dict(body)
     config = fields.pop(MODEL_CONFIG_KEY, None)
     if config is not None and not isinstance(config, dict):
@@ -88,7 +98,7 @@ def engine_inputs(body: Mapping[str, Any]) -> EngineInputs:
     scenario = scenario_from_mapping(fields)
     if config is not None:
         return EngineInputs(scenario, spec_from_upload(config, scenario.model), config)
-    return EngineInputs(scenario, model_spec(scenario.model), None)
+    return EngineInputs(scenario, hub if hub is not None else model_spec(scenario.model), None)
 
 
 def spec_from_upload(config: Mapping[str, Any], name: str) -> ModelSpec:
@@ -108,6 +118,12 @@ def _spec(config: Mapping[str, Any], name: str, source: str, field: str) -> Mode
         raise InputError(
             field, f"cannot be read as a model config ({type(error).__name__}: {error})"
         ) from None
+
+
+def is_hub_lookup(name: str) -> bool:
+    """A name that is not in the catalog and has the Hub id syntax: answering it needs the network."""
+    name = name.strip()
+    return catalog.find_model_record(name) is None and bool(HUB_ID.match(name)) and ".." not in name
 
 
 def model_spec(name: str) -> ModelSpec | None:

@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from trainplan.catalog import find_model_record, model_records
+from trainplan.catalog import model_records
 from trainplan.estimate import estimate
 from trainplan.gpus import gpu_catalog
 from trainplan.result import Estimate
 from trainplan.tables import rates, regions
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints
-from trainplan.web.inputs import BodyError, EngineInputs, engine_inputs, read_json_object
+from trainplan.web.hub import HubLookups
+from trainplan.web.inputs import (
+    BodyError,
+    EngineInputs,
+    engine_inputs,
+    hub_spec,
+    is_hub_lookup,
+    read_json_object,
+)
 from trainplan.web.largest import MaxField, largest
 from trainplan.web.planning import PLAN_KEY, plan_body_schema, plan_options, plan_payload, plan_request
 from trainplan.web.schemas import (
@@ -31,15 +40,23 @@ from trainplan.web.schemas import (
 )
 
 router = APIRouter(prefix="/api", tags=["calculator"])
-HUB_TIMEOUT_S = 20.0
-PLAN_SLOTS = 2  # searches at once; more wait for a slot, up to PLAN_QUEUE_S
-PLAN_QUEUE_S = 30.0
+COMPUTE_BUDGET_S = 15.0  # one estimate (or a largest-that-fits search) past this is a 504
+T = TypeVar("T")
+PLAN_SLOTS = 1  # searches at once: each holds a few hundred MB of candidate arrays
+PLAN_QUEUE = 4  # searches waiting for the slot; one more is a 503 at once
+PLAN_WAIT_S = 10.0  # the longest a search waits for its turn before a 503
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "the body is not a JSON object"},
+    408: {"model": ErrorBody, "description": "the body did not arrive in time"},
     413: {"model": ErrorBody, "description": "the body is larger than 256 KiB"},
+    415: {"model": ErrorBody, "description": "the body is not sent as application/json"},
     422: {"model": ErrorBody, "description": "a field has a bad value; `field` names it"},
-    504: {"model": ErrorBody, "description": "a Hub id lookup did not answer in time"},
+    503: {
+        "model": ErrorBody,
+        "description": "too many Hub lookups or searches in flight; retry shortly",
+    },
+    504: {"model": ErrorBody, "description": "a Hub lookup or the computation ran past its time budget"},
 }
 
 
@@ -127,18 +144,36 @@ def largest_payload(inputs: EngineInputs, field: str, with_hints: bool) -> dict[
     return payload
 
 
-async def resolve_inputs(body: dict[str, Any]) -> EngineInputs:
-    """The body's scenario and model; a Hub lookup runs off the event loop, with a time limit."""
+def hub_lookups(app: Any) -> HubLookups:
+    """The app's Hub lookups (made on first use)."""
+    lookups: HubLookups | None = getattr(app.state, "hub_lookups", None)
+    if lookups is None:
+        lookups = HubLookups(hub_spec)
+        app.state.hub_lookups = lookups
+    return lookups
+
+
+async def compute(function: Callable[..., T], *args: Any) -> T:
+    """Run CPU work off the event loop within COMPUTE_BUDGET_S (504 past it), so that /healthz,
+    the page and other requests are served while it runs."""
+    try:
+        return await asyncio.wait_for(run_in_threadpool(function, *args), COMPUTE_BUDGET_S)
+    except TimeoutError:
+        raise BodyError(
+            504,
+            f"the computation took longer than {COMPUTE_BUDGET_S:.0f} s; simplify the request",
+            field=None,
+        ) from None
+
+
+async def resolve_inputs(request: Request, body: dict[str, Any]) -> EngineInputs:
+    """The body's scenario and model. A Hub id is looked up first through the app's bounded,
+    time-limited Hub lookups; everything else is computed off the event loop."""
     model = body.get("model")
-    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and find_model_record(model) is None:
-        # Possibly a Hub lookup, which may wait on the network: keep it off the event loop.
-        try:
-            return await asyncio.wait_for(run_in_threadpool(engine_inputs, body), HUB_TIMEOUT_S)
-        except TimeoutError:
-            raise BodyError(
-                504, f"the Hub did not answer within {HUB_TIMEOUT_S:.0f} s", field="model"
-            ) from None
-    return engine_inputs(body)
+    hub = None
+    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and is_hub_lookup(model):
+        hub = await hub_lookups(request.app).spec(model.strip())
+    return await compute(engine_inputs, body, hub)
 
 
 @router.post(
@@ -185,18 +220,46 @@ async def post_estimate(
     of that field whose peak memory fits the GPU, plus `max: {field, value}`; when not even 1
     fits, a 422 naming `max`."""
     body = await read_json_object(request)
-    inputs = await resolve_inputs(body)
+    inputs = await resolve_inputs(request, body)
     if maximise is not None:
-        # about 50 estimates: keep them off the event loop, as the planner's search is
-        return json_response(await run_in_threadpool(largest_payload, inputs, maximise, hints))
-    return json_response(estimate_payload(inputs, hints))
+        return json_response(await compute(largest_payload, inputs, maximise, hints))
+    return json_response(await compute(estimate_payload, inputs, hints))
 
 
-def plan_slots(app: Any) -> asyncio.Semaphore:
-    """The app's limit on searches running at once (made on first use)."""
-    slots: asyncio.Semaphore | None = getattr(app.state, "plan_slots", None)
+class Slots:
+    """At most `running` searches at once and at most `waiting` in line; one more is a 503 at
+    once, and a search that waits longer than `wait_s` for its turn is a 503 too."""
+
+    def __init__(self, running: int, waiting: int, wait_s: float) -> None:
+        self._semaphore = asyncio.Semaphore(running)
+        self._waiting = 0
+        self._max_waiting = waiting
+        self._wait_s = wait_s
+
+    async def acquire(self) -> None:
+        """Take a slot, or raise the 503."""
+        busy = BodyError(503, "the planner is busy; try again in a few seconds", field=None)
+        if self._semaphore.locked() and self._waiting >= self._max_waiting:
+            raise busy
+        self._waiting += 1
+        try:
+            async with asyncio.timeout(self._wait_s):
+                await self._semaphore.acquire()
+        except TimeoutError:
+            raise busy from None
+        finally:
+            self._waiting -= 1
+
+    def release(self) -> None:
+        """Give the slot back."""
+        self._semaphore.release()
+
+
+def plan_slots(app: Any) -> Slots:
+    """The app's planner slots (made on first use)."""
+    slots: Slots | None = getattr(app.state, "plan_slots", None)
     if slots is None:
-        slots = asyncio.Semaphore(PLAN_SLOTS)
+        slots = Slots(PLAN_SLOTS, PLAN_QUEUE, PLAN_WAIT_S)
         app.state.plan_slots = slots
     return slots
 
@@ -211,7 +274,7 @@ def plan_slots(app: Any) -> asyncio.Semaphore:
         },
         **ERRORS,
         422: {"model": ErrorBody, "description": "a field has a bad value; `field` names it (`plan.KEY`)"},
-        503: {"model": ErrorBody, "description": "every search slot stayed busy; try again shortly"},
+        503: {"model": ErrorBody, "description": "the planner's queue is full; try again shortly"},
     },
     openapi_extra={
         "requestBody": {
@@ -226,14 +289,10 @@ async def post_plan(request: Request) -> Response:
     `trainplan plan`. Each plan's `scenario` posted to `/api/estimate` gives its `estimate`."""
     body = await read_json_object(request)
     options = plan_options(body.pop(PLAN_KEY, None))
-    inputs = await resolve_inputs(body)
+    inputs = await resolve_inputs(request, body)
     search = plan_request(inputs.scenario, options)
     slots = plan_slots(request.app)
-    try:
-        async with asyncio.timeout(PLAN_QUEUE_S):
-            await slots.acquire()
-    except TimeoutError:
-        raise BodyError(503, "the planner is busy; try again in a few seconds", field=None) from None
+    await slots.acquire()
     try:
         payload = await run_in_threadpool(plan_payload, inputs, search)
     finally:

@@ -106,7 +106,7 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
         "widget": widget,
         "default": default,
         "nullable": default is None,
-        "help": info.help,
+        "help": info.web_help or info.help,
         "choices": list(info.choices) if info.choices else None,
         "minimum": info.minimum,
         "maximum": info.maximum,
