@@ -71,7 +71,9 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: Any = _MISSING, minimum: i
     value = _get(cfg, *keys, default=default)
     finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
     if isinstance(value, bool) or not finite or int(value) != value:
-        raise ConfigError(found, f"must be an integer, got {shown_value(value)}")
+        too_large = isinstance(value, float) and math.isinf(value)
+        shown = "a number beyond float range" if too_large else shown_value(value)
+        raise ConfigError(found, f"must be an integer, got {shown}")
     meaning, bound = config_limit(found)
     if not minimum <= value <= bound:
         raise ConfigError(

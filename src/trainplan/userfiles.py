@@ -56,11 +56,11 @@ def parse_yaml(text: str, where: str, field: str) -> Any:
     try:
         return yaml.load(text, Loader=loader)
     except yaml.YAMLError as error:
-        raise InputError(field, f"{where} is not valid YAML: {error}") from None
+        raise InputError(field, f"{where} is not valid YAML: {' '.join(str(error).split())}") from None
     except RecursionError:
         raise InputError(field, f"{where} is nested too deeply") from None
-    except (ValueError, OverflowError) as error:  # e.g. an integer of more than 4,300 digits
-        raise InputError(field, f"{where} holds a value that cannot be read ({error})") from None
+    except (ValueError, OverflowError):  # an integer of more than 4,300 digits
+        raise InputError(field, f"{where} holds a number too long to read (over 4,300 digits)") from None
 
 
 def read_mapping(path: Path, field: str) -> dict[str, Any]:

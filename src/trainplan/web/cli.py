@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 
 import typer
@@ -42,10 +44,34 @@ def serve(
             "the page works without charts, the API docs page needs them",
             file=sys.stderr,
         )
+    listener = _listen(host, port)
     shown = f"[{host}]" if ":" in host else host
     print(f"trainplan calculator: http://{shown}:{port}/{query}", flush=True)
     print(f"API docs:              http://{shown}:{port}/docs", flush=True)
-    uvicorn.run(create_app(), host=host, port=port, log_level=log_level)
+    server = uvicorn.Server(uvicorn.Config(create_app(), log_level=log_level))
+    server.run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is printed: a taken port is a clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(2048)
+    except OSError as error:
+        listener.close()
+        reason = (
+            "is already in use" if error.errno == errno.EADDRINUSE else f"cannot be used ({error.strerror})"
+        )
+        print(
+            f"error: port {port} on {host} {reason}: choose another with --port (make run PORT=...)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(2) from None
+    listener.set_inheritable(True)
+    return listener
 
 
 def register_serve(app: typer.Typer) -> None:
