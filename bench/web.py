@@ -13,10 +13,14 @@ Starts `trainplan serve` on a free loopback port in a subprocess, then
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -124,6 +128,63 @@ def report_load(name: str, latencies: list[float], wall: float) -> None:
     )
 
 
+WRK_SCRIPT = """
+local bodies = {%(bodies)s}
+local fresh = %(fresh)s
+local n = 0
+function init(args)
+  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16) %% 100000)
+end
+function request()
+  n = n + 1
+  local body = bodies[(n %% #bodies) + 1]
+  if fresh then
+    body = '{"model":"Llama-3.1-8B","micro_batch":' .. math.random(1, 64) ..
+           ',"seq_len":' .. math.random(256, 1000000) .. '}'
+  end
+  return wrk.format("POST", "%(path)s", {["Content-Type"] = "application/json"}, body)
+end
+"""
+
+
+def wrk_load(base: str, query: str, clients: int, seconds: int, fresh: bool) -> str:
+    """A run of wrk (a C load generator, so the client is not the bottleneck): req/s and
+    p50/p99 latency. `fresh`: every body is new (no kept answer can serve it)."""
+    if shutil.which("wrk") is None:
+        return "skipped (wrk is absent: apt-get install wrk)"
+    bodies = ", ".join("[[" + json.dumps(body) + "]]" for body in BODIES)
+    script = WRK_SCRIPT % {
+        "bodies": bodies,
+        "fresh": "true" if fresh else "false",
+        "path": f"/api/estimate{query}",
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    threads = min(clients, 2)
+    command = ["wrk", f"-t{threads}", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", handle.name, base]
+    output = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30).stdout
+    Path(handle.name).unlink()
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", output)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    if not (rate and p50 and p99):
+        return f"could not read wrk's output: {output[-300:]}"
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+    return (
+        f"p50 {float(p50[1]) * scale[p50[2]]:7.2f} ms  p99 {float(p99[1]) * scale[p99[2]]:7.2f} ms"
+        f"  {float(rate[1]):6.0f} req/s" + (f"  ({errors[1]} non-2xx)" if errors else "")
+    )
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def page_load(base: str, repeats: int = 5) -> list[float] | None:
     """Milliseconds from navigation start until the first result (figures and chart) is on screen,
     each in a fresh browser context (empty cache)."""
@@ -177,7 +238,12 @@ def main() -> None:
         for query, label in (("?hints=false", "without hints"), ("", "with hints (what the page asks)")):
             latencies, wall = asyncio.run(load(base, query, clients=8, seconds=3.0, cap=20000))
             report_load(f"POST /api/estimate, 8 clients, {label}", latencies, wall)
+        for clients, fresh in ((8, False), (32, False), (8, True)):
+            kind = "every body new" if fresh else "4 bodies repeated"
+            label = f"wrk: POST /api/estimate with hints, {clients} connections, {kind}"
+            print(f"{label:<72} {wrk_load(base, '', clients, 5, fresh)}")
         plan_latency(base)
+        print(f"{'server peak memory (VmHWM), loads and plans':<72} {peak_rss_mib(server.pid):7.0f} MiB")
         times = page_load(base)
         if times:
             label = "page load to first result (figures + chart)"

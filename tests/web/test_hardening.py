@@ -318,3 +318,25 @@ def test_hub_lookups_are_not_made_for_catalog_names(monkeypatch: pytest.MonkeyPa
     assert not inputs.is_hub_lookup("meta-llama/Llama-3.1-8B")  # a catalog Hub id
     assert inputs.is_hub_lookup("someone/else")
     assert not inputs.is_hub_lookup("../x/y")
+
+
+def test_identical_requests_are_answered_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second identical request is served from the kept answers, byte for byte; a different
+    body or query is computed afresh."""
+    from trainplan.web import routes
+
+    made: list[bool] = []
+    real = routes.estimate_payload
+
+    def counted(inputs: Any, with_hints: bool, result: Any = None) -> dict[str, Any]:
+        made.append(with_hints)
+        return real(inputs, with_hints, result)
+
+    monkeypatch.setattr(routes, "estimate_payload", counted)
+    with TestClient(create_app()) as fresh:
+        first = fresh.post("/api/estimate", json={"model": "GPT-2", "micro_batch": 3})
+        again = fresh.post("/api/estimate", json={"micro_batch": 3, "model": "GPT-2"})
+        other = fresh.post("/api/estimate?hints=false", json={"model": "GPT-2", "micro_batch": 3})
+    assert first.status_code == again.status_code == other.status_code == 200
+    assert again.content == first.content
+    assert made == [True, False]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -41,6 +43,7 @@ from trainplan.web.schemas import (
 
 router = APIRouter(prefix="/api", tags=["calculator"])
 COMPUTE_BUDGET_S = 15.0  # one estimate (or a largest-that-fits search) past this is a 504
+ANSWERS_KEPT = 2048  # estimate answers kept for identical requests (about 10-30 KB each)
 T = TypeVar("T")
 PLAN_SLOTS = 1  # searches at once: each holds a few hundred MB of candidate arrays
 PLAN_QUEUE = 4  # searches waiting for the slot; one more is a 503 at once
@@ -64,6 +67,46 @@ def json_response(payload: Any, status: int = 200) -> Response:
     """Compact JSON; non-finite numbers are refused rather than sent as invalid JSON."""
     text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
     return Response(text, status_code=status, media_type="application/json")
+
+
+class Answers:
+    """Finished estimate answers by request. An answer is a pure function of the body and the
+    query, so an identical request (the page re-asking as a user toggles back, many users on the
+    default scenario) is served from this bounded LRU instead of being computed again, hints
+    included. Bodies naming a Hub id are not kept: the Hub's config may change."""
+
+    def __init__(self, size: int = ANSWERS_KEPT) -> None:
+        self._size = size
+        self._kept: OrderedDict[bytes, bytes] = OrderedDict()
+
+    @staticmethod
+    def key(body: dict[str, Any], query: tuple[Any, ...]) -> bytes:
+        """A digest of the body (keys sorted) and the query values."""
+        text = json.dumps([body, query], sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).digest()
+
+    def get(self, key: bytes) -> bytes | None:
+        """The kept answer, marked as recently used."""
+        answer = self._kept.get(key)
+        if answer is not None:
+            self._kept.move_to_end(key)
+        return answer
+
+    def put(self, key: bytes, answer: bytes) -> None:
+        """Keep `answer`, dropping the least recently used past the size."""
+        self._kept[key] = answer
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+
+
+def answers(app: Any) -> Answers:
+    """The app's kept answers (made on first use)."""
+    kept: Answers | None = getattr(app.state, "answers", None)
+    if kept is None:
+        kept = Answers()
+        app.state.answers = kept
+    return kept
 
 
 @router.get("/fields", summary="Scenario fields: kinds, defaults, allowed values, help, form sections")
@@ -220,10 +263,20 @@ async def post_estimate(
     of that field whose peak memory fits the GPU, plus `max: {field, value}`; when not even 1
     fits, a 422 naming `max`."""
     body = await read_json_object(request)
+    kept = answers(request.app)
+    key = Answers.key(body, (hints, maximise))
+    answer = kept.get(key)
+    if answer is not None:
+        return Response(answer, media_type="application/json")
     inputs = await resolve_inputs(request, body)
     if maximise is not None:
-        return json_response(await compute(largest_payload, inputs, maximise, hints))
-    return json_response(await compute(estimate_payload, inputs, hints))
+        response = json_response(await compute(largest_payload, inputs, maximise, hints))
+    else:
+        response = json_response(await compute(estimate_payload, inputs, hints))
+    model = body.get("model")
+    if not (isinstance(model, str) and MODEL_CONFIG_KEY not in body and is_hub_lookup(model)):
+        kept.put(key, bytes(response.body))
+    return response
 
 
 class Slots:
