@@ -42,6 +42,7 @@ test: lint $(ASSETS)
 bench: $(STAMP) $(ASSETS)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/web.py
+	FUZZ_REQUESTS=10000 $(BIN)/pytest -q -p no:cacheprovider tests/web/test_fuzz_http.py
 
 calibrate: $(STAMP)
 	$(BIN)/python scripts/calibrate.py
