@@ -2,51 +2,57 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-# Browser assets (chart.js, the API docs page) from npm, copied into the package: no CDN.
+PIP := $(BIN)/pip install --quiet -c constraints.txt
+# `make run` installs what serving needs; `make test` adds the test, measure and type-checking tools.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+# Browser assets (chart.js, the API docs page) are vendored in the package, with their licences,
+# so a wheel serves the whole page; `make assets` refreshes them from npm (package-lock.json pins).
 VENDOR := src/trainplan/web/static/vendor
-ASSETS := $(VENDOR)/.built
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: run test bench lint calibrate clean assets
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,measure,web]'
-	touch $(STAMP)
 
-$(ASSETS): package.json package-lock.json
+$(RUN_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[web]'
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[test,measure,web]'
+	touch $(RUN_STAMP) $(TEST_STAMP)
+
+assets:
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	mkdir -p $(VENDOR)
 	cp node_modules/chart.js/dist/chart.umd.min.js $(VENDOR)/
 	cp node_modules/chart.js/LICENSE.md $(VENDOR)/chart.js-LICENSE.md
 	cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css $(VENDOR)/
 	cp node_modules/swagger-ui-dist/LICENSE $(VENDOR)/swagger-ui-LICENSE
-	touch $(ASSETS)
 
-assets: $(ASSETS)
-
-run: $(STAMP) $(ASSETS)
+run: $(RUN_STAMP)
 	$(BIN)/trainplan serve --host $(HOST) --port $(PORT) --scenario examples/default.yaml
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff format --check src tests scripts bench calibration
 	$(BIN)/ruff check src tests scripts bench calibration
 	$(BIN)/mypy
 
-test: lint $(ASSETS)
+test: lint
 	$(BIN)/pytest
 
-bench: $(STAMP) $(ASSETS)
+bench: $(TEST_STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/web.py
 	FUZZ_REQUESTS=10000 $(BIN)/pytest -q -p no:cacheprovider tests/web/test_fuzz_http.py
 
-calibrate: $(STAMP)
+calibrate: $(TEST_STAMP)
 	$(BIN)/python scripts/calibrate.py
 	$(BIN)/python scripts/accuracy.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache node_modules $(VENDOR)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache node_modules

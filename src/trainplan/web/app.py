@@ -177,6 +177,6 @@ def create_app() -> FastAPI:
 
 
 def missing_assets() -> list[str]:
-    """Vendored browser files that the build step (`make run`: npm ci) has not copied yet."""
+    """Vendored browser files missing from this installation (a broken install or checkout)."""
     needed = ("chart.umd.min.js", "swagger-ui-bundle.js", "swagger-ui.css")
     return [name for name in needed if not (VENDOR / name).is_file()]

@@ -40,8 +40,8 @@ def serve(
     missing = missing_assets()
     if missing:
         print(
-            f"note: {', '.join(missing)} not built (run `make run`, which runs npm ci): "
-            "the page works without charts, the API docs page needs them",
+            f"note: {', '.join(missing)} missing from the package (reinstall it; in a checkout, "
+            "`make assets` restores them): the page works without charts, the API docs page needs them",
             file=sys.stderr,
         )
     listener = _listen(host, port)
