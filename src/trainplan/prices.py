@@ -26,6 +26,7 @@ from functools import cache
 from typing import Any
 
 from trainplan.catalog import _require, load_yaml
+from trainplan.errors import InputError
 
 PROVIDER_CLASSES = ("hyperscaler", "gpu-cloud", "marketplace", "index")
 MEDIAN_CLASSES = ("hyperscaler", "gpu-cloud", "marketplace")
@@ -48,6 +49,16 @@ def parse_date(text: str, where: str) -> datetime.date:
         return datetime.date(int(year), int(month), int(day or 1))
     except ValueError:
         raise RuntimeError(f"{where}: date {text!r} is not a calendar date") from None
+
+
+def parse_today(text: str | None) -> datetime.date:
+    """The date staleness is judged against: `text` as YYYY-MM-DD, or the date now when empty."""
+    if text is None or not text.strip():
+        return datetime.date.today()
+    try:
+        return datetime.date.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError("today", f"{text!r} is not a date in the form YYYY-MM-DD") from None
 
 
 def median(values: Sequence[float]) -> float:
@@ -292,6 +303,7 @@ def quote_to_dict(quote: Quote, today: datetime.date, max_age_days: int = STALE_
         "date": quote.date,
         "stale": is_stale(quote.day, today, max_age_days),
         "in_median": quote.counted,
+        "source_key": quote.source,
         "source": quote.source_address,
     }
 
