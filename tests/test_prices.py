@@ -138,6 +138,7 @@ def _quote0(data: dict[str, Any]) -> dict[str, Any]:
         (lambda d: _quote0(d).update(colour="red"), "unknown keys ['colour']"),
         (lambda d: _quote0(d).update(date="Sept 2026"), "is not YYYY-MM-DD"),
         (lambda d: _quote0(d).update(date=""), "date must be a non-empty string"),
+        (lambda d: _quote0(d).update(date="2026-02-30"), "not a calendar date"),
         (lambda d: _quote0(d).update(usd_per_gpu_hour=0), "is not between 0.001 and 1000"),
         (lambda d: _quote0(d).update(usd_per_gpu_hour=-2.5), "is not between 0.001 and 1000"),
         (lambda d: _quote0(d).update(usd_per_gpu_hour=1500), "is not between 0.001 and 1000"),

@@ -158,8 +158,8 @@ def unpriced_gpus(request: PlanRequest) -> tuple[str, ...]:
     if request.base.usd_per_gpu_hour is not None:
         return ()
     priced = rates()
-    names = request.gpu_types or tuple(g.name for g in gpu_catalog())
-    return tuple(find_gpu(name).name for name in names if find_gpu(name).name not in priced)
+    names = tuple(find_gpu(name).name for name in request.gpu_types) or tuple(g.name for g in gpu_catalog())
+    return tuple(name for name in names if name not in priced)
 
 
 def _hardware_arrays(

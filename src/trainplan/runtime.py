@@ -181,19 +181,21 @@ def discount_for(scenario: Scenario) -> float:
     """Fraction off on-demand for the scenario's pricing plan (given, else the data default)."""
     if scenario.pricing == "on-demand":
         return 0.0
-    given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
+    given = _given_discount(scenario)
     return given if given is not None else discounts()[scenario.pricing].fraction_off
 
 
 def discount_range(scenario: Scenario) -> tuple[float, float] | None:
     """(low, high) of the data's default discount, when the default applies; else None."""
-    if scenario.pricing == "on-demand":
-        return None
-    given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
-    if given is not None:
+    if scenario.pricing == "on-demand" or _given_discount(scenario) is not None:
         return None
     default = discounts()[scenario.pricing].default
     return default.low, default.high
+
+
+def _given_discount(scenario: Scenario) -> float | None:
+    """The scenario's own committed_discount or spot_discount, for its pricing plan."""
+    return scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
 
 
 def energy_settings(scenario: Scenario) -> tuple[float, float, float]:
