@@ -11,6 +11,7 @@ from conftest import LLAMA_8B
 from typer.testing import CliRunner
 
 from trainplan.cli import app
+from trainplan.tables import rates
 
 
 def invoke(*args: str) -> Any:
@@ -116,7 +117,7 @@ def test_json_runtime_contract(config_file: Path) -> None:
     assert data["load"]["seconds"] > 0 and data["load"]["source"] == "local-nvme"
     assumptions = data["assumptions"]
     assert assumptions["efficiency"] == 0.4 and assumptions["pue"] == 1.2
-    assert assumptions["usd_per_gpu_hour"] == 2.95
+    assert assumptions["usd_per_gpu_hour"] == rates()["H100 SXM 80GB"].usd_per_gpu_hour
 
 
 def test_human_runtime_summary(config_file: Path) -> None:

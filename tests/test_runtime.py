@@ -15,6 +15,7 @@ from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu
 from trainplan.hf import spec_from_config
 from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.tables import no_price_reasons, rates
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import flops_per_token
 from trainplan.terms.loading import load_seconds
@@ -88,7 +89,7 @@ def test_cost_energy_load_formulas() -> None:
 def test_cost_and_energy_end_to_end() -> None:
     result = run(method="full", mfu=0.4, gpus=8, zero_stage=3, train_tokens=1e9, region="FR")
     time, cost, energy = result.time, result.cost, result.energy
-    assert cost.usd == pytest.approx(time.gpu_hours * 2.95)
+    assert cost.usd == pytest.approx(time.gpu_hours * rates()["H100 SXM 80GB"].usd_per_gpu_hour)
     assert cost.usd_per_million_tokens == pytest.approx(cost.usd / 1e3)
     # given mfu: every second is compute, so utilisation 1 and the GPU draws its TDP
     assert energy.gpu_power_w == 700
@@ -106,8 +107,9 @@ def test_budget_forms() -> None:
 
 def test_own_rate_and_no_rate() -> None:
     assert run(usd_per_gpu_hour=1.0, mfu=0.5).cost.usd == pytest.approx(run(mfu=0.5).time.gpu_hours)
-    no_rate = run(gpu="RTX 3090")
+    no_rate = run(gpu="RTX 6000 Ada Generation")
     assert no_rate.cost.usd is None and "usd_per_gpu_hour" in no_rate.cost.rate_source
+    assert no_price_reasons()["RTX 6000 Ada Generation"] in no_rate.cost.rate_source
 
 
 scenarios = st.builds(

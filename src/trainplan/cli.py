@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import typer
 
 from trainplan.errors import InputError, TrainplanError
+from trainplan.prices import STALE_AFTER_DAYS, parse_today
 from trainplan.scenario import LORA_FIELDS, SCENARIO_FIELDS, Scenario, field_infos
 
 app = typer.Typer(
@@ -173,6 +174,34 @@ def regions_command(
     print_regions(query, as_json)
 
 
+@app.command("prices")
+def prices_command(
+    query: str = typer.Argument("", help="a GPU name or alias, or text to filter by name, vendor or class"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    today: str = typer.Option(
+        "", "--today", help="judge staleness as of this date, YYYY-MM-DD (default: today)"
+    ),
+    stale_after_days: int = typer.Option(
+        STALE_AFTER_DAYS, "--stale-after-days", help="a quote older than this many days is stale"
+    ),
+) -> None:
+    """Default GPU prices, the dated quotes behind them, and spot/committed discounts."""
+    from trainplan.errors import UnknownNameError
+    from trainplan.gpus import gpu_catalog, matching_gpus
+    from trainplan.report import print_prices
+
+    try:
+        day = parse_today(today)
+        if not 1 <= stale_after_days <= 3650:
+            raise InputError("stale_after_days", f"must be between 1 and 3650 (got {stale_after_days})")
+        names = [gpu.name for gpu in matching_gpus(query, exact_first=True)]
+        if not names:
+            raise UnknownNameError("gpu", query, [gpu.name for gpu in gpu_catalog()], "gpu")
+    except TrainplanError as error:
+        _fail(error)
+    print_prices(names, as_json, day, stale_after_days)
+
+
 def _register_estimate() -> None:
     """Add `estimate` with a signature generated from the scenario fields."""
 
@@ -231,7 +260,10 @@ _register_measure()
 
 PLAN_OPTIONS: dict[str, tuple[str, str]] = {
     "methods": ("--methods", "methods to consider: full, lora, qlora, comma-separated, or any"),
-    "gpu_types": ("--gpu-types", "GPU types to consider, comma-separated (default: priced datacenter GPUs)"),
+    "gpu_types": (
+        "--gpu-types",
+        "GPU types to consider, comma-separated (default: every GPU with a catalog price)",
+    ),
     "max_gpus": ("--max-gpus", "largest GPU count to consider (default 64)"),
     "target_global_tokens": ("--target-global-tokens", "tokens per optimizer step to hit"),
     "target_global_sequences": ("--target-global-sequences", "sequences per optimizer step to hit"),

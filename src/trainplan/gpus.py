@@ -113,3 +113,20 @@ def find_gpu(name: str) -> GpuSpec:
     if gpu is None:
         raise UnknownNameError("gpu", name, [g.name for g in gpu_catalog()], "gpu")
     return gpu
+
+
+def matching_gpus(query: str, exact_first: bool = False) -> tuple[GpuSpec, ...]:
+    """GPUs whose name, alias, vendor or class contains `query` (case-insensitive); with
+    `exact_first`, a whole name or alias (separators ignored) gives just that GPU. An empty query
+    matches every GPU."""
+    if not query.strip():
+        return gpu_catalog()
+    exact = _gpu_index().get(normalise(query)) if exact_first else None
+    if exact is not None:
+        return (exact,)
+    needle = query.lower()
+    return tuple(
+        g
+        for g in gpu_catalog()
+        if any(needle in text.lower() for text in (g.name, g.vendor, g.gpu_class, *g.aliases))
+    )

@@ -142,12 +142,24 @@ class PlanResult:
     rejected: dict[str, int]
     candidates_evaluated: int
     objective: str
+    unpriced: tuple[str, ...] = ()  # GPUs with no price (no catalog rate, no user rate)
+    unpriced_searched: bool = False  # True: they were named and searched; False: left out
 
 
 def default_gpu_types() -> tuple[str, ...]:
-    """Datacenter GPUs with a catalog price."""
+    """Every GPU with a catalog price, consumer, workstation and datacenter alike."""
     priced = rates()
-    return tuple(g.name for g in gpu_catalog() if g.gpu_class == "datacenter" and g.name in priced)
+    return tuple(g.name for g in gpu_catalog() if g.name in priced)
+
+
+def unpriced_gpus(request: PlanRequest) -> tuple[str, ...]:
+    """GPUs without a price for this request: the named ones without a catalog rate, or (when
+    none are named) the catalog GPUs the default search leaves out. None when a rate is given."""
+    if request.base.usd_per_gpu_hour is not None:
+        return ()
+    priced = rates()
+    names = tuple(find_gpu(name).name for name in request.gpu_types) or tuple(g.name for g in gpu_catalog())
+    return tuple(name for name in names if name not in priced)
 
 
 def _hardware_arrays(
@@ -358,7 +370,10 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     plans = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in chosen)
     front = _pareto(rows)
     pareto = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in front[:20])
-    return PlanResult(plans, pareto, dict(rejected), evaluated, request.objective)
+    unpriced = unpriced_gpus(request)
+    return PlanResult(
+        plans, pareto, dict(rejected), evaluated, request.objective, unpriced, bool(request.gpu_types)
+    )
 
 
 def _distinct(rows: list[tuple[float, ...]], groups: list[Candidates], k: int) -> list[tuple[float, ...]]:
@@ -440,7 +455,7 @@ def explain(result: PlanResult) -> list[str]:
     method, and what was rejected."""
     if not result.plans:
         reasons = ", ".join(f"{reason}: {count:,}" for reason, count in sorted(result.rejected.items()))
-        return [f"No candidate fits the constraints ({reasons})."]
+        return [f"No candidate fits the constraints ({reasons}).", *unpriced_lines(result)]
     best = result.plans[0]
     lines = [f"Best for {result.objective}: {describe(best)}."]
     time = best.estimate.time
@@ -472,7 +487,22 @@ def explain(result: PlanResult) -> list[str]:
             else ""
         )
     )
-    return lines
+    return lines + unpriced_lines(result)
+
+
+def unpriced_lines(result: PlanResult) -> list[str]:
+    """Which GPUs had no price, and what that did to the search."""
+    if not result.unpriced:
+        return []
+    names = ", ".join(result.unpriced)
+    if result.unpriced_searched:
+        return [
+            f"No price for {names}: searched, but not compared on cost; set usd_per_gpu_hour to price them."
+        ]
+    return [
+        f"Left out for lack of a price: {names}; name them in gpu_types to search them "
+        "(and set usd_per_gpu_hour to compare their cost)."
+    ]
 
 
 def describe(plan: Plan) -> str:
@@ -554,5 +584,6 @@ def result_to_dict(result: PlanResult) -> dict[str, Any]:
         "pareto": [plan_to_dict(p) for p in result.pareto],
         "rejected": result.rejected,
         "candidates_evaluated": result.candidates_evaluated,
+        "unpriced": list(result.unpriced),
         "explanation": explain(result),
     }

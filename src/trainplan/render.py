@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainplan.result import Batch, Estimate
+from trainplan.runtime import CostFigures
 from trainplan.units import format_count, format_gib, format_int, format_percent
 
 
@@ -63,6 +64,7 @@ def runtime_lines(result: Estimate) -> list[str]:
                 f"Cost: ${cost.usd:,.0f} {cost.pricing} at ${cost.usd_per_gpu_hour:,.2f}/GPU-h"
                 f" (-{cost.discount:.0%}), ${cost.usd_per_million_tokens:,.3f} per million tokens"
             )
+            lines.append(f"  rate: {rate_line(cost)}")
     if energy is not None and energy.kwh is not None and energy.co2e_kg is not None:
         lines.append(
             f"Energy: {energy.kwh:,.0f} kWh, {energy.co2e_kg:,.0f} kg CO2e in {energy.region} "
@@ -72,3 +74,12 @@ def runtime_lines(result: Estimate) -> list[str]:
         mode = "sharded parallel" if load.parallel else "single stream"
         lines.append(f"Load weights: {format_duration(load.seconds)} from {load.source} ({mode})")
     return lines
+
+
+def rate_line(cost: CostFigures) -> str:
+    """Where the hourly rate and the discount come from, with the price's date and staleness."""
+    text = cost.rate_source if cost.quotes is None else f"estimate, {cost.rate_source}"
+    if cost.discount_range is not None:
+        low, high = cost.discount_range
+        text += f"; {cost.pricing} discount {cost.discount:.0%} (sources give {low:.0%}-{high:.0%})"
+    return text

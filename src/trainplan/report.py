@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 from rich.console import Console
@@ -93,14 +94,9 @@ def print_models(query: str, as_json: bool) -> None:
 
 def print_gpus(query: str, as_json: bool) -> None:
     """Catalog GPUs whose name, alias, vendor or class contains `query`."""
-    from trainplan.gpus import gpu_catalog
+    from trainplan.gpus import matching_gpus
 
-    needle = query.lower()
-    rows = [
-        g
-        for g in gpu_catalog()
-        if not needle or any(needle in text.lower() for text in (g.name, g.vendor, g.gpu_class, *g.aliases))
-    ]
+    rows = matching_gpus(query)
     if as_json:
         print(
             json.dumps(
@@ -225,3 +221,71 @@ def print_regions(query: str, as_json: bool) -> None:
     for r in rows:
         table.add_row(r.id, r.name, r.kind, f"{r.gco2e_per_kwh:,.0f}", str(r.year))
     Console().print(table)
+
+
+def print_prices(names: list[str], as_json: bool, today: date, max_age_days: int) -> None:
+    """Default prices of the GPUs named, the quotes behind them (when at most three are named),
+    the GPUs without a price and why, and the spot/committed discounts per provider class."""
+    from trainplan.prices import index_to_dict
+
+    data = index_to_dict(names, today, max_age_days)
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    console = Console()
+    console.print(
+        f"Price index compiled {data['compiled']}; a quote older than {max_age_days} days before "
+        f"{data['today']} is stale. Prices are estimates: the median of each GPU's on-demand quotes."
+    )
+    if data["prices"]:
+        table = Table(title=f"{len(data['prices'])} priced GPUs (USD per GPU-hour, on-demand)")
+        for column in ("GPU", "$/GPU-h", "quotes", "as of", ""):
+            table.add_column(column, justify="right" if column in ("$/GPU-h", "quotes") else "left")
+        for row in data["prices"]:
+            table.add_row(
+                row["gpu"], f"{row['usd_per_gpu_hour']:,.2f}", str(row["quotes_in_median"]), row["as_of"],
+                "[yellow]stale[/]" if row["stale"] else "",
+            )  # fmt: skip
+        console.print(table)
+    if len(data["prices"]) <= 3:
+        for row in data["prices"]:
+            for line in _quote_lines(row):
+                console.print(line, soft_wrap=True, highlight=False)
+            for flag in row["flags"]:
+                console.print(f"[yellow]note:[/] {flag}")
+            used = {quote["source_key"]: quote["source"] for quote in row["quotes"]}
+            for key, address in used.items():
+                console.print(f"  [bold]{key}[/]: {address}", soft_wrap=True)
+    elif data["prices"]:
+        console.print("Name one GPU (`trainplan prices H100`) to see the quotes behind its price.")
+    for row in data["no_price"]:
+        console.print(f"[bold]{row['gpu']}[/]: no default price ({row['reason']}); set usd_per_gpu_hour")
+    console.print(_discount_table(data["discounts"]))
+
+
+def _quote_lines(price: dict[str, Any]) -> list[str]:
+    """'  $2.69  RunPod (gpu-cloud): H100 SXM, Community Cloud; 2026-11-09 [runpod-datareceipts]'."""
+    lines = [f"[bold]{price['gpu']}[/]: ${price['usd_per_gpu_hour']:,.2f}/GPU-h, {price['basis']}"]
+    for quote in price["quotes"]:
+        where = f", {quote['region']}" if quote["region"] else ""
+        stale = " [yellow]stale[/]" if quote["stale"] else ""
+        counted = "" if quote["in_median"] else " (not in the median)"
+        lines.append(
+            f"  ${quote['usd_per_gpu_hour']:g}  {quote['provider']} ({quote['provider_class']}{where}): "
+            f"{quote['offering']}{counted}; {quote['date']}{stale} \\[{quote['source_key']}]"
+        )
+    return lines
+
+
+def _discount_table(discounts: dict[str, Any]) -> Table:
+    table = Table(title="Discounts off on-demand (the default class applies to the default price)")
+    for column in ("plan", "class", "default", "range", "as of"):
+        table.add_column(column)
+    for plan, discount in discounts.items():
+        for name, row in discount["classes"].items():
+            marker = " (default)" if name == discount["default_class"] else ""
+            table.add_row(
+                plan, name + marker, f"{row['fraction_off']:.0%}", f"{row['low']:.0%} - {row['high']:.0%}",
+                row["as_of"],
+            )  # fmt: skip
+    return table

@@ -196,6 +196,10 @@ class Estimate:
                 "pricing": cost.pricing,
                 "discount": cost.discount,
                 "rate_source": cost.rate_source,
+                "quotes": cost.quotes,
+                "price_as_of": cost.price_as_of,
+                "price_stale": cost.price_stale,
+                "discount_range": list(cost.discount_range) if cost.discount_range else None,
             }
         if energy is not None:
             out["energy"] = {

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date
 
 from trainplan.coefficients import Coefficients
 from trainplan.formulas import Hardware, Layout, StepSeconds, step_seconds
 from trainplan.gpus import GpuSpec
+from trainplan.prices import is_stale, parse_date
 from trainplan.scenario import Scenario, data_parallel
 from trainplan.tables import (
     discounts,
     energy_defaults,
     find_region,
+    no_price_reasons,
     parse_load_source,
     pcie_practical_bytes_per_s,
     rates,
@@ -56,6 +59,10 @@ class CostFigures:
     pricing: str
     discount: float
     rate_source: str
+    quotes: int | None = None  # on-demand quotes behind a catalog rate; None for a user's rate
+    price_as_of: str | None = None  # newest of those quotes
+    price_stale: bool | None = None  # older than STALE_AFTER_DAYS today
+    discount_range: tuple[float, float] | None = None  # (low, high) the data's sources give
 
 
 @dataclass(frozen=True)
@@ -174,8 +181,21 @@ def discount_for(scenario: Scenario) -> float:
     """Fraction off on-demand for the scenario's pricing plan (given, else the data default)."""
     if scenario.pricing == "on-demand":
         return 0.0
-    given = scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
-    return given if given is not None else float(discounts()[scenario.pricing]["fraction_off"])
+    given = _given_discount(scenario)
+    return given if given is not None else discounts()[scenario.pricing].fraction_off
+
+
+def discount_range(scenario: Scenario) -> tuple[float, float] | None:
+    """(low, high) of the data's default discount, when the default applies; else None."""
+    if scenario.pricing == "on-demand" or _given_discount(scenario) is not None:
+        return None
+    default = discounts()[scenario.pricing].default
+    return default.low, default.high
+
+
+def _given_discount(scenario: Scenario) -> float | None:
+    """The scenario's own committed_discount or spot_discount, for its pricing plan."""
+    return scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
 
 
 def energy_settings(scenario: Scenario) -> tuple[float, float, float]:
@@ -189,22 +209,35 @@ def energy_settings(scenario: Scenario) -> tuple[float, float, float]:
     return idle, host, pue
 
 
-def cost_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> CostFigures:
-    """Total and per-million-token cost at the chosen pricing."""
+def cost_figures(
+    scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None, today: date | None = None
+) -> CostFigures:
+    """Total and per-million-token cost at the chosen pricing. A catalog rate is flagged stale
+    when its newest quote is older than STALE_AFTER_DAYS before `today` (default: the date now)."""
     table = rates()
+    quotes: int | None = None
+    as_of: str | None = None
+    stale: bool | None = None
     if scenario.usd_per_gpu_hour is not None:
         rate: float | None = scenario.usd_per_gpu_hour
         rate_source = "user-given rate"
     elif gpu.name in table:
-        rate = table[gpu.name].usd_per_gpu_hour
-        rate_source = f"{table[gpu.name].basis} ({table[gpu.name].as_of})"
+        row = table[gpu.name]
+        rate, quotes, as_of = row.usd_per_gpu_hour, row.quotes, row.as_of
+        stale = is_stale(parse_date(as_of, gpu.name), today or date.today())
+        rate_source = f"{row.basis}; {row.source}" + (f"; stale: newest quote {as_of}" if stale else "")
     else:
-        rate, rate_source = None, f"no default price for {gpu.name}: set usd_per_gpu_hour"
+        reason = no_price_reasons().get(gpu.name, "no quote")
+        rate, rate_source = None, f"no default price for {gpu.name} ({reason}): set usd_per_gpu_hour"
     discount = discount_for(scenario)
-    if rate is None or time is None:
-        return CostFigures(None, None, rate, scenario.pricing, discount, rate_source)
-    usd = cost_usd(time.gpu_hours, rate, discount)
-    return CostFigures(usd, usd / time.train_tokens * 1e6, rate, scenario.pricing, discount, rate_source)
+    usd = per_million = None
+    if rate is not None and time is not None:
+        usd = cost_usd(time.gpu_hours, rate, discount)
+        per_million = usd / time.train_tokens * 1e6
+    return CostFigures(
+        usd, per_million, rate, scenario.pricing, discount, rate_source, quotes, as_of, stale,
+        discount_range(scenario),
+    )  # fmt: skip
 
 
 def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> EnergyFigures:

@@ -176,7 +176,9 @@ class Scenario:
     pricing: str = _field("on-demand", FieldInfo("pricing plan", PRICING))
     usd_per_gpu_hour: float | None = _field(
         None,
-        FieldInfo("your own quote in USD per GPU-hour (overrides the catalog rate)", None, 0, 10000, "float"),
+        FieldInfo(
+            "your own quote in USD per GPU-hour (overrides the catalog rate)", None, 0.001, 1000, "float"
+        ),
     )
     committed_discount: float | None = _field(
         None,

@@ -7,46 +7,48 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from trainplan.catalog import load_yaml
 from trainplan.errors import InputError, UnknownNameError
+from trainplan.prices import Discount, price_index
 
 
 @dataclass(frozen=True)
 class Rate:
-    """Default on-demand price of one GPU type."""
+    """Default on-demand price of one GPU type: the median of its quotes (see prices.py)."""
 
     gpu: str
     usd_per_gpu_hour: float
     basis: str
     source: str
     as_of: str
+    quotes: int
 
 
 @cache
 def rates() -> dict[str, Rate]:
-    """GPU name -> default on-demand rate."""
-    data = load_yaml("prices.yaml")
+    """GPU name -> default on-demand rate, for every GPU with at least one on-demand quote."""
     return {
-        row["gpu"]: Rate(
-            row["gpu"], float(row["usd_per_gpu_hour"]), row["basis"], row["source"], str(row["as_of"])
+        name: Rate(
+            name,
+            price.usd_per_gpu_hour,
+            price.basis(),
+            f"`trainplan prices '{name}'` lists the quotes",
+            price.as_of,
+            len(price.counted),
         )
-        for row in data["rates"]
+        for name, price in price_index().prices.items()
     }
 
 
-@cache
 def no_price_reasons() -> dict[str, str]:
     """GPU name -> why no default price is given."""
-    return {row["gpu"]: row["reason"] for row in load_yaml("prices.yaml")["no_price"]}
+    return dict(price_index().no_price)
 
 
-@cache
-def discounts() -> dict[str, dict[str, Any]]:
-    """'committed' / 'spot' -> {fraction_off, source, ...}."""
-    data: dict[str, dict[str, Any]] = load_yaml("prices.yaml")["discounts"]
-    return data
+def discounts() -> dict[str, Discount]:
+    """'committed' / 'spot' -> discounts per provider class (`.fraction_off` is the default)."""
+    return dict(price_index().discounts)
 
 
 @dataclass(frozen=True)

@@ -333,3 +333,26 @@ def test_server_never_returns_500_on_odd_content(client: TestClient) -> None:
     for body in ({"model_config": {"hidden_size": "big"}}, {"model_config": {"model_type": 5}}):
         response = post(client, body)
         assert 400 <= response.status_code < 500, response.text
+
+
+def test_prices_endpoint_is_the_cli_json(client: TestClient) -> None:
+    response = client.get("/api/prices", params={"gpu": "h100", "today": "2026-12-01"})
+    assert response.status_code == 200, response.text
+    cli = CliRunner().invoke(cli_app, ["prices", "H100 SXM 80GB", "--today", "2026-12-01", "--json"])
+    assert response.json() == json.loads(cli.output)
+    price = response.json()["prices"][0]
+    assert price["gpu"] == "H100 SXM 80GB" and price["quotes_in_median"] == len(
+        [q for q in price["quotes"] if q["in_median"]]
+    )
+    everything = client.get("/api/prices", params={"today": "2026-12-01"}).json()
+    gpus = client.get("/api/gpus").json()
+    assert {row["gpu"] for row in everything["prices"]} == {g["name"] for g in gpus if g["has_price"]}
+    assert {row["gpu"] for row in everything["no_price"]} == {g["name"] for g in gpus if not g["has_price"]}
+
+
+@pytest.mark.parametrize(("params", "field"), [({"gpu": "H900"}, "gpu"), ({"today": "yesterday"}, "today")])
+def test_prices_endpoint_names_a_bad_parameter(
+    client: TestClient, params: dict[str, str], field: str
+) -> None:
+    response = client.get("/api/prices", params=params)
+    assert response.status_code == 422 and response.json()["field"] == field

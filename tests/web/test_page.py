@@ -304,14 +304,14 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     page.page.wait_for_selector("body[data-plan=ready]")
     assert page.page.get_by_role("button", name="Plan", exact=True).is_enabled()
 
-    priced = [
-        gpu["name"]
-        for gpu in client.get("/api/gpus").json()
-        if gpu["class"] == "datacenter" and gpu["has_price"]
-    ]
+    # every catalog GPU is listed, consumer to datacenter; the priced ones are checked
+    priced = [gpu["name"] for gpu in client.get("/api/gpus").json() if gpu["has_price"]]
     checked = page.page.locator("#plan-gpu-list input:checked").evaluate_all("els => els.map(e => e.value)")
     assert checked == priced
-    data = planned(client, {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8, "objective": "time"}})
+    # the page names the checked GPUs, so its answer is that of the same list named in the API
+    data = planned(
+        client, {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8, "objective": "time", "gpu_types": priced}}
+    )
     first = data["plans"][0]
     scenario, estimate = first["scenario"], first["estimate"]
     row = page.page.locator('#plan-table tr[data-plan="0"]')
@@ -435,3 +435,23 @@ def test_largest_when_nothing_fits_at_phone_width(browser: Any, live_server: str
     assert overflow <= 0
     assert not phone.errors
     context.close()
+
+
+def test_quotes_behind_the_price(page: Page, client: TestClient) -> None:
+    page.open()
+    quotes = page.page.locator("#price-quotes")
+    quotes.wait_for(state="visible")
+    data = client.get("/api/prices", params={"gpu": "H100 SXM 80GB"}).json()["prices"][0]
+    page.page.locator("#price-quotes > summary").click()
+    rows = page.page.locator("#price-table tbody tr")
+    assert rows.count() == len(data["quotes"])
+    assert f"median of {data['quotes_in_median']} on-demand quotes" in page.text("#price-basis")
+    first = data["quotes"][0]
+    assert first["provider"] in rows.nth(0).inner_text() and first["offering"] in rows.nth(0).inner_text()
+    # your own rate: no catalog price, so no quotes
+    before = page.renders()
+    rate = page.page.get_by_role("textbox", name="Your rate, USD per GPU-hour", exact=True)
+    rate.fill("2")
+    rate.press("Enter")
+    page.wait_render(before)
+    assert quotes.is_hidden()

@@ -40,7 +40,15 @@ def test_plan_is_the_cli_json(client: TestClient) -> None:
     base = scenario_from_mapping({"model": "Qwen2.5-0.5B", "method": "lora"})
     expected = result_to_dict(plan(request_from_options(base, {"max_gpus": "8"})))
     assert data == json.loads(json.dumps(expected))
-    assert set(data) == {"objective", "plans", "pareto", "rejected", "candidates_evaluated", "explanation"}
+    assert set(data) == {
+        "objective",
+        "plans",
+        "pareto",
+        "rejected",
+        "candidates_evaluated",
+        "unpriced",
+        "explanation",
+    }
     assert data["plans"] and data["explanation"][0].startswith("Best for time")
     assert all(plan["scenario"]["gpus"] <= 8 for plan in data["plans"])
 

@@ -15,7 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from trainplan.catalog import model_records
 from trainplan.estimate import estimate
-from trainplan.gpus import gpu_catalog
+from trainplan.gpus import find_gpu, gpu_catalog
+from trainplan.prices import index_to_dict, parse_today
 from trainplan.result import Estimate
 from trainplan.tables import rates, regions
 from trainplan.web.display import display
@@ -146,6 +147,20 @@ def get_gpus() -> list[dict[str, Any]]:
         }
         for gpu in gpu_catalog()
     ]
+
+
+@router.get("/prices", summary="The GPU price index: default prices, the dated quotes behind them, discounts")
+def get_prices(
+    gpu: str | None = Query(None, description="one GPU, by name or alias (default: every GPU)"),
+    today: str | None = Query(
+        None, description="judge staleness as of this date, YYYY-MM-DD (default: today)"
+    ),
+) -> Response:
+    """The JSON of `trainplan prices [GPU] --json`: for each GPU its default price (the median of
+    its on-demand quotes, an estimate), every quote with its date, source and whether it is
+    stale, the GPUs without a price and why, and spot/committed discounts per provider class."""
+    names = [find_gpu(gpu).name] if gpu else [g.name for g in gpu_catalog()]
+    return json_response(index_to_dict(names, parse_today(today)))
 
 
 @router.get("/regions", summary="Grid regions for CO2", response_model=list[RegionItem])

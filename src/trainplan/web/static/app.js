@@ -868,6 +868,7 @@
     }
     if (load) cards.push(card("Load weights", display.load_duration, `from ${load.source}, ${load.parallel ? "sharded parallel" : "single stream"}`, "load"));
     $("run-cards").replaceChildren(...cards);
+    renderQuotes(result);
 
     const steps = time ? Object.entries(time.step_breakdown_s) : [];
     $("step-table").tBodies[0].replaceChildren(...steps.map(([part, value]) =>
@@ -883,6 +884,39 @@
     sources.hidden = !long.length;
     sources.querySelector("dl").replaceChildren(...long.flatMap(([key, value]) =>
       [h("dt", { text: key.replace(/_/g, " ") }), h("dd", { text: asText(value) })]));
+  }
+
+  // ---------- the quotes behind a catalog price (GET /api/prices) ----------
+  const quoteCache = new Map();
+  async function renderQuotes(result) {
+    const box = $("price-quotes");
+    const cost = result.cost;
+    if (!cost || cost.quotes === null || cost.quotes === undefined) {
+      box.hidden = true;
+      return;
+    }
+    let data = quoteCache.get(result.gpu);
+    try {
+      if (!data) {
+        data = await getJSON(`/api/prices?gpu=${encodeURIComponent(result.gpu)}`);
+        quoteCache.set(result.gpu, data);
+      }
+    } catch {
+      box.hidden = true;
+      return;
+    }
+    const price = data.prices[0];
+    if (!price || state.result !== result) return;
+    const stale = price.stale ? `; stale: the newest quote is from ${price.as_of}` : "";
+    $("price-basis").textContent = `${usd(price.usd_per_gpu_hour)}/GPU-h on-demand for ${price.gpu}, an estimate: ${price.basis}${stale}. Your own rate overrides it.`;
+    $("price-table").tBodies[0].replaceChildren(...price.quotes.map((quote) =>
+      h("tr", { "data-stale": String(quote.stale) },
+        h("th", { scope: "row", text: `${quote.provider} (${quote.provider_class})` }),
+        h("td", { text: quote.offering + (quote.in_median ? "" : " (not in the median)") }),
+        h("td", { className: "num", text: usd(quote.usd_per_gpu_hour) }),
+        h("td", { text: quote.date + (quote.stale ? " (stale)" : "") }),
+        h("td", { text: quote.source }))));
+    box.hidden = false;
   }
 
   function assumption(key, value) {
@@ -1052,8 +1086,8 @@
   }
   function buildPlanner() {
     const list = $("plan-gpu-list");
-    const datacenter = state.gpus.filter((gpu) => gpu.class === "datacenter");
-    list.replaceChildren(...datacenter.map((gpu, index) => {
+    // every catalog GPU, consumer to datacenter; the priced ones are checked (the planner's default)
+    list.replaceChildren(...state.gpus.map((gpu, index) => {
       const id = `plan-gpu-${index}`;
       return h("label", { className: "check plan-gpu", for: id },
         h("input", { type: "checkbox", id, value: gpu.name, checked: gpu.has_price, "data-priced": String(gpu.has_price) }),
