@@ -124,3 +124,33 @@ def test_hub_id_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 def test_unknown_name_suggests() -> None:
     with pytest.raises(InputError, match="Did you mean"):
         resolve_model("Qwen2.5-7")
+
+
+def test_hub_lookup_uses_the_cache_first_and_never_retries() -> None:
+    """A cached config.json needs no network; an uncached one costs one metadata request made
+    without the library's retry backoff, then the download."""
+    from trainplan.catalog import HUB_TIMEOUT_S, _hub_config_path
+
+    calls: list[tuple[str, Any]] = []
+
+    def download(hub_id: str, filename: str, **options: Any) -> str:
+        calls.append(("download", options))
+        if options.get("local_files_only") and hub_id == "not/cached":
+            raise FileNotFoundError(hub_id)
+        return f"/cache/{hub_id}/{filename}"
+
+    def metadata(url: str, **options: Any) -> None:
+        calls.append(("metadata", options))
+
+    def url(hub_id: str, filename: str) -> str:
+        return f"hub://{hub_id}/{filename}"
+
+    assert _hub_config_path("is/cached", download, metadata, url) == "/cache/is/cached/config.json"
+    assert calls == [("download", {"local_files_only": True})]
+    calls.clear()
+    assert _hub_config_path("not/cached", download, metadata, url) == "/cache/not/cached/config.json"
+    assert calls == [
+        ("download", {"local_files_only": True}),
+        ("metadata", {"timeout": HUB_TIMEOUT_S, "retry_on_errors": False}),
+        ("download", {"etag_timeout": HUB_TIMEOUT_S}),
+    ]

@@ -219,7 +219,7 @@ def test_own_rate_bounds(raw: Any) -> None:
     with pytest.raises(InputError) as error:
         scenario_from_mapping({"usd_per_gpu_hour": raw})
     assert error.value.field == "usd_per_gpu_hour"
-    assert "between 0.001 and 1000" in error.value.message or "finite" in error.value.message
+    assert "between 0.001 and 1,000" in error.value.message or "finite" in error.value.message
 
 
 def test_own_rate_accepted_at_the_bounds() -> None:

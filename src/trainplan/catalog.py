@@ -178,7 +178,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-HUB_TIMEOUT_S = 10.0  # seconds to wait for the Hub before reporting it unreachable
+HUB_TIMEOUT_S = 5.0  # seconds to wait for the Hub before reporting it unreachable
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
 
 
@@ -193,7 +193,7 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
     Only config.json is read; no model code is ever run (no trust_remote_code).
     """
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     except ImportError:
         raise InputError(
             "model",
@@ -201,7 +201,7 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
             "not installed (pip install 'trainplan[hub]'); or pass a local config.json path",
         ) from None
     try:
-        path = hf_hub_download(hub_id, "config.json", etag_timeout=HUB_TIMEOUT_S)
+        path = _hub_config_path(hub_id, hf_hub_download, get_hf_file_metadata, hf_hub_url)
     except Exception as error:  # network, auth, missing repo: all reported the same way
         raise InputError(
             "model",
@@ -209,3 +209,15 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
             "Offline? Pass a local config.json path or a catalog name instead",
         ) from None
     return read_config_file(Path(path))
+
+
+def _hub_config_path(hub_id: str, download: Any, metadata: Any, url: Any) -> str:
+    """The local path of `hub_id`'s config.json: the Hub cache when it has one (no network at
+    all); otherwise one metadata request, without the library's retries (a missing or unreachable
+    model fails in one timeout, not a minute of backoff), then the download."""
+    try:
+        return str(download(hub_id, "config.json", local_files_only=True))
+    except Exception:  # not cached (or offline mode): ask the Hub
+        pass
+    metadata(url(hub_id, "config.json"), timeout=HUB_TIMEOUT_S, retry_on_errors=False)
+    return str(download(hub_id, "config.json", etag_timeout=HUB_TIMEOUT_S))

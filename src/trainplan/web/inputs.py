@@ -28,8 +28,6 @@ from trainplan.web.schemas import MODEL_CONFIG_KEY
 MAX_BODY_BYTES = 256 * 1024
 BODY_READ_TIMEOUT_S = 10.0  # a client that declares a body and stops sending gets a 408
 
-# The Hub's repository id syntax: owner/name, letters, digits and - _ . (no leading dot, no '..').
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
 _PATH_HINT = re.compile(r"[\\/~]|^\.|\.\.|\x00|:")
 
 
@@ -123,7 +121,7 @@ def _spec(config: Mapping[str, Any], name: str, source: str, field: str) -> Mode
 def is_hub_lookup(name: str) -> bool:
     """A name that is not in the catalog and has the Hub id syntax: answering it needs the network."""
     name = name.strip()
-    return catalog.find_model_record(name) is None and bool(HUB_ID.match(name)) and ".." not in name
+    return catalog.find_model_record(name) is None and catalog.looks_like_hub_id(name)
 
 
 def model_spec(name: str) -> ModelSpec | None:
@@ -131,7 +129,7 @@ def model_spec(name: str) -> ModelSpec | None:
     an error for anything else. Never touches the server's file system."""
     if catalog.find_model_record(name) is not None:
         return None
-    if HUB_ID.match(name) and ".." not in name:
+    if catalog.looks_like_hub_id(name):
         return hub_spec(name)
     names = [record.name for record in catalog.model_records()]
     if _PATH_HINT.search(name):
