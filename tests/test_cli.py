@@ -11,7 +11,7 @@ from conftest import LLAMA_8B
 from typer.testing import CliRunner
 
 from trainplan.cli import app
-from trainplan.tables import rates
+from trainplan.tables import discounts, rates
 
 
 def invoke(*args: str) -> Any:
@@ -121,6 +121,60 @@ def test_json_runtime_contract(config_file: Path) -> None:
 
 
 def test_human_runtime_summary(config_file: Path) -> None:
-    output = invoke("estimate", "--model", str(config_file), "--pricing", "spot").output
-    assert "Time: " in output and "Cost: $" in output and "spot" in output
+    output = invoke("estimate", "--model", str(config_file), "--pricing", "spot", "--gpus", "2").output
+    assert "Time on 2x H100 SXM 80GB: " in output  # the GPUs the figures assume
+    discount = discounts()["spot"].fraction_off
+    assert "Cost on 2x H100 SXM 80GB: $" in output and "spot: $" in output
+    assert f"on-demand less {discount:.0%}," in output
+    on_demand = invoke("estimate", "--model", str(config_file)).output
+    assert "on-demand at $" in on_demand and "less 0%" not in on_demand and "(-0%)" not in on_demand
     assert "Energy: " in output and "Load weights: " in output
+
+
+def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
+    """On a narrow terminal the plan's memory, time and cost are printed whole."""
+    from rich.console import Console
+
+    from trainplan.plan import plan, request_from_options
+    from trainplan.report import print_plan
+    from trainplan.scenario import scenario_from_mapping
+
+    scenario = scenario_from_mapping({"model": "Qwen2.5-0.5B"})
+    result = plan(request_from_options(scenario, {"max_gpus": "8", "objective": "cost"}))
+    console = Console(width=80, record=True)
+    print_plan(result, console)
+    text = console.export_text()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    best = result.plans[0]
+    assert f"${best.usd:,.0f}" in text and f"{best.estimate.total_bytes / 2**30:,.1f}" in text
+
+
+def test_gpu_short_names_are_unambiguous() -> None:
+    from trainplan.gpus import find_gpu, gpu_catalog
+
+    for gpu in gpu_catalog():
+        assert find_gpu(gpu.short_name).name == gpu.name
+        assert len(gpu.short_name) <= len(gpu.name)
+    assert find_gpu("H100 SXM 80GB").short_name == "H100"
+
+
+def test_listings_say_when_nothing_matches() -> None:
+    models = invoke("models", "lama3").output
+    assert models.startswith("no model matches 'lama3'; did you mean: Llama-")
+    assert "┃" not in models  # no empty table
+    assert (
+        invoke("models", "zzzz").output.strip()
+        == "no model matches 'zzzz'; run `trainplan models` for the list"
+    )
+    assert invoke("gpus", "h1000").output.startswith("no GPU matches 'h1000'; did you mean: H100")
+    assert "did you mean: Germany" in invoke("regions", "Germny").output
+
+
+def test_regions_eu_finds_member_countries_by_name() -> None:
+    data = json.loads(invoke("regions", "eu", "--json").output)
+    names = {row["name"] for row in data}
+    assert {"Germany", "France", "Poland", "Ireland"} <= names  # countries, by EU membership
+    assert "United Kingdom" not in names and "Norway" not in names  # not EU members
+    assert any(row["id"] == "eu-west-1" for row in data)  # cloud regions by id, as before
+    europe = {row["name"] for row in json.loads(invoke("regions", "europe", "--json").output)}
+    assert {"United Kingdom", "Germany"} <= europe

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.render import batch_line, format_duration
+from trainplan.render import batch_line, format_duration, with_article
 from trainplan.result import Batch
 from trainplan.units import format_count, format_gb, format_gib, format_percent
 
@@ -43,3 +43,23 @@ def test_durations() -> None:
     assert format_duration(600) == "10 min"
     assert format_duration(5 * 3600) == "5.0 h"
     assert format_duration(10 * 86400) == "10.0 d"
+
+
+@pytest.mark.parametrize(
+    ("name", "phrase"),
+    [
+        ("RTX A6000", "an RTX A6000"),
+        ("H100 SXM 80GB", "an H100 SXM 80GB"),
+        ("L40S", "an L40S"),
+        ("A100 80GB SXM4", "an A100 80GB SXM4"),
+        ("Instinct MI300X", "an Instinct MI300X"),
+        ("T4", "a T4"),
+        ("B200", "a B200"),
+        ("GeForce RTX 4090", "a GeForce RTX 4090"),
+        ("TPU v5e", "a TPU v5e"),
+        ("Tesla V100 SXM2 32GB", "a Tesla V100 SXM2 32GB"),
+        ("Gaudi 3 (OAM HL-325L)", "a Gaudi 3 (OAM HL-325L)"),
+    ],
+)
+def test_gpu_names_take_the_right_article(name: str, phrase: str) -> None:
+    assert with_article(name) == phrase

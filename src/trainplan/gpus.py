@@ -37,6 +37,12 @@ class GpuSpec:
     verified: bool
     flags: tuple[str, ...]
 
+    @property
+    def short_name(self) -> str:
+        """The shortest name that still finds this GPU (aliases are unique): 'H100' for
+        'H100 SXM 80GB', for narrow tables."""
+        return min((self.name, *self.aliases), key=len)
+
 
 _REQUIRED = (
     "name",

@@ -31,6 +31,23 @@ def fit_summary(result: Estimate) -> str:
     return f"Fits {fitting} of {len(result.fit)} catalog GPUs at {format_gib(result.total_bytes)} per GPU"
 
 
+_VOWEL_SOUND_LETTERS = frozenset("AEFHILMNORSX")  # letter names that start with a vowel sound
+
+
+def with_article(name: str) -> str:
+    """'an RTX A6000', 'an H100', 'a T4', 'a GeForce RTX 4090', 'an Instinct MI300X'. A name
+    that starts with an initialism (capitals and digits) is read letter by letter."""
+    first = name.split(" ", 1)[0]
+    spelled = first.isupper() or any(char.isdigit() for char in first)
+    vowel = first[:1].upper() in _VOWEL_SOUND_LETTERS if spelled else first[:1].lower() in "aeiou"
+    return f"{'an' if vowel else 'a'} {name}"
+
+
+def gpus_phrase(result: Estimate) -> str:
+    """'8x H100 SXM 80GB': the GPUs a time or cost figure assumes."""
+    return f"{result.scenario.gpus}x {result.gpu}"
+
+
 def format_duration(seconds: float) -> str:
     """'3.2 h', '4.1 d', '12 min', '45 s'."""
     if seconds < 120:
@@ -50,7 +67,8 @@ def runtime_lines(result: Estimate) -> list[str]:
         lines.append(f"Time: {result.gpu} has no tensor-core rate for {result.scenario.precision}")
     else:
         lines.append(
-            f"Time: {format_duration(time.total_s)} for {format_count(time.train_tokens)} tokens "
+            f"Time on {gpus_phrase(result)}: {format_duration(time.total_s)} for "
+            f"{format_count(time.train_tokens)} tokens "
             f"({format_int(time.steps)} steps of {time.step.total:.2f} s), "
             f"{format_count(time.tokens_per_s)} tok/s, {time.gpu_hours:,.1f} GPU-hours, "
             f"MFU {time.mfu:.1%} (efficiency {time.efficiency:.2f}, {time.efficiency_source}); "
@@ -60,9 +78,15 @@ def runtime_lines(result: Estimate) -> list[str]:
         if cost.usd is None:
             lines.append(f"Cost: {cost.rate_source}")
         else:
+            rate = f"${cost.usd_per_gpu_hour:,.2f}/GPU-h"
+            price = (
+                f"{cost.pricing}: {rate} on-demand less {cost.discount:.0%}"
+                if round(cost.discount, 2) > 0
+                else f"{cost.pricing} at {rate}"
+            )
             lines.append(
-                f"Cost: ${cost.usd:,.0f} {cost.pricing} at ${cost.usd_per_gpu_hour:,.2f}/GPU-h"
-                f" (-{cost.discount:.0%}), ${cost.usd_per_million_tokens:,.3f} per million tokens"
+                f"Cost on {gpus_phrase(result)}: ${cost.usd:,.0f} {price}, "
+                f"${cost.usd_per_million_tokens:,.3f} per million tokens"
             )
             lines.append(f"  rate: {rate_line(cost)}")
     if energy is not None and energy.kwh is not None and energy.co2e_kg is not None:

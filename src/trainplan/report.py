@@ -14,6 +14,24 @@ from trainplan.result import Estimate
 from trainplan.units import format_count, format_gib
 
 
+def savers_text(checkpointing: str, offload: str) -> str:
+    """'ckpt full, offload optimizer' in a plan row; '-' when neither is used."""
+    parts = [f"ckpt {checkpointing}"] if checkpointing != "none" else []
+    parts += [f"offload {offload}"] if offload != "none" else []
+    return ", ".join(parts) or "-"
+
+
+def no_match(what: str, query: str, names: list[str]) -> str:
+    """'no model matches 'zzzz'; did you mean: ...?' (or where to see the list)."""
+    from trainplan.errors import suggest
+
+    close = suggest(query, names)
+    hint = (
+        f"; did you mean: {', '.join(close)}?" if close else f"; run `trainplan {what.lower()}s` for the list"
+    )
+    return f"no {what} matches {query!r}{hint}"
+
+
 def print_estimate(result: Estimate, console: Console | None = None) -> None:
     """Memory table, parameter line, batch line and the fit table."""
     console = console or Console()
@@ -84,6 +102,9 @@ def print_models(query: str, as_json: bool) -> None:
             )
         )
         return
+    if not rows:
+        print(no_match("model", query, [r.name for r in model_records()]))
+        return
     table = Table(title=f"{len(rows)} models")
     for column in ("name", "family", "params", "modality", "hub id"):
         table.add_column(column)
@@ -116,6 +137,11 @@ def print_gpus(query: str, as_json: bool) -> None:
                 indent=2,
             )
         )
+        return
+    if not rows:
+        from trainplan.gpus import gpu_catalog
+
+        print(no_match("GPU", query, [g.name for g in gpu_catalog()]))
         return
     table = Table(title=f"{len(rows)} GPUs")
     for column in ("name", "class", "memory", "bf16 dense TFLOP/s", "TDP W"):
@@ -156,47 +182,45 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
 
 
 def print_plan(result: Any, console: Console | None = None) -> None:
-    """The ranked plans as a table, then why the winner wins."""
-    from trainplan.plan import explain
+    """The ranked plans as a table, then why the winner wins. The figures a reader compares
+    (memory, time, cost) never wrap; on a narrow terminal (under 100 columns) kWh is left out."""
+    from rich import box
 
-    console = console or Console()
-    table = Table(title=f"Best plans by {result.objective}")
-    for column in (
-        "#",
-        "method",
-        "GPUs",
-        "tp/pp/dp",
-        "ZeRO",
-        "micro x accum",
-        "ckpt",
-        "offload",
-        "GiB/GPU",
-        "time",
-        "cost",
-        "kWh",
-    ):
-        table.add_column(
-            column, justify="right" if column not in ("method", "GPUs", "ckpt", "offload") else "left"
-        )
+    from trainplan.gpus import find_gpu
+    from trainplan.plan import explain
     from trainplan.render import format_duration
 
+    console = console or Console()
+    wide = console.width >= 100
+    table = Table(
+        title=f"Best plans by {result.objective}",
+        caption="layout: tensor/pipeline/data parallel and ZeRO stage; batch: micro-batch x accumulation",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    columns = [
+        ("#", True), ("method", False), ("GPUs", False), ("layout", True), ("batch", True),
+        ("savers", False), ("GiB", True), ("time", True), ("cost", True),
+    ] + ([("kWh", True)] if wide else [])  # fmt: skip
+    for column, figure in columns:
+        table.add_column(column, justify="right" if figure else "left", no_wrap=figure, overflow="fold")
     for rank, plan in enumerate(result.plans, 1):
         s = plan.scenario
         dp = s.gpus // (s.tensor_parallel * s.pipeline_parallel)
-        table.add_row(
+        row = [
             str(rank),
             s.method,
-            f"{s.gpus} x {s.gpu}",
-            f"{s.tensor_parallel}/{s.pipeline_parallel}/{dp}",
-            str(s.zero_stage),
-            f"{s.micro_batch} x {s.grad_accum}",
-            s.activation_checkpointing,
-            s.offload,
+            f"{s.gpus}x {find_gpu(s.gpu).short_name}",
+            f"{s.tensor_parallel}/{s.pipeline_parallel}/{dp} Z{s.zero_stage}",
+            f"{s.micro_batch}x{s.grad_accum}",
+            savers_text(s.activation_checkpointing, s.offload),
             f"{plan.estimate.total_bytes / 2**30:,.1f}",
             format_duration(plan.total_s),
             f"${plan.usd:,.0f}" if plan.usd is not None else "-",
-            f"{plan.kwh:,.0f}" if plan.kwh else "-",
-        )
+        ]
+        if wide:
+            row.append(f"{plan.kwh:,.0f}" if plan.kwh else "-")
+        table.add_row(*row)
     console.print(table)
     for line in explain(result):
         console.print(line)
@@ -204,16 +228,18 @@ def print_plan(result: Any, console: Console | None = None) -> None:
 
 def print_regions(query: str, as_json: bool) -> None:
     """Grid regions whose id, name or kind contains `query`, with gCO2e/kWh, year and source."""
-    from trainplan.tables import regions
+    from trainplan.tables import matching_regions, regions
 
-    needle = query.lower()
-    rows = [r for r in regions().values() if needle in f"{r.id} {r.name} {r.kind}".lower()]
+    rows = matching_regions(query)
     if as_json:
         print(json.dumps([
             {"id": r.id, "name": r.name, "kind": r.kind, "gco2e_per_kwh": r.gco2e_per_kwh,
              "year": r.year, "source": r.source}
             for r in rows
         ], indent=2))  # fmt: skip
+        return
+    if not rows:
+        print(no_match("region", query, [r.name for r in regions().values()] + list(regions())))
         return
     table = Table(title=f"{len(rows)} regions")
     for column in ("id", "name", "kind", "gCO2e/kWh", "year"):

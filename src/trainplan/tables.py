@@ -61,6 +61,7 @@ class Region:
     gco2e_per_kwh: float
     year: int
     source: str
+    country: str | None = None  # ISO code of the country the grid or data centre is in
 
 
 @cache
@@ -74,9 +75,39 @@ def regions() -> dict[str, Region]:
             float(row["gco2e_per_kwh"]),
             int(row["year"]),
             str(row["source"]),
+            str(row["country"]) if row.get("country") else None,
         )
         for row in load_yaml("regions.yaml")["regions"]
     }
+
+
+@cache
+def region_groups() -> dict[str, tuple[str, frozenset[str]]]:
+    """Group id ('EU', 'Europe') -> (its name, the ISO codes of its member countries)."""
+    groups = {}
+    for row in load_yaml("regions.yaml")["groups"]:
+        unknown = sorted(set(row) - {"id", "name", "members", "source", "as_of"})
+        if unknown or not row.get("source") or not row.get("as_of"):
+            raise RuntimeError(
+                f"regions.yaml group {row.get('id')}: unknown keys {unknown} or no source/date"
+            )
+        groups[str(row["id"])] = (str(row["name"]), frozenset(str(code) for code in row["members"]))
+    return groups
+
+
+def matching_regions(query: str) -> list[Region]:
+    """Regions whose id, name or kind contains `query`, or whose country is in a group ('eu',
+    'europe') that the query names."""
+    needle = query.strip().lower()
+    members: set[str] = set()
+    for group_id, (name, codes) in region_groups().items():
+        if needle and needle in (group_id.lower(), name.lower()):
+            members |= codes
+    return [
+        region
+        for region in regions().values()
+        if needle in f"{region.id} {region.name} {region.kind}".lower() or region.country in members
+    ]
 
 
 def find_region(region_id: str) -> Region:

@@ -15,7 +15,7 @@ from trainplan.catalog import find_model_record
 from trainplan.errors import TrainplanError
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
-from trainplan.render import format_duration
+from trainplan.render import format_duration, with_article
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario, scenario_from_mapping
 from trainplan.units import format_gib
@@ -176,7 +176,7 @@ def _when_short(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]
         result = trier({"gpu": bigger})
         if result is not None:
             text = f"the smallest catalog GPU that holds {format_gib(base.total_bytes)} per GPU"
-            hints.append(_hint("gpu", f"Use a {bigger}", text, {"gpu": bigger}, result, "fit"))
+            hints.append(_hint("gpu", f"Use {with_article(bigger)}", text, {"gpu": bigger}, result, "fit"))
     hints.sort(key=lambda hint: (not hint.fits, hint.total_bytes))
     return hints
 
@@ -230,7 +230,7 @@ def _when_fits(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]:
         smallest = _smallest_fitting_gpu(result) if result is not None else None
         if result is not None and smallest is not None and smallest != _smallest_fitting_gpu(base):
             text = (
-                f"{format_gib(result.total_bytes)} per GPU, small enough for a {smallest}"
+                f"{format_gib(result.total_bytes)} per GPU, small enough for {with_article(smallest)}"
                 f"{_faster(result, base)}"
             )
             hints.append(_hint("qlora", "QLoRA would fit a smaller GPU", text, change, result, "memory"))
