@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainplan.model import Attention, Block, Mlp, ModelSpec
+from trainplan.terms.savers import lora_dropout_input_bytes
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class ActivationMode:
     tensor_parallel: int = 1
     sequence_parallel: bool = False
     dropout: bool = False
+    lora_dropout: bool = False  # peft lora_dropout > 0 (terms/savers.py)
 
     @property
     def casts_inputs(self) -> bool:
@@ -78,6 +80,8 @@ def _linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> flo
     adapted = [name for name in consumers if name in mode.lora_targets]
     if not adapted:
         return 0.0
+    if mode.lora_dropout:
+        return len(adapted) * lora_dropout_input_bytes(mode.activation_bytes, mode.casts_inputs, width)
     if mode.casts_inputs:
         return len(adapted) * mode.activation_bytes * width
     if mode.activation_bytes < 4:
@@ -121,6 +125,8 @@ def attention_bytes(
     o_name = attention.names[3]
     adapted_o = not mode.weights_trainable and o_name in mode.lora_targets
     o_copy = 4 * output / a if adapted_o and not mode.casts_inputs and a < 4 else 0.0
+    if adapted_o and mode.lora_dropout:
+        o_copy = lora_dropout_input_bytes(a, mode.casts_inputs, int(output // a))
     if mode.attention == "eager":
         # eager keeps no kernel output; the merged heads are kept only for the out-projection
         kept += core_inputs + (output if mode.weights_trainable or adapted_o else 0.0) + o_copy

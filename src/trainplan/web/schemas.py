@@ -19,7 +19,7 @@ from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_i
 # The body key for an uploaded or pasted config.json (never a path on the server).
 MODEL_CONFIG_KEY = "model_config"
 
-# LoRA settings are one nested scenario field; the form shows them as four controls.
+# LoRA settings are one nested scenario field; the form shows them as five controls.
 # (The engine's field table documents `lora` as a whole; these describe its parts.)
 LORA_PARTS: dict[str, FieldInfo] = {
     "rank": FieldInfo("LoRA rank r", None, 1, 65536, "int"),
@@ -30,6 +30,13 @@ LORA_PARTS: dict[str, FieldInfo] = {
         kind="targets",
     ),
     "dora": FieldInfo("DoRA: adds a magnitude vector per targeted layer", kind="bool"),
+    "dropout": FieldInfo(
+        "LoRA dropout (peft lora_dropout): above 0 keeps a dropped input copy and a mask per adapter",
+        None,
+        0.0,
+        0.99,
+        "float",
+    ),
 }
 
 # Form sections, in page order. A field that none of them names lands in "advanced".
@@ -38,13 +45,32 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "method",
         "What is trained",
-        ("method", "lora.rank", "lora.targets", "lora.alpha", "lora.dora", "base_weights"),
+        (
+            "method",
+            "lora.rank",
+            "lora.targets",
+            "lora.alpha",
+            "lora.dora",
+            "lora.dropout",
+            "base_weights",
+            "kbit_upcast",
+        ),
     ),
     ("precision", "Precision and optimizer", ("precision", "optimizer")),
     (
         "batch",
         "Batch and memory savers",
-        ("micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "attention"),
+        (
+            "micro_batch",
+            "grad_accum",
+            "seq_len",
+            "activation_checkpointing",
+            "activation_offload",
+            "attention",
+            "loss",
+            "loss_chunks",
+            "optimizer_in_backward",
+        ),
     ),
     (
         "hardware",
