@@ -144,3 +144,16 @@ def test_max_micro_batch_is_exact() -> None:
     fits = estimate(Scenario(model="Llama-3.1-8B", gpu="H100", micro_batch=value)).total_bytes
     over = estimate(Scenario(model="Llama-3.1-8B", gpu="H100", micro_batch=value + 1)).total_bytes
     assert fits <= capacity < over
+
+
+def test_optimizer_in_backward_plans_without_accumulation() -> None:
+    # optimizer_in_backward cannot accumulate: the planner keeps grad_accum 1 and agrees with
+    # the brute force, which skips every layout the scenario parser refuses
+    base = scenario_from_mapping({**scenario_to_mapping(BASE), "optimizer_in_backward": True, "grad_accum": 1})
+    request = PlanRequest(**{**SMALL.__dict__, "base": base, "methods": ("full",)})
+    result = plan(request)
+    expected = brute_force(request)
+    assert expected and all(item.scenario.grad_accum == 1 for item in result.plans)
+    assert result.plans[0].total_s == pytest.approx(expected[0][0], rel=1e-9)
+    assert result.candidates_evaluated - sum(result.rejected.values()) == len(expected)
+    assert result.rejected["invalid: optimizer_in_backward needs grad_accum 1 and no offload"] > 0
