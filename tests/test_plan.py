@@ -149,7 +149,9 @@ def test_max_micro_batch_is_exact() -> None:
 def test_optimizer_in_backward_plans_without_accumulation() -> None:
     # optimizer_in_backward cannot accumulate: the planner keeps grad_accum 1 and agrees with
     # the brute force, which skips every layout the scenario parser refuses
-    base = scenario_from_mapping({**scenario_to_mapping(BASE), "optimizer_in_backward": True, "grad_accum": 1})
+    base = scenario_from_mapping(
+        {**scenario_to_mapping(BASE), "optimizer_in_backward": True, "grad_accum": 1}
+    )
     request = PlanRequest(**{**SMALL.__dict__, "base": base, "methods": ("full",)})
     result = plan(request)
     expected = brute_force(request)

@@ -156,7 +156,9 @@ def test_full_n_interpolates_memory_and_recompute(llama8b_config: dict[str, Any]
         run(llama8b_config, **fields, activation_checkpointing=mode) for mode in ("none", "full", "full:3")
     )
     # 10 of 32 layers keep only their input, 22 keep everything
-    act = {name: term(r, "forward", "activations") for name, r in (("none", none), ("full", full), ("n", third))}
+    act = {
+        name: term(r, "forward", "activations") for name, r in (("none", none), ("full", full), ("n", third))
+    }
     assert act["n"] - act["full"] == pytest.approx(22 / 32 * (act["none"] - act["full"]), rel=1e-12)
     assert third.time.flops.recompute == pytest.approx(10 / 32 * full.time.flops.recompute, rel=1e-12)
     assert full.time.tokens_per_s < third.time.tokens_per_s < none.time.tokens_per_s
