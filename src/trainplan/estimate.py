@@ -11,6 +11,7 @@ from trainplan.errors import InputError
 from trainplan.formulas import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
+from trainplan.presets import recipe_summary
 from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.scenario import Scenario, data_parallel, scenario_from_mapping
@@ -106,6 +107,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "idle_fraction": energy.idle_fraction,
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
+            "recipe": recipe_summary(scenario),
         },
     )
 

@@ -51,6 +51,10 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
         )
     console.print(fit)
     console.print(fit_summary(result))
+    recipe = result.assumptions.get("recipe")
+    if recipe:
+        applied = ", ".join(f"{key}={value}" for key, value in recipe["defaults"].items()) or "nothing new"
+        console.print(f"recipe {recipe['name']} ({recipe['version']}) set: {applied}")
     for warning in result.warnings:
         console.print(f"[yellow]note:[/] {warning}")
     for note in result.approximations:

@@ -33,6 +33,17 @@ OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 PRICING = ("on-demand", "committed", "spot")
 LOSSES = ("standard", "chunked", "fused")
+RECIPES = (
+    "hf-trainer",
+    "trl",
+    "torchtune",
+    "torchtitan",
+    "axolotl",
+    "unsloth",
+    "llama-factory",
+    "deepspeed",
+    "megatron",
+)
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,14 @@ class Scenario:
         FieldInfo("catalog name, path to a config.json (or its folder), or a Hugging Face Hub id"),
     )
     method: str = _field("lora", FieldInfo("what is trained", METHODS))
+    recipe: str | None = _field(
+        None,
+        FieldInfo(
+            "framework preset: fills the memory settings you leave unset with what that framework "
+            "ships (data/recipes.yaml); fields you set win",
+            RECIPES,
+        ),
+    )
     lora: LoraSettings = _field(
         LoraSettings(),
         FieldInfo("LoRA rank, alpha, targets (qv | attention | all-linear | module names), dora and dropout"),
@@ -266,9 +285,23 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
     """Build a validated Scenario from a dict (a scenario file, CLI flags or a JSON body).
 
     Unknown keys are errors (a typo must not be silently ignored); keys absent from `data`
-    keep the value from `base` (or the default).
+    keep the value from `base` (or the default). With `recipe`, that framework's defaults fill the
+    fields `data` does not set (presets.py).
     """
     base = base or Scenario()
+    recipe = data.get("recipe")
+    if recipe is not None:
+        name = _coerce("recipe", recipe, None, field_infos()["recipe"])
+        if name is not None:
+            from trainplan.presets import with_recipe
+
+            method = str(data.get("method", base.method)).strip().lower()
+            data = with_recipe(data, name, method, lambda trial: _build(trial, base))
+    return _build(data, base)
+
+
+def _build(data: Mapping[str, Any], base: Scenario) -> Scenario:
+    """The validated scenario of `data` over `base`, recipes not applied."""
     unknown = sorted(set(data) - set(SCENARIO_FIELDS))
     if unknown:
         raise InputError(
@@ -282,7 +315,7 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
             values[name] = _lora_from(raw, base.lora)
         elif name == "activation_checkpointing":
             values[name] = checkpointing_from(raw)
-        elif raw is None and name == "base_weights":
+        elif raw is None and name in ("base_weights", "recipe"):
             values[name] = None
         else:
             values[name] = _coerce(name, raw, getattr(Scenario(), name), infos[name])
