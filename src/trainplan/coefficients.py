@@ -214,7 +214,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
     elif scenario.loss == "chunked":
         held, loss, backward = chunked_loss_bytes(
-            model.vocab_size, compute_bytes, scenario.loss_chunks, model.final_logit_softcap
+            model.vocab_size, compute_bytes, scenario.loss_chunks, model.final_logit_softcap, scenario.compile
         )
     else:
         held, loss, backward = logits_bytes(model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap)

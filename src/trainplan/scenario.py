@@ -179,6 +179,13 @@ class Scenario:
     loss_chunks: int = _field(
         8, FieldInfo("chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024)
     )
+    compile: bool = _field(
+        False,
+        FieldInfo(
+            "torch.compile: the chunked loss is compiled per chunk and saves its 16-bit logits "
+            "instead of an fp32 log-softmax; compile's other savings and speed-up are not modelled"
+        ),
+    )
     optimizer_in_backward: bool = _field(
         False,
         FieldInfo(

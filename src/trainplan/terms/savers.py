@@ -40,7 +40,7 @@ OFFLOAD_OVERLAP = 0.95
 
 
 def chunked_loss_bytes(
-    vocab_size: int, activation_bytes: int, chunks: int, softcap: bool = False
+    vocab_size: int, activation_bytes: int, chunks: int, softcap: bool = False, compiled: bool = False
 ) -> tuple[float, float, float]:
     """(held from the loss to backward, peak while computing the loss, peak in its backward) per
     token for torchtune's chunked cross-entropy, in bytes.
@@ -53,10 +53,20 @@ def chunked_loss_bytes(
     log-probabilities and of the logits (8 / chunks). One chunk reproduces the standard loss
     (terms/memory.logits_bytes: a + 4 + 4 / 4 / 12). Soft-capping keeps its tanh output at the
     activation dtype, as in the standard loss.
+
+    Compiled (torchtune compiles `compute_cross_entropy` per chunk when `compile: True`): the
+    upcast, log-softmax and NLL fuse into reduction kernels, and AOTAutograd's min-cut partition
+    saves the cheapest inputs, the 16-bit chunk itself (alive anyway) and one logsumexp per
+    row, instead of the fp32 log-softmax. Held: the logits (a); while the loss runs: the
+    logits (a); backward: the logits plus one chunk's fp32 gradient and its cast ((4 + a) /
+    chunks).
     """
     upcast = 4 if activation_bytes < 4 else 0
     cap = activation_bytes if softcap else 0
     per_element = vocab_size
+    if compiled:
+        a = activation_bytes
+        return (a + cap) * per_element, (a + cap) * per_element, (a + (4 + a) / chunks + cap) * per_element
     return (
         (4 + cap) * per_element,
         (activation_bytes + 4 + upcast / chunks + cap) * per_element,

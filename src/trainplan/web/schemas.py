@@ -56,7 +56,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "kbit_upcast",
         ),
     ),
-    ("precision", "Precision and optimizer", ("precision", "optimizer")),
+    ("precision", "Precision and optimizer", ("recipe", "precision", "optimizer")),
     (
         "batch",
         "Batch and memory savers",
@@ -69,6 +69,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "attention",
             "loss",
             "loss_chunks",
+            "compile",
             "optimizer_in_backward",
         ),
     ),

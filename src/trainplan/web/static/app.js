@@ -13,7 +13,7 @@
     grad_accum: "Gradient accumulation", seq_len: "Sequence length",
     activation_checkpointing: "Activation checkpointing", attention: "Attention kernel", gpu: "GPU type",
     activation_offload: "Offload activations to CPU", loss: "Loss kernel", loss_chunks: "Loss chunks",
-    optimizer_in_backward: "Optimizer step in backward", recipe: "Framework recipe",
+    optimizer_in_backward: "Optimizer step in backward", recipe: "Framework recipe", compile: "torch.compile",
     gpus: "GPUs", zero_stage: "ZeRO stage", tensor_parallel: "Tensor parallel",
     pipeline_parallel: "Pipeline parallel", sequence_parallel: "Sequence parallel", offload: "CPU offload",
     train_tokens: "Training tokens", dataset_tokens: "Dataset tokens", epochs: "Epochs", steps: "Optimizer steps",
