@@ -207,6 +207,11 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         notes.append(f"{gpu.name} has no published power figure: energy is not estimated")
     if scenario.loss != "chunked" and scenario.loss_chunks != Scenario().loss_chunks:
         notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
+    if scenario.compile:
+        notes.append(
+            "compile: only the chunked loss's saved tensors are modelled; torch.compile's savings "
+            "inside the layers and its speed-up are not"
+        )
     if scenario.method == "full" and scenario.lora.dropout > 0:
         notes.append("lora.dropout has no effect on a full fine-tune")
     if model.encoder_decoder:
