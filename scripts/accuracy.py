@@ -92,7 +92,8 @@ def published_memory_section() -> str:
         "scenario and no overhead term (the sources report the caching allocator's peak). A paged "
         "optimizer's state lives outside that allocator, so it is left out of the compared figure. "
         "Nothing is fitted to these runs; the development runs were looked at while the memory "
-        "savers were derived, the held-out runs only afterwards.",
+        "savers were derived, the held-out runs only afterwards (the adapter dtype setting came "
+        "after that, from torchtune's configs, and moved the held-out LoRA rows by 1-7 points).",
         "",
         f"**All: {summary(None)}. Held-out: {summary('held-out')}. Development: {summary('development')}.**",
         "",
@@ -109,9 +110,9 @@ def published_memory_section() -> str:
     lines += [
         "",
         "Known gaps: torch.compile is modelled only for the chunked loss (its savings inside the "
-        "layers are not, which is most of the no-checkpointing row's error); torchtune keeps LoRA "
-        "adapters in bf16 where trainplan assumes peft's fp32 adapters; the 405B row's unit is "
-        "ambiguous in the source.",
+        "layers are not, which is most of the no-checkpointing row's error); torchao's NF4 and "
+        "torchtune's LoRA layers are modelled with bitsandbytes' and peft's saved tensors; the 405B "
+        "row's unit is ambiguous in the source.",
         "",
     ]
     return "\n".join(lines)

@@ -252,3 +252,24 @@ def test_savers_round_trip() -> None:
     )
     assert scenario_from_mapping(scenario_to_mapping(scenario)) == scenario
     assert Scenario().lora.dropout == 0.0
+
+
+# --- adapter dtype ---------------------------------------------------------------------------
+
+
+def test_compute_dtype_adapters(llama8b_config: dict[str, Any]) -> None:
+    # torchtune keeps adapters in bf16: 2 + 2 bytes of weight and gradient and 2 x 2 of AdamW
+    # state per adapter parameter, against peft's fp32 4 + 4 + 8
+    fields = {"method": "lora", "activation_checkpointing": "none", "seq_len": 1024}
+    peft = run(llama8b_config, **fields)
+    bf16 = run(llama8b_config, **fields, lora={"dtype": "compute"})
+    adapters = peft.params.lora
+    assert {t.name: t.value for t in bf16.states}["optimizer"] == 4 * adapters
+    assert {t.name: t.value for t in peft.states}["optimizer"] == 8 * adapters
+    # q_proj and v_proj read the same bf16 hidden state: kept once (2 bytes), not as two fp32
+    # copies (2 x 4 bytes)
+    delta = term(peft, "forward", "activations") - term(bf16, "forward", "activations")
+    assert delta == LAYERS * (2 * 4 - 2) * HIDDEN * 1024
+    with pytest.raises(InputError) as error:
+        scenario_from_mapping({"lora": {"dtype": "fp8"}})
+    assert error.value.field == "lora.dtype"

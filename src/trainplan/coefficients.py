@@ -32,6 +32,7 @@ from trainplan.terms.recipes import (
     QLORA_RECOMPUTE_FACTOR,
     QUANTISED_BASES,
     PrecisionRecipe,
+    compute_dtype_adapters,
 )
 from trainplan.terms.savers import (
     checkpoint_every,
@@ -136,7 +137,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
     # base precision (`autocast_adapter_dtype`, on by default)
-    states = recipe if full else ADAPTER_RECIPE
+    adapter_bytes = 4 if scenario.lora.dtype == "fp32" else compute_bytes
+    states = (
+        recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
+    )
     head_matrix = model.vocab_size * model.hidden_size
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes
@@ -182,6 +186,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         checkpointing=scenario.activation_checkpointing,
         dropout=model.dropout > 0,
         lora_dropout=not full and scenario.lora.dropout > 0,
+        adapter_bytes=adapter_bytes,
     )
     seq = scenario.seq_len
     sharded = replicated = 0.0

@@ -31,6 +31,7 @@ CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
+ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
 LOSSES = ("standard", "chunked", "fused")
 RECIPES = (
@@ -78,6 +79,12 @@ LORA_FIELDS: dict[str, FieldInfo] = {
         0.99,
         "float",
     ),
+    "dtype": FieldInfo(
+        "adapter weights, gradients and optimizer state: fp32 (peft's autocast_adapter_dtype) or "
+        "the compute dtype (torchtune keeps the whole model in bf16)",
+        ADAPTER_DTYPES,
+        kind="str",
+    ),
 }
 
 
@@ -94,6 +101,7 @@ class LoraSettings:
     targets: str | tuple[str, ...] = "qv"
     dora: bool = False
     dropout: float = 0.0
+    dtype: str = "fp32"
 
 
 @dataclass(frozen=True)
@@ -410,12 +418,12 @@ def _as_float(name: str, raw: Any) -> float:
 
 
 def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
-    """Parse the `lora` mapping: rank, alpha, targets, dora, dropout."""
+    """Parse the `lora` mapping: rank, alpha, targets, dora, dropout, dtype."""
     if isinstance(raw, LoraSettings):
         raw = dataclasses.asdict(raw)
     if not isinstance(raw, Mapping):
-        raise InputError("lora", "must be a mapping with rank, alpha, targets, dora, dropout")
-    allowed = {"rank", "alpha", "targets", "dora", "dropout"}
+        raise InputError("lora", f"must be a mapping with {', '.join(LORA_FIELDS)}")
+    allowed = set(LORA_FIELDS)
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise InputError(f"lora.{unknown[0]}", f"unknown field; allowed: {', '.join(sorted(allowed))}")
@@ -424,7 +432,8 @@ def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
     dora = _as_bool("lora.dora", raw.get("dora", base.dora))
     targets = _targets_from(raw.get("targets", base.targets))
     dropout = _coerce("lora.dropout", raw.get("dropout", base.dropout), base.dropout, LORA_FIELDS["dropout"])
-    return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora, dropout=dropout)
+    dtype = _coerce("lora.dtype", raw.get("dtype", base.dtype), base.dtype, LORA_FIELDS["dtype"])
+    return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora, dropout=dropout, dtype=dtype)
 
 
 def checkpointing_from(raw: Any) -> str:

@@ -74,15 +74,18 @@ def chunked_loss_bytes(
     )
 
 
-def lora_dropout_input_bytes(activation_bytes: int, casts_inputs: bool, width: int) -> float:
+def lora_dropout_input_bytes(
+    activation_bytes: int, casts_inputs: bool, width: int, adapter_bytes: int = 4
+) -> float:
     """Bytes one adapted module keeps of its input when peft's lora_dropout is above 0.
 
     The input is cast to the adapter dtype (fp32), dropout writes a new fp32 tensor and keeps a
     bool mask (1 byte per element, `native_dropout`), and `lora_A` keeps the dropped copy: 4
-    bytes, or under autocast the half-precision copy autocast makes for `lora_A` (a bytes).
-    Every adapted module has its own copy and mask, even where modules share their input.
+    bytes, or under autocast the half-precision copy autocast makes for `lora_A` (a bytes);
+    adapters kept at the compute dtype (torchtune) drop a copy at that dtype. Every adapted
+    module has its own copy and mask, even where modules share their input.
     """
-    kept = activation_bytes if casts_inputs else 4
+    kept = activation_bytes if casts_inputs else max(activation_bytes, adapter_bytes)
     return (kept + 1) * width
 
 

@@ -19,7 +19,7 @@ from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_i
 # The body key for an uploaded or pasted config.json (never a path on the server).
 MODEL_CONFIG_KEY = "model_config"
 
-# LoRA settings are one nested scenario field; the form shows them as five controls.
+# LoRA settings are one nested scenario field; the form shows them as six controls.
 # (The engine's field table documents `lora` as a whole; these describe its parts.)
 LORA_PARTS: dict[str, FieldInfo] = {
     "rank": FieldInfo("LoRA rank r", None, 1, 65536, "int"),
@@ -37,6 +37,9 @@ LORA_PARTS: dict[str, FieldInfo] = {
         0.99,
         "float",
     ),
+    "dtype": FieldInfo(
+        "LoRA adapters in fp32 (peft) or at the compute dtype (torchtune)", ("fp32", "compute"), kind="str"
+    ),
 }
 
 # Form sections, in page order. A field that none of them names lands in "advanced".
@@ -52,6 +55,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "lora.alpha",
             "lora.dora",
             "lora.dropout",
+            "lora.dtype",
             "base_weights",
             "kbit_upcast",
         ),

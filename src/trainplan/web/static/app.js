@@ -4,10 +4,10 @@
 (() => {
   const GIB = 1024 ** 3;
   const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
-  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "base_weights", "kbit_upcast"];
+  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
   const LABELS = {
     model: "Model", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
-    "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout",
+    "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
     base_weights: "Base-weight precision", kbit_upcast: "Upcast unquantised parts to fp32",
     precision: "Training precision", optimizer: "Optimizer", micro_batch: "Micro-batch",
     grad_accum: "Gradient accumulation", seq_len: "Sequence length",
