@@ -103,12 +103,13 @@ def _hint(hint_id: str, title: str, text: str, change: dict[str, Any], result: E
 
 def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
     """Single changes that lower per-GPU memory, in order of how little they change the run."""
-    savers: list[tuple[str, str, dict[str, Any]]] = []
+    # the frameworks' savers first: where two set the same field, "All of these together" keeps
+    # the later, stronger one (full checkpointing over op-level SAC)
+    savers: list[tuple[str, str, dict[str, Any]]] = _framework_savers(scenario)
     if scenario.activation_checkpointing != "full":
         savers.append(
             ("checkpointing", "Turn on full activation checkpointing", {"activation_checkpointing": "full"})
         )
-    savers += _framework_savers(scenario)
     change: dict[str, Any]
     if scenario.micro_batch > 1:
         change = {"micro_batch": 1, "grad_accum": scenario.grad_accum * scenario.micro_batch}
