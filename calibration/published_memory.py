@@ -34,6 +34,21 @@ TT_3B = {
     "grad_accum": 1,
 }
 TT_3B_FULL = {**TT_3B, "method": "full", "optimizer": "adamw-fused", "optimizer_in_backward": False}
+TITAN_8B = {
+    "recipe": "torchtitan",
+    "model": "Llama-3.1-8B",
+    "method": "full",
+    "gpu": "H100-SXM",
+    "zero_stage": 3,
+    "micro_batch": 2,
+    "seq_len": 8192,
+    "grad_accum": 1,
+}
+TITAN_UNSTATED = (
+    "sequence length not in the file (torchtitan's Llama 3 default 8192 assumed); 'selective' read "
+    "as the config's op-level SAC; the figure is torchtitan's logged max reserved memory, which "
+    "includes the allocator's cache"
+)
 TT_31 = {"recipe": "torchtune", "micro_batch": 2, "seq_len": 2048, "grad_accum": 1, "compile": True}
 
 
@@ -201,6 +216,24 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         0.25,
         "held-out",
         "the README gives 44.8 'GB' where every other row says GiB: 41.7 GiB assumed; FSDP as ZeRO-3",
+    ),
+    # torchtitan benchmarks/llama3_h100_202412_torchtitan.md Table 1 (published.yaml
+    # torchtitan-llama31-8b-h100-8gpu-fsdp): FSDP2, bf16, "selective" AC, local batch 2
+    PublishedMemoryCase(
+        "torchtitan-llama31-8b-h100-8gpu-fsdp",
+        {**TITAN_8B, "gpus": 8},
+        82.4,
+        0.25,
+        "held-out",
+        TITAN_UNSTATED,
+    ),
+    PublishedMemoryCase(
+        "torchtitan-llama31-8b-h100-128gpu-fsdp",
+        {**TITAN_8B, "gpus": 128},
+        67.0,
+        0.25,
+        "held-out",
+        TITAN_UNSTATED,
     ),
 )
 
