@@ -123,7 +123,10 @@ class Scenario:
     )
     lora: LoraSettings = _field(
         LoraSettings(),
-        FieldInfo("LoRA rank, alpha, targets (qv | attention | all-linear | module names), dora and dropout"),
+        FieldInfo(
+            "LoRA rank, alpha, targets (qv | attention | all-linear | module names), dora, dropout "
+            "and the adapters' dtype"
+        ),
     )
     base_weights: str | None = _field(
         None,
