@@ -102,7 +102,6 @@ class Coefficients:
     largest_grad_bytes: float = 0.0
     offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
     recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
-    kbit_upcast_bytes: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -136,12 +135,13 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     linears = [(b.count, lin) for b in model.blocks for lin in block_linears(b, model.hidden_size)]
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
-    # base precision (`autocast_adapter_dtype`, on by default)
+    # base precision (`autocast_adapter_dtype`, on by default); torchtune at the compute dtype
     adapter_bytes = 4 if scenario.lora.dtype == "fp32" else compute_bytes
     states = (
         recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
     )
     head_matrix = model.vocab_size * model.hidden_size
+    kbit_bytes = 0.0  # what prepare_model_for_kbit_training's fp32 casts add
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes
         frozen_weights: float = (counts.total - counts.trainable) * compute_bytes
@@ -172,7 +172,6 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest = max(rank * max(lin.in_features, lin.out_features) for _, lin in adapted)
         layer_bytes = layer_weight_bytes(model, base_bytes)
         layer_grads = 0.0
-    kbit_bytes = kbit_bytes if not full and scenario.kbit_upcast else 0.0
     fp32_stream = base == "fp32" or kbit_bytes > 0
     residual = recipe.residual_bytes if full else (4 if fp32_stream else compute_bytes)
     mode = ActivationMode(
@@ -297,5 +296,4 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest_grad_bytes=largest * states.grad_bytes,
         offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
         recompute_layer_share=sum(checkpointed) / model.num_layers,
-        kbit_upcast_bytes=kbit_bytes,
     )
