@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainplan.errors import InputError
+from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed")
@@ -188,7 +189,8 @@ class Scenario:
         ),
     )
     loss_chunks: int = _field(
-        8, FieldInfo("chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024)
+        DEFAULT_LOSS_CHUNKS,
+        FieldInfo("chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024),
     )
     compile: bool = _field(
         False,

@@ -4,19 +4,21 @@ Each function returns bytes per token (or per replica, where named) for one tech
 composition into per-GPU memory and step time is in coefficients.py and formulas.py.
 
 - Chunked cross-entropy: torchtune `CEWithChunkedOutputLoss`
-  (torchtune/modules/loss/ce_chunked_output_loss.py, v0.6, read 2026-12): the output projection
+  (torchtune/modules/loss/ce_chunked_output_loss.py at 10ff7cd2, v0.6, read 2026-12-01; later
+  versions deprecate it for LinearCrossEntropyLoss): the output projection
   returns `num_output_chunks` (default 8) bf16 logit chunks, all alive until the loss is
   computed, and each chunk is upcast to fp32 and put through `F.cross_entropy` on its own.
 - LoRA dropout: peft `tuners/lora/layer.py` `Linear.forward` (v0.13-0.17): the adapter path is
   `lora_B(lora_A(dropout(x)))` after `x` is cast to the adapter dtype; with p > 0 `nn.Dropout`
   keeps its bool mask and `lora_A` keeps the dropped copy, per adapted module.
-- Layer-level selective AC (`full:N`): torchtitan `distributed/activation_checkpoint.py`
-  `_apply_layer_sac` (v0.1, 2025): a running block count; a block is checkpointed when the
-  count is a multiple of N.
-- Op-level selective AC (`op`): the same file's `_save_list` and `_custom_policy`: the outputs
-  of `aten.mm`, the SDPA kernels (flash / efficient) and `aten.max` are saved, except every
-  second mm of a block (the mm count is per block and per pass); everything else in the block
-  is recomputed from the block input in backward.
+- Layer-level selective AC (`full:N`): torchtitan `torchtitan/distributed/activation_checkpoint.py`
+  at cfb93265 (2025, read 2026-12-01) `_apply_layer_sac`: a running block count; a block is
+  checkpointed when the count is a multiple of N.
+- Op-level selective AC (`op`): the same file's `_apply_op_sac` policy with the models' op save
+  list (`aten.mm`, the SDPA kernels, `aten.max`, reduce-scatter): those outputs are saved,
+  except every second mm of a block (the mm count is per block and per pass); everything else
+  in the block is recomputed from the block input in backward. (Later torchtitan versions
+  choose the saved tensors by name from per-model lists; not modelled separately.)
 - Activation offloading: torchtune `training/_activation_offloading.py` `OffloadActivations`
   (v0.6): saved tensors move to pinned CPU memory on a side stream in forward and are
   prefetched one layer ahead in backward; the output layer is wrapped in `NoOpManager`, so the
