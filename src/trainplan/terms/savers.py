@@ -8,7 +8,7 @@ composition into per-GPU memory and step time is in coefficients.py and formulas
   versions deprecate it for LinearCrossEntropyLoss): the output projection
   returns `num_output_chunks` (default 8) bf16 logit chunks, all alive until the loss is
   computed, and each chunk is upcast to fp32 and put through `F.cross_entropy` on its own.
-- LoRA dropout: peft `tuners/lora/layer.py` `Linear.forward` (v0.13-0.17): the adapter path is
+- LoRA dropout: peft `tuners/lora/layer.py` `Linear.forward` (traced with peft 0.21): the adapter path is
   `lora_B(lora_A(dropout(x)))` after `x` is cast to the adapter dtype; with p > 0 `nn.Dropout`
   keeps its bool mask and `lora_A` keeps the dropped copy, per adapted module.
 - Layer-level selective AC (`full:N`): torchtitan `torchtitan/distributed/activation_checkpoint.py`
@@ -20,10 +20,11 @@ composition into per-GPU memory and step time is in coefficients.py and formulas
   in the block is recomputed from the block input in backward. (Later torchtitan versions
   choose the saved tensors by name from per-model lists; not modelled separately.)
 - Activation offloading: torchtune `training/_activation_offloading.py` `OffloadActivations`
-  (v0.6): saved tensors move to pinned CPU memory on a side stream in forward and are
-  prefetched one layer ahead in backward; the output layer is wrapped in `NoOpManager`, so the
-  LM head's tensors stay. Unsloth's offloaded gradient checkpointing moves the checkpointed
-  layer inputs the same way.
+  and `get_act_offloading_ctx_manager` (v0.6): every saved tensor above `min_offload_size`
+  (1 KiB) moves to pinned CPU memory on a side stream in forward (at most `max_fwd_stash_size`
+  = 5 copies in flight) and is brought back ahead of use in backward; "all but the last output
+  Linear" is offloaded (the head runs under `NoOpManager`). Unsloth's offloaded gradient
+  checkpointing moves the checkpointed layer inputs the same way.
 - kbit upcast: peft `utils/other.py` `prepare_model_for_kbit_training` (v0.13-0.17): every
   parameter that is not 8/4-bit quantised is cast to fp32 (embeddings, norms, LM head, biases).
 """
