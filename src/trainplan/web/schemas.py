@@ -95,6 +95,10 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("advanced", "More assumptions", ()),
 )
 
+# Values a field accepts beyond its listed choices (the CLI and API parse them; the form's select
+# offers the choices only): `full:N` checkpoints every N-th block.
+EXTRA_PATTERNS = {"activation_checkpointing": "^full:[1-9][0-9]*$"}
+
 # Controls that are not a plain input/select: drawn from a catalog list or as a segmented choice.
 WIDGETS = {
     "model": "model",
@@ -183,6 +187,8 @@ def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
         schema = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     elif entry["choices"]:
         schema = {"type": "string", "enum": entry["choices"]}
+        if entry["name"] in EXTRA_PATTERNS:
+            schema = {"anyOf": [schema, {"type": "string", "pattern": EXTRA_PATTERNS[entry["name"]]}]}
     else:
         schema = {"type": "string"}
     if entry["minimum"] is not None:
