@@ -50,6 +50,7 @@ def scenario_of(case: dict[str, Any]) -> dict[str, Any]:
             "alpha": lora.get("alpha", 32),
             "targets": lora.get("targets", "qv"),
             "dora": case["method"] == "dora",
+            "dropout": lora.get("dropout", 0.0),
         }
         data["base_weights"] = BASE_FOR_PRECISION[case["precision"]]
     return data

@@ -98,6 +98,8 @@ def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
         kwargs["lora_alpha"] = lora["alpha"]
     if "targets" in lora:
         kwargs["lora_targets"] = tuple(lora["targets"])
+    if "dropout" in lora:
+        kwargs["lora_dropout"] = lora["dropout"]
     return kwargs
 
 

@@ -144,3 +144,43 @@ def test_max_micro_batch_is_exact() -> None:
     fits = estimate(Scenario(model="Llama-3.1-8B", gpu="H100", micro_batch=value)).total_bytes
     over = estimate(Scenario(model="Llama-3.1-8B", gpu="H100", micro_batch=value + 1)).total_bytes
     assert fits <= capacity < over
+
+
+def test_optimizer_in_backward_plans_without_accumulation() -> None:
+    # optimizer_in_backward cannot accumulate: the planner keeps grad_accum 1 and agrees with
+    # the brute force, which skips every layout the scenario parser refuses
+    base = scenario_from_mapping(
+        {**scenario_to_mapping(BASE), "optimizer_in_backward": True, "grad_accum": 1}
+    )
+    request = PlanRequest(**{**SMALL.__dict__, "base": base, "methods": ("full",)})
+    result = plan(request)
+    expected = brute_force(request)
+    assert expected and all(item.scenario.grad_accum == 1 for item in result.plans)
+    assert result.plans[0].total_s == pytest.approx(expected[0][0], rel=1e-9)
+    assert result.candidates_evaluated - sum(result.rejected.values()) == len(expected)
+    assert result.rejected["invalid: optimizer_in_backward needs grad_accum 1 and no offload"] > 0
+
+
+def test_planner_carries_the_savers_and_agrees_with_brute_force() -> None:
+    # the savers stay fixed from the base scenario; full:2 is searched next to the default modes
+    saver_fields = {
+        "loss": "chunked",
+        "activation_offload": True,
+        "lora": {"rank": 16, "targets": "qv", "dropout": 0.1, "dtype": "compute"},
+        "activation_checkpointing": "full:2",
+    }
+    base = scenario_from_mapping({**scenario_to_mapping(BASE), **saver_fields})
+    request = PlanRequest(
+        **{**SMALL.__dict__, "base": base, "methods": ("lora",), "checkpointing": ("none", "full:2")}
+    )
+    result = plan(request)
+    expected = brute_force(request)
+    assert result.plans[0].total_s == pytest.approx(expected[0][0], rel=1e-9)
+    assert result.candidates_evaluated - sum(result.rejected.values()) == len(expected)
+    for item in result.plans:
+        assert item.scenario.loss == "chunked" and item.scenario.activation_offload
+        assert item.scenario.lora.dropout == 0.1 and item.scenario.lora.dtype == "compute"
+    op_base = scenario_from_mapping({**scenario_to_mapping(BASE), "activation_checkpointing": "op"})
+    from trainplan.plan import searched_checkpointing
+
+    assert searched_checkpointing(PlanRequest(base=op_base)) == ("none", "selective", "full", "op")

@@ -24,7 +24,14 @@ app = typer.Typer(
     add_completion=False,
 )
 
-LORA_FLAGS = {"lora_rank": "rank", "lora_alpha": "alpha", "lora_targets": "targets", "dora": "dora"}
+LORA_FLAGS = {
+    "lora_rank": "rank",
+    "lora_alpha": "alpha",
+    "lora_targets": "targets",
+    "dora": "dora",
+    "lora_dropout": "dropout",
+    "lora_dtype": "dtype",
+}
 
 
 def flag_name(field: str) -> str:
@@ -52,6 +59,8 @@ def _estimate_parameters() -> list[inspect.Parameter]:
         ("lora_alpha", _option("--lora-alpha", LORA_FIELDS["alpha"].help)),
         ("lora_targets", _option("--lora-targets", LORA_FIELDS["targets"].help + " (comma-separated)")),
         ("dora", _option("--dora", LORA_FIELDS["dora"].help + " (true/false)")),
+        ("lora_dropout", _option("--lora-dropout", LORA_FIELDS["dropout"].help + " (0 .. 0.99)")),
+        ("lora_dtype", _option("--lora-dtype", LORA_FIELDS["dtype"].help + " [fp32|compute]")),
         ("scenario", _option("--scenario", "scenario file (YAML or JSON); flags override it")),
     ]
     parameters = [

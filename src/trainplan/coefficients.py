@@ -32,6 +32,15 @@ from trainplan.terms.recipes import (
     QLORA_RECOMPUTE_FACTOR,
     QUANTISED_BASES,
     PrecisionRecipe,
+    compute_dtype_adapters,
+)
+from trainplan.terms.savers import (
+    checkpoint_every,
+    checkpointed_layers,
+    chunked_loss_bytes,
+    kbit_upcast_extra_bytes,
+    offload_resident_fraction,
+    op_sac_saved,
 )
 
 
@@ -88,6 +97,11 @@ class Coefficients:
     dequant_recompute_factor: float
     weights_16bit_bytes: float
     stage_fractions: dict[int, float] = field(default_factory=dict, compare=False)
+    # memory savers (terms/savers.py)
+    optimizer_in_backward: bool = False
+    largest_grad_bytes: float = 0.0
+    offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
+    recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -121,9 +135,13 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     linears = [(b.count, lin) for b in model.blocks for lin in block_linears(b, model.hidden_size)]
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
-    # base precision (`autocast_adapter_dtype`, on by default)
-    states = recipe if full else ADAPTER_RECIPE
+    # base precision (`autocast_adapter_dtype`, on by default); torchtune at the compute dtype
+    adapter_bytes = 4 if scenario.lora.dtype == "fp32" else compute_bytes
+    states = (
+        recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
+    )
     head_matrix = model.vocab_size * model.hidden_size
+    kbit_bytes = 0.0  # what prepare_model_for_kbit_training's fp32 casts add
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes
         frozen_weights: float = (counts.total - counts.trainable) * compute_bytes
@@ -139,6 +157,12 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         frozen_weights = (
             counts.linear_weights * base_bytes + scales + (counts.total - counts.linear_weights) * other_bytes
         )
+        if scenario.kbit_upcast:
+            # the unquantised rest (embeddings, norms, head) in fp32; the embedding output, and
+            # with it the residual stream, is then fp32 too (bitsandbytes returns each matmul
+            # in its input's dtype)
+            kbit_bytes = kbit_upcast_extra_bytes(counts.total - counts.linear_weights, compute_bytes)
+            frozen_weights += kbit_bytes
         trainable_weights = counts.lora * states.weight_bytes
         rank = scenario.lora.rank
         adapted = [(n, lin) for n, lin in linears if targeted(lin, scenario.lora.targets)]
@@ -148,7 +172,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest = max(rank * max(lin.in_features, lin.out_features) for _, lin in adapted)
         layer_bytes = layer_weight_bytes(model, base_bytes)
         layer_grads = 0.0
-    residual = recipe.residual_bytes if full else (4 if base == "fp32" else compute_bytes)
+    fp32_stream = base == "fp32" or kbit_bytes > 0
+    residual = recipe.residual_bytes if full else (4 if fp32_stream else compute_bytes)
     mode = ActivationMode(
         activation_bytes=compute_bytes,
         residual_bytes=residual,
@@ -159,17 +184,31 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         attention=scenario.attention,
         checkpointing=scenario.activation_checkpointing,
         dropout=model.dropout > 0,
+        lora_dropout=not full and scenario.lora.dropout > 0,
+        adapter_bytes=adapter_bytes,
     )
     seq = scenario.seq_len
     sharded = replicated = 0.0
     recompute: list[tuple[float, float]] = []
-    for block in model.blocks:
+    ckpt = scenario.activation_checkpointing
+    every = checkpoint_every(ckpt)
+    checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
+    for block, kept_inputs in zip(model.blocks, checkpointed, strict=True):
         layer = layer_activations(model, block, mode)
         full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
-        if scenario.activation_checkpointing == "full":
+        if every is not None:
+            # checkpointed layers keep their input; the others (full:N) everything
+            replicated += kept_inputs * residual * model.hidden_size
+            sharded += (block.count - kept_inputs) * full_layer[0]
+            replicated += (block.count - kept_inputs) * layer.norms
+            if kept_inputs:
+                recompute.append(full_layer)
+        elif ckpt == "op":
+            saved, _ = op_sac_saved(block, model, compute_bytes)
             replicated += block.count * residual * model.hidden_size
+            sharded += block.count * saved
             recompute.append(full_layer)
-        elif scenario.activation_checkpointing == "selective":
+        elif ckpt == "selective":
             sharded += block.count * (full_layer[0] - layer.scores_per_key * seq)
             replicated += block.count * layer.norms
         else:
@@ -177,6 +216,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             replicated += block.count * layer.norms
     if scenario.loss == "fused":
         held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
+    elif scenario.loss == "chunked":
+        held, loss, backward = chunked_loss_bytes(
+            model.vocab_size, compute_bytes, scenario.loss_chunks, model.final_logit_softcap, scenario.compile
+        )
     else:
         held, loss, backward = logits_bytes(model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap)
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
@@ -187,6 +230,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         lora_params=counts.lora,
         checkpointing=scenario.activation_checkpointing,
     )
+    # share of the forward matmuls re-run in backward (a quantised base is dequantised again)
+    recompute_share = sum(checkpointed) / model.num_layers
+    if ckpt == "op":
+        recomputed = sum(block.count * op_sac_saved(block, model, 2)[1] for block in model.blocks)
+        recompute_share = 2 * recomputed / flops.matmul_forward
     return Coefficients(
         model=model,
         counts=counts,
@@ -199,16 +247,23 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         frozen_weight_bytes=frozen_weights,
         gradient_bytes=counts.trainable * states.grad_bytes,
         optimizer_bytes=optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer),
-        optimizer_transient_bytes=optimizer_transient_bytes(counts.trainable, largest, states, optimizer),
+        # optimizer-in-backward steps one parameter at a time: temporaries of the largest only
+        optimizer_transient_bytes=optimizer_transient_bytes(
+            largest if scenario.optimizer_in_backward else counts.trainable, largest, states, optimizer
+        ),
         largest_layer_weight_bytes=layer_bytes,
         largest_layer_grad_bytes=layer_grads,
         autocast_cache_bytes=(
             recipe.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
         ),
-        dequant_bytes=(
-            2 * max(lin.in_features * lin.out_features for _, lin in linears)
-            if base in QUANTISED_BASES
-            else 0.0
+        dequant_bytes=max(
+            (
+                2 * max(lin.in_features * lin.out_features for _, lin in linears)
+                if base in QUANTISED_BASES
+                else 0.0
+            ),
+            # autocast casts the frozen fp32 head for each use, without caching it
+            2.0 * head_matrix if kbit_bytes else 0.0,
         ),
         frozen_cast_stored_bytes=(
             2 * counts.linear_weights if frozen_casts and scenario.activation_checkpointing != "full" else 0.0
@@ -235,8 +290,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         flops=flops,
         attention_flops=3 * flops.attention_forward + (flops.attention_forward if flops.recompute else 0.0),
         quantised_weights=counts.linear_weights if base in QUANTISED_BASES else 0.0,
-        dequant_recompute_factor=QLORA_RECOMPUTE_FACTOR
-        if scenario.activation_checkpointing == "full"
-        else 1.0,
+        dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
+        optimizer_in_backward=scenario.optimizer_in_backward,
+        largest_grad_bytes=largest * states.grad_bytes,
+        offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
+        recompute_layer_share=sum(checkpointed) / model.num_layers,
     )

@@ -11,6 +11,7 @@ from trainplan.errors import InputError
 from trainplan.formulas import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
+from trainplan.presets import recipe_summary
 from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.scenario import Scenario, data_parallel, scenario_from_mapping
@@ -57,6 +58,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     mem = memory(coeffs, layout)
     phases = _phases(mem)
     peak = max(phases, key=lambda phase: phase.total)
+    paged = paged_state_bytes(scenario, peak)
     time = time_figures(coeffs, scenario, gpu, layout)
     cost = cost_figures(scenario, gpu, time)
     energy = energy_figures(scenario, gpu, time)
@@ -72,9 +74,10 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             Term(name, float(value), EXACT, f"all {name} on this GPU") for name, value in mem.states.items()
         ),
         cpu_offload_bytes=float(mem.offloaded),
+        paged_bytes=paged,
         fit=fit_rows(peak.total),
         batch=Batch(scenario.micro_batch, scenario.grad_accum, data_parallel(scenario), scenario.seq_len),
-        warnings=tuple(_warnings(spec, scenario, gpu, coeffs)),
+        warnings=tuple(_warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu)),
         approximations=spec.approximations,
         time=time,
         cost=cost,
@@ -104,6 +107,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "idle_fraction": energy.idle_fraction,
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
+            "recipe": recipe_summary(scenario),
         },
     )
 
@@ -161,6 +165,28 @@ def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
     return tuple(sorted(rows, key=lambda row: (order[row.gpu_class], row.memory_bytes)))
 
 
+def paged_state_bytes(scenario: Scenario, peak: Phase) -> float:
+    """Optimizer state at the peak that a paged optimizer keeps in CUDA unified memory
+    (bitsandbytes `is_paged`: allocated with cudaMallocManaged, which the driver pages to the host
+    under pressure and torch.cuda.max_memory_allocated() does not count); 0 otherwise."""
+    if not OPTIMIZERS[scenario.optimizer].paged:
+        return 0.0
+    return peak.term("optimizer").value
+
+
+def _paged_warning(paged: float, peak: float, gpu: GpuSpec) -> list[str]:
+    """One sentence: how much state is paged and whether it decides the fit on this GPU."""
+    if not paged:
+        return []
+    decides = (peak <= gpu.memory_bytes) != (peak - paged <= gpu.memory_bytes)
+    verdict = "decides" if decides else "does not decide"
+    return [
+        f"paged: may spill to host: {paged / GIB:.2f} GiB of optimizer state is in unified memory, "
+        f"counted in the peak; without it the peak is {(peak - paged) / GIB:.2f} GiB, so paging "
+        f"{verdict} the fit on {gpu.name}"
+    ]
+
+
 def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coefficients) -> list[str]:
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.recipe
@@ -179,8 +205,15 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         )
     if gpu.tdp_w is None:
         notes.append(f"{gpu.name} has no published power figure: energy is not estimated")
-    if scenario.optimizer == "paged-adamw-8bit":
-        notes.append("paged optimizer state can spill to CPU memory under pressure; counted as resident")
+    if scenario.loss != "chunked" and scenario.loss_chunks != Scenario().loss_chunks:
+        notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
+    if scenario.compile:
+        notes.append(
+            "compile: only the chunked loss's saved tensors are modelled; torch.compile's savings "
+            "inside the layers and its speed-up are not"
+        )
+    if scenario.method == "full" and scenario.lora.dropout > 0:
+        notes.append("lora.dropout has no effect on a full fine-tune")
     if model.encoder_decoder:
         notes.append("encoder-decoder: the target sequence is assumed as long as the source (seq_len each)")
     if any(extra.params for extra in model.extras):

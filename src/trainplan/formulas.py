@@ -16,6 +16,7 @@ from typing import Any
 from trainplan.arrays import maximum, minimum, where
 from trainplan.coefficients import Coefficients
 from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
+from trainplan.terms.savers import OFFLOAD_OVERLAP
 from trainplan.terms.timing import (
     INTER_NODE_EFFICIENCY,
     INTRA_NODE_EFFICIENCY,
@@ -84,6 +85,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
     weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3
     gradients = c.gradient_bytes * per_gpu / zero2
+    if c.optimizer_in_backward:
+        # each gradient is stepped and freed as soon as it is complete (torchtune
+        # optimizer_in_bwd): the largest one is the most ever present
+        gradients = c.largest_grad_bytes / tp / zero2
     optimizer = c.optimizer_bytes * per_gpu / zero1
     transient = c.optimizer_transient_bytes * per_gpu / zero1
     working = where(zero3 > 1, (2 * c.largest_layer_weight_bytes + c.largest_layer_grad_bytes) / tp, 0.0)
@@ -97,9 +102,9 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
     tokens = v.micro_batch * c.seq_len
     replicated_divisor = where(v.sequence_parallel, tp, 1)
-    in_flight = minimum(v.pipeline_parallel, v.grad_accum)
-    per_token_layers = c.layers_sharded / tp + c.layers_replicated / replicated_divisor
-    stored = per_token_layers / v.pipeline_parallel * in_flight * tokens
+    layers_on_host = offloaded_activation_bytes(c, v)
+    offloaded = offloaded + layers_on_host
+    stored = _stored_layer_bytes(c, v) - layers_on_host
     stored = stored + c.outside_per_token / tp * tokens + c.frozen_cast_stored_bytes * per_gpu
     recompute: Any = 0.0
     for sharded, replicated in c.recompute_layers:
@@ -116,6 +121,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     overhead = v.overhead_bytes
 
     forward = _terms(weights, resident, optimizer, stored, loss, autocast + temporaries, overhead)
+    # optimizer-in-backward: the head's step runs at the start of backward, activations alive
+    stepping = transient if c.optimizer_in_backward else 0.0
     # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
     recompute_first = recompute + held > loss_backward
     start = _terms(
@@ -124,7 +131,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         optimizer,
         stored + where(recompute_first, recompute, 0.0),
         where(recompute_first, held, loss_backward),
-        temporaries,
+        temporaries + stepping,
         overhead,
     )
     # end of backward: every gradient present; the embedding's new gradient and its sum with
@@ -139,6 +146,29 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
         offloaded=offloaded,
     )
+
+
+def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
+    """Saved bytes per token of all layers on one GPU of the tensor-parallel group."""
+    replicated_divisor = where(v.sequence_parallel, v.tensor_parallel, 1)
+    return c.layers_sharded / v.tensor_parallel + c.layers_replicated / replicated_divisor
+
+
+def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
+    """Saved activations of the layers on the first pipeline stage: its share of the layers for
+    min(pp, grad_accum) in-flight micro-batches (1F1B)."""
+    in_flight = minimum(v.pipeline_parallel, v.grad_accum)
+    return _layer_bytes_per_token(c, v) / v.pipeline_parallel * in_flight * v.micro_batch * c.seq_len
+
+
+def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
+    """Saved layer activations moved to CPU memory by activation offloading: all but the
+    layers in flight (terms/savers.py); zero without offloading."""
+    if c.offload_resident >= 1:
+        return 0.0 * v.micro_batch
+    resident = _layer_bytes_per_token(c, v) * c.offload_resident * v.micro_batch * c.seq_len
+    stored = _stored_layer_bytes(c, v)
+    return stored - minimum(stored, resident)
 
 
 def _terms(*values: Any) -> dict[str, Any]:
@@ -261,7 +291,7 @@ def step_seconds(
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)
     data_parallel = exposed_seconds(comm, window, comm_overlap)
 
-    per_layer = 6 if c.checkpointing == "full" else 4
+    per_layer = 4 + 2 * c.recompute_layer_share
     volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.recipe.activation_bytes
     tp_bandwidth = link_bytes_per_s(hw, tp, False)
     tensor_parallel = (
@@ -273,4 +303,8 @@ def step_seconds(
         v.offload == 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
     )
     offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
+    # activation offloading: every offloaded byte goes down in forward and up in backward, on
+    # side streams under the compute
+    copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
+    offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
     return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant)

@@ -33,7 +33,13 @@ from trainplan.runtime import (
     hardware_of,
     scenario_step_seconds,
 )
-from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.scenario import (
+    Scenario,
+    accumulation_forbidden,
+    quantised_base,
+    scenario_from_mapping,
+    scenario_to_mapping,
+)
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 
@@ -52,6 +58,7 @@ REASONS = (
     "no price for this GPU",
     "over budget",
     "over deadline",
+    "invalid: optimizer_in_backward needs grad_accum 1 and no offload",
 )
 
 
@@ -196,12 +203,8 @@ def evaluate_group(
     """Evaluate every layout of one (method, checkpointing, offload) group with numpy."""
     import numpy as np
 
-    scenario = dataclasses.replace(
-        request.base,
-        method=method,
-        activation_checkpointing=checkpointing,
-        offload=offload,
-        base_weights=base_weights_for(request.base, method),
+    scenario = with_method(
+        dataclasses.replace(request.base, activation_checkpointing=checkpointing, offload=offload), method
     )
     coeffs = coefficients(model, scenario)
     hw = _hardware_arrays(np, gpus, scenario, coeffs)
@@ -241,6 +244,8 @@ def evaluate_group(
     reject(5, ((zero > 0) & (dp == 1)) | ((offload_code > 0) & (zero == 0) & (n > 1)))
     reject(6, (offload_code == 2) & (zero != 3) & (zero != 0))
     reject(7, np.isnan(hw["peak_flops_per_s"][g]))
+    oib = scenario.optimizer_in_backward
+    reject(12, accumulation_forbidden(oib, grad_accum) | (oib & (offload_code > 0)))
     layout = Layout(
         tensor_parallel=tp,
         pipeline_parallel=pp,
@@ -295,6 +300,13 @@ def evaluate_group(
     )
 
 
+def with_method(base: Scenario, method: str) -> Scenario:
+    """`base` switched to `method`: its base-weight format where that method can use it, and
+    kbit upcasting only over a quantised base."""
+    scenario = dataclasses.replace(base, method=method, base_weights=base_weights_for(base, method))
+    return dataclasses.replace(scenario, kbit_upcast=base.kbit_upcast and quantised_base(scenario))
+
+
 def base_weights_for(base: Scenario, method: str) -> str | None:
     """The base-weight format to keep when switching method: none for a full fine-tune, a
     quantised one only for QLoRA, a 16/32-bit one only for LoRA (else each method's default)."""
@@ -339,7 +351,7 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     groups = [
         evaluate_group(request, spec, method, ckpt, offload, gpus)
         for method in request.methods
-        for ckpt in request.checkpointing
+        for ckpt in searched_checkpointing(request)
         for offload in request.offloads
     ]
     evaluated = sum(int(group.valid.size) for group in groups)
@@ -374,6 +386,14 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     return PlanResult(
         plans, pareto, dict(rejected), evaluated, request.objective, unpriced, bool(request.gpu_types)
     )
+
+
+def searched_checkpointing(request: PlanRequest) -> tuple[str, ...]:
+    """The checkpointing modes searched: the request's, plus the base scenario's own when it is
+    one the default search does not try (op-level SAC, full:N)."""
+    modes = request.checkpointing
+    own = request.base.activation_checkpointing
+    return modes if own in modes else (*modes, own)
 
 
 def _distinct(rows: list[tuple[float, ...]], groups: list[Candidates], k: int) -> list[tuple[float, ...]]:
@@ -417,9 +437,7 @@ def _pareto(rows: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
 def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, position: int) -> Scenario:
     """The complete scenario of one candidate (what `trainplan estimate --scenario` accepts)."""
     return dataclasses.replace(
-        request.base,
-        method=group.method,
-        base_weights=base_weights_for(request.base, group.method),
+        with_method(request.base, group.method),
         activation_checkpointing=group.checkpointing,
         offload=group.offload,
         gpu=gpus[int(group.gpu_index[position])].name,

@@ -46,6 +46,8 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     table.add_column("kind")
     for term in result.peak.terms:
         table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
+        if term.name == "optimizer" and result.paged_bytes:
+            table.add_row("  paged: may spill to host", f"{result.paged_bytes / 2**30:,.2f}", "exact")
     table.add_row("[bold]total[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
     console.print(table)
     phases = ", ".join(f"{phase.name} {format_gib(phase.total)}" for phase in result.phases)
@@ -68,6 +70,10 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
         )
     console.print(fit)
     console.print(fit_summary(result))
+    recipe = result.assumptions.get("recipe")
+    if recipe:
+        applied = ", ".join(f"{key}={value}" for key, value in recipe["defaults"].items()) or "nothing new"
+        console.print(f"recipe {recipe['name']} ({recipe['version']}) set: {applied}")
     for warning in result.warnings:
         console.print(f"[yellow]note:[/] {warning}")
     for note in result.approximations:

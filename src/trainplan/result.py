@@ -83,6 +83,7 @@ class Estimate:
     phases: tuple[Phase, ...]
     states: tuple[Term, ...]
     cpu_offload_bytes: float
+    paged_bytes: float
     fit: tuple[FitRow, ...]
     batch: Batch
     warnings: tuple[str, ...] = ()
@@ -129,6 +130,7 @@ class Estimate:
                 },
                 "states": {f"{t.name}_bytes": t.value for t in self.states},
                 "cpu_offload_bytes": self.cpu_offload_bytes,
+                "paged_bytes": self.paged_bytes,
             },
             "fit": [
                 {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainplan.errors import InputError, shown_number, shown_value
+from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed")
@@ -27,12 +28,24 @@ OPTIMIZERS = (
     "adafactor",
     "lion",
 )
-CHECKPOINTING = ("none", "selective", "full")
+CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
+ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
-LOSSES = ("standard", "fused")
+LOSSES = ("standard", "chunked", "fused")
+RECIPES = (
+    "hf-trainer",
+    "trl",
+    "torchtune",
+    "torchtitan",
+    "axolotl",
+    "unsloth",
+    "llama-factory",
+    "deepspeed",
+    "megatron",
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,20 @@ LORA_FIELDS: dict[str, FieldInfo] = {
         "str",
     ),
     "dora": FieldInfo("DoRA: adds a magnitude vector per adapted layer", None, None, None, "bool"),
+    "dropout": FieldInfo(
+        "dropout on each adapter's input (peft lora_dropout; above 0 keeps a dropped copy and a mask "
+        "per adapted module)",
+        None,
+        0.0,
+        0.99,
+        "float",
+    ),
+    "dtype": FieldInfo(
+        "adapter weights, gradients and optimizer state: fp32 (peft's autocast_adapter_dtype) or "
+        "the compute dtype (torchtune keeps the whole model in bf16)",
+        ADAPTER_DTYPES,
+        kind="str",
+    ),
 }
 
 
@@ -75,6 +102,8 @@ class LoraSettings:
     alpha: float = 32.0
     targets: str | tuple[str, ...] = "qv"
     dora: bool = False
+    dropout: float = 0.0
+    dtype: str = "fp32"
 
 
 @dataclass(frozen=True)
@@ -90,9 +119,20 @@ class Scenario:
         ),
     )
     method: str = _field("lora", FieldInfo("what is trained", METHODS))
+    recipe: str | None = _field(
+        None,
+        FieldInfo(
+            "framework preset: fills the memory settings you leave unset with what that framework "
+            "ships (data/recipes.yaml); fields you set win",
+            RECIPES,
+        ),
+    )
     lora: LoraSettings = _field(
         LoraSettings(),
-        FieldInfo("LoRA rank, alpha, targets (qv | attention | all-linear | module names) and dora"),
+        FieldInfo(
+            "LoRA rank, alpha, targets (qv | attention | all-linear | module names), dora, dropout "
+            "and the adapters' dtype"
+        ),
     )
     base_weights: str | None = _field(
         None,
@@ -108,7 +148,20 @@ class Scenario:
     seq_len: int = _field(2048, FieldInfo("tokens per sequence", None, 1, 10_000_000))
     grad_accum: int = _field(16, FieldInfo("micro-batches accumulated per step", None, 1, 65536))
     activation_checkpointing: str = _field(
-        "full", FieldInfo("activation (gradient) checkpointing", CHECKPOINTING)
+        "full",
+        FieldInfo(
+            "activation (gradient) checkpointing: selective recomputes core attention (Megatron), op "
+            "saves matmul and attention outputs (torchtitan op-level SAC), full:N checkpoints every "
+            "N-th block (full:1 = full)",
+            CHECKPOINTING,
+        ),
+    )
+    activation_offload: bool = _field(
+        False,
+        FieldInfo(
+            "move saved activations to CPU memory with streams (torchtune, Unsloth); the layer in "
+            "flight stays on the GPU"
+        ),
     )
     attention: str = _field(
         "flash",
@@ -135,8 +188,34 @@ class Scenario:
         "standard",
         FieldInfo(
             "cross-entropy implementation: standard (Hugging Face) or fused linear + cross-entropy "
-            "(Liger, Cut Cross-Entropy), which never holds the full logits",
+            "(Liger, Cut Cross-Entropy), which never holds the full logits; chunked upcasts the "
+            "logits to fp32 one chunk at a time (torchtune)",
             LOSSES,
+        ),
+    )
+    loss_chunks: int = _field(
+        DEFAULT_LOSS_CHUNKS,
+        FieldInfo("chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024),
+    )
+    compile: bool = _field(
+        False,
+        FieldInfo(
+            "torch.compile: the chunked loss is compiled per chunk and saves its 16-bit logits "
+            "instead of an fp32 log-softmax; compile's other savings and speed-up are not modelled"
+        ),
+    )
+    optimizer_in_backward: bool = _field(
+        False,
+        FieldInfo(
+            "step each parameter as soon as its gradient is ready and free the gradient "
+            "(torchtune optimizer_in_bwd): no full gradient buffer; needs grad_accum 1"
+        ),
+    )
+    kbit_upcast: bool = _field(
+        False,
+        FieldInfo(
+            "cast the parameters a quantised base leaves unquantised (embeddings, norms, LM head) "
+            "to fp32, as peft's prepare_model_for_kbit_training does"
         ),
     )
     overhead_gib: float = _field(
@@ -233,9 +312,23 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
     """Build a validated Scenario from a dict (a scenario file, CLI flags or a JSON body).
 
     Unknown keys are errors (a typo must not be silently ignored); keys absent from `data`
-    keep the value from `base` (or the default).
+    keep the value from `base` (or the default). With `recipe`, that framework's defaults fill the
+    fields `data` does not set (presets.py).
     """
     base = base or Scenario()
+    recipe = data.get("recipe")
+    if recipe is not None:
+        name = _coerce("recipe", recipe, None, field_infos()["recipe"])
+        if name is not None:
+            from trainplan.presets import with_recipe
+
+            method = str(data.get("method", base.method)).strip().lower()
+            data = with_recipe(data, name, method, lambda trial: _build(trial, base))
+    return _build(data, base)
+
+
+def _build(data: Mapping[str, Any], base: Scenario) -> Scenario:
+    """The validated scenario of `data` over `base`, recipes not applied."""
     unknown = sorted(set(data) - set(SCENARIO_FIELDS))
     if unknown:
         raise InputError(
@@ -247,7 +340,9 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
     for name, raw in data.items():
         if name == "lora":
             values[name] = _lora_from(raw, base.lora)
-        elif raw is None and name == "base_weights":
+        elif name == "activation_checkpointing":
+            values[name] = checkpointing_from(raw)
+        elif raw is None and name in ("base_weights", "recipe"):
             values[name] = None
         else:
             values[name] = _coerce(name, raw, getattr(Scenario(), name), infos[name])
@@ -333,12 +428,12 @@ def _as_float(name: str, raw: Any) -> float:
 
 
 def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
-    """Parse the `lora` mapping: rank, alpha, targets, dora."""
+    """Parse the `lora` mapping: rank, alpha, targets, dora, dropout, dtype."""
     if isinstance(raw, LoraSettings):
         raw = dataclasses.asdict(raw)
     if not isinstance(raw, Mapping):
-        raise InputError("lora", "must be a mapping with rank, alpha, targets, dora")
-    allowed = {"rank", "alpha", "targets", "dora"}
+        raise InputError("lora", f"must be a mapping with {', '.join(LORA_FIELDS)}")
+    allowed = set(LORA_FIELDS)
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise InputError(f"lora.{unknown[0]}", f"unknown field; allowed: {', '.join(sorted(allowed))}")
@@ -346,7 +441,30 @@ def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
     alpha = _coerce("lora.alpha", raw.get("alpha", base.alpha), base.alpha, LORA_FIELDS["alpha"])
     dora = _as_bool("lora.dora", raw.get("dora", base.dora))
     targets = _targets_from(raw.get("targets", base.targets))
-    return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora)
+    dropout = _coerce("lora.dropout", raw.get("dropout", base.dropout), base.dropout, LORA_FIELDS["dropout"])
+    dtype = _coerce("lora.dtype", raw.get("dtype", base.dtype), base.dtype, LORA_FIELDS["dtype"])
+    return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora, dropout=dropout, dtype=dtype)
+
+
+def checkpointing_from(raw: Any) -> str:
+    """One of CHECKPOINTING, or `full:N` (every N-th block, torchtitan's layer-level selective
+    AC; `full:1` is `full`)."""
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    if text.startswith("full:"):
+        count = text.split(":", 1)[1].strip()
+        if not count.isdigit() or not 1 <= int(count[:6]) <= 4096 or len(count) > 4:
+            raise InputError(
+                "activation_checkpointing",
+                f"{shown_value(raw)}: full:N needs a whole number of blocks N between 1 and 4,096 "
+                "(full:1 = full, none = no checkpointing)",
+            )
+        return "full" if int(count) == 1 else f"full:{int(count)}"
+    if text not in CHECKPOINTING:
+        raise InputError(
+            "activation_checkpointing",
+            f"{shown_value(raw)} is not one of: {', '.join(CHECKPOINTING)}, full:N",
+        )
+    return text
 
 
 def _targets_from(raw: Any) -> str | tuple[str, ...]:
@@ -399,6 +517,44 @@ def _check_combinations(scenario: Scenario) -> None:
         )
     if scenario.offload == "optimizer+params" and scenario.zero_stage not in (0, 3):
         raise InputError("offload", "parameter offload needs zero_stage 3")
+    _check_savers(scenario)
+
+
+def accumulation_forbidden(optimizer_in_backward: Any, grad_accum: Any) -> Any:
+    """Optimizer-in-backward frees each gradient as soon as its step has run, so gradients
+    cannot accumulate over micro-batches (torchtune's recipes raise on
+    gradient_accumulation_steps > 1 with optimizer_in_bwd). Works on numpy arrays too."""
+    return optimizer_in_backward & (grad_accum > 1)
+
+
+def quantised_base(scenario: Scenario) -> bool:
+    """Whether the frozen base is stored quantised (int8 or nf4; QLoRA defaults to nf4)."""
+    from trainplan.coefficients import resolved_base_weights
+    from trainplan.terms.recipes import QUANTISED_BASES
+
+    return resolved_base_weights(scenario) in QUANTISED_BASES
+
+
+def _check_savers(scenario: Scenario) -> None:
+    """Memory savers that exclude each other or need something else."""
+    if accumulation_forbidden(scenario.optimizer_in_backward, scenario.grad_accum):
+        raise InputError(
+            "optimizer_in_backward",
+            f"cannot run with grad_accum = {scenario.grad_accum}: each gradient is freed right "
+            "after its step, so nothing accumulates. Set grad_accum 1 or optimizer_in_backward false",
+        )
+    if scenario.optimizer_in_backward and scenario.offload != "none":
+        raise InputError(
+            "optimizer_in_backward",
+            f"cannot run with offload = {scenario.offload}: the offloaded optimizer steps on the CPU "
+            "after backward. Set offload none or optimizer_in_backward false",
+        )
+    if scenario.kbit_upcast and not quantised_base(scenario):
+        raise InputError(
+            "kbit_upcast",
+            "needs a quantised base (method qlora, or base_weights int8 or nf4): it casts what the "
+            "quantisation leaves unquantised to fp32",
+        )
 
 
 def data_parallel(scenario: Scenario) -> int:

@@ -30,6 +30,10 @@ LIVE = [
         ({"gpus": 2}, "gpus"),
         ({"optimizer": "lion"}, "optimizer"),
         ({"activation_checkpointing": "selective"}, "activation_checkpointing"),
+        ({"activation_checkpointing": "op"}, "activation_checkpointing"),
+        ({"loss": "chunked"}, "loss"),
+        ({"optimizer_in_backward": True, "grad_accum": 1}, "optimizer_in_backward"),
+        ({"activation_offload": True}, "activation_offload"),
     ],
 )
 def test_untraceable_settings_are_clear_errors(fields: dict[str, object], field: str) -> None:

@@ -131,6 +131,22 @@ def check_traceable(scenario: Scenario) -> None:
         raise InputError("activation_checkpointing", "Hugging Face models offer none or full")
     if scenario.offload != "none":
         raise InputError("offload", "a trace runs without CPU offload")
+    untraced = {
+        "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full"),
+        "loss": scenario.loss != "standard",
+        "activation_offload": scenario.activation_offload,
+        "optimizer_in_backward": scenario.optimizer_in_backward,
+        "kbit_upcast": scenario.kbit_upcast,
+        "compile": scenario.compile,
+        "lora.dtype": scenario.method != "full" and scenario.lora.dtype != "fp32",
+    }
+    for name, asked in untraced.items():
+        if asked:
+            raise InputError(
+                name,
+                "measured mode traces a plain Hugging Face step, which does not run this setting "
+                "yet: set it to its default to measure the rest",
+            )
 
 
 def measure_scenario(scenario: Scenario) -> Comparison:
@@ -149,6 +165,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         lora_rank=lora.rank,
         lora_alpha=int(lora.alpha),
         lora_targets=_lora_targets(scenario, config) if scenario.method != "full" else (),
+        lora_dropout=lora.dropout if scenario.method != "full" else 0.0,
         precision=_trace_precision(scenario),
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,

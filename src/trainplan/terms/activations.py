@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainplan.model import Attention, Block, Mlp, ModelSpec
+from trainplan.terms.savers import lora_dropout_input_bytes
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class ActivationMode:
     tensor_parallel: int = 1
     sequence_parallel: bool = False
     dropout: bool = False
+    lora_dropout: bool = False  # peft lora_dropout > 0 (terms/savers.py)
+    adapter_bytes: int = 4  # LoRA adapter dtype: fp32 (peft) or the compute dtype (torchtune)
 
     @property
     def casts_inputs(self) -> bool:
@@ -78,11 +81,16 @@ def _linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> flo
     adapted = [name for name in consumers if name in mode.lora_targets]
     if not adapted:
         return 0.0
+    if mode.lora_dropout:
+        return len(adapted) * lora_dropout_input_bytes(
+            mode.activation_bytes, mode.casts_inputs, width, mode.adapter_bytes
+        )
     if mode.casts_inputs:
         return len(adapted) * mode.activation_bytes * width
-    if mode.activation_bytes < 4:
-        return len(adapted) * 4 * width
-    return 4.0 * width
+    if mode.activation_bytes < mode.adapter_bytes:
+        return len(adapted) * mode.adapter_bytes * width
+    # adapters at the stream's dtype read the input itself, kept once for all its consumers
+    return float(mode.activation_bytes * width)
 
 
 def attention_bytes(
@@ -120,7 +128,10 @@ def attention_bytes(
     # no copy); only an fp32 LoRA adapter on a 16-bit stream keeps a copy of its own.
     o_name = attention.names[3]
     adapted_o = not mode.weights_trainable and o_name in mode.lora_targets
-    o_copy = 4 * output / a if adapted_o and not mode.casts_inputs and a < 4 else 0.0
+    adapter = mode.adapter_bytes
+    o_copy = adapter * output / a if adapted_o and not mode.casts_inputs and a < adapter else 0.0
+    if adapted_o and mode.lora_dropout:
+        o_copy = lora_dropout_input_bytes(a, mode.casts_inputs, int(output // a), adapter)
     if mode.attention == "eager":
         # eager keeps no kernel output; the merged heads are kept only for the out-projection
         kept += core_inputs + (output if mode.weights_trainable or adapted_o else 0.0) + o_copy

@@ -9,7 +9,9 @@ layer in forward (Kaplan's 2 n_layer n_ctx d_attn term); causal kernels (flash) 
 half, so the context is seq/2 for decoders. PaLM (Chowdhery et al. 2022, app. B) counts the
 unmasked 6N + 12 L H Q T for MFU; `palm_flops_per_token` gives that convention.
 Full activation checkpointing re-runs every layer's forward once more (+1 forward of the
-layers); selective recompute re-runs only the attention core (Korthikanti et al. 2022, sec. 5).
+layers); selective recompute re-runs only the attention core (Korthikanti et al. 2022, sec. 5);
+`full:N` re-runs the checkpointed layers only, and torchtitan's op-level selective AC only the
+matmuls it does not save (terms/savers.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainplan.model import Block, ModelSpec, block_linears
+from trainplan.terms.savers import checkpoint_every, checkpointed_layers, op_sac_saved
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,24 @@ def _attention_core(block: Block, context: float) -> float:
     return flops
 
 
+def recompute_flops(model: ModelSpec, checkpointing: str, context: float) -> float:
+    """Forward FLOPs per token re-run in backward: the whole forward of every checkpointed layer
+    (`full`, `full:N`), the attention core (`selective`), or the matmuls op-level SAC does not
+    save (`op`: every second matmul and the routed experts; the SDPA output is saved)."""
+    every = checkpoint_every(checkpointing)
+    if every is not None:
+        layers = checkpointed_layers(model, every)
+        return sum(
+            count * (2 * _block_matmul_active(block, model) + _attention_core(block, context))
+            for count, block in zip(layers, model.blocks, strict=True)
+        )
+    if checkpointing == "op":
+        return sum(block.count * 2 * op_sac_saved(block, model, 2)[1] for block in model.blocks)
+    if checkpointing == "selective":
+        return sum(block.count * _attention_core(block, context) for block in model.blocks)
+    return 0.0
+
+
 def flops_per_token(
     model: ModelSpec,
     seq_len: int,
@@ -77,11 +98,7 @@ def flops_per_token(
         + weight_grad
         + adapters
     )
-    recompute = 0.0
-    if checkpointing == "full":
-        recompute = matmul_forward + attention_forward
-    elif checkpointing == "selective":
-        recompute = attention_forward
+    recompute = recompute_flops(model, checkpointing, causal_context)
     unmasked = sum(block.count * _attention_core(block, seq_len) for block in model.blocks)
     palm = 6 * (matmul + head) + 3 * unmasked
     return FlopsPerToken(

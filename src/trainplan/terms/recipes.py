@@ -67,6 +67,16 @@ ADAPTER_RECIPE = PrecisionRecipe(
 )
 
 
+def compute_dtype_adapters(compute_bytes: int) -> PrecisionRecipe:
+    """Adapters kept at the compute dtype, as torchtune keeps its whole model (`dtype: bf16`):
+    weights, grads and optimizer state (torch.optim keeps state in the parameter dtype) at
+    `compute_bytes` each, no master copy."""
+    b = compute_bytes
+    return PrecisionRecipe(
+        f"adapters-{b}B", b, b, 0, b, 0, b, b, "fp32" if b == 4 else "bf16", "adapters at the compute dtype"
+    )
+
+
 @dataclass(frozen=True)
 class OptimizerRecipe:
     """Optimizer state per trainable parameter and the transient memory of its step.

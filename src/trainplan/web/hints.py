@@ -17,7 +17,7 @@ from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.render import format_duration, with_article
 from trainplan.result import Estimate
-from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.units import format_gib
 
 MAX_GPUS_TRIED = 4096
@@ -81,7 +81,8 @@ def _pct(new: float, old: float) -> str:
 def _memory_text(result: Estimate, base: Estimate) -> str:
     verdict = "fits" if fits(result) else "still does not fit"
     return (
-        f"{format_gib(result.total_bytes)} per GPU ({_pct(result.total_bytes, base.total_bytes)}): "
+        f"saves {format_gib(base.total_bytes - result.total_bytes)} here: "
+        f"{format_gib(result.total_bytes)} per GPU ({_pct(result.total_bytes, base.total_bytes)}), "
         f"{verdict} the {result.gpu}"
     )
 
@@ -102,7 +103,9 @@ def _hint(hint_id: str, title: str, text: str, change: dict[str, Any], result: E
 
 def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
     """Single changes that lower per-GPU memory, in order of how little they change the run."""
-    savers: list[tuple[str, str, dict[str, Any]]] = []
+    # the frameworks' savers first: where two set the same field, "All of these together" keeps
+    # the later, stronger one (full checkpointing over op-level SAC)
+    savers: list[tuple[str, str, dict[str, Any]]] = _framework_savers(scenario)
     if scenario.activation_checkpointing != "full":
         savers.append(
             ("checkpointing", "Turn on full activation checkpointing", {"activation_checkpointing": "full"})
@@ -126,6 +129,42 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
         if scenario.gpus > 1 and scenario.zero_stage == 0:
             change["zero_stage"] = 1
         savers.append(("offload", "Offload optimizer state to CPU memory", change))
+    return savers
+
+
+def _framework_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
+    """The memory savers of torchtune, torchtitan and peft that this scenario does not use yet."""
+    savers: list[tuple[str, str, dict[str, Any]]] = []
+    if scenario.loss == "standard":
+        savers.append(("chunked_loss", "Chunked cross-entropy (torchtune)", {"loss": "chunked"}))
+    if scenario.activation_checkpointing in ("none", "selective"):
+        savers.append(
+            (
+                "op_checkpointing",
+                "Op-level selective checkpointing (torchtitan)",
+                {"activation_checkpointing": "op"},
+            )
+        )
+    if not scenario.activation_offload and scenario.activation_checkpointing != "none":
+        savers.append(
+            ("activation_offload", "Offload activations to CPU memory", {"activation_offload": True})
+        )
+    free_to_step = scenario.grad_accum == 1 and scenario.offload == "none"
+    if scenario.method == "full" and not scenario.optimizer_in_backward and free_to_step:
+        savers.append(
+            ("optimizer_in_backward", "Step the optimizer in backward", {"optimizer_in_backward": True})
+        )
+    if scenario.kbit_upcast:
+        savers.append(
+            (
+                "kbit_upcast",
+                "Keep the unquantised parts in 16 bits (torchtune, Unsloth)",
+                {"kbit_upcast": False},
+            )
+        )
+    if scenario.method != "full" and scenario.lora.dropout > 0:
+        lora = {**scenario_to_mapping(scenario)["lora"], "dropout": 0.0}
+        savers.append(("lora_dropout", "LoRA dropout 0 (peft's default)", {"lora": lora}))
     return savers
 
 

@@ -19,7 +19,7 @@ from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_i
 # The body key for an uploaded or pasted config.json (never a path on the server).
 MODEL_CONFIG_KEY = "model_config"
 
-# LoRA settings are one nested scenario field; the form shows them as four controls.
+# LoRA settings are one nested scenario field; the form shows them as six controls.
 # (The engine's field table documents `lora` as a whole; these describe its parts.)
 LORA_PARTS: dict[str, FieldInfo] = {
     "rank": FieldInfo("LoRA rank r", None, 1, 65536, "int"),
@@ -30,6 +30,16 @@ LORA_PARTS: dict[str, FieldInfo] = {
         kind="targets",
     ),
     "dora": FieldInfo("DoRA: adds a magnitude vector per targeted layer", kind="bool"),
+    "dropout": FieldInfo(
+        "LoRA dropout (peft lora_dropout): above 0 keeps a dropped input copy and a mask per adapter",
+        None,
+        0.0,
+        0.99,
+        "float",
+    ),
+    "dtype": FieldInfo(
+        "LoRA adapters in fp32 (peft) or at the compute dtype (torchtune)", ("fp32", "compute"), kind="str"
+    ),
 }
 
 # Form sections, in page order. A field that none of them names lands in "advanced".
@@ -38,13 +48,34 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "method",
         "What is trained",
-        ("method", "lora.rank", "lora.targets", "lora.alpha", "lora.dora", "base_weights"),
+        (
+            "method",
+            "lora.rank",
+            "lora.targets",
+            "lora.alpha",
+            "lora.dora",
+            "lora.dropout",
+            "lora.dtype",
+            "base_weights",
+            "kbit_upcast",
+        ),
     ),
-    ("precision", "Precision and optimizer", ("precision", "optimizer")),
+    ("precision", "Precision and optimizer", ("recipe", "precision", "optimizer")),
     (
         "batch",
         "Batch and memory savers",
-        ("micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "attention"),
+        (
+            "micro_batch",
+            "grad_accum",
+            "seq_len",
+            "activation_checkpointing",
+            "activation_offload",
+            "attention",
+            "loss",
+            "loss_chunks",
+            "compile",
+            "optimizer_in_backward",
+        ),
     ),
     (
         "hardware",
@@ -63,6 +94,10 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cost", "Price and grid", ("pricing", "usd_per_gpu_hour", "region")),
     ("advanced", "More assumptions", ()),
 )
+
+# Values a field accepts beyond its listed choices (the CLI and API parse them; the form's select
+# offers the choices only): `full:N` checkpoints every N-th block.
+EXTRA_PATTERNS = {"activation_checkpointing": "^full:[1-9][0-9]*$"}
 
 # Controls that are not a plain input/select: drawn from a catalog list or as a segmented choice.
 WIDGETS = {
@@ -152,6 +187,8 @@ def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
         schema = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     elif entry["choices"]:
         schema = {"type": "string", "enum": entry["choices"]}
+        if entry["name"] in EXTRA_PATTERNS:
+            schema = {"anyOf": [schema, {"type": "string", "pattern": EXTRA_PATTERNS[entry["name"]]}]}
     else:
         schema = {"type": "string"}
     if entry["minimum"] is not None:

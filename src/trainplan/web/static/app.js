@@ -4,13 +4,16 @@
 (() => {
   const GIB = 1024 ** 3;
   const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
-  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "base_weights"];
+  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
   const LABELS = {
     model: "Model", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
-    "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", base_weights: "Base-weight precision",
+    "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
+    base_weights: "Base-weight precision", kbit_upcast: "Upcast unquantised parts to fp32",
     precision: "Training precision", optimizer: "Optimizer", micro_batch: "Micro-batch",
     grad_accum: "Gradient accumulation", seq_len: "Sequence length",
     activation_checkpointing: "Activation checkpointing", attention: "Attention kernel", gpu: "GPU type",
+    activation_offload: "Offload activations to CPU", loss: "Loss kernel", loss_chunks: "Loss chunks",
+    optimizer_in_backward: "Optimizer step in backward", recipe: "Framework recipe", compile: "torch.compile",
     gpus: "GPUs", zero_stage: "ZeRO stage", tensor_parallel: "Tensor parallel",
     pipeline_parallel: "Pipeline parallel", sequence_parallel: "Sequence parallel", offload: "CPU offload",
     train_tokens: "Training tokens", dataset_tokens: "Dataset tokens", epochs: "Epochs", steps: "Optimizer steps",

@@ -1,0 +1,128 @@
+"""Framework recipes: the defaults a framework ships, applied to the fields a scenario leaves unset.
+
+The presets are data (data/recipes.yaml, each with its source, version and date). A preset
+never overrides a field the user set; a preset value that the user's own settings rule out (for
+example torchtune's optimizer-in-backward next to a user's grad_accum of 8) is left out, and the
+result lists only the defaults that were applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from trainplan.catalog import load_yaml
+from trainplan.errors import InputError
+
+METHOD_BLOCKS = ("all", "full", "lora", "qlora")
+ROW_KEYS = frozenset({"name", "version", "source", "verified", "as_of", *METHOD_BLOCKS})
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One framework's defaults, per method."""
+
+    name: str
+    version: str
+    source: str
+    verified: str
+    as_of: str
+    blocks: dict[str, dict[str, Any]]
+
+    def fields(self, method: str) -> dict[str, Any]:
+        """The defaults for `method`: the `all` block, then the method's own on top."""
+        return {**self.blocks.get("all", {}), **self.blocks.get(method, {})}
+
+
+@cache
+def recipes() -> dict[str, Recipe]:
+    """Recipe name -> Recipe, validated: known keys only, every field a scenario field."""
+    from trainplan.scenario import LORA_FIELDS, RECIPES, SCENARIO_FIELDS
+
+    allowed = {name for name in SCENARIO_FIELDS if name not in ("lora", "recipe", "model")}
+    allowed |= {f"lora.{part}" for part in LORA_FIELDS}
+    found: dict[str, Recipe] = {}
+    for row in load_yaml("recipes.yaml")["recipes"]:
+        unknown = sorted(set(row) - ROW_KEYS)
+        missing = sorted({"name", "version", "source", "verified", "as_of"} - set(row))
+        if unknown or missing:
+            raise ValueError(f"recipes.yaml row {row.get('name')}: unknown {unknown}, missing {missing}")
+        blocks = {key: dict(row[key]) for key in METHOD_BLOCKS if key in row}
+        for key, block in blocks.items():
+            bad = sorted(set(block) - allowed)
+            if bad:
+                raise ValueError(f"recipes.yaml {row['name']}.{key}: not scenario fields: {bad}")
+        found[row["name"]] = Recipe(
+            row["name"], row["version"], row["source"], row["verified"], str(row["as_of"]), blocks
+        )
+    if tuple(found) != RECIPES:
+        raise ValueError(f"recipes.yaml names {tuple(found)} differ from scenario.RECIPES {RECIPES}")
+    return found
+
+
+def with_recipe(
+    data: Mapping[str, Any], name: str, method: str, build: Callable[[dict[str, Any]], Any]
+) -> dict[str, Any]:
+    """`data` with recipe `name`'s defaults for `method` added where `data` does not set the field
+    and `build` (the scenario validator) accepts the result. Two passes, so that a default that
+    needs another one (optimizer-in-backward needs grad_accum 1) finds it in place."""
+    merged = dict(data)
+    raw_lora = data.get("lora")
+    user_lora: Mapping[str, Any] = raw_lora if isinstance(raw_lora, Mapping) else {}
+    pending = dict(recipes()[name].fields(method))
+    for _ in range(2):
+        for key, value in list(pending.items()):
+            if key.startswith("lora."):
+                part = key.split(".", 1)[1]
+                if part in user_lora:
+                    del pending[key]
+                    continue
+                trial = {**merged, "lora": {**dict(merged.get("lora") or {}), part: value}}
+            elif key in data:
+                del pending[key]
+                continue
+            else:
+                trial = {**merged, key: value}
+            try:
+                build(trial)
+            except InputError:
+                continue
+            merged = trial
+            del pending[key]
+    return merged
+
+
+def recipe_defaults(scenario: Any) -> dict[str, Any]:
+    """The recipe's defaults that the scenario carries and that differ from trainplan's own
+    defaults (field -> value); {} without a recipe."""
+    from trainplan.scenario import Scenario
+
+    if scenario.recipe is None:
+        return {}
+    plain = Scenario()
+    used = {}
+    for key, value in recipes()[scenario.recipe].fields(scenario.method).items():
+        if key.startswith("lora."):
+            current = getattr(scenario.lora, key.split(".", 1)[1])
+            default = getattr(plain.lora, key.split(".", 1)[1])
+        else:
+            current, default = getattr(scenario, key), getattr(plain, key)
+        if current == value != default:
+            used[key] = value
+    return used
+
+
+def recipe_summary(scenario: Any) -> dict[str, Any] | None:
+    """The recipe, its source and the defaults it set, for the result; None without one."""
+    if scenario.recipe is None:
+        return None
+    recipe = recipes()[scenario.recipe]
+    return {
+        "name": recipe.name,
+        "version": recipe.version,
+        "source": recipe.source,
+        "as_of": recipe.as_of,
+        "defaults": recipe_defaults(scenario),
+    }

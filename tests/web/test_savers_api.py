@@ -1,0 +1,55 @@
+"""The memory savers and recipes through the JSON API and the field metadata of the form."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from trainplan.estimate import estimate
+
+
+def test_savers_and_recipe_through_the_api(client: TestClient) -> None:
+    body: dict[str, Any] = {
+        "model": "Qwen2.5-0.5B",
+        "recipe": "torchtune",
+        "method": "full",
+        "activation_checkpointing": "full:2",
+        "activation_offload": True,
+    }
+    response = client.post("/api/estimate", json=body)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    direct = json.loads(json.dumps(estimate(body).to_dict()))
+    assert data["memory"]["per_gpu"] == direct["memory"]["per_gpu"]
+    assert data["scenario"]["optimizer_in_backward"] is True and data["scenario"]["loss"] == "chunked"
+    assert data["assumptions"]["recipe"]["defaults"]["optimizer"] == "paged-adamw-8bit"
+    assert data["memory"]["paged_bytes"] > 0
+    assert any(w.startswith("paged: may spill to host") for w in data["warnings"])
+
+
+def test_bad_combinations_name_the_field(client: TestClient) -> None:
+    for body, field in (
+        ({"method": "full", "optimizer_in_backward": True, "grad_accum": 4}, "optimizer_in_backward"),
+        ({"activation_checkpointing": "full:0"}, "activation_checkpointing"),
+        ({"method": "lora", "kbit_upcast": True}, "kbit_upcast"),
+        ({"lora": {"dropout": 2}}, "lora.dropout"),
+    ):
+        response = client.post("/api/estimate", json=body)
+        assert response.status_code == 422 and response.json()["field"] == field, body
+
+
+def test_savers_sit_in_the_batch_and_memory_group(client: TestClient) -> None:
+    meta = client.get("/api/fields").json()
+    batch = next(section for section in meta["sections"] if section["id"] == "batch")
+    for name in (
+        "activation_checkpointing",
+        "activation_offload",
+        "loss",
+        "loss_chunks",
+        "optimizer_in_backward",
+    ):
+        assert name in batch["fields"], name
+    names = {field["name"] for field in meta["fields"]}
+    assert {"lora.dropout", "lora.dtype", "kbit_upcast", "recipe", "compile"} <= names
