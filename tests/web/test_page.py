@@ -182,13 +182,14 @@ def test_bad_value_names_the_field(page: Page) -> None:
     page.open()
     page.page.get_by_role("textbox", name="Micro-batch", exact=True).fill("0")
     page.page.wait_for_selector("body[data-state=error]")
-    banner = page.text("#error")
-    assert "micro_batch" in banner and "between 1 and" in banner
     assert (
         page.page.get_by_role("textbox", name="Micro-batch", exact=True).get_attribute("aria-invalid")
         == "true"
     )
-    assert "between 1 and" in page.text('[data-field="micro_batch"] .field-error')
+    assert "between 1 and 65,536" in page.text('[data-field="micro_batch"] .field-error')
+    # said once, under the field: the banner stays hidden and the summary points at the field
+    assert page.page.locator("#error").is_hidden()
+    assert page.text("#summary") == "Needs a fix: see Micro-batch"
     before = page.renders()
     page.page.get_by_role("textbox", name="Micro-batch", exact=True).fill("2")
     page.wait_render(before)
@@ -455,3 +456,56 @@ def test_quotes_behind_the_price(page: Page, client: TestClient) -> None:
     rate.press("Enter")
     page.wait_render(before)
     assert quotes.is_hidden()
+
+
+def test_an_unknown_model_is_reported_once(page: Page) -> None:
+    page.page.goto(f"{page.base}/?model=Llama-3.1-8X")
+    page.page.wait_for_selector("body[data-state=error]")
+    page.page.wait_for_selector("#controls fieldset")
+    body = page.page.locator("body").inner_text()
+    assert body.count("unknown model 'Llama-3.1-8X'") == 1
+    assert body.count("Did you mean") == 1
+    assert page.page.locator("#error").is_hidden()
+    slot = page.page.locator('[data-field="model"] .field-error')
+    assert "Llama-3.1-8B" in slot.get_by_role("button").all_inner_texts()
+    before = page.renders()
+    slot.get_by_role("button", name="Llama-3.1-8B").click()
+    page.wait_render(before)
+    assert page.page.get_by_role("combobox", name="Model", exact=True).input_value() == "Llama-3.1-8B"
+
+
+@pytest.mark.parametrize("key", ["Enter", "Tab"])
+def test_a_cleared_model_box_asks_for_a_model(page: Page, key: str) -> None:
+    """Clearing the model and pressing Enter or Tab is an explicit 'choose a model' state: no
+    silent switch to another catalog model, and no figures left from the old one."""
+    page.open("?model=GPT-2")
+    box = page.page.get_by_role("combobox", name="Model", exact=True)
+    box.fill("")
+    box.press(key)
+    page.page.wait_for_selector("body[data-state=choose-model]")
+    assert page.text("#summary") == "Choose a model to see the estimate"
+    assert "choose a model" in page.text('[data-field="model"] .field-error')
+    assert page.page.locator("#results").evaluate("el => el.classList.contains('stale')")
+    assert box.input_value() == ""
+    before = page.renders()
+    box.fill("Qwen2.5-0.5B")
+    box.press("Enter")
+    page.wait_render(before)
+    assert page.page.locator('[data-field="model"] .field-error').inner_text() == ""
+
+
+def test_phone_width_after_a_pareto_plan(browser: Any, live_server: str) -> None:
+    """After a plan, with the Pareto table open, the page still does not scroll sideways."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = Page(context.new_page(), live_server)
+    phone.open("?model=Qwen2.5-0.5B")
+    phone.page.locator("#planner > summary").click()
+    phone.page.get_by_role("textbox", name="Max GPUs", exact=True).fill("8")
+    phone.page.get_by_role("combobox", name="Objective").select_option("pareto")
+    phone.page.get_by_role("button", name="Plan", exact=True).click()
+    phone.page.wait_for_selector("body[data-plan=ready]")
+    phone.page.evaluate("document.getElementById('plan-pareto').open = true")
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    assert not phone.errors
+    context.close()

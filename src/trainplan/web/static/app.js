@@ -157,8 +157,14 @@
   }
   function update() {
     writeUrl();
-    send(buildBody(state.values));
     forgetLargest();
+    if (!String(state.values.model || "").trim() && !state.config) {
+      if (state.controller) state.controller.abort();
+      state.seq++;
+      showChooseModel();
+      return;
+    }
+    send(buildBody(state.values));
   }
   async function send(body) {
     const seq = ++state.seq;
@@ -205,34 +211,43 @@
     if (state.controls[field]) return { name: field, node: state.controls[field].focus };
     return null;
   }
+  // An error is shown once: under the field it names (with its "Did you mean" choices), or in
+  // the banner when it names no field on the form. The summary bar only points at it.
   function showError(data) {
     clearErrors();
-    const banner = $("error");
-    const where = data.field ? `${label(data.field)} (${data.field}): ` : "";
-    banner.textContent = `${where}${data.message || "the server refused this scenario"}`;
-    if (data.suggestions && data.suggestions.length) {
-      banner.append(" ", h("span", { text: "Did you mean: " }));
-      data.suggestions.forEach((name, index) => {
-        if (index) banner.append(", ");
-        banner.append(
-          h("button", {
-            type: "button", className: "btn btn-small", text: name,
-            onclick: () => setValue(data.field, name, true),
-          }),
-        );
-      });
-    }
-    banner.hidden = false;
+    state.error = data; // shown again in its field once the form is built (the first answer can come first)
+    const message = data.message || "the server refused this scenario";
     const target = controlFor(data.field);
-    if (target) {
-      const wrapper = document.querySelector(`[data-field="${target.name}"]`);
-      const slot = wrapper && wrapper.querySelector(".field-error");
-      if (slot) slot.textContent = data.message;
-      if (target.node) target.node.setAttribute("aria-invalid", "true");
+    const wrapper = target && document.querySelector(`[data-field="${target.name}"]`);
+    const slot = wrapper && wrapper.querySelector(".field-error");
+    const place = slot || $("error");
+    place.textContent = slot ? message : `${data.field ? `${label(data.field)} (${data.field}): ` : ""}${message}`;
+    if (data.suggestions && data.suggestions.length && !/did you mean/i.test(message)) {
+      place.append(" ", h("span", { text: "Did you mean: " }));
     }
-    $("summary").replaceChildren(h("span", { className: "nofit", text: `Needs a fix: ${banner.textContent}` }));
+    (data.suggestions || []).forEach((name, index) => {
+      place.append(index ? ", " : " ", h("button", {
+        type: "button", className: "btn btn-small", text: name,
+        onclick: () => setValue(data.field, name, true),
+      }));
+    });
+    if (!slot) $("error").hidden = false;
+    if (target && target.node) target.node.setAttribute("aria-invalid", "true");
+    const where = slot ? label(target.name) : "the message above the results";
+    $("summary").replaceChildren(h("span", { className: "nofit", text: `Needs a fix: see ${where}` }));
+  }
+  // No model chosen (the box was cleared): say so, and show no figures for a model nobody picked.
+  function showChooseModel() {
+    clearErrors();
+    const slot = document.querySelector('[data-field="model"] .field-error');
+    if (slot) slot.textContent = "choose a model: search the catalog, type a Hub id, or use a config.json";
+    if (state.controls.model) state.controls.model.focus.setAttribute("aria-invalid", "true");
+    $("results").classList.add("stale");
+    document.body.dataset.state = "choose-model";
+    $("summary").replaceChildren(h("span", { className: "nofit", text: "Choose a model to see the estimate" }));
   }
   function clearErrors() {
+    state.error = null;
     $("error").hidden = true;
     for (const slot of document.querySelectorAll(".field-error")) slot.textContent = "";
     for (const node of document.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
@@ -458,7 +473,9 @@
         else if (shown.length) mark((active + (event.key === "ArrowDown" ? 1 : shown.length - 1)) % shown.length);
       } else if (event.key === "Enter") {
         event.preventDefault();
-        commit(!list.hidden && active >= 0 && shown[active] ? shown[active].name : input.value.trim());
+        // an empty box means "no model", never the first catalog entry
+        const typed = input.value.trim();
+        commit(typed && !list.hidden && active >= 0 && shown[active] ? shown[active].name : typed);
       } else if (event.key === "Escape") {
         close();
         input.value = state.values.model || "";
@@ -467,7 +484,7 @@
     input.addEventListener("blur", () => {
       close();
       const text = input.value.trim();
-      if (text && text !== state.values.model && !state.config) onEdit("model", text, 0);
+      if (text !== state.values.model && !state.config) onEdit("model", text, 0);
     });
 
     // config.json: upload a file or paste it
@@ -1336,6 +1353,7 @@
     buildLargest();
     buildPlanner();
     writeUrl();
+    if (state.error) showError(state.error);
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
     if (dropped) schedule(0);
   }
