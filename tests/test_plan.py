@@ -135,7 +135,19 @@ def test_plan_cli_json() -> None:
 
 def test_max_micro_batch_is_exact() -> None:
     result = CliRunner().invoke(
-        app, ["estimate", "--model", "Llama-3.1-8B", "--gpu", "H100", "--max", "micro_batch", "--json"]
+        app,
+        [
+            "estimate",
+            "--model",
+            "Llama-3.1-8B",
+            "--gpu",
+            "H100",
+            "--max",
+            "micro_batch",
+            "--headroom",
+            "0",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)

@@ -107,26 +107,29 @@ def _run_estimate(**kwargs: Any) -> None:
 
     as_json = kwargs.pop("as_json")
     maximise = kwargs.pop("maximise")
+    headroom = kwargs.pop("headroom")
+    found = None
     try:
         scenario = scenario_from_flags(kwargs)
         if maximise is not None:
-            from trainplan.search import largest_fitting
+            from trainplan.search import DEFAULT_HEADROOM, largest_fitting, nothing_fits
 
-            found = largest_fitting(scenario, maximise)
+            found = largest_fitting(
+                scenario, maximise, headroom=DEFAULT_HEADROOM if headroom is None else headroom
+            )
             if found is None:
-                _fail(InputError("max", f"not even {maximise} = 1 fits on {scenario.gpu}"))
-            result = found
+                raise nothing_fits(scenario, maximise, None)
+            result = found.estimate
         else:
             result = estimate(scenario)
     except TrainplanError as error:
         _fail(error)
-    if maximise is not None and not as_json:
-        value = getattr(result.scenario, maximise)
-        print(f"Largest {maximise} that fits on {result.gpu}: {value:,}")
+    if found is not None and not as_json:
+        print(found.sentence())
     if as_json:
         data = result.to_dict()
-        if maximise is not None:
-            data["max"] = {"field": maximise, "value": getattr(result.scenario, maximise)}
+        if found is not None:
+            data["max"] = found.to_dict()
         print(json.dumps(data, indent=2))
     else:
         from trainplan.report import print_estimate
@@ -229,7 +232,19 @@ def _register_estimate() -> None:
         ),
         annotation=str | None,
     )
-    estimate_command.__signature__ = inspect.Signature([*_estimate_parameters(), maximise])  # type: ignore[attr-defined]
+    headroom = inspect.Parameter(
+        "headroom",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(
+            None,
+            "--headroom",
+            help="with --max: share of GPU memory to leave free, default 0.05 (0: the exact "
+            "boundary, not rounded)",
+            show_default=False,
+        ),
+        annotation=float | None,
+    )
+    estimate_command.__signature__ = inspect.Signature([*_estimate_parameters(), maximise, headroom])  # type: ignore[attr-defined]
     app.command("estimate")(estimate_command)
 
 

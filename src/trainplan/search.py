@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
@@ -15,16 +17,70 @@ from trainplan.gpus import find_gpu
 from trainplan.model import ModelSpec
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
+from trainplan.units import format_gib
 
 SEARCHABLE = {"micro_batch": 65536, "seq_len": 10_000_000}
+DEFAULT_HEADROOM = (
+    0.05  # share of GPU memory left free by default: fragmentation and spikes the estimate cannot see
+)
+# Useful multiples, largest first: (from this value up, round down to a multiple of this).
+MULTIPLES = {"micro_batch": ((16, 8), (4, 2)), "seq_len": ((2048, 256), (256, 64))}
 
 
-def largest_fitting(scenario: Scenario, field: str, model: ModelSpec | None = None) -> Estimate | None:
-    """The estimate at the largest `field` value whose peak fits the scenario's GPU (None when
-    even 1 does not fit)."""
+@dataclass(frozen=True)
+class Largest:
+    """The answer of a largest-that-fits search: `value` is what to use, `exact` the largest value
+    whose peak stays within (1 - headroom) of the GPU's memory, rounded down to `multiple`."""
+
+    estimate: Estimate
+    field: str
+    value: int
+    exact: int
+    headroom: float
+    multiple: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `max` object of `estimate --max --json` and `POST /api/estimate?max=`."""
+        return {
+            "field": self.field,
+            "value": self.value,
+            "exact": self.exact,
+            "headroom": self.headroom,
+            "multiple": self.multiple,
+        }
+
+    def sentence(self) -> str:
+        """'Largest micro_batch that fits on H100 SXM 80GB with 5% of its memory free: 24 (the
+        limit is 27, rounded down to a multiple of 8).'"""
+        free = f" with {self.headroom:.0%} of its memory free" if self.headroom else ""
+        rounded = (
+            f" (the limit is {self.exact:,}, rounded down to a multiple of {self.multiple})"
+            if self.value != self.exact
+            else ""
+        )
+        return f"Largest {self.field} that fits on {self.estimate.gpu}{free}: {self.value:,}{rounded}"
+
+
+def useful_multiple(field: str, value: int) -> int:
+    """The multiple to round `value` down to: 8 for micro-batches from 16, 256 for sequences
+    from 2,048 (GPU kernels and data loaders favour them), 1 below the smallest step."""
+    return next((multiple for start, multiple in MULTIPLES[field] if value >= start), 1)
+
+
+def largest_fitting(
+    scenario: Scenario,
+    field: str,
+    model: ModelSpec | None = None,
+    headroom: float = DEFAULT_HEADROOM,
+) -> Largest | None:
+    """The largest `field` value whose peak fits the scenario's GPU with `headroom` of its memory
+    left free, rounded down to a useful multiple (headroom 0: the exact boundary, not rounded);
+    None when even 1 does not fit."""
     if field not in SEARCHABLE:
         raise InputError("max", f"can search {', '.join(SEARCHABLE)}, not {field!r}")
-    capacity = find_gpu(scenario.gpu).memory_bytes
+    if not 0 <= headroom <= 0.5:
+        raise InputError("headroom", f"must be between 0 and 0.5 (a share of GPU memory), got {headroom:g}")
+    capacity = find_gpu(scenario.gpu).memory_bytes * (1 - headroom)
 
     def run(value: int) -> Estimate:
         if field == "micro_batch":
@@ -34,8 +90,38 @@ def largest_fitting(scenario: Scenario, field: str, model: ModelSpec | None = No
     def fits(value: int) -> bool:
         return run(value).total_bytes <= capacity
 
-    best = _largest(fits, SEARCHABLE[field])
-    return run(best) if best else None
+    exact = _largest(fits, SEARCHABLE[field])
+    if not exact:
+        return None
+    multiple = useful_multiple(field, exact) if headroom > 0 else 1
+    value = exact // multiple * multiple
+    return Largest(run(value), field, value, exact, headroom, multiple)
+
+
+def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> InputError:
+    """The error when even `field` = 1 does not fit: how far off it is, and what to try."""
+    gpu = find_gpu(scenario.gpu)
+    smallest = (
+        dataclasses.replace(scenario, micro_batch=1)
+        if field == "micro_batch"
+        else dataclasses.replace(scenario, seq_len=1)
+    )
+    at_one = estimate(smallest, model=model)
+    tips = []
+    if scenario.method != "qlora":
+        tips.append("QLoRA" if scenario.method == "lora" else "LoRA or QLoRA")
+    if scenario.activation_checkpointing != "full":
+        tips.append("full activation checkpointing")
+    if field == "micro_batch" and scenario.seq_len > 1:
+        tips.append("a shorter sequence length")
+    tips.append("more GPUs with ZeRO-3" if scenario.zero_stage < 3 else "more GPUs")
+    tips.append("a GPU with more memory")
+    advice = ", ".join(tips[:-1]) + f" or {tips[-1]}"
+    return InputError(
+        "max",
+        f"not even {field} = 1 fits on {gpu.name} ({format_gib(at_one.total_bytes)} per GPU; "
+        f"it holds {format_gib(gpu.memory_bytes)}): try {advice}",
+    )
 
 
 def _largest(fits: Callable[[int], bool], ceiling: int) -> int:

@@ -1,4 +1,5 @@
-"""`POST /api/estimate?max=FIELD`: the largest micro-batch / sequence length that fits, exactly."""
+"""`POST /api/estimate?max=FIELD`: the largest micro-batch / sequence length that fits, exactly
+(`headroom=0`) or with memory left free and rounded to a useful multiple (the default)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,12 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("field", "body"), CASES)
 def test_the_answer_fits_and_one_more_does_not(client: TestClient, field: str, body: dict[str, Any]) -> None:
-    response = largest(client, body, field, hints="false")
+    response = largest(client, body, field, hints="false", headroom="0")
     assert response.status_code == 200, response.text
     data = response.json()
     value = data["max"]["value"]
-    assert data["max"] == {"field": field, "value": value} and data["scenario"][field] == value
+    exact = {"field": field, "value": value, "exact": value, "headroom": 0.0, "multiple": 1}
+    assert data["max"] == exact and data["scenario"][field] == value
     capacity = find_gpu(data["scenario"]["gpu"]).memory_bytes
     assert data["memory"]["per_gpu"]["total_bytes"] == total_at(body, field, value) <= capacity
     assert value < SEARCHABLE[field] and total_at(body, field, value + 1) > capacity
@@ -54,15 +56,53 @@ def test_the_answer_fits_and_one_more_does_not(client: TestClient, field: str, b
     assert {key: item for key, item in data.items() if key != "max"} == at_value
 
 
+@pytest.mark.parametrize(("field", "body"), CASES)
+def test_by_default_memory_is_left_free_and_the_answer_rounded(
+    client: TestClient, field: str, body: dict[str, Any]
+) -> None:
+    """5% of the GPU stays free: `exact` is the largest value within 95% of its memory, and
+    `value` is that rounded down to the field's useful multiple (8 micro-batches from 16, 256
+    tokens from 2,048)."""
+    data = largest(client, body, field, hints="false").json()
+    found = data["max"]
+    usable = find_gpu(data["scenario"]["gpu"]).memory_bytes * 0.95
+    exact, value, multiple = found["exact"], found["value"], found["multiple"]
+    assert found["headroom"] == 0.05
+    assert total_at(body, field, exact) <= usable < total_at(body, field, exact + 1)
+    expected = (
+        8 if field == "micro_batch" and exact >= 16 else 256 if field == "seq_len" and exact >= 2048 else None
+    )
+    if expected is not None:
+        assert multiple == expected
+    assert value == exact // multiple * multiple and value % multiple == 0
+    assert data["scenario"][field] == value
+
+
+def test_headroom_out_of_range_is_a_422(client: TestClient) -> None:
+    for bad in ("-0.1", "0.9", "nan"):
+        response = largest(client, {}, "micro_batch", headroom=bad)
+        assert response.status_code == 422 and response.json()["field"] == "headroom"
+
+
 @pytest.mark.parametrize("field", ["micro_batch", "seq_len"])
 def test_equals_the_cli(client: TestClient, field: str) -> None:
     body = {"model": "Llama-3.1-8B", "method": "lora", "micro_batch": 3, "seq_len": 1024}
     data = largest(client, body, field).json()
     args = ["estimate", "--model", "Llama-3.1-8B", "--method", "lora", "--micro-batch", "3"]
     result = CliRunner().invoke(cli_app, [*args, "--seq-len", "1024", "--max", field, "--json"])
+    cli_text = CliRunner().invoke(cli_app, [*args, "--seq-len", "1024", "--max", field]).output
     assert result.exit_code == 0, result.output
     cli = json.loads(result.output)
     assert cli["max"] == data["max"]
+    found = data["max"]
+    assert cli_text.startswith(
+        f"Largest {field} that fits on H100 SXM 80GB with 5% of its memory free: {found['value']:,}"
+    )
+    if found["value"] != found["exact"]:
+        assert (
+            f"(the limit is {found['exact']:,}, rounded down to a multiple of {found['multiple']})"
+            in cli_text
+        )
     assert {key: item for key, item in data.items() if key not in ("display", "hints")} == cli
     # the display and hints describe the answer, not the body's value
     assert f" --{field.replace('_', '-')} {data['max']['value']} " in data["display"]["cli"] + " "
@@ -71,7 +111,7 @@ def test_equals_the_cli(client: TestClient, field: str) -> None:
 
 def test_an_uploaded_config_is_searched_with_its_spec(client: TestClient) -> None:
     body = {"model": "acme/tiny", "method": "full", "gpu": "T4", "model_config": TINY_LLAMA}
-    data = largest(client, body, "seq_len", hints="false").json()
+    data = largest(client, body, "seq_len", hints="false", headroom="0").json()
     spec = spec_from_config(TINY_LLAMA, "acme/tiny", "uploaded config.json")
     value = data["max"]["value"]
     capacity = find_gpu("T4").memory_bytes
@@ -81,7 +121,7 @@ def test_an_uploaded_config_is_searched_with_its_spec(client: TestClient) -> Non
 
 def test_at_the_ceiling_the_answer_is_the_ceiling(client: TestClient) -> None:
     body = {"model": "acme/tiny", "method": "qlora", "gpu": "B200", "seq_len": 8, "model_config": TINY_LLAMA}
-    data = largest(client, body, "micro_batch", hints="false").json()
+    data = largest(client, body, "micro_batch", hints="false", headroom="0").json()
     assert data["max"]["value"] == SEARCHABLE["micro_batch"] == 65536
 
 

@@ -412,7 +412,12 @@ def test_largest_micro_batch_button(page: Page, client: TestClient) -> None:
     assert page.text("#total") == gib(answer["memory"]["per_gpu"]["total_bytes"])
     assert_shows(page, api(client, {**body, "micro_batch": value}))
     status = page.text("#largest-micro-batch-status")
-    assert status.startswith(f"Largest micro-batch that fits on H100 SXM 80GB: {value} (")
+    found = answer["max"]
+    assert status.startswith(
+        f"Largest micro-batch that fits on H100 SXM 80GB with 5% of its memory free: {value} ("
+    )
+    if found["exact"] != value:
+        assert f"the limit is {found['exact']}, rounded down to a multiple of {found['multiple']}" in status
     assert parse_qs(urlsplit(page.page.url).query)["micro_batch"] == [str(value)]
     # another GPU: the label follows it, and the old answer is cleared
     before = page.renders()

@@ -18,6 +18,7 @@ from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu, gpu_catalog
 from trainplan.prices import index_to_dict, parse_today
 from trainplan.result import Estimate
+from trainplan.search import DEFAULT_HEADROOM
 from trainplan.tables import rates, regions
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints
@@ -194,9 +195,9 @@ def estimate_payload(
     return payload
 
 
-def largest_payload(inputs: EngineInputs, field: str, with_hints: bool) -> dict[str, Any]:
+def largest_payload(inputs: EngineInputs, field: str, with_hints: bool, headroom: float) -> dict[str, Any]:
     """The estimate payload at the largest `field` that fits, with the CLI's `max` object."""
-    result, found = largest(inputs.scenario, field, inputs.model)
+    result, found = largest(inputs.scenario, field, inputs.model, headroom)
     payload = estimate_payload(inputs, with_hints, result)
     payload["max"] = found
     return payload
@@ -265,10 +266,18 @@ async def post_estimate(
         Query(
             alias="max",
             description="answer for the largest value of this field that fits the scenario's GPU "
-            "(`trainplan estimate --max`): an exact search over the estimate, at most micro_batch "
-            "65536 or seq_len 10,000,000; the body's value of the field is replaced",
+            "(`trainplan estimate --max`): a search over the estimate, at most micro_batch "
+            "65,536 or seq_len 10,000,000, leaving `headroom` free; the body's value of the field is "
+            "replaced",
         ),
     ] = None,
+    headroom: float = Query(
+        DEFAULT_HEADROOM,
+        ge=0,
+        le=0.5,
+        description="with `max`: the share of GPU memory to leave free; the answer is then rounded "
+        "down to a useful multiple (0: the exact boundary, not rounded)",
+    ),
 ) -> Response:
     """Body: scenario fields as in a scenario file (absent fields take their defaults), and
     optionally `model_config`, the contents of a config.json. A Hub id in `model` is fetched
@@ -279,13 +288,13 @@ async def post_estimate(
     fits, a 422 naming `max`."""
     body = await read_json_object(request)
     kept = answers(request.app)
-    key = Answers.key(body, (hints, maximise))
+    key = Answers.key(body, (hints, maximise, headroom))
     answer = kept.get(key)
     if answer is not None:
         return Response(answer, media_type="application/json")
     inputs = await resolve_inputs(request, body)
     if maximise is not None:
-        response = json_response(await compute(largest_payload, inputs, maximise, hints))
+        response = json_response(await compute(largest_payload, inputs, maximise, hints, headroom))
     else:
         response = json_response(await compute(estimate_payload, inputs, hints))
     model = body.get("model")

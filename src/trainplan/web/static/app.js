@@ -994,9 +994,14 @@
       }, "Largest ", h("span", { className: "visually-hidden", text: `${noun} ` }), "that fits on ",
       h("span", { className: "largest-gpu", text: state.result ? state.result.gpu : "this GPU" }));
       const status = h("span", { className: "largest-status", id: `${id}-status`, role: "status", "aria-live": "polite" });
-      wrapper.append(h("div", { className: "largest", "data-largest": field }, button, status));
+      const free = h("select", { id: `${id}-headroom`, className: "largest-headroom" },
+        ...HEADROOMS.map(([value, text]) => h("option", { value, text, selected: value === "0.05" })));
+      const freeLabel = h("label", { for: `${id}-headroom`, className: "largest-free" }, "leaving free ", free);
+      wrapper.append(h("div", { className: "largest", "data-largest": field }, button, freeLabel, status));
     }
   }
+  // Memory left free by "Largest that fits": the estimate cannot see fragmentation spikes.
+  const HEADROOMS = [["0", "0% (exact limit)"], ["0.05", "5%"], ["0.1", "10%"], ["0.2", "20%"]];
   function largestLabels(result) {
     for (const node of document.querySelectorAll(".largest-gpu")) node.textContent = result.gpu;
   }
@@ -1033,7 +1038,9 @@
     let data;
     let ok = false;
     try {
-      const response = await fetch(`/api/estimate?max=${encodeURIComponent(field)}&hints=false`, {
+      const headroom = $(`${id}-headroom`).value;
+      const query = `max=${encodeURIComponent(field)}&headroom=${encodeURIComponent(headroom)}&hints=false`;
+      const response = await fetch(`/api/estimate?${query}`, {
         method: "POST", headers: { "Content-Type": "application/json" }, body: sent,
       });
       data = await response.json();
@@ -1069,8 +1076,11 @@
     const row = capacityOf(data);
     const maximum = state.fields[field] ? state.fields[field].maximum : null;
     status.className = "largest-status fits";
-    status.textContent = `Largest ${noun} that fits on ${data.gpu}: ${nf0.format(value)}` +
+    const found = data.max;
+    const free = found.headroom ? ` with ${Math.round(found.headroom * 100)}% of its memory free` : "";
+    status.textContent = `Largest ${noun} that fits on ${data.gpu}${free}: ${nf0.format(value)}` +
       (row ? ` (${data.display.total} of ${gib(row.memory_bytes)})` : "") +
+      (found.exact !== value ? `; the limit is ${nf0.format(found.exact)}, rounded down to a multiple of ${found.multiple}` : "") +
       (value === maximum ? "; the most the calculator accepts" : "");
     box.dataset.state = "ready";
     box.dataset.value = String(value);
