@@ -44,6 +44,9 @@ CASE_KEYS = {
     "config",
     "notes",
     "steps",
+    "loss",
+    "loss_chunks",
+    "optimizer_in_backward",
 }
 
 
@@ -88,6 +91,9 @@ def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
             "gradient_checkpointing",
             "attention",
             "steps",
+            "loss",
+            "loss_chunks",
+            "optimizer_in_backward",
         )
         if key in case
     }

@@ -31,8 +31,7 @@ LIVE = [
         ({"optimizer": "lion"}, "optimizer"),
         ({"activation_checkpointing": "selective"}, "activation_checkpointing"),
         ({"activation_checkpointing": "op"}, "activation_checkpointing"),
-        ({"loss": "chunked"}, "loss"),
-        ({"optimizer_in_backward": True, "grad_accum": 1}, "optimizer_in_backward"),
+        ({"loss": "fused"}, "loss"),
         ({"activation_offload": True}, "activation_offload"),
     ],
 )

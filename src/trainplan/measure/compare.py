@@ -133,9 +133,8 @@ def check_traceable(scenario: Scenario) -> None:
         raise InputError("offload", "a trace runs without CPU offload")
     untraced = {
         "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full"),
-        "loss": scenario.loss != "standard",
+        "loss": scenario.loss == "fused",
         "activation_offload": scenario.activation_offload,
-        "optimizer_in_backward": scenario.optimizer_in_backward,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
         "lora.dtype": scenario.method != "full" and scenario.lora.dtype != "fp32",
@@ -172,6 +171,9 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         seq_len=scenario.seq_len,
         gradient_checkpointing=scenario.activation_checkpointing == "full",
         attention="eager" if scenario.attention == "eager" else "sdpa",
+        loss=scenario.loss,
+        loss_chunks=scenario.loss_chunks,
+        optimizer_in_backward=scenario.optimizer_in_backward,
     )
     notes = [NOT_TRACED]
     if scenario.grad_accum > 1:
