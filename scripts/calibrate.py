@@ -47,6 +47,7 @@ CASE_KEYS = {
     "loss",
     "loss_chunks",
     "optimizer_in_backward",
+    "checkpoint_policy",
 }
 
 
@@ -94,6 +95,7 @@ def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
             "loss",
             "loss_chunks",
             "optimizer_in_backward",
+            "checkpoint_policy",
         )
         if key in case
     }

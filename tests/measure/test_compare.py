@@ -30,7 +30,7 @@ LIVE = [
         ({"gpus": 2}, "gpus"),
         ({"optimizer": "lion"}, "optimizer"),
         ({"activation_checkpointing": "selective"}, "activation_checkpointing"),
-        ({"activation_checkpointing": "op"}, "activation_checkpointing"),
+        ({"activation_checkpointing": "full:2"}, "activation_checkpointing"),
         ({"loss": "fused"}, "loss"),
         ({"activation_offload": True}, "activation_offload"),
     ],

@@ -132,7 +132,7 @@ def check_traceable(scenario: Scenario) -> None:
     if scenario.offload != "none":
         raise InputError("offload", "a trace runs without CPU offload")
     untraced = {
-        "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full"),
+        "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full", "op"),
         "loss": scenario.loss == "fused",
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
@@ -169,7 +169,8 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,
         seq_len=scenario.seq_len,
-        gradient_checkpointing=scenario.activation_checkpointing == "full",
+        gradient_checkpointing=scenario.activation_checkpointing in ("full", "op"),
+        checkpoint_policy="op" if scenario.activation_checkpointing == "op" else "full",
         attention="eager" if scenario.attention == "eager" else "sdpa",
         loss=scenario.loss,
         loss_chunks=scenario.loss_chunks,

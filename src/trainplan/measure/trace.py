@@ -52,6 +52,7 @@ def measure_training_step(
     loss: str = "standard",
     loss_chunks: int = 8,
     optimizer_in_backward: bool = False,
+    checkpoint_policy: str = "full",
 ) -> MeasuredStep:
     """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
 
@@ -68,13 +69,15 @@ def measure_training_step(
     chunked cross-entropy (the head applied per chunk of hidden states, each chunk upcast and
     put through cross-entropy on its own, the logits deleted after the loss);
     `optimizer_in_backward` steps one optimizer per parameter in its post-accumulate-grad hook
-    and frees the gradient there (torchtune's optimizer_in_bwd).
+    and frees the gradient there (torchtune's optimizer_in_bwd). `checkpoint_policy="op"` (with
+    gradient checkpointing) applies torchtitan's op-level selective checkpointing to each layer.
     """
     _check_choice("method", method, METHODS)
     _check_choice("precision", precision, PRECISIONS)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     _check_choice("attention", attention, ATTENTIONS)
     _check_choice("loss", loss, LOSSES)
+    _check_choice("checkpoint_policy", checkpoint_policy, ("full", "op"))
     for name, value in (
         ("micro_batch", micro_batch),
         ("seq_len", seq_len),
@@ -113,6 +116,7 @@ def measure_training_step(
             dtype=torch.bfloat16 if precision == "bf16" else torch.float32,
             attention=attention,
             gradient_checkpointing=gradient_checkpointing,
+            checkpoint_policy=checkpoint_policy,
         )
         notes += built.notes
         model = built.model
