@@ -39,10 +39,16 @@ def scenario_of(case: dict[str, Any]) -> dict[str, Any]:
         "micro_batch": case["micro_batch"],
         "seq_len": case["seq_len"],
         "grad_accum": 1,
-        "activation_checkpointing": "full" if case["gradient_checkpointing"] else "none",
+        "activation_checkpointing": (
+            case.get("checkpoint_policy", "full") if case["gradient_checkpointing"] else "none"
+        ),
         "attention": case["attention"],
         "overhead_gib": 0,
+        "loss": case.get("loss", "standard"),
+        "optimizer_in_backward": case.get("optimizer_in_backward", False),
     }
+    if "loss_chunks" in case:
+        data["loss_chunks"] = case["loss_chunks"]
     if case["method"] != "full":
         lora = case.get("lora") or {}
         data["lora"] = {

@@ -44,6 +44,10 @@ CASE_KEYS = {
     "config",
     "notes",
     "steps",
+    "loss",
+    "loss_chunks",
+    "optimizer_in_backward",
+    "checkpoint_policy",
 }
 
 
@@ -88,6 +92,10 @@ def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
             "gradient_checkpointing",
             "attention",
             "steps",
+            "loss",
+            "loss_chunks",
+            "optimizer_in_backward",
+            "checkpoint_policy",
         )
         if key in case
     }

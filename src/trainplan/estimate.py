@@ -212,6 +212,11 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
             "compile: only the chunked loss's saved tensors are modelled; torch.compile's savings "
             "inside the layers and its speed-up are not"
         )
+    if scenario.activation_checkpointing == "op" and scenario.method != "full":
+        notes.append(
+            "op-level SAC with adapters: torchtitan's every-second-matmul count is applied to the base "
+            "matmuls only (torchtitan trains full models; the adapters' small matmuls are not counted)"
+        )
     if scenario.method == "full" and scenario.lora.dropout > 0:
         notes.append("lora.dropout has no effect on a full fine-tune")
     if model.encoder_decoder:

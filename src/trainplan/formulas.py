@@ -121,7 +121,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     overhead = v.overhead_bytes
 
     forward = _terms(weights, resident, optimizer, stored, loss, autocast + temporaries, overhead)
-    # optimizer-in-backward: the head's step runs at the start of backward, activations alive
+    # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
+    # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
     # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
     recompute_first = recompute + held > loss_backward
@@ -131,13 +132,13 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         optimizer,
         stored + where(recompute_first, recompute, 0.0),
         where(recompute_first, held, loss_backward),
-        temporaries + stepping,
+        temporaries,
         overhead,
     )
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
     embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
-    end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + temporaries, overhead)
+    end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + temporaries + stepping, overhead)
     end_later = sum(end.values()) > sum(start.values())
     backward = {name: where(end_later, end[name], start[name]) for name in TERMS}
     step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient, overhead)

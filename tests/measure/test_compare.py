@@ -30,9 +30,8 @@ LIVE = [
         ({"gpus": 2}, "gpus"),
         ({"optimizer": "lion"}, "optimizer"),
         ({"activation_checkpointing": "selective"}, "activation_checkpointing"),
-        ({"activation_checkpointing": "op"}, "activation_checkpointing"),
-        ({"loss": "chunked"}, "loss"),
-        ({"optimizer_in_backward": True, "grad_accum": 1}, "optimizer_in_backward"),
+        ({"activation_checkpointing": "full:2"}, "activation_checkpointing"),
+        ({"loss": "fused"}, "loss"),
         ({"activation_offload": True}, "activation_offload"),
     ],
 )

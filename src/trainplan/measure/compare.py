@@ -132,10 +132,9 @@ def check_traceable(scenario: Scenario) -> None:
     if scenario.offload != "none":
         raise InputError("offload", "a trace runs without CPU offload")
     untraced = {
-        "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full"),
-        "loss": scenario.loss != "standard",
+        "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full", "op"),
+        "loss": scenario.loss == "fused",
         "activation_offload": scenario.activation_offload,
-        "optimizer_in_backward": scenario.optimizer_in_backward,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
         "lora.dtype": scenario.method != "full" and scenario.lora.dtype != "fp32",
@@ -170,8 +169,12 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,
         seq_len=scenario.seq_len,
-        gradient_checkpointing=scenario.activation_checkpointing == "full",
+        gradient_checkpointing=scenario.activation_checkpointing in ("full", "op"),
+        checkpoint_policy="op" if scenario.activation_checkpointing == "op" else "full",
         attention="eager" if scenario.attention == "eager" else "sdpa",
+        loss=scenario.loss,
+        loss_chunks=scenario.loss_chunks,
+        optimizer_in_backward=scenario.optimizer_in_backward,
     )
     notes = [NOT_TRACED]
     if scenario.grad_accum > 1:

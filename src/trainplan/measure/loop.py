@@ -23,13 +23,16 @@ def trace_steps(
     make_batch: Callable[[], dict[str, Any]],
     loss_of: Callable[[torch.nn.Module, dict[str, Any]], torch.Tensor],
     steps: int,
+    in_backward: dict[torch.nn.Parameter, torch.optim.Optimizer] | None = None,
 ) -> dict[str, Any]:
     """Run `steps` training steps under a StorageTracker; return the MeasuredStep measurement fields.
 
     A step: make the batch, `loss_of(model, batch)`, backward, drop the batch (HF Trainer deletes
     its inputs before the optimizer step), `optimizer.step()`, `zero_grad(set_to_none=True)`.
     Optimizer `step` counters count as device memory only for the fused AdamW (the foreach and
-    single-tensor implementations keep them on the host).
+    single-tensor implementations keep them on the host). With `in_backward` (one optimizer per
+    parameter), each parameter steps in its post-accumulate-grad hook and its gradient is freed
+    there, as torchtune's optimizer_in_bwd does; `optimizer` is then not stepped.
     """
     trainable = [p for p in model.parameters() if p.requires_grad]
     tracker = StorageTracker()
@@ -38,6 +41,15 @@ def trace_steps(
     handles = [
         p.register_post_accumulate_grad_hook(lambda p: tracker.mark(p.grad, Cat.GRAD)) for p in trainable
     ]
+    if in_backward is not None:
+
+        def step_and_free(p: torch.nn.Parameter) -> None:
+            single = in_backward[p]
+            single.step()
+            _mark_state(tracker, single, fused)
+            p.grad = None
+
+        handles += [p.register_post_accumulate_grad_hook(step_and_free) for p in trainable]
     try:
         with tracker, tracker.module_context(model), _recompute_marks(tracker):
             for step in range(1, steps + 1):
@@ -48,18 +60,24 @@ def trace_steps(
                 loss.backward()
                 del loss, batch
                 tracker.phase(step, "optimizer")
-                optimizer.step()
-                for state in optimizer.state.values():
-                    for key, value in state.items():
-                        if isinstance(value, torch.Tensor):
-                            host = key == "step" and not fused
-                            tracker.mark(value, Cat.HOST if host else Cat.OPT)
+                if in_backward is None:
+                    optimizer.step()
+                    _mark_state(tracker, optimizer, fused)
                 optimizer.zero_grad(set_to_none=True)
         return summarise(tracker, model, trainable)
     finally:
         for handle in handles:
             handle.remove()
         tracker.close()
+
+
+def _mark_state(tracker: StorageTracker, optimizer: torch.optim.Optimizer, fused: bool) -> None:
+    """Optimizer state is OPT; step counters are host memory except for the fused AdamW."""
+    for state in optimizer.state.values():
+        for key, value in state.items():
+            if isinstance(value, torch.Tensor):
+                host = key == "step" and not fused
+                tracker.mark(value, Cat.HOST if host else Cat.OPT)
 
 
 @contextlib.contextmanager

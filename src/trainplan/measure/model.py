@@ -70,6 +70,7 @@ def build_model(
     dtype: torch.dtype,
     attention: str,
     gradient_checkpointing: bool,
+    checkpoint_policy: str = "full",
 ) -> BuiltModel:
     """Instantiate the model from its config (random init; fake tensors if a FakeTensorMode is on)."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
@@ -95,7 +96,13 @@ def build_model(
             ) from error
         raise
     if gradient_checkpointing:
-        kwargs = {"use_reentrant": False}
+        kwargs: dict[str, Any] = {"use_reentrant": False}
+        if checkpoint_policy == "op":
+            kwargs["context_fn"] = op_sac_context_fn()
+            notes.append(
+                "op-level selective checkpointing: torchtitan's policy (mm and SDPA outputs saved, "
+                "every second mm recomputed)"
+            )
         if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x name
             model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
         else:
@@ -111,6 +118,39 @@ def build_model(
         return {"input_ids": input_ids, "labels": input_ids.clone()}
 
     return BuiltModel(model, str(config.model_type), make_batch, notes)
+
+
+def op_sac_context_fn() -> Callable[[], Any]:
+    """torchtitan's op-level SAC policy (torchtitan/distributed/activation_checkpoint.py at
+    cfb93265, `_apply_op_sac`) for torch.utils.checkpoint: save the outputs of mm, the SDPA
+    kernels (and their CPU variant, which a fake-tensor trace dispatches to) and max, except every
+    second mm, counted per checkpointed block and per pass."""
+    from collections import defaultdict
+
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    mm = torch.ops.aten.mm.default
+    save = {
+        mm,
+        torch.ops.aten._scaled_dot_product_flash_attention.default,
+        torch.ops.aten._scaled_dot_product_efficient_attention.default,
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+        torch.ops.aten.max.default,
+    }
+
+    def context() -> Any:
+        counts: dict[str, int] = defaultdict(int)
+
+        def policy(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+            mode = "recompute" if ctx.is_recompute else "forward"
+            if func == mm:
+                counts[mode] += 1
+            keep = func in save and not (func == mm and counts[mode] % 2 == 0)
+            return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+        return create_selective_checkpoint_contexts(policy)
+
+    return context
 
 
 def _add_adapter(

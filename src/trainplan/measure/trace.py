@@ -20,6 +20,7 @@ METHODS = ("full", "lora", "dora")
 PRECISIONS = ("amp-bf16", "bf16", "fp32")
 OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 ATTENTIONS = ("sdpa", "eager")
+LOSSES = ("standard", "chunked")
 
 
 def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
@@ -48,6 +49,10 @@ def measure_training_step(
     attention: str = "sdpa",
     steps: int = 2,
     fake: bool = True,
+    loss: str = "standard",
+    loss_chunks: int = 8,
+    optimizer_in_backward: bool = False,
+    checkpoint_policy: str = "full",
 ) -> MeasuredStep:
     """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
 
@@ -60,13 +65,25 @@ def measure_training_step(
     as peft `target_modules`, or `("all-linear",)`. Encoder-decoder configs (T5) use
     AutoModelForSeq2SeqLM with a decoder input of the same length (labels shifted right);
     configs with a nested `text_config` measure the text model only. `fake=False` runs real CPU
-    tensors (tests only; small models).
+    tensors (tests only; small models). `loss="chunked"` runs the decoder, then torchtune's
+    chunked cross-entropy (the head applied per chunk of hidden states, each chunk upcast and
+    put through cross-entropy on its own, the logits deleted after the loss);
+    `optimizer_in_backward` steps one optimizer per parameter in its post-accumulate-grad hook
+    and frees the gradient there (torchtune's optimizer_in_bwd). `checkpoint_policy="op"` (with
+    gradient checkpointing) applies torchtitan's op-level selective checkpointing to each layer.
     """
     _check_choice("method", method, METHODS)
     _check_choice("precision", precision, PRECISIONS)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     _check_choice("attention", attention, ATTENTIONS)
-    for name, value in (("micro_batch", micro_batch), ("seq_len", seq_len), ("steps", steps)):
+    _check_choice("loss", loss, LOSSES)
+    _check_choice("checkpoint_policy", checkpoint_policy, ("full", "op"))
+    for name, value in (
+        ("micro_batch", micro_batch),
+        ("seq_len", seq_len),
+        ("steps", steps),
+        ("loss_chunks", loss_chunks),
+    ):
         _check_positive(name, value)
     if method != "full":
         _check_positive("lora_rank", lora_rank)
@@ -99,12 +116,25 @@ def measure_training_step(
             dtype=torch.bfloat16 if precision == "bf16" else torch.float32,
             attention=attention,
             gradient_checkpointing=gradient_checkpointing,
+            checkpoint_policy=checkpoint_policy,
         )
         notes += built.notes
         model = built.model
-        opt, fused = make_optimizer(optimizer, [p for p in model.parameters() if p.requires_grad])
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        opt, fused = make_optimizer(optimizer, trainable)
+        in_backward = (
+            {p: make_optimizer(optimizer, [p])[0] for p in trainable} if optimizer_in_backward else None
+        )
+        if loss == "chunked":
+            notes.append(
+                f"chunked cross-entropy over {loss_chunks} chunks (torchtune CEWithChunkedOutputLoss)"
+            )
+        if optimizer_in_backward:
+            notes.append("optimizer step per parameter in its post-accumulate-grad hook, gradient freed")
 
         def loss_of(model: Any, batch: dict[str, Any]) -> Any:
+            if loss == "chunked":
+                return _chunked_loss(model, batch, loss_chunks, amp, torch)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
                 outputs = model(**batch)
             if amp:  # accelerate's ConvertOutputsToFp32 wraps the autocast forward
@@ -119,6 +149,7 @@ def measure_training_step(
             make_batch=lambda: built.make_batch(micro_batch, seq_len),
             loss_of=loss_of,
             steps=steps,
+            in_backward=in_backward,
         )
         result["notes"] = tuple(notes) + result["notes"]
     return MeasuredStep(
@@ -137,6 +168,29 @@ def measure_training_step(
         attention=attention,
         steps=steps,
     )
+
+
+def _chunked_loss(model: Any, batch: dict[str, Any], chunks: int, amp: bool, torch: Any) -> Any:
+    """torchtune's chunked cross-entropy on a Hugging Face causal LM: decoder, then the head per
+    chunk of hidden states, each chunk upcast to fp32 on its own; the logits are dropped once the
+    loss is formed."""
+    lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(lm.config, "is_encoder_decoder", False) or getattr(lm.config, "final_logit_softcapping", None):
+        raise InputError(
+            "loss", "the chunked loss is traced for decoder-only models without logit soft-capping"
+        )
+    # the loss runs inside the autocast region, as the HF Trainer's compute_loss does
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        hidden = lm.get_decoder()(input_ids=batch["input_ids"]).last_hidden_state
+        logits = [lm.lm_head(chunk) for chunk in hidden.tensor_split(chunks, dim=1)]
+        del hidden
+        labels = batch["labels"].tensor_split(chunks, dim=1)
+        total = sum(
+            torch.nn.functional.cross_entropy(c.float().flatten(0, 1), y.flatten(), reduction="sum")
+            for c, y in zip(logits, labels, strict=True)
+        )
+        del logits
+    return total / batch["labels"].numel()
 
 
 def _is_low(value: Any, torch: Any) -> bool:

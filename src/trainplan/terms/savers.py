@@ -136,9 +136,10 @@ def op_sac_saved(block: Block, model: ModelSpec, activation_bytes: int) -> tuple
             saved += activation_bytes * linear.out_features * linear.copies
         else:
             recomputed += linear.in_features * linear.out_features * linear.copies
-    attention = block.attention
-    saved += activation_bytes * attention.num_heads * (attention.v_head_dim or attention.head_dim)
-    saved += 4 * attention.num_heads
+    attention = getattr(block, "attention", None)  # blocks without attention save no SDPA output
+    if attention is not None:
+        saved += activation_bytes * attention.num_heads * (attention.v_head_dim or attention.head_dim)
+        saved += 4 * attention.num_heads
     return saved, recomputed
 
 
