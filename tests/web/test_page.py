@@ -514,3 +514,21 @@ def test_phone_width_after_a_pareto_plan(browser: Any, live_server: str) -> None
     assert overflow <= 0
     assert not phone.errors
     context.close()
+
+
+def test_the_budget_sits_with_the_figures_it_drives(page: Page, client: TestClient) -> None:
+    page.open("?model=GPT-2&method=full")
+    section = page.page.locator("section[aria-labelledby=run-title]")
+    tokens = section.get_by_role("textbox", name="Training tokens", exact=True)
+    assert tokens.is_visible()  # in the time-and-cost section, not at the bottom of the form
+    assert (
+        page.page.locator("#controls").get_by_role("textbox", name="Training tokens", exact=True).count() == 0
+    )
+    data = api(client, {"model": "GPT-2", "method": "full"})
+    assert data["display"]["budget"] == "2.00B tokens"  # the default budget, stated
+    assert f"{data['display']['duration']} for 2.00B tokens" in page.text("#summary")
+    before = page.renders()
+    tokens.fill("5e8")
+    page.wait_render(before)
+    smaller = api(client, {"model": "GPT-2", "method": "full", "train_tokens": 5e8})
+    assert f"{smaller['display']['duration']} for 500M tokens" in page.text("#summary")

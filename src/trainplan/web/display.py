@@ -69,6 +69,7 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "fit_summary": fit_summary(result),
         "runtime_lines": runtime_lines(result),
         "duration": format_duration(time.total_s) if time else None,
+        "budget": f"{format_count(time.train_tokens)} tokens" if time else None,
         "load_duration": format_duration(result.load.seconds) if result.load else None,
         "cli": cli_command(result.scenario, uploaded),
     }

@@ -631,6 +631,10 @@
       if (section.id === "advanced") {
         form.append(h("details", { className: "section" }, h("summary", { className: "section-title", text: section.title }),
           h("fieldset", {}, h("legend", { className: "visually-hidden", text: section.title }), children)));
+      } else if (section.id === "budget") {
+        // the budget drives the time and cost figures: its controls sit right above them
+        $("run-budget").replaceChildren(h("fieldset", { className: "budget" },
+          h("legend", { text: `${section.title}: what the time and cost below are for` }), children));
       } else {
         form.append(h("fieldset", {}, h("legend", { text: section.title }), children));
       }
@@ -663,7 +667,10 @@
         text: fits ? `fits ${row.gpu} (${gib(row.free_bytes)} free)` : `does not fit ${row.gpu} (short ${gib(-row.free_bytes)})`,
       }));
     }
-    if (display.duration) summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: display.duration }));
+    if (display.duration) {
+      const tokens = display.budget ? ` for ${display.budget}` : "";
+      summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: `${display.duration}${tokens}` }));
+    }
     if (result.cost && result.cost.usd !== null) summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: usd(result.cost.usd) }));
     $("summary").replaceChildren(...summary);
 
@@ -880,7 +887,9 @@
     if (cost) {
       cards.push(cost.usd === null
         ? card("Cost", "–", cost.rate_source, "cost")
-        : card("Cost", usd(cost.usd), `${cost.pricing} at ${usd(cost.usd_per_gpu_hour)}/GPU-h${cost.discount ? ` (−${nf0.format(cost.discount * 100)}%)` : ""}; ${usd(cost.usd_per_million_tokens)} per M tokens`, "cost"));
+        : card("Cost", usd(cost.usd), `${Math.round(cost.discount * 100) > 0
+          ? `${cost.pricing}: ${usd(cost.usd_per_gpu_hour)}/GPU-h on-demand less ${nf0.format(cost.discount * 100)}%`
+          : `${cost.pricing} at ${usd(cost.usd_per_gpu_hour)}/GPU-h`}; ${usd(cost.usd_per_million_tokens)} per M tokens`, "cost"));
     }
     if (energy && energy.kwh !== null) {
       cards.push(card("Energy", `${nf0.format(energy.kwh)} kWh`, `PUE ${energy.pue ?? result.assumptions.pue}; ${nf0.format(energy.gpu_power_w || 0)} W per GPU`, "energy"));
