@@ -196,3 +196,19 @@ def test_planner_carries_the_savers_and_agrees_with_brute_force() -> None:
     from trainplan.plan import searched_checkpointing
 
     assert searched_checkpointing(PlanRequest(base=op_base)) == ("none", "selective", "full", "op")
+
+
+def test_the_pareto_objective_lists_only_the_front() -> None:
+    """Ranked by 'pareto', every plan listed is on the cost/time front: no listed or front plan
+    is at least as fast and as cheap and better in one of the two."""
+    from trainplan.plan import plan, request_from_options
+
+    scenario = scenario_from_mapping({"model": "Qwen2.5-0.5B"})
+    result = plan(request_from_options(scenario, {"max_gpus": "8", "objective": "pareto"}))
+    assert result.plans
+    points = [(p.total_s, p.usd) for p in (*result.plans, *result.pareto)]
+    for candidate in result.plans:
+        time, usd = candidate.total_s, candidate.usd
+        assert not any((t <= time and u <= usd) and (t < time or u < usd) for t, u in points), (time, usd)
+    times = [p.total_s for p in result.plans]
+    assert times == sorted(times)  # fastest first

@@ -378,9 +378,12 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
                 )
             )
     rows.sort()
-    chosen = _distinct(rows, groups, request.top_k)
-    plans = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in chosen)
     front = _pareto(rows)
+    # ranked by the Pareto objective, the plans are the front itself (fastest first), nothing else
+    chosen = (
+        front[: request.top_k] if request.objective == "pareto" else _distinct(rows, groups, request.top_k)
+    )
+    plans = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in chosen)
     pareto = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in front[:20])
     unpriced = unpriced_gpus(request)
     return PlanResult(

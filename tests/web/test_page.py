@@ -324,8 +324,13 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     assert cells[8] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
     assert page.page.locator("#plan-explanation li").all_inner_texts() == data["explanation"]
-    rejected = page.page.locator("#plan-rejected tr").count()
-    assert rejected == len(data["rejected"])
+    # the reasons a user acts on come first; impossible layouts sit behind "Search details"
+    shown = page.page.locator("#plan-rejected th").all_inner_texts()
+    actionable = [reason for reason in data["rejected"] if not reason.startswith("invalid:")]
+    assert sorted(shown) == sorted(actionable)
+    internal = page.page.locator("#plan-internal th").all_text_contents()
+    assert len(internal) == len(data["rejected"]) - len(actionable)
+    assert page.page.locator("#plan-internal").is_hidden()  # closed until asked for
     # the Pareto chart draws the front's cost against time
     series = page.page.evaluate(
         "() => Chart.getChart(document.getElementById('plan-chart')).data.datasets[0].data"
@@ -532,3 +537,26 @@ def test_the_budget_sits_with_the_figures_it_drives(page: Page, client: TestClie
     page.wait_render(before)
     smaller = api(client, {"model": "GPT-2", "method": "full", "train_tokens": 5e8})
     assert f"{smaller['display']['duration']} for 500M tokens" in page.text("#summary")
+
+
+def test_plans_with_the_same_time_and_cost_say_what_differs(page: Page) -> None:
+    page.open("?model=Llama-3.1-8B")
+    page.page.locator("#planner > summary").click()
+    page.page.get_by_role("button", name="Plan", exact=True).click()
+    page.page.wait_for_selector("body[data-plan=ready]")
+    rows = page.page.locator("#plan-table tbody tr")
+    seen: dict[tuple[str, ...], int] = {}
+    duplicates = 0
+    for index in range(rows.count()):
+        cells = rows.nth(index).locator("td, th").all_inner_texts()
+        figures = (cells[9], cells[10])  # time and cost
+        note = rows.nth(index).locator(".plan-differs")
+        if figures in seen:
+            duplicates += 1
+            text = note.inner_text()
+            assert text.startswith(f"same time and cost as #{seen[figures] + 1}; differs in ")
+            assert any(word in text for word in ("ZeRO stage", "offload", "checkpointing", "micro-batch"))
+        else:
+            seen[figures] = index
+            assert note.count() == 0
+    assert duplicates >= 1  # this scenario has LoRA plans that differ only in ZeRO and offload

@@ -1223,15 +1223,34 @@
     document.body.dataset.plan = "ready";
     document.body.dataset.plans = String(Number(document.body.dataset.plans || 0) + 1);
   }
-  function planRow(item, index, list) {
+  // Plans with an earlier row's time and cost would look like duplicates: say what differs.
+  const PLAN_SETTINGS = {
+    method: "method", gpu: "GPU", gpus: "GPU count", tensor_parallel: "tensor parallel",
+    pipeline_parallel: "pipeline parallel", zero_stage: "ZeRO stage", micro_batch: "micro-batch",
+    grad_accum: "accumulation", activation_checkpointing: "checkpointing", offload: "offload",
+  };
+  function planFigures(item) {
+    const { estimate } = item;
+    return [estimate.time ? duration(estimate.time.total_s) : "",
+      estimate.cost && estimate.cost.usd !== null ? usd(estimate.cost.usd) : ""].join("|");
+  }
+  function sameFiguresAs(item, index, items) {
+    const earlier = items.slice(0, index).findIndex((other) => planFigures(other) === planFigures(item));
+    if (earlier < 0) return "";
+    const differs = Object.keys(PLAN_SETTINGS).filter((key) => items[earlier].scenario[key] !== item.scenario[key]);
+    return `same time and cost as #${earlier + 1}; differs in ${differs.map((key) => PLAN_SETTINGS[key]).join(", ") || "nothing shown"}`;
+  }
+  function planRow(item, index, list, items) {
     const { scenario, estimate } = item;
     const cost = estimate.cost && estimate.cost.usd !== null ? usd(estimate.cost.usd) : "–";
     const kwh = estimate.energy && estimate.energy.kwh !== null ? energy(estimate.energy.kwh) : "–";
     const time = estimate.time ? duration(estimate.time.total_s) : "–";
     const what = `${METHOD_NAMES[scenario.method] || scenario.method} on ${scenario.gpus} × ${scenario.gpu}`;
+    const same = sameFiguresAs(item, index, items);
     return h("tr", { "data-plan": String(index), "data-list": list },
       h("td", { className: "num", text: String(index + 1) }),
-      h("td", { text: METHOD_NAMES[scenario.method] || scenario.method }),
+      h("td", {}, METHOD_NAMES[scenario.method] || scenario.method,
+        same ? h("div", { className: "plan-differs", text: same }) : ""),
       h("th", { scope: "row", className: "plan-gpus-cell", text: `${scenario.gpus} × ${scenario.gpu}` }),
       h("td", { text: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}` }),
       h("td", { className: "num", text: String(scenario.zero_stage) }),
@@ -1255,13 +1274,24 @@
     $("plan-table-caption").textContent = data.plans.length
       ? `${data.plans.length} best plans, ${OBJECTIVE_WORDS[data.objective] || data.objective}`
       : "No plan meets the constraints";
-    $("plan-table").tBodies[0].replaceChildren(...data.plans.map((item, index) => planRow(item, index, "plans")));
-    $("plan-pareto-table").tBodies[0].replaceChildren(...data.pareto.map((item, index) => planRow(item, index, "pareto")));
-    const total = Object.values(data.rejected).reduce((sum, count) => sum + count, 0);
-    const reasons = Object.entries(data.rejected).sort((a, b) => b[1] - a[1]);
-    $("plan-rejected-title").textContent = `Why ${nf0.format(total)} of ${nf0.format(data.candidates_evaluated)} candidates were rejected`;
-    $("plan-rejected").tBodies[0].replaceChildren(...reasons.map(([reason, count]) =>
-      h("tr", {}, h("th", { scope: "row", text: reason }), h("td", { className: "num", text: nf0.format(count) }))));
+    $("plan-table").tBodies[0].replaceChildren(...data.plans.map((item, index) => planRow(item, index, "plans", data.plans)));
+    $("plan-pareto-table").tBodies[0].replaceChildren(...data.pareto.map((item, index) => planRow(item, index, "pareto", data.pareto)));
+    // reasons a user acts on (memory, budget, deadline, price) first; the search's own
+    // bookkeeping (layouts that cannot exist) behind a toggle
+    const entries = Object.entries(data.rejected).sort((a, b) => b[1] - a[1]);
+    const internal = entries.filter(([reason]) => reason.startsWith("invalid:"));
+    const actionable = entries.filter(([reason]) => !reason.startsWith("invalid:"));
+    const row = ([reason, count]) =>
+      h("tr", {}, h("th", { scope: "row", text: reason.replace(/^invalid: /, "") }), h("td", { className: "num", text: nf0.format(count) }));
+    const actionTotal = actionable.reduce((sum, [, count]) => sum + count, 0);
+    $("plan-rejected-title").textContent = actionTotal
+      ? `Why ${nf0.format(actionTotal)} candidates were turned down`
+      : "No candidate was turned down for memory, price, budget or deadline";
+    $("plan-rejected").tBodies[0].replaceChildren(...actionable.map(row));
+    const internalTotal = internal.reduce((sum, [, count]) => sum + count, 0);
+    $("plan-internal-summary").textContent =
+      `Search details: ${nf0.format(data.candidates_evaluated)} candidates evaluated, ${nf0.format(internalTotal)} impossible layouts skipped`;
+    $("plan-internal").tBodies[0].replaceChildren(...internal.map(row));
     $("plan-results").hidden = false;
     renderPlanChart(data);
   }
