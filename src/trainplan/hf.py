@@ -1,27 +1,35 @@
 """Hugging Face config.json -> ModelSpec. The only module that knows Hugging Face key names.
 
-Handles decoder-only families (Llama, Mistral, Qwen2/2.5/3, Gemma 1-3, Phi-3/4, OLMo 2, GPT-2,
-Chameleon, Emu3, LlamaGen-style), mixture-of-experts (Mixtral, Qwen2-MoE, Qwen3-MoE,
-DeepSeek-V3 with MLA), encoder-decoder T5/mT5/Flan-T5, and multimodal configs whose language
-model sits under `text_config`/`language_config` with a ViT-style `vision_config`.
-Unknown model types are read with the common Llama-style keys when those are present.
+How a decoder's config maps to blocks is declared per `model_type` family in the architecture
+table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
+parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
+Encoder-decoder T5/mT5/Flan-T5 and GPT-2 have readers of their own; multimodal configs whose
+language model sits under `text_config`/`language_config` add a ViT-style `vision_config`.
+A model type on the table's refusal list, or an unknown one whose config names a layout we do
+not model, is refused with the field and value; other unknown types are read with the keys
+Llama-style configs share.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
+from trainplan.families import (
+    ATTENTION_LAYER_KINDS,
+    GENERIC,
+    Family,
+    find_family,
+    refusal,
+    resolve,
+    supported_model_types,
+)
+from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec, Ssm
 
 _MISSING = object()
 _SEED_MLP_RATIO = 3.5  # the seed calculator's fallback when the MLP width is not recorded
-LLAMA_LIKE = {
-    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "olmo",
-    "olmo2", "chameleon", "emu3", "emu3_text", "phi3", "mixtral", "qwen2_moe", "qwen3_moe",
-    "deepseek_v3", "deepseek_v2", "granite", "starcoder2", "cohere", "internlm2", "yi",
-}  # fmt: skip
 
 
 def _get(cfg: Mapping[str, Any], *keys: str, default: Any = _MISSING) -> Any:
@@ -46,21 +54,6 @@ def _int(cfg: Mapping[str, Any], *keys: str, default: Any = _MISSING, minimum: i
     return int(value)
 
 
-# Values transformers fills in when a config.json omits them (its config classes' defaults);
-# real configs rely on these, e.g. Gemma 3's text_config lists only what differs.
-_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {
-        "vocab_size": 262208,
-        "hidden_size": 2304,
-        "intermediate_size": 9216,
-        "num_hidden_layers": 26,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-    },
-}
-
-
 def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     """The language-model part of a (possibly multimodal) config, with its type's defaults."""
     text = cfg
@@ -72,7 +65,8 @@ def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     model_type = str(text.get("model_type", ""))
     if model_type == "gemma3" and text is not cfg:
         model_type = "gemma3_text"
-    defaults = _TYPE_DEFAULTS.get(model_type)
+    family = find_family(model_type)
+    defaults = family.row.get("defaults") if family else None
     return {**defaults, **text} if defaults else text
 
 
@@ -83,10 +77,18 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
     model_type = str(cfg.get("model_type", "")).lower()
     if model_type in ("t5", "mt5", "umt5") or (cfg.get("is_encoder_decoder") and "d_model" in cfg):
         return _t5(cfg, name, source)
-    if model_type == "gpt2" or ("n_embd" in cfg and "n_layer" in cfg):
-        return _gpt2(cfg, name, source)
+    if refusal(model_type) is not None:
+        family_of(model_type, cfg)  # a multimodal wrapper we do not model: refused by its own type
     text = language_config(cfg)
-    spec = _decoder(text, name, source, str(text.get("model_type", model_type)).lower())
+    text_type = str(text.get("model_type", model_type)).lower()
+    if text_type == "gemma3" and text is not cfg:
+        text_type = "gemma3_text"
+    if not text_type and "n_embd" in cfg and "n_layer" in cfg:
+        text_type = "gpt2"  # GPT-2's own keys without a model_type
+    family = family_of(text_type, text)
+    if family.row.get("reader") == "gpt2":
+        return _gpt2(cfg, name, source, family)
+    spec = _decoder(text, name, source, family)
     extras = _vision_extras(cfg, spec.hidden_size)
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
@@ -99,138 +101,357 @@ def _with_extras(spec: ModelSpec, extras: list[ExtraComponent], modality: str) -
     return replace(spec, extras=spec.extras + tuple(extras), modality=modality)
 
 
-def _decoder(cfg: Mapping[str, Any], name: str, source: str, model_type: str) -> ModelSpec:
-    """Decoder-only transformer with RMSNorm/LayerNorm, RoPE, GQA, dense or MoE MLPs."""
-    hidden = _int(cfg, "hidden_size", "d_model", "dim")
-    layers = _int(cfg, "num_hidden_layers", "num_layers", "n_layers")
-    heads = _int(cfg, "num_attention_heads", "num_heads", "n_heads")
-    kv_heads = _int(cfg, "num_key_value_heads", "num_kv_heads", "n_kv_heads", default=heads)
+#: Config keys that name a layout the generic reading does not model (SSM mixers, hybrid layer
+#: orders, linear attention, parallel blocks, GPT-style key names): an unknown model type that
+#: has one is refused rather than read as a Llama.
+_UNMODELLED_SIGNALS = (
+    "state_size", "ssm_state_size", "mamba_d_state", "d_state", "layers_block_type",
+    "attn_layer_period", "attn_layer_indices", "hybrid_layer_ids", "hybrid_override_pattern",
+    "block_types", "linear_attn_config", "parallel_attn", "use_parallel_residual",
+    "new_decoder_architecture", "multi_query", "n_embd", "n_layer", "n_head", "attention_heads",
+    "ffn_dim", "d_model", "interleave_moe_layer_step", "num_mem_blocks", "shared_expert_intermediate_size",
+)  # fmt: skip
+
+
+def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
+    """The architecture family that reads this config; ConfigError when it is not modelled."""
+    family = find_family(model_type)
+    if family is not None:
+        return family
+    refused = refusal(model_type)
+    if refused is not None:
+        raise ConfigError(
+            "model_type",
+            f"{model_type!r} is not modelled: {refused.reason}. Supported model types: "
+            + ", ".join(supported_model_types()),
+        )
+    for key in _UNMODELLED_SIGNALS:
+        if cfg.get(key) not in (None, False):
+            raise ConfigError(
+                key,
+                f"{key}={cfg[key]!r} in a config of unknown model_type {model_type or '(none)'!r} "
+                "names a layout the generic (Llama-style) reading does not model; supported model "
+                "types: " + ", ".join(supported_model_types()),
+            )
+    return GENERIC
+
+
+def _flag(family: Family, name: str, cfg: Mapping[str, Any], default: Any = False) -> bool:
+    return bool(family.setting(name, cfg, default))
+
+
+def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+    """A decoder-only model: attention (MHA/GQA/MQA or MLA) and/or Mamba mixers, dense or MoE
+    MLPs, in the layer order the family's table row declares."""
+    hidden = _int(cfg, *family.key("hidden_size"))
+    vocab = _int(cfg, *family.key("vocab_size"))
+    kinds = _layer_kinds(cfg, family)
+    approximations: list[str] = []
+    uses = {part for kind in kinds for part in kind}
+    attention = _attention(cfg, family, hidden) if "attention" in uses else None
+    ssm = _ssm(cfg, family, hidden) if "ssm" in uses else None
+    dense = _dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
+    moe = _moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
+    norms = int(family.setting("norms_per_layer", cfg, 2))
+    parallel = _flag(family, "parallel", cfg)
+    blocks: list[Block] = []
+    for kind in kinds:
+        block = Block(
+            1,
+            attention=attention if "attention" in kind else None,
+            mlp=dense if "dense" in kind else moe if "moe" in kind else None,
+            norms=norms,
+            ssm=ssm if "ssm" in kind else None,
+            parallel=parallel,
+        )
+        if blocks and _same_layer(blocks[-1], block):
+            blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
+                               ssm=block.ssm, parallel=parallel)  # fmt: skip
+        else:
+            blocks.append(block)
+    model_type = str(cfg.get("model_type", ""))
+    return ModelSpec(
+        name=name,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        blocks=tuple(blocks),
+        tied_embeddings=_flag(family, "tied", cfg, bool(cfg.get("tie_word_embeddings", False))),
+        head_bias=_flag(family, "head_bias", cfg),
+        norm=str(family.setting("norm", cfg, "rmsnorm")),
+        final_norms=int(family.setting("final_norms", cfg, 1)),
+        learned_positions=_positions(cfg, family),
+        final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
+        approximations=tuple(approximations),
+        source=source,
+        notes=(f"architecture: {family.name} ({model_type})",) if family is not GENERIC else (),
+    )
+
+
+def _same_layer(a: Block, b: Block) -> bool:
+    return a.attention is b.attention and a.mlp is b.mlp and a.ssm is b.ssm and a.norms == b.norms
+
+
+def _positions(cfg: Mapping[str, Any], family: Family) -> int:
+    key = family.setting("positions", cfg, None)
+    if not key:
+        return 0
+    return _int(cfg, str(key)) + int(family.row.get("position_offset", 0))
+
+
+def _layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]:
+    """Per layer, in forward order, the parts it has: "attention", "ssm", "dense", "moe".
+
+    The family's `layers` rule says where attention and SSM layers sit: all one kind
+    (`mixer`), every `period` layers from `offset` (Jamba), an index list (Bamba), or a
+    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2). The MLP of each layer is
+    dense or MoE by the family's `moe` rule; layer kinds the table does not map are refused.
+    """
+    rule: Mapping[str, Any] = family.row.get("layers") or {}
+    listed = rule.get("list")
+    if listed:
+        values = cfg.get(listed["key"])
+        if not isinstance(values, list) or not values:
+            raise ConfigError(listed["key"], "must list the kind of every layer")
+        layers = _int(cfg, *family.key("num_layers"), default=len(values))
+        if layers != len(values):
+            raise ConfigError(listed["key"], f"lists {len(values)} layers, num_hidden_layers is {layers}")
+        mapping: Mapping[str, str] = listed["map"]
+        mixers = []
+        for index, value in enumerate(values):
+            if value not in mapping:
+                raise ConfigError(
+                    f"{listed['key']}[{index}]",
+                    f"layer kind {value!r} is not modelled for {family.name}; modelled: "
+                    + ", ".join(sorted(mapping)),
+                )
+            mixers.append(mapping[value])
+    else:
+        layers = _int(cfg, *family.key("num_layers"))
+        mixers = [_mixer_of(cfg, rule, index) for index in range(layers)]
+    _check_layer_types(cfg, family, layers)
+    kinds: list[tuple[str, ...]] = []
+    for index, mixer in enumerate(mixers):
+        parts = tuple(part for part in mixer.split("+") if part != "none")
+        if rule.get("mlp", True) and "dense" not in parts and "moe" not in parts:
+            parts += ("moe" if _is_moe_layer(cfg, family, index) else "dense",)
+        kinds.append(parts)
+    return kinds
+
+
+def _mixer_of(cfg: Mapping[str, Any], rule: Mapping[str, Any], index: int) -> str:
+    """The mixer of layer `index` under a non-list `layers` rule."""
+    mixer = str(rule.get("mixer", "attention"))
+    if "attention_period" in rule:
+        period = _int(cfg, rule["attention_period"])
+        offset = _int(cfg, rule["attention_offset"], minimum=0)
+        return "attention" if index % period == offset else mixer
+    if "attention_indices" in rule:
+        indices = cfg.get(rule["attention_indices"]) or []
+        return "attention" if index in indices else mixer
+    return mixer
+
+
+def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> None:
+    """`layer_types` may only name softmax attention (full, sliding, chunked) unless the family
+    maps other kinds; anything else (linear, lightning attention...) is refused by name."""
+    rule: Mapping[str, Any] = family.row.get("layers") or {}
+    if (rule.get("list") or {}).get("key") == "layer_types":
+        return
+    values = cfg.get("layer_types")
+    if not isinstance(values, list):
+        return
+    for index, value in enumerate(values):
+        if value not in ATTENTION_LAYER_KINDS:
+            raise ConfigError(
+                f"layer_types[{index}]",
+                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(ATTENTION_LAYER_KINDS),
+            )
+    if len(values) != layers:
+        raise ConfigError("layer_types", f"lists {len(values)} layers, the model has {layers}")
+
+
+def _experts(cfg: Mapping[str, Any]) -> int:
+    return _int(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0, minimum=0)
+
+
+def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
+    """Whether layer `index` has the MoE MLP: first-k-dense, a sparse step, mlp-only layers,
+    an explicit MoE layer list or Llama 4's interleave step, or Jamba's expert period."""
+    if _experts(cfg) == 0:
+        return False
+    rule: Mapping[str, Any] = family.row.get("moe") or {}
+    if "layers_key" in rule and isinstance(cfg.get(rule["layers_key"]), list):
+        return index in cfg[rule["layers_key"]]
+    if "period" in rule:
+        period = _int(cfg, rule["period"])
+        return index % period == _int(cfg, rule["offset"], minimum=0)
+    if "step" in rule:
+        step = _int(cfg, rule["step"])
+        return (index + 1) % step == 0
+    first_dense = _int(cfg, "first_k_dense_replace", default=0, minimum=0)
+    step = _int(cfg, "decoder_sparse_step", "moe_layer_freq", default=1)
+    mlp_only = set(cfg.get("mlp_only_layers") or [])
+    return index >= first_dense and index not in mlp_only and (index + 1) % step == 0
+
+
+def _attention(cfg: Mapping[str, Any], family: Family, hidden: int) -> Attention:
+    """The attention module: MHA/GQA/MQA (fused or separate q/k/v) or DeepSeek's MLA."""
+    heads = _int(cfg, *family.key("num_heads"))
+    kv_heads = _int(cfg, *family.key("num_kv_heads"), default=heads)
+    if _flag(family, "multi_query", cfg):
+        kv_heads = 1
     if heads % kv_heads:
         raise ConfigError("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads={heads}")
-    head_dim = _int(cfg, "head_dim", default=hidden // heads)
-    vocab = _int(cfg, "vocab_size", "padded_vocab_size")
-    approximations: list[str] = []
-    if "intermediate_size" in cfg or "ffn_dim" in cfg or "ffn_hidden_size" in cfg:
-        intermediate = _int(cfg, "intermediate_size", "ffn_dim", "ffn_hidden_size")
+    head_dim = _int(cfg, *family.key("head_dim"), default=hidden // heads)
+    attention_bias = bool(cfg.get("attention_bias", False))
+    qkv_bias = _flag(family, "qkv_bias", cfg, attention_bias)
+    out_bias = _flag(family, "out_bias", cfg, attention_bias)
+    if family.row.get("attention") == "mla" and "kv_lora_rank" in cfg:
+        rope = _int(cfg, "qk_rope_head_dim")
+        return Attention(
+            num_heads=heads,
+            num_kv_heads=heads,
+            head_dim=_int(cfg, "qk_nope_head_dim") + rope,
+            v_head_dim=_int(cfg, "v_head_dim"),
+            kind="mla",
+            qkv_bias=qkv_bias,
+            out_bias=out_bias,
+            q_lora_rank=_int(cfg, "q_lora_rank", default=0, minimum=0),
+            kv_lora_rank=_int(cfg, "kv_lora_rank"),
+            rope_head_dim=rope,
+        )
+    names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
+    return Attention(
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=head_dim,
+        qkv_bias=qkv_bias,
+        out_bias=out_bias,
+        fused_qkv=family.row.get("fused_qkv"),
+        qk_norm=str(family.setting("qk_norm", cfg, "none")),
+        qk_norm_bias=_flag(family, "qk_norm_bias", cfg),
+        logit_softcap=bool(cfg.get("attn_logit_softcapping")),
+        names=tuple(names),  # type: ignore[arg-type]
+    )
+
+
+_MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
+
+
+def _dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximations: list[str]) -> Mlp:
+    """The dense feed-forward block: gated (3 matrices) or plain (2), with the family's names."""
+    keys = family.key("intermediate_size")
+    if any(key in cfg and cfg[key] is not None for key in keys):
+        intermediate = _int(cfg, *keys)
+    elif "mlp_ratio" in family.row:
+        intermediate = int(family.setting("mlp_ratio", cfg, 4)) * hidden
     else:
         intermediate = round(_SEED_MLP_RATIO * hidden)
         approximations.append(
             f"intermediate_size not in the config: approximated as {_SEED_MLP_RATIO} x hidden "
             f"= {intermediate}; MLP parameters and LoRA all-linear counts are approximate"
         )
-    qk_norm, qk_norm_bias = "none", False
-    norms = 2
-    if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
-        qk_norm = "head"
-    elif model_type == "olmo2":
-        qk_norm = "full"
-    elif model_type == "chameleon":
-        qk_norm, qk_norm_bias = "full", True
-    if model_type in ("gemma2", "gemma3", "gemma3_text"):
-        norms = 4
-    qwen2 = model_type in ("qwen2", "qwen2_moe")
-    attention_bias = qwen2 or bool(cfg.get("attention_bias", False))
-    fused_qkv = "qkv_proj" if model_type == "phi3" else None
-    is_mla = model_type in ("deepseek_v3", "deepseek_v2") and "kv_lora_rank" in cfg
-    if is_mla:
-        rope = _int(cfg, "qk_rope_head_dim")
-        attention = Attention(
-            num_heads=heads,
-            num_kv_heads=heads,
-            head_dim=_int(cfg, "qk_nope_head_dim") + rope,
-            v_head_dim=_int(cfg, "v_head_dim"),
-            kind="mla",
-            qkv_bias=attention_bias,
-            q_lora_rank=_int(cfg, "q_lora_rank", default=0, minimum=0),
-            kv_lora_rank=_int(cfg, "kv_lora_rank"),
-            rope_head_dim=rope,
-        )
-    else:
-        attention = Attention(
-            num_heads=heads,
-            num_kv_heads=kv_heads,
-            head_dim=head_dim,
-            v_head_dim=head_dim,
-            qkv_bias=attention_bias,
-            out_bias=attention_bias and not qwen2,
-            fused_qkv=fused_qkv,
-            qk_norm=qk_norm,
-            qk_norm_bias=qk_norm_bias,
-            logit_softcap=bool(cfg.get("attn_logit_softcapping")),
-        )
-    dense = Mlp(
+    return Mlp(
         intermediate_size=intermediate,
-        gated=str(cfg.get("hidden_act", "silu")) not in ("gelu_new", "relu") or model_type in LLAMA_LIKE,
-        bias=bool(cfg.get("mlp_bias", False)),
-        fused_gate_up=model_type == "phi3",
-        names=("gate_proj", "gate_up_proj" if model_type == "phi3" else "up_proj", "down_proj"),
-    )
-    blocks = _moe_blocks(cfg, model_type, layers, attention, dense, norms)
-    return ModelSpec(
-        name=name,
-        hidden_size=hidden,
-        vocab_size=vocab,
-        blocks=blocks,
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", model_type.startswith("gemma"))),
-        final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
-        approximations=tuple(approximations),
-        source=source,
+        gated=family.setting("mlp", cfg, "gated") == "gated",
+        bias=_flag(family, "mlp_bias", cfg, bool(cfg.get("mlp_bias", False))),
+        fused_gate_up=_flag(family, "fused_gate_up", cfg),
+        names=tuple(family.row.get("mlp_names") or _MLP_NAMES),  # type: ignore[arg-type]
+        activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
     )
 
 
-def _moe_blocks(
-    cfg: Mapping[str, Any],
-    model_type: str,
-    layers: int,
-    attention: Attention,
-    dense: Mlp,
-    norms: int,
-) -> tuple[Block, ...]:
-    """Dense and MoE layer groups in forward order (first-k-dense, sparse step, mlp-only layers)."""
-    experts = _int(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0, minimum=0)
-    if experts == 0:
-        return (Block(layers, attention, dense, norms),)
-    top_k = _int(cfg, "num_experts_per_tok", "moe_top_k", "top_k")
-    moe_inner = _int(cfg, "moe_intermediate_size", default=dense.intermediate_size)
+def _moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approximations: list[str]) -> Mlp:
+    """The mixture-of-experts block: routed experts, shared experts, the router."""
+    rule: Mapping[str, Any] = family.row.get("moe") or {}
+    experts = _experts(cfg)
+    default_top_k = rule.get("default_top_k")
+    top_k = _int(cfg, "num_experts_per_tok", "moe_top_k", "top_k", default=default_top_k or _MISSING)
+    if default_top_k and cfg.get("num_experts_per_tok") is None:
+        approximations.append(
+            f"num_experts_per_tok not in the config: {default_top_k} assumed ({rule['top_k_source']}); "
+            "active parameters, FLOPs and MoE activations depend on it"
+        )
+    inner_keys = rule.get("expert_size_keys") or ("moe_intermediate_size",)
+    if dense is not None:
+        moe_inner = _int(cfg, *inner_keys, default=dense.intermediate_size)
+    else:
+        moe_inner = _int(cfg, *inner_keys, *family.key("intermediate_size"))
     shared_count = _int(cfg, "n_shared_experts", default=0, minimum=0)
     shared_inner = moe_inner
-    shared_gate = False
-    if cfg.get("shared_expert_intermediate_size"):
-        shared_count, shared_inner = 1, _int(cfg, "shared_expert_intermediate_size")
-        shared_gate = model_type == "qwen2_moe"
-    moe = Mlp(
+    shared_key = rule.get("shared_size_key", "shared_expert_intermediate_size")
+    if cfg.get(shared_key):
+        shared_count, shared_inner = max(shared_count, 1), _int(cfg, shared_key)
+    if "shared_experts" in rule:
+        shared_count = int(resolve(rule["shared_experts"], cfg))
+    template = dense or Mlp(0)
+    return Mlp(
         intermediate_size=moe_inner,
+        gated=family.setting("mlp", cfg, "gated") == "gated",
         num_experts=experts,
         experts_per_token=top_k,
         num_shared_experts=shared_count,
         shared_intermediate_size=shared_inner,
-        shared_expert_gate=shared_gate,
-        names=dense.names,
+        shared_expert_gate=bool(rule.get("shared_expert_gate", False)) and shared_count > 0,
+        names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),  # type: ignore[arg-type]
+        activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
     )
-    first_dense = _int(cfg, "first_k_dense_replace", default=0, minimum=0)
-    step = _int(cfg, "decoder_sparse_step", "moe_layer_freq", default=1)
-    mlp_only = set(cfg.get("mlp_only_layers") or [])
-    kinds = [
-        index >= first_dense and index not in mlp_only and (index + 1) % step == 0 for index in range(layers)
-    ]
-    blocks: list[Block] = []
-    for is_moe in kinds:
-        mlp = moe if is_moe else dense
-        if blocks and blocks[-1].mlp is mlp:
-            blocks[-1] = Block(blocks[-1].count + 1, attention, mlp, norms)
-        else:
-            blocks.append(Block(1, attention, mlp, norms))
-    return tuple(blocks)
 
 
-def _gpt2(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
-    """GPT-2: learned positions, LayerNorm with bias, fused c_attn, plain GELU MLP, tied head."""
+def _ssm(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
+    """A Mamba or Mamba-2 mixer from the keys the family's `ssm` rule names."""
+    rule: Mapping[str, Any] = family.row["ssm"]
+    kind = str(rule["kind"])
+    if "inner_key" in rule and cfg.get(rule["inner_key"]):
+        inner = _int(cfg, rule["inner_key"])
+    elif rule.get("inner") == "heads":
+        inner = _int(cfg, rule["num_heads"]) * _int(cfg, rule["head_dim"])
+    else:
+        expand = _get(cfg, rule["expand"])
+        if not isinstance(expand, int | float) or expand <= 0 or int(expand * hidden) != expand * hidden:
+            raise ConfigError(rule["expand"], f"must be a positive number giving an integer width, got {expand!r}")
+        inner = int(expand * hidden)
+    common = {
+        "inner_size": inner,
+        "state_size": _int(cfg, rule["state_size"]),
+        "conv_kernel": _int(cfg, rule["conv_kernel"]),
+        "proj_bias": bool(resolve(rule["proj_bias"], cfg)),
+        "conv_bias": bool(resolve(rule["conv_bias"], cfg)),
+    }
+    if kind == "mamba":
+        dt_rank = _get(cfg, rule["dt_rank"])
+        if dt_rank == "auto":
+            dt_rank = math.ceil(hidden / 16)  # transformers' MambaConfig / JambaConfig
+        return Ssm(
+            "mamba",
+            dt_rank=_int({rule["dt_rank"]: dt_rank}, rule["dt_rank"]),
+            gated_norm=False,
+            dt_bc_norms=bool(rule.get("dt_bc_norms", False)),
+            **common,
+        )
+    heads = _int(cfg, rule["num_heads"])
+    groups = _int(cfg, rule["n_groups"])
+    if heads % groups:
+        raise ConfigError(rule["n_groups"], f"{groups} does not divide the {heads} SSM heads")
+    return Ssm(
+        "mamba2",
+        num_heads=heads,
+        n_groups=groups,
+        gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),
+        **common,
+    )
+
+
+def _gpt2(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+    """GPT-2 and its kin: learned positions, LayerNorm with bias, fused c_attn (one key/value
+    head under StarCoder's multi-query), plain GELU MLP, tied head."""
     hidden = _int(cfg, "n_embd", "hidden_size")
     heads = _int(cfg, "n_head", "num_attention_heads")
     inner = _int(cfg, "n_inner", default=4 * hidden)
     attention = Attention(
         num_heads=heads,
-        num_kv_heads=heads,
+        num_kv_heads=1 if _flag(family, "multi_query", cfg) else heads,
         head_dim=hidden // heads,
         v_head_dim=hidden // heads,
         qkv_bias=True,
@@ -252,6 +473,7 @@ def _gpt2(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         blocks=(Block(_int(cfg, "n_layer", "num_hidden_layers"), attention, mlp, 2),),
         tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
         norm="layernorm",
+        final_norms=int(family.setting("final_norms", cfg, 1)),
         learned_positions=_int(cfg, "n_positions", "max_position_embeddings"),
         dropout=float(cfg.get("attn_pdrop", 0.1) or 0.0),
         source=source,
@@ -296,11 +518,21 @@ def _t5(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     )
 
 
+#: Vision-tower model types read as a ViT (patch embedding, pre-norm layers, post-norm).
+_VISION_TYPES = {"siglip_vision_model", "janus_vision_model", "clip_vision_model"}
+
+
 def _vision_extras(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
     """A ViT-style vision tower (SigLIP/CLIP) from `vision_config`, plus Gemma 3's projector."""
     vision = cfg.get("vision_config")
     if not isinstance(vision, Mapping) or "hidden_size" not in vision:
         return []
+    vision_type = str(vision.get("model_type", "siglip_vision_model"))
+    if vision_type not in _VISION_TYPES:
+        raise ConfigError(
+            "vision_config.model_type",
+            f"{vision_type!r} is not modelled; modelled vision towers: " + ", ".join(sorted(_VISION_TYPES)),
+        )
     hidden = _int(vision, "hidden_size")
     if "intermediate_size" not in vision and "mlp_ratio" in vision:
         inner = round(float(vision["mlp_ratio"]) * hidden)  # Janus' SigLIP config
@@ -313,6 +545,9 @@ def _vision_extras(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCompon
     patches = (image // patch) ** 2
     per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 2 * 2 * hidden
     tower = channels * patch * patch * hidden + hidden + patches * hidden + layers * per_layer + 2 * hidden
+    if vision_type == "siglip_vision_model" and vision.get("vision_use_head", True):
+        # SigLIP's attention-pooling head: probe, in/out projections, LayerNorm, MLP
+        tower += hidden + 4 * (hidden * hidden + hidden) + 2 * hidden + 2 * hidden * inner + inner + hidden
     extras = [
         ExtraComponent(
             "vision_tower",
