@@ -332,7 +332,7 @@ def _attention(cfg: Mapping[str, Any], family: Family, hidden: int) -> Attention
         qk_norm=str(family.setting("qk_norm", cfg, "none")),
         qk_norm_bias=_flag(family, "qk_norm_bias", cfg),
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
-        names=tuple(names),  # type: ignore[arg-type]
+        names=tuple(names),
     )
 
 
@@ -357,7 +357,7 @@ def _dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximatio
         gated=family.setting("mlp", cfg, "gated") == "gated",
         bias=_flag(family, "mlp_bias", cfg, bool(cfg.get("mlp_bias", False))),
         fused_gate_up=_flag(family, "fused_gate_up", cfg),
-        names=tuple(family.row.get("mlp_names") or _MLP_NAMES),  # type: ignore[arg-type]
+        names=tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
     )
 
@@ -394,7 +394,7 @@ def _moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxim
         num_shared_experts=shared_count,
         shared_intermediate_size=shared_inner,
         shared_expert_gate=bool(rule.get("shared_expert_gate", False)) and shared_count > 0,
-        names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),  # type: ignore[arg-type]
+        names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
     )
 
@@ -410,25 +410,28 @@ def _ssm(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
     else:
         expand = _get(cfg, rule["expand"])
         if not isinstance(expand, int | float) or expand <= 0 or int(expand * hidden) != expand * hidden:
-            raise ConfigError(rule["expand"], f"must be a positive number giving an integer width, got {expand!r}")
+            raise ConfigError(
+                rule["expand"], f"must be a positive number giving an integer width, got {expand!r}"
+            )
         inner = int(expand * hidden)
-    common = {
-        "inner_size": inner,
-        "state_size": _int(cfg, rule["state_size"]),
-        "conv_kernel": _int(cfg, rule["conv_kernel"]),
-        "proj_bias": bool(resolve(rule["proj_bias"], cfg)),
-        "conv_bias": bool(resolve(rule["conv_bias"], cfg)),
-    }
+    state = _int(cfg, rule["state_size"])
+    kernel = _int(cfg, rule["conv_kernel"])
+    proj_bias = bool(resolve(rule["proj_bias"], cfg))
+    conv_bias = bool(resolve(rule["conv_bias"], cfg))
     if kind == "mamba":
         dt_rank = _get(cfg, rule["dt_rank"])
         if dt_rank == "auto":
             dt_rank = math.ceil(hidden / 16)  # transformers' MambaConfig / JambaConfig
         return Ssm(
             "mamba",
+            inner,
+            state,
+            kernel,
             dt_rank=_int({rule["dt_rank"]: dt_rank}, rule["dt_rank"]),
+            proj_bias=proj_bias,
+            conv_bias=conv_bias,
             gated_norm=False,
             dt_bc_norms=bool(rule.get("dt_bc_norms", False)),
-            **common,
         )
     heads = _int(cfg, rule["num_heads"])
     groups = _int(cfg, rule["n_groups"])
@@ -436,10 +439,15 @@ def _ssm(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
         raise ConfigError(rule["n_groups"], f"{groups} does not divide the {heads} SSM heads")
     return Ssm(
         "mamba2",
+        inner,
+        state,
+        kernel,
         num_heads=heads,
         n_groups=groups,
+        chunk_size=_int(cfg, rule.get("chunk_size", "chunk_size"), default=256),
+        proj_bias=proj_bias,
+        conv_bias=conv_bias,
         gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),
-        **common,
     )
 
 

@@ -1,7 +1,8 @@
 """The model spec: a decoder described by the shapes of its weights.
 
 A model is an embedding, groups of identical blocks (each a token mixer -- attention, a Mamba
-state-space mixer, or both side by side -- an optional MLP, and norms) and a head. Every weight matrix is listed as a `Linear` with the name Hugging Face gives that module,
+state-space mixer, or both side by side -- an optional MLP, and norms) and a
+head. Every weight matrix is listed as a `Linear` with the name Hugging Face gives that module,
 so parameter counts, LoRA targets and activation sizes all derive from one description.
 Hugging Face config keys never appear here: `hf.py` is the only adapter that reads them.
 """
@@ -112,6 +113,7 @@ class Ssm:
     conv_bias: bool = True
     gated_norm: bool = True  # Mamba-2's RMSNorm over the inner width, gated by z
     dt_bc_norms: bool = False  # Jamba's RMSNorms on dt, B and C
+    chunk_size: int = 256  # Mamba-2's SSD chunk length (Mamba2Config.chunk_size default)
 
     @property
     def conv_channels(self) -> int:

@@ -56,8 +56,8 @@ class LayerActivations:
 def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
     """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
     row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
-    its input at the residual dtype plus mean and rstd."""
-    if model.norm == "layernorm":
+    its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same)."""
+    if model.norm != "rmsnorm":
         return mode.residual_bytes * width + 8
     kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
     return 4 * width + 4 + kept_output
@@ -167,15 +167,24 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
 
 
 def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> LayerActivations:
-    """What one layer of `block` saves per token, before parallelism and checkpointing."""
+    """What one layer of `block` saves per token, before parallelism and checkpointing.
+
+    The `attention` slot holds the layer's token mixers: attention and/or an SSM mixer
+    (terms/ssm.py, mamba-ssm's fused kernels)."""
+    from trainplan.terms.ssm import ssm_bytes
+
     hidden = model.hidden_size
     norms = block.norms * _norm_bytes(model, hidden, mode)
-    attention, per_key, core = attention_bytes(model, block.attention, mode)
+    attention, per_key, core = 0.0, 0.0, 0.0
+    if block.attention is not None:
+        attention, per_key, core = attention_bytes(model, block.attention, mode)
+    if block.ssm is not None:
+        attention += ssm_bytes(model, block.ssm, mode)
     if block.cross_attention is not None:
         cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)
         attention += cross
         per_key += cross_key
-    mlp = mlp_bytes(model, block.mlp, mode)
+    mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
     return LayerActivations(norms, attention, mlp, per_key, core)
 
 

@@ -94,8 +94,8 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"), SSM projections included. Explicit names match the module name or
-    its last dotted part, as peft's `target_modules` does.
+    LM head and the router (peft's "all-linear"), SSM projections included. Explicit names
+    match the module name or its last dotted part, as peft's `target_modules` does.
     """
     if targets == "qv":
         return linear.role in QUERY_VALUE_ROLES
