@@ -210,6 +210,17 @@ def _layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]
     listed = rule.get("list")
     if listed:
         values = cfg.get(listed["key"])
+        pattern_key = listed.get("pattern_key")
+        if values is None and pattern_key and isinstance(cfg.get(pattern_key), str):
+            # one letter per layer (Nemotron-H's hybrid_override_pattern, "M-M*-...")
+            letters: Mapping[str, str] = listed["letters"]
+            pattern = str(cfg[pattern_key])
+            unknown = sorted(set(pattern) - set(letters))
+            if unknown:
+                raise ConfigError(
+                    pattern_key, f"layer letters {unknown} are not modelled; modelled: {', '.join(letters)}"
+                )
+            values = [letters[letter] for letter in pattern]
         if not isinstance(values, list) or not values:
             raise ConfigError(listed["key"], "must list the kind of every layer")
         layers = _int(cfg, *family.key("num_layers"), default=len(values))
