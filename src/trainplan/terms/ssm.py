@@ -16,8 +16,11 @@ Two kernels, stated separately because they differ by orders of magnitude:
   delta are recomputed. Both also keep in_proj's input (h) as a linear layer does.
 * `naive` -- transformers' PyTorch fallback (no kernels, e.g. on CPU): every op of the chunked SSD
   (Mamba2Mixer.forward -> mamba2_chunk_scan) or of the sequential scan (MambaMixer.slow_forward)
-  keeps its autograd inputs, most in fp32; Mamba-2's intra-chunk `L`, `G = C B^T` and `M = G * L`
-  are H x Q per token each. Derived op by op below; an estimate.
+  keeps its autograd inputs, most in fp32; Mamba-2's intra-chunk `L`, `G = C B^T` and the copy of
+  `M = G * L` that its einsum keeps are H x Q per token each. The formulas below list those tensors
+  one by one; they were checked against the tensors autograd saves for one bf16 mixer (saved-tensor
+  hooks, transformers 5.24, four shapes): within 0.1 % (Mamba-2) and 1 % (Mamba). They assume the
+  sequence is a whole number of chunks (padding to a chunk multiple adds up to Q - 1 tokens).
 """
 
 from __future__ import annotations
@@ -39,15 +42,17 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
 
     fused Mamba-2: in_proj input + a W + a D + 4 G.
     fused Mamba:   in_proj input + a (2D + R + 2N + 2N + D) + 4 D 2N / 2048.
-    naive Mamba-2 (transformers' chunked SSD, op by op, estimate):
-      in_proj input + a W (projected_states, kept alive by the conv input view)
-      + a (C_conv) (silu's input after the conv) + 2 a H (softplus, clamp inputs)
-      + 4 D (x in fp32) + 4 H (dt in fp32) + 2 x 4 H N (B, C repeated to heads)
-      + 4 D (x dt) + 3 x 4 H Q (L, G, M) + 4 (2H + H N) (decays, B_decay)
-      + 4 D (C x states) + 4 x 4 D + 4 G (gated RMSNorm: gate, input, silu, product; rstd)
-      + the out_proj input (a D) when that weight trains.
-    naive Mamba (sequential scan, estimate): in_proj input + a (2D + R + 2N) + a D (conv out)
-      + 4 x 4 D N (exp(delta A), delta B, delta B u, the running state each step) + 4 D.
+    naive Mamba-2 (transformers' chunked SSD, tensor by tensor):
+      in_proj input + a W (projected states, kept alive through the conv input view) + a C_conv
+      (the conv output, silu's input) + 2 a H (softplus and clamp inputs) + 4 D + 4 H + 4 D + 4 H
+      (x and dt in fp32, x dt, A dt) + 3 x 4 H Q (L, G, M's copy) + 3 x 4 H N (B and C repeated to
+      heads, C's second copy) + 2 x 4 H N (B_decay and its copy) + 3 x 4 D (x's chunked copies,
+      C x states) + 2 x 4 H (decays) + 2 x 4 D N / Q (chunk states, both einsums) + 5 x 4 D + 4 G
+      (the gated RMSNorm in fp32: input, gate, silu, product, normalised; rstd) + out_proj input.
+    naive Mamba (sequential scan): in_proj input + a (2D + D + D + R + D + D + D) (projected
+      states, conv out, x_proj input, dt_proj input, softplus in and out, y + D x) + 4 N + 4 D
+      (B and x in fp32) + 2 x 4 D N (exp(delta A), delta B) + (4 + a) D N (the running state each
+      step, in fp32 and cast for C) + 4 D (the gate in fp32) + out_proj input.
     """
     if kernel not in SSM_KERNELS:
         raise ValueError(f"kernel must be one of {SSM_KERNELS}, got {kernel!r}")
@@ -60,7 +65,15 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
         if kernel == "fused":
             scan_chunks = 4 * inner * 2 * state / _MAMBA_SCAN_CHUNK
             return kept + a * (2 * inner + x_dbl + 2 * state + inner) + scan_chunks
-        return kept + a * (2 * inner + x_dbl + inner) + 4 * 4 * inner * state + 4 * inner + out_input
+        naive = (
+            a * (6 * inner + inner + ssm.dt_rank)
+            + 4 * state
+            + 4 * inner
+            + 2 * 4 * inner * state
+            + (4 + a) * inner * state
+            + 4 * inner
+        )
+        return kept + naive + out_input
     heads, groups, chunk = ssm.num_heads, ssm.n_groups, ssm.chunk_size
     if kernel == "fused":
         return kept + a * width + a * inner + 4 * groups
@@ -68,14 +81,15 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
         a * width
         + a * ssm.conv_channels
         + 2 * a * heads
-        + 4 * inner
-        + 4 * heads
-        + 2 * 4 * heads * state
-        + 4 * inner
+        + 2 * 4 * inner
+        + 2 * 4 * heads
         + 3 * 4 * heads * chunk
-        + 4 * (2 * heads + heads * state)
-        + 4 * inner
-        + 4 * 4 * inner
+        + 3 * 4 * heads * state
+        + 2 * 4 * heads * state
+        + 3 * 4 * inner
+        + 2 * 4 * heads
+        + 2 * 4 * inner * state / chunk
+        + 5 * 4 * inner
         + 4 * groups
     )
     return kept + naive + out_input
