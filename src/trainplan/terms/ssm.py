@@ -65,7 +65,7 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
         if kernel == "fused":
             scan_chunks = 4 * inner * 2 * state / _MAMBA_SCAN_CHUNK
             return kept + a * (2 * inner + x_dbl + 2 * state + inner) + scan_chunks
-        naive = (
+        sequential = (
             a * (6 * inner + inner + ssm.dt_rank)
             + 4 * state
             + 4 * inner
@@ -73,7 +73,7 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
             + (4 + a) * inner * state
             + 4 * inner
         )
-        return kept + naive + out_input
+        return kept + sequential + out_input
     heads, groups, chunk = ssm.num_heads, ssm.n_groups, ssm.chunk_size
     if kernel == "fused":
         return kept + a * width + a * inner + 4 * groups
