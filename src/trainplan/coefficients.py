@@ -14,7 +14,12 @@ from functools import cached_property
 
 from trainplan.model import ModelSpec, block_linears
 from trainplan.scenario import Scenario
-from trainplan.terms.activations import ActivationMode, layer_activations, outside_layers
+from trainplan.terms.activations import (
+    ActivationMode,
+    grad_carrying_blocks,
+    layer_activations,
+    outside_layers,
+)
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.memory import (
     fused_loss_bytes,
@@ -157,13 +162,14 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             lin.name for _, lin in linears if not full and targeted(lin, scenario.lora.targets)
         ),
         attention=scenario.attention,
+        ssm_kernel=scenario.ssm_kernel,
         checkpointing=scenario.activation_checkpointing,
         dropout=model.dropout > 0,
     )
     seq = scenario.seq_len
     sharded = replicated = 0.0
     recompute: list[tuple[float, float]] = []
-    for block in model.blocks:
+    for block in grad_carrying_blocks(model, mode):
         layer = layer_activations(model, block, mode)
         full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
         if scenario.activation_checkpointing == "full":

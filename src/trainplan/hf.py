@@ -410,6 +410,10 @@ def _moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxim
     )
 
 
+def _keys(value: str | list[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def _ssm(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
     """A Mamba or Mamba-2 mixer from the keys the family's `ssm` rule names."""
     rule: Mapping[str, Any] = family.row["ssm"]
@@ -455,7 +459,7 @@ def _ssm(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
         kernel,
         num_heads=heads,
         n_groups=groups,
-        chunk_size=_int(cfg, rule.get("chunk_size", "chunk_size"), default=256),
+        chunk_size=_int(cfg, *_keys(rule.get("chunk_size", "chunk_size")), default=256),
         proj_bias=proj_bias,
         conv_bias=conv_bias,
         gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),

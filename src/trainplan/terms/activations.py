@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplan.model import Attention, Block, Mlp, ModelSpec
+from trainplan.model import Attention, Block, Mlp, ModelSpec, block_linears
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class ActivationMode:
     tensor_parallel: int = 1
     sequence_parallel: bool = False
     dropout: bool = False
+    ssm_kernel: str = "fused"  # fused (mamba-ssm) | naive (transformers' PyTorch path)
 
     @property
     def casts_inputs(self) -> bool:
@@ -166,11 +167,24 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     return shared_input + routed + router + shared
 
 
+def grad_carrying_blocks(model: ModelSpec, mode: ActivationMode) -> list[Block]:
+    """The blocks that keep activations: all of them when weights train; under LoRA, none
+    before the first layer holding an adapter, since nothing there requires a gradient (the
+    embedding is frozen) and autograd records no op (e.g. a hybrid's Mamba layers ahead of its
+    first attention layer when only attention is adapted)."""
+    if mode.weights_trainable:
+        return list(model.blocks)
+    for index, block in enumerate(model.blocks):
+        if any(linear.name in mode.lora_targets for linear in block_linears(block, model.hidden_size)):
+            return list(model.blocks[index:])
+    return []
+
+
 def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> LayerActivations:
     """What one layer of `block` saves per token, before parallelism and checkpointing.
 
     The `attention` slot holds the layer's token mixers: attention and/or an SSM mixer
-    (terms/ssm.py, mamba-ssm's fused kernels)."""
+    (terms/ssm.py, for the kernel the mode names)."""
     from trainplan.terms.ssm import ssm_bytes
 
     hidden = model.hidden_size
@@ -179,7 +193,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     if block.attention is not None:
         attention, per_key, core = attention_bytes(model, block.attention, mode)
     if block.ssm is not None:
-        attention += ssm_bytes(model, block.ssm, mode)
+        attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
     if block.cross_attention is not None:
         cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)
         attention += cross

@@ -26,9 +26,9 @@ Two kernels, stated separately because they differ by orders of magnitude:
 from __future__ import annotations
 
 from trainplan.model import ModelSpec, Ssm, ssm_linears
+from trainplan.scenario import SSM_KERNELS
 from trainplan.terms.activations import ActivationMode, _linear_input
 
-SSM_KERNELS = ("fused", "naive")
 _MAMBA_SCAN_CHUNK = 2048  # mamba-ssm's selective_scan_fwd processes 2048 tokens per chunk
 
 
@@ -54,8 +54,7 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
       (B and x in fp32) + 2 x 4 D N (exp(delta A), delta B) + (4 + a) D N (the running state each
       step, in fp32 and cast for C) + 4 D (the gate in fp32) + out_proj input.
     """
-    if kernel not in SSM_KERNELS:
-        raise ValueError(f"kernel must be one of {SSM_KERNELS}, got {kernel!r}")
+    assert kernel in SSM_KERNELS, kernel  # the scenario validates the choice
     a, hidden = mode.activation_bytes, model.hidden_size
     inner, state, width = ssm.inner_size, ssm.state_size, in_proj_width(ssm, hidden)
     kept = _linear_input(mode, hidden, ["in_proj"])

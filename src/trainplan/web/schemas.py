@@ -44,7 +44,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "batch",
         "Batch and memory savers",
-        ("micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "attention"),
+        ("micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "attention", "ssm_kernel"),
     ),
     (
         "hardware",
