@@ -343,6 +343,7 @@ def _attention(cfg: Mapping[str, Any], family: Family, hidden: int) -> Attention
         qk_norm=str(family.setting("qk_norm", cfg, "none")),
         qk_norm_bias=_flag(family, "qk_norm_bias", cfg),
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
+        sinks=_flag(family, "attention_sinks", cfg),
         names=tuple(names),
     )
 

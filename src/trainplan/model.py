@@ -57,6 +57,7 @@ class Attention:
     rope_head_dim: int = 0
     relative_bias_params: int = 0
     logit_softcap: bool = False
+    sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -233,8 +234,9 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 
 def attention_extra_params(attention: Attention) -> int:
-    """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias."""
-    params = attention.relative_bias_params
+    """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
+    one sink logit per head."""
+    params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
         params += 2 * attention.head_dim * per_norm
