@@ -162,3 +162,13 @@ def test_naive_formula_matches_saved_tensors() -> None:
     measured = sum(saved.values()) / seq
     # tolerance 2 %: the conv output's K - 1 padding rows and chunk-level tensors are left out
     assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == pytest.approx(measured, rel=0.02)
+
+
+def test_unknown_model_type_without_signals_is_read_and_flagged() -> None:
+    # a Llama-shaped config of a type the table does not name is read, and says it was guessed
+    cfg = {"model_type": "my_llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 10}  # fmt: skip
+    spec = spec_from_config(cfg, "x")
+    # per layer 4 x 64 x 64 + 3 x 64 x 128 + 2 x 64 = 41,088; embedding and head 2 x 640; final norm 64
+    assert total_params(spec) == 2 * 41_088 + 1_280 + 64
+    assert "not in the architecture table" in spec.approximations[0]

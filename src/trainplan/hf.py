@@ -147,6 +147,11 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     vocab = _int(cfg, *family.key("vocab_size"))
     kinds = _layer_kinds(cfg, family)
     approximations: list[str] = []
+    if family is GENERIC:
+        approximations.append(
+            f"model_type {str(cfg.get('model_type', '')) or '(none)'!r} is not in the architecture table: "
+            "read with the Llama-style keys (gated MLP, RMSNorm), unverified for this model"
+        )
     uses = {part for kind in kinds for part in kind}
     attention = _attention(cfg, family, hidden) if "attention" in uses else None
     ssm = _ssm(cfg, family, hidden) if "ssm" in uses else None
@@ -169,7 +174,6 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
                                ssm=block.ssm, parallel=parallel)  # fmt: skip
         else:
             blocks.append(block)
-    model_type = str(cfg.get("model_type", ""))
     return ModelSpec(
         name=name,
         hidden_size=hidden,
@@ -183,7 +187,6 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
         approximations=tuple(approximations),
         source=source,
-        notes=(f"architecture: {family.name} ({model_type})",) if family is not GENERIC else (),
     )
 
 
