@@ -1,7 +1,7 @@
 """Architecture families: how each Hugging Face `model_type` maps its config.json to blocks.
 
 The table is data (`data/architectures.yaml`, one row per family, each with its source and date),
-read by the adapter in `hf.py`. A row declares key aliases, plain or gated MLP, biases, norms,
+read by the adapter in the `hf` package. A row declares key aliases, plain or gated MLP, biases, norms,
 parallel attention + MLP, fused module names, the layer pattern (MoE interleaving, hybrid
 attention/SSM order) and the config values transformers fills in when a config.json omits them.
 Model types transformers ships but that we do not model are listed under `refused` with the

@@ -4,7 +4,7 @@ A model is an embedding, groups of identical blocks (each a token mixer -- atten
 state-space mixer, or both side by side -- an optional MLP, and norms) and a
 head. Every weight matrix is listed as a `Linear` with the name Hugging Face gives that module,
 so parameter counts, LoRA targets and activation sizes all derive from one description.
-Hugging Face config keys never appear here: `hf.py` is the only adapter that reads them.
+Hugging Face config keys never appear here: the `hf` package is the only adapter that reads them.
 """
 
 from __future__ import annotations
