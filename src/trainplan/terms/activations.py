@@ -199,6 +199,9 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention += cross
         per_key += cross_key
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
+    if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
+        # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
+        mlp -= mode.activation_bytes * hidden
     return LayerActivations(norms, attention, mlp, per_key, core)
 
 

@@ -1,5 +1,6 @@
-"""Mamba / Mamba-2 mixers and hybrids: hand-computed parameters, activations, FLOPs, layer order,
-and the refusals that keep an unmodelled layout from being read as a Llama."""
+"""Layouts beyond the Llama block: Mamba / Mamba-2 mixers and hybrids (hand-computed parameters,
+activations, FLOPs, layer order), parallel blocks, and the refusals that keep an unmodelled
+layout from being read as a Llama."""
 
 from __future__ import annotations
 
@@ -172,3 +173,21 @@ def test_unknown_model_type_without_signals_is_read_and_flagged() -> None:
     # per layer 4 x 64 x 64 + 3 x 64 x 128 + 2 x 64 = 41,088; embedding and head 2 x 640; final norm 64
     assert total_params(spec) == 2 * 41_088 + 1_280 + 64
     assert "not in the architecture table" in spec.approximations[0]
+
+
+def test_parallel_block_keeps_the_shared_input_once() -> None:
+    # GPT-J: attention and MLP read one normed tensor; a sequential block keeps two inputs
+    from dataclasses import replace
+
+    from trainplan.terms.activations import layer_activations
+
+    cfg = {"model_type": "gptj", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+           "n_positions": 128, "tie_word_embeddings": False}  # fmt: skip
+    spec = spec_from_config(cfg, "gptj")
+    block = spec.blocks[0]
+    assert block.parallel and block.norms == 1
+    sequential = replace(block, parallel=False)
+    # bf16 full fine-tune: one bf16 copy of the 64-wide input fewer, 2 x 64 = 128 bytes a token
+    together = layer_activations(spec, block, BF16_FULL)
+    apart = layer_activations(spec, sequential, BF16_FULL)
+    assert apart.mlp - together.mlp == 128
