@@ -14,7 +14,12 @@ from functools import cached_property
 
 from trainplan.model import ModelSpec, block_linears
 from trainplan.scenario import Scenario
-from trainplan.terms.activations import ActivationMode, layer_activations, outside_layers
+from trainplan.terms.activations import (
+    ActivationMode,
+    grad_carrying_blocks,
+    layer_activations,
+    outside_layers,
+)
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.memory import (
     fused_loss_bytes,
@@ -182,6 +187,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             lin.name for _, lin in linears if not full and targeted(lin, scenario.lora.targets)
         ),
         attention=scenario.attention,
+        ssm_kernel=scenario.ssm_kernel,
         checkpointing=scenario.activation_checkpointing,
         dropout=model.dropout > 0,
         lora_dropout=not full and scenario.lora.dropout > 0,
@@ -193,7 +199,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     ckpt = scenario.activation_checkpointing
     every = checkpoint_every(ckpt)
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
-    for block, kept_inputs in zip(model.blocks, checkpointed, strict=True):
+    carrying = grad_carrying_blocks(model, mode)  # a suffix of model.blocks
+    skipped = len(model.blocks) - len(carrying)
+    for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
         layer = layer_activations(model, block, mode)
         full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
         if every is not None:

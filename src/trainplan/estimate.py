@@ -139,8 +139,7 @@ def _phases(mem: Memory) -> tuple[Phase, ...]:
 def check_parallel(model: ModelSpec, scenario: Scenario) -> None:
     """Tensor parallel must split heads evenly; pipeline parallel needs a layer per stage."""
     tp, pp = scenario.tensor_parallel, scenario.pipeline_parallel
-    heads = model.blocks[0].attention.num_heads
-    kv_heads = model.blocks[0].attention.num_kv_heads
+    heads, kv_heads = model.attention_heads
     if heads % tp:
         raise InputError("tensor_parallel", f"{tp} does not divide the {heads} attention heads")
     if kv_heads % tp and tp % kv_heads:
@@ -224,6 +223,6 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
     if any(extra.params for extra in model.extras):
         names = ", ".join(extra.name for extra in model.extras)
         notes.append(f"{names}: weights counted; their activations are not modelled (small next to the LM)")
-    if scenario.method == "qlora" and any(block.mlp.is_moe for block in model.blocks):
+    if scenario.method == "qlora" and any(block.mlp and block.mlp.is_moe for block in model.blocks):
         notes.append("QLoRA on MoE: routed experts assumed quantised like other linear layers")
     return notes

@@ -1,9 +1,10 @@
-"""The model spec: a transformer described by the shapes of its weights.
+"""The model spec: a decoder described by the shapes of its weights.
 
-A model is an embedding, groups of identical blocks (each an attention, an MLP and norms) and a
+A model is an embedding, groups of identical blocks (each a token mixer -- attention, a Mamba
+state-space mixer, or both side by side -- an optional MLP, and norms) and a
 head. Every weight matrix is listed as a `Linear` with the name Hugging Face gives that module,
 so parameter counts, LoRA targets and activation sizes all derive from one description.
-Hugging Face config keys never appear here: `hf.py` is the only adapter that reads them.
+Hugging Face config keys never appear here: the `hf` package is the only adapter that reads them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
+SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Attention:
     rope_head_dim: int = 0
     relative_bias_params: int = 0
     logit_softcap: bool = False
+    sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -92,15 +95,50 @@ class Mlp:
 
 
 @dataclass(frozen=True)
+class Ssm:
+    """A Mamba (selective scan, Gu & Dao 2023) or Mamba-2 (SSD, Dao & Gu 2024) mixer.
+
+    `inner_size` is the expanded width (expand x hidden); Mamba-2 splits it into `num_heads` of
+    `head_dim` and shares B and C across `n_groups`; Mamba keeps one state of `state_size` per
+    inner channel and projects the step size through a rank-`dt_rank` bottleneck.
+    """
+
+    kind: str  # "mamba" | "mamba2"
+    inner_size: int
+    state_size: int
+    conv_kernel: int
+    num_heads: int = 0
+    n_groups: int = 1
+    dt_rank: int = 0
+    proj_bias: bool = False
+    conv_bias: bool = True
+    gated_norm: bool = True  # Mamba-2's RMSNorm over the inner width, gated by z
+    dt_bc_norms: bool = False  # Jamba's RMSNorms on dt, B and C
+    chunk_size: int = 256  # Mamba-2's SSD chunk length (Mamba2Config.chunk_size default)
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels of the causal depthwise conv: x (Mamba), or x, B and C (Mamba-2)."""
+        if self.kind == "mamba":
+            return self.inner_size
+        return self.inner_size + 2 * self.n_groups * self.state_size
+
+
+@dataclass(frozen=True)
 class Block:
-    """`count` identical transformer layers."""
+    """`count` identical layers: a token mixer (attention and/or SSM), an optional MLP, norms.
+
+    `parallel` marks attention and MLP reading the same normed input (GPT-J, Falcon, Cohere).
+    """
 
     count: int
-    attention: Attention
-    mlp: Mlp
+    attention: Attention | None
+    mlp: Mlp | None
     norms: int = 2
     cross_attention: Attention | None = None
     role: str = "decoder"
+    ssm: Ssm | None = None
+    parallel: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,7 +160,8 @@ class ModelSpec:
     vocab_size: int
     blocks: tuple[Block, ...]
     tied_embeddings: bool = False
-    norm: str = "rmsnorm"
+    head_bias: bool = False
+    norm: str = "rmsnorm"  # rmsnorm | layernorm | layernorm-no-bias | parameter-free
     final_norms: int = 1
     learned_positions: int = 0
     embedding_inputs: int = 1
@@ -143,8 +182,23 @@ class ModelSpec:
 
     @property
     def norm_params(self) -> int:
-        """Parameters of one hidden-size norm: weight, plus bias for LayerNorm."""
-        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
+        """Parameters of one hidden-size norm: weight, plus bias for LayerNorm; none when the norm
+        has no affine parameters (OLMo's non-parametric LayerNorm)."""
+        return self.hidden_size * {"layernorm": 2, "parameter-free": 0}.get(self.norm, 1)
+
+    @property
+    def attention_heads(self) -> tuple[int, int]:
+        """(heads, key/value heads) of the first attention layer, or of the first SSM mixer
+        (Mamba-2 heads; Mamba's inner channels) when the model has no attention: what tensor
+        parallelism has to split evenly."""
+        for block in self.blocks:
+            if block.attention is not None:
+                return block.attention.num_heads, block.attention.num_kv_heads
+        for block in self.blocks:
+            if block.ssm is not None:
+                heads = block.ssm.num_heads or block.ssm.inner_size
+                return heads, heads
+        raise AssertionError("a model has attention or SSM layers")
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -180,8 +234,9 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 
 def attention_extra_params(attention: Attention) -> int:
-    """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias."""
-    params = attention.relative_bias_params
+    """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
+    one sink logit per head."""
+    params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
         params += 2 * attention.head_dim * per_norm
@@ -224,9 +279,48 @@ def _ffn(
     ]
 
 
+def ssm_linears(ssm: Ssm, hidden_size: int) -> list[Linear]:
+    """The weight matrices of one Mamba / Mamba-2 mixer, named as Hugging Face names them.
+
+    Mamba: in_proj h -> 2 inner (x and gate z); x_proj inner -> dt_rank + 2 state (dt, B, C);
+    dt_proj dt_rank -> inner, always with a bias; out_proj inner -> h.
+    Mamba-2: in_proj h -> z (inner) + x, B, C (conv channels) + dt (one per head); out_proj.
+    (transformers' MambaMixer and Mamba2Mixer; Gu & Dao 2023, alg. 2; Dao & Gu 2024, sec. 7.)
+    """
+    bias, inner = ssm.proj_bias, ssm.inner_size
+    if ssm.kind == "mamba":
+        return [
+            Linear("in_proj", "ssm_in", hidden_size, 2 * inner, bias),
+            Linear("x_proj", "ssm_x", inner, ssm.dt_rank + 2 * ssm.state_size),
+            Linear("dt_proj", "ssm_dt", ssm.dt_rank, inner, True),
+            Linear("out_proj", "ssm_out", inner, hidden_size, bias),
+        ]
+    return [
+        Linear("in_proj", "ssm_in", hidden_size, inner + ssm.conv_channels + ssm.num_heads, bias),
+        Linear("out_proj", "ssm_out", inner, hidden_size, bias),
+    ]
+
+
+def ssm_extra_params(ssm: Ssm) -> int:
+    """Non-matrix SSM parameters: the depthwise conv (channels x kernel, + bias), A_log and D
+    (per channel x state and per channel for Mamba; per head for Mamba-2), Mamba-2's dt_bias
+    and gated RMSNorm, Jamba's dt/B/C RMSNorms."""
+    conv = ssm.conv_channels * ssm.conv_kernel + (ssm.conv_channels if ssm.conv_bias else 0)
+    if ssm.kind == "mamba":
+        norms = ssm.dt_rank + 2 * ssm.state_size if ssm.dt_bc_norms else 0
+        return conv + ssm.inner_size * ssm.state_size + ssm.inner_size + norms
+    return conv + 3 * ssm.num_heads + (ssm.inner_size if ssm.gated_norm else 0)
+
+
 def block_linears(block: Block, hidden_size: int) -> list[Linear]:
-    """All weight matrices of one layer of `block`."""
-    linears = attention_linears(block.attention, hidden_size)
+    """All weight matrices of one layer of `block`, in forward order."""
+    linears: list[Linear] = []
+    if block.attention is not None:
+        linears += attention_linears(block.attention, hidden_size)
+    if block.ssm is not None:
+        linears += ssm_linears(block.ssm, hidden_size)
     if block.cross_attention is not None:
         linears += attention_linears(block.cross_attention, hidden_size)
-    return linears + mlp_linears(block.mlp, hidden_size)
+    if block.mlp is not None:
+        linears += mlp_linears(block.mlp, hidden_size)
+    return linears

@@ -223,8 +223,7 @@ def evaluate_group(
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
     grad_accum = np.maximum(np.rint(sequences / np.maximum(mb * dp, 1)).astype(int), 1)
-    heads = model.blocks[0].attention.num_heads
-    kv_heads = model.blocks[0].attention.num_kv_heads
+    heads, kv_heads = model.attention_heads
     fractions = {
         int(p): coeffs.stage_fraction(int(p)) if p <= model.num_layers else 1.0
         for p in request.pipeline_parallel

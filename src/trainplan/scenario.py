@@ -30,6 +30,7 @@ OPTIMIZERS = (
 )
 CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
+SSM_KERNELS = ("fused", "naive")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
@@ -168,6 +169,14 @@ class Scenario:
         FieldInfo(
             "attention kernel: flash and sdpa keep no seq x seq scores; eager materialises them",
             ATTENTION,
+        ),
+    )
+    ssm_kernel: str = _field(
+        "fused",
+        FieldInfo(
+            "Mamba / Mamba-2 kernels: fused (mamba-ssm) or naive (the PyTorch fallback, which "
+            "keeps far more for backward)",
+            SSM_KERNELS,
         ),
     )
     gpu: str = _field("H100-SXM", FieldInfo("GPU type (name or alias, see `trainplan gpus`)"))

@@ -72,3 +72,45 @@ def test_measure_cli_json() -> None:
 def test_measure_cli_error_exit() -> None:
     result = CliRunner().invoke(app, ["measure", "--model", "GPT-2", "--method", "qlora", "--gpus", "1"])
     assert result.exit_code == 2 and "bitsandbytes" in result.output
+
+
+SSM_CONFIGS = {
+    # Mamba-2: 2 layers, h 256, 8 heads of 64, state 32, chunks of 64
+    "mamba2": {"model_type": "mamba2", "hidden_size": 256, "num_hidden_layers": 2, "num_heads": 8,
+               "head_dim": 64, "expand": 2, "n_groups": 1, "state_size": 32, "vocab_size": 512,
+               "chunk_size": 64, "conv_kernel": 4},
+    # Bamba-style hybrid: Mamba-2 layers 0, 1, 3 and attention at layer 2, each with an MLP
+    "bamba": {"model_type": "bamba", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512,
+              "attn_layer_indices": [2], "mamba_n_heads": 8, "mamba_d_head": 64, "mamba_n_groups": 1,
+              "mamba_d_state": 32, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 64},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "fields", "tolerance"),
+    [
+        ("mamba2", {"method": "full", "precision": "bf16"}, 0.03),  # traced -1.5%
+        ("bamba", {"method": "full", "precision": "bf16"}, 0.03),  # traced -0.3%
+        ("bamba", {"method": "lora", "precision": "bf16"}, 0.08),  # traced +5.7%
+    ],
+)
+def test_ssm_traces_match_the_naive_estimate(
+    tmp_path: object, name: str, fields: dict[str, object], tolerance: float
+) -> None:
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from trainplan.measure.compare import SSM_NOTE, measure_scenario
+    from trainplan.scenario import scenario_from_mapping
+
+    path = Path(str(tmp_path)) / "config.json"
+    path.write_text(json.dumps(SSM_CONFIGS[name]))
+    scenario = scenario_from_mapping(
+        {"model": str(path), "gpus": 1, "seq_len": 256, "grad_accum": 1, "activation_checkpointing": "none",
+         "attention": "sdpa", **fields}
+    )  # fmt: skip
+    comparison = measure_scenario(scenario)
+    assert comparison.scenario.ssm_kernel == "naive" and SSM_NOTE in comparison.notes
+    error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
+    assert abs(error) < tolerance, error

@@ -27,6 +27,11 @@ NOT_TRACED = (
     "allocator fragmentation or reserved-but-unused memory, or scratch inside kernels; the "
     "estimate's overhead term (overhead_gib) stands for those and is left out of this comparison."
 )
+SSM_NOTE = (
+    "SSM mixers run transformers' PyTorch path in a trace (mamba-ssm's kernels need CUDA), so the "
+    "estimate is compared with ssm_kernel naive; the fused kernels keep only the in_proj output, "
+    "the scan output and the norm's rstd per token and recompute the rest in backward"
+)
 TRACEABLE_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 
 
@@ -158,6 +163,12 @@ def measure_scenario(scenario: Scenario) -> Comparison:
     compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
     lora = scenario.lora
     config = model_config(scenario.model)[0]
+    notes = [NOT_TRACED]
+    spec = spec_from_config(config, scenario.model)
+    has_attention = any(block.attention is not None for block in spec.blocks)
+    if any(block.ssm is not None for block in spec.blocks):
+        compared = dataclasses.replace(compared, ssm_kernel="naive")
+        notes.append(SSM_NOTE)
     measured = measure_training_step(
         config,
         method="full" if scenario.method == "full" else ("dora" if lora.dora else "lora"),
@@ -171,12 +182,12 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         seq_len=scenario.seq_len,
         gradient_checkpointing=scenario.activation_checkpointing in ("full", "op"),
         checkpoint_policy="op" if scenario.activation_checkpointing == "op" else "full",
-        attention="eager" if scenario.attention == "eager" else "sdpa",
+        # transformers runs attention-free models (Mamba, Mamba-2) only with attention "eager"
+        attention="eager" if scenario.attention == "eager" or not has_attention else "sdpa",
         loss=scenario.loss,
         loss_chunks=scenario.loss_chunks,
         optimizer_in_backward=scenario.optimizer_in_backward,
     )
-    notes = [NOT_TRACED]
     if scenario.grad_accum > 1:
         notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
     return Comparison(compared, measured, estimate(compared), tuple(notes))

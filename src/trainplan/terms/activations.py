@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplan.model import Attention, Block, Mlp, ModelSpec
+from trainplan.model import Attention, Block, Mlp, ModelSpec, block_linears
 from trainplan.terms.savers import lora_dropout_input_bytes
 
 
@@ -34,6 +34,7 @@ class ActivationMode:
     dropout: bool = False
     lora_dropout: bool = False  # peft lora_dropout > 0 (terms/savers.py)
     adapter_bytes: int = 4  # LoRA adapter dtype: fp32 (peft) or the compute dtype (torchtune)
+    ssm_kernel: str = "fused"  # fused (mamba-ssm) | naive (transformers' PyTorch path)
 
     @property
     def casts_inputs(self) -> bool:
@@ -59,8 +60,8 @@ class LayerActivations:
 def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
     """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
     row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
-    its input at the residual dtype plus mean and rstd."""
-    if model.norm == "layernorm":
+    its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same)."""
+    if model.norm != "rmsnorm":
         return mode.residual_bytes * width + 8
     kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
     return 4 * width + 4 + kept_output
@@ -177,16 +178,41 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     return shared_input + routed + router + shared
 
 
+def grad_carrying_blocks(model: ModelSpec, mode: ActivationMode) -> list[Block]:
+    """The blocks that keep activations: all of them when weights train; under LoRA, none
+    before the first layer holding an adapter, since nothing there requires a gradient (the
+    embedding is frozen) and autograd records no op (e.g. a hybrid's Mamba layers ahead of its
+    first attention layer when only attention is adapted)."""
+    if mode.weights_trainable:
+        return list(model.blocks)
+    for index, block in enumerate(model.blocks):
+        if any(linear.name in mode.lora_targets for linear in block_linears(block, model.hidden_size)):
+            return list(model.blocks[index:])
+    return []
+
+
 def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> LayerActivations:
-    """What one layer of `block` saves per token, before parallelism and checkpointing."""
+    """What one layer of `block` saves per token, before parallelism and checkpointing.
+
+    The `attention` slot holds the layer's token mixers: attention and/or an SSM mixer
+    (terms/ssm.py, for the kernel the mode names)."""
+    from trainplan.terms.ssm import ssm_bytes
+
     hidden = model.hidden_size
     norms = block.norms * _norm_bytes(model, hidden, mode)
-    attention, per_key, core = attention_bytes(model, block.attention, mode)
+    attention, per_key, core = 0.0, 0.0, 0.0
+    if block.attention is not None:
+        attention, per_key, core = attention_bytes(model, block.attention, mode)
+    if block.ssm is not None:
+        attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
     if block.cross_attention is not None:
         cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)
         attention += cross
         per_key += cross_key
-    mlp = mlp_bytes(model, block.mlp, mode)
+    mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
+    if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
+        # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
+        mlp -= mode.activation_bytes * hidden
     return LayerActivations(norms, attention, mlp, per_key, core)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from trainplan.model import Block, ModelSpec, block_linears
 from trainplan.terms.savers import checkpoint_every, checkpointed_layers, op_sac_saved
+from trainplan.terms.ssm import ssm_scan_flops
 
 
 @dataclass(frozen=True)
@@ -37,19 +38,25 @@ class FlopsPerToken:
 def _block_matmul_active(block: Block, model: ModelSpec) -> float:
     """Matmul parameters one token touches in one layer (top-k of the routed experts)."""
     total = 0.0
+    top_k = block.mlp.experts_per_token if block.mlp is not None else 0
     for linear in block_linears(block, model.hidden_size):
         per_copy = linear.in_features * linear.out_features
         if linear.expert:
-            total += per_copy * block.mlp.experts_per_token
+            total += per_copy * top_k
         else:
             total += per_copy * linear.copies
     return total
 
 
 def _attention_core(block: Block, context: float) -> float:
-    """Forward FLOPs per token of scores and weighted sum over `context` keys."""
+    """Forward FLOPs per token of scores and weighted sum over `context` keys, plus an SSM
+    mixer's scan and convolution (terms/ssm.py), the other weightless token mixer."""
     attention = block.attention
-    flops = 2 * attention.num_heads * context * (attention.head_dim + attention.v_head_dim)
+    flops = 0.0
+    if attention is not None:
+        flops += 2 * attention.num_heads * context * (attention.head_dim + attention.v_head_dim)
+    if block.ssm is not None:
+        flops += ssm_scan_flops(block.ssm)
     if block.cross_attention is not None:
         cross = block.cross_attention
         flops += 2 * cross.num_heads * 2 * context * (cross.head_dim + cross.v_head_dim)

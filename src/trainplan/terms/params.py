@@ -16,11 +16,13 @@ from trainplan.model import (
     ATTENTION_ROLES,
     MLP_ROLES,
     QUERY_VALUE_ROLES,
+    SSM_ROLES,
     Block,
     Linear,
     ModelSpec,
     attention_extra_params,
     block_linears,
+    ssm_extra_params,
 )
 from trainplan.scenario import LoraSettings
 
@@ -46,9 +48,11 @@ class ParamCounts:
 
 
 def block_params(block: Block, model: ModelSpec) -> int:
-    """Parameters of one layer of `block`: matrices, norms, attention extras."""
+    """Parameters of one layer of `block`: matrices, norms, attention and SSM extras."""
     matrices = sum(linear.params for linear in block_linears(block, model.hidden_size))
-    extra = attention_extra_params(block.attention)
+    extra = 0 if block.attention is None else attention_extra_params(block.attention)
+    if block.ssm is not None:
+        extra += ssm_extra_params(block.ssm)
     if block.cross_attention is not None:
         extra += attention_extra_params(block.cross_attention)
     return matrices + extra + block.norms * model.norm_params
@@ -58,7 +62,7 @@ def block_active_params(block: Block, model: ModelSpec) -> int:
     """Parameters one token touches in one layer: routed experts count top-k of them."""
     total = block_params(block, model)
     mlp = block.mlp
-    if not mlp.is_moe:
+    if mlp is None or not mlp.is_moe:
         return total
     expert_params = sum(linear.params for linear in block_linears(block, model.hidden_size) if linear.expert)
     return total - expert_params + expert_params * mlp.experts_per_token // mlp.num_experts
@@ -70,8 +74,10 @@ def embedding_params(model: ModelSpec) -> int:
 
 
 def head_params(model: ModelSpec) -> int:
-    """The LM head: vocab x hidden when untied, nothing extra when tied to the embedding."""
-    return 0 if model.tied_embeddings else model.vocab_size * model.hidden_size
+    """The LM head: vocab x hidden when untied, nothing extra when tied to the embedding; plus
+    a vocab-sized bias where the head has one (GPT-J, CodeGen, Phi-1/2)."""
+    bias = model.vocab_size if model.head_bias else 0
+    return bias + (0 if model.tied_embeddings else model.vocab_size * model.hidden_size)
 
 
 def total_params(model: ModelSpec) -> int:
@@ -88,15 +94,15 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"). Explicit names match the module name or
-    its last dotted part, as peft's `target_modules` does.
+    LM head and the router (peft's "all-linear"), SSM projections included. Explicit names
+    match the module name or its last dotted part, as peft's `target_modules` does.
     """
     if targets == "qv":
         return linear.role in QUERY_VALUE_ROLES
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return linear.role in ATTENTION_ROLES | MLP_ROLES
+        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
 

@@ -128,7 +128,7 @@ def op_sac_saved(block: Block, model: ModelSpec, activation_bytes: int) -> tuple
     recomputed = 0.0
     position = 0
     for linear in block_linears(block, model.hidden_size):
-        if linear.expert:
+        if linear.expert and block.mlp is not None:
             recomputed += linear.in_features * linear.out_features * block.mlp.experts_per_token
             continue
         position += 1
@@ -136,7 +136,7 @@ def op_sac_saved(block: Block, model: ModelSpec, activation_bytes: int) -> tuple
             saved += activation_bytes * linear.out_features * linear.copies
         else:
             recomputed += linear.in_features * linear.out_features * linear.copies
-    attention = getattr(block, "attention", None)  # blocks without attention save no SDPA output
+    attention = block.attention  # blocks without attention (SSM layers) save no SDPA output
     if attention is not None:
         saved += activation_bytes * attention.num_heads * (attention.v_head_dim or attention.head_dim)
         saved += 4 * attention.num_heads

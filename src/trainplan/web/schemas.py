@@ -71,6 +71,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "activation_checkpointing",
             "activation_offload",
             "attention",
+            "ssm_kernel",
             "loss",
             "loss_chunks",
             "compile",

@@ -1,0 +1,169 @@
+"""Hugging Face config.json -> ModelSpec. The only package that knows Hugging Face key names.
+
+How a decoder's config maps to blocks is declared per `model_type` family in the architecture
+table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
+parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
+Encoder-decoder T5/mT5/Flan-T5 and GPT-2 have readers of their own; multimodal configs whose
+language model sits under `text_config`/`language_config` add a ViT-style `vision_config`.
+A model type on the table's refusal list, or an unknown one whose config names a layout we do
+not model, is refused with the field and value; other unknown types are read with the keys
+Llama-style configs share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.hf.layers import layer_kinds
+from trainplan.hf.modules import attention_module, dense_mlp, moe_mlp, ssm_mixer
+from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.values import flag, get_int
+from trainplan.model import Block, ExtraComponent, ModelSpec
+
+__all__ = ["family_of", "language_config", "spec_from_config"]
+
+
+def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language-model part of a (possibly multimodal) config, with its type's defaults."""
+    text = cfg
+    for key in ("text_config", "language_config"):
+        sub = cfg.get(key)
+        if isinstance(sub, Mapping) and ("hidden_size" in sub or "num_hidden_layers" in sub):
+            text = sub
+            break
+    model_type = str(text.get("model_type", ""))
+    if model_type == "gemma3" and text is not cfg:
+        model_type = "gemma3_text"
+    family = find_family(model_type)
+    defaults = family.row.get("defaults") if family else None
+    return {**defaults, **text} if defaults else text
+
+
+def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
+    """Build the ModelSpec of a Hugging Face config.json dict."""
+    if not isinstance(cfg, Mapping):
+        raise ConfigError("config", "config.json must be a JSON object")
+    model_type = str(cfg.get("model_type", "")).lower()
+    if model_type in ("t5", "mt5", "umt5") or (cfg.get("is_encoder_decoder") and "d_model" in cfg):
+        return t5_spec(cfg, name, source)
+    if refusal(model_type) is not None:
+        family_of(model_type, cfg)  # a multimodal wrapper we do not model: refused by its own type
+    text = language_config(cfg)
+    text_type = str(text.get("model_type", model_type)).lower()
+    if text_type == "gemma3" and text is not cfg:
+        text_type = "gemma3_text"
+    if not text_type and "n_embd" in cfg and "n_layer" in cfg:
+        text_type = "gpt2"  # GPT-2's own keys without a model_type
+    family = family_of(text_type, text)
+    if family.row.get("reader") == "gpt2":
+        return gpt2_spec(cfg, name, source, family)
+    spec = _decoder(text, name, source, family)
+    extras = vision_extras(cfg, spec.hidden_size)
+    if extras:
+        spec = _with_extras(spec, extras, modality="text+vision")
+    return spec
+
+
+def _with_extras(spec: ModelSpec, extras: list[ExtraComponent], modality: str) -> ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, extras=spec.extras + tuple(extras), modality=modality)
+
+
+#: Config keys that name a layout the generic reading does not model (SSM mixers, hybrid layer
+#: orders, linear attention, parallel blocks, GPT-style key names): an unknown model type that
+#: has one is refused rather than read as a Llama.
+_UNMODELLED_SIGNALS = (
+    "state_size", "ssm_state_size", "mamba_d_state", "d_state", "layers_block_type",
+    "attn_layer_period", "attn_layer_indices", "hybrid_layer_ids", "hybrid_override_pattern",
+    "block_types", "linear_attn_config", "parallel_attn", "use_parallel_residual",
+    "new_decoder_architecture", "multi_query", "n_embd", "n_layer", "n_head", "attention_heads",
+    "ffn_dim", "d_model", "interleave_moe_layer_step", "num_mem_blocks", "shared_expert_intermediate_size",
+)  # fmt: skip
+
+
+def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
+    """The architecture family that reads this config; ConfigError when it is not modelled."""
+    family = find_family(model_type)
+    if family is not None:
+        return family
+    refused = refusal(model_type)
+    if refused is not None:
+        raise ConfigError(
+            "model_type",
+            f"{model_type!r} is not modelled: {refused.reason}. Supported model types: "
+            + ", ".join(supported_model_types()),
+        )
+    for key in _UNMODELLED_SIGNALS:
+        if cfg.get(key) not in (None, False):
+            raise ConfigError(
+                key,
+                f"{key}={cfg[key]!r} in a config of unknown model_type {model_type or '(none)'!r} "
+                "names a layout the generic (Llama-style) reading does not model; supported model "
+                "types: " + ", ".join(supported_model_types()),
+            )
+    return GENERIC
+
+
+def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+    """A decoder-only model: attention (MHA/GQA/MQA or MLA) and/or Mamba mixers, dense or MoE
+    MLPs, in the layer order the family's table row declares."""
+    hidden = get_int(cfg, *family.key("hidden_size"))
+    vocab = get_int(cfg, *family.key("vocab_size"))
+    kinds = layer_kinds(cfg, family)
+    approximations: list[str] = []
+    if family is GENERIC:
+        approximations.append(
+            f"model_type {str(cfg.get('model_type', '')) or '(none)'!r} is not in the architecture table: "
+            "read with the Llama-style keys (gated MLP, RMSNorm), unverified for this model"
+        )
+    uses = {part for kind in kinds for part in kind}
+    attention = attention_module(cfg, family, hidden) if "attention" in uses else None
+    ssm = ssm_mixer(cfg, family, hidden) if "ssm" in uses else None
+    dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
+    moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
+    norms = int(family.setting("norms_per_layer", cfg, 2))
+    parallel = flag(family, "parallel", cfg)
+    blocks: list[Block] = []
+    for kind in kinds:
+        block = Block(
+            1,
+            attention=attention if "attention" in kind else None,
+            mlp=dense if "dense" in kind else moe if "moe" in kind else None,
+            norms=norms,
+            ssm=ssm if "ssm" in kind else None,
+            parallel=parallel,
+        )
+        if blocks and _same_layer(blocks[-1], block):
+            blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
+                               ssm=block.ssm, parallel=parallel)  # fmt: skip
+        else:
+            blocks.append(block)
+    return ModelSpec(
+        name=name,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        blocks=tuple(blocks),
+        tied_embeddings=flag(family, "tied", cfg, bool(cfg.get("tie_word_embeddings", False))),
+        head_bias=flag(family, "head_bias", cfg),
+        norm=str(family.setting("norm", cfg, "rmsnorm")),
+        final_norms=int(family.setting("final_norms", cfg, 1)),
+        learned_positions=_positions(cfg, family),
+        final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
+        approximations=tuple(approximations),
+        source=source,
+    )
+
+
+def _same_layer(a: Block, b: Block) -> bool:
+    return a.attention is b.attention and a.mlp is b.mlp and a.ssm is b.ssm and a.norms == b.norms
+
+
+def _positions(cfg: Mapping[str, Any], family: Family) -> int:
+    key = family.setting("positions", cfg, None)
+    if not key:
+        return 0
+    return get_int(cfg, str(key)) + int(family.row.get("position_offset", 0))

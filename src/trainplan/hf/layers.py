@@ -1,0 +1,117 @@
+"""The layer order of a decoder: which layers are attention, SSM, dense or MoE, per the family's rule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.families import ATTENTION_LAYER_KINDS, Family
+from trainplan.hf.values import get_int
+
+
+def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]:
+    """Per layer, in forward order, the parts it has: "attention", "ssm", "dense", "moe".
+
+    The family's `layers` rule says where attention and SSM layers sit: all one kind
+    (`mixer`), every `period` layers from `offset` (Jamba), an index list (Bamba), or a
+    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2). The MLP of each layer is
+    dense or MoE by the family's `moe` rule; layer kinds the table does not map are refused.
+    """
+    rule: Mapping[str, Any] = family.row.get("layers") or {}
+    listed = rule.get("list")
+    if listed:
+        values = cfg.get(listed["key"])
+        pattern_key = listed.get("pattern_key")
+        if values is None and pattern_key and isinstance(cfg.get(pattern_key), str):
+            # one letter per layer (Nemotron-H's hybrid_override_pattern, "M-M*-...")
+            letters: Mapping[str, str] = listed["letters"]
+            pattern = str(cfg[pattern_key])
+            unknown = sorted(set(pattern) - set(letters))
+            if unknown:
+                raise ConfigError(
+                    pattern_key, f"layer letters {unknown} are not modelled; modelled: {', '.join(letters)}"
+                )
+            values = [letters[letter] for letter in pattern]
+        if not isinstance(values, list) or not values:
+            raise ConfigError(listed["key"], "must list the kind of every layer")
+        layers = get_int(cfg, *family.key("num_layers"), default=len(values))
+        if layers != len(values):
+            raise ConfigError(listed["key"], f"lists {len(values)} layers, num_hidden_layers is {layers}")
+        mapping: Mapping[str, str] = listed["map"]
+        mixers = []
+        for index, value in enumerate(values):
+            if value not in mapping:
+                raise ConfigError(
+                    f"{listed['key']}[{index}]",
+                    f"layer kind {value!r} is not modelled for {family.name}; modelled: "
+                    + ", ".join(sorted(mapping)),
+                )
+            mixers.append(mapping[value])
+    else:
+        layers = get_int(cfg, *family.key("num_layers"))
+        mixers = [_mixer_of(cfg, rule, index) for index in range(layers)]
+    _check_layer_types(cfg, family, layers)
+    kinds: list[tuple[str, ...]] = []
+    for index, mixer in enumerate(mixers):
+        parts = tuple(part for part in mixer.split("+") if part != "none")
+        if rule.get("mlp", True) and "dense" not in parts and "moe" not in parts:
+            parts += ("moe" if _is_moe_layer(cfg, family, index) else "dense",)
+        kinds.append(parts)
+    return kinds
+
+
+def _mixer_of(cfg: Mapping[str, Any], rule: Mapping[str, Any], index: int) -> str:
+    """The mixer of layer `index` under a non-list `layers` rule."""
+    mixer = str(rule.get("mixer", "attention"))
+    if "attention_period" in rule:
+        period = get_int(cfg, rule["attention_period"])
+        offset = get_int(cfg, rule["attention_offset"], minimum=0)
+        return "attention" if index % period == offset else mixer
+    if "attention_indices" in rule:
+        indices = cfg.get(rule["attention_indices"]) or []
+        return "attention" if index in indices else mixer
+    return mixer
+
+
+def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> None:
+    """`layer_types` may only name softmax attention (full, sliding, chunked) unless the family
+    maps other kinds; anything else (linear, lightning attention...) is refused by name."""
+    rule: Mapping[str, Any] = family.row.get("layers") or {}
+    if (rule.get("list") or {}).get("key") == "layer_types":
+        return
+    values = cfg.get("layer_types")
+    if not isinstance(values, list):
+        return
+    for index, value in enumerate(values):
+        if value not in ATTENTION_LAYER_KINDS:
+            raise ConfigError(
+                f"layer_types[{index}]",
+                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(ATTENTION_LAYER_KINDS),
+            )
+    if len(values) != layers:
+        raise ConfigError("layer_types", f"lists {len(values)} layers, the model has {layers}")
+
+
+def num_experts(cfg: Mapping[str, Any]) -> int:
+    return get_int(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0, minimum=0)
+
+
+def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
+    """Whether layer `index` has the MoE MLP: first-k-dense, a sparse step, mlp-only layers,
+    an explicit MoE layer list or Llama 4's interleave step, or Jamba's expert period."""
+    if num_experts(cfg) == 0:
+        return False
+    rule: Mapping[str, Any] = family.row.get("moe") or {}
+    if "layers_key" in rule and isinstance(cfg.get(rule["layers_key"]), list):
+        return index in cfg[rule["layers_key"]]
+    if "period" in rule:
+        period = get_int(cfg, rule["period"])
+        return index % period == get_int(cfg, rule["offset"], minimum=0)
+    if "step" in rule:
+        step = get_int(cfg, rule["step"])
+        return (index + 1) % step == 0
+    first_dense = get_int(cfg, "first_k_dense_replace", default=0, minimum=0)
+    step = get_int(cfg, "decoder_sparse_step", "moe_layer_freq", default=1)
+    mlp_only = set(cfg.get("mlp_only_layers") or [])
+    return index >= first_dense and index not in mlp_only and (index + 1) % step == 0

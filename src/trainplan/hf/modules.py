@@ -1,0 +1,175 @@
+"""One layer's modules from a config: attention (MHA/GQA/MQA, MLA), dense and MoE MLPs, Mamba mixers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.families import Family, resolve
+from trainplan.hf.layers import num_experts
+from trainplan.hf.values import MISSING, flag, get, get_int, key_tuple
+from trainplan.model import Attention, Mlp, Ssm
+
+_SEED_MLP_RATIO = 3.5  # the seed calculator's fallback when the MLP width is not recorded
+
+
+def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Attention:
+    """The attention module: MHA/GQA/MQA (fused or separate q/k/v) or DeepSeek's MLA."""
+    heads = get_int(cfg, *family.key("num_heads"))
+    kv_heads = get_int(cfg, *family.key("num_kv_heads"), default=heads)
+    if flag(family, "multi_query", cfg):
+        kv_heads = 1
+    if heads % kv_heads:
+        raise ConfigError("num_key_value_heads", f"{kv_heads} does not divide num_attention_heads={heads}")
+    head_dim = get_int(cfg, *family.key("head_dim"), default=hidden // heads)
+    attention_bias = bool(cfg.get("attention_bias", False))
+    qkv_bias = flag(family, "qkv_bias", cfg, attention_bias)
+    out_bias = flag(family, "out_bias", cfg, attention_bias)
+    if family.row.get("attention") == "mla" and "kv_lora_rank" in cfg:
+        rope = get_int(cfg, "qk_rope_head_dim")
+        return Attention(
+            num_heads=heads,
+            num_kv_heads=heads,
+            head_dim=get_int(cfg, "qk_nope_head_dim") + rope,
+            v_head_dim=get_int(cfg, "v_head_dim"),
+            kind="mla",
+            qkv_bias=qkv_bias,
+            out_bias=out_bias,
+            q_lora_rank=get_int(cfg, "q_lora_rank", default=0, minimum=0),
+            kv_lora_rank=get_int(cfg, "kv_lora_rank"),
+            rope_head_dim=rope,
+        )
+    names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
+    return Attention(
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=head_dim,
+        qkv_bias=qkv_bias,
+        out_bias=out_bias,
+        fused_qkv=family.row.get("fused_qkv"),
+        qk_norm=str(family.setting("qk_norm", cfg, "none")),
+        qk_norm_bias=flag(family, "qk_norm_bias", cfg),
+        logit_softcap=bool(cfg.get("attn_logit_softcapping")),
+        sinks=flag(family, "attention_sinks", cfg),
+        names=tuple(names),
+    )
+
+
+_MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
+
+
+def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximations: list[str]) -> Mlp:
+    """The dense feed-forward block: gated (3 matrices) or plain (2), with the family's names."""
+    keys = family.key("intermediate_size")
+    if any(key in cfg and cfg[key] is not None for key in keys):
+        intermediate = get_int(cfg, *keys)
+    elif "mlp_ratio" in family.row:
+        intermediate = int(family.setting("mlp_ratio", cfg, 4)) * hidden
+    else:
+        intermediate = round(_SEED_MLP_RATIO * hidden)
+        approximations.append(
+            f"intermediate_size not in the config: approximated as {_SEED_MLP_RATIO} x hidden "
+            f"= {intermediate}; MLP parameters and LoRA all-linear counts are approximate"
+        )
+    return Mlp(
+        intermediate_size=intermediate,
+        gated=family.setting("mlp", cfg, "gated") == "gated",
+        bias=flag(family, "mlp_bias", cfg, bool(cfg.get("mlp_bias", False))),
+        fused_gate_up=flag(family, "fused_gate_up", cfg),
+        names=tuple(family.row.get("mlp_names") or _MLP_NAMES),
+        activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
+    )
+
+
+def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approximations: list[str]) -> Mlp:
+    """The mixture-of-experts block: routed experts, shared experts, the router."""
+    rule: Mapping[str, Any] = family.row.get("moe") or {}
+    experts = num_experts(cfg)
+    default_top_k = rule.get("default_top_k")
+    top_k = get_int(cfg, "num_experts_per_tok", "moe_top_k", "top_k", default=default_top_k or MISSING)
+    if top_k > experts:
+        raise ConfigError("num_experts_per_tok", f"{top_k} experts per token exceeds the {experts} experts")
+    if default_top_k and cfg.get("num_experts_per_tok") is None:
+        approximations.append(
+            f"num_experts_per_tok not in the config: {default_top_k} assumed ({rule['top_k_source']}); "
+            "active parameters, FLOPs and MoE activations depend on it"
+        )
+    inner_keys = rule.get("expert_size_keys") or ("moe_intermediate_size",)
+    if dense is not None:
+        moe_inner = get_int(cfg, *inner_keys, default=dense.intermediate_size)
+    else:
+        moe_inner = get_int(cfg, *inner_keys, *family.key("intermediate_size"))
+    shared_count = get_int(cfg, "n_shared_experts", default=0, minimum=0)
+    shared_inner = moe_inner
+    shared_key = rule.get("shared_size_key", "shared_expert_intermediate_size")
+    if cfg.get(shared_key):
+        shared_count, shared_inner = max(shared_count, 1), get_int(cfg, shared_key)
+    if "shared_experts" in rule:
+        shared_count = int(resolve(rule["shared_experts"], cfg))
+    template = dense or Mlp(0)
+    return Mlp(
+        intermediate_size=moe_inner,
+        gated=family.setting("mlp", cfg, "gated") == "gated",
+        num_experts=experts,
+        experts_per_token=top_k,
+        num_shared_experts=shared_count,
+        shared_intermediate_size=shared_inner,
+        shared_expert_gate=bool(rule.get("shared_expert_gate", False)) and shared_count > 0,
+        names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
+        activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
+    )
+
+
+def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
+    """A Mamba or Mamba-2 mixer from the keys the family's `ssm` rule names."""
+    rule: Mapping[str, Any] = family.row["ssm"]
+    kind = str(rule["kind"])
+    if "inner_key" in rule and cfg.get(rule["inner_key"]):
+        inner = get_int(cfg, rule["inner_key"])
+    elif rule.get("inner") == "heads":
+        inner = get_int(cfg, rule["num_heads"]) * get_int(cfg, rule["head_dim"])
+    else:
+        expand = get(cfg, rule["expand"])
+        if not isinstance(expand, int | float) or expand <= 0 or int(expand * hidden) != expand * hidden:
+            raise ConfigError(
+                rule["expand"], f"must be a positive number giving an integer width, got {expand!r}"
+            )
+        inner = int(expand * hidden)
+    state = get_int(cfg, rule["state_size"])
+    kernel = get_int(cfg, rule["conv_kernel"])
+    proj_bias = bool(resolve(rule["proj_bias"], cfg))
+    conv_bias = bool(resolve(rule["conv_bias"], cfg))
+    if kind == "mamba":
+        dt_rank = get(cfg, rule["dt_rank"])
+        if dt_rank == "auto":
+            dt_rank = math.ceil(hidden / 16)  # transformers' MambaConfig / JambaConfig
+        return Ssm(
+            "mamba",
+            inner,
+            state,
+            kernel,
+            dt_rank=get_int({rule["dt_rank"]: dt_rank}, rule["dt_rank"]),
+            proj_bias=proj_bias,
+            conv_bias=conv_bias,
+            gated_norm=False,
+            dt_bc_norms=bool(rule.get("dt_bc_norms", False)),
+        )
+    heads = get_int(cfg, rule["num_heads"])
+    groups = get_int(cfg, rule["n_groups"])
+    if heads % groups:
+        raise ConfigError(rule["n_groups"], f"{groups} does not divide the {heads} SSM heads")
+    return Ssm(
+        "mamba2",
+        inner,
+        state,
+        kernel,
+        num_heads=heads,
+        n_groups=groups,
+        chunk_size=get_int(cfg, *key_tuple(rule.get("chunk_size", "chunk_size")), default=256),
+        proj_bias=proj_bias,
+        conv_bias=conv_bias,
+        gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),
+    )

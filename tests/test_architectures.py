@@ -1,0 +1,126 @@
+"""Every causal-LM architecture transformers ships: our parameter count of its default config
+equals the count of the model transformers builds on the meta device, or the architecture is on
+the refusal list of data/architectures.yaml and a config of it is refused.
+
+Runs where torch and transformers are installed (the `measure` extra); models are built on the
+meta device (no weights), and the counts are cached per transformers/torch version in pytest's
+cache, so a warm run only rebuilds the configs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from trainplan.errors import ConfigError  # noqa: E402
+from trainplan.families import refused_model_types, supported_model_types  # noqa: E402
+from trainplan.hf import spec_from_config  # noqa: E402
+from trainplan.terms.params import total_params  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning"
+)
+
+
+def causal_lm_types() -> list[str]:
+    """The model types of transformers' causal-LM auto mapping."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def default_config(model_type: str) -> dict[str, Any] | None:
+    """The default config of `model_type` as a config.json dict, or None if transformers
+    cannot build it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return dict(transformers.AutoConfig.for_model(model_type).to_dict())
+    except Exception:  # a config class that rejects its own defaults
+        return None
+
+
+def meta_device_params(config: dict[str, Any]) -> int | None:
+    """Parameters of the causal LM transformers builds from `config` on the meta device (shared
+    tensors counted once), or None when it cannot build it."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    raw = dict(config)
+    model_type = raw.pop("model_type")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hf_config = AutoConfig.for_model(model_type, **raw)
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(hf_config)
+    except Exception:  # transformers' own failure on this config; recorded as None
+        return None
+    return int(sum(parameter.numel() for parameter in model.parameters()))
+
+
+@pytest.fixture(scope="session")
+def meta_counts(request: pytest.FixtureRequest) -> dict[str, int | None]:
+    """model_type -> meta-device count of its default config, cached per library version."""
+    key = f"trainplan/meta-params/{transformers.__version__}/{torch.__version__}"
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    cached = cache.get(key, None) if cache else None
+    if cached is not None and set(cached) == set(causal_lm_types()):
+        return dict(cached)
+    counts: dict[str, int | None] = {}
+    for model_type in causal_lm_types():
+        config = default_config(model_type)
+        counts[model_type] = None if config is None else meta_device_params(config)
+    if cache:
+        cache.set(key, counts)
+    return counts
+
+
+@pytest.mark.parametrize("model_type", causal_lm_types())
+def test_default_config_is_exact_or_refused(model_type: str, meta_counts: dict[str, int | None]) -> None:
+    refused = refused_model_types()
+    config = default_config(model_type)
+    expected = meta_counts[model_type]
+    if model_type in refused:
+        assert model_type not in supported_model_types()
+        if config is not None:
+            with pytest.raises(ConfigError):
+                spec_from_config(config, model_type)
+        return
+    assert config is not None and expected is not None, (
+        f"transformers cannot build {model_type}'s default config: add it to the refusal list"
+    )
+    ours = total_params(spec_from_config(config, model_type))
+    assert ours == expected
+
+
+def test_refusal_list_names_only_shipped_types() -> None:
+    # a refusal of a model type transformers no longer ships is stale
+    shipped = set(causal_lm_types())
+    assert set(refused_model_types()) <= shipped
+
+
+def test_refusal_message_names_field_reason_and_supported() -> None:
+    config = default_config("rwkv")
+    assert config is not None
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "rwkv")
+    assert error.value.field == "model_type"
+    assert "RWKV" in error.value.message and "mamba2" in error.value.message
+
+
+def _ssm_records() -> list[Any]:
+    from trainplan.catalog import model_records
+
+    return [r for r in model_records() if any(b.ssm for b in r.spec().blocks)]
+
+
+@pytest.mark.parametrize("record", _ssm_records(), ids=lambda r: r.name)
+def test_hybrid_catalog_records_match_transformers(record: Any) -> None:
+    # the recorded meta-device count is what transformers builds from the record's own config
+    assert record.meta_device_params == meta_device_params(dict(record.config))
+    assert total_params(record.spec()) == record.meta_device_params

@@ -1,0 +1,193 @@
+"""Layouts beyond the Llama block: Mamba / Mamba-2 mixers and hybrids (hand-computed parameters,
+activations, FLOPs, layer order), parallel blocks, and the refusals that keep an unmodelled
+layout from being read as a Llama."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainplan.catalog import find_model_record
+from trainplan.errors import ConfigError
+from trainplan.hf import spec_from_config
+from trainplan.model import Ssm
+from trainplan.terms.activations import ActivationMode
+from trainplan.terms.params import block_params, total_params
+from trainplan.terms.ssm import ssm_bytes, ssm_scan_flops
+
+# Mamba-2: h 64, expand 2 -> D 128, 4 heads of 32, 1 group, state 16, conv 4, chunk 64
+TINY_MAMBA2: dict[str, Any] = {
+    "model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 2, "num_heads": 4, "head_dim": 32,
+    "expand": 2, "n_groups": 1, "state_size": 16, "conv_kernel": 4, "chunk_size": 64, "vocab_size": 100,
+    "tie_word_embeddings": False,
+}  # fmt: skip
+BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
+
+
+def tiny_ssm() -> tuple[Any, Ssm]:
+    spec = spec_from_config(TINY_MAMBA2, "m2")
+    ssm = spec.blocks[0].ssm
+    assert ssm is not None
+    return spec, ssm
+
+
+def test_mamba2_layer_params_by_hand() -> None:
+    # conv channels = D + 2 G N = 128 + 32 = 160; in_proj width W = D + 160 + H = 292
+    # in_proj 64 x 292 = 18,688; out_proj 128 x 64 = 8,192; conv 160 x 4 + 160 = 800
+    # A_log, D, dt_bias 3 x 4 = 12; gated norm 128; layer norm 64         -> 27,884 per layer
+    # 2 layers + embedding 100 x 64 + head 100 x 64 + final norm 64        -> 68,632
+    spec, ssm = tiny_ssm()
+    assert ssm.conv_channels == 160
+    assert block_params(spec.blocks[0], spec) == 27_884
+    assert spec.blocks[0].attention is None and spec.blocks[0].mlp is None
+    assert total_params(spec) == 2 * 27_884 + 2 * 6_400 + 64
+
+
+def test_fused_and_naive_activations_by_hand() -> None:
+    spec, ssm = tiny_ssm()
+    # fused (mamba-ssm): in_proj input 2 x 64 + zxbcdt 2 x 292 + out_x 2 x 128 + rstd 4 x 1 = 972
+    assert ssm_bytes(spec, ssm, BF16_FULL, "fused") == 972
+    # naive: 128 (in_proj input) + 584 (W) + 320 (conv out) + 16 (2 a H) + 2 x 512 (4 D)
+    # + 2 x 16 (4 H) + 3 x 4 x 4 x 64 (H Q) + 5 x 4 x 4 x 16 (H N) + 3 x 512 + 2 x 16
+    # + 2 x 4 x 128 x 16 / 64 (D N / Q) + 5 x 512 + 4 + 256 (out_proj input) = 11,100
+    assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == 11_100
+    # LoRA on nothing in the mixer: the frozen projections keep no inputs
+    frozen = ActivationMode(2, 2, False, frozenset(), "sdpa", "none")
+    assert ssm_bytes(spec, ssm, frozen, "fused") == 972 - 128
+
+
+def test_scan_flops_by_hand() -> None:
+    _, ssm = tiny_ssm()
+    # conv 2 x 160 x 4 = 1,280; C B^T 2 x 64 x 4 x 16 = 8,192; M x 2 x 64 x 128 = 16,384;
+    # states and read-out 4 x 128 x 16 = 8,192; skip 2 x 128 = 256  -> 34,304
+    assert ssm_scan_flops(ssm) == 34_304
+    mamba = Ssm("mamba", inner_size=128, state_size=16, conv_kernel=4, dt_rank=4)
+    # conv 2 x 128 x 4 = 1,024; scan 7 x 128 x 16 = 14,336; skip and gate 3 x 128 = 384
+    assert ssm_scan_flops(mamba) == 15_744
+
+
+def test_jamba_layer_order() -> None:
+    record = find_model_record("Jamba-v0.1")
+    assert record is not None
+    spec = record.spec()
+    kinds = [
+        ("attention" if b.attention else "ssm", "moe" if b.mlp and b.mlp.is_moe else "dense")
+        for b in spec.blocks
+        for _ in range(b.count)
+    ]
+    # attention at i % 8 == 4, MoE at odd layers
+    assert [i for i, (mixer, _) in enumerate(kinds) if mixer == "attention"] == [4, 12, 20, 28]
+    assert [i for i, (_, mlp) in enumerate(kinds) if mlp == "moe"] == list(range(1, 32, 2))
+
+
+def test_nemotron_h_layer_letters() -> None:
+    record = find_model_record("Nemotron-H-8B-Base-8K")
+    assert record is not None
+    spec = record.spec()
+    counts = {"ssm": 0, "attention": 0, "mlp": 0}
+    for block in spec.blocks:
+        key = "ssm" if block.ssm else "attention" if block.attention else "mlp"
+        counts[key] += block.count
+        assert block.norms == 1
+    assert counts == {"ssm": 24, "attention": 4, "mlp": 24}  # Nemotron-H paper: 24 / 4 / 24
+
+
+def test_falcon_h1_runs_attention_and_mamba_side_by_side() -> None:
+    cfg = {"model_type": "falcon_h1", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 50, "mamba_d_ssm": 64,
+           "mamba_n_heads": 4, "mamba_d_head": 16, "mamba_n_groups": 1, "mamba_d_state": 8,
+           "mamba_d_conv": 4, "mamba_expand": 2}  # fmt: skip
+    block = spec_from_config(cfg, "fh1").blocks[0]
+    assert block.attention is not None and block.ssm is not None and block.mlp is not None
+    assert block.ssm.inner_size == 64 and not block.ssm.gated_norm  # mamba_rms_norm defaults off
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        # a config of a type on the refusal list names model_type
+        ({"model_type": "rwkv", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10}, "model_type"),
+        # a layer kind we do not model is named with its index
+        (
+            {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "intermediate_size": 128, "vocab_size": 10,
+             "layer_types": ["full_attention", "linear_attention"]},
+            "layer_types[1]",
+        ),
+        # an unknown model type with SSM keys is refused, not read as a Llama
+        (
+            {"model_type": "my_hybrid", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "intermediate_size": 128, "vocab_size": 10, "mamba_d_state": 16},
+            "mamba_d_state",
+        ),
+        # a hybrid's per-layer list with a kind its family does not map
+        (
+            {"model_type": "nemotron_h", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10,
+             "intermediate_size": 128, "layers_block_type": ["mamba", "conv"], "mamba_num_heads": 4,
+             "mamba_head_dim": 32, "ssm_state_size": 8, "n_groups": 1, "conv_kernel": 4, "expand": 2},
+            "layers_block_type[1]",
+        ),
+    ],
+)  # fmt: skip
+def test_unmodelled_layouts_are_refused_by_field(config: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "x")
+    assert error.value.field == field
+
+
+def test_naive_formula_matches_saved_tensors() -> None:
+    """The naive Mamba-2 derivation against what autograd actually saves (real CPU tensors)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import warnings
+
+    spec, ssm = tiny_ssm()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_MAMBA2)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        saved: dict[int, int] = {}
+
+        def pack(tensor: Any) -> Any:
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in weights:
+                saved[storage.data_ptr()] = storage.nbytes()
+            return tensor
+
+        seq = 256  # four chunks of 64
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            model.backbone.layers[0].mixer(x)
+    measured = sum(saved.values()) / seq
+    # tolerance 2 %: the conv output's K - 1 padding rows and chunk-level tensors are left out
+    assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == pytest.approx(measured, rel=0.02)
+
+
+def test_unknown_model_type_without_signals_is_read_and_flagged() -> None:
+    # a Llama-shaped config of a type the table does not name is read, and says it was guessed
+    cfg = {"model_type": "my_llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 10}  # fmt: skip
+    spec = spec_from_config(cfg, "x")
+    # per layer 4 x 64 x 64 + 3 x 64 x 128 + 2 x 64 = 41,088; embedding and head 2 x 640; final norm 64
+    assert total_params(spec) == 2 * 41_088 + 1_280 + 64
+    assert "not in the architecture table" in spec.approximations[0]
+
+
+def test_parallel_block_keeps_the_shared_input_once() -> None:
+    # GPT-J: attention and MLP read one normed tensor; a sequential block keeps two inputs
+    from dataclasses import replace
+
+    from trainplan.terms.activations import layer_activations
+
+    cfg = {"model_type": "gptj", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+           "n_positions": 128, "tie_word_embeddings": False}  # fmt: skip
+    spec = spec_from_config(cfg, "gptj")
+    block = spec.blocks[0]
+    assert block.parallel and block.norms == 1
+    sequential = replace(block, parallel=False)
+    # bf16 full fine-tune: one bf16 copy of the 64-wide input fewer, 2 x 64 = 128 bytes a token
+    together = layer_activations(spec, block, BF16_FULL)
+    apart = layer_activations(spec, sequential, BF16_FULL)
+    assert apart.mlp - together.mlp == 128
