@@ -319,9 +319,9 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     cells = row.locator("td, th").all_inner_texts()
     assert cells[2] == f"{scenario['gpus']} × {scenario['gpu']}"
     replicas = estimate["batch"]["replicas"]
-    assert cells[3] == f"{scenario['tensor_parallel']} / {scenario['pipeline_parallel']} / {replicas}"
-    assert cells[5] == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
-    assert cells[8] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
+    assert cells[6] == f"{scenario['tensor_parallel']} / {scenario['pipeline_parallel']} / {replicas}"
+    assert cells[8] == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
+    assert cells[5] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
     assert page.page.locator("#plan-explanation li").all_inner_texts() == data["explanation"]
     # the reasons a user acts on come first; impossible layouts sit behind "Search details"
@@ -517,6 +517,12 @@ def test_phone_width_after_a_pareto_plan(browser: Any, live_server: str) -> None
     phone.page.evaluate("document.getElementById('plan-pareto').open = true")
     overflow = phone.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
+    # each plan's time and cost are on screen without scrolling the table sideways
+    right_edges = phone.page.evaluate(
+        """() => [...document.querySelectorAll('#plan-table tbody tr')].map(row => Math.max(
+            row.cells[3].getBoundingClientRect().right, row.cells[4].getBoundingClientRect().right))"""
+    )
+    assert right_edges and max(right_edges) <= 390
     assert not phone.errors
     context.close()
 
@@ -549,7 +555,7 @@ def test_plans_with_the_same_time_and_cost_say_what_differs(page: Page) -> None:
     duplicates = 0
     for index in range(rows.count()):
         cells = rows.nth(index).locator("td, th").all_inner_texts()
-        figures = (cells[9], cells[10])  # time and cost
+        figures = (cells[3], cells[4])  # time and cost
         note = rows.nth(index).locator(".plan-differs")
         if figures in seen:
             duplicates += 1

@@ -1252,14 +1252,15 @@
       h("td", {}, METHOD_NAMES[scenario.method] || scenario.method,
         same ? h("div", { className: "plan-differs", text: same }) : ""),
       h("th", { scope: "row", className: "plan-gpus-cell", text: `${scenario.gpus} × ${scenario.gpu}` }),
+      // the figures a reader compares come first, so a phone shows them without scrolling
+      h("td", { className: "num", text: time }),
+      h("td", { className: "num", text: cost }),
+      h("td", { className: "num", text: nf2.format(estimate.memory.per_gpu.total_bytes / GIB) }),
       h("td", { text: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}` }),
       h("td", { className: "num", text: String(scenario.zero_stage) }),
       h("td", { text: `${scenario.micro_batch} × ${scenario.grad_accum}` }),
       h("td", { text: scenario.activation_checkpointing }),
       h("td", { text: scenario.offload }),
-      h("td", { className: "num", text: nf2.format(estimate.memory.per_gpu.total_bytes / GIB) }),
-      h("td", { className: "num", text: time }),
-      h("td", { className: "num", text: cost }),
       h("td", { className: "num", text: kwh }),
       h("td", {}, h("button", {
         type: "button", className: "btn btn-small use-plan", text: "Use this plan",
