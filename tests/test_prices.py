@@ -166,13 +166,12 @@ def test_bundled_index() -> None:
     catalog = {gpu.name for gpu in gpu_catalog()}
     assert set(index.prices) | set(index.no_price) == catalog
     assert not set(index.prices) & set(index.no_price)
-    assert len(index.prices) == 29
+    assert len(index.prices) == 30
     assert set(index.no_price) == {
         "H20 96GB",
         "Instinct MI250X (per GCD)",
         "Instinct MI355X",
         "Gaudi 3 (OAM HL-325L)",
-        "TPU v5e",
         "TPU v5p",
     }
     for price in index.prices.values():
@@ -215,6 +214,23 @@ def test_second_round_prices_by_hand() -> None:
     assert rates()["Tesla V100 SXM2 32GB"].usd_per_gpu_hour == pytest.approx((0.17 + 31.212 / 8) / 2)
     # the January 2026 AWS snapshot is stale on 2026-12-01 (314 days > 183); Trainium2's price is too
     assert index.prices["Trainium2"].stale(TODAY) and not index.prices["L4"].stale(TODAY)
+
+
+def test_tpu_prices_by_hand() -> None:
+    # v5litepod-8 node meters divided by 8 chips: 9.60 / 8 = 1.20 (US), 12.48 / 8 = 1.56 (europe-west4);
+    # two quotes, so the median is their midpoint (1.20 + 1.56) / 2 = 1.38
+    index = price_index()
+    v5e = index.prices["TPU v5e"].quotes
+    assert sorted((q.instance_usd_per_hour, q.gpus_per_instance) for q in v5e) == [(9.60, 8), (12.48, 8)]
+    assert sorted(q.usd_per_gpu_hour for q in v5e) == pytest.approx([1.20, 1.56])
+    assert rates()["TPU v5e"].quotes == 2
+    assert rates()["TPU v5e"].usd_per_gpu_hour == pytest.approx(1.38, abs=1e-9)
+    # Trillium, sorted: 2.70 (GA, 2024) | 2.70 (US, 2026) | 2.97 (europe-west4) -> the middle one, 2.70
+    trillium = rates()["TPU v6e (Trillium)"]
+    assert trillium.quotes == 3 and trillium.usd_per_gpu_hour == pytest.approx(2.70, abs=1e-9)
+    # checked 2026-04-27, 218 days before 2026-12-01 (> 183): stale like every Google TPU quote here
+    assert (TODAY - date(2026, 4, 27)).days == 218
+    assert index.prices["TPU v5e"].stale(TODAY) and index.prices["TPU v6e (Trillium)"].stale(TODAY)
 
 
 def test_discounts_per_class_and_overrides() -> None:
