@@ -166,11 +166,10 @@ def test_bundled_index() -> None:
     catalog = {gpu.name for gpu in gpu_catalog()}
     assert set(index.prices) | set(index.no_price) == catalog
     assert not set(index.prices) & set(index.no_price)
-    assert len(index.prices) == 30
+    assert len(index.prices) == 31
     assert set(index.no_price) == {
         "H20 96GB",
         "Instinct MI250X (per GCD)",
-        "Instinct MI355X",
         "Gaudi 3 (OAM HL-325L)",
         "TPU v5p",
     }
@@ -231,6 +230,19 @@ def test_tpu_prices_by_hand() -> None:
     # checked 2026-04-27, 218 days before 2026-12-01 (> 183): stale like every Google TPU quote here
     assert (TODAY - date(2026, 4, 27)).days == 218
     assert index.prices["TPU v5e"].stale(TODAY) and index.prices["TPU v6e (Trillium)"].stale(TODAY)
+
+
+def test_amd_prices_by_hand() -> None:
+    # MI325X: TensorWave 1.95 and DigitalOcean 3.80 -> (1.95 + 3.80) / 2 = 2.875; the DigitalOcean
+    # quote of 2026-09-23 is 69 days old on 2026-12-01, so the price is no longer stale as a whole
+    mi325x = rates()["Instinct MI325X"]
+    assert mi325x.quotes == 2 and mi325x.usd_per_gpu_hour == pytest.approx(2.875, abs=1e-9)
+    assert (TODAY - date(2026, 9, 23)).days == 69
+    index = price_index()
+    assert not index.prices["Instinct MI325X"].stale(TODAY)
+    # MI355X: one Oracle list price per GPU
+    mi355x = rates()["Instinct MI355X"]
+    assert mi355x.quotes == 1 and mi355x.usd_per_gpu_hour == pytest.approx(8.60, abs=1e-9)
 
 
 def test_discounts_per_class_and_overrides() -> None:
@@ -307,7 +319,8 @@ def test_prices_command_staleness_and_filters() -> None:
     text = invoke("prices", "H20").output
     assert "no default price" in text and "usd_per_gpu_hour" in text
     amd = json.loads(invoke("prices", "amd", "--json").output)
-    assert {row["gpu"] for row in amd["prices"]} == {"Instinct MI300X", "Instinct MI325X"}
+    assert {row["gpu"] for row in amd["prices"]} == {"Instinct MI300X", "Instinct MI325X", "Instinct MI355X"}
+    assert [row["gpu"] for row in amd["no_price"]] == ["Instinct MI250X (per GCD)"]
 
 
 @pytest.mark.parametrize(
