@@ -166,11 +166,10 @@ def test_bundled_index() -> None:
     catalog = {gpu.name for gpu in gpu_catalog()}
     assert set(index.prices) | set(index.no_price) == catalog
     assert not set(index.prices) & set(index.no_price)
-    assert len(index.prices) == 31
+    assert len(index.prices) == 32
     assert set(index.no_price) == {
         "H20 96GB",
         "Instinct MI250X (per GCD)",
-        "Gaudi 3 (OAM HL-325L)",
         "TPU v5p",
     }
     for price in index.prices.values():
@@ -243,6 +242,18 @@ def test_amd_prices_by_hand() -> None:
     # MI355X: one Oracle list price per GPU
     mi355x = rates()["Instinct MI355X"]
     assert mi355x.quotes == 1 and mi355x.usd_per_gpu_hour == pytest.approx(8.60, abs=1e-9)
+
+
+def test_gaudi3_price_by_hand() -> None:
+    # Intel Tiber bm-gnr-gaudi3-smc: 19.92 USD an hour for 8 cards -> 2.49 per card, from documentation
+    # published 2025-02-28, 641 days before 2026-12-01 and so stale
+    (quote,) = price_index().prices["Gaudi 3 (OAM HL-325L)"].quotes
+    assert (quote.instance_usd_per_hour, quote.gpus_per_instance) == (19.92, 8)
+    assert quote.usd_per_gpu_hour == pytest.approx(19.92 / 8) and quote.usd_per_gpu_hour == pytest.approx(
+        2.49
+    )
+    assert (TODAY - date(2025, 2, 28)).days == 641
+    assert price_index().prices["Gaudi 3 (OAM HL-325L)"].stale(TODAY)
 
 
 def test_discounts_per_class_and_overrides() -> None:
