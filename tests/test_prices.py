@@ -166,7 +166,12 @@ def test_bundled_index() -> None:
     catalog = {gpu.name for gpu in gpu_catalog()}
     assert set(index.prices) | set(index.no_price) == catalog
     assert not set(index.prices) & set(index.no_price)
-    assert len(index.prices) >= 25
+    assert len(index.prices) == 32
+    assert set(index.no_price) == {
+        "H20 96GB",
+        "Instinct MI250X (per GCD)",
+        "TPU v5p",
+    }
     for price in index.prices.values():
         for quote in price.quotes:
             assert quote.date and quote.source_address and quote.provider and quote.offering
@@ -186,6 +191,69 @@ def test_h100_price_by_hand() -> None:
     coreweave = next(q for q in price_index().prices["H100 SXM 80GB"].quotes if q.provider == "CoreWeave")
     assert (coreweave.instance_usd_per_hour, coreweave.gpus_per_instance) == (49.24, 8)
     assert coreweave.usd_per_gpu_hour == pytest.approx(49.24 / 8)
+
+
+def test_second_round_prices_by_hand() -> None:
+    # RTX 6000 Ada, sorted: Vast.ai 0.6015 | RunPod 0.74 | RunPod 0.84 | Verda 1.04 -> (0.74 + 0.84) / 2
+    ada = rates()["RTX 6000 Ada Generation"]
+    assert ada.quotes == 4 and ada.usd_per_gpu_hour == pytest.approx(0.79, abs=1e-9)
+    # L4, sorted: 0.3252 0.44 0.49 | 0.7992 0.8048 0.9213 -> (0.49 + 0.7992) / 2
+    assert rates()["L4"].usd_per_gpu_hour == pytest.approx(0.6446, abs=1e-9)
+    # one Vast.ai quote whose offering names its two offers: (0.0763 + 0.0822) / 2
+    assert rates()["GeForce RTX 4060 Ti 16GB"].usd_per_gpu_hour == pytest.approx(0.07925, abs=1e-9)
+    # per-instance prices are divided and both figures kept: trn2.48xlarge 35.76 / 16 chips,
+    # p3dn.24xlarge 31.212 / 8 V100s; the V100 32GB median is the midpoint of 0.17 and 3.9015
+    index = price_index()
+    (trn2,) = index.prices["Trainium2"].quotes
+    assert (trn2.instance_usd_per_hour, trn2.gpus_per_instance) == (35.76, 16)
+    assert trn2.usd_per_gpu_hour == pytest.approx(35.76 / 16)
+    p3dn = next(q for q in index.prices["Tesla V100 SXM2 32GB"].quotes if q.provider == "AWS")
+    assert p3dn.usd_per_gpu_hour == pytest.approx(31.212 / 8)
+    assert rates()["Tesla V100 SXM2 32GB"].usd_per_gpu_hour == pytest.approx((0.17 + 31.212 / 8) / 2)
+    # the January 2026 AWS snapshot is stale on 2026-12-01 (314 days > 183); Trainium2's price is too
+    assert index.prices["Trainium2"].stale(TODAY) and not index.prices["L4"].stale(TODAY)
+
+
+def test_tpu_prices_by_hand() -> None:
+    # v5litepod-8 node meters divided by 8 chips: 9.60 / 8 = 1.20 (US), 12.48 / 8 = 1.56 (europe-west4);
+    # two quotes, so the median is their midpoint (1.20 + 1.56) / 2 = 1.38
+    index = price_index()
+    v5e = index.prices["TPU v5e"].quotes
+    assert sorted((q.instance_usd_per_hour, q.gpus_per_instance) for q in v5e) == [(9.60, 8), (12.48, 8)]
+    assert sorted(q.usd_per_gpu_hour for q in v5e) == pytest.approx([1.20, 1.56])
+    assert rates()["TPU v5e"].quotes == 2
+    assert rates()["TPU v5e"].usd_per_gpu_hour == pytest.approx(1.38, abs=1e-9)
+    # Trillium, sorted: 2.70 (GA, 2024) | 2.70 (US, 2026) | 2.97 (europe-west4) -> the middle one, 2.70
+    trillium = rates()["TPU v6e (Trillium)"]
+    assert trillium.quotes == 3 and trillium.usd_per_gpu_hour == pytest.approx(2.70, abs=1e-9)
+    # checked 2026-04-27, 218 days before 2026-12-01 (> 183): stale like every Google TPU quote here
+    assert (TODAY - date(2026, 4, 27)).days == 218
+    assert index.prices["TPU v5e"].stale(TODAY) and index.prices["TPU v6e (Trillium)"].stale(TODAY)
+
+
+def test_amd_prices_by_hand() -> None:
+    # MI325X: TensorWave 1.95 and DigitalOcean 3.80 -> (1.95 + 3.80) / 2 = 2.875; the DigitalOcean
+    # quote of 2026-09-23 is 69 days old on 2026-12-01, so the price is no longer stale as a whole
+    mi325x = rates()["Instinct MI325X"]
+    assert mi325x.quotes == 2 and mi325x.usd_per_gpu_hour == pytest.approx(2.875, abs=1e-9)
+    assert (TODAY - date(2026, 9, 23)).days == 69
+    index = price_index()
+    assert not index.prices["Instinct MI325X"].stale(TODAY)
+    # MI355X: one Oracle list price per GPU
+    mi355x = rates()["Instinct MI355X"]
+    assert mi355x.quotes == 1 and mi355x.usd_per_gpu_hour == pytest.approx(8.60, abs=1e-9)
+
+
+def test_gaudi3_price_by_hand() -> None:
+    # Intel Tiber bm-gnr-gaudi3-smc: 19.92 USD an hour for 8 cards -> 2.49 per card, from documentation
+    # published 2025-02-28, 641 days before 2026-12-01 and so stale
+    (quote,) = price_index().prices["Gaudi 3 (OAM HL-325L)"].quotes
+    assert (quote.instance_usd_per_hour, quote.gpus_per_instance) == (19.92, 8)
+    assert quote.usd_per_gpu_hour == pytest.approx(19.92 / 8) and quote.usd_per_gpu_hour == pytest.approx(
+        2.49
+    )
+    assert (TODAY - date(2025, 2, 28)).days == 641
+    assert price_index().prices["Gaudi 3 (OAM HL-325L)"].stale(TODAY)
 
 
 def test_discounts_per_class_and_overrides() -> None:
@@ -257,15 +325,13 @@ def test_prices_command_staleness_and_filters() -> None:
     assert lenient["prices"][0]["stale"] is False
     everything = json.loads(invoke("prices", "--json", "--today", "2026-12-01").output)
     assert len(everything["prices"]) + len(everything["no_price"]) == len(gpu_catalog())
-    unpriced = json.loads(invoke("prices", "RTX 6000 Ada", "--json").output)
-    assert (
-        unpriced["prices"] == []
-        and unpriced["no_price"][0]["reason"] == no_price_reasons()["RTX 6000 Ada Generation"]
-    )
-    text = invoke("prices", "RTX 6000 Ada").output
+    unpriced = json.loads(invoke("prices", "H20", "--json").output)
+    assert unpriced["prices"] == [] and unpriced["no_price"][0]["reason"] == no_price_reasons()["H20 96GB"]
+    text = invoke("prices", "H20").output
     assert "no default price" in text and "usd_per_gpu_hour" in text
     amd = json.loads(invoke("prices", "amd", "--json").output)
-    assert {row["gpu"] for row in amd["prices"]} == {"Instinct MI300X", "Instinct MI325X"}
+    assert {row["gpu"] for row in amd["prices"]} == {"Instinct MI300X", "Instinct MI325X", "Instinct MI355X"}
+    assert [row["gpu"] for row in amd["no_price"]] == ["Instinct MI250X (per GCD)"]
 
 
 @pytest.mark.parametrize(
@@ -295,8 +361,8 @@ def test_planner_searches_every_priced_gpu_and_names_the_rest() -> None:
     assert all(cheapest.usd is not None and p.usd is not None and cheapest.usd <= p.usd for p in result.plans)
     assert any("Left out for lack of a price" in line for line in explain(result))
     assert result_to_dict(result)["unpriced"] == list(result.unpriced)
-    named = plan(dataclasses.replace(request, gpu_types=("L40S", "RTX 6000 Ada Generation")))
-    assert named.unpriced == ("RTX 6000 Ada Generation",) and named.unpriced_searched
+    named = plan(dataclasses.replace(request, gpu_types=("L40S", "H20 96GB")))
+    assert named.unpriced == ("H20 96GB",) and named.unpriced_searched
     assert named.rejected.get("no price for this GPU", 0) > 0
     assert any("not compared on cost" in line for line in explain(named))
     own_rate = plan(dataclasses.replace(request, base=dataclasses.replace(base, usd_per_gpu_hour=1.0)))

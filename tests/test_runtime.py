@@ -107,9 +107,9 @@ def test_budget_forms() -> None:
 
 def test_own_rate_and_no_rate() -> None:
     assert run(usd_per_gpu_hour=1.0, mfu=0.5).cost.usd == pytest.approx(run(mfu=0.5).time.gpu_hours)
-    no_rate = run(gpu="RTX 6000 Ada Generation")
+    no_rate = run(gpu="H20 96GB")
     assert no_rate.cost.usd is None and "usd_per_gpu_hour" in no_rate.cost.rate_source
-    assert no_price_reasons()["RTX 6000 Ada Generation"] in no_rate.cost.rate_source
+    assert no_price_reasons()["H20 96GB"] in no_rate.cost.rate_source
 
 
 scenarios = st.builds(
