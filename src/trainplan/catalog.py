@@ -143,9 +143,17 @@ def resolve_model(reference: str) -> ModelSpec:
     """A catalog name, a path to a config.json (or its folder), or a Hub id -> ModelSpec."""
     record = find_model_record(reference)
     if record is not None:
-        return record.spec()
+        return catalog_spec(record.name)
     config, name, source = model_config(reference)
     return spec_from_config(config, name, source)
+
+
+@cache
+def catalog_spec(name: str) -> ModelSpec:
+    """The spec of catalog model `name`, built once (specs are immutable; an estimate for a
+    catalog model then spends no time re-reading its config)."""
+    (record,) = [record for record in model_records() if record.name == name]
+    return record.spec()
 
 
 def model_config(reference: str) -> tuple[dict[str, Any], str, str]:

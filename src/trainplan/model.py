@@ -10,6 +10,7 @@ Hugging Face config keys never appear here: the `hf` package is the only adapter
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
 ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
@@ -312,8 +313,10 @@ def ssm_extra_params(ssm: Ssm) -> int:
     return conv + 3 * ssm.num_heads + (ssm.inner_size if ssm.gated_norm else 0)
 
 
-def block_linears(block: Block, hidden_size: int) -> list[Linear]:
-    """All weight matrices of one layer of `block`, in forward order."""
+@lru_cache(maxsize=4096)
+def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
+    """All weight matrices of one layer of `block`, in forward order (built once per block: every
+    term of every estimate walks them)."""
     linears: list[Linear] = []
     if block.attention is not None:
         linears += attention_linears(block.attention, hidden_size)
@@ -323,4 +326,4 @@ def block_linears(block: Block, hidden_size: int) -> list[Linear]:
         linears += attention_linears(block.cross_attention, hidden_size)
     if block.mlp is not None:
         linears += mlp_linears(block.mlp, hidden_size)
-    return linears
+    return tuple(linears)

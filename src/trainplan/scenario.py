@@ -573,7 +573,9 @@ def data_parallel(scenario: Scenario) -> int:
 
 def scenario_to_mapping(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data (the scenario-file shape), for echoing back and round trips."""
-    data = dataclasses.asdict(scenario)
+    data: dict[str, Any] = {name: getattr(scenario, name) for name in SCENARIO_FIELDS}
+    lora = {item.name: getattr(scenario.lora, item.name) for item in dataclasses.fields(scenario.lora)}
     targets = scenario.lora.targets
-    data["lora"]["targets"] = targets if isinstance(targets, str) else list(targets)
+    lora["targets"] = targets if isinstance(targets, str) else list(targets)
+    data["lora"] = lora
     return data

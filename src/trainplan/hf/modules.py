@@ -49,7 +49,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         v_head_dim=head_dim,
         qkv_bias=qkv_bias,
         out_bias=out_bias,
-        fused_qkv=family.row.get("fused_qkv"),
+        fused_qkv=_optional_name(family.setting("fused_qkv", cfg, None)),
         qk_norm=str(family.setting("qk_norm", cfg, "none")),
         qk_norm_bias=flag(family, "qk_norm_bias", cfg),
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
@@ -173,3 +173,8 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
         conv_bias=conv_bias,
         gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),
     )
+
+
+def _optional_name(value: object) -> str | None:
+    """A module name from a family setting (a literal or a rule's result), or None."""
+    return str(value) if value else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,10 +25,15 @@ def _flag_value(value: Any) -> str:
     return str(value)
 
 
+@cache
+def _defaults() -> dict[str, Any]:
+    return scenario_to_mapping(Scenario())
+
+
 def changed_fields(scenario: Scenario) -> list[tuple[str, Any]]:
     """(field, value) for every field that differs from the default; LoRA parts as `lora.rank`."""
     data = scenario_to_mapping(scenario)
-    defaults = scenario_to_mapping(Scenario())
+    defaults = _defaults()
     changed: list[tuple[str, Any]] = []
     for name, value in data.items():
         if name == "lora":

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.catalog import find_model_record
+from trainplan.catalog import catalog_spec, find_model_record
 from trainplan.errors import TrainplanError
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
@@ -60,7 +60,7 @@ class _Trier:
     def __init__(self, scenario: Scenario, model: ModelSpec | None) -> None:
         self.scenario = scenario
         record = find_model_record(scenario.model) if model is None else None
-        self.model = record.spec() if record is not None else model
+        self.model = catalog_spec(record.name) if record is not None else model
 
     def __call__(self, change: dict[str, Any]) -> Estimate | None:
         """The estimate with `change` applied, or None when that combination is invalid."""
