@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import typer
 
 from trainplan.errors import InputError, TrainplanError
+from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, flag_name
 from trainplan.prices import STALE_AFTER_DAYS, parse_today
 from trainplan.scenario import LORA_FIELDS, SCENARIO_FIELDS, Scenario, field_infos
 
@@ -23,20 +24,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-
-LORA_FLAGS = {
-    "lora_rank": "rank",
-    "lora_alpha": "alpha",
-    "lora_targets": "targets",
-    "dora": "dora",
-    "lora_dropout": "dropout",
-    "lora_dtype": "dtype",
-}
-
-
-def flag_name(field: str) -> str:
-    """micro_batch -> --micro-batch."""
-    return "--" + field.replace("_", "-")
 
 
 def _option(flag: str, help_text: str) -> Any:
@@ -282,21 +269,6 @@ def _register_measure() -> None:
 
 _register_measure()
 
-PLAN_OPTIONS: dict[str, tuple[str, str]] = {
-    "methods": ("--methods", "methods to consider: full, lora, qlora, comma-separated, or any"),
-    "gpu_types": (
-        "--gpu-types",
-        "GPU types to consider, comma-separated (default: every GPU with a catalog price)",
-    ),
-    "max_gpus": ("--max-gpus", "largest GPU count to consider (default 64)"),
-    "target_global_tokens": ("--target-global-tokens", "tokens per optimizer step to hit"),
-    "target_global_sequences": ("--target-global-sequences", "sequences per optimizer step to hit"),
-    "budget_usd": ("--budget-usd", "reject plans costing more (USD)"),
-    "deadline_hours": ("--deadline-hours", "reject plans taking longer (hours)"),
-    "objective": ("--objective", "time | cost | energy | pareto | gpus (fewest GPUs that fit)"),
-    "top_k": ("--top-k", "how many plans to return (default 5)"),
-}
-
 
 def _run_plan(**kwargs: Any) -> None:
     as_json = kwargs.pop("as_json")
@@ -344,4 +316,18 @@ def main() -> None:
     app(prog_name="trainplan")
 
 
-import trainplan.web.cli  # noqa: E402, F401  (adds the `serve` command to `app`)
+@app.command("serve")
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+    port: int = typer.Option(8000, "--port", help="TCP port"),
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="scenario file (YAML or JSON) whose link to print"
+    ),
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level"),
+) -> None:
+    """Serve the web calculator and its JSON API (docs at /docs)."""
+    from trainplan.web.server import serve  # the web stack loads only for this command
+
+    status = serve(host, port, scenario, log_level)
+    if status:
+        raise typer.Exit(status)

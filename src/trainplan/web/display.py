@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
-from trainplan.cli import LORA_FLAGS, flag_name
+from trainplan.options import LORA_FLAGS, flag_name
 from trainplan.render import batch_line, fit_summary, format_duration, params_line, runtime_lines
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario, scenario_to_mapping

@@ -2,7 +2,7 @@
 
 The body of POST /api/plan is an estimate body (the scenario that fixes the model, precision,
 optimizer, LoRA settings, sequence length, token budget, pricing and region) plus a `plan`
-object with the options of `trainplan plan` (`trainplan.cli.PLAN_OPTIONS`). This module turns
+object with the options of `trainplan plan` (`trainplan.options.PLAN_OPTIONS`). This module turns
 that object into a `PlanRequest` with every error naming `plan.KEY`, and bounds the search so
 that one request cannot run away: at most MAX_GPUS GPUs and MAX_CANDIDATES candidate layouts.
 """
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from trainplan.cli import PLAN_OPTIONS
 from trainplan.errors import InputError, UnknownNameError
 from trainplan.gpus import find_gpu
+from trainplan.options import PLAN_OPTIONS
 from trainplan.plan import (
     OBJECTIVES,
     PlanRequest,

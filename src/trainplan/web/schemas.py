@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trainplan.cli import LORA_FLAGS, flag_name
+from trainplan.options import LORA_FLAGS, flag_name
 from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_infos, scenario_to_mapping
 
 # The body key for an uploaded or pasted config.json (never a path on the server).

@@ -1,42 +1,47 @@
-"""`trainplan serve`: the web calculator on uvicorn. FastAPI is imported only when it runs."""
+"""Serving the web calculator on uvicorn (`trainplan serve`). The CLI imports this module only
+when the command runs, and this module knows nothing of the CLI: it returns an exit status."""
 
 from __future__ import annotations
 
 import errno
 import socket
 import sys
+from pathlib import Path
 
-import typer
+
+class ServeError(Exception):
+    """A reason the server cannot start; already printed, exit with status 2."""
 
 
-def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
-    port: int = typer.Option(8000, "--port", help="TCP port"),
-    scenario: str | None = typer.Option(
-        None, "--scenario", help="scenario file (YAML or JSON) whose link to print"
-    ),
-    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level"),
-) -> None:
-    """Serve the web calculator and its JSON API (docs at /docs)."""
+def serve(host: str, port: int, scenario: str | None, log_level: str) -> int:
+    """Serve the web calculator and its JSON API (docs at /docs); the exit status."""
+    try:
+        _serve(host, port, scenario, log_level)
+    except ServeError:
+        return 2
+    return 0
+
+
+def _serve(host: str, port: int, scenario: str | None, log_level: str) -> None:
     try:
         import uvicorn
 
         from trainplan.web.app import create_app, missing_assets
     except ImportError as error:
         print(f"error: the web calculator needs {error.name}: pip install 'trainplan[web]'", file=sys.stderr)
-        raise typer.Exit(2) from None
+        raise ServeError from None
     query = ""
     if scenario:
-        from trainplan.cli import load_scenario_file
         from trainplan.errors import TrainplanError
         from trainplan.scenario import scenario_from_mapping
+        from trainplan.userfiles import read_mapping
         from trainplan.web.display import share_query
 
         try:
-            query = "?" + share_query(scenario_from_mapping(load_scenario_file(scenario)))
+            query = "?" + share_query(scenario_from_mapping(read_mapping(Path(scenario), "scenario")))
         except TrainplanError as error:
             print(f"error: {error}", file=sys.stderr)
-            raise typer.Exit(2) from None
+            raise ServeError from None
     missing = missing_assets()
     if missing:
         print(
@@ -69,22 +74,6 @@ def _listen(host: str, port: int) -> socket.socket:
             f"error: port {port} on {host} {reason}: choose another with --port (make run PORT=...)",
             file=sys.stderr,
         )
-        raise typer.Exit(2) from None
+        raise ServeError from None
     listener.set_inheritable(True)
     return listener
-
-
-def register_serve(app: typer.Typer) -> None:
-    """Add the `serve` command to the CLI app."""
-    app.command("serve")(serve)
-
-
-def _register() -> None:
-    """Register on `trainplan.cli.app` (this module is imported at the bottom of trainplan.cli)."""
-    from trainplan.cli import app
-
-    if not any(command.name == "serve" for command in app.registered_commands):
-        register_serve(app)
-
-
-_register()
