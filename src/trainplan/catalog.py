@@ -10,10 +10,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trainplan.datafiles import load_yaml
+from trainplan.datafiles import require as _require
 from trainplan.errors import ConfigError, InputError, UnknownNameError
 from trainplan.hf import spec_from_config
 from trainplan.model import ExtraComponent, ModelSpec
@@ -22,24 +23,6 @@ from trainplan.model import ExtraComponent, ModelSpec
 def normalise(name: str) -> str:
     """Lower-case, with runs of space/dash/underscore/slash removed: 'RTX-4090' == 'rtx 4090'."""
     return re.sub(r"[\s_\-/]+", "", name.strip().lower())
-
-
-@cache
-def load_yaml(filename: str) -> Any:
-    """Parse a bundled data file once."""
-    import yaml
-
-    text = resources.files("trainplan").joinpath("data").joinpath(filename).read_text(encoding="utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)
-
-
-def _require(record: Mapping[str, Any], keys: tuple[str, ...], allowed: set[str], where: str) -> None:
-    """Strict schema check: every required key present, no unknown key."""
-    missing = [key for key in keys if key not in record]
-    unknown = sorted(set(record) - allowed)
-    if missing or unknown:
-        raise RuntimeError(f"{where}: missing keys {missing}, unknown keys {unknown}")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from trainplan.model import ModelSpec, block_linears
-from trainplan.scenario import Scenario
+from trainplan.scenario import Scenario, resolved_base_weights
 from trainplan.terms.activations import (
     ActivationMode,
     grad_carrying_blocks,
@@ -47,17 +47,6 @@ from trainplan.terms.savers import (
     offload_resident_fraction,
     op_sac_saved,
 )
-
-
-def resolved_base_weights(scenario: Scenario) -> str | None:
-    """The frozen base's storage format: given, else nf4 for QLoRA, else the weight dtype."""
-    if scenario.method == "full":
-        return None
-    if scenario.base_weights is not None:
-        return scenario.base_weights
-    if scenario.method == "qlora":
-        return "nf4"
-    return {"fp32": "fp32", "fp16-mixed": "fp16", "amp-fp16": "fp16"}.get(scenario.precision, "bf16")
 
 
 @dataclass(frozen=True)

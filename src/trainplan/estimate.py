@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainplan.catalog import resolve_model
-from trainplan.coefficients import Coefficients, coefficients, resolved_base_weights
+from trainplan.coefficients import Coefficients, coefficients
 from trainplan.errors import InputError
 from trainplan.formulas import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
@@ -14,7 +14,7 @@ from trainplan.model import ModelSpec
 from trainplan.presets import recipe_summary
 from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
-from trainplan.scenario import Scenario, data_parallel, scenario_from_mapping
+from trainplan.scenario import Scenario, data_parallel, resolved_base_weights, scenario_from_mapping
 from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,

@@ -98,7 +98,8 @@ def resolve(rule: Any, cfg: Mapping[str, Any]) -> Any:
 
 @cache
 def _table() -> tuple[dict[str, Family], dict[str, Refusal]]:
-    from trainplan.catalog import _require, load_yaml
+    from trainplan.datafiles import load_yaml
+    from trainplan.datafiles import require as _require
 
     data = load_yaml("architectures.yaml")
     families: dict[str, Family] = {}

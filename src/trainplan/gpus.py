@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from trainplan.catalog import load_yaml, normalise
+from trainplan.catalog import normalise
+from trainplan.datafiles import load_yaml
 from trainplan.errors import UnknownNameError
 
 GPU_CLASSES = ("consumer", "workstation", "datacenter")

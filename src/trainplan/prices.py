@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from trainplan.catalog import _require, load_yaml
+from trainplan.datafiles import load_yaml
+from trainplan.datafiles import require as _require
 from trainplan.errors import InputError
 
 PROVIDER_CLASSES = ("hyperscaler", "gpu-cloud", "marketplace", "index")

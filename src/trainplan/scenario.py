@@ -536,9 +536,19 @@ def accumulation_forbidden(optimizer_in_backward: Any, grad_accum: Any) -> Any:
     return optimizer_in_backward & (grad_accum > 1)
 
 
+def resolved_base_weights(scenario: Scenario) -> str | None:
+    """The frozen base's storage format: given, else nf4 for QLoRA, else the weight dtype."""
+    if scenario.method == "full":
+        return None
+    if scenario.base_weights is not None:
+        return scenario.base_weights
+    if scenario.method == "qlora":
+        return "nf4"
+    return {"fp32": "fp32", "fp16-mixed": "fp16", "amp-fp16": "fp16"}.get(scenario.precision, "bf16")
+
+
 def quantised_base(scenario: Scenario) -> bool:
     """Whether the frozen base is stored quantised (int8 or nf4; QLoRA defaults to nf4)."""
-    from trainplan.coefficients import resolved_base_weights
     from trainplan.terms.recipes import QUANTISED_BASES
 
     return resolved_base_weights(scenario) in QUANTISED_BASES

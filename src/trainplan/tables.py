@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from trainplan.catalog import load_yaml
+from trainplan.datafiles import load_yaml
 from trainplan.errors import InputError, UnknownNameError
 from trainplan.prices import Discount, price_index
 
