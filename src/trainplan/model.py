@@ -87,6 +87,7 @@ class Mlp:
     router_bias: bool = False
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
+    activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
 
     @property
     def is_moe(self) -> bool:

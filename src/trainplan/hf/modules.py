@@ -81,6 +81,7 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
         fused_gate_up=flag(family, "fused_gate_up", cfg),
         names=tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
+        activation_params=int(family.setting("activation_params", cfg, 0)),
     )
 
 

@@ -53,6 +53,8 @@ def block_params(block: Block, model: ModelSpec) -> int:
     extra = 0 if block.attention is None else attention_extra_params(block.attention)
     if block.ssm is not None:
         extra += ssm_extra_params(block.ssm)
+    if block.mlp is not None:
+        extra += block.mlp.activation_params
     if block.cross_attention is not None:
         extra += attention_extra_params(block.cross_attention)
     return matrices + extra + block.norms * model.norm_params
