@@ -191,3 +191,26 @@ def test_parallel_block_keeps_the_shared_input_once() -> None:
     together = layer_activations(spec, block, BF16_FULL)
     apart = layer_activations(spec, sequential, BF16_FULL)
     assert apart.mlp - together.mlp == 128
+
+
+ZAMBA2: dict[str, Any] = {
+    "model_type": "zamba2", "hidden_size": 256, "num_hidden_layers": 4, "intermediate_size": 512,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"], "num_attention_heads": 4,
+    "num_key_value_heads": 4, "n_mamba_heads": 4, "mamba_d_state": 32, "mamba_expand": 2, "mamba_d_conv": 4,
+    "mamba_ngroups": 1, "vocab_size": 512, "chunk_size": 64, "num_mem_blocks": 1, "adapter_rank": 16,
+}  # fmt: skip
+
+
+def test_zamba2_shared_block_counted_once_and_adapted_per_layer() -> None:
+    from trainplan.scenario import LoraSettings
+    from trainplan.terms.params import count_params
+
+    spec = spec_from_config(ZAMBA2, "z2")
+    # one shared block: q, k, v 512 x 512 each, o 512 x 256, gate_up 256 x 1024, down 512 x 256,
+    # norms 512 + 256 = 1,180,416; run by both hybrid layers, counted once
+    (shared,) = spec.extras
+    assert shared.params == 3 * 512 * 512 + 512 * 256 + 256 * 1024 + 512 * 256 + 768
+    # LoRA qv: peft wraps the shared q and v once per layer that runs them:
+    # 2 layers x 2 modules x rank 8 x (512 + 512) = 32,768
+    lora = count_params(spec, "lora", LoraSettings(rank=8, targets="qv"))
+    assert lora.trainable == 32_768
