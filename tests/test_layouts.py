@@ -214,3 +214,18 @@ def test_zamba2_shared_block_counted_once_and_adapted_per_layer() -> None:
     # 2 layers x 2 modules x rank 8 x (512 + 512) = 32,768
     lora = count_params(spec, "lora", LoraSettings(rank=8, targets="qv"))
     assert lora.trainable == 32_768
+
+
+def test_weight_matrices_of_a_shared_block_exist_once_per_copy() -> None:
+    from trainplan.model import weight_linears
+
+    spec = spec_from_config({**ZAMBA2, "num_mem_blocks": 2}, "z2")
+    weights = weight_linears(spec)
+    q = [count for count, linear in weights if linear.name == "q_proj"]
+    linear = [count for count, lin in weights if lin.name == "linear"]
+    assert q == [2]  # two shared blocks, run by two hybrid layers
+    assert sum(linear) == 2  # the per-layer output linear, once per hybrid layer
+    # every matrix parameter is inside the model total: 2 copies of the shared block's matrices
+    shared_matrices = sum(c * lin.params for c, lin in weights if lin.name in ("q_proj", "k_proj", "v_proj",
+                          "o_proj", "gate_up_proj", "down_proj"))  # fmt: skip
+    assert shared_matrices + 2 * (512 + 256) == spec.extras[0].params

@@ -322,6 +322,25 @@ def ssm_extra_params(ssm: Ssm) -> int:
     return conv + 3 * ssm.num_heads + (ssm.inner_size if ssm.gated_norm else 0)
 
 
+def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
+    """(copies in the model, matrix) for every weight matrix: a layer group's `count` times, a
+    shared block's (Zamba2) once per copy however many layers run it. Compute and adapters
+    follow the layers instead (`block_linears` x count)."""
+    weights: list[tuple[int, Linear]] = []
+    shared_seen = False
+    for block in model.blocks:
+        linears = block_linears(block, model.hidden_size)
+        if not block.shared_copies:
+            weights += [(block.count, linear) for linear in linears]
+            continue
+        own = [linear for linear in linears if linear in block.extra_linears]
+        if not shared_seen:
+            weights += [(block.shared_copies, linear) for linear in linears if linear not in own]
+            shared_seen = True
+        weights += [(block.count, linear) for linear in own]
+    return weights
+
+
 def block_linears(block: Block, hidden_size: int) -> list[Linear]:
     """All weight matrices of one layer of `block`, in forward order."""
     linears: list[Linear] = []

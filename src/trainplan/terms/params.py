@@ -24,6 +24,7 @@ from trainplan.model import (
     attention_extra_params,
     block_linears,
     ssm_extra_params,
+    weight_linears,
 )
 from trainplan.scenario import LoraSettings
 
@@ -146,10 +147,8 @@ def count_params(model: ModelSpec, method: str, lora: LoraSettings) -> ParamCoun
     """All parameter counts for `method` (full | lora | qlora)."""
     total = total_params(model)
     linear_weights = sum(
-        block.count * linear.in_features * linear.out_features * linear.copies
-        for block in model.blocks
-        for linear in block_linears(block, model.hidden_size)
-        if not block.shared_copies or linear in block.extra_linears
+        count * linear.in_features * linear.out_features * linear.copies
+        for count, linear in weight_linears(model)
     )
     layers = sum(block.count * block_params(block, model) for block in model.blocks)
     active = total - layers
