@@ -229,3 +229,14 @@ def test_weight_matrices_of_a_shared_block_exist_once_per_copy() -> None:
     shared_matrices = sum(c * lin.params for c, lin in weights if lin.name in ("q_proj", "k_proj", "v_proj",
                           "o_proj", "gate_up_proj", "down_proj"))  # fmt: skip
     assert shared_matrices + 2 * (512 + 256) == spec.extras[0].params
+
+
+def test_mlp_layer_types_decide_dense_and_moe_layers() -> None:
+    cfg = {"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 10, "num_local_experts": 4, "num_experts_per_tok": 2,
+           "mlp_layer_types": ["dense", "sparse", "sparse"]}  # fmt: skip
+    spec = spec_from_config(cfg, "m")
+    assert [(b.count, b.mlp is not None and b.mlp.is_moe) for b in spec.blocks] == [(1, False), (2, True)]
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**cfg, "mlp_layer_types": ["dense", "hash_moe", "sparse"]}, "m")
+    assert error.value.field == "mlp_layer_types[1]"

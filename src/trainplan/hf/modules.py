@@ -101,7 +101,7 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         moe_inner = get_int(cfg, *inner_keys, default=dense.intermediate_size)
     else:
         moe_inner = get_int(cfg, *inner_keys, *family.key("intermediate_size"))
-    shared_count = get_int(cfg, "n_shared_experts", default=0, minimum=0)
+    shared_count = get_int(cfg, "n_shared_experts", "num_shared_experts", default=0, minimum=0)
     shared_inner = moe_inner
     shared_key = rule.get("shared_size_key", "shared_expert_intermediate_size")
     if cfg.get(shared_key):
