@@ -52,6 +52,11 @@ def test_fused_and_naive_activations_by_hand() -> None:
     # + 2 x 16 (4 H) + 3 x 4 x 4 x 64 (H Q) + 5 x 4 x 4 x 16 (H N) + 3 x 512 + 2 x 16
     # + 2 x 4 x 128 x 16 / 64 (D N / Q) + 5 x 512 + 4 + 256 (out_proj input) = 11,100
     assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == 11_100
+    # autocast over fp32: the einsum operands are bf16 (G, M's copy -1,024; B/C copies -384;
+    # B_decay's copy -128; x copies and C x states -768; chunk states -128), the conv keeps a
+    # cast input (+320) and softplus / clamp fp32 inputs (+16)              -> 9,004
+    amp = ActivationMode(2, 4, True, frozenset(), "sdpa", "none")
+    assert ssm_bytes(spec, ssm, amp, "naive") == 9_004
     # LoRA on nothing in the mixer: the frozen projections keep no inputs
     frozen = ActivationMode(2, 2, False, frozenset(), "sdpa", "none")
     assert ssm_bytes(spec, ssm, frozen, "fused") == 972 - 128

@@ -94,6 +94,8 @@ SSM_CONFIGS = {
     ("name", "fields", "tolerance"),
     [
         ("mamba2", {"method": "full", "precision": "bf16"}, 0.03),  # traced -1.5%
+        ("mamba2", {"method": "full", "precision": "amp-bf16"}, 0.03),  # traced +1.1%
+        ("bamba", {"method": "full", "precision": "amp-bf16"}, 0.03),  # traced +1.3%
         ("bamba", {"method": "full", "precision": "bf16"}, 0.03),  # traced -0.3%
         ("bamba", {"method": "lora", "precision": "bf16"}, 0.08),  # traced +5.7%
         ("zamba2", {"method": "full", "precision": "bf16"}, 0.03),  # traced -0.3%
