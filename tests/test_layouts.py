@@ -52,6 +52,11 @@ def test_fused_and_naive_activations_by_hand() -> None:
     # + 2 x 16 (4 H) + 3 x 4 x 4 x 64 (H Q) + 5 x 4 x 4 x 16 (H N) + 3 x 512 + 2 x 16
     # + 2 x 4 x 128 x 16 / 64 (D N / Q) + 5 x 512 + 4 + 256 (out_proj input) = 11,100
     assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == 11_100
+    # autocast over fp32: the einsum operands are bf16 (G, M's copy -1,024; B/C copies -384;
+    # B_decay's copy -128; x copies and C x states -768; chunk states -128), the conv keeps a
+    # cast input (+320) and softplus / clamp fp32 inputs (+16)              -> 9,004
+    amp = ActivationMode(2, 4, True, frozenset(), "sdpa", "none")
+    assert ssm_bytes(spec, ssm, amp, "naive") == 9_004
     # LoRA on nothing in the mixer: the frozen projections keep no inputs
     frozen = ActivationMode(2, 2, False, frozenset(), "sdpa", "none")
     assert ssm_bytes(spec, ssm, frozen, "fused") == 972 - 128
@@ -191,3 +196,52 @@ def test_parallel_block_keeps_the_shared_input_once() -> None:
     together = layer_activations(spec, block, BF16_FULL)
     apart = layer_activations(spec, sequential, BF16_FULL)
     assert apart.mlp - together.mlp == 128
+
+
+ZAMBA2: dict[str, Any] = {
+    "model_type": "zamba2", "hidden_size": 256, "num_hidden_layers": 4, "intermediate_size": 512,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"], "num_attention_heads": 4,
+    "num_key_value_heads": 4, "n_mamba_heads": 4, "mamba_d_state": 32, "mamba_expand": 2, "mamba_d_conv": 4,
+    "mamba_ngroups": 1, "vocab_size": 512, "chunk_size": 64, "num_mem_blocks": 1, "adapter_rank": 16,
+}  # fmt: skip
+
+
+def test_zamba2_shared_block_counted_once_and_adapted_per_layer() -> None:
+    from trainplan.scenario import LoraSettings
+    from trainplan.terms.params import count_params
+
+    spec = spec_from_config(ZAMBA2, "z2")
+    # one shared block: q, k, v 512 x 512 each, o 512 x 256, gate_up 256 x 1024, down 512 x 256,
+    # norms 512 + 256 = 1,180,416; run by both hybrid layers, counted once
+    (shared,) = spec.extras
+    assert shared.params == 3 * 512 * 512 + 512 * 256 + 256 * 1024 + 512 * 256 + 768
+    # LoRA qv: peft wraps the shared q and v once per layer that runs them:
+    # 2 layers x 2 modules x rank 8 x (512 + 512) = 32,768
+    lora = count_params(spec, "lora", LoraSettings(rank=8, targets="qv"))
+    assert lora.trainable == 32_768
+
+
+def test_weight_matrices_of_a_shared_block_exist_once_per_copy() -> None:
+    from trainplan.model import weight_linears
+
+    spec = spec_from_config({**ZAMBA2, "num_mem_blocks": 2}, "z2")
+    weights = weight_linears(spec)
+    q = [count for count, linear in weights if linear.name == "q_proj"]
+    linear = [count for count, lin in weights if lin.name == "linear"]
+    assert q == [2]  # two shared blocks, run by two hybrid layers
+    assert sum(linear) == 2  # the per-layer output linear, once per hybrid layer
+    # every matrix parameter is inside the model total: 2 copies of the shared block's matrices
+    shared_matrices = sum(c * lin.params for c, lin in weights if lin.name in ("q_proj", "k_proj", "v_proj",
+                          "o_proj", "gate_up_proj", "down_proj"))  # fmt: skip
+    assert shared_matrices + 2 * (512 + 256) == spec.extras[0].params
+
+
+def test_mlp_layer_types_decide_dense_and_moe_layers() -> None:
+    cfg = {"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 10, "num_local_experts": 4, "num_experts_per_tok": 2,
+           "mlp_layer_types": ["dense", "sparse", "sparse"]}  # fmt: skip
+    spec = spec_from_config(cfg, "m")
+    assert [(b.count, b.mlp is not None and b.mlp.is_moe) for b in spec.blocks] == [(1, False), (2, True)]
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**cfg, "mlp_layer_types": ["dense", "hash_moe", "sparse"]}, "m")
+    assert error.value.field == "mlp_layer_types[1]"

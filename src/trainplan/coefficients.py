@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from trainplan.model import ModelSpec, block_linears
+from trainplan.model import ModelSpec, block_linears, weight_linears
 from trainplan.scenario import Scenario, resolved_base_weights
 from trainplan.terms.activations import (
     ActivationMode,
@@ -127,6 +127,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     base = resolved_base_weights(scenario)
     full = scenario.method == "full"
     linears = [(b.count, lin) for b in model.blocks for lin in block_linears(b, model.hidden_size)]
+    weights = weight_linears(model)  # shared blocks once per copy (Zamba2); `linears` per layer run
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
     # base precision (`autocast_adapter_dtype`, on by default); torchtune at the compute dtype
@@ -139,14 +140,14 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes
         frozen_weights: float = (counts.total - counts.trainable) * compute_bytes
-        rows_cols = sum(n * lin.copies * (lin.in_features + lin.out_features) for n, lin in linears)
+        rows_cols = sum(n * lin.copies * (lin.in_features + lin.out_features) for n, lin in weights)
         rows_cols += counts.total - counts.linear_weights
         largest = max([lin.in_features * lin.out_features for _, lin in linears] + [counts.embedding])
         layer_bytes = layer_weight_bytes(model, recipe.weight_bytes)
         layer_grads = layer_weight_bytes(model, recipe.grad_bytes)
     else:
         base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
-        scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in linears) if base == "int8" else 0
+        scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in weights) if base == "int8" else 0
         other_bytes: float = compute_bytes if base in QUANTISED_BASES else base_bytes
         frozen_weights = (
             counts.linear_weights * base_bytes + scales + (counts.total - counts.linear_weights) * other_bytes

@@ -220,8 +220,8 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         notes.append("lora.dropout has no effect on a full fine-tune")
     if model.encoder_decoder:
         notes.append("encoder-decoder: the target sequence is assumed as long as the source (seq_len each)")
-    if any(extra.params for extra in model.extras):
-        names = ", ".join(extra.name for extra in model.extras)
+    if any(extra.params and not extra.in_layers for extra in model.extras):
+        names = ", ".join(extra.name for extra in model.extras if not extra.in_layers)
         notes.append(f"{names}: weights counted; their activations are not modelled (small next to the LM)")
     if scenario.method == "qlora" and any(block.mlp and block.mlp.is_moe for block in model.blocks):
         notes.append("QLoRA on MoE: routed experts assumed quantised like other linear layers")

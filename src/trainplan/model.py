@@ -17,6 +17,7 @@ ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "k
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
+EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer and MLP (Zamba2)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Attention:
     relative_bias_params: int = 0
     logit_softcap: bool = False
     sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
+    input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -88,6 +90,7 @@ class Mlp:
     router_bias: bool = False
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
+    activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
 
     @property
     def is_moe(self) -> bool:
@@ -130,6 +133,9 @@ class Block:
     """`count` identical layers: a token mixer (attention and/or SSM), an optional MLP, norms.
 
     `parallel` marks attention and MLP reading the same normed input (GPT-J, Falcon, Cohere).
+    `extra_linears` are per-layer matrices outside the mixer and MLP (Zamba2's output linear and
+    its per-layer adapters). `shared_copies` > 0 marks layers that run one of that many shared
+    blocks (Zamba2): their weights are counted once per copy in the model's extras, not per layer.
     """
 
     count: int
@@ -140,6 +146,8 @@ class Block:
     role: str = "decoder"
     ssm: Ssm | None = None
     parallel: bool = False
+    extra_linears: tuple[Linear, ...] = ()
+    shared_copies: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,7 @@ class ExtraComponent:
     params: int
     trainable: bool = False
     note: str = ""
+    in_layers: bool = False  # weights the layers run (Zamba2's shared blocks): activations modelled
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     """The weight matrices of one attention module, named as Hugging Face names them."""
     bias, q, kv = attention.qkv_bias, attention.q_size, attention.kv_size
     q_name, k_name, v_name, o_name = attention.names
+    width = attention.input_size or hidden_size
     if attention.kind == "mla":
         heads, rope = attention.num_heads, attention.rope_head_dim
         nope, v_dim = attention.head_dim - rope, attention.v_head_dim
@@ -225,11 +235,11 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         return linears
     out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
     if attention.fused_qkv:
-        return [Linear(attention.fused_qkv, "qkv", hidden_size, q + 2 * kv, bias), out]
+        return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), out]
     return [
-        Linear(q_name, "q", hidden_size, q, bias),
-        Linear(k_name, "k", hidden_size, kv, bias),
-        Linear(v_name, "v", hidden_size, kv, bias),
+        Linear(q_name, "q", width, q, bias),
+        Linear(k_name, "k", width, kv, bias),
+        Linear(v_name, "v", width, kv, bias),
         out,
     ]
 
@@ -313,10 +323,28 @@ def ssm_extra_params(ssm: Ssm) -> int:
     return conv + 3 * ssm.num_heads + (ssm.inner_size if ssm.gated_norm else 0)
 
 
+def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
+    """(copies in the model, matrix) for every weight matrix: a layer group's `count` times, a
+    shared block's (Zamba2) once per copy however many layers run it. Compute and adapters
+    follow the layers instead (`block_linears` x count)."""
+    weights: list[tuple[int, Linear]] = []
+    shared_seen = False
+    for block in model.blocks:
+        linears = block_linears(block, model.hidden_size)
+        if not block.shared_copies:
+            weights += [(block.count, linear) for linear in linears]
+            continue
+        own = [linear for linear in linears if linear in block.extra_linears]
+        if not shared_seen:
+            weights += [(block.shared_copies, linear) for linear in linears if linear not in own]
+            shared_seen = True
+        weights += [(block.count, linear) for linear in own]
+    return weights
+
+
 @lru_cache(maxsize=4096)
 def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
-    """All weight matrices of one layer of `block`, in forward order (built once per block: every
-    term of every estimate walks them)."""
+    """All weight matrices of one layer of `block`, in forward order."""
     linears: list[Linear] = []
     if block.attention is not None:
         linears += attention_linears(block.attention, hidden_size)
@@ -326,4 +354,4 @@ def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
         linears += attention_linears(block.cross_attention, hidden_size)
     if block.mlp is not None:
         linears += mlp_linears(block.mlp, hidden_size)
-    return tuple(linears)
+    return (*linears, *block.extra_linears)

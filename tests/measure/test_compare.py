@@ -84,6 +84,12 @@ SSM_CONFIGS = {
               "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512,
               "attn_layer_indices": [2], "mamba_n_heads": 8, "mamba_d_head": 64, "mamba_n_groups": 1,
               "mamba_d_state": 32, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 64},
+    # Zamba2: Mamba-2 layers; layers 1 and 3 also run the one shared attention + MLP block
+    "zamba2": {"model_type": "zamba2", "hidden_size": 256, "num_hidden_layers": 4, "intermediate_size": 512,
+               "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"], "num_attention_heads": 4,
+               "num_key_value_heads": 4, "n_mamba_heads": 4, "mamba_d_state": 32, "mamba_expand": 2,
+               "mamba_d_conv": 4, "mamba_ngroups": 1, "vocab_size": 512, "chunk_size": 64,
+               "num_mem_blocks": 1, "adapter_rank": 16},
 }  # fmt: skip
 
 
@@ -91,8 +97,12 @@ SSM_CONFIGS = {
     ("name", "fields", "tolerance"),
     [
         ("mamba2", {"method": "full", "precision": "bf16"}, 0.03),  # traced -1.5%
+        ("mamba2", {"method": "full", "precision": "amp-bf16"}, 0.03),  # traced +1.1%
+        ("bamba", {"method": "full", "precision": "amp-bf16"}, 0.03),  # traced +1.3%
         ("bamba", {"method": "full", "precision": "bf16"}, 0.03),  # traced -0.3%
         ("bamba", {"method": "lora", "precision": "bf16"}, 0.08),  # traced +5.7%
+        ("zamba2", {"method": "full", "precision": "bf16"}, 0.03),  # traced -0.3%
+        ("zamba2", {"method": "lora", "precision": "bf16"}, 0.08),  # traced +6.3%
     ],
 )
 def test_ssm_traces_match_the_naive_estimate(

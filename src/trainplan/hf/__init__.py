@@ -21,6 +21,7 @@ from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, moe_mlp, ssm_mixer
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.values import flag, get_int
+from trainplan.hf.zamba import zamba2_spec
 from trainplan.model import Block, ExtraComponent, ModelSpec
 
 __all__ = ["family_of", "language_config", "spec_from_config"]
@@ -58,6 +59,8 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
     if not text_type and "n_embd" in cfg and "n_layer" in cfg:
         text_type = "gpt2"  # GPT-2's own keys without a model_type
     family = family_of(text_type, text)
+    if family.row.get("reader") == "zamba2":
+        return zamba2_spec(text, name, source, family)
     if family.row.get("reader") == "gpt2":
         return gpt2_spec(cfg, name, source, family)
     spec = _decoder(text, name, source, family)

@@ -97,12 +97,26 @@ def num_experts(cfg: Mapping[str, Any]) -> int:
     return get_int(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0, minimum=0)
 
 
+#: `mlp_layer_types` values: is the layer's MLP the mixture of experts?
+_MLP_KINDS = {"dense": False, "sparse": True, "moe": True}
+
+
 def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
-    """Whether layer `index` has the MoE MLP: first-k-dense, a sparse step, mlp-only layers,
-    an explicit MoE layer list or Llama 4's interleave step, or Jamba's expert period."""
+    """Whether layer `index` has the MoE MLP: `mlp_layer_types` when the config lists it, else
+    first-k-dense, a sparse step, mlp-only layers, an explicit MoE layer list or Llama 4's
+    interleave step, or Jamba's expert period."""
     if num_experts(cfg) == 0:
         return False
     rule: Mapping[str, Any] = family.row.get("moe") or {}
+    kinds = cfg.get("mlp_layer_types")
+    if isinstance(kinds, list):  # a per-layer list, where the config gives one
+        if index >= len(kinds) or kinds[index] not in _MLP_KINDS:
+            value = kinds[index] if index < len(kinds) else "(missing)"
+            raise ConfigError(
+                f"mlp_layer_types[{index}]",
+                f"MLP kind {value!r} is not modelled; modelled: " + ", ".join(_MLP_KINDS),
+            )
+        return _MLP_KINDS[kinds[index]]
     if "layers_key" in rule and isinstance(cfg.get(rule["layers_key"]), list):
         return index in cfg[rule["layers_key"]]
     if "period" in rule:

@@ -81,6 +81,7 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
         fused_gate_up=flag(family, "fused_gate_up", cfg),
         names=tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
+        activation_params=int(family.setting("activation_params", cfg, 0)),
     )
 
 
@@ -102,7 +103,7 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         moe_inner = get_int(cfg, *inner_keys, default=dense.intermediate_size)
     else:
         moe_inner = get_int(cfg, *inner_keys, *family.key("intermediate_size"))
-    shared_count = get_int(cfg, "n_shared_experts", default=0, minimum=0)
+    shared_count = get_int(cfg, "n_shared_experts", "num_shared_experts", default=0, minimum=0)
     shared_inner = moe_inner
     shared_key = rule.get("shared_size_key", "shared_expert_intermediate_size")
     if cfg.get(shared_key):

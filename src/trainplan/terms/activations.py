@@ -109,7 +109,7 @@ def attention_bytes(
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     else:
-        kept = _linear_input(mode, model.hidden_size, names)
+        kept = _linear_input(mode, attention.input_size or model.hidden_size, names)
     if attention.qk_norm != "none":
         kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
@@ -210,6 +210,8 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention += cross
         per_key += cross_key
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
+    for linear in block.extra_linears:  # Zamba2's per-layer linear and adapters keep their inputs
+        mlp += _linear_input(mode, linear.in_features, [linear.name])
     if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
         # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
         mlp -= mode.activation_bytes * hidden

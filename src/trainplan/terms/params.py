@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from trainplan.errors import InputError
 from trainplan.model import (
     ATTENTION_ROLES,
+    EXTRA_ROLES,
     MLP_ROLES,
     QUERY_VALUE_ROLES,
     SSM_ROLES,
@@ -23,6 +24,7 @@ from trainplan.model import (
     attention_extra_params,
     block_linears,
     ssm_extra_params,
+    weight_linears,
 )
 from trainplan.scenario import LoraSettings
 
@@ -48,11 +50,16 @@ class ParamCounts:
 
 
 def block_params(block: Block, model: ModelSpec) -> int:
-    """Parameters of one layer of `block`: matrices, norms, attention and SSM extras."""
+    """Parameters of one layer of `block`: matrices, norms, attention and SSM extras; only its
+    own extra linears for a layer running a shared block (those weights are model extras)."""
+    if block.shared_copies:
+        return sum(linear.params for linear in block.extra_linears)
     matrices = sum(linear.params for linear in block_linears(block, model.hidden_size))
     extra = 0 if block.attention is None else attention_extra_params(block.attention)
     if block.ssm is not None:
         extra += ssm_extra_params(block.ssm)
+    if block.mlp is not None:
+        extra += block.mlp.activation_params
     if block.cross_attention is not None:
         extra += attention_extra_params(block.cross_attention)
     return matrices + extra + block.norms * model.norm_params
@@ -102,7 +109,7 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES
+        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
 
@@ -140,9 +147,8 @@ def count_params(model: ModelSpec, method: str, lora: LoraSettings) -> ParamCoun
     """All parameter counts for `method` (full | lora | qlora)."""
     total = total_params(model)
     linear_weights = sum(
-        block.count * linear.in_features * linear.out_features * linear.copies
-        for block in model.blocks
-        for linear in block_linears(block, model.hidden_size)
+        count * linear.in_features * linear.out_features * linear.copies
+        for count, linear in weight_linears(model)
     )
     layers = sum(block.count * block_params(block, model) for block in model.blocks)
     active = total - layers

@@ -21,6 +21,8 @@ Two kernels, stated separately because they differ by orders of magnitude:
   one by one; they were checked against the tensors autograd saves for one bf16 mixer (saved-tensor
   hooks, transformers 5.24, four shapes): within 0.1 % (Mamba-2) and 1 % (Mamba). They assume the
   sequence is a whole number of chunks (padding to a chunk multiple adds up to Q - 1 tokens).
+  Under autocast the einsums run in 16 bits, so their operand copies are 16-bit (within 1 % of
+  the tensors saved under the emulated CUDA autocast policy).
 """
 
 from __future__ import annotations
@@ -76,18 +78,26 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
     heads, groups, chunk = ssm.num_heads, ssm.n_groups, ssm.chunk_size
     if kernel == "fused":
         return kept + a * width + a * inner + 4 * groups
+    # under autocast the einsums run in 16 bits, so the operand copies they keep are `a` bytes
+    # wide, the conv keeps its own cast input, and softplus (an fp32-list op) its fp32 input
+    e = a if mode.casts_inputs else 4
+    conv_in = a * ssm.conv_channels if mode.casts_inputs else 0.0
+    soft = 4 if mode.casts_inputs else a
     naive = (
         a * width
+        + conv_in
         + a * ssm.conv_channels
-        + 2 * a * heads
+        + 2 * soft * heads
         + 2 * 4 * inner
         + 2 * 4 * heads
-        + 3 * 4 * heads * chunk
-        + 3 * 4 * heads * state
-        + 2 * 4 * heads * state
-        + 3 * 4 * inner
+        + 4 * heads * chunk  # L
+        + 2 * e * heads * chunk  # G and M's copy
+        + 3 * e * heads * state  # B, C and C's second copy, repeated to heads
+        + 4 * heads * state  # B_decay
+        + e * heads * state  # its copy
+        + 3 * e * inner  # x's two chunked copies, C x states
         + 2 * 4 * heads
-        + 2 * 4 * inner * state / chunk
+        + 2 * e * inner * state / chunk
         + 5 * 4 * inner
         + 4 * groups
     )
