@@ -180,7 +180,12 @@ def read_file(module: ModuleType, data: Mapping[str, Any], name: str, text: str 
 
     flat = flatten(data)
     reading = FileReading(name, module.FORMAT, module.recipe(flat))
-    apply_rules(reading, flat, module.RULES)
+    try:
+        apply_rules(reading, flat, module.RULES)
+    except InputError as error:
+        if error.message.startswith(name):
+            raise
+        raise InputError(error.field, f"{name}: {error.message}") from None
     implied = getattr(module, "implied", None)
     from_text = getattr(module, "from_text", None)
     extra = {**(from_text(text, name) if from_text else {}), **(implied(flat) if implied else {})}
@@ -278,7 +283,7 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
     if check_model and "model" in sources and "model" not in given:
         _check_model(sources["model"])
     provenance = [sources[name] for name in CONFIG_FIELDS if name in sources]
-    provenance += [Source(name, value, "given") for name, value in given.items()]
+    provenance += [Source(name, value, "given: flag or scenario file") for name, value in given.items()]
     from_recipe = recipes()[scenario.recipe].fields(scenario.method) if scenario.recipe else {}
     plain = scenario_to_mapping(scenario)
     for name in CONFIG_FIELDS:
@@ -360,7 +365,8 @@ def emit(scenario: Any, kind: str, header: list[str]) -> tuple[str, list[str]]:
         raise InputError("emit", f"{kind!r} is not a format we write; allowed: {', '.join(EMIT_FORMATS)}")
     module = reader(EMIT_FORMATS[kind])
     data, notes = module.emit(scenario)
-    comments = [*header, *(f"not written: {note}" for note in notes)]
+    run_line = getattr(module, "run_line", None)
+    comments = [*header, *([run_line(scenario)] if run_line else []), *(f"not written: {note}" for note in notes)]
     if module.SYNTAX == "json":
         import json
 

@@ -175,9 +175,14 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     data: dict[str, Any] = {"compute_environment": "LOCAL_MACHINE", "num_processes": scenario.gpus}
     if scenario.gpus > scenario.gpus_per_node:
         data["num_machines"] = -(-scenario.gpus // scenario.gpus_per_node)
-    mixed = {"bf16-mixed": "bf16", "fp16-mixed": "fp16", "fp8-mixed": "fp8", "amp-bf16": "bf16", "amp-fp16": "fp16"}
     sharded = scenario.zero_stage in (2, 3) and scenario.gpus > 1
-    if scenario.precision in mixed and (sharded or scenario.precision.startswith("amp") or scenario.precision == "fp8-mixed"):
+    deepspeed = not sharded and (scenario.zero_stage == 1 or scenario.offload != "none")
+    mixed = {"fp8-mixed": "fp8"}
+    if sharded or deepspeed:
+        mixed |= {"bf16-mixed": "bf16", "fp16-mixed": "fp16"}
+    else:
+        mixed |= {"amp-bf16": "bf16", "amp-fp16": "fp16"}
+    if scenario.precision in mixed:
         data["mixed_precision"] = mixed[scenario.precision]
     else:
         notes.append(f"precision {scenario.precision}: set by the model's dtype and the trainer")
@@ -194,7 +199,7 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         if scenario.offload == "optimizer":
             notes.append("offload optimizer: FSDP offloads parameters too; use DeepSpeed for optimizer-only offload")
         notes.append(f"grad_accum {scenario.grad_accum}: set gradient_accumulation_steps in the training script")
-    elif scenario.zero_stage == 1 or scenario.offload != "none":
+    elif deepspeed:
         data["distributed_type"] = "DEEPSPEED"
         data["deepspeed_config"] = {
             "zero_stage": scenario.zero_stage,

@@ -166,7 +166,8 @@ RULES: dict[str, Rule] = {
 
 def detect(data: Mapping[str, Any]) -> bool:
     """axolotl's own keys."""
-    return sum(key in data for key in ("base_model", "micro_batch_size", "sequence_len", "adapter", "lora_target_linear")) >= 2
+    markers = ("base_model", "sequence_len", "adapter", "lora_target_linear")
+    return "micro_batch_size" in data or sum(key in data for key in markers) >= 2
 
 
 def recipe(flat: Mapping[str, Any]) -> str:
@@ -186,7 +187,7 @@ OPTIMIZERS |= {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adam
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     """The plan as axolotl keys; a DeepSpeed stage or FSDP block when the plan shards."""
     notes: list[str] = []
-    data: dict[str, Any] = {"base_model": scenario.model}
+    data: dict[str, Any] = {}
     if scenario.method != "full":
         data["adapter"] = scenario.method
         if scenario.method == "qlora":
