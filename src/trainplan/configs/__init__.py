@@ -36,6 +36,9 @@ EMIT_FORMATS = {
 # optimizer keeps an fp32 master whatever the trainer's bf16 flag says).
 RANK = {"deepspeed": 2, "accelerate": 1}
 MAX_FILES = 16
+# A trainer's half-precision flag under DeepSpeed ("auto" follows it): DeepSpeed's bf16/fp16
+# modes cast the model to half precision and keep fp32 master weights in the ZeRO optimizer.
+UNDER_DEEPSPEED = {"amp-bf16": "bf16-mixed", "bf16": "bf16-mixed", "amp-fp16": "fp16-mixed"}
 # The scenario fields a training config can set; the others (GPU type, prices, region) never
 # come from one and are listed only when given.
 CONFIG_FIELDS = (
@@ -43,7 +46,7 @@ CONFIG_FIELDS = (
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
     "tensor_parallel", "pipeline_parallel", "offload", "loss", "loss_chunks", "compile",
-    "optimizer_in_backward", "kbit_upcast",
+    "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps",
 )  # fmt: skip
 
 
@@ -223,6 +226,11 @@ def _merge(readings: list[FileReading]) -> dict[str, Source]:
                     f"contradictory settings for {field}: {earlier.setting} = {earlier.value} in {earlier.file}, "
                     f"{source.setting} = {source.value} in {source.file}; make them agree",
                 )
+    precision = merged.get("precision")
+    if "DeepSpeed" in backends and precision is not None and precision.value in UNDER_DEEPSPEED:
+        value = UNDER_DEEPSPEED[precision.value]
+        note = f"{precision.value} under DeepSpeed: bf16/fp16 weights, fp32 master and states in the ZeRO optimizer"
+        merged["precision"] = Source("precision", value, precision.setting, precision.file, note)
     return merged
 
 
@@ -263,6 +271,7 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
     from trainplan.scenario import scenario_to_mapping
 
     sources = _merge(readings)
+    extra: list[Skipped] = []
     recipe = _recipe(readings)
     if recipe is not None and "recipe" not in sources:
         sources["recipe"] = recipe[1]
@@ -276,10 +285,11 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
         else:
             data[name] = value
     scenario = _build(data, sources)
-    batches = [reading.global_batch for reading in readings if reading.global_batch]
+    batches = [(reading.file, reading.global_batch) for reading in readings if reading.global_batch]
     if batches:
-        data, sources = _global_batch(data, sources, batches[0], scenario, "grad_accum" in given)
+        data, sources, checked = _global_batch(data, sources, batches[0], scenario, "grad_accum" in given)
         scenario = _build(data, sources)
+        extra += checked
     if check_model and "model" in sources and "model" not in given:
         _check_model(sources["model"])
     provenance = [sources[name] for name in CONFIG_FIELDS if name in sources]
@@ -292,9 +302,11 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
         if scenario.method == "full" and (name.startswith("lora.") or name in ("base_weights", "kbit_upcast")):
             continue
         value = plain["lora"][name[5:]] if name.startswith("lora.") else plain[name]
+        if value is None:
+            continue
         where = f"{scenario.recipe} recipe default" if from_recipe.get(name, None) == value else "trainplan default"
         provenance.append(Source(name, value, where))
-    ignored = [skipped for reading in readings for skipped in reading.ignored]
+    ignored = [skipped for reading in readings for skipped in reading.ignored] + extra
     return ConfigReading(
         data, provenance, ignored, [(reading.file, reading.format) for reading in readings]
     )
@@ -314,13 +326,17 @@ def _build(data: Mapping[str, Any], sources: Mapping[str, Source]) -> Any:
 
 
 def _global_batch(
-    data: dict[str, Any], sources: dict[str, Source], batch: tuple[str, int], scenario: Any, given: bool
-) -> tuple[dict[str, Any], dict[str, Source]]:
+    data: dict[str, Any],
+    sources: dict[str, Source],
+    batch: tuple[str, tuple[str, int]],
+    scenario: Any,
+    given: bool,
+) -> tuple[dict[str, Any], dict[str, Source], list[Skipped]]:
     """A global batch (all GPUs) turned into grad_accum = global / (micro_batch x data-parallel
     GPUs), or checked against a grad_accum set elsewhere."""
     from trainplan.scenario import data_parallel
 
-    setting, total = batch
+    file, (setting, total) = batch
     replicas = data_parallel(scenario)
     per_step = scenario.micro_batch * replicas
     where = f"{per_step} = micro_batch {scenario.micro_batch} x {replicas} data-parallel GPUs"
@@ -330,13 +346,14 @@ def _global_batch(
                 FIELD,
                 f"{setting} = {total} (global) disagrees with grad_accum {scenario.grad_accum} x {where}",
             )
-        return data, sources
+        return data, sources, [Skipped(setting.split(" ", 1)[1], file, f"global batch, checked: {total} = "
+                                       f"grad_accum {scenario.grad_accum} x {where}")]
     if total % per_step:
         raise InputError(FIELD, f"{setting} = {total} (global) is not a multiple of {where}")
     accum = total // per_step
     data = {**data, "grad_accum": accum}
-    sources = {**sources, "grad_accum": Source("grad_accum", accum, setting, None, f"global {total} / {where}")}
-    return data, sources
+    sources = {**sources, "grad_accum": Source("grad_accum", accum, setting, file, f"global {total} / {where}")}
+    return data, sources, []
 
 
 def _check_model(source: Source) -> None:

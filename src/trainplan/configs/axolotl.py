@@ -87,8 +87,13 @@ def _target_modules(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ign
     return {"lora.targets": value}
 
 
+FSDP_STRATEGY_KEYS = tuple(
+    f"fsdp_config.{prefix}{key}" for prefix in ("", "fsdp_") for key in ("sharding_strategy", "reshard_after_forward")
+)
+
+
 def _fsdp(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    if any(path.startswith("fsdp_config.") for path in flat):
+    if any(path in flat for path in FSDP_STRATEGY_KEYS):
         return Ignore("read with fsdp_config")
     return hf_trainer.fsdp_option("fsdp", value)
 

@@ -19,6 +19,7 @@ from trainplan.errors import InputError, shown_value
 IRRELEVANT = "irrelevant to memory and time"
 NOT_MODELLED = "not modelled yet"
 UNKNOWN = "unknown"
+REFERENCE = "names another file, read in turn"
 
 # Settings that every trainer shares and that change neither memory nor time: the data, the
 # schedule's shape, logging and saving. Prefixes end with "*"; compared with the dotted path.
@@ -181,8 +182,8 @@ def rule_for(path: str, rules: Mapping[str, Rule]) -> Rule | None:
     for pattern, rule in rules.items():
         if pattern.endswith("*") and matches(path, pattern):
             return rule
-    leaf = path.rsplit(".", 1)[-1]
-    if any(matches(path, pattern) or matches(leaf, pattern) for pattern in COMMON_IRRELEVANT):
+    parts = (path, path.split(".", 1)[0], path.rsplit(".", 1)[-1])
+    if any(matches(part, pattern) for part in parts for pattern in COMMON_IRRELEVANT):
         return ignored(IRRELEVANT)
     return None
 
@@ -204,6 +205,7 @@ def apply_rules(reading: FileReading, flat: Mapping[str, Any], rules: Mapping[st
         for name, converted in result.items():
             if name == "_reference":
                 reading.references.append((path, converted))
+                reading.ignored.append(Skipped(path, reading.file, REFERENCE))
             elif name == "_backend":
                 reading.backends.append((str(converted), f"{reading.file}: {reading.format} {path}"))
             elif name == "_global_batch":

@@ -98,7 +98,8 @@ def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 def _fp16(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if "bf16" in flat and (truthy("bf16", flat["bf16"]) or not truthy("fp16", value)):
         return Ignore("read with bf16")
-    return _precision(False, flat)
+    result = precision(None, value, _model_dtype(flat))
+    return result if isinstance(result, Ignore) else {"precision": result}
 
 
 def _checkpointing(value: Any) -> str:
@@ -143,6 +144,12 @@ def _reference(value: Any) -> Any:
     raise InputError("deepspeed", "must be a path to a DeepSpeed JSON file or its contents")
 
 
+def _fsdp_rules() -> dict[str, Rule]:
+    from trainplan.configs.accelerate import fsdp_rules
+
+    return {**fsdp_rules("fsdp_config."), "fsdp_config.*": ignored(IRRELEVANT)}
+
+
 RULES: dict[str, Rule] = {
     "model_name_or_path": to("model", "catalog name, Hub id or local path"),
     "per_device_train_batch_size": to(
@@ -169,8 +176,8 @@ RULES: dict[str, Rule] = {
     "num_train_epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
     "deepspeed": to("_reference", "a DeepSpeed JSON file (beside this one) or its contents", _reference),
     "fsdp": Rule("FSDP options", lambda value, flat: fsdp_option("fsdp", value)),
-    "fsdp_config": to("_reference", "an FSDP config file", _reference),
-    "fsdp_config.*": ignored("read by the accelerate reader's fsdp_* table"),
+    **_fsdp_rules(),
+    "fsdp_config": ignored(f"{NOT_MODELLED}: an FSDP config file; write its fsdp_* keys inline"),
     "torch_compile": to("compile", "torch.compile", lambda value: truthy("torch_compile", value)),
     "torch_compile_backend": ignored(IRRELEVANT),
     "torch_compile_mode": ignored(IRRELEVANT),
