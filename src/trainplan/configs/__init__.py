@@ -181,7 +181,7 @@ def read_file(module: ModuleType, data: Mapping[str, Any], name: str, text: str 
     out, `from_text` those its comments state (torchtune's `tune run` line)."""
     from trainplan.configs.base import apply_rules
 
-    flat = flatten(data)
+    flat = flatten(data, whole=getattr(module, "WHOLE", ()))
     reading = FileReading(name, module.FORMAT, module.recipe(flat))
     try:
         apply_rules(reading, flat, module.RULES)

@@ -95,12 +95,13 @@ def truthy(setting: str, value: Any) -> bool:
     raise InputError(setting, f"{shown_value(value)} is not a boolean (true/false)")
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings -> dotted keys; lists and scalars are leaves."""
+def flatten(data: Mapping[str, Any], prefix: str = "", whole: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Nested mappings -> dotted keys; lists, scalars and the keys in `whole` (an inline
+    DeepSpeed config) are leaves."""
     flat: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, Mapping) and value and name not in whole:
             flat.update(flatten(value, name + "."))
         else:
             flat[name] = value

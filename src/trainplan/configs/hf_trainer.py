@@ -29,6 +29,7 @@ from trainplan.errors import InputError
 FORMAT = "hf"
 TITLE = "Hugging Face TrainingArguments / TRL SFTConfig"
 SYNTAX = "yaml"
+WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
 
 # transformers OptimizerNames -> scenario optimizer (memory and time only: paging and the
 # 32-bit paged variants hold the same state as their plain twins).

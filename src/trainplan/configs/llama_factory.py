@@ -22,6 +22,7 @@ from trainplan.errors import InputError
 FORMAT = "llama-factory"
 TITLE = "LLaMA-Factory YAML"
 SYNTAX = "yaml"
+WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
 EMITS = (
     "method", "micro_batch", "grad_accum", "activation_checkpointing", "activation_offload", "optimizer",
     "precision", "zero_stage", "offload", "loss",
@@ -183,14 +184,16 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["optim"] = names[scenario.optimizer]
     else:
         notes.append(f"optimizer {scenario.optimizer}: no optim name")
-    if scenario.precision in ("amp-bf16", "bf16"):
-        data["bf16"] = True
+    sharded = bool(scenario.zero_stage) or scenario.offload != "none"
+    if sharded and scenario.precision in ("bf16-mixed", "fp16-mixed"):
+        data[scenario.precision[:4]] = True  # DeepSpeed keeps the fp32 master
+    elif not sharded and scenario.precision in ("amp-bf16", "bf16", "amp-fp16"):
+        data["fp16" if scenario.precision == "amp-fp16" else "bf16"] = True
         if scenario.precision == "bf16":
             data["pure_bf16"] = True
-    elif scenario.precision == "amp-fp16":
-        data["fp16"] = True
     else:
-        notes.append(f"precision {scenario.precision}: LLaMA-Factory trains bf16 or fp16 autocast")
+        where = "under DeepSpeed: bf16-mixed or fp16-mixed" if sharded else "amp-bf16, bf16 (pure_bf16) or amp-fp16"
+        notes.append(f"precision {scenario.precision}: LLaMA-Factory trains {where}")
     if scenario.loss == "fused":
         data["enable_liger_kernel"] = True
     elif scenario.loss != "standard":
