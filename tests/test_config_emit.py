@@ -20,21 +20,67 @@ SUFFIX = {"yaml": ".yaml", "toml": ".toml", "json": ".json"}
 
 PLANS: list[dict[str, Any]] = [
     # full fine-tune, FSDP / ZeRO-3 over 8 GPUs
-    {"method": "full", "gpus": 8, "zero_stage": 3, "micro_batch": 2, "grad_accum": 4, "activation_checkpointing": "full",
-     "optimizer": "adamw-fused", "precision": "bf16-mixed"},
+    {
+        "method": "full",
+        "gpus": 8,
+        "zero_stage": 3,
+        "micro_batch": 2,
+        "grad_accum": 4,
+        "activation_checkpointing": "full",
+        "optimizer": "adamw-fused",
+        "precision": "bf16-mixed",
+    },
     # LoRA on one GPU, pure bf16, no checkpointing, fused loss
-    {"method": "lora", "micro_batch": 4, "grad_accum": 2, "activation_checkpointing": "none", "optimizer": "adamw-8bit",
-     "precision": "bf16", "loss": "fused"},
+    {
+        "method": "lora",
+        "micro_batch": 4,
+        "grad_accum": 2,
+        "activation_checkpointing": "none",
+        "optimizer": "adamw-8bit",
+        "precision": "bf16",
+        "loss": "fused",
+    },
     # QLoRA on 2 GPUs, ZeRO-2 with the optimizer on the CPU, offloaded checkpoints
-    {"method": "qlora", "gpus": 2, "zero_stage": 2, "offload": "optimizer", "micro_batch": 1, "grad_accum": 16,
-     "activation_checkpointing": "full", "activation_offload": True, "optimizer": "paged-adamw-8bit", "precision": "bf16"},
+    {
+        "method": "qlora",
+        "gpus": 2,
+        "zero_stage": 2,
+        "offload": "optimizer",
+        "micro_batch": 1,
+        "grad_accum": 16,
+        "activation_checkpointing": "full",
+        "activation_offload": True,
+        "optimizer": "paged-adamw-8bit",
+        "precision": "bf16",
+    },
     # full, 16 GPUs with TP 2 and every model state on the CPU
-    {"method": "full", "gpus": 16, "tensor_parallel": 2, "zero_stage": 3, "offload": "optimizer+params", "micro_batch": 1,
-     "grad_accum": 8, "activation_checkpointing": "full", "optimizer": "adamw", "precision": "amp-bf16", "compile": True},
+    {
+        "method": "full",
+        "gpus": 16,
+        "tensor_parallel": 2,
+        "zero_stage": 3,
+        "offload": "optimizer+params",
+        "micro_batch": 1,
+        "grad_accum": 8,
+        "activation_checkpointing": "full",
+        "optimizer": "adamw",
+        "precision": "amp-bf16",
+        "compile": True,
+    },
     # torchtitan-style: op-level SAC, fp8, pipeline parallel
-    {"method": "full", "gpus": 32, "tensor_parallel": 4, "pipeline_parallel": 2, "zero_stage": 3, "micro_batch": 2,
-     "grad_accum": 2, "activation_checkpointing": "op", "optimizer": "adamw-fused", "precision": "fp8-mixed"},
-]  # fmt: skip
+    {
+        "method": "full",
+        "gpus": 32,
+        "tensor_parallel": 4,
+        "pipeline_parallel": 2,
+        "zero_stage": 3,
+        "micro_batch": 2,
+        "grad_accum": 2,
+        "activation_checkpointing": "op",
+        "optimizer": "adamw-fused",
+        "precision": "fp8-mixed",
+    },
+]
 
 
 def _not_written(notes: list[str]) -> set[str]:
@@ -63,7 +109,9 @@ def test_yaml_and_toml_fragments_carry_the_header() -> None:
     text, comments = emit(scenario, "torchtitan", ["trainplan plan: header line"])
     assert text.startswith("# trainplan plan: header line\n") and comments == []
     text, comments = emit(scenario, "deepspeed", ["trainplan plan: header line"])
-    assert json.loads(text)["zero_optimization"] == {"stage": 3} and comments[0] == "trainplan plan: header line"
+    assert (
+        json.loads(text)["zero_optimization"] == {"stage": 3} and comments[0] == "trainplan plan: header line"
+    )
     with pytest.raises(InputError, match="allowed: axolotl"):
         emit(scenario, "megatron", [])
 
@@ -73,7 +121,9 @@ def invoke(*args: str) -> Any:
 
 
 def test_estimate_from_a_config_shows_where_each_field_came_from() -> None:
-    result = invoke("estimate", "--from", str(FIXTURES / "axolotl/llama3-lora-8b.yml"), "--micro-batch", "1", "--json")
+    result = invoke(
+        "estimate", "--from", str(FIXTURES / "axolotl/llama3-lora-8b.yml"), "--micro-batch", "1", "--json"
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["scenario"]["micro_batch"] == 1 and data["scenario"]["lora"]["rank"] == 32
@@ -89,19 +139,40 @@ def test_estimate_from_a_config_shows_where_each_field_came_from() -> None:
 
 def test_estimate_with_two_files_and_a_bad_one() -> None:
     ok = invoke(
-        "estimate", "--from", str(FIXTURES / "hf/trl_sft_lora.yaml"), "--from", str(FIXTURES / "accelerate/fsdp_full_shard.yaml"), "--json"
+        "estimate",
+        "--from",
+        str(FIXTURES / "hf/trl_sft_lora.yaml"),
+        "--from",
+        str(FIXTURES / "accelerate/fsdp_full_shard.yaml"),
+        "--json",
     )
     assert ok.exit_code == 0, ok.output
     scenario = json.loads(ok.output)["scenario"]
     assert (scenario["gpus"], scenario["zero_stage"], scenario["precision"]) == (8, 3, "bf16-mixed")
-    bad = CliRunner().invoke(app, ["estimate", "--from", str(FIXTURES / "deepspeed/zero2.json"), "--from", str(FIXTURES / "hf/fsdp_args.yaml")])
+    bad = CliRunner().invoke(
+        app,
+        [
+            "estimate",
+            "--from",
+            str(FIXTURES / "deepspeed/zero2.json"),
+            "--from",
+            str(FIXTURES / "hf/fsdp_args.yaml"),
+        ],
+    )
     assert bad.exit_code == 2 and "both shard the model" in bad.output and "Traceback" not in bad.output
 
 
 def test_plan_emit_writes_a_fragment_that_reads_back(tmp_path: Path) -> None:
     result = invoke(
-        "plan", "--from", str(FIXTURES / "torchtune/8B_lora_single_device.yaml"), "--gpu-types", "H100-SXM",
-        "--max-gpus", "8", "--emit", "torchtune",
+        "plan",
+        "--from",
+        str(FIXTURES / "torchtune/8B_lora_single_device.yaml"),
+        "--gpu-types",
+        "H100-SXM",
+        "--max-gpus",
+        "8",
+        "--emit",
+        "torchtune",
     )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("# trainplan plan: Llama-3.1-8B, lora")
@@ -115,8 +186,24 @@ def test_plan_from_config_is_the_flag_twin() -> None:
     common = ["--gpu-types", "A100-80GB", "--max-gpus", "4", "--json"]
     from_file = json.loads(invoke("plan", "--from", str(FIXTURES / "deepspeed/zero2.json"), *common).output)
     flags = json.loads(
-        invoke("plan", "--recipe", "deepspeed", "--micro-batch", "4", "--grad-accum", "8", "--optimizer", "adamw-fused",
-               "--precision", "bf16-mixed", "--zero-stage", "2", "--method", "lora", *common).output
-    )  # fmt: skip
+        invoke(
+            "plan",
+            "--recipe",
+            "deepspeed",
+            "--micro-batch",
+            "4",
+            "--grad-accum",
+            "8",
+            "--optimizer",
+            "adamw-fused",
+            "--precision",
+            "bf16-mixed",
+            "--zero-stage",
+            "2",
+            "--method",
+            "lora",
+            *common,
+        ).output
+    )
     assert from_file["plans"][0]["scenario"] == flags["plans"][0]["scenario"]
     assert Scenario().method == "lora"

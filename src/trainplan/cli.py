@@ -355,7 +355,9 @@ def _emit_plan(result: Any, kind: str) -> None:
     from trainplan.report import plan_header
 
     if not result.plans:
-        raise InputError("emit", "no plan fits, so there is nothing to write; see `trainplan plan` without --emit")
+        raise InputError(
+            "emit", "no plan fits, so there is nothing to write; see `trainplan plan` without --emit"
+        )
     text, comments = emit(result.plans[0].scenario, kind.strip().lower(), plan_header(result.plans[0]))
     for line in comments:
         print(f"# {line}", file=sys.stderr)

@@ -91,7 +91,8 @@ def folder_resolver(first: Path) -> Resolver:
         target = (root / Path(reference).expanduser()).resolve()
         if not target.is_relative_to(root):
             raise InputError(
-                setting, f"{reference!r} is outside the folder of {first.name} ({root}); copy it beside the config"
+                setting,
+                f"{reference!r} is outside the folder of {first.name} ({root}); copy it beside the config",
             )
         if not target.is_file():
             raise InputError(setting, f"{reference!r} was not found in {root}; pass it with another --from")
@@ -106,7 +107,9 @@ def upload_resolver(files: Mapping[str, str]) -> Resolver:
     def resolve(reference: str, setting: str) -> tuple[str, str]:
         name = Path(reference.replace("\\", "/")).name
         if name not in files:
-            raise InputError(setting, f"points at {reference!r}: drop that file too (the server reads no paths)")
+            raise InputError(
+                setting, f"points at {reference!r}: drop that file too (the server reads no paths)"
+            )
         return name, files[name]
 
     return resolve
@@ -123,11 +126,11 @@ def scenario_from_config(
     config field, the settings that were ignored and why, and the files read."""
     from trainplan.userfiles import read_text
 
-    paths = [Path(path) for path in paths]
-    if not paths:
+    given = [Path(path) for path in paths]
+    if not given:
         raise InputError(FIELD, "give at least one config file")
-    files = [(str(path), read_text(path, FIELD)) for path in paths]
-    return read_configs(files, folder_resolver(paths[0]), overrides, check_model=True)
+    files = [(str(path), read_text(path, FIELD)) for path in given]
+    return read_configs(files, folder_resolver(given[0]), overrides, check_model=True)
 
 
 def read_configs(
@@ -172,7 +175,8 @@ def detect(data: Mapping[str, Any], name: str, hint: str | None = None) -> Modul
         if module.detect(data):
             return module
     raise InputError(
-        FIELD, f"{name} is not a training config we read; formats: {', '.join(reader(r).TITLE for r in READERS)}"
+        FIELD,
+        f"{name} is not a training config we read; formats: {', '.join(reader(r).TITLE for r in READERS)}",
     )
 
 
@@ -223,13 +227,13 @@ def _merge(readings: list[FileReading]) -> dict[str, Source]:
             else:
                 raise InputError(
                     FIELD,
-                    f"contradictory settings for {field}: {earlier.setting} = {earlier.value} in {earlier.file}, "
-                    f"{source.setting} = {source.value} in {source.file}; make them agree",
+                    f"contradictory settings for {field}: {earlier.setting} = {earlier.value} in "
+                    f"{earlier.file}, {source.setting} = {source.value} in {source.file}; make them agree",
                 )
     precision = merged.get("precision")
     if "DeepSpeed" in backends and precision is not None and precision.value in UNDER_DEEPSPEED:
         value = UNDER_DEEPSPEED[precision.value]
-        note = f"{precision.value} under DeepSpeed: bf16/fp16 weights, fp32 master and states in the ZeRO optimizer"
+        note = f"{precision.value} under DeepSpeed: half weights, fp32 master and states in ZeRO"
         merged["precision"] = Source("precision", value, precision.setting, precision.file, note)
     return merged
 
@@ -299,17 +303,21 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
     for name in CONFIG_FIELDS:
         if name in sources or name in given:
             continue
-        if scenario.method == "full" and (name.startswith("lora.") or name in ("base_weights", "kbit_upcast")):
+        if scenario.method == "full" and (
+            name.startswith("lora.") or name in ("base_weights", "kbit_upcast")
+        ):
             continue
         value = plain["lora"][name[5:]] if name.startswith("lora.") else plain[name]
         if value is None:
             continue
-        where = f"{scenario.recipe} recipe default" if from_recipe.get(name, None) == value else "trainplan default"
+        where = (
+            f"{scenario.recipe} recipe default"
+            if from_recipe.get(name, None) == value
+            else "trainplan default"
+        )
         provenance.append(Source(name, value, where))
     ignored = [skipped for reading in readings for skipped in reading.ignored] + extra
-    return ConfigReading(
-        data, provenance, ignored, [(reading.file, reading.format) for reading in readings]
-    )
+    return ConfigReading(data, provenance, ignored, [(reading.file, reading.format) for reading in readings])
 
 
 def _build(data: Mapping[str, Any], sources: Mapping[str, Source]) -> Any:
@@ -346,13 +354,25 @@ def _global_batch(
                 FIELD,
                 f"{setting} = {total} (global) disagrees with grad_accum {scenario.grad_accum} x {where}",
             )
-        return data, sources, [Skipped(setting.split(" ", 1)[1], file, f"global batch, checked: {total} = "
-                                       f"grad_accum {scenario.grad_accum} x {where}")]
+        return (
+            data,
+            sources,
+            [
+                Skipped(
+                    setting.split(" ", 1)[1],
+                    file,
+                    f"global batch, checked: {total} = grad_accum {scenario.grad_accum} x {where}",
+                )
+            ],
+        )
     if total % per_step:
         raise InputError(FIELD, f"{setting} = {total} (global) is not a multiple of {where}")
     accum = total // per_step
     data = {**data, "grad_accum": accum}
-    sources = {**sources, "grad_accum": Source("grad_accum", accum, setting, file, f"global {total} / {where}")}
+    sources = {
+        **sources,
+        "grad_accum": Source("grad_accum", accum, setting, file, f"global {total} / {where}"),
+    }
     return data, sources, []
 
 
@@ -383,7 +403,11 @@ def emit(scenario: Any, kind: str, header: list[str]) -> tuple[str, list[str]]:
     module = reader(EMIT_FORMATS[kind])
     data, notes = module.emit(scenario)
     run_line = getattr(module, "run_line", None)
-    comments = [*header, *([run_line(scenario)] if run_line else []), *(f"not written: {note}" for note in notes)]
+    comments = [
+        *header,
+        *([run_line(scenario)] if run_line else []),
+        *(f"not written: {note}" for note in notes),
+    ]
     if module.SYNTAX == "json":
         import json
 

@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.configs.base import IRRELEVANT, NOT_MODELLED, Ignore, Rule, choice, ignored, positive_int, to, truthy
+from trainplan.configs.base import Convert, (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
 
 FORMAT = "accelerate"
 TITLE = "accelerate config"
@@ -41,11 +51,17 @@ def _fsdp_offload(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignor
 
 def _fsdp_checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     on = truthy("fsdp_activation_checkpointing", value)
-    return {"activation_checkpointing": "full"} if on else Ignore("false: the trainer's gradient_checkpointing decides")
+    return (
+        {"activation_checkpointing": "full"}
+        if on
+        else Ignore("false: the trainer's gradient_checkpointing decides")
+    )
 
 
 FSDP_RULES: dict[str, Rule] = {
-    "fsdp_sharding_strategy": Rule("FULL_SHARD = ZeRO 3, SHARD_GRAD_OP = ZeRO 2 (hybrid: not modelled, as full)", _sharding),
+    "fsdp_sharding_strategy": Rule(
+        "FULL_SHARD = ZeRO 3, SHARD_GRAD_OP = ZeRO 2 (hybrid: not modelled, as full)", _sharding
+    ),
     "fsdp_reshard_after_forward": Rule("FSDP2: true = ZeRO 3, false = ZeRO 2", _reshard),
     "fsdp_offload_params": Rule("parameters, gradients and optimizer on the CPU", _fsdp_offload),
     "fsdp_activation_checkpointing": Rule("checkpoint every wrapped block", _fsdp_checkpointing),
@@ -72,15 +88,19 @@ def fsdp_rules(prefix: str) -> dict[str, Rule]:
 def _distributed(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     kind = choice(
         "distributed_type",
-        {"NO": "none", "MULTI_GPU": "ddp", "FSDP": "fsdp", "DEEPSPEED": "deepspeed", "MEGATRON_LM": "megatron",
+        {"NO": "none", "MULTI_GPU": "ddp", "FSDP": "fsdp", "DEEPSPEED": "deepspeed", "MEGATRON_LM": "mlm",
          "MULTI_CPU": "cpu", "XLA": "xla", "TPU": "xla", "MULTI_NPU": "npu", "MULTI_XPU": "xpu"},
         value,
     )  # fmt: skip
-    if kind in ("megatron", "cpu", "xla", "npu", "xpu"):
+    if kind in ("mlm", "cpu", "xla", "npu", "xpu"):
         return Ignore(f"{NOT_MODELLED}: {value}")
     if kind == "fsdp":
-        strategy = flat.get("fsdp_config.fsdp_sharding_strategy", flat.get("fsdp_config.fsdp_reshard_after_forward"))
-        return Ignore("read with fsdp_config") if strategy is not None else {"zero_stage": 3, "_backend": "FSDP"}
+        strategy = flat.get(
+            "fsdp_config.fsdp_sharding_strategy", flat.get("fsdp_config.fsdp_reshard_after_forward")
+        )
+        return (
+            Ignore("read with fsdp_config") if strategy is not None else {"zero_stage": 3, "_backend": "FSDP"}
+        )
     if kind == "deepspeed":
         return Ignore("read with deepspeed_config")
     return {"zero_stage": 0}
@@ -99,14 +119,20 @@ def _mixed_precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ig
     return result if isinstance(result, Ignore) else {"precision": result}
 
 
-def _ds_offload(part: str):  # type: ignore[no-untyped-def]
+def _ds_offload(part: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-        on = choice(f"deepspeed_config.offload_{part}_device", {"cpu": True, "nvme": True, "none": False}, value)
+        on = choice(
+            f"deepspeed_config.offload_{part}_device", {"cpu": True, "nvme": True, "none": False}, value
+        )
         if not on:
             return Ignore("none")
         if part == "optimizer":
             params = str(flat.get("deepspeed_config.offload_param_device", "none")).lower()
-            return Ignore("read with offload_param_device") if params in ("cpu", "nvme") else {"offload": "optimizer"}
+            return (
+                Ignore("read with offload_param_device")
+                if params in ("cpu", "nvme")
+                else {"offload": "optimizer"}
+            )
         return {"offload": "optimizer+params"}
 
     return convert
@@ -126,10 +152,14 @@ def _machines(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 
 
 RULES: dict[str, Rule] = {
-    "distributed_type": Rule("NO / MULTI_GPU = ZeRO 0; FSDP and DEEPSPEED read with their blocks", _distributed),
+    "distributed_type": Rule(
+        "NO / MULTI_GPU = ZeRO 0; FSDP and DEEPSPEED read with their blocks", _distributed
+    ),
     "num_processes": to("gpus", "GPUs over all machines", positive_int("num_processes")),
     "num_machines": Rule("nodes: num_processes / num_machines GPUs per node", _machines),
-    "mixed_precision": Rule("autocast; under FSDP or DeepSpeed fp32 sharded master weights", _mixed_precision),
+    "mixed_precision": Rule(
+        "autocast; under FSDP or DeepSpeed fp32 sharded master weights", _mixed_precision
+    ),
     **fsdp_rules("fsdp_config."),
     "deepspeed_config.zero_stage": Rule("ZeRO stage", _ds_stage),
     "deepspeed_config.offload_optimizer_device": Rule("optimizer on the CPU", _ds_offload("optimizer")),
@@ -195,10 +225,16 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         }
         data["fsdp_config"] = fsdp
         if scenario.activation_checkpointing != "full":
-            notes.append(f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script")
+            notes.append(
+                f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script"
+            )
         if scenario.offload == "optimizer":
-            notes.append("offload optimizer: FSDP offloads parameters too; use DeepSpeed for optimizer-only offload")
-        notes.append(f"grad_accum {scenario.grad_accum}: set gradient_accumulation_steps in the training script")
+            notes.append(
+                "offload optimizer: FSDP offloads parameters too; use DeepSpeed for optimizer-only offload"
+            )
+        notes.append(
+            f"grad_accum {scenario.grad_accum}: set gradient_accumulation_steps in the training script"
+        )
     elif deepspeed:
         data["distributed_type"] = "DEEPSPEED"
         data["deepspeed_config"] = {
@@ -207,9 +243,15 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             "offload_param_device": "cpu" if scenario.offload == "optimizer+params" else "none",
             "gradient_accumulation_steps": scenario.grad_accum,
         }
-        notes.append(f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script")
+        notes.append(
+            f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script"
+        )
     else:
         data["distributed_type"] = "MULTI_GPU" if scenario.gpus > 1 else "NO"
-        notes.append(f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script")
-        notes.append(f"grad_accum {scenario.grad_accum}: set gradient_accumulation_steps in the training script")
+        notes.append(
+            f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script"
+        )
+        notes.append(
+            f"grad_accum {scenario.grad_accum}: set gradient_accumulation_steps in the training script"
+        )
     return data, notes

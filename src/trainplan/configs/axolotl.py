@@ -16,7 +16,17 @@ from typing import Any
 
 from trainplan.configs import hf_trainer
 from trainplan.configs.accelerate import fsdp_rules
-from trainplan.configs.base import IRRELEVANT, NOT_MODELLED, Ignore, Rule, choice, ignored, positive_int, to, truthy
+from trainplan.configs.base import Convert, (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
 from trainplan.errors import InputError
 
 FORMAT = "axolotl"
@@ -35,7 +45,7 @@ def _adapter(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     return {"method": kind}
 
 
-def _quantised(bits: str, dtype: str):  # type: ignore[no-untyped-def]
+def _quantised(bits: str, dtype: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         if not truthy(f"load_in_{bits}", value):
             return Ignore("false")
@@ -46,10 +56,12 @@ def _quantised(bits: str, dtype: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-def _precision(setting: str, result: str):  # type: ignore[no-untyped-def]
+def _precision(setting: str, result: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         if isinstance(value, str) and value.strip().lower() == "auto":
-            return {"precision": result}  # auto: bf16 where the GPU has it (every GPU trainplan sizes for bf16)
+            return {
+                "precision": result
+            }  # auto: bf16 where the GPU has it (every GPU trainplan sizes for bf16)
         return {"precision": result} if truthy(setting, value) else Ignore("false")
 
     return convert
@@ -63,14 +75,14 @@ def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Igno
     return {"activation_checkpointing": "full" if truthy("gradient_checkpointing", value) else "none"}
 
 
-def _attention(kind: str):  # type: ignore[no-untyped-def]
+def _attention(kind: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         return {"attention": kind} if truthy(f"{kind}_attention", value) else Ignore("false")
 
     return convert
 
 
-def _fused_loss(setting: str):  # type: ignore[no-untyped-def]
+def _fused_loss(setting: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         return {"loss": "fused"} if truthy(setting, value) else Ignore("false")
 
@@ -88,7 +100,9 @@ def _target_modules(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ign
 
 
 FSDP_STRATEGY_KEYS = tuple(
-    f"fsdp_config.{prefix}{key}" for prefix in ("", "fsdp_") for key in ("sharding_strategy", "reshard_after_forward")
+    f"fsdp_config.{prefix}{key}"
+    for prefix in ("", "fsdp_")
+    for key in ("sharding_strategy", "reshard_after_forward")
 )
 
 
@@ -122,11 +136,19 @@ RULES: dict[str, Rule] = {
     "eval_sample_packing": ignored(IRRELEVANT),
     "pad_to_sequence_len": ignored(f"{IRRELEVANT}: sequences are counted at seq_len"),
     "micro_batch_size": to("micro_batch", "per GPU", positive_int("micro_batch_size")),
-    "gradient_accumulation_steps": to("grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")),
-    "batch_size": ignored(f"{NOT_MODELLED}: a per-GPU total (micro x accumulation); give gradient_accumulation_steps"),
-    "gradient_checkpointing": Rule("true = every block; offload = also move activations to the CPU", _checkpointing),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
+    "batch_size": ignored(
+        f"{NOT_MODELLED}: a per-GPU total (micro x accumulation); give gradient_accumulation_steps"
+    ),
+    "gradient_checkpointing": Rule(
+        "true = every block; offload = also move activations to the CPU", _checkpointing
+    ),
     "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
-    "activation_offloading": to("activation_offload", "saved activations on the CPU", lambda v: truthy("activation_offloading", v)),
+    "activation_offloading": to(
+        "activation_offload", "saved activations on the CPU", lambda v: truthy("activation_offloading", v)
+    ),
     "optimizer": hf_trainer.optimizer("optimizer"),
     "bf16": Rule("bf16 weights (torch_dtype), so bf16 grads and states", _precision("bf16", "bf16")),
     "bfloat16": Rule("pure bf16, no autocast", _precision("bfloat16", "bf16")),
@@ -147,7 +169,9 @@ RULES: dict[str, Rule] = {
     **fsdp_rules("fsdp_config."),
     "fsdp_config.*": ignored(IRRELEVANT),
     "plugins": ignored("read through the settings each plugin adds"),
-    "liger_fused_linear_cross_entropy": Rule("Liger fused linear + cross-entropy", _fused_loss("liger_fused_linear_cross_entropy")),
+    "liger_fused_linear_cross_entropy": Rule(
+        "Liger fused linear + cross-entropy", _fused_loss("liger_fused_linear_cross_entropy")
+    ),
     "cut_cross_entropy": Rule("Cut Cross-Entropy", _fused_loss("cut_cross_entropy")),
     "liger_cross_entropy": ignored(f"{NOT_MODELLED}: Liger's unfused cross-entropy"),
     "liger_rope": ignored(f"{NOT_MODELLED}: small fused kernels"),
@@ -201,7 +225,9 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     data["gradient_accumulation_steps"] = scenario.grad_accum
     checkpointing = scenario.activation_checkpointing
     if checkpointing in ("full", "none"):
-        data["gradient_checkpointing"] = "offload" if checkpointing == "full" and scenario.activation_offload else checkpointing == "full"
+        data["gradient_checkpointing"] = (
+            "offload" if checkpointing == "full" and scenario.activation_offload else checkpointing == "full"
+        )
     else:
         data["gradient_checkpointing"] = True
         notes.append(f"activation_checkpointing {checkpointing}: axolotl checkpoints every block")
@@ -234,5 +260,7 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"zero_stage {scenario.zero_stage}, offload {scenario.offload}: use --emit deepspeed")
     for name in ("tensor_parallel", "pipeline_parallel"):
         if getattr(scenario, name) > 1:
-            notes.append(f"{name} {getattr(scenario, name)}: not written (axolotl: data parallel and sharding)")
+            notes.append(
+                f"{name} {getattr(scenario, name)}: not written (axolotl: data parallel and sharding)"
+            )
     return data, notes

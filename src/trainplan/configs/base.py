@@ -46,6 +46,9 @@ class Ignore:
     reason: str
 
 
+Convert = Callable[[Any, Mapping[str, Any]], "dict[str, Any] | Ignore"]
+
+
 @dataclass(frozen=True)
 class Rule:
     """One framework setting: `convert(value, flat)` -> scenario fields, or an Ignore.
@@ -55,7 +58,7 @@ class Rule:
     `note` being the reason. Otherwise `note` says what the value means (its unit)."""
 
     note: str
-    convert: Callable[[Any, Mapping[str, Any]], dict[str, Any] | Ignore] | None = None
+    convert: Convert | None = None
 
 
 def ignored(reason: str) -> Rule:
@@ -126,7 +129,13 @@ class Source:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         value = list(self.value) if isinstance(self.value, tuple) else self.value
-        return {"field": self.field, "value": value, "setting": self.setting, "file": self.file, "note": self.note}
+        return {
+            "field": self.field,
+            "value": value,
+            "setting": self.setting,
+            "file": self.file,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)

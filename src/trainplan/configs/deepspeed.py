@@ -13,7 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.configs.base import NOT_MODELLED, IRRELEVANT, Ignore, Rule, choice, ignored, positive_int, to, truthy
+from trainplan.configs.base import Convert, (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
 from trainplan.errors import InputError
 
 FORMAT = "deepspeed"
@@ -24,7 +34,7 @@ EMITS = ("micro_batch", "grad_accum", "zero_stage", "offload", "precision", "opt
 _AUTO = "auto: the trainer's own setting decides"
 
 
-def _enabled(precision: str):  # type: ignore[no-untyped-def]
+def _enabled(precision: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         if isinstance(value, str) and value.strip().lower() == "auto":
             return Ignore(_AUTO)
@@ -42,7 +52,7 @@ def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 OFFLOAD_DEVICES = {"cpu": True, "nvme": True, "none": False}
 
 
-def _offload(part: str):  # type: ignore[no-untyped-def]
+def _offload(part: str) -> Convert:
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         if not choice(f"zero_optimization.offload_{part}.device", OFFLOAD_DEVICES, value):
             return Ignore("none")
@@ -66,11 +76,21 @@ def _optimizer(value: Any) -> Any:
 
 
 RULES: dict[str, Rule] = {
-    "train_micro_batch_size_per_gpu": to("micro_batch", "per GPU", positive_int("train_micro_batch_size_per_gpu")),
-    "gradient_accumulation_steps": to("grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")),
-    "train_batch_size": to("_global_batch", "global: micro_batch x grad_accum x data-parallel GPUs", positive_int("train_batch_size")),
+    "train_micro_batch_size_per_gpu": to(
+        "micro_batch", "per GPU", positive_int("train_micro_batch_size_per_gpu")
+    ),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
+    "train_batch_size": to(
+        "_global_batch",
+        "global: micro_batch x grad_accum x data-parallel GPUs",
+        positive_int("train_batch_size"),
+    ),
     "zero_optimization.stage": Rule("ZeRO stage over the data-parallel GPUs", _stage),
-    "zero_optimization.offload_optimizer.device": Rule("optimizer states (and the step) on the CPU", _offload("optimizer")),
+    "zero_optimization.offload_optimizer.device": Rule(
+        "optimizer states (and the step) on the CPU", _offload("optimizer")
+    ),
     "zero_optimization.offload_param.device": Rule("parameters on the CPU (stage 3)", _offload("param")),
     "zero_optimization.offload_optimizer.pin_memory": ignored(IRRELEVANT),
     "zero_optimization.offload_param.pin_memory": ignored(IRRELEVANT),
@@ -83,7 +103,9 @@ RULES: dict[str, Rule] = {
     "zero_optimization.round_robin_gradients": ignored(IRRELEVANT),
     "zero_optimization.stage3_gather_16bit_weights_on_model_save": ignored(IRRELEVANT),
     "zero_optimization.*": ignored(f"{NOT_MODELLED}: communication bucket and prefetch sizes"),
-    "bf16.enabled": Rule("bf16 weights, fp32 master and states in the ZeRO optimizer", _enabled("bf16-mixed")),
+    "bf16.enabled": Rule(
+        "bf16 weights, fp32 master and states in the ZeRO optimizer", _enabled("bf16-mixed")
+    ),
     "fp16.enabled": Rule("fp16 weights with loss scaling, fp32 master and states", _enabled("fp16-mixed")),
     "fp16.*": ignored(f"{IRRELEVANT} (loss-scale settings)"),
     "bf16.*": ignored(IRRELEVANT),
@@ -110,7 +132,9 @@ RULES: dict[str, Rule] = {
 
 def detect(data: Mapping[str, Any]) -> bool:
     """DeepSpeed's own keys."""
-    return any(key in data for key in ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size"))
+    return any(
+        key in data for key in ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size")
+    )
 
 
 def recipe(flat: Mapping[str, Any]) -> str:
@@ -133,7 +157,9 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     if scenario.precision in ("bf16-mixed", "fp16-mixed"):
         data[scenario.precision[:4]] = {"enabled": True}
     else:
-        notes.append(f"precision {scenario.precision}: set by the trainer (DeepSpeed keeps bf16-mixed/fp16-mixed)")
+        notes.append(
+            f"precision {scenario.precision}: set by the trainer (DeepSpeed keeps bf16-mixed/fp16-mixed)"
+        )
     if scenario.optimizer in ("adamw-fused", "lion"):
         data["optimizer"] = {"type": "AdamW" if scenario.optimizer == "adamw-fused" else "Lion"}
     else:

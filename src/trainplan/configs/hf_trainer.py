@@ -82,7 +82,11 @@ def precision(bf16: Any, fp16: Any, model_dtype: Any) -> str | Ignore:
         return "amp-fp16"
     if dtype in BF16_DTYPES:
         return "bf16"
-    return "fp32" if dtype in (None, "float32", "fp32", "auto") else Ignore(f"torch_dtype {dtype}: {NOT_MODELLED}")
+    return (
+        "fp32"
+        if dtype in (None, "float32", "fp32", "auto")
+        else Ignore(f"torch_dtype {dtype}: {NOT_MODELLED}")
+    )
 
 
 def _model_dtype(flat: Mapping[str, Any]) -> Any:
@@ -153,10 +157,10 @@ def _fsdp_rules() -> dict[str, Rule]:
 
 RULES: dict[str, Rule] = {
     "model_name_or_path": to("model", "catalog name, Hub id or local path"),
-    "per_device_train_batch_size": to(
-        "micro_batch", "per GPU", positive_int("per_device_train_batch_size")
+    "per_device_train_batch_size": to("micro_batch", "per GPU", positive_int("per_device_train_batch_size")),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
     ),
-    "gradient_accumulation_steps": to("grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")),
     "gradient_checkpointing": to("activation_checkpointing", "every block (true) or none", _checkpointing),
     "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
     "bf16": Rule("autocast over the model's dtype (fp32 by default: amp-bf16)", _precision),
@@ -188,7 +192,9 @@ RULES: dict[str, Rule] = {
     ),
     "liger_kernel_config*": ignored(f"{NOT_MODELLED}: Liger's other kernels"),
     "activation_offloading": to(
-        "activation_offload", "TRL's offload of saved activations", lambda v: truthy("activation_offloading", v)
+        "activation_offload",
+        "TRL's offload of saved activations",
+        lambda v: truthy("activation_offloading", v),
     ),
     "loss_type": ignored(f"{IRRELEVANT}: the recipe's loss kernel applies"),
     "completion_only_loss": ignored(IRRELEVANT),

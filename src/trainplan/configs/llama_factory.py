@@ -16,7 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainplan.configs import deepspeed, hf_trainer
-from trainplan.configs.base import IRRELEVANT, NOT_MODELLED, Ignore, Rule, choice, ignored, positive_int, to, truthy
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
 from trainplan.errors import InputError
 
 FORMAT = "llama-factory"
@@ -73,7 +83,9 @@ def _targets(value: Any) -> Any:
 def _attention(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     kind = choice("flash_attn", {"fa2": "flash", "sdpa": "sdpa", "disabled": "eager", "auto": "auto"}, value)
     if kind == "auto":
-        return Ignore(f"auto: FlashAttention-2 when installed, else sdpa; {NOT_MODELLED}, the recipe default applies")
+        return Ignore(
+            f"auto: FlashAttention-2 when installed, else sdpa; {NOT_MODELLED}, the recipe default applies"
+        )
     return {"attention": kind}
 
 
@@ -85,7 +97,9 @@ def _stage(value: Any, flat: Mapping[str, Any]) -> Ignore:
     kind = str(value).strip().lower()
     if kind in ("sft", "pt"):
         return Ignore(f"{IRRELEVANT}: one model trained")
-    return Ignore(f"{NOT_MODELLED}: stage {kind} adds reference or reward models; trainplan sizes the policy alone")
+    return Ignore(
+        f"{NOT_MODELLED}: stage {kind} adds reference or reward models; trainplan sizes the policy alone"
+    )
 
 
 def _implied_alpha(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
@@ -97,7 +111,10 @@ def _implied_alpha(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
             if "lora_rank" not in flat:
                 found["lora.rank"] = (8, "LLaMA-Factory default lora_rank")
     if "finetuning_type" not in flat:
-        found["method"] = ("qlora" if flat.get("quantization_bit") is not None else "lora", "LLaMA-Factory default finetuning_type lora")
+        found["method"] = (
+            "qlora" if flat.get("quantization_bit") is not None else "lora",
+            "LLaMA-Factory default finetuning_type lora",
+        )
     return found
 
 
@@ -117,7 +134,9 @@ RULES: dict[str, Rule] = {
     "pissa_init": ignored(IRRELEVANT),
     "pissa_convert": ignored(IRRELEVANT),
     "cutoff_len": to("seq_len", "tokens per sequence", positive_int("cutoff_len")),
-    "bf16": Rule("trainable parameters upcast to fp32 under bf16 autocast (pure_bf16: no upcast)", _precision),
+    "bf16": Rule(
+        "trainable parameters upcast to fp32 under bf16 autocast (pure_bf16: no upcast)", _precision
+    ),
     "fp16": Rule("fp16 autocast over fp32 trainable parameters", _fp16),
     "pure_bf16": Rule("bf16 weights, grads and states", _pure),
     "flash_attn": Rule("attention kernel", _attention),
@@ -126,9 +145,13 @@ RULES: dict[str, Rule] = {
         lambda value, flat: {"loss": "fused"} if truthy("enable_liger_kernel", value) else Ignore("false"),
     ),
     "use_unsloth": Rule("Unsloth's kernels and defaults (its recipe)", _unsloth),
-    "use_unsloth_gc": to("activation_offload", "Unsloth's offloaded checkpointing", lambda v: truthy("use_unsloth_gc", v)),
+    "use_unsloth_gc": to(
+        "activation_offload", "Unsloth's offloaded checkpointing", lambda v: truthy("use_unsloth_gc", v)
+    ),
     "disable_gradient_checkpointing": to(
-        "activation_checkpointing", "true = none", lambda v: "none" if truthy("disable_gradient_checkpointing", v) else "full"
+        "activation_checkpointing",
+        "true = none",
+        lambda v: "none" if truthy("disable_gradient_checkpointing", v) else "full",
     ),
     "upcast_layernorm": ignored(f"{NOT_MODELLED}: small fp32 norms"),
     "upcast_lmhead_output": ignored(f"{NOT_MODELLED}: an fp32 copy of the logits"),
@@ -175,7 +198,10 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     data["gradient_accumulation_steps"] = scenario.grad_accum
     data["disable_gradient_checkpointing"] = scenario.activation_checkpointing == "none"
     if scenario.activation_checkpointing not in ("none", "full"):
-        notes.append(f"activation_checkpointing {scenario.activation_checkpointing}: LLaMA-Factory checkpoints every block")
+        notes.append(
+            f"activation_checkpointing {scenario.activation_checkpointing}: LLaMA-Factory checkpoints "
+            "every block"
+        )
     if scenario.activation_offload:
         data["use_unsloth_gc"] = True
     names = {value: key for key, value in reversed(hf_trainer.OPTIM.items()) if isinstance(value, str)}
@@ -192,7 +218,11 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         if scenario.precision == "bf16":
             data["pure_bf16"] = True
     else:
-        where = "under DeepSpeed: bf16-mixed or fp16-mixed" if sharded else "amp-bf16, bf16 (pure_bf16) or amp-fp16"
+        where = (
+            "under DeepSpeed: bf16-mixed or fp16-mixed"
+            if sharded
+            else "amp-bf16, bf16 (pure_bf16) or amp-fp16"
+        )
         notes.append(f"precision {scenario.precision}: LLaMA-Factory trains {where}")
     if scenario.loss == "fused":
         data["enable_liger_kernel"] = True
@@ -200,11 +230,19 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"loss {scenario.loss}: no LLaMA-Factory switch")
     if scenario.zero_stage or scenario.offload != "none":
         config, ds_notes = deepspeed.emit(scenario)
-        for key in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "optimizer", "bf16", "fp16"):
+        for key in (
+            "train_micro_batch_size_per_gpu",
+            "gradient_accumulation_steps",
+            "optimizer",
+            "bf16",
+            "fp16",
+        ):
             config.pop(key, None)
         data["deepspeed"] = config
         notes += [note for note in ds_notes if not note.startswith(("precision", "optimizer"))]
     for name in ("tensor_parallel", "pipeline_parallel"):
         if getattr(scenario, name) > 1:
-            notes.append(f"{name} {getattr(scenario, name)}: not written (LLaMA-Factory: data parallel and ZeRO)")
+            notes.append(
+                f"{name} {getattr(scenario, name)}: not written (LLaMA-Factory: data parallel and ZeRO)"
+            )
     return data, notes

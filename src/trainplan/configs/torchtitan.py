@@ -17,7 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.configs.base import IRRELEVANT, NOT_MODELLED, Ignore, Rule, choice, ignored, positive_int, to, truthy
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
 from trainplan.errors import InputError, shown_value
 
 FORMAT = "torchtitan"
@@ -30,8 +40,17 @@ EMITS = (
 
 # torchtitan model name + flavor -> catalog model (torchtitan/models/llama3/__init__.py flavors;
 # the 8B/70B/405B flavors are Llama 3.1's shapes).
-MODELS = {("llama3", "8B"): "Llama-3.1-8B", ("llama3", "70B"): "Llama-3.1-70B", ("llama3", "405B"): "Llama-3.1-405B"}
-DEGREES = ("data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree", "pipeline_parallel_degree")
+MODELS = {
+    ("llama3", "8B"): "Llama-3.1-8B",
+    ("llama3", "70B"): "Llama-3.1-70B",
+    ("llama3", "405B"): "Llama-3.1-405B",
+}
+DEGREES = (
+    "data_parallel_replicate_degree",
+    "data_parallel_shard_degree",
+    "tensor_parallel_degree",
+    "pipeline_parallel_degree",
+)
 
 
 def _get(flat: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -89,11 +108,19 @@ def _float8(flat: Mapping[str, Any]) -> bool:
 def _converters(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if not isinstance(value, list):
         raise InputError("model.converters", "must be a list of converter names")
-    return {"precision": "fp8-mixed"} if "float8" in value else Ignore(f"{NOT_MODELLED}: {', '.join(map(str, value))}")
+    return (
+        {"precision": "fp8-mixed"}
+        if "float8" in value
+        else Ignore(f"{NOT_MODELLED}: {', '.join(map(str, value))}")
+    )
 
 
 def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    mode = choice("activation_checkpoint.mode", {"none": "none", "full": "full", "selective": "selective", "memory_budget": "budget"}, value)
+    mode = choice(
+        "activation_checkpoint.mode",
+        {"none": "none", "full": "full", "selective": "selective", "memory_budget": "budget"},
+        value,
+    )
     if mode == "budget":
         return Ignore(f"{NOT_MODELLED}: memory_budget checkpointing")
     if mode != "selective":
@@ -102,7 +129,9 @@ def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Igno
     if option == "op":
         return {"activation_checkpointing": "op"}
     if not option.isdigit() or int(option) < 1:
-        raise InputError("activation_checkpoint.selective_ac_option", f"{option!r} is not 'op' or a positive block count")
+        raise InputError(
+            "activation_checkpoint.selective_ac_option", f"{option!r} is not 'op' or a positive block count"
+        )
     return {"activation_checkpointing": "full" if int(option) == 1 else f"full:{int(option)}"}
 
 
@@ -125,7 +154,9 @@ RULES: dict[str, Rule] = {
     "model.*": ignored(IRRELEVANT),
     "training.local_batch_size": to("micro_batch", "per GPU", positive_int("training.local_batch_size")),
     "training.batch_size": to("micro_batch", "per GPU (older releases)", positive_int("training.batch_size")),
-    "training.global_batch_size": Rule("global: local batch x data-parallel GPUs x accumulation", _global_batch),
+    "training.global_batch_size": Rule(
+        "global: local batch x data-parallel GPUs x accumulation", _global_batch
+    ),
     "training.seq_len": to("seq_len", "tokens per sequence", positive_int("training.seq_len")),
     "training.steps": to("steps", "optimizer steps", positive_int("training.steps")),
     "training.mixed_precision_param": Rule("FSDP2 parameters in bf16, fp32 sharded master", _precision),
@@ -133,17 +164,27 @@ RULES: dict[str, Rule] = {
     "training.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
     "parallelism.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
     "training.enable_cpu_offload": to(
-        "offload", "FSDP2 CPU offload", lambda v: "optimizer+params" if truthy("enable_cpu_offload", v) else Ignore("false")
+        "offload",
+        "FSDP2 CPU offload",
+        lambda v: "optimizer+params" if truthy("enable_cpu_offload", v) else Ignore("false"),
     ),
-    "training.compile": to("compile", "torch.compile (older releases)", lambda value: truthy("training.compile", value)),
+    "training.compile": to(
+        "compile", "torch.compile (older releases)", lambda value: truthy("training.compile", value)
+    ),
     "compile.enable": to("compile", "torch.compile", lambda value: truthy("compile.enable", value)),
     "compile.*": ignored(IRRELEVANT),
-    "parallelism.data_parallel_shard_degree": Rule("FSDP degree (-1: every GPU left); with the others, the GPU count", _parallel),
+    "parallelism.data_parallel_shard_degree": Rule(
+        "FSDP degree (-1: every GPU left); with the others, the GPU count", _parallel
+    ),
     "training.data_parallel_shard_degree": Rule("FSDP degree (older releases)", _parallel),
-    "parallelism.data_parallel_replicate_degree": ignored("read with data_parallel_shard_degree (HSDP replicas)"),
+    "parallelism.data_parallel_replicate_degree": ignored(
+        "read with data_parallel_shard_degree (HSDP replicas)"
+    ),
     "parallelism.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
-    "parallelism.fsdp_reshard_after_forward": ignored("read with data_parallel_shard_degree (never = ZeRO 2)"),
+    "parallelism.fsdp_reshard_after_forward": ignored(
+        "read with data_parallel_shard_degree (never = ZeRO 2)"
+    ),
     "training.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.data_parallel_replicate_degree": ignored("read with data_parallel_shard_degree"),
@@ -156,7 +197,9 @@ RULES: dict[str, Rule] = {
     "activation_checkpoint.selective_ac_option": ignored("read with activation_checkpoint.mode"),
     "activation_checkpoint.*": ignored(IRRELEVANT),
     "float8.enable_float8_linear": to(
-        "precision", "fp8 matmuls", lambda v: "fp8-mixed" if truthy("float8.enable_float8_linear", v) else Ignore("false")
+        "precision",
+        "fp8 matmuls",
+        lambda v: "fp8-mixed" if truthy("float8.enable_float8_linear", v) else Ignore("false"),
     ),
     "float8.*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
     "quantize*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),

@@ -18,7 +18,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainplan.configs.base import IRRELEVANT, NOT_MODELLED, Ignore, Rule, choice, ignored, positive_int, to, truthy
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
 from trainplan.errors import InputError
 
 FORMAT = "torchtune"
@@ -122,31 +132,47 @@ RULES: dict[str, Rule] = {
     "model.use_dora": to("lora.dora", "DoRA", lambda value: truthy("model.use_dora", value)),
     "model.quantize_base": ignored("read with model._component_ (qlora_ builders)"),
     "model.*": ignored(f"{IRRELEVANT}: the builder fixes the architecture"),
-    "tokenizer.max_seq_len": to("seq_len", "tokens per sequence (null: no cap, give seq_len)", positive_int("tokenizer.max_seq_len")),
+    "tokenizer.max_seq_len": to(
+        "seq_len", "tokens per sequence (null: no cap, give seq_len)", positive_int("tokenizer.max_seq_len")
+    ),
     "tokenizer.*": ignored(IRRELEVANT),
     "batch_size": to("micro_batch", "per GPU (per rank)", positive_int("batch_size")),
-    "gradient_accumulation_steps": to("grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
     "enable_activation_checkpointing": to(
-        "activation_checkpointing", "every block", lambda v: "full" if truthy("enable_activation_checkpointing", v) else "none"
+        "activation_checkpointing",
+        "every block",
+        lambda v: "full" if truthy("enable_activation_checkpointing", v) else "none",
     ),
     "enable_activation_offloading": to(
-        "activation_offload", "saved activations on the CPU", lambda v: truthy("enable_activation_offloading", v)
+        "activation_offload",
+        "saved activations on the CPU",
+        lambda v: truthy("enable_activation_offloading", v),
     ),
     "activation_offloading_use_streams": ignored(IRRELEVANT),
-    "optimizer_in_bwd": to("optimizer_in_backward", "step in backward", lambda v: truthy("optimizer_in_bwd", v)),
+    "optimizer_in_bwd": to(
+        "optimizer_in_backward", "step in backward", lambda v: truthy("optimizer_in_bwd", v)
+    ),
     "compile": to("compile", "torch.compile", lambda value: truthy("compile", value)),
     "dtype": to("precision", "the whole model, adapters included (bf16: no fp32 master)", _dtype),
     "optimizer._component_": Rule("optimizer class (fused: True = fused AdamW)", _optimizer),
     "optimizer.fused": ignored("read with optimizer._component_"),
     "optimizer.momentum": ignored("read with optimizer._component_"),
     "optimizer.*": ignored(IRRELEVANT),
-    "loss._component_": to("loss", "cross-entropy implementation", lambda value: choice("loss._component_", LOSSES, value)),
-    "loss.num_output_chunks": to("loss_chunks", "chunks of the chunked loss", positive_int("loss.num_output_chunks")),
+    "loss._component_": to(
+        "loss", "cross-entropy implementation", lambda value: choice("loss._component_", LOSSES, value)
+    ),
+    "loss.num_output_chunks": to(
+        "loss_chunks", "chunks of the chunked loss", positive_int("loss.num_output_chunks")
+    ),
     "loss.*": ignored(IRRELEVANT),
     "fsdp_cpu_offload": Rule("parameters, gradients and optimizer on the CPU", _offload),
     "fsdp_reshard_after_forward": Rule("true = ZeRO 3, false = ZeRO 2 (distributed recipes)", _reshard),
     "custom_sharded_layers": ignored(f"{NOT_MODELLED}: extra sharded layers"),
-    "tensor_parallel_dim": to("tensor_parallel", "tensor-parallel degree", positive_int("tensor_parallel_dim")),
+    "tensor_parallel_dim": to(
+        "tensor_parallel", "tensor-parallel degree", positive_int("tensor_parallel_dim")
+    ),
     "tensor_parallel_plan*": ignored(IRRELEVANT),
     "data_parallel_shard_dim": ignored(f"{NOT_MODELLED}: give gpus"),
     "data_parallel_replicate_dim": ignored(f"{NOT_MODELLED}: give gpus"),
@@ -196,7 +222,8 @@ def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
 
 OPTIMIZER_CLASSES = {
     "adamw": "torch.optim.AdamW", "adamw-fused": "torch.optim.AdamW", "adamw-8bit": "torchao.optim.AdamW8bit",
-    "paged-adamw-8bit": "bitsandbytes.optim.PagedAdamW8bit", "sgd": "torch.optim.SGD", "sgd-momentum": "torch.optim.SGD",
+    "paged-adamw-8bit": "bitsandbytes.optim.PagedAdamW8bit", "sgd": "torch.optim.SGD",
+    "sgd-momentum": "torch.optim.SGD",
 }  # fmt: skip
 
 
@@ -212,7 +239,9 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         "compile": scenario.compile,
     }
     if scenario.activation_checkpointing not in ("none", "full"):
-        notes.append(f"activation_checkpointing {scenario.activation_checkpointing}: torchtune checkpoints every block")
+        notes.append(
+            f"activation_checkpointing {scenario.activation_checkpointing}: torchtune checkpoints every block"
+        )
     if scenario.precision in ("bf16", "fp32"):
         data["dtype"] = scenario.precision
     else:
