@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.configs.base import Convert, (
+from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Convert,
     Ignore,
     Rule,
     choice,

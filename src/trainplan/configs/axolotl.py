@@ -16,9 +16,10 @@ from typing import Any
 
 from trainplan.configs import hf_trainer
 from trainplan.configs.accelerate import fsdp_rules
-from trainplan.configs.base import Convert, (
+from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Convert,
     Ignore,
     Rule,
     choice,
