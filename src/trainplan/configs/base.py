@@ -135,6 +135,7 @@ class Source:
             "setting": self.setting,
             "file": self.file,
             "note": self.note,
+            "text": str(self),
         }
 
 
@@ -151,7 +152,7 @@ class Skipped:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"setting": self.setting, "file": self.file, "reason": self.reason}
+        return {"setting": self.setting, "file": self.file, "reason": self.reason, "text": str(self)}
 
 
 @dataclass
