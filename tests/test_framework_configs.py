@@ -419,3 +419,15 @@ def test_torchtune_builder_outside_the_catalog_asks_for_model(tmp_path: Path) ->
     )
     with pytest.raises(InputError, match=r"code_llama2_7b.*--model"):
         scenario_from_config([tmp_path / "c.yaml"])
+
+
+def test_public_api() -> None:
+    import trainplan
+
+    reading = trainplan.scenario_from_config([FIXTURES / "deepspeed/zero2.json"])
+    mapping, provenance, ignored, files = reading
+    assert isinstance(reading, trainplan.ConfigReading) and files == [
+        (str(FIXTURES / "deepspeed/zero2.json"), "deepspeed")
+    ]
+    assert trainplan.scenario_from_mapping(mapping).zero_stage == 2 and provenance and ignored
+    assert {"scenario_from_config", "ConfigReading"} <= set(trainplan.__all__)

@@ -30,7 +30,10 @@ def posted(client: TestClient, files: list[tuple[str, str]], status: int = 200) 
 def test_api_reads_posted_files_and_their_references(client: TestClient) -> None:
     files = [("mistral.yml", AXOLOTL.read_text()), ("zero3_bf16.json", DEEPSPEED.read_text())]
     data = posted(client, files)
-    assert data["files"] == [{"file": "mistral.yml", "format": "axolotl"}, {"file": "zero3_bf16.json", "format": "deepspeed"}]
+    assert data["files"] == [
+        {"file": "mistral.yml", "format": "axolotl"},
+        {"file": "zero3_bf16.json", "format": "deepspeed"},
+    ]
     scenario = data["scenario"]
     assert (scenario["zero_stage"], scenario["micro_batch"], scenario["precision"]) == (3, 2, "bf16-mixed")
     texts = [item["text"] for item in data["provenance"]]
@@ -46,8 +49,12 @@ def test_api_reads_posted_files_and_their_references(client: TestClient) -> None
 def test_dropped_config_fills_the_form_and_lists_the_mapping(page: Page, client: TestClient) -> None:
     page.open()
     before = page.renders()
-    page.page.evaluate(DROP, [[["mistral.yml", AXOLOTL.read_text()], ["zero3_bf16.json", DEEPSPEED.read_text()]]])
-    page.page.wait_for_function("() => document.getElementById('config-status').textContent.includes('read as')")
+    page.page.evaluate(
+        DROP, [[["mistral.yml", AXOLOTL.read_text()], ["zero3_bf16.json", DEEPSPEED.read_text()]]]
+    )
+    page.page.wait_for_function(
+        "() => document.getElementById('config-status').textContent.includes('read as')"
+    )
     page.wait_render(before)
     status = page.text("#config-status")
     assert status == "mistral.yml read as axolotl; zero3_bf16.json read as deepspeed"
@@ -56,7 +63,9 @@ def test_dropped_config_fills_the_form_and_lists_the_mapping(page: Page, client:
     assert any(line.startswith("zero3_bf16.json: train_micro_batch_size_per_gpu (auto") for line in lines)
     assert page.page.get_by_role("textbox", name="Micro-batch", exact=True).input_value() == "2"
     # the numbers shown are the API's for the scenario read from the files
-    scenario = posted(client, [("mistral.yml", AXOLOTL.read_text()), ("zero3_bf16.json", DEEPSPEED.read_text())])
+    scenario = posted(
+        client, [("mistral.yml", AXOLOTL.read_text()), ("zero3_bf16.json", DEEPSPEED.read_text())]
+    )
     assert_shows(page, api(client, scenario["scenario"]))
 
 
@@ -64,6 +73,8 @@ def test_a_file_we_cannot_read_says_why(page: Page, tmp_path: Path) -> None:
     page.open()
     (tmp_path / "notes.yaml").write_text("hello: world\n")
     page.page.set_input_files("#config-files", str(tmp_path / "notes.yaml"))
-    page.page.wait_for_function("() => document.getElementById('config-status').textContent.includes('Could not')")
+    page.page.wait_for_function(
+        "() => document.getElementById('config-status').textContent.includes('Could not')"
+    )
     assert "not a training config we read" in page.text("#config-status")
     assert page.page.locator("#config-mapping li").count() == 0

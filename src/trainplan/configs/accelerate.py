@@ -61,11 +61,17 @@ def _fsdp_checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] |
 
 FSDP_RULES: dict[str, Rule] = {
     "fsdp_sharding_strategy": Rule(
-        "FULL_SHARD = ZeRO 3, SHARD_GRAD_OP = ZeRO 2 (hybrid: not modelled, as full)", _sharding
+        "FULL_SHARD = ZeRO 3, SHARD_GRAD_OP = ZeRO 2 (hybrid: not modelled, as full)",
+        _sharding,
+        sets="zero_stage",
     ),
-    "fsdp_reshard_after_forward": Rule("FSDP2: true = ZeRO 3, false = ZeRO 2", _reshard),
-    "fsdp_offload_params": Rule("parameters, gradients and optimizer on the CPU", _fsdp_offload),
-    "fsdp_activation_checkpointing": Rule("checkpoint every wrapped block", _fsdp_checkpointing),
+    "fsdp_reshard_after_forward": Rule("FSDP2: true = ZeRO 3, false = ZeRO 2", _reshard, sets="zero_stage"),
+    "fsdp_offload_params": Rule(
+        "parameters, gradients and optimizer on the CPU", _fsdp_offload, sets="offload"
+    ),
+    "fsdp_activation_checkpointing": Rule(
+        "checkpoint every wrapped block", _fsdp_checkpointing, sets="activation_checkpointing"
+    ),
     "fsdp_version": ignored(f"{IRRELEVANT}: FSDP1 and FSDP2 shard the same states"),
     "fsdp_auto_wrap_policy": ignored(IRRELEVANT),
     "fsdp_transformer_layer_cls_to_wrap": ignored(IRRELEVANT),
@@ -154,17 +160,23 @@ def _machines(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 
 RULES: dict[str, Rule] = {
     "distributed_type": Rule(
-        "NO / MULTI_GPU = ZeRO 0; FSDP and DEEPSPEED read with their blocks", _distributed
+        "NO / MULTI_GPU = ZeRO 0; FSDP and DEEPSPEED read with their blocks", _distributed, sets="zero_stage"
     ),
     "num_processes": to("gpus", "GPUs over all machines", positive_int("num_processes")),
-    "num_machines": Rule("nodes: num_processes / num_machines GPUs per node", _machines),
+    "num_machines": Rule(
+        "nodes: num_processes / num_machines GPUs per node", _machines, sets="gpus_per_node"
+    ),
     "mixed_precision": Rule(
-        "autocast; under FSDP or DeepSpeed fp32 sharded master weights", _mixed_precision
+        "autocast; under FSDP or DeepSpeed fp32 sharded master weights", _mixed_precision, sets="precision"
     ),
     **fsdp_rules("fsdp_config."),
-    "deepspeed_config.zero_stage": Rule("ZeRO stage", _ds_stage),
-    "deepspeed_config.offload_optimizer_device": Rule("optimizer on the CPU", _ds_offload("optimizer")),
-    "deepspeed_config.offload_param_device": Rule("parameters on the CPU", _ds_offload("param")),
+    "deepspeed_config.zero_stage": Rule("ZeRO stage", _ds_stage, sets="zero_stage"),
+    "deepspeed_config.offload_optimizer_device": Rule(
+        "optimizer on the CPU", _ds_offload("optimizer"), sets="offload"
+    ),
+    "deepspeed_config.offload_param_device": Rule(
+        "parameters on the CPU", _ds_offload("param"), sets="offload"
+    ),
     "deepspeed_config.gradient_accumulation_steps": to(
         "grad_accum", "micro-batches per step", positive_int("deepspeed_config.gradient_accumulation_steps")
     ),
@@ -173,6 +185,7 @@ RULES: dict[str, Rule] = {
     "dynamo_config.dynamo_backend": Rule(
         "torch.compile through dynamo",
         lambda value, flat: {"compile": str(value).upper() != "NO"},
+        sets="compile",
     ),
     "dynamo_config*": ignored(IRRELEVANT),
     "compute_environment": ignored(IRRELEVANT),

@@ -59,6 +59,7 @@ class Rule:
 
     note: str
     convert: Convert | None = None
+    sets: str = ""  # the scenario fields it can set, for the docs
 
 
 def ignored(reason: str) -> Rule:
@@ -75,7 +76,7 @@ def to(target: str, note: str, convert: Callable[[Any], Any] | None = None) -> R
         converted = convert(value) if convert else value
         return converted if isinstance(converted, Ignore) else {target: converted}
 
-    return Rule(note, apply)
+    return Rule(note, apply, target)
 
 
 def choice(setting: str, table: Mapping[Any, Any], value: Any) -> Any:

@@ -88,11 +88,13 @@ RULES: dict[str, Rule] = {
         "global: micro_batch x grad_accum x data-parallel GPUs",
         positive_int("train_batch_size"),
     ),
-    "zero_optimization.stage": Rule("ZeRO stage over the data-parallel GPUs", _stage),
+    "zero_optimization.stage": Rule("ZeRO stage over the data-parallel GPUs", _stage, sets="zero_stage"),
     "zero_optimization.offload_optimizer.device": Rule(
-        "optimizer states (and the step) on the CPU", _offload("optimizer")
+        "optimizer states (and the step) on the CPU", _offload("optimizer"), sets="offload"
     ),
-    "zero_optimization.offload_param.device": Rule("parameters on the CPU (stage 3)", _offload("param")),
+    "zero_optimization.offload_param.device": Rule(
+        "parameters on the CPU (stage 3)", _offload("param"), sets="offload"
+    ),
     "zero_optimization.offload_optimizer.pin_memory": ignored(IRRELEVANT),
     "zero_optimization.offload_param.pin_memory": ignored(IRRELEVANT),
     "zero_optimization.offload_optimizer.nvme_path": ignored(IRRELEVANT),
@@ -105,9 +107,11 @@ RULES: dict[str, Rule] = {
     "zero_optimization.stage3_gather_16bit_weights_on_model_save": ignored(IRRELEVANT),
     "zero_optimization.*": ignored(f"{NOT_MODELLED}: communication bucket and prefetch sizes"),
     "bf16.enabled": Rule(
-        "bf16 weights, fp32 master and states in the ZeRO optimizer", _enabled("bf16-mixed")
+        "bf16 weights, fp32 master and states in the ZeRO optimizer", _enabled("bf16-mixed"), sets="precision"
     ),
-    "fp16.enabled": Rule("fp16 weights with loss scaling, fp32 master and states", _enabled("fp16-mixed")),
+    "fp16.enabled": Rule(
+        "fp16 weights with loss scaling, fp32 master and states", _enabled("fp16-mixed"), sets="precision"
+    ),
     "fp16.*": ignored(f"{IRRELEVANT} (loss-scale settings)"),
     "bf16.*": ignored(IRRELEVANT),
     "optimizer.type": to("optimizer", "DeepSpeed's fused (or CPU) Adam", _optimizer),

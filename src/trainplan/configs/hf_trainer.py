@@ -163,8 +163,8 @@ RULES: dict[str, Rule] = {
     ),
     "gradient_checkpointing": to("activation_checkpointing", "every block (true) or none", _checkpointing),
     "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
-    "bf16": Rule("autocast over the model's dtype (fp32 by default: amp-bf16)", _precision),
-    "fp16": Rule("autocast with a GradScaler over fp32 weights", _fp16),
+    "bf16": Rule("autocast over the model's dtype (fp32 by default: amp-bf16)", _precision, sets="precision"),
+    "fp16": Rule("autocast with a GradScaler over fp32 weights", _fp16, sets="precision"),
     "tf32": ignored(f"{NOT_MODELLED}: TF32 matmuls for fp32 work"),
     "bf16_full_eval": ignored(IRRELEVANT),
     "fp16_full_eval": ignored(IRRELEVANT),
@@ -180,7 +180,7 @@ RULES: dict[str, Rule] = {
     "max_steps": to("steps", "optimizer steps", _max_steps),
     "num_train_epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
     "deepspeed": to("_reference", "a DeepSpeed JSON file (beside this one) or its contents", _reference),
-    "fsdp": Rule("FSDP options", lambda value, flat: fsdp_option("fsdp", value)),
+    "fsdp": Rule("FSDP options", lambda value, flat: fsdp_option("fsdp", value), sets="zero_stage, offload"),
     **_fsdp_rules(),
     "fsdp_config": ignored(f"{NOT_MODELLED}: an FSDP config file; write its fsdp_* keys inline"),
     "torch_compile": to("compile", "torch.compile", lambda value: truthy("torch_compile", value)),
@@ -189,6 +189,7 @@ RULES: dict[str, Rule] = {
     "use_liger_kernel": Rule(
         "Liger's fused linear + cross-entropy",
         lambda value, flat: {"loss": "fused"} if truthy("use_liger_kernel", value) else Ignore("false"),
+        sets="loss",
     ),
     "liger_kernel_config*": ignored(f"{NOT_MODELLED}: Liger's other kernels"),
     "activation_offloading": to(
@@ -200,17 +201,21 @@ RULES: dict[str, Rule] = {
     "completion_only_loss": ignored(IRRELEVANT),
     "assistant_only_loss": ignored(IRRELEVANT),
     "dataset_text_field": ignored(IRRELEVANT),
-    "use_peft": Rule("LoRA through peft (4/8-bit base: QLoRA)", _peft),
+    "use_peft": Rule("LoRA through peft (4/8-bit base: QLoRA)", _peft, sets="method"),
     "lora_r": to("lora.rank", "LoRA rank", positive_int("lora_r")),
     "lora_alpha": to("lora.alpha", "LoRA alpha"),
     "lora_dropout": to("lora.dropout", "LoRA dropout"),
     "lora_target_modules": to("lora.targets", "module names or all-linear"),
     "use_dora": to("lora.dora", "DoRA", lambda value: truthy("use_dora", value)),
     "load_in_4bit": Rule(
-        "4-bit base", lambda v, f: {"base_weights": "nf4"} if truthy("load_in_4bit", v) else Ignore("false")
+        "4-bit base",
+        lambda v, f: {"base_weights": "nf4"} if truthy("load_in_4bit", v) else Ignore("false"),
+        sets="base_weights",
     ),
     "load_in_8bit": Rule(
-        "8-bit base", lambda v, f: {"base_weights": "int8"} if truthy("load_in_8bit", v) else Ignore("false")
+        "8-bit base",
+        lambda v, f: {"base_weights": "int8"} if truthy("load_in_8bit", v) else Ignore("false"),
+        sets="base_weights",
     ),
     "bnb_4bit_quant_type": ignored(f"{NOT_MODELLED}: nf4 and fp4 take the same bytes"),
     "use_bnb_nested_quant": ignored(f"{NOT_MODELLED}: nf4 is counted with double quantisation"),

@@ -120,8 +120,8 @@ def _implied_alpha(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 
 RULES: dict[str, Rule] = {
     **hf_trainer.RULES,
-    "finetuning_type": Rule("lora | full (a quantised base: QLoRA)", _method),
-    "quantization_bit": Rule("4 = NF4, 8 = LLM.int8() base (bitsandbytes)", _bits),
+    "finetuning_type": Rule("lora | full (a quantised base: QLoRA)", _method, sets="method"),
+    "quantization_bit": Rule("4 = NF4, 8 = LLM.int8() base (bitsandbytes)", _bits, sets="base_weights"),
     "quantization_method": ignored(f"{NOT_MODELLED}: bitsandbytes assumed (HQQ, EETQ, GPTQ not modelled)"),
     "quantization_type": ignored(f"{NOT_MODELLED}: nf4 and fp4 take the same bytes"),
     "double_quantization": ignored(f"{NOT_MODELLED}: nf4 is counted with double quantisation"),
@@ -135,16 +135,19 @@ RULES: dict[str, Rule] = {
     "pissa_convert": ignored(IRRELEVANT),
     "cutoff_len": to("seq_len", "tokens per sequence", positive_int("cutoff_len")),
     "bf16": Rule(
-        "trainable parameters upcast to fp32 under bf16 autocast (pure_bf16: no upcast)", _precision
+        "trainable parameters upcast to fp32 under bf16 autocast (pure_bf16: no upcast)",
+        _precision,
+        sets="precision",
     ),
-    "fp16": Rule("fp16 autocast over fp32 trainable parameters", _fp16),
-    "pure_bf16": Rule("bf16 weights, grads and states", _pure),
-    "flash_attn": Rule("attention kernel", _attention),
+    "fp16": Rule("fp16 autocast over fp32 trainable parameters", _fp16, sets="precision"),
+    "pure_bf16": Rule("bf16 weights, grads and states", _pure, sets="precision"),
+    "flash_attn": Rule("attention kernel", _attention, sets="attention"),
     "enable_liger_kernel": Rule(
         "Liger's fused linear + cross-entropy",
         lambda value, flat: {"loss": "fused"} if truthy("enable_liger_kernel", value) else Ignore("false"),
+        sets="loss",
     ),
-    "use_unsloth": Rule("Unsloth's kernels and defaults (its recipe)", _unsloth),
+    "use_unsloth": Rule("Unsloth's kernels and defaults (its recipe)", _unsloth, sets="recipe"),
     "use_unsloth_gc": to(
         "activation_offload", "Unsloth's offloaded checkpointing", lambda v: truthy("use_unsloth_gc", v)
     ),
@@ -155,7 +158,7 @@ RULES: dict[str, Rule] = {
     ),
     "upcast_layernorm": ignored(f"{NOT_MODELLED}: small fp32 norms"),
     "upcast_lmhead_output": ignored(f"{NOT_MODELLED}: an fp32 copy of the logits"),
-    "stage": Rule("training stage", _stage),
+    "stage": Rule("training stage", _stage, sets=""),
     "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "neat_packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "freeze_vision_tower": ignored(NOT_MODELLED),

@@ -148,19 +148,23 @@ def _global_batch(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 RULES: dict[str, Rule] = {
-    "model.name": Rule("model family; with flavor the catalog model", _model),
+    "model.name": Rule("model family; with flavor the catalog model", _model, sets="model, method"),
     "model.flavor": ignored("read with model.name"),
-    "model.converters": Rule("float8 = fp8 matmuls", _converters),
+    "model.converters": Rule("float8 = fp8 matmuls", _converters, sets="precision"),
     "model.*": ignored(IRRELEVANT),
     "training.local_batch_size": to("micro_batch", "per GPU", positive_int("training.local_batch_size")),
     "training.batch_size": to("micro_batch", "per GPU (older releases)", positive_int("training.batch_size")),
     "training.global_batch_size": Rule(
-        "global: local batch x data-parallel GPUs x accumulation", _global_batch
+        "global: local batch x data-parallel GPUs x accumulation", _global_batch, sets="grad_accum"
     ),
     "training.seq_len": to("seq_len", "tokens per sequence", positive_int("training.seq_len")),
     "training.steps": to("steps", "optimizer steps", positive_int("training.steps")),
-    "training.mixed_precision_param": Rule("FSDP2 parameters in bf16, fp32 sharded master", _precision),
-    "parallelism.mixed_precision_param": Rule("FSDP2 parameters in bf16, fp32 sharded master", _precision),
+    "training.mixed_precision_param": Rule(
+        "FSDP2 parameters in bf16, fp32 sharded master", _precision, sets="precision"
+    ),
+    "parallelism.mixed_precision_param": Rule(
+        "FSDP2 parameters in bf16, fp32 sharded master", _precision, sets="precision"
+    ),
     "training.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
     "parallelism.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
     "training.enable_cpu_offload": to(
@@ -174,9 +178,13 @@ RULES: dict[str, Rule] = {
     "compile.enable": to("compile", "torch.compile", lambda value: truthy("compile.enable", value)),
     "compile.*": ignored(IRRELEVANT),
     "parallelism.data_parallel_shard_degree": Rule(
-        "FSDP degree (-1: every GPU left); with the others, the GPU count", _parallel
+        "FSDP degree (-1: every GPU left); with the others, the GPU count",
+        _parallel,
+        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel",
     ),
-    "training.data_parallel_shard_degree": Rule("FSDP degree (older releases)", _parallel),
+    "training.data_parallel_shard_degree": Rule(
+        "FSDP degree (older releases)", _parallel, sets="zero_stage, gpus, tensor_parallel, pipeline_parallel"
+    ),
     "parallelism.data_parallel_replicate_degree": ignored(
         "read with data_parallel_shard_degree (HSDP replicas)"
     ),
@@ -188,12 +196,14 @@ RULES: dict[str, Rule] = {
     "training.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.data_parallel_replicate_degree": ignored("read with data_parallel_shard_degree"),
-    "parallelism.context_parallel_degree": Rule("context parallelism", _context),
+    "parallelism.context_parallel_degree": Rule("context parallelism", _context, sets=""),
     "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
     "parallelism.pipeline_parallel_schedule": ignored(f"{NOT_MODELLED}: the schedule's bubble"),
     "parallelism.pipeline_parallel_microbatch_size": ignored(NOT_MODELLED),
     "parallelism.*": ignored(NOT_MODELLED),
-    "activation_checkpoint.mode": Rule("none | full | selective (op, or every N-th block)", _checkpointing),
+    "activation_checkpoint.mode": Rule(
+        "none | full | selective (op, or every N-th block)", _checkpointing, sets="activation_checkpointing"
+    ),
     "activation_checkpoint.selective_ac_option": ignored("read with activation_checkpoint.mode"),
     "activation_checkpoint.*": ignored(IRRELEVANT),
     "float8.enable_float8_linear": to(
@@ -203,7 +213,9 @@ RULES: dict[str, Rule] = {
     ),
     "float8.*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
     "quantize*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
-    "optimizer.name": Rule("AdamW; implementation fused (the default) or foreach", _optimizer),
+    "optimizer.name": Rule(
+        "AdamW; implementation fused (the default) or foreach", _optimizer, sets="optimizer"
+    ),
     "optimizer.implementation": ignored("read with optimizer.name"),
     "optimizer.*": ignored(IRRELEVANT),
     "training.max_norm": ignored(IRRELEVANT),

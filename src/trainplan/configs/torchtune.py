@@ -122,11 +122,15 @@ def _reshard(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 RULES: dict[str, Rule] = {
-    "model._component_": Rule("the model builder: lora_ / qlora_ prefix sets the method", _model),
+    "model._component_": Rule(
+        "the model builder: lora_ / qlora_ prefix sets the method", _model, sets="model, method"
+    ),
     "model.lora_rank": to("lora.rank", "LoRA rank", positive_int("model.lora_rank")),
     "model.lora_alpha": to("lora.alpha", "LoRA alpha"),
     "model.lora_dropout": to("lora.dropout", "LoRA dropout"),
-    "model.lora_attn_modules": Rule("attention projections; with apply_lora_to_mlp the MLP too", _targets),
+    "model.lora_attn_modules": Rule(
+        "attention projections; with apply_lora_to_mlp the MLP too", _targets, sets="lora.targets"
+    ),
     "model.apply_lora_to_mlp": ignored("read with model.lora_attn_modules"),
     "model.apply_lora_to_output": ignored("read with model.lora_attn_modules"),
     "model.use_dora": to("lora.dora", "DoRA", lambda value: truthy("model.use_dora", value)),
@@ -156,7 +160,9 @@ RULES: dict[str, Rule] = {
     ),
     "compile": to("compile", "torch.compile", lambda value: truthy("compile", value)),
     "dtype": to("precision", "the whole model, adapters included (bf16: no fp32 master)", _dtype),
-    "optimizer._component_": Rule("optimizer class (fused: True = fused AdamW)", _optimizer),
+    "optimizer._component_": Rule(
+        "optimizer class (fused: True = fused AdamW)", _optimizer, sets="optimizer"
+    ),
     "optimizer.fused": ignored("read with optimizer._component_"),
     "optimizer.momentum": ignored("read with optimizer._component_"),
     "optimizer.*": ignored(IRRELEVANT),
@@ -167,8 +173,10 @@ RULES: dict[str, Rule] = {
         "loss_chunks", "chunks of the chunked loss", positive_int("loss.num_output_chunks")
     ),
     "loss.*": ignored(IRRELEVANT),
-    "fsdp_cpu_offload": Rule("parameters, gradients and optimizer on the CPU", _offload),
-    "fsdp_reshard_after_forward": Rule("true = ZeRO 3, false = ZeRO 2 (distributed recipes)", _reshard),
+    "fsdp_cpu_offload": Rule("parameters, gradients and optimizer on the CPU", _offload, sets="offload"),
+    "fsdp_reshard_after_forward": Rule(
+        "true = ZeRO 3, false = ZeRO 2 (distributed recipes)", _reshard, sets="zero_stage"
+    ),
     "custom_sharded_layers": ignored(f"{NOT_MODELLED}: extra sharded layers"),
     "tensor_parallel_dim": to(
         "tensor_parallel", "tensor-parallel degree", positive_int("tensor_parallel_dim")

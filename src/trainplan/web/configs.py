@@ -19,7 +19,7 @@ def uploaded_files(body: dict[str, Any]) -> list[tuple[str, str]]:
     """`{"files": [{"name": ..., "text": ...}, ...]}` -> (base name, text) pairs, checked."""
     unknown = sorted(set(body) - {"files"})
     if unknown:
-        raise InputError(unknown[0], "unknown field; send {\"files\": [{\"name\": ..., \"text\": ...}]}")
+        raise InputError(unknown[0], 'unknown field; send {"files": [{"name": ..., "text": ...}]}')
     files = body.get("files")
     if not isinstance(files, list) or not files:
         raise InputError("files", "must be a non-empty list of {name, text}")

@@ -371,7 +371,7 @@ async def post_plan(request: Request) -> Response:
 
 @router.post(
     "/config",
-    summary="Read training configs (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, accelerate, DeepSpeed)",
+    summary="Read training configs (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, accelerate, ...)",
     responses={
         200: {
             "description": "`scenario` (every field, the shape `/api/estimate` takes), `files[]` (each "
