@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
-from test_page import Page, api, assert_shows, page  # noqa: F401  (the page fixture)
+from test_page import Page, api, assert_shows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 AXOLOTL = FIXTURES / "axolotl" / "mistral-full-zero3.yml"
@@ -18,6 +20,17 @@ DROP = """([files]) => {
   zone.dispatchEvent(new DragEvent('dragover', {dataTransfer: transfer, bubbles: true, cancelable: true}));
   zone.dispatchEvent(new DragEvent('drop', {dataTransfer: transfer, bubbles: true, cancelable: true}));
 }"""
+
+
+@pytest.fixture
+def page(browser: Any, live_server: str) -> Iterator[Page]:
+    """The page at desktop width; no script errors, no request leaves the server."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    wrapped = Page(context.new_page(), live_server)
+    yield wrapped
+    assert not wrapped.errors, wrapped.errors
+    assert all(url.startswith((live_server, "blob:", "data:")) for url in wrapped.requests), wrapped.requests
+    context.close()
 
 
 def posted(client: TestClient, files: list[tuple[str, str]], status: int = 200) -> dict[str, Any]:
