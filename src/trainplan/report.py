@@ -325,19 +325,15 @@ def _discount_table(discounts: dict[str, Any]) -> Table:
 
 def print_config_reading(reading: Any, console: Console | None = None) -> None:
     """How the training configs were read: each file's format, where every field came from, and
-    every setting that set nothing, with the reason."""
-    from rich.markup import escape
-
+    every setting that set nothing, with the reason. One plain print: rich's per-line layout
+    would cost more than reading the files."""
     console = console or Console()
-    for name, kind in reading.files:
-        console.print(f"[bold]Read[/] {escape(name)} as {kind}")
-    for source in reading.provenance:
-        console.print(f"  {escape(str(source))}")
+    lines = [f"Read {name} as {kind}" for name, kind in reading.files]
+    lines += [f"  {source}" for source in reading.provenance]
     if reading.ignored:
-        console.print("[bold]Ignored[/]")
-        for skipped in reading.ignored:
-            console.print(f"  {escape(skipped.file)}: {escape(str(skipped))}")
-    console.print()
+        lines.append("Ignored")
+        lines += [f"  {skipped.file}: {skipped}" for skipped in reading.ignored]
+    console.print("\n".join(lines) + "\n", markup=False, highlight=False, soft_wrap=True)
 
 
 def plan_header(plan: Any) -> list[str]:
