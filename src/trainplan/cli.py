@@ -175,6 +175,8 @@ def _fail(error: TrainplanError) -> NoReturn:
             flag = PLAN_OPTIONS[field][0]
         if field == "lora.dora":
             flag = "--dora"
+        if field in ("from", "emit"):
+            flag = f"--{field}"
         where = f"{field} ({flag})" if flag else field
         message = f"{where}: {error.message}"
     print(f"error: {message}", file=sys.stderr)
