@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from trainplan.cli import app
 from trainplan.configs import EMIT_FORMATS, emit, reader, scenario_from_config
 from trainplan.errors import InputError
-from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.scenario import scenario_from_mapping
 
 FIXTURES = Path(__file__).parent / "fixtures" / "configs"
 SUFFIX = {"yaml": ".yaml", "toml": ".toml", "json": ".json"}
@@ -205,5 +205,5 @@ def test_plan_from_config_is_the_flag_twin() -> None:
             *common,
         ).output
     )
+    assert from_file["plans"], from_file
     assert from_file["plans"][0]["scenario"] == flags["plans"][0]["scenario"]
-    assert Scenario().method == "lora"
