@@ -7,7 +7,9 @@ names; quantization_bit 4 | 8 (bitsandbytes: QLoRA); cutoff_len; flash_attn auto
 disabled; enable_liger_kernel; use_unsloth (Unsloth's patches: its recipe); use_unsloth_gc
 (offloaded checkpointing); disable_gradient_checkpointing; pure_bf16. The rest are the HF
 TrainingArguments (per_device_train_batch_size is per GPU). LLaMA-Factory upcasts the trainable
-parameters to fp32 unless pure_bf16, so bf16: true trains amp-bf16.
+parameters to fp32 unless pure_bf16 (src/llamafactory/model/adapter.py init_adapter:
+cast_trainable_params_to_fp32; under ZeRO-3 they stay fp32 in DeepSpeed's master copy), so
+bf16: true trains amp-bf16.
 """
 
 from __future__ import annotations
