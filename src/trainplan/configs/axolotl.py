@@ -6,8 +6,9 @@ adapts every linear layer; gradient_checkpointing true | "offload" (activations 
 bf16 / bfloat16 load the model in bf16 (src/axolotl/utils/config/__init__.py normalize_config:
 `if cfg.bf16 or cfg.bfloat16: cfg.torch_dtype = torch.bfloat16`, passed to from_pretrained), so
 the Trainer steps bf16 weights and states; fp16 loads it in fp16; flash_attention /
-sdp_attention / eager_attention; deepspeed: a JSON path; fsdp_config: the fsdp_* keys; plugins with liger_fused_linear_cross_entropy or
-cut_cross_entropy replace the cross-entropy with a fused one.
+sdp_attention / eager_attention; deepspeed: a JSON path; fsdp_config: the fsdp_* keys; plugins
+with liger_fused_linear_cross_entropy or cut_cross_entropy replace the cross-entropy with a
+fused one.
 """
 
 from __future__ import annotations
