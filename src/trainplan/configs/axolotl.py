@@ -3,8 +3,8 @@
 Keys: axolotl docs, "Config Reference" (docs/config-reference.qmd) and examples/llama-3/*.yml:
 micro_batch_size is per GPU; adapter lora | qlora (qlora needs load_in_4bit); lora_target_linear
 adapts every linear layer; gradient_checkpointing true | "offload" (activations to the CPU);
-bf16 / bfloat16 load the model in bf16 (src/axolotl/utils/config/__init__.py normalize_config:
-`if cfg.bf16 or cfg.bfloat16: cfg.torch_dtype = torch.bfloat16`, passed to from_pretrained), so
+bf16 / bfloat16 load the model in bf16 (src/axolotl/utils/config/__init__.py: normalize_config
+sets torch_dtype to bfloat16 when either is on, and the loader passes it to from_pretrained), so
 the Trainer steps bf16 weights and states; fp16 loads it in fp16; flash_attention /
 sdp_attention / eager_attention; deepspeed: a JSON path; fsdp_config: the fsdp_* keys; plugins
 with liger_fused_linear_cross_entropy or cut_cross_entropy replace the cross-entropy with a
