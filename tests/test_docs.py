@@ -86,3 +86,13 @@ def test_readme_commands_run() -> None:
             args += ["--max-gpus", "8"]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, (command, result.output)
+
+
+def test_config_field_maps_are_generated() -> None:
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    from docs_configs import table
+
+    text = (DOCS / "configs.md").read_text()
+    assert table() in text, "run scripts/docs_configs.py"

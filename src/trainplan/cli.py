@@ -10,7 +10,7 @@ import inspect
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -18,6 +18,9 @@ from trainplan.errors import InputError, TrainplanError
 from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, flag_name
 from trainplan.prices import STALE_AFTER_DAYS, parse_today
 from trainplan.scenario import LORA_FIELDS, SCENARIO_FIELDS, Scenario, field_infos
+
+if TYPE_CHECKING:
+    from trainplan.configs import ConfigReading
 
 app = typer.Typer(
     help="trainplan: will this training run fit, how long will it take, what will it cost?",
@@ -56,6 +59,18 @@ def _estimate_parameters() -> list[inspect.Parameter]:
     ]
     parameters.append(
         inspect.Parameter(
+            "from_files",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(
+                "--from",
+                "a training config to read (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, "
+                "accelerate, DeepSpeed; repeatable); the scenario file and flags override it",
+            ),
+            annotation=list[str] | None,
+        )
+    )
+    parameters.append(
+        inspect.Parameter(
             "as_json",
             inspect.Parameter.KEYWORD_ONLY,
             default=typer.Option(False, "--json", help="print the result as JSON"),
@@ -74,8 +89,15 @@ def load_scenario_file(path: str) -> dict[str, Any]:
 
 def scenario_from_flags(kwargs: dict[str, Any]) -> Scenario:
     """The scenario file (if any) overridden by the flags given; raises on bad input."""
+    return scenario_and_reading(kwargs)[0]
+
+
+def scenario_and_reading(kwargs: dict[str, Any]) -> tuple[Scenario, ConfigReading | None]:
+    """The training configs of --from (if any), then the scenario file, then the flags; with
+    how the configs were read (None without --from)."""
     from trainplan.scenario import scenario_from_mapping
 
+    from_files = kwargs.pop("from_files", None)
     scenario_path = kwargs.pop("scenario")
     data = load_scenario_file(scenario_path) if scenario_path else {}
     lora = dict(data.get("lora") or {}) if isinstance(data.get("lora", {}), dict) else data.get("lora")
@@ -86,7 +108,12 @@ def scenario_from_flags(kwargs: dict[str, Any]) -> Scenario:
     if lora:
         data["lora"] = lora
     data.update({name: value for name, value in kwargs.items() if value is not None})
-    return scenario_from_mapping(data)
+    if not from_files:
+        return scenario_from_mapping(data), None
+    from trainplan.configs import scenario_from_config
+
+    reading = scenario_from_config(from_files, data)
+    return scenario_from_mapping(reading.mapping), reading
 
 
 def _run_estimate(**kwargs: Any) -> None:
@@ -97,7 +124,7 @@ def _run_estimate(**kwargs: Any) -> None:
     headroom = kwargs.pop("headroom")
     found = None
     try:
-        scenario = scenario_from_flags(kwargs)
+        scenario, reading = scenario_and_reading(kwargs)
         if maximise is not None:
             from trainplan.search import DEFAULT_HEADROOM, largest_fitting, nothing_fits
 
@@ -117,10 +144,14 @@ def _run_estimate(**kwargs: Any) -> None:
         data = result.to_dict()
         if found is not None:
             data["max"] = found.to_dict()
+        if reading is not None:
+            data["config"] = reading.to_dict()
         print(json.dumps(data, indent=2))
     else:
-        from trainplan.report import print_estimate
+        from trainplan.report import print_config_reading, print_estimate
 
+        if reading is not None:
+            print_config_reading(reading)
         print_estimate(result)
 
 
@@ -134,6 +165,8 @@ def _fail(error: TrainplanError) -> NoReturn:
             flag = PLAN_OPTIONS[field][0]
         if field == "lora.dora":
             flag = "--dora"
+        if field in ("from", "emit"):
+            flag = f"--{field}"
         where = f"{field} ({flag})" if flag else field
         message = f"{where}: {error.message}"
     print(f"error: {message}", file=sys.stderr)
@@ -241,17 +274,22 @@ _register_estimate()
 def _run_measure(**kwargs: Any) -> None:
     as_json = kwargs.pop("as_json")
     try:
-        scenario = scenario_from_flags(kwargs)
+        scenario, reading = scenario_and_reading(kwargs)
         from trainplan.measure.compare import measure_scenario
 
         comparison = measure_scenario(scenario)
     except TrainplanError as error:
         _fail(error)
     if as_json:
-        print(json.dumps(comparison.to_dict(), indent=2))
+        data = comparison.to_dict()
+        if reading is not None:
+            data["config"] = reading.to_dict()
+        print(json.dumps(data, indent=2))
     else:
-        from trainplan.report import print_measurement
+        from trainplan.report import print_config_reading, print_measurement
 
+        if reading is not None:
+            print_config_reading(reading)
         print_measurement(comparison)
 
 
@@ -272,22 +310,47 @@ _register_measure()
 
 def _run_plan(**kwargs: Any) -> None:
     as_json = kwargs.pop("as_json")
+    emit_format = kwargs.pop("emit")
     options = {name: kwargs.pop(name) for name in PLAN_OPTIONS}
     try:
-        scenario = scenario_from_flags(kwargs)
+        scenario, reading = scenario_and_reading(kwargs)
         from trainplan.plan import plan, request_from_options
 
         result = plan(request_from_options(scenario, options))
+        if emit_format is not None:
+            _emit_plan(result, emit_format)
+            return
     except TrainplanError as error:
         _fail(error)
     if as_json:
         from trainplan.plan import result_to_dict
 
-        print(json.dumps(result_to_dict(result), indent=2))
+        data = result_to_dict(result)
+        if reading is not None:
+            data["config"] = reading.to_dict()
+        print(json.dumps(data, indent=2))
     else:
-        from trainplan.report import print_plan
+        from trainplan.report import print_config_reading, print_plan
 
+        if reading is not None:
+            print_config_reading(reading)
         print_plan(result)
+
+
+def _emit_plan(result: Any, kind: str) -> None:
+    """The winning plan as a config fragment on stdout; for JSON (no comments) the header goes
+    to stderr."""
+    from trainplan.configs import emit
+    from trainplan.report import plan_header
+
+    if not result.plans:
+        raise InputError(
+            "emit", "no plan fits, so there is nothing to write; see `trainplan plan` without --emit"
+        )
+    text, comments = emit(result.plans[0].scenario, kind.strip().lower(), plan_header(result.plans[0]))
+    for line in comments:
+        print(f"# {line}", file=sys.stderr)
+    print(text, end="")
 
 
 def _register_plan() -> None:
@@ -304,6 +367,18 @@ def _register_plan() -> None:
         )
         for name, (flag, help_text) in PLAN_OPTIONS.items()
     ]
+    extra.append(
+        inspect.Parameter(
+            "emit",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(
+                "--emit",
+                "write the winning plan as a config fragment: axolotl | torchtune | torchtitan | "
+                "llama-factory | accelerate | deepspeed",
+            ),
+            annotation=str | None,
+        )
+    )
     plan_command.__signature__ = inspect.Signature([*_estimate_parameters(), *extra])  # type: ignore[attr-defined]
     app.command("plan")(plan_command)
 

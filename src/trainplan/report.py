@@ -321,3 +321,31 @@ def _discount_table(discounts: dict[str, Any]) -> Table:
                 row["as_of"],
             )  # fmt: skip
     return table
+
+
+def print_config_reading(reading: Any, console: Console | None = None) -> None:
+    """How the training configs were read: each file's format, where every field came from, and
+    every setting that set nothing, with the reason. One plain print: rich's per-line layout
+    would cost more than reading the files."""
+    console = console or Console()
+    lines = [f"Read {name} as {kind}" for name, kind in reading.files]
+    lines += [f"  {source}" for source in reading.provenance]
+    if reading.ignored:
+        lines.append("Ignored")
+        lines += [f"  {skipped.file}: {skipped}" for skipped in reading.ignored]
+    console.print("\n".join(lines) + "\n", markup=False, highlight=False, soft_wrap=True)
+
+
+def plan_header(plan: Any) -> list[str]:
+    """What an emitted config fragment was estimated as: the model and layout, then the
+    estimates (peak memory per GPU, time, cost)."""
+    from trainplan.render import format_duration
+
+    s = plan.scenario
+    cost = f", ${plan.usd:,.0f}" if plan.usd is not None else ""
+    return [
+        f"trainplan plan: {s.model}, {s.method}, {s.gpus} x {s.gpu}, {s.precision}, seq_len {s.seq_len}",
+        f"estimated: peak {format_gib(plan.estimate.total_bytes)} per GPU, "
+        f"{format_duration(plan.total_s)}{cost} (estimates, not measurements)",
+        "only the settings the plan decides; merge them into your own config",
+    ]

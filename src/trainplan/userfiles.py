@@ -9,6 +9,7 @@ Python objects (safe loading only).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,31 @@ def read_mapping(path: Path, field: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(field, f"{path} must hold a mapping")
     return data
+
+
+def parse_toml(text: str, where: str, field: str) -> Any:
+    """TOML (stdlib tomllib, imported when needed) with every failure an InputError naming the line."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(field, f"{where} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise InputError(field, f"{where} is nested too deeply") from None
+    except (ValueError, OverflowError):
+        raise InputError(field, f"{where} holds a number too long to read (over 4,300 digits)") from None
+
+
+_TOML_TABLE = re.compile(r"^\s*\[[A-Za-z0-9_.\-\" ]+\]\s*(#.*)?$", re.MULTILINE)
+
+
+def parse_any(text: str, where: str, field: str) -> Any:
+    """A JSON, TOML or YAML document: by the name's suffix, else by the content (a leading `{` is
+    JSON, a `[table]` line is TOML, anything else YAML)."""
+    suffix = Path(where).suffix.lower()
+    if suffix == ".json" or (suffix not in (".toml", ".yaml", ".yml") and text.lstrip().startswith("{")):
+        return parse_json(text, where, field)
+    if suffix == ".toml" or (suffix not in (".yaml", ".yml") and _TOML_TABLE.search(text)):
+        return parse_toml(text, where, field)
+    return parse_yaml(text, where, field)

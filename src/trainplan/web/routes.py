@@ -20,6 +20,7 @@ from trainplan.prices import index_to_dict, parse_today
 from trainplan.result import Estimate
 from trainplan.search import DEFAULT_HEADROOM
 from trainplan.tables import rates, regions
+from trainplan.web.configs import config_payload
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints
 from trainplan.web.hub import HubLookups
@@ -375,3 +376,47 @@ async def post_plan(request: Request) -> Response:
     finally:
         slots.release()
     return json_response(payload)
+
+
+@router.post(
+    "/config",
+    summary="Read training configs (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, accelerate, ...)",
+    responses={
+        200: {
+            "description": "`scenario` (every field, the shape `/api/estimate` takes), `files[]` (each "
+            "`{file, format}`), `provenance[]` (each `{field, value, setting, file, note, text}`: where the "
+            "value came from) and `ignored[]` (each `{setting, file, reason, text}`)"
+        },
+        **ERRORS,
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "files": {
+                                "type": "array",
+                                "maxItems": 8,
+                                "items": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}, "text": {"type": "string"}},
+                                    "required": ["name", "text"],
+                                },
+                            }
+                        },
+                        "required": ["files"],
+                    }
+                }
+            },
+        }
+    },
+)
+async def post_config(request: Request) -> Response:
+    """Body: `{"files": [{"name", "text"}]}`, the config files' text (256 KiB in all). The format
+    is detected from the content; a file that names another (a DeepSpeed JSON) finds it among the
+    files posted with it. The server reads no paths and runs nothing in the files."""
+    body = await read_json_object(request)
+    return json_response(await compute(config_payload, body))

@@ -1349,9 +1349,9 @@
     });
     canvas.setAttribute("aria-label", `Cost against time of the Pareto-optimal plans: ${points.map(describePoint).join("; ")}`);
   }
-  function usePlan(item, index, list) {
+  function applyScenario(scenario) {
     const values = {};
-    for (const [name, value] of Object.entries(item.scenario)) {
+    for (const [name, value] of Object.entries(scenario)) {
       if (name === "lora") {
         for (const [part, inner] of Object.entries(value || {})) values[`lora.${part}`] = asText(inner);
       } else {
@@ -1368,6 +1368,9 @@
     if (radio) radio.checked = true;
     applyVisibility();
     schedule(0);
+  }
+  function usePlan(item, index, list) {
+    applyScenario(item.scenario);
     for (const row of document.querySelectorAll("#plan-results tr[data-plan]")) {
       const current = row.dataset.plan === String(index) && row.dataset.list === list;
       row.classList.toggle("in-use", current);
@@ -1376,6 +1379,63 @@
     }
     const what = `${list === "pareto" ? "Pareto plan" : "Plan"} ${index + 1}`;
     $("plan-status").replaceChildren(`${what} is now in the calculator. `, h("a", { href: "#results", text: "See its estimate" }));
+  }
+
+  // ---------- drop your config ----------
+  // Training config files (axolotl, torchtune, ...) are posted as text to /api/config; the
+  // scenario it reads fills the form, and how each field was read is listed beside it.
+  function buildConfigDrop() {
+    const input = h("input", { id: "config-files", type: "file", multiple: true, accept: ".yaml,.yml,.json,.toml,.cfg,text/plain" });
+    const status = h("p", { id: "config-status", className: "config-status", role: "status", "aria-live": "polite" });
+    const mapping = h("div", { id: "config-mapping", className: "config-mapping" });
+    const zone = h("div", { id: "config-drop", className: "config-drop" },
+      h("p", { text: "Drop your training config here: axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, accelerate or DeepSpeed. Drop several at once (with the DeepSpeed JSON a config points at)." }),
+      h("label", { className: "btn btn-small", for: "config-files", text: "Choose files" }), input);
+    const read = async (list) => {
+      const files = [];
+      for (const file of list) files.push({ name: file.name, text: await file.text() });
+      if (!files.length) return;
+      status.textContent = "Reading…";
+      let data;
+      let ok = false;
+      try {
+        const response = await fetch("/api/config", {
+          method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ files }),
+        });
+        data = await response.json();
+        ok = response.ok;
+      } catch (error) {
+        data = { field: null, message: `could not reach the server (${error.message})` };
+      }
+      if (!ok) {
+        status.className = "config-status nofit";
+        status.textContent = `Could not read it: ${data.field ? `${data.field}: ` : ""}${data.message}`;
+        mapping.replaceChildren();
+        return;
+      }
+      status.className = "config-status";
+      status.textContent = data.files.map((item) => `${item.file} read as ${item.format}`).join("; ");
+      const lists = [h("h3", { text: "Where each field came from" }), h("ul", {}, data.provenance.map((item) => h("li", { text: item.text })))];
+      if (data.ignored.length) {
+        lists.push(h("h3", { text: "Ignored" }), h("ul", {}, data.ignored.map((item) => h("li", { text: `${item.file}: ${item.text}` }))));
+      }
+      mapping.replaceChildren(...lists);
+      applyScenario(data.scenario);
+    };
+    input.addEventListener("change", () => read(Array.from(input.files || [])));
+    zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
+    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+    zone.addEventListener("drop", (event) => {
+      event.preventDefault();
+      zone.classList.remove("over");
+      read(Array.from((event.dataTransfer && event.dataTransfer.files) || []));
+    });
+    const section = h("details", { className: "config-section", id: "config-section", open: true },
+      h("summary", { className: "section-title", text: "Your training config" }), zone, status, mapping);
+    const form = $("controls");
+    const head = form.querySelector(".form-head");
+    if (head) head.after(section);
+    else form.prepend(section);
   }
 
   // ---------- start ----------
@@ -1402,6 +1462,7 @@
     buildForm();
     buildLargest();
     buildPlanner();
+    buildConfigDrop();
     writeUrl();
     if (state.error) showError(state.error);
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();

@@ -1,0 +1,172 @@
+"""DeepSpeed JSON configs (the `ds_config.json` that the HF Trainer, accelerate, axolotl and
+LLaMA-Factory point at).
+
+Keys: DeepSpeed docs, "DeepSpeed Configuration JSON" (deepspeed.ai/docs/config-json):
+train_micro_batch_size_per_gpu is per GPU; train_batch_size is global (micro x accumulation x
+data-parallel GPUs); "auto" (the HF integration) takes the trainer's value. zero_optimization.stage
+0-3; offload_optimizer / offload_param device cpu or nvme; bf16/fp16 enabled keep fp32 master
+weights and optimizer states in the ZeRO optimizer (bf16-mixed / fp16-mixed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Convert,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
+from trainplan.errors import InputError
+
+FORMAT = "deepspeed"
+TITLE = "DeepSpeed JSON"
+SYNTAX = "json"
+EMITS = ("micro_batch", "grad_accum", "zero_stage", "offload", "precision", "optimizer")
+
+_AUTO = "auto: the trainer's own setting decides"
+
+
+def _enabled(precision: str) -> Convert:
+    def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return Ignore(_AUTO)
+        return {"precision": precision} if truthy(f"{precision[:4]}.enabled", value) else Ignore("false")
+
+    return convert
+
+
+def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if isinstance(value, bool) or value not in (0, 1, 2, 3):
+        raise InputError("zero_optimization.stage", f"{value!r} is not a ZeRO stage (0, 1, 2 or 3)")
+    return {"zero_stage": value, "_backend": "DeepSpeed"}
+
+
+OFFLOAD_DEVICES = {"cpu": True, "nvme": True, "none": False}
+
+
+def _offload(part: str) -> Convert:
+    def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+        if not choice(f"zero_optimization.offload_{part}.device", OFFLOAD_DEVICES, value):
+            return Ignore("none")
+        if part == "optimizer":
+            params = flat.get("zero_optimization.offload_param.device")
+            if isinstance(params, str) and params.lower() in ("cpu", "nvme"):
+                return Ignore("read with offload_param")
+            return {"offload": "optimizer"}
+        return {"offload": "optimizer+params"}
+
+    return convert
+
+
+def _optimizer(value: Any) -> Any:
+    return choice(
+        "optimizer.type",
+        {"AdamW": "adamw-fused", "Adam": "adamw-fused", "FusedAdam": "adamw-fused", "Lion": "lion",
+         "OneBitAdam": Ignore(NOT_MODELLED), "Lamb": Ignore(NOT_MODELLED), "Adagrad": Ignore(NOT_MODELLED)},
+        value,
+    )  # fmt: skip
+
+
+RULES: dict[str, Rule] = {
+    "train_micro_batch_size_per_gpu": to(
+        "micro_batch", "per GPU", positive_int("train_micro_batch_size_per_gpu")
+    ),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
+    "train_batch_size": to(
+        "_global_batch",
+        "global: micro_batch x grad_accum x data-parallel GPUs",
+        positive_int("train_batch_size"),
+    ),
+    "zero_optimization.stage": Rule("ZeRO stage over the data-parallel GPUs", _stage, sets="zero_stage"),
+    "zero_optimization.offload_optimizer.device": Rule(
+        "optimizer states (and the step) on the CPU", _offload("optimizer"), sets="offload"
+    ),
+    "zero_optimization.offload_param.device": Rule(
+        "parameters on the CPU (stage 3)", _offload("param"), sets="offload"
+    ),
+    "zero_optimization.offload_optimizer.pin_memory": ignored(IRRELEVANT),
+    "zero_optimization.offload_param.pin_memory": ignored(IRRELEVANT),
+    "zero_optimization.offload_optimizer.nvme_path": ignored(IRRELEVANT),
+    "zero_optimization.offload_param.nvme_path": ignored(IRRELEVANT),
+    "zero_optimization.offload_optimizer.*": ignored(f"{NOT_MODELLED}: offload buffers"),
+    "zero_optimization.offload_param.*": ignored(f"{NOT_MODELLED}: offload buffers"),
+    "zero_optimization.overlap_comm": ignored(f"{NOT_MODELLED}: trainplan's comm_overlap applies"),
+    "zero_optimization.contiguous_gradients": ignored(IRRELEVANT),
+    "zero_optimization.round_robin_gradients": ignored(IRRELEVANT),
+    "zero_optimization.stage3_gather_16bit_weights_on_model_save": ignored(IRRELEVANT),
+    "zero_optimization.*": ignored(f"{NOT_MODELLED}: communication bucket and prefetch sizes"),
+    "bf16.enabled": Rule(
+        "bf16 weights, fp32 master and states in the ZeRO optimizer", _enabled("bf16-mixed"), sets="precision"
+    ),
+    "fp16.enabled": Rule(
+        "fp16 weights with loss scaling, fp32 master and states", _enabled("fp16-mixed"), sets="precision"
+    ),
+    "fp16.*": ignored(f"{IRRELEVANT} (loss-scale settings)"),
+    "bf16.*": ignored(IRRELEVANT),
+    "optimizer.type": to("optimizer", "DeepSpeed's fused (or CPU) Adam", _optimizer),
+    "optimizer.params*": ignored(IRRELEVANT),
+    "scheduler*": ignored(IRRELEVANT),
+    "gradient_clipping": ignored(IRRELEVANT),
+    "steps_per_print": ignored(IRRELEVANT),
+    "wall_clock_breakdown": ignored(IRRELEVANT),
+    "zero_allow_untested_optimizer": ignored(IRRELEVANT),
+    "prescale_gradients": ignored(IRRELEVANT),
+    "communication_data_type": ignored(NOT_MODELLED),
+    "activation_checkpointing*": ignored(
+        f"{NOT_MODELLED}: DeepSpeed checkpointing acts only where the model calls deepspeed.checkpointing; "
+        "the trainer's gradient_checkpointing decides"
+    ),
+    "flops_profiler*": ignored(IRRELEVANT),
+    "comms_logger*": ignored(IRRELEVANT),
+    "tensorboard*": ignored(IRRELEVANT),
+    "wandb*": ignored(IRRELEVANT),
+    "data_types*": ignored(NOT_MODELLED),
+}
+
+
+def detect(data: Mapping[str, Any]) -> bool:
+    """DeepSpeed's own keys."""
+    return any(
+        key in data for key in ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size")
+    )
+
+
+def recipe(flat: Mapping[str, Any]) -> str:
+    """DeepSpeed's defaults (used when no trainer config is given beside it)."""
+    return "deepspeed"
+
+
+def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
+    """The plan as a DeepSpeed config; what DeepSpeed cannot say goes in the notes."""
+    data: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": scenario.micro_batch,
+        "gradient_accumulation_steps": scenario.grad_accum,
+        "zero_optimization": {"stage": scenario.zero_stage},
+    }
+    notes = []
+    if scenario.offload in ("optimizer", "optimizer+params"):
+        data["zero_optimization"]["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if scenario.offload == "optimizer+params":
+        data["zero_optimization"]["offload_param"] = {"device": "cpu", "pin_memory": True}
+    if scenario.precision in ("bf16-mixed", "fp16-mixed"):
+        data[scenario.precision[:4]] = {"enabled": True}
+    else:
+        notes.append(
+            f"precision {scenario.precision}: set by the trainer (DeepSpeed keeps bf16-mixed/fp16-mixed)"
+        )
+    if scenario.optimizer in ("adamw-fused", "lion"):
+        data["optimizer"] = {"type": "AdamW" if scenario.optimizer == "adamw-fused" else "Lion"}
+    else:
+        notes.append(f"optimizer {scenario.optimizer}: set by the trainer")
+    return data, notes

@@ -1,0 +1,252 @@
+"""Hugging Face `TrainingArguments` / TRL `SFTConfig` (and TRL's `ModelConfig` keys) as YAML or JSON.
+
+Field names: transformers src/transformers/training_args.py (per_device_train_batch_size is per
+GPU; optim names from its OptimizerNames enum), TRL trl/trainer/sft_config.py (max_length, formerly
+max_seq_length; activation_offloading; use_liger_kernel) and trl/trainer/model_config.py
+(model_name_or_path, use_peft, lora_r, load_in_4bit, attn_implementation, torch_dtype).
+The optimizer names, the precision rule and the attention names live here once; axolotl and
+LLaMA-Factory use the same TrainingArguments underneath and import them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
+from trainplan.errors import InputError
+
+FORMAT = "hf"
+TITLE = "Hugging Face TrainingArguments / TRL SFTConfig"
+SYNTAX = "yaml"
+WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
+
+# transformers OptimizerNames -> scenario optimizer (memory and time only: paging and the
+# 32-bit paged variants hold the same state as their plain twins).
+OPTIM: dict[str, str | Ignore] = {
+    "adamw_torch": "adamw",
+    "adamw_hf": "adamw",
+    "adamw_torch_fused": "adamw-fused",
+    "adamw_apex_fused": "adamw-fused",
+    "adamw_bnb_8bit": "adamw-8bit",
+    "adamw_8bit": "adamw-8bit",
+    "adamw_torch_8bit": "adamw-8bit",
+    "paged_adamw_8bit": "paged-adamw-8bit",
+    "paged_adamw_32bit": "adamw",
+    "paged_adamw": "adamw",
+    "adafactor": "adafactor",
+    "sgd": "sgd",
+    "lion_32bit": "lion",
+    "lion_8bit": Ignore(f"{NOT_MODELLED}: 8-bit Lion"),
+    "paged_lion_8bit": Ignore(f"{NOT_MODELLED}: 8-bit Lion"),
+    "galore_adamw": Ignore(f"{NOT_MODELLED}: GaLore projections"),
+    "adamw_anyprecision": Ignore(NOT_MODELLED),
+    "rmsprop": Ignore(NOT_MODELLED),
+}
+OPTIM_NOTE = "transformers OptimizerNames; paged 32-bit AdamW holds AdamW's states"
+
+# attn_implementation -> scenario attention (flash and sdpa keep no seq x seq scores).
+ATTENTION = {"flash_attention_2": "flash", "flash_attention_3": "flash", "sdpa": "sdpa", "eager": "eager"}
+
+BF16_DTYPES = ("bfloat16", "bf16", "torch.bfloat16")
+FP16_DTYPES = ("float16", "fp16", "torch.float16", "half")
+
+
+def optimizer(setting: str) -> Rule:
+    """The `optim` rule (shared by the readers built on TrainingArguments)."""
+    return to("optimizer", OPTIM_NOTE, lambda value: choice(setting, OPTIM, value))
+
+
+def precision(bf16: Any, fp16: Any, model_dtype: Any) -> str | Ignore:
+    """The precision recipe of the Trainer's flags over a model loaded in `model_dtype`.
+
+    transformers Trainer: bf16/fp16 turn on torch.autocast over the model's own weights. A model
+    loaded in fp32 (from_pretrained's default) trains amp-bf16 / amp-fp16 (fp32 weights, grads and
+    states); loaded in bf16, the Trainer steps bf16 weights with bf16 states: pure bf16."""
+    dtype = str(model_dtype).strip().lower() if model_dtype is not None else None
+    if truthy("bf16", bf16) if bf16 is not None else False:
+        return "bf16" if dtype in BF16_DTYPES else "amp-bf16"
+    if truthy("fp16", fp16) if fp16 is not None else False:
+        if dtype in FP16_DTYPES:
+            raise InputError("fp16", "pure fp16 weights cannot be trained with the GradScaler; load in fp32")
+        return "amp-fp16"
+    if dtype in BF16_DTYPES:
+        return "bf16"
+    return (
+        "fp32"
+        if dtype in (None, "float32", "fp32", "auto")
+        else Ignore(f"torch_dtype {dtype}: {NOT_MODELLED}")
+    )
+
+
+def _model_dtype(flat: Mapping[str, Any]) -> Any:
+    return flat.get("torch_dtype", flat.get("dtype", flat.get("model_init_kwargs.torch_dtype")))
+
+
+def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("bf16", value) and flat.get("fp16") is True:
+        return Ignore("false; fp16 decides")
+    result = precision(flat.get("bf16"), flat.get("fp16"), _model_dtype(flat))
+    return result if isinstance(result, Ignore) else {"precision": result}
+
+
+def _fp16(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if "bf16" in flat and (truthy("bf16", flat["bf16"]) or not truthy("fp16", value)):
+        return Ignore("read with bf16")
+    result = precision(None, value, _model_dtype(flat))
+    return result if isinstance(result, Ignore) else {"precision": result}
+
+
+def _checkpointing(value: Any) -> str:
+    return "full" if truthy("gradient_checkpointing", value) else "none"
+
+
+def fsdp_option(setting: str, value: Any) -> dict[str, Any] | Ignore:
+    """TrainingArguments `fsdp`: "full_shard auto_wrap offload" (a string or a list) -> ZeRO
+    stage (full_shard = 3, shard_grad_op = 2, hybrid_shard modelled as 3) and offload."""
+    words = value.split() if isinstance(value, str) else list(value) if isinstance(value, list) else None
+    if words is None or not all(isinstance(word, str) for word in words):
+        raise InputError(setting, "must be a string or list of FSDP options (full_shard, offload, ...)")
+    words = [word.strip().lower() for word in words]
+    if not words or words == ["false"]:
+        return Ignore("no FSDP")
+    stages = {"full_shard": 3, "hybrid_shard": 3, "shard_grad_op": 2, "hybrid_shard_zero2": 2, "no_shard": 0}
+    found = [stages[word] for word in words if word in stages]
+    if not found:
+        raise InputError(setting, f"names no sharding strategy; allowed: {', '.join(stages)}")
+    fields: dict[str, Any] = {"zero_stage": found[0], "_backend": "FSDP"}
+    if "offload" in words:
+        fields["offload"] = "optimizer+params"
+    return fields
+
+
+def _max_steps(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        return Ignore("not positive: the epochs decide")
+    return positive_int("max_steps")(value)
+
+
+def _peft(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("use_peft", value):
+        return {"method": "full"}
+    quantised = flat.get("load_in_4bit") is True or flat.get("load_in_8bit") is True
+    return {"method": "qlora" if quantised else "lora"}
+
+
+def _reference(value: Any) -> Any:
+    if isinstance(value, str | Mapping):
+        return value
+    raise InputError("deepspeed", "must be a path to a DeepSpeed JSON file or its contents")
+
+
+def _fsdp_rules() -> dict[str, Rule]:
+    from trainplan.configs.accelerate import fsdp_rules
+
+    return {**fsdp_rules("fsdp_config."), "fsdp_config.*": ignored(IRRELEVANT)}
+
+
+RULES: dict[str, Rule] = {
+    "model_name_or_path": to("model", "catalog name, Hub id or local path"),
+    "per_device_train_batch_size": to("micro_batch", "per GPU", positive_int("per_device_train_batch_size")),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
+    "gradient_checkpointing": to("activation_checkpointing", "every block (true) or none", _checkpointing),
+    "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
+    "bf16": Rule("autocast over the model's dtype (fp32 by default: amp-bf16)", _precision, sets="precision"),
+    "fp16": Rule("autocast with a GradScaler over fp32 weights", _fp16, sets="precision"),
+    "tf32": ignored(f"{NOT_MODELLED}: TF32 matmuls for fp32 work"),
+    "bf16_full_eval": ignored(IRRELEVANT),
+    "fp16_full_eval": ignored(IRRELEVANT),
+    "torch_dtype": ignored("read with bf16/fp16 (the weights' dtype)"),
+    "dtype": ignored("read with bf16/fp16 (the weights' dtype)"),
+    "model_init_kwargs.torch_dtype": ignored("read with bf16/fp16 (the weights' dtype)"),
+    "model_init_kwargs*": ignored(IRRELEVANT),
+    "optim": optimizer("optim"),
+    "max_seq_length": to("seq_len", "tokens per sequence (TRL before 0.20)", positive_int("max_seq_length")),
+    "max_length": to("seq_len", "tokens per sequence", positive_int("max_length")),
+    "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "padding_free": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "max_steps": to("steps", "optimizer steps", _max_steps),
+    "num_train_epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
+    "deepspeed": to("_reference", "a DeepSpeed JSON file (beside this one) or its contents", _reference),
+    "fsdp": Rule("FSDP options", lambda value, flat: fsdp_option("fsdp", value), sets="zero_stage, offload"),
+    **_fsdp_rules(),
+    "fsdp_config": ignored(f"{NOT_MODELLED}: an FSDP config file; write its fsdp_* keys inline"),
+    "torch_compile": to("compile", "torch.compile", lambda value: truthy("torch_compile", value)),
+    "torch_compile_backend": ignored(IRRELEVANT),
+    "torch_compile_mode": ignored(IRRELEVANT),
+    "use_liger_kernel": Rule(
+        "Liger's fused linear + cross-entropy",
+        lambda value, flat: {"loss": "fused"} if truthy("use_liger_kernel", value) else Ignore("false"),
+        sets="loss",
+    ),
+    "liger_kernel_config*": ignored(f"{NOT_MODELLED}: Liger's other kernels"),
+    "activation_offloading": to(
+        "activation_offload",
+        "TRL's offload of saved activations",
+        lambda v: truthy("activation_offloading", v),
+    ),
+    "loss_type": ignored(f"{IRRELEVANT}: the recipe's loss kernel applies"),
+    "completion_only_loss": ignored(IRRELEVANT),
+    "assistant_only_loss": ignored(IRRELEVANT),
+    "dataset_text_field": ignored(IRRELEVANT),
+    "use_peft": Rule("LoRA through peft (4/8-bit base: QLoRA)", _peft, sets="method"),
+    "lora_r": to("lora.rank", "LoRA rank", positive_int("lora_r")),
+    "lora_alpha": to("lora.alpha", "LoRA alpha"),
+    "lora_dropout": to("lora.dropout", "LoRA dropout"),
+    "lora_target_modules": to("lora.targets", "module names or all-linear"),
+    "use_dora": to("lora.dora", "DoRA", lambda value: truthy("use_dora", value)),
+    "load_in_4bit": Rule(
+        "4-bit base",
+        lambda v, f: {"base_weights": "nf4"} if truthy("load_in_4bit", v) else Ignore("false"),
+        sets="base_weights",
+    ),
+    "load_in_8bit": Rule(
+        "8-bit base",
+        lambda v, f: {"base_weights": "int8"} if truthy("load_in_8bit", v) else Ignore("false"),
+        sets="base_weights",
+    ),
+    "bnb_4bit_quant_type": ignored(f"{NOT_MODELLED}: nf4 and fp4 take the same bytes"),
+    "use_bnb_nested_quant": ignored(f"{NOT_MODELLED}: nf4 is counted with double quantisation"),
+    "attn_implementation": to(
+        "attention", "attention kernel", lambda value: choice("attn_implementation", ATTENTION, value)
+    ),
+    "model_revision": ignored(IRRELEVANT),
+    "lora_task_type": ignored(IRRELEVANT),
+    "lora_modules_to_save": ignored(f"{NOT_MODELLED}: fully trained extra modules"),
+    "use_rslora": ignored(f"{IRRELEVANT} (a scaling rule)"),
+}
+
+TRL_KEYS = (
+    "max_seq_length", "max_length", "packing", "dataset_text_field", "completion_only_loss",
+    "assistant_only_loss", "use_peft", "lora_r", "activation_offloading", "padding_free", "loss_type",
+)  # fmt: skip
+MARKERS = ("per_device_train_batch_size", "optim", "gradient_checkpointing", "output_dir", *TRL_KEYS)
+
+
+def detect(data: Mapping[str, Any]) -> bool:
+    """TrainingArguments keys at the top level."""
+    return sum(key in data for key in MARKERS) >= 2
+
+
+def recipe(flat: Mapping[str, Any]) -> str:
+    """TRL's SFTConfig defaults when the file has TRL's own keys; the plain Trainer's otherwise."""
+    return "trl" if any(key in flat for key in TRL_KEYS) else "hf-trainer"
+
+
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """A TRL file with lora_r but without use_peft still trains the full model (TRL's rule)."""
+    if "use_peft" not in flat and ("lora_r" in flat or "load_in_4bit" in flat):
+        return {"method": ("full", "no use_peft: TRL trains the full model")}
+    return {}

@@ -1,0 +1,253 @@
+"""LLaMA-Factory training YAML (`llamafactory-cli train FILE.yaml`).
+
+Keys: hiyouga/LLaMA-Factory src/llamafactory/hparams/{model_args,finetuning_args,data_args}.py
+and examples/train_lora/llama3_lora_sft.yaml: finetuning_type lora | full (freeze and oft are not
+modelled); lora_rank (default 8), lora_alpha (default 2 x lora_rank), lora_target "all" or module
+names; quantization_bit 4 | 8 (bitsandbytes: QLoRA); cutoff_len; flash_attn auto | fa2 | sdpa |
+disabled; enable_liger_kernel; use_unsloth (Unsloth's patches: its recipe); use_unsloth_gc
+(offloaded checkpointing); disable_gradient_checkpointing; pure_bf16. The rest are the HF
+TrainingArguments (per_device_train_batch_size is per GPU). LLaMA-Factory upcasts the trainable
+parameters to fp32 unless pure_bf16 (src/llamafactory/model/adapter.py init_adapter:
+cast_trainable_params_to_fp32; under ZeRO-3 they stay fp32 in DeepSpeed's master copy), so
+bf16: true trains amp-bf16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.configs import deepspeed, hf_trainer
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
+from trainplan.errors import InputError
+
+FORMAT = "llama-factory"
+TITLE = "LLaMA-Factory YAML"
+SYNTAX = "yaml"
+WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
+EMITS = (
+    "method", "micro_batch", "grad_accum", "activation_checkpointing", "activation_offload", "optimizer",
+    "precision", "zero_stage", "offload", "loss",
+)  # fmt: skip
+
+
+def _method(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    kind = choice(
+        "finetuning_type",
+        {"lora": "lora", "full": "full", "freeze": Ignore("x"), "oft": Ignore("x")},
+        value,
+    )
+    if isinstance(kind, Ignore):
+        raise InputError("finetuning_type", f"{value} is {NOT_MODELLED}; use lora or full, or give --method")
+    if kind == "lora" and flat.get("quantization_bit") is not None:
+        return {"method": "qlora"}
+    return {"method": kind}
+
+
+def _bits(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    if str(flat.get("finetuning_type", "lora")).lower() != "lora":
+        raise InputError("quantization_bit", "a quantised base needs finetuning_type: lora")
+    return {"base_weights": choice("quantization_bit", {4: "nf4", 8: "int8"}, value)}
+
+
+def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("bf16", value):
+        return Ignore("false")
+    return {"precision": "bf16" if flat.get("pure_bf16") is True else "amp-bf16"}
+
+
+def _fp16(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    return {"precision": "amp-fp16"} if truthy("fp16", value) else Ignore("false")
+
+
+def _pure(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("pure_bf16", value):
+        return Ignore("false")
+    return Ignore("read with bf16") if "bf16" in flat else {"precision": "bf16"}
+
+
+def _targets(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return "all-linear"
+    return value
+
+
+def _attention(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    kind = choice("flash_attn", {"fa2": "flash", "sdpa": "sdpa", "disabled": "eager", "auto": "auto"}, value)
+    if kind == "auto":
+        return Ignore(
+            f"auto: FlashAttention-2 when installed, else sdpa; {NOT_MODELLED}, the recipe default applies"
+        )
+    return {"attention": kind}
+
+
+def _unsloth(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    return {"recipe": "unsloth"} if truthy("use_unsloth", value) else Ignore("false")
+
+
+def _stage(value: Any, flat: Mapping[str, Any]) -> Ignore:
+    kind = str(value).strip().lower()
+    if kind in ("sft", "pt"):
+        return Ignore(f"{IRRELEVANT}: one model trained")
+    return Ignore(
+        f"{NOT_MODELLED}: stage {kind} adds reference or reward models; trainplan sizes the policy alone"
+    )
+
+
+def _implied_alpha(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    found: dict[str, tuple[Any, str]] = {}
+    if flat.get("finetuning_type", "lora") == "lora" and "lora_alpha" not in flat:
+        rank = flat.get("lora_rank", 8)
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
+            found["lora.alpha"] = (2 * rank, "LLaMA-Factory default: 2 x lora_rank")
+            if "lora_rank" not in flat:
+                found["lora.rank"] = (8, "LLaMA-Factory default lora_rank")
+    if "finetuning_type" not in flat:
+        found["method"] = (
+            "qlora" if flat.get("quantization_bit") is not None else "lora",
+            "LLaMA-Factory default finetuning_type lora",
+        )
+    return found
+
+
+RULES: dict[str, Rule] = {
+    **hf_trainer.RULES,
+    "finetuning_type": Rule("lora | full (a quantised base: QLoRA)", _method, sets="method"),
+    "quantization_bit": Rule("4 = NF4, 8 = LLM.int8() base (bitsandbytes)", _bits, sets="base_weights"),
+    "quantization_method": ignored(f"{NOT_MODELLED}: bitsandbytes assumed (HQQ, EETQ, GPTQ not modelled)"),
+    "quantization_type": ignored(f"{NOT_MODELLED}: nf4 and fp4 take the same bytes"),
+    "double_quantization": ignored(f"{NOT_MODELLED}: nf4 is counted with double quantisation"),
+    "lora_rank": to("lora.rank", "LoRA rank", positive_int("lora_rank")),
+    "lora_target": to("lora.targets", "all = every linear layer, or module names", _targets),
+    "additional_target": ignored(f"{NOT_MODELLED}: fully trained extra modules"),
+    "use_dora": to("lora.dora", "DoRA", lambda value: truthy("use_dora", value)),
+    "use_rslora": ignored(f"{IRRELEVANT} (a scaling rule)"),
+    "loraplus_lr_ratio": ignored(IRRELEVANT),
+    "pissa_init": ignored(IRRELEVANT),
+    "pissa_convert": ignored(IRRELEVANT),
+    "cutoff_len": to("seq_len", "tokens per sequence", positive_int("cutoff_len")),
+    "bf16": Rule(
+        "trainable parameters upcast to fp32 under bf16 autocast (pure_bf16: no upcast)",
+        _precision,
+        sets="precision",
+    ),
+    "fp16": Rule("fp16 autocast over fp32 trainable parameters", _fp16, sets="precision"),
+    "pure_bf16": Rule("bf16 weights, grads and states", _pure, sets="precision"),
+    "flash_attn": Rule("attention kernel", _attention, sets="attention"),
+    "enable_liger_kernel": Rule(
+        "Liger's fused linear + cross-entropy",
+        lambda value, flat: {"loss": "fused"} if truthy("enable_liger_kernel", value) else Ignore("false"),
+        sets="loss",
+    ),
+    "use_unsloth": Rule("Unsloth's kernels and defaults (its recipe)", _unsloth, sets="recipe"),
+    "use_unsloth_gc": to(
+        "activation_offload", "Unsloth's offloaded checkpointing", lambda v: truthy("use_unsloth_gc", v)
+    ),
+    "disable_gradient_checkpointing": to(
+        "activation_checkpointing",
+        "true = none",
+        lambda v: "none" if truthy("disable_gradient_checkpointing", v) else "full",
+    ),
+    "upcast_layernorm": ignored(f"{NOT_MODELLED}: small fp32 norms"),
+    "upcast_lmhead_output": ignored(f"{NOT_MODELLED}: an fp32 copy of the logits"),
+    "stage": Rule("training stage", _stage, sets=""),
+    "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "neat_packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "freeze_vision_tower": ignored(NOT_MODELLED),
+    "freeze_multi_modal_projector": ignored(NOT_MODELLED),
+    "image_max_pixels": ignored(NOT_MODELLED),
+    "infer_backend": ignored(IRRELEVANT),
+    "shift_attn": ignored(NOT_MODELLED),
+    "rope_scaling": ignored(NOT_MODELLED),
+    "mix_of_reasoning": ignored(IRRELEVANT),
+    "streaming": ignored(IRRELEVANT),
+    "buffer_size": ignored(IRRELEVANT),
+    "tokenized_path": ignored(IRRELEVANT),
+    "pref_beta": ignored(IRRELEVANT),
+    "pref_loss": ignored(IRRELEVANT),
+}
+
+
+def detect(data: Mapping[str, Any]) -> bool:
+    """LLaMA-Factory's own keys."""
+    return "finetuning_type" in data or "cutoff_len" in data or ("stage" in data and "template" in data)
+
+
+def recipe(flat: Mapping[str, Any]) -> str:
+    """LLaMA-Factory's defaults."""
+    return "llama-factory"
+
+
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """LLaMA-Factory's defaults for the method and the LoRA alpha."""
+    return _implied_alpha(flat)
+
+
+def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
+    """The plan as LLaMA-Factory keys; sharding as an inline DeepSpeed config."""
+    notes: list[str] = []
+    data: dict[str, Any] = {"finetuning_type": "full" if scenario.method == "full" else "lora"}
+    if scenario.method == "qlora":
+        data["quantization_bit"] = 8 if scenario.base_weights == "int8" else 4
+    data["per_device_train_batch_size"] = scenario.micro_batch
+    data["gradient_accumulation_steps"] = scenario.grad_accum
+    data["disable_gradient_checkpointing"] = scenario.activation_checkpointing == "none"
+    if scenario.activation_checkpointing not in ("none", "full"):
+        notes.append(
+            f"activation_checkpointing {scenario.activation_checkpointing}: LLaMA-Factory checkpoints "
+            "every block"
+        )
+    if scenario.activation_offload:
+        data["use_unsloth_gc"] = True
+    names = {value: key for key, value in reversed(hf_trainer.OPTIM.items()) if isinstance(value, str)}
+    names |= {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit"}
+    if scenario.optimizer in names:
+        data["optim"] = names[scenario.optimizer]
+    else:
+        notes.append(f"optimizer {scenario.optimizer}: no optim name")
+    sharded = bool(scenario.zero_stage) or scenario.offload != "none"
+    if sharded and scenario.precision in ("bf16-mixed", "fp16-mixed"):
+        data[scenario.precision[:4]] = True  # DeepSpeed keeps the fp32 master
+    elif not sharded and scenario.precision in ("amp-bf16", "bf16", "amp-fp16"):
+        data["fp16" if scenario.precision == "amp-fp16" else "bf16"] = True
+        if scenario.precision == "bf16":
+            data["pure_bf16"] = True
+    else:
+        where = (
+            "under DeepSpeed: bf16-mixed or fp16-mixed"
+            if sharded
+            else "amp-bf16, bf16 (pure_bf16) or amp-fp16"
+        )
+        notes.append(f"precision {scenario.precision}: LLaMA-Factory trains {where}")
+    if scenario.loss == "fused":
+        data["enable_liger_kernel"] = True
+    elif scenario.loss != "standard":
+        notes.append(f"loss {scenario.loss}: no LLaMA-Factory switch")
+    if scenario.zero_stage or scenario.offload != "none":
+        config, ds_notes = deepspeed.emit(scenario)
+        for key in (
+            "train_micro_batch_size_per_gpu",
+            "gradient_accumulation_steps",
+            "optimizer",
+            "bf16",
+            "fp16",
+        ):
+            config.pop(key, None)
+        data["deepspeed"] = config
+        notes += [note for note in ds_notes if not note.startswith(("precision", "optimizer"))]
+    for name in ("tensor_parallel", "pipeline_parallel"):
+        if getattr(scenario, name) > 1:
+            notes.append(
+                f"{name} {getattr(scenario, name)}: not written (LLaMA-Factory: data parallel and ZeRO)"
+            )
+    return data, notes

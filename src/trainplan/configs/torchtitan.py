@@ -1,0 +1,302 @@
+"""torchtitan TOML job configs.
+
+Keys: pytorch/torchtitan torchtitan/config/job_config.py and
+torchtitan/models/llama3/train_configs/llama3_8b.toml: [model] name + flavor; [training]
+local_batch_size (per GPU; `batch_size` in older releases), global_batch_size (all GPUs; -1 =
+local x data-parallel, no accumulation), seq_len, steps, mixed_precision_param, enable_cpu_offload;
+[parallelism] data_parallel_shard_degree (-1 = every GPU left; FSDP2), data_parallel_replicate_degree,
+tensor_parallel_degree, pipeline_parallel_degree, context_parallel_degree,
+fsdp_reshard_after_forward; [activation_checkpoint] mode none | selective | full with
+selective_ac_option "op" or N (every N-th block); [compile] enable; float8 through
+model.converters = ["float8"] or [float8] enable_float8_linear; [optimizer] name and
+implementation (fused by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
+from trainplan.errors import InputError, shown_value
+
+FORMAT = "torchtitan"
+TITLE = "torchtitan TOML"
+SYNTAX = "toml"
+EMITS = (
+    "micro_batch", "grad_accum", "gpus", "zero_stage", "tensor_parallel", "pipeline_parallel",
+    "activation_checkpointing", "compile", "precision", "offload",
+)  # fmt: skip
+
+# torchtitan model name + flavor -> catalog model (torchtitan/models/llama3/__init__.py flavors;
+# the 8B/70B/405B flavors are Llama 3.1's shapes).
+MODELS = {
+    ("llama3", "8B"): "Llama-3.1-8B",
+    ("llama3", "70B"): "Llama-3.1-70B",
+    ("llama3", "405B"): "Llama-3.1-405B",
+}
+DEGREES = (
+    "data_parallel_replicate_degree",
+    "data_parallel_shard_degree",
+    "tensor_parallel_degree",
+    "pipeline_parallel_degree",
+)
+
+
+def _get(flat: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """`parallelism.KEY`, or `training.KEY` as older releases had it."""
+    return flat.get(f"parallelism.{key}", flat.get(f"training.{key}", default))
+
+
+def _model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    flavor = flat.get("model.flavor")
+    name = MODELS.get((str(value), str(flavor)))
+    return {"model": name or f"{value}-{flavor}", "method": "full"}
+
+
+def _degree(key: str) -> int:
+    return -1 if key == "data_parallel_shard_degree" else 1
+
+
+def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """The whole [parallelism] layout, read once (from data_parallel_shard_degree)."""
+    degrees = {key: _get(flat, key, _degree(key)) for key in DEGREES}
+    for key, degree in degrees.items():
+        if isinstance(degree, bool) or not isinstance(degree, int) or (degree < 1 and degree != -1):
+            raise InputError(f"parallelism.{key}", f"{shown_value(degree)} is not a degree (>= 1, or -1)")
+    shard, replicate = degrees["data_parallel_shard_degree"], degrees["data_parallel_replicate_degree"]
+    tp, pp = degrees["tensor_parallel_degree"], degrees["pipeline_parallel_degree"]
+    reshard = str(_get(flat, "fsdp_reshard_after_forward", "default")).lower()
+    fields: dict[str, Any] = {"tensor_parallel": tp, "pipeline_parallel": pp}
+    sharded = shard == -1 or shard > 1
+    fields["zero_stage"] = (2 if reshard == "never" else 3) if sharded else 0
+    if shard != -1:
+        fields["gpus"] = shard * replicate * tp * pp
+    elif tp * pp > 1:
+        fields["gpus"] = tp * pp * replicate
+    return fields
+
+
+def _context(value: Any, flat: Mapping[str, Any]) -> Ignore:
+    if value in (1, None):
+        return Ignore("1: no context parallelism")
+    return Ignore(f"{NOT_MODELLED}: context parallelism (the GPU count leaves it out)")
+
+
+def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if _float8(flat):
+        return Ignore("float8 sets the precision")
+    kind = choice("training.mixed_precision_param", {"bfloat16": "bf16-mixed", "float32": "fp32"}, value)
+    return {"precision": kind}
+
+
+def _float8(flat: Mapping[str, Any]) -> bool:
+    converters = flat.get("model.converters") or []
+    return "float8" in converters or flat.get("float8.enable_float8_linear") is True
+
+
+def _converters(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not isinstance(value, list):
+        raise InputError("model.converters", "must be a list of converter names")
+    return (
+        {"precision": "fp8-mixed"}
+        if "float8" in value
+        else Ignore(f"{NOT_MODELLED}: {', '.join(map(str, value))}")
+    )
+
+
+def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    mode = choice(
+        "activation_checkpoint.mode",
+        {"none": "none", "full": "full", "selective": "selective", "memory_budget": "budget"},
+        value,
+    )
+    if mode == "budget":
+        return Ignore(f"{NOT_MODELLED}: memory_budget checkpointing")
+    if mode != "selective":
+        return {"activation_checkpointing": mode}
+    option = str(flat.get("activation_checkpoint.selective_ac_option", "2")).strip().lower()
+    if option == "op":
+        return {"activation_checkpointing": "op"}
+    if not option.isdigit() or int(option) < 1:
+        raise InputError(
+            "activation_checkpoint.selective_ac_option", f"{option!r} is not 'op' or a positive block count"
+        )
+    return {"activation_checkpointing": "full" if int(option) == 1 else f"full:{int(option)}"}
+
+
+def _optimizer(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    kind = choice("optimizer.name", {"AdamW": "adamw", "Adam": "adamw"}, value)
+    fused = str(flat.get("optimizer.implementation", "fused")).lower() == "fused"
+    return {"optimizer": "adamw-fused" if fused else kind}
+
+
+def _global_batch(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    if value == -1:
+        return {"grad_accum": 1}
+    return {"_global_batch": positive_int("training.global_batch_size")(value)}
+
+
+RULES: dict[str, Rule] = {
+    "model.name": Rule("model family; with flavor the catalog model", _model, sets="model, method"),
+    "model.flavor": ignored("read with model.name"),
+    "model.converters": Rule("float8 = fp8 matmuls", _converters, sets="precision"),
+    "model.*": ignored(IRRELEVANT),
+    "training.local_batch_size": to("micro_batch", "per GPU", positive_int("training.local_batch_size")),
+    "training.batch_size": to("micro_batch", "per GPU (older releases)", positive_int("training.batch_size")),
+    "training.global_batch_size": Rule(
+        "global: local batch x data-parallel GPUs x accumulation", _global_batch, sets="grad_accum"
+    ),
+    "training.seq_len": to("seq_len", "tokens per sequence", positive_int("training.seq_len")),
+    "training.steps": to("steps", "optimizer steps", positive_int("training.steps")),
+    "training.mixed_precision_param": Rule(
+        "FSDP2 parameters in bf16, fp32 sharded master", _precision, sets="precision"
+    ),
+    "parallelism.mixed_precision_param": Rule(
+        "FSDP2 parameters in bf16, fp32 sharded master", _precision, sets="precision"
+    ),
+    "training.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
+    "parallelism.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
+    "training.enable_cpu_offload": to(
+        "offload",
+        "FSDP2 CPU offload",
+        lambda v: "optimizer+params" if truthy("enable_cpu_offload", v) else Ignore("false"),
+    ),
+    "training.compile": to(
+        "compile", "torch.compile (older releases)", lambda value: truthy("training.compile", value)
+    ),
+    "compile.enable": to("compile", "torch.compile", lambda value: truthy("compile.enable", value)),
+    "compile.*": ignored(IRRELEVANT),
+    "parallelism.data_parallel_shard_degree": Rule(
+        "FSDP degree (-1: every GPU left); with the others, the GPU count",
+        _parallel,
+        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel",
+    ),
+    "training.data_parallel_shard_degree": Rule(
+        "FSDP degree (older releases)", _parallel, sets="zero_stage, gpus, tensor_parallel, pipeline_parallel"
+    ),
+    "parallelism.data_parallel_replicate_degree": ignored(
+        "read with data_parallel_shard_degree (HSDP replicas)"
+    ),
+    "parallelism.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
+    "parallelism.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
+    "parallelism.fsdp_reshard_after_forward": ignored(
+        "read with data_parallel_shard_degree (never = ZeRO 2)"
+    ),
+    "training.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
+    "training.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
+    "training.data_parallel_replicate_degree": ignored("read with data_parallel_shard_degree"),
+    "parallelism.context_parallel_degree": Rule("context parallelism", _context, sets=""),
+    "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
+    "parallelism.pipeline_parallel_schedule": ignored(f"{NOT_MODELLED}: the schedule's bubble"),
+    "parallelism.pipeline_parallel_microbatch_size": ignored(NOT_MODELLED),
+    "parallelism.*": ignored(NOT_MODELLED),
+    "activation_checkpoint.mode": Rule(
+        "none | full | selective (op, or every N-th block)", _checkpointing, sets="activation_checkpointing"
+    ),
+    "activation_checkpoint.selective_ac_option": ignored("read with activation_checkpoint.mode"),
+    "activation_checkpoint.*": ignored(IRRELEVANT),
+    "float8.enable_float8_linear": to(
+        "precision",
+        "fp8 matmuls",
+        lambda v: "fp8-mixed" if truthy("float8.enable_float8_linear", v) else Ignore("false"),
+    ),
+    "float8.*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
+    "quantize*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
+    "optimizer.name": Rule(
+        "AdamW; implementation fused (the default) or foreach", _optimizer, sets="optimizer"
+    ),
+    "optimizer.implementation": ignored("read with optimizer.name"),
+    "optimizer.*": ignored(IRRELEVANT),
+    "training.max_norm": ignored(IRRELEVANT),
+    "training.*": ignored(IRRELEVANT),
+    "job.*": ignored(IRRELEVANT),
+    "metrics.*": ignored(IRRELEVANT),
+    "profiling.*": ignored(IRRELEVANT),
+    "checkpoint.*": ignored(IRRELEVANT),
+    "comm.*": ignored(IRRELEVANT),
+    "validation.*": ignored(IRRELEVANT),
+    "memory_estimation.*": ignored(IRRELEVANT),
+    "experimental.*": ignored(NOT_MODELLED),
+    "fault_tolerance.*": ignored(IRRELEVANT),
+}
+
+
+def detect(data: Mapping[str, Any]) -> bool:
+    """torchtitan's tables: [model] with a flavor, or [training] next to [parallelism] / [job]."""
+    model = data.get("model")
+    if isinstance(model, Mapping) and "flavor" in model:
+        return True
+    return isinstance(data.get("training"), Mapping) and ("parallelism" in data or "job" in data)
+
+
+def recipe(flat: Mapping[str, Any]) -> str:
+    """torchtitan's defaults."""
+    return "torchtitan"
+
+
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """torchtitan's default layout for a file without data_parallel_shard_degree (-1: FSDP over
+    every GPU left), with whatever TP and PP degrees the file gives."""
+    if _get(flat, "data_parallel_shard_degree") is not None:
+        return {}
+    fields = _parallel(-1, flat)
+    assert isinstance(fields, dict)
+    note = "torchtitan default data_parallel_shard_degree -1: FSDP over every GPU left"
+    return {name: (value, note) for name, value in fields.items()}
+
+
+def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
+    """The plan as torchtitan tables."""
+    from trainplan.scenario import data_parallel
+
+    notes: list[str] = []
+    replicas = data_parallel(scenario)
+    sharded = scenario.zero_stage in (2, 3)
+    training: dict[str, Any] = {
+        "local_batch_size": scenario.micro_batch,
+        "global_batch_size": scenario.micro_batch * replicas * scenario.grad_accum,
+    }
+    if scenario.precision in ("bf16-mixed", "fp32", "fp8-mixed"):
+        training["mixed_precision_param"] = "float32" if scenario.precision == "fp32" else "bfloat16"
+    else:
+        notes.append(f"precision {scenario.precision}: torchtitan keeps an fp32 master (bf16-mixed)")
+    if scenario.offload == "optimizer+params":
+        training["enable_cpu_offload"] = True
+    elif scenario.offload != "none":
+        notes.append(f"offload {scenario.offload}: torchtitan offloads parameters with the optimizer")
+    parallelism: dict[str, Any] = {
+        "data_parallel_replicate_degree": 1 if sharded else replicas,
+        "data_parallel_shard_degree": replicas if sharded else 1,
+        "tensor_parallel_degree": scenario.tensor_parallel,
+        "pipeline_parallel_degree": scenario.pipeline_parallel,
+    }
+    if scenario.zero_stage == 2:
+        parallelism["fsdp_reshard_after_forward"] = "never"
+    if scenario.zero_stage == 1 or (sharded and replicas == 1):
+        notes.append(f"zero_stage {scenario.zero_stage}: torchtitan shards with FSDP2 over more than one GPU")
+    checkpointing = scenario.activation_checkpointing
+    if checkpointing in ("none", "full"):
+        mode: dict[str, Any] = {"mode": checkpointing}
+    elif checkpointing == "op" or checkpointing.startswith("full:"):
+        mode = {"mode": "selective", "selective_ac_option": checkpointing.removeprefix("full:")}
+    else:
+        mode = {"mode": "full"}
+        notes.append(f"activation_checkpointing {checkpointing}: torchtitan has none, op or per-block")
+    data: dict[str, Any] = {"training": training, "parallelism": parallelism, "activation_checkpoint": mode}
+    data["compile"] = {"enable": scenario.compile}
+    if scenario.precision == "fp8-mixed":
+        data["model"] = {"converters": ["float8"]}
+    if scenario.method != "full":
+        notes.append(f"method {scenario.method}: torchtitan trains the full model")
+    return data, notes

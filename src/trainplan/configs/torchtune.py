@@ -1,0 +1,289 @@
+"""torchtune recipe configs (YAML with `_component_` builders).
+
+Keys: pytorch/torchtune recipes/configs/llama3_1/8B_lora_single_device.yaml and siblings:
+model._component_ is the model builder (lora_ / qlora_ prefix: the method), with lora_rank,
+lora_alpha, lora_dropout, lora_attn_modules (q_proj, k_proj, v_proj, output_proj),
+apply_lora_to_mlp, apply_lora_to_output; tokenizer.max_seq_len; batch_size per GPU (per rank);
+enable_activation_checkpointing, enable_activation_offloading, optimizer_in_bwd, compile,
+dtype bf16 | fp32 for the whole model; loss._component_ CEWithChunkedOutputLoss (chunked);
+the header line `tune run [--nproc_per_node N] RECIPE --config ...` names the recipe; the
+*_distributed recipes shard with FSDP2 (fsdp_reshard_after_forward true: ZeRO 3). The
+`_component_` strings are only read as names, never imported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trainplan.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
+from trainplan.errors import InputError
+
+FORMAT = "torchtune"
+TITLE = "torchtune recipe config"
+SYNTAX = "yaml"
+EMITS = (
+    "gpus", "zero_stage", "micro_batch", "grad_accum", "activation_checkpointing", "activation_offload",
+    "optimizer_in_backward", "compile", "precision", "optimizer", "loss", "offload",
+)  # fmt: skip
+
+ATTENTION_MODULES = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
+MLP_MODULES = ("gate_proj", "up_proj", "down_proj")  # torchtune's w1, w3, w2
+OPTIMIZERS: dict[str, str | Ignore] = {
+    "torch.optim.AdamW": "adamw",
+    "torch.optim.Adam": "adamw",
+    "bitsandbytes.optim.PagedAdamW8bit": "paged-adamw-8bit",
+    "bitsandbytes.optim.PagedAdamW": "adamw",
+    "bitsandbytes.optim.AdamW8bit": "adamw-8bit",
+    "torchao.optim.AdamW8bit": "adamw-8bit",
+    "torchao.prototype.low_bit_optim.AdamW8bit": "adamw-8bit",
+    "torch.optim.SGD": "sgd",
+    "torchao.optim.AdamW4bit": Ignore(f"{NOT_MODELLED}: 4-bit AdamW"),
+    "torchao.optim.AdamWFp8": Ignore(f"{NOT_MODELLED}: fp8 AdamW"),
+}
+LOSSES = {
+    "torchtune.modules.loss.CEWithChunkedOutputLoss": "chunked",
+    "torchtune.modules.loss.LinearCrossEntropyLoss": "fused",
+    "torch.nn.CrossEntropyLoss": "standard",
+}
+_TUNE_RUN = re.compile(r"tune\s+run\s+(?P<options>(?:--\S+(?:[ =]\d+)?\s+)*)(?P<recipe>[A-Za-z_]\w*)")
+
+
+def builder_model(builder: str) -> str:
+    """The catalog model of a builder name (torchtune.models.llama3_1.lora_llama3_1_8b ->
+    Llama-3.1-8B): version digits joined by dots (llama3_1 -> llama3.1), then as written
+    (gemma2_2b); the builder's own name when the catalog has neither (the model check then
+    asks for --model)."""
+    from trainplan.catalog import find_model_record
+
+    name = builder.rsplit(".", 1)[-1].removeprefix("qlora_").removeprefix("lora_")
+    for candidate in (re.sub(r"(\d)_(\d)", r"\1.\2", name), name):
+        record = find_model_record(candidate)
+        if record is not None:
+            return record.name
+    return name
+
+
+def _model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(value, str):
+        raise InputError("model._component_", "must be a builder name (torchtune.models...)")
+    short = value.rsplit(".", 1)[-1]
+    method = "qlora" if short.startswith("qlora_") else "lora" if short.startswith("lora_") else "full"
+    return {"model": builder_model(value), "method": method}
+
+
+def _targets(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(value, list) or not value:
+        raise InputError("model.lora_attn_modules", "must be a list of q_proj, k_proj, v_proj, output_proj")
+    attention = [choice("model.lora_attn_modules", ATTENTION_MODULES, name) for name in value]
+    mlp = truthy("model.apply_lora_to_mlp", flat.get("model.apply_lora_to_mlp", False))
+    output = truthy("model.apply_lora_to_output", flat.get("model.apply_lora_to_output", False))
+    names = set(attention)
+    if not output and not mlp and names == {"q_proj", "v_proj"}:
+        return {"lora.targets": "qv"}
+    if not output and names == {"q_proj", "k_proj", "v_proj", "o_proj"}:
+        return {"lora.targets": "all-linear" if mlp else "attention"}
+    return {"lora.targets": [*attention, *(MLP_MODULES if mlp else ()), *(["lm_head"] if output else [])]}
+
+
+def _optimizer(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    kind = choice("optimizer._component_", OPTIMIZERS, value)
+    if isinstance(kind, Ignore):
+        return kind
+    if kind == "adamw" and flat.get("optimizer.fused") is True:
+        kind = "adamw-fused"
+    if kind == "sgd" and (flat.get("optimizer.momentum") or 0) > 0:
+        kind = "sgd-momentum"
+    return {"optimizer": kind}
+
+
+def _dtype(value: Any) -> Any:
+    return choice("dtype", {"bf16": "bf16", "fp32": "fp32"}, value)
+
+
+def _offload(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    return {"offload": "optimizer+params"} if truthy("fsdp_cpu_offload", value) else Ignore("false")
+
+
+def _reshard(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    return {"zero_stage": 3 if truthy("fsdp_reshard_after_forward", value) else 2}
+
+
+RULES: dict[str, Rule] = {
+    "model._component_": Rule(
+        "the model builder: lora_ / qlora_ prefix sets the method", _model, sets="model, method"
+    ),
+    "model.lora_rank": to("lora.rank", "LoRA rank", positive_int("model.lora_rank")),
+    "model.lora_alpha": to("lora.alpha", "LoRA alpha"),
+    "model.lora_dropout": to("lora.dropout", "LoRA dropout"),
+    "model.lora_attn_modules": Rule(
+        "attention projections; with apply_lora_to_mlp the MLP too", _targets, sets="lora.targets"
+    ),
+    "model.apply_lora_to_mlp": ignored("read with model.lora_attn_modules"),
+    "model.apply_lora_to_output": ignored("read with model.lora_attn_modules"),
+    "model.use_dora": to("lora.dora", "DoRA", lambda value: truthy("model.use_dora", value)),
+    "model.quantize_base": ignored("read with model._component_ (qlora_ builders)"),
+    "model.*": ignored(f"{IRRELEVANT}: the builder fixes the architecture"),
+    "tokenizer.max_seq_len": to(
+        "seq_len", "tokens per sequence (null: no cap, give seq_len)", positive_int("tokenizer.max_seq_len")
+    ),
+    "tokenizer.*": ignored(IRRELEVANT),
+    "batch_size": to("micro_batch", "per GPU (per rank)", positive_int("batch_size")),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
+    "enable_activation_checkpointing": to(
+        "activation_checkpointing",
+        "every block",
+        lambda v: "full" if truthy("enable_activation_checkpointing", v) else "none",
+    ),
+    "enable_activation_offloading": to(
+        "activation_offload",
+        "saved activations on the CPU",
+        lambda v: truthy("enable_activation_offloading", v),
+    ),
+    "activation_offloading_use_streams": ignored(IRRELEVANT),
+    "optimizer_in_bwd": to(
+        "optimizer_in_backward", "step in backward", lambda v: truthy("optimizer_in_bwd", v)
+    ),
+    "compile": to("compile", "torch.compile", lambda value: truthy("compile", value)),
+    "dtype": to("precision", "the whole model, adapters included (bf16: no fp32 master)", _dtype),
+    "optimizer._component_": Rule(
+        "optimizer class (fused: True = fused AdamW)", _optimizer, sets="optimizer"
+    ),
+    "optimizer.fused": ignored("read with optimizer._component_"),
+    "optimizer.momentum": ignored("read with optimizer._component_"),
+    "optimizer.*": ignored(IRRELEVANT),
+    "loss._component_": to(
+        "loss", "cross-entropy implementation", lambda value: choice("loss._component_", LOSSES, value)
+    ),
+    "loss.num_output_chunks": to(
+        "loss_chunks", "chunks of the chunked loss", positive_int("loss.num_output_chunks")
+    ),
+    "loss.*": ignored(IRRELEVANT),
+    "fsdp_cpu_offload": Rule("parameters, gradients and optimizer on the CPU", _offload, sets="offload"),
+    "fsdp_reshard_after_forward": Rule(
+        "true = ZeRO 3, false = ZeRO 2 (distributed recipes)", _reshard, sets="zero_stage"
+    ),
+    "custom_sharded_layers": ignored(f"{NOT_MODELLED}: extra sharded layers"),
+    "tensor_parallel_dim": to(
+        "tensor_parallel", "tensor-parallel degree", positive_int("tensor_parallel_dim")
+    ),
+    "tensor_parallel_plan*": ignored(IRRELEVANT),
+    "data_parallel_shard_dim": ignored(f"{NOT_MODELLED}: give gpus"),
+    "data_parallel_replicate_dim": ignored(f"{NOT_MODELLED}: give gpus"),
+    "max_steps_per_epoch": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give steps"),
+    "epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
+    "clip_grad_norm": ignored(IRRELEVANT),
+    "device": ignored(IRRELEVANT),
+    "checkpointer*": ignored(IRRELEVANT),
+    "metric_logger*": ignored(IRRELEVANT),
+    "profiler*": ignored(IRRELEVANT),
+    "shuffle": ignored(IRRELEVANT),
+    "save_adapter_weights_only": ignored(IRRELEVANT),
+    "log_every_n_steps": ignored(IRRELEVANT),
+    "log_peak_memory_stats": ignored(IRRELEVANT),
+    "log_level": ignored(IRRELEVANT),
+    "cudnn_deterministic_mode": ignored(IRRELEVANT),
+    "output_dir": ignored(IRRELEVANT),
+}
+
+
+def detect(data: Mapping[str, Any]) -> bool:
+    """A `_component_` builder under `model` (or any top-level block)."""
+    return any(isinstance(value, Mapping) and "_component_" in value for value in data.values())
+
+
+def recipe(flat: Mapping[str, Any]) -> str:
+    """torchtune's defaults."""
+    return "torchtune"
+
+
+def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
+    """The recipe named in the header (`tune run --nproc_per_node 8 full_finetune_distributed`),
+    else in the file name: its GPU count, and FSDP2 full sharding for a distributed recipe."""
+    found: dict[str, tuple[Any, str]] = {}
+    match = _TUNE_RUN.search(text)
+    recipe_name = match.group("recipe") if match else None
+    if match:
+        processes = re.search(r"--nproc_per_node[ =](\d+)", match.group("options"))
+        if processes:
+            found["gpus"] = (int(processes.group(1)), "tune run --nproc_per_node")
+    if recipe_name is not None and recipe_name.endswith("distributed"):
+        found["zero_stage"] = (3, f"recipe {recipe_name}: FSDP2, parameters resharded after forward")
+    elif recipe_name is None and "distributed" in Path(name).stem:
+        found["zero_stage"] = (3, "a *_distributed config: FSDP2 full sharding")
+    return found
+
+
+OPTIMIZER_CLASSES = {
+    "adamw": "torch.optim.AdamW", "adamw-fused": "torch.optim.AdamW", "adamw-8bit": "torchao.optim.AdamW8bit",
+    "paged-adamw-8bit": "bitsandbytes.optim.PagedAdamW8bit", "sgd": "torch.optim.SGD",
+    "sgd-momentum": "torch.optim.SGD",
+}  # fmt: skip
+
+
+def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
+    """The plan's torchtune keys; the header's `tune run` line carries the GPU count and recipe."""
+    notes = ["model: keep your model._component_ (its lora_ / qlora_ prefix sets the method)"]
+    data: dict[str, Any] = {
+        "batch_size": scenario.micro_batch,
+        "gradient_accumulation_steps": scenario.grad_accum,
+        "enable_activation_checkpointing": scenario.activation_checkpointing != "none",
+        "enable_activation_offloading": scenario.activation_offload,
+        "optimizer_in_bwd": scenario.optimizer_in_backward,
+        "compile": scenario.compile,
+    }
+    if scenario.activation_checkpointing not in ("none", "full"):
+        notes.append(
+            f"activation_checkpointing {scenario.activation_checkpointing}: torchtune checkpoints every block"
+        )
+    if scenario.precision in ("bf16", "fp32"):
+        data["dtype"] = scenario.precision
+    else:
+        notes.append(f"precision {scenario.precision}: torchtune trains dtype bf16 or fp32")
+    if scenario.optimizer in OPTIMIZER_CLASSES:
+        data["optimizer"] = {"_component_": OPTIMIZER_CLASSES[scenario.optimizer]}
+        if scenario.optimizer == "adamw-fused":
+            data["optimizer"]["fused"] = True
+        if scenario.optimizer == "sgd-momentum":
+            data["optimizer"]["momentum"] = 0.9
+    else:
+        notes.append(f"optimizer {scenario.optimizer}: no torchtune class")
+    losses = {value: key for key, value in LOSSES.items()}
+    data["loss"] = {"_component_": losses[scenario.loss]}
+    if scenario.loss == "chunked":
+        data["loss"]["num_output_chunks"] = scenario.loss_chunks
+    if scenario.zero_stage in (2, 3) and scenario.gpus > 1:
+        data["fsdp_reshard_after_forward"] = scenario.zero_stage == 3
+    elif scenario.zero_stage:
+        notes.append(f"zero_stage {scenario.zero_stage}: torchtune's distributed recipes shard with FSDP2")
+    if scenario.offload == "optimizer+params":
+        data["fsdp_cpu_offload"] = True
+    elif scenario.offload != "none":
+        notes.append(f"offload {scenario.offload}: torchtune offloads parameters with the optimizer")
+    if scenario.tensor_parallel > 1:
+        data["tensor_parallel_dim"] = scenario.tensor_parallel
+    if scenario.pipeline_parallel > 1:
+        notes.append(f"pipeline_parallel {scenario.pipeline_parallel}: torchtune has no pipeline parallelism")
+    return data, notes
+
+
+def run_line(scenario: Any) -> str:
+    """The `tune run` line for the emitted fragment's header."""
+    method = "full" if scenario.method == "full" else "lora"
+    if scenario.gpus > 1:
+        return f"tune run --nproc_per_node {scenario.gpus} {method}_finetune_distributed --config YOUR_CONFIG"
+    return f"tune run {method}_finetune_single_device --config YOUR_CONFIG"

@@ -1,0 +1,433 @@
+"""Training configs of other frameworks: each fixture read into the scenario written down by hand,
+nothing dropped silently, the unit of every batch size, contradictions, bad files, safety."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainplan.configs import FIELD, read_configs, scenario_from_config, upload_resolver
+from trainplan.configs.base import flatten
+from trainplan.errors import InputError
+from trainplan.scenario import scenario_from_mapping
+from trainplan.userfiles import parse_any
+
+FIXTURES = Path(__file__).parent / "fixtures" / "configs"
+
+# fixture -> (format read as, the scenario mapping expected). Each value is read off the file by
+# hand; the comments give the rule where it is not a plain copy.
+EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
+    "axolotl/llama3-lora-8b.yml": ("axolotl", {
+        "model": "meta-llama/Llama-3.1-8B", "method": "lora", "seq_len": 4096, "micro_batch": 2,
+        "grad_accum": 4, "lora": {"rank": 32, "alpha": 16, "dropout": 0.05, "targets": "all-linear"},
+        "optimizer": "adamw-8bit",  # adamw_bnb_8bit
+        "precision": "bf16",  # bf16: auto loads the weights in bf16: no fp32 master
+        "activation_checkpointing": "full", "attention": "flash", "recipe": "axolotl",
+    }),
+    "axolotl/llama3-qlora-offload.yml": ("axolotl", {
+        "model": "meta-llama/Llama-3.1-8B", "method": "qlora", "base_weights": "nf4",
+        "lora": {"rank": 64, "alpha": 128, "dropout": 0.0,
+                 "targets": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+        "seq_len": 8192, "micro_batch": 1, "grad_accum": 8,
+        "activation_checkpointing": "full", "activation_offload": True,  # gradient_checkpointing: offload
+        "optimizer": "adamw",  # paged_adamw_32bit holds AdamW's fp32 states
+        "precision": "bf16", "attention": "flash", "steps": 1200, "recipe": "axolotl",
+    }),
+    "axolotl/qwen-full-fsdp.yml": ("axolotl", {
+        "model": "Qwen/Qwen2.5-7B", "method": "full",  # no adapter
+        "loss": "fused",  # liger_fused_linear_cross_entropy
+        "seq_len": 8192, "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": "full",
+        "optimizer": "adamw-fused", "precision": "bf16", "attention": "flash",
+        "zero_stage": 3,  # fsdp: [full_shard, auto_wrap]
+        "recipe": "axolotl",
+    }),
+    "axolotl/mistral-full-zero3.yml": ("axolotl", {
+        "model": "mistralai/Mistral-7B-v0.3", "method": "full", "seq_len": 2048, "micro_batch": 2,
+        "grad_accum": 2, "activation_checkpointing": "full", "optimizer": "adamw",
+        "precision": "bf16-mixed",  # bf16 under DeepSpeed (bf16 auto): fp32 master in ZeRO
+        "attention": "sdpa", "zero_stage": 3, "recipe": "axolotl",
+    }),
+    "axolotl/gemma-lora-cce.yml": ("axolotl", {
+        "model": "google/gemma-2-2b", "method": "lora", "loss": "fused",
+        "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "v_proj"]}, "seq_len": 2048,
+        "micro_batch": 4, "grad_accum": 1, "activation_checkpointing": "none", "attention": "eager",
+        "compile": True, "optimizer": "adamw", "precision": "bf16", "steps": 500, "recipe": "axolotl",
+    }),
+    "torchtune/8B_lora_single_device.yaml": ("torchtune", {
+        "model": "Llama-3.1-8B",  # torchtune.models.llama3_1.lora_llama3_1_8b
+        "method": "lora", "lora": {"targets": "qv", "rank": 8, "alpha": 16, "dropout": 0.0},
+        "seq_len": 2048, "micro_batch": 2, "optimizer": "adamw-fused", "loss": "chunked", "grad_accum": 8,
+        "compile": False, "activation_checkpointing": "full", "activation_offload": False,
+        "precision": "bf16", "recipe": "torchtune",
+    }),
+    "torchtune/8B_qlora_single_device.yaml": ("torchtune", {
+        "model": "Llama-3.1-8B", "method": "qlora",
+        "lora": {"targets": "all-linear", "rank": 16, "alpha": 32, "dropout": 0.0},  # q,k,v,output + MLP
+        "seq_len": 4096, "micro_batch": 1, "grad_accum": 16, "optimizer": "adamw-fused", "loss": "chunked",
+        "compile": True, "activation_checkpointing": "full", "activation_offload": True,
+        "precision": "bf16", "recipe": "torchtune",
+    }),
+    "torchtune/8B_full.yaml": ("torchtune", {
+        "model": "Llama-3.1-8B", "method": "full", "seq_len": 8192, "micro_batch": 2,
+        "optimizer": "adamw-fused", "loss": "chunked", "compile": False, "optimizer_in_backward": False,
+        "grad_accum": 1, "activation_checkpointing": "full", "activation_offload": False, "precision": "bf16",
+        "gpus": 8, "zero_stage": 3,  # tune run --nproc_per_node 8 full_finetune_distributed
+        "recipe": "torchtune",
+    }),
+    "torchtune/qwen2_5_3B_full_single_device.yaml": ("torchtune", {
+        "model": "Qwen2.5-3B", "method": "full", "micro_batch": 2, "optimizer": "paged-adamw-8bit",
+        "optimizer_in_backward": True, "loss": "chunked", "grad_accum": 1, "activation_checkpointing": "full",
+        "activation_offload": False, "compile": False, "precision": "bf16", "recipe": "torchtune",
+    }),  # max_seq_len: null sets nothing
+    "torchtune/70B_lora.yaml": ("torchtune", {
+        "model": "Llama-3.1-70B", "method": "lora",
+        "lora": {"targets": ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
+                 "rank": 16, "alpha": 32, "dropout": 0.0},
+        "seq_len": 4096, "micro_batch": 2, "grad_accum": 1, "optimizer": "adamw-fused",
+        "loss": "fused",  # LinearCrossEntropyLoss
+        "offload": "optimizer+params",  # fsdp_cpu_offload
+        "activation_checkpointing": "full", "activation_offload": False, "precision": "bf16",
+        "gpus": 8, "zero_stage": 3, "recipe": "torchtune",
+    }),
+    "torchtitan/llama3_8b.toml": ("torchtitan", {
+        "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 1,
+        "seq_len": 8192, "steps": 1000, "tensor_parallel": 1, "pipeline_parallel": 1, "zero_stage": 3,
+        "gpus": 8,  # 1 replica x 8 shards x TP 1 x PP 1
+        "compile": False, "activation_checkpointing": "op", "recipe": "torchtitan",
+    }),
+    "torchtitan/llama3_70b.toml": ("torchtitan", {
+        "model": "Llama-3.1-70B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 8,
+        "seq_len": 8192, "steps": 1000, "tensor_parallel": 8, "pipeline_parallel": 1, "zero_stage": 3,
+        "gpus": 8,  # shard degree -1: at least TP x PP; the user gives --gpus
+        "compile": True, "activation_checkpointing": "full", "recipe": "torchtitan",
+    }),
+    "torchtitan/llama3_405b_float8.toml": ("torchtitan", {
+        "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-mixed", "optimizer": "adamw-fused",
+        "micro_batch": 2, "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
+        "zero_stage": 3, "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
+        "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)
+    }),
+    "torchtitan/llama3_8b_older.toml": ("torchtitan", {
+        "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 4,
+        "seq_len": 4096, "tensor_parallel": 2, "pipeline_parallel": 1, "zero_stage": 3, "gpus": 8,
+        "compile": True, "precision": "bf16-mixed", "steps": 500,
+        "activation_checkpointing": "full:2",  # selective, option "2": every 2nd block
+        "recipe": "torchtitan",
+    }),
+    "torchtitan/llama3_8b_ddp.toml": ("torchtitan", {
+        "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw",  # foreach
+        "micro_batch": 2, "grad_accum": 1,  # global -1
+        "seq_len": 2048, "tensor_parallel": 1, "pipeline_parallel": 1, "zero_stage": 0, "gpus": 4,
+        "activation_checkpointing": "none", "recipe": "torchtitan",
+    }),
+    "llama-factory/llama3_lora_sft.yaml": ("llama-factory", {
+        "model": "meta-llama/Llama-3.1-8B", "method": "lora",
+        "lora": {"rank": 8, "targets": "all-linear", "alpha": 16},  # alpha: 2 x rank
+        "seq_len": 2048, "micro_batch": 1, "grad_accum": 8,
+        "precision": "amp-bf16",  # trainable parameters upcast to fp32
+        "recipe": "llama-factory",
+    }),
+    "llama-factory/llama3_qlora_bnb.yaml": ("llama-factory", {
+        "model": "meta-llama/Llama-3.1-8B", "base_weights": "nf4", "method": "qlora",
+        "lora": {"rank": 16, "targets": "all-linear", "alpha": 32}, "seq_len": 4096, "micro_batch": 2,
+        "grad_accum": 4, "precision": "amp-bf16", "attention": "flash", "recipe": "llama-factory",
+    }),
+    "llama-factory/qwen_full_ds3.yaml": ("llama-factory", {
+        "model": "Qwen/Qwen2.5-7B", "method": "full", "seq_len": 2048, "micro_batch": 1, "grad_accum": 2,
+        "precision": "bf16-mixed",  # bf16 under DeepSpeed ZeRO-3
+        "loss": "fused", "zero_stage": 3, "recipe": "llama-factory",
+    }),
+    "llama-factory/qwen_lora_unsloth.yaml": ("llama-factory", {
+        "model": "Qwen/Qwen2.5-7B", "method": "lora",
+        "lora": {"rank": 32, "alpha": 16, "dropout": 0.05, "targets": "q_proj,v_proj"},
+        "recipe": "unsloth",  # use_unsloth
+        "activation_offload": True, "seq_len": 4096, "micro_batch": 4, "grad_accum": 4,
+        "optimizer": "adamw-8bit", "precision": "amp-bf16",
+    }),
+    "llama-factory/llama3_lora_dpo.yaml": ("llama-factory", {
+        "model": "meta-llama/Llama-3.2-3B", "method": "lora",
+        "lora": {"targets": "all-linear", "alpha": 16, "rank": 8},  # rank 8 and alpha 16 by default
+        "seq_len": 2048, "micro_batch": 1, "grad_accum": 8, "steps": 1000,
+        "precision": "bf16",  # pure_bf16
+        "activation_checkpointing": "none", "recipe": "llama-factory",
+    }),
+    "hf/trl_sft_lora.yaml": ("hf", {
+        "model": "Qwen/Qwen2.5-0.5B", "seq_len": 1024, "micro_batch": 8, "grad_accum": 2,
+        "activation_checkpointing": "full", "precision": "amp-bf16",  # fp32 weights by default
+        "optimizer": "adamw-fused", "method": "lora",
+        "lora": {"rank": 16, "alpha": 32, "targets": "all-linear"}, "recipe": "trl",
+    }),
+    "hf/training_args.json": ("hf", {
+        "micro_batch": 4, "grad_accum": 8, "optimizer": "adafactor",
+        "precision": "fp16-mixed",  # fp16 under DeepSpeed (fp16 auto)
+        "zero_stage": 2, "recipe": "hf-trainer",
+    }),
+    "hf/trl_qlora.yaml": ("hf", {
+        "model": "meta-llama/Llama-3.1-8B", "attention": "flash", "method": "qlora", "base_weights": "nf4",
+        "lora": {"rank": 64, "alpha": 16, "dropout": 0.1,
+                 "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
+        "seq_len": 2048, "micro_batch": 4, "grad_accum": 4, "activation_checkpointing": "full",
+        "optimizer": "paged-adamw-8bit",
+        "precision": "bf16",  # bf16 over a model loaded in bfloat16
+        "activation_offload": True, "recipe": "trl",
+    }),
+    "hf/fsdp_args.yaml": ("hf", {
+        "micro_batch": 2, "grad_accum": 4, "precision": "amp-bf16", "zero_stage": 3,
+        "activation_checkpointing": "full",  # fsdp_config.activation_checkpointing
+        "steps": 2000, "loss": "fused", "compile": True, "optimizer": "adamw", "recipe": "hf-trainer",
+    }),
+    "hf/sft_fp32.json": ("hf", {
+        "seq_len": 4096, "micro_batch": 1, "grad_accum": 16, "activation_checkpointing": "none",
+        "precision": "fp32",  # neither bf16 nor fp16
+        "optimizer": "sgd", "recipe": "trl",
+    }),
+    "accelerate/fsdp_full_shard.yaml": ("accelerate", {
+        "zero_stage": 3, "activation_checkpointing": "full", "precision": "bf16-mixed", "gpus": 8,
+    }),
+    "accelerate/deepspeed_zero2_offload.yaml": ("accelerate", {
+        "grad_accum": 4, "offload": "optimizer", "zero_stage": 2, "precision": "bf16-mixed", "gpus": 4,
+    }),
+    "accelerate/multi_gpu_fp16.yaml": ("accelerate", {"zero_stage": 0, "precision": "amp-fp16", "gpus": 2}),
+    "accelerate/fsdp2_two_nodes.yaml": ("accelerate", {
+        "zero_stage": 2,  # reshard_after_forward false
+        "precision": "bf16-mixed", "gpus_per_node": 8, "gpus": 16,
+    }),
+    "accelerate/deepspeed_file.yaml": ("accelerate", {
+        "compile": True, "gpus": 8, "precision": "bf16-mixed", "zero_stage": 3, "offload": "optimizer+params",
+        "grad_accum": 2, "micro_batch": 1, "recipe": "deepspeed",  # from ds_z3_offload.json
+    }),
+    "deepspeed/zero2.json": ("deepspeed", {
+        "micro_batch": 4, "grad_accum": 8, "optimizer": "adamw-fused", "precision": "bf16-mixed",
+        "zero_stage": 2, "recipe": "deepspeed",
+    }),
+    "deepspeed/zero3_offload_fp16.json": ("deepspeed", {
+        "precision": "fp16-mixed", "zero_stage": 3, "offload": "optimizer+params", "recipe": "deepspeed",
+    }),
+    "deepspeed/zero1_global_batch.json": ("deepspeed", {
+        "micro_batch": 2, "precision": "bf16-mixed", "zero_stage": 1, "optimizer": "adamw-fused",
+        "recipe": "deepspeed", "grad_accum": 32,  # 64 / (2 x 1 GPU)
+    }),
+    "deepspeed/zero3_nvme.json": ("deepspeed", {
+        "zero_stage": 3, "offload": "optimizer+params", "precision": "bf16-mixed", "micro_batch": 1,
+        "grad_accum": 16, "recipe": "deepspeed",
+    }),
+    "deepspeed/zero0_consistent.json": ("deepspeed", {
+        "micro_batch": 4, "grad_accum": 8, "zero_stage": 0, "recipe": "deepspeed",
+    }),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_reads_as_written_down(name: str) -> None:
+    kind, expected = EXPECTED[name]
+    reading = scenario_from_config([FIXTURES / name])
+    assert reading.files[0][1] == kind
+    assert reading.mapping == expected
+    scenario_from_mapping(reading.mapping)  # and it is a valid scenario
+
+
+def test_five_fixtures_per_framework() -> None:
+    for kind in ("axolotl", "torchtune", "torchtitan", "llama-factory", "hf", "accelerate", "deepspeed"):
+        assert sum(value[0] == kind for value in EXPECTED.values()) >= 5, kind
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_nothing_is_dropped_silently(name: str) -> None:
+    """Every setting of every file read is either behind a field or in the ignored list."""
+    reading = scenario_from_config([FIXTURES / name])
+    for file, _ in reading.files:
+        if "(" in file:
+            continue  # an inline block, listed under its parent's setting
+        data = parse_any(Path(file).read_text(), file, FIELD)
+        used = {s.setting.split(" ", 1)[1] for s in reading.provenance if s.file == file and " " in s.setting}
+        skipped = {s.setting for s in reading.ignored if s.file == file}
+        for path in flatten(data):
+            assert path in used or path in skipped, f"{file}: {path}"
+
+
+def test_provenance_names_the_setting_and_its_unit() -> None:
+    reading = scenario_from_config([FIXTURES / "axolotl/llama3-lora-8b.yml"])
+    lines = [str(source) for source in reading.provenance]
+    assert "micro_batch = 2 (axolotl micro_batch_size, per GPU)" in lines
+    # a field the file leaves out: the recipe's default where it has one, else trainplan's
+    assert "loss = standard (axolotl recipe default)" in lines
+    assert "gpus = 1 (trainplan default)" in lines
+    ignored = {str(skipped) for skipped in reading.ignored}
+    assert "learning_rate (irrelevant to memory and time)" in ignored
+    assert "tf32 (not modelled yet: TF32 matmuls for fp32 work)" in ignored
+    assert (
+        "num_epochs (not modelled yet: trainplan does not read the dataset; give dataset_tokens)" in ignored
+    )
+    deepspeed = scenario_from_config([FIXTURES / "deepspeed/zero2.json"])
+    assert "activation_checkpointing = none (deepspeed recipe default)" in [
+        str(s) for s in deepspeed.provenance
+    ]
+
+
+def test_unknown_settings_are_listed() -> None:
+    reading = read_configs(
+        [("a.yml", "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\nfancy_new_knob: 3\n")],
+        upload_resolver({}),
+    )
+    assert [(s.setting, s.reason) for s in reading.ignored] == [("fancy_new_knob", "unknown")]
+
+
+def test_flags_override_the_file() -> None:
+    reading = scenario_from_config(
+        [FIXTURES / "axolotl/llama3-lora-8b.yml"], {"micro_batch": 8, "lora": {"rank": 4}}
+    )
+    assert reading.mapping["micro_batch"] == 8
+    assert reading.mapping["lora"] == {"rank": 4, "alpha": 16, "dropout": 0.05, "targets": "all-linear"}
+    lines = [str(source) for source in reading.provenance]
+    assert "micro_batch = 8 (given: flag or scenario file)" in lines
+    assert not any(line.startswith("micro_batch = 2") for line in lines)
+
+
+def test_global_batch_is_divided_by_the_data_parallel_gpus() -> None:
+    path = FIXTURES / "deepspeed/zero1_global_batch.json"
+    # train_batch_size 64 = micro 2 x accumulation x 8 GPUs -> 4
+    assert scenario_from_config([path], {"gpus": 8}).mapping["grad_accum"] == 4
+    note = next(s for s in scenario_from_config([path], {"gpus": 8}).provenance if s.field == "grad_accum")
+    assert "global 64" in note.note and "8 data-parallel GPUs" in note.note
+    with pytest.raises(InputError, match="disagrees with grad_accum 3"):
+        scenario_from_config([path], {"gpus": 8, "grad_accum": 3})
+    with pytest.raises(InputError, match="not a multiple"):
+        scenario_from_config([path], {"gpus": 6})
+
+
+def test_contradictory_files_name_both_settings(tmp_path: Path) -> None:
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (tmp_path / "ax.yml").write_text(
+        "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 2\nfsdp: [full_shard]\n"
+    )
+    with pytest.raises(InputError) as error:
+        scenario_from_config([tmp_path / "ax.yml", tmp_path / "ds.json"])
+    assert "DeepSpeed" in error.value.message and "FSDP" in error.value.message
+    assert "zero_optimization.stage" in error.value.message and "axolotl fsdp" in error.value.message
+    (tmp_path / "ds2.json").write_text('{"train_micro_batch_size_per_gpu": 4}')
+    with pytest.raises(InputError) as error:
+        scenario_from_config([tmp_path / "ax.yml", tmp_path / "ds2.json"])
+    assert "axolotl micro_batch_size = 2" in error.value.message
+    assert "deepspeed train_micro_batch_size_per_gpu = 4" in error.value.message
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("bad.yaml", "base_model: x\nmicro_batch_size: [1\n", "line"),
+        ("bad.toml", "[training]\nlocal_batch_size = = 2\n", "line 2"),
+        ("bad.json", '{"zero_optimization": {"stage": 3,}}', "line 1"),
+    ],
+)
+def test_parse_errors_name_the_file_and_line(tmp_path: Path, name: str, text: str, where: str) -> None:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError) as error:
+        scenario_from_config([tmp_path / name])
+    assert name in error.value.message and where in error.value.message
+
+
+def test_unknown_format_names_the_formats_we_read(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text("hello: world\n")
+    with pytest.raises(InputError) as error:
+        scenario_from_config([tmp_path / "x.yaml"])
+    for title in (
+        "axolotl YAML",
+        "torchtune",
+        "torchtitan TOML",
+        "LLaMA-Factory",
+        "TRL SFTConfig",
+        "accelerate",
+        "DeepSpeed JSON",
+    ):
+        assert title in error.value.message
+
+
+def test_format_is_detected_from_the_content(tmp_path: Path) -> None:
+    for source, target in (("torchtitan/llama3_8b.toml", "job"), ("axolotl/gemma-lora-cce.yml", "run.cfg")):
+        (tmp_path / target).write_text((FIXTURES / source).read_text())
+        assert scenario_from_config([tmp_path / target]).mapping == EXPECTED[source][1]
+
+
+def test_no_code_is_evaluated(tmp_path: Path) -> None:
+    (tmp_path / "evil.yml").write_text("base_model: !!python/object/apply:os.system ['echo hi']\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        scenario_from_config([tmp_path / "evil.yml"])
+
+
+def test_references_stay_inside_the_first_files_folder(tmp_path: Path) -> None:
+    inner = tmp_path / "run"
+    inner.mkdir()
+    (tmp_path / "secret.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (inner / "ax.yml").write_text(
+        "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\ndeepspeed: ../secret.json\n"
+    )
+    with pytest.raises(InputError, match="outside the folder"):
+        scenario_from_config([inner / "ax.yml"])
+    (inner / "ax.yml").write_text(
+        f"base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\ndeepspeed: {tmp_path / 'secret.json'}\n"
+    )
+    with pytest.raises(InputError, match="outside the folder"):
+        scenario_from_config([inner / "ax.yml"])
+    (inner / "ax.yml").write_text(
+        "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\ndeepspeed: missing.json\n"
+    )
+    with pytest.raises(InputError, match="not found"):
+        scenario_from_config([inner / "ax.yml"])
+
+
+def test_uploads_resolve_references_among_themselves() -> None:
+    ax = (FIXTURES / "axolotl/mistral-full-zero3.yml").read_text()
+    ds = (FIXTURES / "axolotl/deepspeed_configs/zero3_bf16.json").read_text()
+    files = {"mistral.yml": ax, "zero3_bf16.json": ds}
+    reading = read_configs(list(files.items()), upload_resolver(files))
+    assert reading.mapping == EXPECTED["axolotl/mistral-full-zero3.yml"][1]
+    with pytest.raises(InputError, match="drop that file too"):
+        read_configs([("mistral.yml", ax)], upload_resolver({"mistral.yml": ax}))
+
+
+def test_bad_values_name_the_setting_and_file(tmp_path: Path) -> None:
+    (tmp_path / "ax.yml").write_text("base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 0\n")
+    with pytest.raises(InputError) as error:
+        scenario_from_config([tmp_path / "ax.yml"])
+    assert error.value.field == "micro_batch_size" and "ax.yml" in error.value.message
+    (tmp_path / "lf.yaml").write_text("finetuning_type: freeze\ncutoff_len: 1024\n")
+    with pytest.raises(InputError, match="freeze is not modelled yet"):
+        scenario_from_config([tmp_path / "lf.yaml"])
+
+
+def test_unreachable_hub_model_asks_for_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import trainplan.catalog
+
+    def offline(hub_id: str) -> dict[str, Any]:
+        raise InputError("model", f"could not fetch config.json of {hub_id!r} from the Hub")
+
+    monkeypatch.setattr(trainplan.catalog, "fetch_hub_config", offline)
+    (tmp_path / "ax.yml").write_text("base_model: acme/secret-model\nmicro_batch_size: 1\n")
+    with pytest.raises(InputError) as error:
+        scenario_from_config([tmp_path / "ax.yml"])
+    assert "acme/secret-model" in error.value.message and "--model" in error.value.message
+    assert "ax.yml" in error.value.message
+    reading = scenario_from_config([tmp_path / "ax.yml"], {"model": "Qwen2.5-0.5B"})
+    assert reading.mapping["model"] == "Qwen2.5-0.5B"
+
+
+def test_torchtune_builder_outside_the_catalog_asks_for_model(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(
+        "model:\n  _component_: torchtune.models.code_llama2.code_llama2_7b\nbatch_size: 1\n"
+    )
+    with pytest.raises(InputError, match=r"code_llama2_7b.*--model"):
+        scenario_from_config([tmp_path / "c.yaml"])
+
+
+def test_public_api() -> None:
+    import trainplan
+
+    reading = trainplan.scenario_from_config([FIXTURES / "deepspeed/zero2.json"])
+    mapping, provenance, ignored, files = reading
+    assert isinstance(reading, trainplan.ConfigReading) and files == [
+        (str(FIXTURES / "deepspeed/zero2.json"), "deepspeed")
+    ]
+    assert trainplan.scenario_from_mapping(mapping).zero_stage == 2 and provenance and ignored
+    assert {"scenario_from_config", "ConfigReading"} <= set(trainplan.__all__)
