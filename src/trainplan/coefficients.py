@@ -11,11 +11,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from trainplan.model import ModelSpec, block_linears
 from trainplan.scenario import Scenario
 from trainplan.terms.activations import ActivationMode, layer_activations, outside_layers
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
+from trainplan.terms.fsdp import (
+    all_gather_pool_bytes,
+    gathered_layer_bytes,
+    reduce_buffer_bytes,
+    root_params,
+)
 from trainplan.terms.memory import (
     fused_loss_bytes,
     layer_weight_bytes,
@@ -102,6 +109,16 @@ class Coefficients:
     largest_grad_bytes: float = 0.0
     offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
     recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
+    # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
+    gathered_forward_bytes: float = 0.0  # layers gathered at the end of forward / start of backward
+    gathered_backward_bytes: float = 0.0  # layers gathered while backward runs
+    layer_reduce_bytes: float = 0.0  # one layer's gradients or their reduce-scatter buffer
+    root_gathered_bytes: float = 0.0  # the root group's gathered weights (fsdp_wrap root)
+    root_grads_unsharded: bool = False  # the root's gradients wait for the end of backward
+    root_grad_end_bytes: float = 0.0  # the root's unsharded gradients and reduce buffer at the end
+    all_gather_pool_bytes: float = 0.0  # reserved by the all-gather stream's allocator pool
+    reduce_grad_factor: float = 1.0  # reduce-scatter bytes per gradient byte
+    reshard_after_forward: bool = True
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -150,6 +167,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest = max([lin.in_features * lin.out_features for _, lin in linears] + [counts.embedding])
         layer_bytes = layer_weight_bytes(model, recipe.weight_bytes)
         layer_grads = layer_weight_bytes(model, recipe.grad_bytes)
+        gathered_bytes: float = recipe.weight_bytes
+        edge_bytes: float = recipe.weight_bytes
     else:
         base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
         scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in linears) if base == "int8" else 0
@@ -172,6 +191,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest = max(rank * max(lin.in_features, lin.out_features) for _, lin in adapted)
         layer_bytes = layer_weight_bytes(model, base_bytes)
         layer_grads = 0.0
+        gathered_bytes = base_bytes
+        edge_bytes = other_bytes + (4 - compute_bytes if kbit_bytes else 0)
     fp32_stream = base == "fp32" or kbit_bytes > 0
     residual = recipe.residual_bytes if full else (4 if fp32_stream else compute_bytes)
     mode = ActivationMode(
@@ -235,6 +256,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if ckpt == "op":
         recomputed = sum(block.count * op_sac_saved(block, model, 2)[1] for block in model.blocks)
         recompute_share = 2 * recomputed / flops.matmul_forward
+    fsdp = _fsdp_terms(model, scenario, counts, gathered_bytes, edge_bytes, states.grad_bytes)
     return Coefficients(
         model=model,
         counts=counts,
@@ -296,4 +318,50 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest_grad_bytes=largest * states.grad_bytes,
         offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
         recompute_layer_share=sum(checkpointed) / model.num_layers,
+        **fsdp,
     )
+
+
+def _fsdp_terms(
+    model: ModelSpec,
+    scenario: Scenario,
+    counts: ParamCounts,
+    weight_bytes: float,
+    edge_bytes: float,
+    grad_bytes: float,
+) -> dict[str, Any]:
+    """The ZeRO-3 / FSDP2 working set of one rank before tensor parallelism (terms/fsdp.py):
+    gathered layers (1 + prefetch, or all of them without resharding after forward), one
+    layer's gradients or reduce buffer, the root group under `fsdp_wrap: root`, and the
+    all-gather stream's pool (the two largest consecutive groups in forward order).
+
+    `weight_bytes` per layer weight as gathered, `edge_bytes` per embedding/head weight."""
+    full = scenario.method == "full"
+    layer_params = [
+        sum(linear.params for linear in block_linears(block, model.hidden_size)) for block in model.blocks
+    ]
+    largest = max(layer_params) * weight_bytes
+    backward = gathered_layer_bytes(largest, scenario.fsdp_prefetch)
+    every_layer = sum(p * block.count for p, block in zip(layer_params, model.blocks, strict=True))
+    forward = backward if scenario.reshard_after_forward else every_layer * weight_bytes
+    reduce_dtype = scenario.fsdp_reduce_dtype
+    norm = model.final_norms * model.norm_params
+    in_root = root_params(counts.embedding, counts.head, norm)
+    root = scenario.fsdp_wrap == "root"
+    if root:
+        groups = [in_root * edge_bytes, largest]
+    else:
+        groups = [counts.embedding * edge_bytes, largest, largest, counts.head * edge_bytes]
+    trained_root = in_root if full and root else 0
+    return {
+        "gathered_forward_bytes": forward,
+        "gathered_backward_bytes": backward,
+        "layer_reduce_bytes": reduce_buffer_bytes(max(layer_params) if full else 0, grad_bytes, reduce_dtype),
+        "root_gathered_bytes": in_root * edge_bytes if root else 0.0,
+        "root_grads_unsharded": trained_root > 0,
+        "root_grad_end_bytes": grad_bytes * trained_root
+        + reduce_buffer_bytes(trained_root, grad_bytes, reduce_dtype),
+        "all_gather_pool_bytes": all_gather_pool_bytes(groups),
+        "reduce_grad_factor": reduce_buffer_bytes(1, grad_bytes, reduce_dtype) / grad_bytes,
+        "reshard_after_forward": scenario.reshard_after_forward,
+    }

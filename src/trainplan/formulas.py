@@ -59,6 +59,7 @@ class Memory:
     phases: dict[str, dict[str, Any]]
     states: dict[str, Any]
     offloaded: Any
+    stream_pool: Any = 0.0  # reserved by FSDP2's all-gather stream, inside `temporaries`
 
     def totals(self) -> dict[str, Any]:
         """Phase -> total bytes."""
@@ -74,8 +75,9 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     """Per-GPU memory of the busiest GPU at the moments of a steady-state step.
 
     States: ZeRO stage 1 divides optimizer state by the data-parallel degree, 2 also gradients,
-    3 also weights (plus two gathered layers and one full layer gradient); tensor parallelism
-    divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
+    3 also weights, plus FSDP2's working set (terms/fsdp.py: gathered layers, one layer's
+    gradients or reduce-scatter buffer, the root group, the all-gather stream's pool); tensor
+    parallelism divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
     """
     tp, dp, zero = v.tensor_parallel, v.data_parallel, v.zero_stage
     sharded_dp = dp > 1
@@ -91,13 +93,19 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         gradients = c.largest_grad_bytes / tp / zero2
     optimizer = c.optimizer_bytes * per_gpu / zero1
     transient = c.optimizer_transient_bytes * per_gpu / zero1
-    working = where(zero3 > 1, (2 * c.largest_layer_weight_bytes + c.largest_layer_grad_bytes) / tp, 0.0)
+    sharded_weights = zero3 > 1
+    working = where(sharded_weights, (c.gathered_backward_bytes + c.layer_reduce_bytes) / tp, 0.0)
+    # without resharding after forward every layer stays gathered until its backward
+    working_forward = where(sharded_weights, (c.gathered_forward_bytes + c.layer_reduce_bytes) / tp, 0.0)
+    root = where(sharded_weights, c.root_gathered_bytes / tp, 0.0)
+    pool = where(sharded_weights, c.all_gather_pool_bytes / tp, 0.0)
     offload = v.offload
     offloaded = where(offload >= 1, optimizer, 0.0) + where(offload == 2, weights, 0.0)
     optimizer = where(offload >= 1, 0.0, optimizer)
     transient = where(offload >= 1, 0.0, transient)
     weights = where(offload == 2, 0.0, weights)
     working = where(offload == 2, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
+    working_forward = where(offload == 2, maximum(working_forward, working), working_forward)
 
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
     tokens = v.micro_batch * c.seq_len
@@ -115,12 +123,16 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     loss_backward = c.logits_backward * tokens / tp
 
     autocast = c.autocast_cache_bytes * per_gpu / zero3
-    temporaries = working + c.dequant_bytes / tp
+    temporaries = working + c.dequant_bytes / tp + root + pool
+    temporaries_forward = working_forward + c.dequant_bytes / tp + root + pool
     resident = where(v.grad_accum > 1, gradients, 0.0)
-    head_grad = c.head_grad_bytes / tp / zero2
+    # under FSDP2's root group the head's gradient stays unsharded until backward ends
+    head_grad = where(
+        sharded_weights & c.root_grads_unsharded, c.head_grad_bytes / tp, c.head_grad_bytes / tp / zero2
+    )
     overhead = v.overhead_bytes
 
-    forward = _terms(weights, resident, optimizer, stored, loss, autocast + temporaries, overhead)
+    forward = _terms(weights, resident, optimizer, stored, loss, autocast + temporaries_forward, overhead)
     # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
     # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
@@ -132,20 +144,24 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         optimizer,
         stored + where(recompute_first, recompute, 0.0),
         where(recompute_first, held, loss_backward),
-        temporaries,
+        temporaries_forward,
         overhead,
     )
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
     embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
+    # the root group's gradients and their reduce-scatter buffer, when the root's backward ends
+    embedding = embedding + where(sharded_weights, c.root_grad_end_bytes / tp, 0.0)
     end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + temporaries + stepping, overhead)
     end_later = sum(end.values()) > sum(start.values())
     backward = {name: where(end_later, end[name], start[name]) for name in TERMS}
-    step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient, overhead)
+    # the all-gather stream's pool stays reserved through the optimizer step
+    step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead)
     return Memory(
         phases={"forward": forward, "backward": backward, "optimizer": step},
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
         offloaded=offloaded,
+        stream_pool=pool,
     )
 
 
@@ -286,7 +302,10 @@ def step_seconds(
     # of the compute
     ring = ring_allreduce_seconds(grads, dp, bandwidth)
     gathered = c.weights_16bit_bytes * share
-    per_micro = gather_or_scatter_seconds(2 * gathered + grads, dp, bandwidth)
+    # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
+    # reduce dtype (terms/fsdp.py)
+    gathers = 1 + c.reshard_after_forward
+    per_micro = gather_or_scatter_seconds(gathers * gathered + grads * c.reduce_grad_factor, dp, bandwidth)
     zero3 = (v.zero_stage == 3) & (dp > 1)
     comm = where(zero3, per_micro * v.grad_accum, ring)
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)

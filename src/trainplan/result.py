@@ -86,6 +86,7 @@ class Estimate:
     paged_bytes: float
     fit: tuple[FitRow, ...]
     batch: Batch
+    stream_pool_bytes: float = 0.0
     warnings: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()
     time: TimeFigures | None = None
@@ -131,6 +132,7 @@ class Estimate:
                 "states": {f"{t.name}_bytes": t.value for t in self.states},
                 "cpu_offload_bytes": self.cpu_offload_bytes,
                 "paged_bytes": self.paged_bytes,
+                "stream_pool_bytes": self.stream_pool_bytes,
             },
             "fit": [
                 {
