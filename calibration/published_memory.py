@@ -51,8 +51,8 @@ TITAN_8B = {
 TITAN_UNSTATED = (
     "sequence length not in the file (torchtitan's Llama 3 default 8192 assumed); 'selective' read "
     "as the config's op-level SAC; FSDP2 wrapped as torchtitan's 2024 apply_fsdp does (root keeps "
-    "embeddings and head); the figure is torchtitan's logged max reserved memory, so the all-gather "
-    "stream's pool is compared, the allocator's other cache is not modelled"
+    "embeddings and head); the figure is torchtitan's logged max reserved memory, so FSDP2's "
+    "side-stream pools are compared, the allocator's other cache is not modelled"
 )
 TT_31 = {"recipe": "torchtune", "micro_batch": 2, "seq_len": 2048, "grad_accum": 1, "compile": True}
 
@@ -258,10 +258,10 @@ class PublishedMemoryRow:
         """What the caching allocator would see: the peak without paged (unified) memory, and,
         for sources that log allocated or active bytes, without the blocks that FSDP2's
         all-gather stream keeps reserved."""
-        compared = self.estimate.total_bytes - self.estimate.paged_bytes
+        peak = self.estimate.total_bytes
         if self.case.statistic != "reserved":
-            compared -= self.estimate.stream_pool_bytes
-        return compared / GIB
+            peak = self.estimate.allocated_peak_bytes
+        return (peak - self.estimate.paged_bytes) / GIB
 
     @property
     def error(self) -> float:

@@ -115,10 +115,13 @@ class Coefficients:
     layer_reduce_bytes: float = 0.0  # one layer's gradients or their reduce-scatter buffer
     root_gathered_bytes: float = 0.0  # the root group's gathered weights (fsdp_wrap root)
     root_grads_unsharded: bool = False  # the root's gradients wait for the end of backward
-    root_grad_end_bytes: float = 0.0  # the root's unsharded gradients and reduce buffer at the end
+    last_group_grad_bytes: float = 0.0  # the last group's gradients and reduce buffer (end of backward)
     all_gather_pool_bytes: float = 0.0  # reserved by the all-gather stream's allocator pool
     reduce_grad_factor: float = 1.0  # reduce-scatter bytes per gradient byte
     reshard_after_forward: bool = True
+    # FSDP keeps the fp32 master as the shard itself (zero3_master: shard): these bytes move from
+    # the optimizer to the weights, and gradients are fp32 shards
+    shard_master_bytes: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -256,7 +259,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if ckpt == "op":
         recomputed = sum(block.count * op_sac_saved(block, model, 2)[1] for block in model.blocks)
         recompute_share = 2 * recomputed / flops.matmul_forward
-    fsdp = _fsdp_terms(model, scenario, counts, gathered_bytes, edge_bytes, states.grad_bytes)
+    fsdp = _fsdp_terms(
+        model, scenario, counts, gathered_bytes, edge_bytes, states.grad_bytes, states.master_bytes
+    )
     return Coefficients(
         model=model,
         counts=counts,
@@ -329,6 +334,7 @@ def _fsdp_terms(
     weight_bytes: float,
     edge_bytes: float,
     grad_bytes: float,
+    master_bytes: float,
 ) -> dict[str, Any]:
     """The ZeRO-3 / FSDP2 working set of one rank before tensor parallelism (terms/fsdp.py):
     gathered layers (1 + prefetch, or all of them without resharding after forward), one
@@ -343,7 +349,10 @@ def _fsdp_terms(
     largest = max(layer_params) * weight_bytes
     backward = gathered_layer_bytes(largest, scenario.fsdp_prefetch)
     every_layer = sum(p * block.count for p, block in zip(layer_params, model.blocks, strict=True))
-    forward = backward if scenario.reshard_after_forward else every_layer * weight_bytes
+    # without resharding after forward every group stays gathered until its backward: the layers
+    # and (under `layers`) the embedding and head groups
+    edges = 0 if scenario.fsdp_wrap == "root" else (counts.embedding + counts.head) * edge_bytes
+    forward = backward if scenario.reshard_after_forward else every_layer * weight_bytes + edges
     reduce_dtype = scenario.fsdp_reduce_dtype
     norm = model.final_norms * model.norm_params
     in_root = root_params(counts.embedding, counts.head, norm)
@@ -352,16 +361,20 @@ def _fsdp_terms(
         groups = [in_root * edge_bytes, largest]
     else:
         groups = [counts.embedding * edge_bytes, largest, largest, counts.head * edge_bytes]
-    trained_root = in_root if full and root else 0
+    # the group reduced last, when backward ends: the root, or under `layers` the embedding
+    last_group = (in_root if root else counts.embedding) if full else 0
     return {
         "gathered_forward_bytes": forward,
         "gathered_backward_bytes": backward,
         "layer_reduce_bytes": reduce_buffer_bytes(max(layer_params) if full else 0, grad_bytes, reduce_dtype),
         "root_gathered_bytes": in_root * edge_bytes if root else 0.0,
-        "root_grads_unsharded": trained_root > 0,
-        "root_grad_end_bytes": grad_bytes * trained_root
-        + reduce_buffer_bytes(trained_root, grad_bytes, reduce_dtype),
+        "root_grads_unsharded": root and full,
+        "last_group_grad_bytes": grad_bytes * last_group
+        + reduce_buffer_bytes(last_group, grad_bytes, reduce_dtype),
         "all_gather_pool_bytes": all_gather_pool_bytes(groups),
         "reduce_grad_factor": reduce_buffer_bytes(1, grad_bytes, reduce_dtype) / grad_bytes,
         "reshard_after_forward": scenario.reshard_after_forward,
+        "shard_master_bytes": master_bytes * counts.trainable
+        if full and scenario.zero3_master == "shard"
+        else 0.0,
     }

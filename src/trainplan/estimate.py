@@ -76,7 +76,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         ),
         cpu_offload_bytes=float(mem.offloaded),
         paged_bytes=paged,
-        stream_pool_bytes=float(mem.stream_pool),
+        stream_pool_bytes=float(mem.stream_pool.get(peak.name, 0.0)),
+        allocated_peak=_allocated_peak(mem),
         fit=fit_rows(peak.total),
         batch=Batch(scenario.micro_batch, scenario.grad_accum, data_parallel(scenario), scenario.seq_len),
         warnings=tuple(_warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu)),
@@ -138,6 +139,12 @@ def _phases(mem: Memory) -> tuple[Phase, ...]:
     )
 
 
+def _allocated_peak(mem: Memory) -> Phase:
+    """The peak moment as max_memory_allocated() would see it (FSDP2's stream pools left out)."""
+    name, terms = mem.allocated()
+    return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
+
+
 def check_parallel(model: ModelSpec, scenario: Scenario) -> None:
     """Tensor parallel must split heads evenly; pipeline parallel needs a layer per stage."""
     tp, pp = scenario.tensor_parallel, scenario.pipeline_parallel
@@ -196,7 +203,13 @@ def _fsdp_notes(scenario: Scenario) -> list[str]:
     defaults = Scenario()
     changed = [
         name
-        for name in ("fsdp_wrap", "fsdp_reduce_dtype", "fsdp_prefetch", "reshard_after_forward")
+        for name in (
+            "zero3_master",
+            "fsdp_wrap",
+            "fsdp_reduce_dtype",
+            "fsdp_prefetch",
+            "reshard_after_forward",
+        )
         if getattr(scenario, name) != getattr(defaults, name)
     ]
     return [f"{name} has no effect without ZeRO-3 over several data-parallel ranks" for name in changed]

@@ -37,6 +37,7 @@ PRICING = ("on-demand", "committed", "spot")
 LOSSES = ("standard", "chunked", "fused")
 FSDP_WRAPS = ("layers", "root")
 REDUCE_DTYPES = ("compute", "fp32")
+ZERO3_MASTERS = ("shard", "separate")
 RECIPES = (
     "hf-trainer",
     "trl",
@@ -185,6 +186,16 @@ class Scenario:
             "to the root group, gathered for the whole step: torchtitan 2024, torchtune without "
             "custom_sharded_layers)",
             FSDP_WRAPS,
+        ),
+    )
+    zero3_master: str = _field(
+        "shard",
+        FieldInfo(
+            "where ZeRO-3 keeps the fp32 master of a mixed precision: shard (FSDP/FSDP2: the fp32 "
+            "shard is the parameter, gradients are reduced into fp32 shards, 16-bit copies exist "
+            "only for gathered layers) or separate (DeepSpeed: 16-bit partitions beside an fp32 "
+            "master in the optimizer)",
+            ZERO3_MASTERS,
         ),
     )
     fsdp_reduce_dtype: str = _field(

@@ -88,6 +88,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "pipeline_parallel",
             "sequence_parallel",
             "offload",
+            "zero3_master",
             "fsdp_wrap",
             "fsdp_reduce_dtype",
             "fsdp_prefetch",
