@@ -242,7 +242,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
     if _sharded(scenario):
         notes.append(
             "FSDP2 traced as rank 0 of a fake process group (no GPUs, no communication); the "
-            "all-gather stream's reserved pool is left out of the estimate compared"
+            "blocks FSDP2's side streams keep reserved are left out of the estimate compared"
         )
     if scenario.grad_accum > 1:
         notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
