@@ -11,18 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 from trainplan.model import ModelSpec, block_linears
 from trainplan.scenario import Scenario
 from trainplan.terms.activations import ActivationMode, layer_activations, outside_layers
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
-from trainplan.terms.fsdp import (
-    all_gather_pool_bytes,
-    gathered_layer_bytes,
-    reduce_buffer_bytes,
-    root_params,
-)
+from trainplan.terms.fsdp import fsdp_coefficients
 from trainplan.terms.memory import (
     fused_loss_bytes,
     layer_weight_bytes,
@@ -259,8 +253,14 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if ckpt == "op":
         recomputed = sum(block.count * op_sac_saved(block, model, 2)[1] for block in model.blocks)
         recompute_share = 2 * recomputed / flops.matmul_forward
-    fsdp = _fsdp_terms(
-        model, scenario, counts, gathered_bytes, edge_bytes, states.grad_bytes, states.master_bytes
+    fsdp = fsdp_coefficients(
+        model,
+        counts,
+        scenario,
+        weight_bytes=gathered_bytes,
+        edge_bytes=edge_bytes,
+        grad_bytes=states.grad_bytes,
+        master_bytes=states.master_bytes,
     )
     return Coefficients(
         model=model,
@@ -325,56 +325,3 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         recompute_layer_share=sum(checkpointed) / model.num_layers,
         **fsdp,
     )
-
-
-def _fsdp_terms(
-    model: ModelSpec,
-    scenario: Scenario,
-    counts: ParamCounts,
-    weight_bytes: float,
-    edge_bytes: float,
-    grad_bytes: float,
-    master_bytes: float,
-) -> dict[str, Any]:
-    """The ZeRO-3 / FSDP2 working set of one rank before tensor parallelism (terms/fsdp.py):
-    gathered layers (1 + prefetch, or all of them without resharding after forward), one
-    layer's gradients or reduce buffer, the root group under `fsdp_wrap: root`, and the
-    all-gather stream's pool (the two largest consecutive groups in forward order).
-
-    `weight_bytes` per layer weight as gathered, `edge_bytes` per embedding/head weight."""
-    full = scenario.method == "full"
-    layer_params = [
-        sum(linear.params for linear in block_linears(block, model.hidden_size)) for block in model.blocks
-    ]
-    largest = max(layer_params) * weight_bytes
-    backward = gathered_layer_bytes(largest, scenario.fsdp_prefetch)
-    every_layer = sum(p * block.count for p, block in zip(layer_params, model.blocks, strict=True))
-    # without resharding after forward every group stays gathered until its backward: the layers
-    # and (under `layers`) the embedding and head groups
-    edges = 0 if scenario.fsdp_wrap == "root" else (counts.embedding + counts.head) * edge_bytes
-    forward = backward if scenario.reshard_after_forward else every_layer * weight_bytes + edges
-    reduce_dtype = scenario.fsdp_reduce_dtype
-    norm = model.final_norms * model.norm_params
-    in_root = root_params(counts.embedding, counts.head, norm)
-    root = scenario.fsdp_wrap == "root"
-    if root:
-        groups = [in_root * edge_bytes, largest]
-    else:
-        groups = [counts.embedding * edge_bytes, largest, largest, counts.head * edge_bytes]
-    # the group reduced last, when backward ends: the root, or under `layers` the embedding
-    last_group = (in_root if root else counts.embedding) if full else 0
-    return {
-        "gathered_forward_bytes": forward,
-        "gathered_backward_bytes": backward,
-        "layer_reduce_bytes": reduce_buffer_bytes(max(layer_params) if full else 0, grad_bytes, reduce_dtype),
-        "root_gathered_bytes": in_root * edge_bytes if root else 0.0,
-        "root_grads_unsharded": root and full,
-        "last_group_grad_bytes": grad_bytes * last_group
-        + reduce_buffer_bytes(last_group, grad_bytes, reduce_dtype),
-        "all_gather_pool_bytes": all_gather_pool_bytes(groups),
-        "reduce_grad_factor": reduce_buffer_bytes(1, grad_bytes, reduce_dtype) / grad_bytes,
-        "reshard_after_forward": scenario.reshard_after_forward,
-        "shard_master_bytes": master_bytes * counts.trainable
-        if full and scenario.zero3_master == "shard"
-        else 0.0,
-    }
