@@ -48,6 +48,7 @@ CASE_KEYS = {
     "loss_chunks",
     "optimizer_in_backward",
     "checkpoint_policy",
+    "fsdp",
 }
 
 
@@ -99,6 +100,10 @@ def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
         )
         if key in case
     }
+    if "fsdp" in case:
+        from trainplan.measure.fsdp import FsdpTrace
+
+        kwargs["fsdp"] = FsdpTrace(**case["fsdp"])
     lora = case.get("lora") or {}
     if "rank" in lora:
         kwargs["lora_rank"] = lora["rank"]

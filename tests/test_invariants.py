@@ -51,7 +51,13 @@ def test_memory_non_decreasing_in_batch_and_sequence(scenario: Scenario, factor:
 @settings(max_examples=60, deadline=None)
 @given(scenarios)
 def test_higher_zero_stage_never_increases_memory(scenario: Scenario) -> None:
-    values = [total(dataclasses.replace(scenario, zero_stage=s)) for s in range(4)]
+    # allocated bytes: ZeRO-3 adds FSDP2's reserved side-stream pools (the all-gather outputs and
+    # the gradient shards' blocks), which over 2 ranks can make its reserved peak equal ZeRO-2's;
+    # what sharding itself divides never grows
+    values = [
+        estimate(dataclasses.replace(scenario, zero_stage=s), model=SPEC).allocated_peak_bytes
+        for s in range(4)
+    ]
     assert all(b <= a for a, b in itertools.pairwise(values))
 
 

@@ -21,6 +21,7 @@ from trainplan.terms.activations import (
     outside_layers,
 )
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
+from trainplan.terms.fsdp import fsdp_coefficients
 from trainplan.terms.memory import (
     fused_loss_bytes,
     layer_weight_bytes,
@@ -96,6 +97,19 @@ class Coefficients:
     largest_grad_bytes: float = 0.0
     offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
     recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
+    # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
+    gathered_forward_bytes: float = 0.0  # layers gathered at the end of forward / start of backward
+    gathered_backward_bytes: float = 0.0  # layers gathered while backward runs
+    layer_reduce_bytes: float = 0.0  # one layer's gradients or their reduce-scatter buffer
+    root_gathered_bytes: float = 0.0  # the root group's gathered weights (fsdp_wrap root)
+    root_grads_unsharded: bool = False  # the root's gradients wait for the end of backward
+    last_group_grad_bytes: float = 0.0  # the last group's gradients and reduce buffer (end of backward)
+    all_gather_pool_bytes: float = 0.0  # reserved by the all-gather stream's allocator pool
+    reduce_grad_factor: float = 1.0  # reduce-scatter bytes per gradient byte
+    reshard_after_forward: bool = True
+    # FSDP keeps the fp32 master as the shard itself (zero3_master: shard): these bytes move from
+    # the optimizer to the weights, and gradients are fp32 shards
+    shard_master_bytes: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -145,6 +159,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest = max([lin.in_features * lin.out_features for _, lin in linears] + [counts.embedding])
         layer_bytes = layer_weight_bytes(model, recipe.weight_bytes)
         layer_grads = layer_weight_bytes(model, recipe.grad_bytes)
+        gathered_bytes: float = recipe.weight_bytes
+        edge_bytes: float = recipe.weight_bytes
     else:
         base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
         scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in weights) if base == "int8" else 0
@@ -167,6 +183,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest = max(rank * max(lin.in_features, lin.out_features) for _, lin in adapted)
         layer_bytes = layer_weight_bytes(model, base_bytes)
         layer_grads = 0.0
+        gathered_bytes = base_bytes
+        edge_bytes = other_bytes + (4 - compute_bytes if kbit_bytes else 0)
     fp32_stream = base == "fp32" or kbit_bytes > 0
     residual = recipe.residual_bytes if full else (4 if fp32_stream else compute_bytes)
     mode = ActivationMode(
@@ -233,6 +251,15 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if ckpt == "op":
         recomputed = sum(block.count * op_sac_saved(block, model, 2)[1] for block in model.blocks)
         recompute_share = 2 * recomputed / flops.matmul_forward
+    fsdp = fsdp_coefficients(
+        model,
+        counts,
+        scenario,
+        weight_bytes=gathered_bytes,
+        edge_bytes=edge_bytes,
+        grad_bytes=states.grad_bytes,
+        master_bytes=states.master_bytes,
+    )
     return Coefficients(
         model=model,
         counts=counts,
@@ -294,4 +321,5 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest_grad_bytes=largest * states.grad_bytes,
         offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
         recompute_layer_share=sum(checkpointed) / model.num_layers,
+        **fsdp,
     )

@@ -37,7 +37,8 @@ KINDS = {
     ),
     "temporaries": (
         ESTIMATE,
-        "autocast weight copies, optimizer-step and dequantisation scratch, ZeRO-3 gathered layers",
+        "autocast weight copies, optimizer-step and dequantisation scratch, ZeRO-3 gathered layers, "
+        "reduce-scatter buffers and the all-gather stream's pool",
     ),
     "overhead": (ESTIMATE, "CUDA context, kernel workspaces, allocator fragmentation (user-set)"),
 }
@@ -75,6 +76,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         ),
         cpu_offload_bytes=float(mem.offloaded),
         paged_bytes=paged,
+        stream_pool_bytes=float(mem.stream_pool.get(peak.name, 0.0)),
+        allocated_peak=_allocated_peak(mem),
         fit=fit_rows(peak.total),
         batch=Batch(scenario.micro_batch, scenario.grad_accum, data_parallel(scenario), scenario.seq_len),
         warnings=tuple(_warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu)),
@@ -136,6 +139,12 @@ def _phases(mem: Memory) -> tuple[Phase, ...]:
     )
 
 
+def _allocated_peak(mem: Memory) -> Phase:
+    """The peak moment as max_memory_allocated() would see it (FSDP2's stream pools left out)."""
+    name, terms = mem.allocated()
+    return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
+
+
 def check_parallel(model: ModelSpec, scenario: Scenario) -> None:
     """Tensor parallel must split heads evenly; pipeline parallel needs a layer per stage."""
     tp, pp = scenario.tensor_parallel, scenario.pipeline_parallel
@@ -186,12 +195,32 @@ def _paged_warning(paged: float, peak: float, gpu: GpuSpec) -> list[str]:
     ]
 
 
+def _fsdp_notes(scenario: Scenario) -> list[str]:
+    """FSDP2 settings changed from their defaults where no weights are sharded."""
+    if scenario.zero_stage == 3 and data_parallel(scenario) > 1:
+        return []
+    defaults = Scenario()
+    changed = [
+        name
+        for name in (
+            "zero3_master",
+            "fsdp_wrap",
+            "fsdp_reduce_dtype",
+            "fsdp_prefetch",
+            "reshard_after_forward",
+        )
+        if getattr(scenario, name) != getattr(defaults, name)
+    ]
+    return [f"{name} has no effect without ZeRO-3 over several data-parallel ranks" for name in changed]
+
+
 def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coefficients) -> list[str]:
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.recipe
     notes = []
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
+    notes.extend(_fsdp_notes(scenario))
     if gpu.dense_flops_per_s.get(recipe.compute) is None:
         fallback = (
             " (timed at its fp16 rate)"

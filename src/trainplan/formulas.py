@@ -10,7 +10,7 @@ formula are in the term modules they compose: ZeRO sharding (terms/memory.py), a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainplan.arrays import maximum, minimum, where
@@ -59,6 +59,18 @@ class Memory:
     phases: dict[str, dict[str, Any]]
     states: dict[str, Any]
     offloaded: Any
+    # reserved by FSDP2's side streams at each phase's peak, inside `temporaries` (terms/fsdp.py)
+    stream_pool: dict[str, Any] = field(default_factory=dict)
+    # each moment's terms and the pool bytes inside its temporaries (scalars: estimate() only)
+    moments: dict[str, tuple[dict[str, Any], Any]] = field(default_factory=dict)
+
+    def allocated(self) -> tuple[str, dict[str, Any]]:
+        """The moment with the largest total without the side streams' pools, and its terms with
+        the pools taken out of `temporaries`: what max_memory_allocated() would see."""
+        name, (terms, pool) = max(
+            self.moments.items(), key=lambda item: float(sum(item[1][0].values()) - item[1][1])
+        )
+        return name, {**terms, "temporaries": terms["temporaries"] - pool}
 
     def totals(self) -> dict[str, Any]:
         """Phase -> total bytes."""
@@ -74,8 +86,9 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     """Per-GPU memory of the busiest GPU at the moments of a steady-state step.
 
     States: ZeRO stage 1 divides optimizer state by the data-parallel degree, 2 also gradients,
-    3 also weights (plus two gathered layers and one full layer gradient); tensor parallelism
-    divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
+    3 also weights, plus FSDP2's working set (terms/fsdp.py: gathered layers, one layer's
+    gradients or reduce-scatter buffer, the root group, the all-gather stream's pool); tensor
+    parallelism divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
     """
     tp, dp, zero = v.tensor_parallel, v.data_parallel, v.zero_stage
     sharded_dp = dp > 1
@@ -83,21 +96,38 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero1 = where(sharded_dp & (zero >= 1), dp, 1)
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
+    sharded_weights = zero3 > 1
     weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3
     gradients = c.gradient_bytes * per_gpu / zero2
+    # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
+    # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
+    # to the sharded parameter's dtype)
+    shard_master = sharded_weights & (c.shard_master_bytes > 0)
+    weights = where(shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3, weights)
+    gradients = where(shard_master, c.shard_master_bytes * per_gpu / zero2, gradients)
     if c.optimizer_in_backward:
         # each gradient is stepped and freed as soon as it is complete (torchtune
         # optimizer_in_bwd): the largest one is the most ever present
         gradients = c.largest_grad_bytes / tp / zero2
     optimizer = c.optimizer_bytes * per_gpu / zero1
+    optimizer = where(shard_master, (c.optimizer_bytes - c.shard_master_bytes) * per_gpu / zero1, optimizer)
     transient = c.optimizer_transient_bytes * per_gpu / zero1
-    working = where(zero3 > 1, (2 * c.largest_layer_weight_bytes + c.largest_layer_grad_bytes) / tp, 0.0)
+    # a layer's backward: its gathered weights, the prefetched ones, its gradients or their
+    # reduce-scatter buffer; at the end of forward and while the loss gradient is formed only the
+    # gathered weights (all of them without resharding after forward)
+    working = where(sharded_weights, (c.gathered_backward_bytes + c.layer_reduce_bytes) / tp, 0.0)
+    gathered = where(sharded_weights, c.gathered_forward_bytes / tp, 0.0)
+    working_forward = where(sharded_weights, (c.gathered_forward_bytes + c.layer_reduce_bytes) / tp, 0.0)
+    root = where(sharded_weights, c.root_gathered_bytes / tp, 0.0)
+    pool = where(sharded_weights, c.all_gather_pool_bytes / tp, 0.0)
     offload = v.offload
     offloaded = where(offload >= 1, optimizer, 0.0) + where(offload == 2, weights, 0.0)
     optimizer = where(offload >= 1, 0.0, optimizer)
     transient = where(offload >= 1, 0.0, transient)
     weights = where(offload == 2, 0.0, weights)
     working = where(offload == 2, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
+    working_forward = where(offload == 2, maximum(working_forward, working), working_forward)
+    gathered = where(offload == 2, maximum(gathered, 2 * c.largest_layer_weight_bytes / tp), gathered)
 
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
     tokens = v.micro_batch * c.seq_len
@@ -115,37 +145,69 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     loss_backward = c.logits_backward * tokens / tp
 
     autocast = c.autocast_cache_bytes * per_gpu / zero3
-    temporaries = working + c.dequant_bytes / tp
+    # the sharded gradients live in blocks the reduce-scatter stream allocated; once freed by
+    # zero_grad those stay reserved on that stream, so before gradients exist they are reserved
+    # memory that forward and the start of backward cannot use
+    # (with gradient accumulation they are resident, counted as gradients)
+    scatter_pool = where(sharded_weights & (v.grad_accum == 1), gradients, 0.0)
+    temporaries = working + c.dequant_bytes / tp + root + pool
+    side = c.dequant_bytes / tp + root + pool + scatter_pool
     resident = where(v.grad_accum > 1, gradients, 0.0)
     head_grad = c.head_grad_bytes / tp / zero2
+    # under FSDP2's root group the head's gradient stays unsharded from the head's backward
+    # until backward ends
+    head_unsharded = where(sharded_weights & c.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
     overhead = v.overhead_bytes
 
-    forward = _terms(weights, resident, optimizer, stored, loss, autocast + temporaries, overhead)
+    forward = _terms(weights, resident, optimizer, stored, loss, autocast + gathered + side, overhead)
     # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
     # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
     # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
+    # (after the head's backward, with that layer's gradients)
     recompute_first = recompute + held > loss_backward
     start = _terms(
         weights,
-        maximum(resident, head_grad),
+        maximum(resident, where(recompute_first, maximum(head_grad, head_unsharded), head_grad)),
         optimizer,
         stored + where(recompute_first, recompute, 0.0),
         where(recompute_first, held, loss_backward),
-        temporaries,
+        where(recompute_first, working_forward, gathered) + side,
         overhead,
     )
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
     embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
-    end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + temporaries + stepping, overhead)
+    # FSDP2: the last group's unsharded gradients and the reduce-scatter buffer they are copied
+    # into, once its parameters are resharded (post_backward reshards before it reduces), or a
+    # layer's working set, whichever is larger
+    last_group = sharded_weights & (c.last_group_grad_bytes > 0)
+    end_working = where(
+        last_group,
+        maximum(working + head_unsharded, c.last_group_grad_bytes / tp) + c.dequant_bytes / tp + pool,
+        temporaries,
+    )
+    end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + end_working + stepping, overhead)
     end_later = sum(end.values()) > sum(start.values())
     backward = {name: where(end_later, end[name], start[name]) for name in TERMS}
-    step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient, overhead)
+    # the all-gather stream's pool stays reserved through the optimizer step
+    step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead)
     return Memory(
         phases={"forward": forward, "backward": backward, "optimizer": step},
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
         offloaded=offloaded,
+        stream_pool={
+            "forward": pool + scatter_pool,
+            "backward": where(end_later, pool, pool + scatter_pool),
+            "optimizer": pool,
+        },
+        # what max_memory_allocated() would see: each moment without the side streams' pools
+        moments={
+            "forward": (forward, pool + scatter_pool),
+            "backward": (start, pool + scatter_pool),
+            "backward end": (end, pool),
+            "optimizer": (step, pool),
+        },
     )
 
 
@@ -286,7 +348,10 @@ def step_seconds(
     # of the compute
     ring = ring_allreduce_seconds(grads, dp, bandwidth)
     gathered = c.weights_16bit_bytes * share
-    per_micro = gather_or_scatter_seconds(2 * gathered + grads, dp, bandwidth)
+    # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
+    # reduce dtype (terms/fsdp.py)
+    gathers = 1 + c.reshard_after_forward
+    per_micro = gather_or_scatter_seconds(gathers * gathered + grads * c.reduce_grad_factor, dp, bandwidth)
     zero3 = (v.zero_stage == 3) & (dp > 1)
     comm = where(zero3, per_micro * v.grad_accum, ring)
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)

@@ -48,6 +48,10 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
         table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
         if term.name == "optimizer" and result.paged_bytes:
             table.add_row("  paged: may spill to host", f"{result.paged_bytes / 2**30:,.2f}", "exact")
+        if term.name == "temporaries" and result.stream_pool_bytes:
+            table.add_row(
+                "  reserved by FSDP2's side streams", f"{result.stream_pool_bytes / 2**30:,.2f}", "estimate"
+            )
     table.add_row("[bold]total[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
     console.print(table)
     phases = ", ".join(f"{phase.name} {format_gib(phase.total)}" for phase in result.phases)
@@ -181,7 +185,7 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
     console.print(table)
     console.print(
         f"Measured peak during {measured.peak_phase} (step {measured.peak_step}); "
-        f"estimated peak during {comparison.estimate.peak.name}."
+        f"estimated peak during {(comparison.estimate.allocated_peak or comparison.estimate.peak).name}."
     )
     for note in (*comparison.notes, *measured.notes):
         console.print(f"[yellow]note:[/] {note}")

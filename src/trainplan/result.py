@@ -86,6 +86,15 @@ class Estimate:
     paged_bytes: float
     fit: tuple[FitRow, ...]
     batch: Batch
+    stream_pool_bytes: float = 0.0
+    allocated_peak: Phase | None = None  # the peak without FSDP2's reserved stream pools
+
+    @property
+    def allocated_peak_bytes(self) -> float:
+        """What torch.cuda.max_memory_allocated() would report (the peak without the blocks
+        FSDP2's side streams keep reserved)."""
+        return self.allocated_peak.total if self.allocated_peak is not None else self.total_bytes
+
     warnings: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()
     time: TimeFigures | None = None
@@ -131,6 +140,8 @@ class Estimate:
                 "states": {f"{t.name}_bytes": t.value for t in self.states},
                 "cpu_offload_bytes": self.cpu_offload_bytes,
                 "paged_bytes": self.paged_bytes,
+                "stream_pool_bytes": self.stream_pool_bytes,
+                "allocated_peak_bytes": self.allocated_peak_bytes,
             },
             "fit": [
                 {

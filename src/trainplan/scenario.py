@@ -36,6 +36,9 @@ LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
 LOSSES = ("standard", "chunked", "fused")
+FSDP_WRAPS = ("layers", "root")
+REDUCE_DTYPES = ("compute", "fp32")
+ZERO3_MASTERS = ("shard", "separate")
 RECIPES = (
     "hf-trainer",
     "trl",
@@ -183,6 +186,50 @@ class Scenario:
     gpus: int = _field(1, FieldInfo("total number of GPUs", None, 1, 1_000_000))
     zero_stage: int = _field(
         0, FieldInfo("ZeRO stage (3 = FSDP full sharding) over data-parallel ranks", None, 0, 3)
+    )
+    fsdp_wrap: str = _field(
+        "layers",
+        FieldInfo(
+            "ZeRO-3/FSDP2 wrapping: layers (every layer, the embedding and the head their own "
+            "group, each gathered only while in use) or root (embeddings, final norm and head left "
+            "to the root group, gathered for the whole step: torchtitan 2024, torchtune without "
+            "custom_sharded_layers)",
+            FSDP_WRAPS,
+        ),
+    )
+    zero3_master: str = _field(
+        "shard",
+        FieldInfo(
+            "where ZeRO-3 keeps the fp32 master of a mixed precision: shard (FSDP/FSDP2: the fp32 "
+            "shard is the parameter, gradients are reduced into fp32 shards, 16-bit copies exist "
+            "only for gathered layers) or separate (DeepSpeed: 16-bit partitions beside an fp32 "
+            "master in the optimizer)",
+            ZERO3_MASTERS,
+        ),
+    )
+    fsdp_reduce_dtype: str = _field(
+        "compute",
+        FieldInfo(
+            "dtype gradients are reduce-scattered in under ZeRO-3/FSDP2: compute (FSDP2's default, "
+            "the parameter dtype) or fp32 (MixedPrecisionPolicy reduce_dtype, torchtitan)",
+            REDUCE_DTYPES,
+        ),
+    )
+    fsdp_prefetch: int = _field(
+        1,
+        FieldInfo(
+            "layers gathered ahead of the one computing under ZeRO-3/FSDP2 (FSDP2 prefetches 1)",
+            None,
+            0,
+            16,
+        ),
+    )
+    reshard_after_forward: bool = _field(
+        True,
+        FieldInfo(
+            "ZeRO-3/FSDP2: free each layer's gathered weights after its forward (false keeps every "
+            "layer gathered from forward until its backward)"
+        ),
     )
     tensor_parallel: int = _field(1, FieldInfo("tensor-parallel degree", None, 1, 1024))
     pipeline_parallel: int = _field(1, FieldInfo("pipeline-parallel degree", None, 1, 1024))

@@ -16,6 +16,7 @@ from trainplan.catalog import model_config
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_base_weights
 from trainplan.hf import spec_from_config
+from trainplan.measure.fsdp import FsdpTrace
 from trainplan.measure.result import MeasuredStep
 from trainplan.model import block_linears
 from trainplan.result import Estimate
@@ -44,20 +45,49 @@ class Comparison:
     estimate: Estimate
     notes: tuple[str, ...]
 
+    @property
+    def estimated_bytes(self) -> float:
+        """The estimated peak a trace can see: without the blocks FSDP2's side streams keep
+        reserved, which a trace (no streams) never allocates (`allocated_peak_bytes`)."""
+        return self.estimate.allocated_peak_bytes
+
+    @property
+    def error(self) -> float:
+        """estimated / measured - 1, on what a trace can see."""
+        return self.estimated_bytes / self.measured.peak_bytes - 1
+
     def terms(self) -> list[tuple[str, float, float]]:
-        """(term, measured bytes, estimated bytes) at each one's peak moment."""
-        peak = {term.name: term.value for term in self.estimate.peak.terms}
+        """(term, measured bytes, estimated bytes) at each one's peak moment. Under FSDP2 with
+        bf16-mixed the fp32 shard is both the weight and the optimizer's master copy (trainplan
+        counts 2 bytes as weights and 4 as master), so the two are compared together. The
+        estimate's side is its allocated peak moment (without FSDP2's reserved stream pools)."""
+        moment = self.estimate.allocated_peak or self.estimate.peak
+        peak = {term.name: term.value for term in moment.terms}
         m = self.measured
+        rest = ("activations + logits + temporaries", m.activations_bytes + m.temporaries_bytes)
+        rest_estimate = peak["activations"] + peak["logits"] + peak["temporaries"]
+        if (
+            self.scenario.zero_stage == 3
+            and self.scenario.gpus > 1
+            and self.scenario.precision == "bf16-mixed"
+        ):
+            states = [
+                (
+                    "weights + optimizer",
+                    m.params_bytes + m.buffers_bytes + m.optimizer_bytes,
+                    peak["weights"] + peak["optimizer"],
+                )
+            ]
+        else:
+            states = [
+                ("weights", m.params_bytes + m.buffers_bytes, peak["weights"]),
+                ("optimizer", m.optimizer_bytes, peak["optimizer"]),
+            ]
         return [
-            ("weights", m.params_bytes + m.buffers_bytes, peak["weights"]),
+            *states,
             ("gradients", m.grads_bytes, peak["gradients"]),
-            ("optimizer", m.optimizer_bytes, peak["optimizer"]),
-            (
-                "activations + logits + temporaries",
-                m.activations_bytes + m.temporaries_bytes,
-                peak["activations"] + peak["logits"] + peak["temporaries"],
-            ),
-            ("peak", m.peak_bytes, self.estimate.total_bytes),
+            (*rest, rest_estimate),
+            ("peak", m.peak_bytes, self.estimated_bytes),
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,13 +106,18 @@ class Comparison:
                 "notes": list(m.notes),
             },
             "estimate": self.estimate.to_dict(),
-            "error": self.estimate.total_bytes / m.peak_bytes - 1,
+            "error": self.error,
             "notes": list(self.notes),
         }
 
 
 def _trace_precision(scenario: Scenario) -> str:
-    """The PyTorch recipe a trace runs for this scenario (HF Trainer-style)."""
+    """The PyTorch recipe a trace runs for this scenario (HF Trainer-style; under FSDP2 its
+    MixedPrecisionPolicy for bf16-mixed)."""
+    if _sharded(scenario):
+        if scenario.precision in ("bf16-mixed", "bf16", "fp32"):
+            return scenario.precision
+        raise InputError("precision", "FSDP2 is traced with bf16-mixed, bf16 or fp32")
     if scenario.method == "full":
         if scenario.precision in ("amp-bf16", "bf16", "fp32"):
             return scenario.precision
@@ -128,8 +163,17 @@ def check_traceable(scenario: Scenario) -> None:
             "QLoRA cannot be traced: bitsandbytes' 4-bit kernels do not run on fake tensors. "
             "Measure lora with base_weights bf16 and compare the base weights by arithmetic",
         )
-    if scenario.gpus != 1:
-        raise InputError("gpus", "a trace measures one GPU: set gpus to 1 (sharding is arithmetic)")
+    if scenario.gpus != 1 and not _sharded(scenario):
+        raise InputError(
+            "gpus",
+            "a trace measures one GPU, or rank 0 of FSDP2 (zero_stage 3 without tensor or pipeline "
+            "parallelism): set gpus to 1 or zero_stage to 3",
+        )
+    if _sharded(scenario):
+        if scenario.method != "full":
+            raise InputError("method", "FSDP2 is traced for full fine-tuning: set method full")
+        if scenario.fsdp_prefetch != 1:
+            raise InputError("fsdp_prefetch", "a trace runs FSDP2's own prefetch of 1")
     if scenario.optimizer not in TRACEABLE_OPTIMIZERS:
         raise InputError("optimizer", f"a trace runs {', '.join(TRACEABLE_OPTIMIZERS)}")
     if scenario.activation_checkpointing == "selective":
@@ -151,6 +195,16 @@ def check_traceable(scenario: Scenario) -> None:
                 "measured mode traces a plain Hugging Face step, which does not run this setting "
                 "yet: set it to its default to measure the rest",
             )
+
+
+def _sharded(scenario: Scenario) -> bool:
+    """Whether the scenario runs FSDP2 over data-parallel ranks only (traced as rank 0)."""
+    return (
+        scenario.zero_stage == 3
+        and scenario.gpus > 1
+        and scenario.tensor_parallel == 1
+        and scenario.pipeline_parallel == 1
+    )
 
 
 def measure_scenario(scenario: Scenario) -> Comparison:
@@ -187,7 +241,20 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         loss=scenario.loss,
         loss_chunks=scenario.loss_chunks,
         optimizer_in_backward=scenario.optimizer_in_backward,
+        fsdp=FsdpTrace(
+            scenario.gpus,
+            scenario.fsdp_wrap,
+            scenario.fsdp_reduce_dtype == "fp32",
+            scenario.reshard_after_forward,
+        )
+        if _sharded(scenario)
+        else None,
     )
+    if _sharded(scenario):
+        notes.append(
+            "FSDP2 traced as rank 0 of a fake process group (no GPUs, no communication); the "
+            "blocks FSDP2's side streams keep reserved are left out of the estimate compared"
+        )
     if scenario.grad_accum > 1:
         notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
     return Comparison(compared, measured, estimate(compared), tuple(notes))

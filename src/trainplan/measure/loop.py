@@ -24,6 +24,7 @@ def trace_steps(
     loss_of: Callable[[torch.nn.Module, dict[str, Any]], torch.Tensor],
     steps: int,
     in_backward: dict[torch.nn.Parameter, torch.optim.Optimizer] | None = None,
+    fsdp: bool = False,
 ) -> dict[str, Any]:
     """Run `steps` training steps under a StorageTracker; return the MeasuredStep measurement fields.
 
@@ -32,7 +33,9 @@ def trace_steps(
     Optimizer `step` counters count as device memory only for the fused AdamW (the foreach and
     single-tensor implementations keep them on the host). With `in_backward` (one optimizer per
     parameter), each parameter steps in its post-accumulate-grad hook and its gradient is freed
-    there, as torchtune's optimizer_in_bwd does; `optimizer` is then not stepped.
+    there, as torchtune's optimizer_in_bwd does; `optimizer` is then not stepped. With `fsdp`
+    (an FSDP2-sharded model) the tracker follows FSDP2's storage resizes, and the sharded
+    gradients, which FSDP2 assigns without running gradient hooks, are marked after backward.
     """
     trainable = [p for p in model.parameters() if p.requires_grad]
     tracker = StorageTracker()
@@ -50,8 +53,13 @@ def trace_steps(
             p.grad = None
 
         handles += [p.register_post_accumulate_grad_hook(step_and_free) for p in trainable]
+    resizes: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if fsdp:
+        from trainplan.measure.fsdp import storage_resizes
+
+        resizes = storage_resizes(tracker.resized)
     try:
-        with tracker, tracker.module_context(model), _recompute_marks(tracker):
+        with tracker, tracker.module_context(model), _recompute_marks(tracker), resizes:
             for step in range(1, steps + 1):
                 tracker.phase(step, "forward")
                 batch = make_batch()
@@ -59,6 +67,9 @@ def trace_steps(
                 tracker.phase(step, "backward")
                 loss.backward()
                 del loss, batch
+                if fsdp:
+                    for p in trainable:
+                        tracker.mark(p.grad, Cat.GRAD)
                 tracker.phase(step, "optimizer")
                 if in_backward is None:
                     optimizer.step()

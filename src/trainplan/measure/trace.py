@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainplan.errors import InputError
+from trainplan.measure.fsdp import FSDP_WRAPS, FsdpTrace
 from trainplan.measure.result import MeasuredStep
 
 METHODS = ("full", "lora", "dora")
-PRECISIONS = ("amp-bf16", "bf16", "fp32")
+PRECISIONS = ("amp-bf16", "bf16", "fp32", "bf16-mixed")
 OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 ATTENTIONS = ("sdpa", "eager")
 LOSSES = ("standard", "chunked")
@@ -53,6 +54,7 @@ def measure_training_step(
     loss_chunks: int = 8,
     optimizer_in_backward: bool = False,
     checkpoint_policy: str = "full",
+    fsdp: FsdpTrace | None = None,
 ) -> MeasuredStep:
     """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
 
@@ -71,6 +73,9 @@ def measure_training_step(
     `optimizer_in_backward` steps one optimizer per parameter in its post-accumulate-grad hook
     and frees the gradient there (torchtune's optimizer_in_bwd). `checkpoint_policy="op"` (with
     gradient checkpointing) applies torchtitan's op-level selective checkpointing to each layer.
+    With `fsdp`, the model is sharded with FSDP2 over a fake process group of `fsdp.ranks` ranks
+    and rank 0 is traced (measure/fsdp.py); `precision="bf16-mixed"` (FSDP2 only) keeps fp32
+    sharded parameters and gathers them in bf16 (MixedPrecisionPolicy(param_dtype=bfloat16)).
     """
     _check_choice("method", method, METHODS)
     _check_choice("precision", precision, PRECISIONS)
@@ -78,6 +83,14 @@ def measure_training_step(
     _check_choice("attention", attention, ATTENTIONS)
     _check_choice("loss", loss, LOSSES)
     _check_choice("checkpoint_policy", checkpoint_policy, ("full", "op"))
+    if fsdp is not None:
+        _check_choice("fsdp_wrap", fsdp.wrap, FSDP_WRAPS)
+        if fsdp.ranks < 2:
+            raise InputError("gpus", "FSDP2 is traced over at least 2 ranks")
+        if method != "full":
+            raise InputError("method", "FSDP2 is traced for full fine-tuning")
+    elif precision == "bf16-mixed":
+        raise InputError("precision", "bf16-mixed is traced only under FSDP2 (zero_stage 3, gpus > 1)")
     for name, value in (
         ("micro_batch", micro_batch),
         ("seq_len", seq_len),
@@ -94,13 +107,22 @@ def measure_training_step(
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from trainplan.measure.emulation import cuda_emulation
+    from trainplan.measure.fsdp import fake_process_group, shard_model
     from trainplan.measure.loop import trace_steps
     from trainplan.measure.model import build_model, make_optimizer
 
     amp = precision == "amp-bf16"
     notes: list[str] = []
     fake_mode: contextlib.AbstractContextManager[Any] = FakeTensorMode() if fake else contextlib.nullcontext()
-    with warnings.catch_warnings(), fake_mode, cuda_emulation(amp=amp) as emulation_notes:
+    group: contextlib.AbstractContextManager[Any] = (
+        fake_process_group(fsdp.ranks) if fsdp is not None else contextlib.nullcontext()
+    )
+    with (
+        warnings.catch_warnings(),
+        group as mesh,
+        fake_mode,
+        cuda_emulation(amp=amp) as emulation_notes,
+    ):
         # transformers/peft warn about their own deprecations while building and running the
         # model; those are not the user's to act on
         for category in (FutureWarning, DeprecationWarning, UserWarning):
@@ -120,6 +142,14 @@ def measure_training_step(
         )
         notes += built.notes
         model = built.model
+        if fsdp is not None:
+            mixed = torch.bfloat16 if precision == "bf16-mixed" else None
+            shard_model(model, mesh, fsdp, mixed)
+            notes.append(
+                f"FSDP2 over a fake process group of {fsdp.ranks} ranks (rank 0 traced), wrap "
+                f"{fsdp.wrap}, reduce {'fp32' if fsdp.reduce_fp32 else 'at the parameter dtype'}"
+                + ("" if fsdp.reshard_after_forward else ", no resharding after forward")
+            )
         trainable = [p for p in model.parameters() if p.requires_grad]
         opt, fused = make_optimizer(optimizer, trainable)
         in_backward = (
@@ -150,6 +180,7 @@ def measure_training_step(
             loss_of=loss_of,
             steps=steps,
             in_backward=in_backward,
+            fsdp=fsdp is not None,
         )
         result["notes"] = tuple(notes) + result["notes"]
     return MeasuredStep(

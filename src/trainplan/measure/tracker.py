@@ -77,6 +77,13 @@ class StorageTracker(TorchDispatchMode):  # type: ignore[misc, unused-ignore]
         if rid is not None and self.recs[rid].fixed not in (Cat.PARAM, Cat.BUFFER):
             self.recs[rid].fixed = cat
 
+    def resized(self, t: torch.Tensor) -> None:
+        """Note a storage resized in place outside any op (FSDP2 frees and re-allocates its
+        unsharded parameters with `untyped_storage().resize_()`)."""
+        self._track(t, "resize_", self._context())
+        self._emit(CHECK, len(self.checks))
+        self.checks.append(("resize_", self._context()))
+
     def mark_recomputed(self, t: torch.Tensor) -> None:
         """Flag a tensor saved by activation-checkpoint recomputation."""
         rid = self._track(t, "recompute", "")
@@ -143,7 +150,11 @@ class StorageTracker(TorchDispatchMode):  # type: ignore[misc, unused-ignore]
         self._refs.pop(rid, None)
 
     def _track(self, t: torch.Tensor, op: str, where: str) -> int | None:
-        """Record of the storage behind `t`, creating it (an ALLOC event) if new."""
+        """Record of the storage behind `t`, creating it (an ALLOC event) if new. A DTensor
+        (an FSDP2 shard) stands for its local tensor."""
+        local = getattr(t, "_local_tensor", None)
+        if isinstance(local, torch.Tensor):
+            t = local
         try:
             storage = t.untyped_storage()
         except (NotImplementedError, RuntimeError):

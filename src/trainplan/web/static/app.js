@@ -16,6 +16,8 @@
     optimizer_in_backward: "Optimizer step in backward", recipe: "Framework recipe", compile: "torch.compile",
     gpus: "GPUs", zero_stage: "ZeRO stage", tensor_parallel: "Tensor parallel",
     pipeline_parallel: "Pipeline parallel", sequence_parallel: "Sequence parallel", offload: "CPU offload",
+    zero3_master: "ZeRO-3 fp32 master", fsdp_wrap: "FSDP wrapping", fsdp_reduce_dtype: "FSDP reduce dtype", fsdp_prefetch: "FSDP prefetch (layers)",
+    reshard_after_forward: "Reshard after forward",
     train_tokens: "Training tokens", dataset_tokens: "Dataset tokens", epochs: "Epochs", steps: "Optimizer steps",
     pricing: "Pricing", usd_per_gpu_hour: "Your rate, USD per GPU-hour", region: "Grid region",
   };
