@@ -16,6 +16,11 @@ ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "k
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
+# Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, patch and
+# condition embedders (convolutions as im2col matrices), a fused attention+MLP output, the head.
+DENOISER_ROLES = frozenset({"modulation", "embed", "conv", "fused_out", "output"})
+# What a model is trained to do; `trainplan models --family` filters by it.
+MODEL_KINDS = ("llm", "diffusion", "video", "jepa")
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,10 @@ class Block:
     """`count` identical layers: a token mixer (attention and/or SSM), an optional MLP, norms.
 
     `parallel` marks attention and MLP reading the same normed input (GPT-J, Falcon, Cohere).
+    Diffusion and JEPA blocks add `linears` (weight matrices outside attention and MLP: adaLN
+    modulation, a second stream's projections, convolutions as in*k*k x out matrices) and
+    `extra_params` (norm weights, modulation tables, mask tokens); `width` is the block's own
+    residual width where it is not the model's (a UNet stage, a JEPA predictor).
     """
 
     count: int
@@ -139,6 +148,9 @@ class Block:
     role: str = "decoder"
     ssm: Ssm | None = None
     parallel: bool = False
+    linears: tuple[Linear, ...] = ()
+    extra_params: int = 0
+    width: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,28 @@ class ExtraComponent:
     params: int
     trainable: bool = False
     note: str = ""
+
+
+@dataclass(frozen=True)
+class LatentGeometry:
+    """How pixels become denoiser (or encoder) tokens, from the model's configs.
+
+    A frame of H x W pixels is encoded to (H / spatial_stride) x (W / spatial_stride) latents of
+    `latent_channels`; `frames` pixel frames become 1 + (frames - 1) / temporal_stride latent
+    frames for causal video VAEs (Wan), `frames / temporal_stride` tubelets for a JEPA
+    (temporal_causal False); each token covers patch_t x patch x patch latents (FLUX packs
+    2 x 2 latents into one token: patch 2 on a 1x1-patch transformer).
+    """
+
+    spatial_stride: int  # pixels per latent along one side (VAE downsampling; 1 for JEPA)
+    latent_channels: int
+    patch: int  # latents per token along one side
+    temporal_stride: int = 1  # pixel frames per latent frame (video VAE / JEPA tubelet)
+    patch_t: int = 1
+    temporal_causal: bool = True  # the first frame is its own latent frame
+    text_tokens: int = 0  # default text sequence length seen by the denoiser
+    text_dim: int = 0  # width of the text embeddings fed to the denoiser
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,6 +205,8 @@ class ModelSpec:
     extras: tuple[ExtraComponent, ...] = ()
     approximations: tuple[str, ...] = ()
     source: str = ""
+    kind: str = "llm"  # one of MODEL_KINDS
+    geometry: LatentGeometry | None = None
     family: str = ""
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
@@ -314,6 +350,7 @@ def ssm_extra_params(ssm: Ssm) -> int:
 
 def block_linears(block: Block, hidden_size: int) -> list[Linear]:
     """All weight matrices of one layer of `block`, in forward order."""
+    hidden_size = block.width or hidden_size
     linears: list[Linear] = []
     if block.attention is not None:
         linears += attention_linears(block.attention, hidden_size)
@@ -323,4 +360,4 @@ def block_linears(block: Block, hidden_size: int) -> list[Linear]:
         linears += attention_linears(block.cross_attention, hidden_size)
     if block.mlp is not None:
         linears += mlp_linears(block.mlp, hidden_size)
-    return linears
+    return linears + list(block.linears)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from trainplan.errors import InputError
 from trainplan.model import (
     ATTENTION_ROLES,
+    DENOISER_ROLES,
     MLP_ROLES,
     QUERY_VALUE_ROLES,
     SSM_ROLES,
@@ -55,7 +56,7 @@ def block_params(block: Block, model: ModelSpec) -> int:
         extra += ssm_extra_params(block.ssm)
     if block.cross_attention is not None:
         extra += attention_extra_params(block.cross_attention)
-    return matrices + extra + block.norms * model.norm_params
+    return matrices + extra + block.extra_params + block.norms * model.norm_params
 
 
 def block_active_params(block: Block, model: ModelSpec) -> int:
@@ -94,7 +95,8 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"), SSM projections included. Explicit names
+    LM head and the router (peft's "all-linear"), SSM projections included; for a diffusers
+    denoiser (no LM head) every linear and convolution, as peft's "all-linear" selects them. Explicit names
     match the module name or its last dotted part, as peft's `target_modules` does.
     """
     if targets == "qv":
@@ -102,7 +104,7 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES
+        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | DENOISER_ROLES
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
 
