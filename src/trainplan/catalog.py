@@ -60,12 +60,16 @@ class ModelRecord:
     config: Mapping[str, Any]
     extra_components: tuple[ExtraComponent, ...]
     published_params_excludes: tuple[str, ...] = ()
+    pipeline: Mapping[str, Any] | None = None
 
     def spec(self) -> ModelSpec:
         """The ModelSpec of this record (config through the HF adapter, plus extras)."""
         from dataclasses import replace
 
-        base = spec_from_config(self.config, self.name, source=self.config_source)
+        from trainplan.hf.pipeline import PIPELINE_KEY
+
+        config = {**self.config, PIPELINE_KEY: self.pipeline} if self.pipeline else self.config
+        base = spec_from_config(config, self.name, source=self.config_source)
         return replace(
             base,
             extras=base.extras + self.extra_components,
@@ -84,6 +88,7 @@ _MODEL_OPTIONAL = {
     "notes",
     "extra_components",
     "published_params_excludes",
+    "pipeline",
 }
 
 
@@ -120,6 +125,7 @@ def model_records() -> tuple[ModelRecord, ...]:
                 config=raw["config"],
                 extra_components=extras,
                 published_params_excludes=tuple(raw.get("published_params_excludes") or ()),
+                pipeline=raw.get("pipeline"),
             )
         )
     return tuple(records)
@@ -155,6 +161,10 @@ def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
     if record is not None:
         return dict(record.config), record.name, record.config_source
     path = Path(reference).expanduser()
+    if path.is_dir() and (path / "model_index.json").is_file():  # a diffusers pipeline folder
+        from trainplan.hf.pipeline import pipeline_config
+
+        return pipeline_config(path), path.name, str(path)
     if path.is_dir():
         path = path / "config.json"
     if path.is_file():

@@ -8,6 +8,9 @@ language model sits under `text_config`/`language_config` add a ViT-style `visio
 A model type on the table's refusal list, or an unknown one whose config names a layout we do
 not model, is refused with the field and value; other unknown types are read with the keys
 Llama-style configs share.
+diffusers denoiser configs (a `_class_name`: FLUX, SD3, Wan, UNet) and V-JEPA 2 have readers of
+their own (`diffusers`, `unet`, `jepa`); a pipeline folder's VAE config gives the latent geometry
+(`pipeline`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, moe_mlp, ssm_mixer
+from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
@@ -41,7 +45,7 @@ def denoiser_spec(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelS
             "_class_name",
             f"{class_name!r} is not modelled; modelled diffusers classes: " + ", ".join(DENOISER_CLASSES),
         )
-    return reader(cfg, name, source)
+    return with_geometry(reader(cfg, name, source), cfg)
 
 
 def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
