@@ -107,7 +107,9 @@ def test_unet_lora_on_the_attention_projections() -> None:
         ("V-JEPA-2-ViT-L", 1, 3, 16, 2, 0),  # tubelets of 2 frames x 16 x 16 pixels
     ],
 )
-def test_latent_geometry(name: str, stride: int, channels: int, patch: int, temporal: int, text_tokens: int) -> None:
+def test_latent_geometry(
+    name: str, stride: int, channels: int, patch: int, temporal: int, text_tokens: int
+) -> None:
     geometry = resolve_model(name).geometry
     assert geometry is not None
     assert (geometry.spatial_stride, geometry.latent_channels, geometry.patch) == (stride, channels, patch)
@@ -140,13 +142,60 @@ def test_pipeline_folder_without_a_denoiser(tmp_path: Path) -> None:
     [
         ({"_class_name": "PixArtTransformer2DModel"}, "_class_name"),
         ({**TINY_FLUX, "_class_name": "SD3Transformer2DModel", "qk_norm": "layer_norm"}, "qk_norm"),
-        ({"_class_name": "WanTransformer3DModel", "num_attention_heads": 2, "attention_head_dim": 4,
-          "ffn_dim": 8, "num_layers": 1, "image_dim": 1280}, "image_dim"),  # fmt: skip
-        ({"_class_name": "UNet2DConditionModel", "down_block_types": ["DownBlock2D"],
-          "up_block_types": ["UpBlock2D"], "class_embed_type": "timestep"}, "class_embed_type"),  # fmt: skip
+        (
+            {
+                "_class_name": "WanTransformer3DModel",
+                "num_attention_heads": 2,
+                "attention_head_dim": 4,
+                "ffn_dim": 8,
+                "num_layers": 1,
+                "image_dim": 1280,
+            },
+            "image_dim",
+        ),
+        (
+            {
+                "_class_name": "UNet2DConditionModel",
+                "down_block_types": ["DownBlock2D"],
+                "up_block_types": ["UpBlock2D"],
+                "class_embed_type": "timestep",
+            },
+            "class_embed_type",
+        ),
     ],
 )
 def test_unmodelled_configs_are_refused_by_field(config: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config(config, "x")
     assert error.value.field == field
+
+
+def test_models_family_filter() -> None:
+    from typer.testing import CliRunner
+
+    from trainplan.cli import app
+
+    runner = CliRunner()
+    rows = json.loads(runner.invoke(app, ["models", "--family", "jepa", "--json"]).output)
+    assert [row["name"] for row in rows] == ["V-JEPA-2-ViT-L", "V-JEPA-2-ViT-H", "V-JEPA-2-ViT-g"]
+    assert {row["kind"] for row in rows} == {"jepa"}
+    video = json.loads(runner.invoke(app, ["models", "wan", "--family", "video", "--json"]).output)
+    assert [row["published_params"] for row in video] == [1_418_996_800, 14_000_000_000]
+    llms = json.loads(runner.invoke(app, ["models", "--family", "llm", "--json"]).output)
+    assert len(llms) == len(model_records()) - len(NON_LLM)
+    bad = runner.invoke(app, ["models", "--family", "gan"])
+    assert bad.exit_code == 2 and "family: 'gan' is not a model family" in bad.output
+
+
+@pytest.mark.parametrize("name", ["FLUX.1-dev", "SDXL-base-1.0", "Wan2.1-T2V-1.3B", "V-JEPA-2-ViT-g"])
+def test_memory_and_time_are_refused_not_guessed(name: str) -> None:
+    from trainplan.errors import InputError
+    from trainplan.estimate import estimate
+    from trainplan.plan import PlanRequest, plan
+    from trainplan.scenario import Scenario
+
+    with pytest.raises(InputError) as error:
+        estimate({"model": name})
+    assert error.value.field == "model" and "modelled for language models only" in error.value.message
+    with pytest.raises(InputError, match="modelled for language models only"):
+        plan(PlanRequest(base=Scenario(model=name)))
