@@ -199,3 +199,37 @@ def test_memory_and_time_are_refused_not_guessed(name: str) -> None:
     assert error.value.field == "model" and "modelled for language models only" in error.value.message
     with pytest.raises(InputError, match="modelled for language models only"):
         plan(PlanRequest(base=Scenario(model=name)))
+
+
+def _peft_adapter_count(config: dict[str, Any], rank: int, targets: str | list[str]) -> int:
+    """Adapter parameters peft adds to the meta-device build of `config` (`targets`: module-name
+    suffixes, or "linear" for every nn.Linear: peft takes "all-linear" only on transformers models)."""
+    torch = pytest.importorskip("torch")
+    peft = pytest.importorskip("peft")
+    diffusers = pytest.importorskip("diffusers")
+    with torch.device("meta"):
+        kwargs = {key: value for key, value in config.items() if key != "_class_name"}
+        model = getattr(diffusers, config["_class_name"]).from_config(kwargs)
+        if targets == "linear":
+            targets = [name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+        before = sum(parameter.numel() for parameter in model.parameters())
+        peft.inject_adapter_in_model(peft.LoraConfig(r=rank, target_modules=targets), model)
+    return sum(parameter.numel() for parameter in model.parameters()) - before
+
+
+@pytest.mark.parametrize("name", ["SD-1.5", "Wan2.1-T2V-1.3B", "SD3.5-Medium"])
+def test_all_linear_adapters_equal_peft(name: str) -> None:
+    # every nn.Linear gets rank x (in + out); convolutions (UNet resnets, patch embedders) are not linear
+    record = find_model_record(name)
+    assert record is not None
+    ours = lora_params(record.spec(), LoraSettings(rank=8, targets="all-linear"))
+    assert ours == _peft_adapter_count(dict(record.config), 8, "linear")
+
+
+def test_conv_adapters_equal_peft() -> None:
+    # peft's Conv2d LoRA: A is a k x k conv in -> r (r x in x k x k), B a 1x1 conv r -> out (out x r)
+    record = find_model_record("SD-1.5")
+    assert record is not None
+    targets = ("conv1", "conv2", "conv_shortcut")
+    ours = lora_params(record.spec(), LoraSettings(rank=4, targets=targets))
+    assert ours == _peft_adapter_count(dict(record.config), 4, list(targets))

@@ -16,9 +16,10 @@ ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "k
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
-# Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, patch and
-# condition embedders (convolutions as im2col matrices), a fused attention+MLP output, the head.
-DENOISER_ROLES = frozenset({"modulation", "embed", "conv", "fused_out", "output"})
+# Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, condition
+# embedders, a fused attention+MLP output, the output projection. Convolutions (role "conv",
+# counted as in*k*k x out matrices) are not linear layers: "all-linear" leaves them out.
+DENOISER_ROLES = frozenset({"modulation", "embed", "fused_out", "output"})
 # What a model is trained to do; `trainplan models --family` filters by it.
 MODEL_KINDS = ("llm", "diffusion", "video", "jepa")
 

@@ -148,7 +148,7 @@ def sd3_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
             "caption_projection_dim",
             f"is {caption}; the joint blocks need it to equal heads x head_dim = {dim}",
         )
-    embed = [linear("pos_embed.proj", "embed", in_channels * patch * patch, dim)]
+    embed = [linear("pos_embed.proj", "conv", in_channels * patch * patch, dim)]
     embed += timestep_embedding("time_text_embed.timestep_embedder", 256, dim)
     embed += timestep_embedding("time_text_embed.text_embedder", get_int(cfg, "pooled_projection_dim"), dim)
     embed.append(linear("context_embedder", "embed", get_int(cfg, "joint_attention_dim"), dim))
@@ -220,7 +220,7 @@ def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     qk_norm = _qk_norm(cfg, ("rms_norm_across_heads", None))
     norm = "full" if qk_norm else "none"
     ffn = get_int(cfg, "ffn_dim")
-    embed = [linear("patch_embedding", "embed", in_channels * volume, dim)]
+    embed = [linear("patch_embedding", "conv", in_channels * volume, dim)]
     embed += timestep_embedding(
         "condition_embedder.time_embedder", get_int(cfg, "freq_dim", default=256), dim
     )

@@ -58,7 +58,7 @@ def vjepa2_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         norms=0,
         role="embed",
         linears=(
-            linear("embeddings.patch_embeddings.proj", "embed", channels * tubelet * patch * patch, width),
+            linear("embeddings.patch_embeddings.proj", "conv", channels * tubelet * patch * patch, width),
         ),
     )
     encoder = _vit_layers(

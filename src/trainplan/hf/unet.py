@@ -64,6 +64,7 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     depth = _per_stage(cfg, "transformer_layers_per_block", stages, default=1)
     per_block = get_int(cfg, "layers_per_block", default=2)
     cross = get_int(cfg, "cross_attention_dim", default=1280)
+    linear_proj = bool(cfg.get("use_linear_projection", False))
     temb = 4 * channels[0]
     in_kernel, out_kernel = (
         get_int(cfg, "conv_in_kernel", default=3),
@@ -88,12 +89,14 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         for index in range(per_block):
             blocks.append(_resnet(f"{prefix}.resnets.{index}", inp if index == 0 else out, out, temb))
             if _DOWN[kind]:
-                blocks += _transformer(f"{prefix}.attentions.{index}", out, heads[stage], depth[stage], cross)
+                blocks += _transformer(
+                    f"{prefix}.attentions.{index}", out, heads[stage], depth[stage], cross, linear_proj
+                )
         if stage < stages - 1:
             blocks.append(_conv(f"{prefix}.downsamplers.0.conv", out, out))
     mid = channels[-1]
     blocks.append(_resnet("mid_block.resnets.0", mid, mid, temb))
-    blocks += _transformer("mid_block.attentions.0", mid, heads[-1], depth[-1], cross)
+    blocks += _transformer("mid_block.attentions.0", mid, heads[-1], depth[-1], cross, linear_proj)
     blocks.append(_resnet("mid_block.resnets.1", mid, mid, temb))
 
     reversed_channels, reversed_heads, reversed_depth = channels[::-1], heads[::-1], depth[::-1]
@@ -107,7 +110,12 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
             blocks.append(_resnet(f"{prefix}.resnets.{index}", inp, out, temb))
             if _UP[kind]:
                 blocks += _transformer(
-                    f"{prefix}.attentions.{index}", out, reversed_heads[stage], reversed_depth[stage], cross
+                    f"{prefix}.attentions.{index}",
+                    out,
+                    reversed_heads[stage],
+                    reversed_depth[stage],
+                    cross,
+                    linear_proj,
                 )
         if stage < stages - 1:
             blocks.append(_conv(f"{prefix}.upsamplers.0.conv", out, out))
@@ -159,7 +167,9 @@ def _resnet(prefix: str, inp: int, out: int, temb: int) -> Block:
     )
 
 
-def _transformer(prefix: str, width: int, heads: int, depth: int, cross: int) -> list[Block]:
+def _transformer(
+    prefix: str, width: int, heads: int, depth: int, cross: int, linear_proj: bool
+) -> list[Block]:
     """Transformer2DModel: GroupNorm and proj_in, `depth` BasicTransformerBlocks, proj_out."""
     if width % heads:
         raise ConfigError("attention_head_dim", f"{heads} heads do not divide {width} channels")
@@ -191,6 +201,7 @@ def _transformer(prefix: str, width: int, heads: int, depth: int, cross: int) ->
         extra_params=3 * 2 * width,
     )
     # proj_in / proj_out are a linear (SDXL's use_linear_projection) or a 1x1 conv: the same C x C + C
+    proj_role = "embed" if linear_proj else "conv"
     return [
         Block(
             1,
@@ -200,7 +211,7 @@ def _transformer(prefix: str, width: int, heads: int, depth: int, cross: int) ->
             role="proj",
             width=width,
             extra_params=2 * width,
-            linears=(linear(f"{prefix}.proj_in", "embed", width, width),),
+            linears=(linear(f"{prefix}.proj_in", proj_role, width, width),),
         ),
         layers,
         Block(
@@ -210,6 +221,6 @@ def _transformer(prefix: str, width: int, heads: int, depth: int, cross: int) ->
             norms=0,
             role="proj",
             width=width,
-            linears=(linear(f"{prefix}.proj_out", "embed", width, width),),
+            linears=(linear(f"{prefix}.proj_out", proj_role, width, width),),
         ),
     ]

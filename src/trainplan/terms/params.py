@@ -95,8 +95,8 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"), SSM projections included; for a diffusers
-    denoiser (no LM head) every linear and convolution, as peft's "all-linear" selects them. Explicit names
+    LM head and the router (peft's "all-linear"), SSM projections included; for a diffusion or
+    JEPA model (no LM head) every nn.Linear, convolutions left out. Explicit names
     match the module name or its last dotted part, as peft's `target_modules` does.
     """
     if targets == "qv":
