@@ -168,7 +168,7 @@ class ExtraComponent:
 class LatentGeometry:
     """How pixels become denoiser (or encoder) tokens, from the model's configs.
 
-    A frame of H x W pixels is encoded to (H / spatial_stride) x (W / spatial_stride) latents of
+    A frame of W x H pixels is encoded to (W / spatial_stride) x (H / spatial_stride) latents of
     `latent_channels`; `frames` pixel frames become 1 + (frames - 1) / temporal_stride latent
     frames for causal video VAEs (Wan), `frames / temporal_stride` tubelets for a JEPA
     (temporal_causal False); each token covers patch_t x patch x patch latents (FLUX packs
@@ -182,7 +182,6 @@ class LatentGeometry:
     patch_t: int = 1
     temporal_causal: bool = True  # the first frame is its own latent frame
     text_tokens: int = 0  # default text sequence length seen by the denoiser
-    text_dim: int = 0  # width of the text embeddings fed to the denoiser
     source: str = ""
 
 

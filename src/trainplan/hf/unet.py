@@ -41,6 +41,10 @@ _UNMODELLED = {  # config key -> the only value modelled
     "time_embedding_dim": None,
     "mid_block_type": "UNetMidBlock2DCrossAttn",
     "class_embeddings_concat": False,
+    "reverse_transformer_layers_per_block": None,
+    "cross_attention_norm": None,
+    "attention_type": "default",
+    "encoder_hid_dim": None,
 }
 
 
