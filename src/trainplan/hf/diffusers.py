@@ -24,9 +24,9 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.hf.values import get_int
-from trainplan.model import Attention, Block, Linear, Mlp, ModelSpec
+from trainplan.model import Attention, Block, LatentGeometry, Linear, Mlp, ModelSpec
 
-__all__ = ["TRANSFORMER_READERS", "linear", "timestep_embedding"]
+__all__ = ["TRANSFORMER_READERS", "denoiser_model", "linear", "timestep_embedding", "weights_block"]
 
 
 def linear(name: str, role: str, in_features: int, out_features: int, bias: bool = True) -> Linear:
@@ -126,7 +126,9 @@ def flux_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         extra_params=2 * head_dim,  # attn.norm_q / norm_k
     )
     output = _output_block(dim, patch * patch * out_channels)
-    return _denoiser(name, source, dim, (_embed_block(embed), double, single, output), "diffusion")
+    return denoiser_model(
+        name, source, dim, (weights_block("embed", *embed), double, single, output), "diffusion"
+    )
 
 
 def sd3_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
@@ -154,7 +156,7 @@ def sd3_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     embed.append(linear("context_embedder", "embed", get_int(cfg, "joint_attention_dim"), dim))
     norm = "head" if qk_norm else "none"
     norm_weights = head_dim if qk_norm else 0
-    blocks: list[Block] = [_embed_block(embed)]
+    blocks: list[Block] = [weights_block("embed", *embed)]
     for index in range(layers):
         last, has_dual = index == layers - 1, index in dual
         linears = [
@@ -199,7 +201,7 @@ def sd3_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         else:
             blocks.append(block)
     blocks.append(_output_block(dim, patch * patch * out_channels))
-    return _denoiser(name, source, dim, tuple(blocks), "diffusion")
+    return denoiser_model(name, source, dim, tuple(blocks), "diffusion")
 
 
 def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
@@ -238,41 +240,38 @@ def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         role="video_dit",
         extra_params=6 * dim + cross_norm,  # scale_shift_table (1, 6, dim)
     )
-    output = Block(
-        1,
-        None,
-        None,
-        norms=0,
-        role="output",
-        extra_params=2 * dim,  # scale_shift_table (1, 2, dim)
-        linears=(linear("proj_out", "output", dim, out_channels * volume),),
+    output = weights_block(  # scale_shift_table (1, 2, dim) and proj_out
+        "output", linear("proj_out", "output", dim, out_channels * volume), extra_params=2 * dim
     )
-    return _denoiser(name, source, dim, (_embed_block(embed), block, output), "video")
+    return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "video")
 
 
-def _embed_block(linears: list[Linear]) -> Block:
-    return Block(1, None, None, norms=0, role="embed", linears=tuple(linears))
+def weights_block(role: str, *linears: Linear, extra_params: int = 0, width: int = 0) -> Block:
+    """One layer of listed matrices and parameters only: an embedder, a conv, an output head."""
+    return Block(1, None, None, norms=0, role=role, linears=linears, extra_params=extra_params, width=width)
 
 
 def _output_block(dim: int, out_features: int) -> Block:
     """AdaLayerNormContinuous (`norm_out.linear`, dim -> 2 dim) and `proj_out`."""
-    return Block(
-        1,
-        None,
-        None,
-        norms=0,
-        role="output",
-        linears=(
-            linear("norm_out.linear", "modulation", dim, 2 * dim),
-            linear("proj_out", "output", dim, out_features),
-        ),
+    return weights_block(
+        "output",
+        linear("norm_out.linear", "modulation", dim, 2 * dim),
+        linear("proj_out", "output", dim, out_features),
     )
 
 
-def _denoiser(name: str, source: str, dim: int, blocks: tuple[Block, ...], kind: str) -> ModelSpec:
+def denoiser_model(
+    name: str,
+    source: str,
+    width: int,
+    blocks: tuple[Block, ...],
+    kind: str,
+    geometry: LatentGeometry | None = None,
+) -> ModelSpec:
+    """A diffusion, video or JEPA model: no vocabulary or LM head, every norm counted in its block."""
     return ModelSpec(
         name=name,
-        hidden_size=dim,
+        hidden_size=width,
         vocab_size=0,
         blocks=blocks,
         tied_embeddings=True,
@@ -281,6 +280,7 @@ def _denoiser(name: str, source: str, dim: int, blocks: tuple[Block, ...], kind:
         source=source,
         modality="image" if kind == "diffusion" else "video",
         kind=kind,
+        geometry=geometry,
     )
 
 

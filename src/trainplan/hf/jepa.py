@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.hf.diffusers import linear
+from trainplan.hf.diffusers import denoiser_model, linear, weights_block
 from trainplan.hf.values import get_int
 from trainplan.model import Attention, Block, LatentGeometry, Mlp, ModelSpec
 
@@ -51,15 +51,8 @@ def vjepa2_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     channels = get_int(cfg, "in_chans", default=3)
     predictor = get_int(cfg, "pred_hidden_size", default=384)
     qkv_bias = bool(cfg.get("qkv_bias", True))
-    embed = Block(
-        1,
-        None,
-        None,
-        norms=0,
-        role="embed",
-        linears=(
-            linear("embeddings.patch_embeddings.proj", "conv", channels * tubelet * patch * patch, width),
-        ),
+    embed = weights_block(
+        "embed", linear("embeddings.patch_embeddings.proj", "conv", channels * tubelet * patch * patch, width)
     )
     encoder = _vit_layers(
         get_int(cfg, "num_hidden_layers", default=24),
@@ -69,16 +62,13 @@ def vjepa2_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         qkv_bias,
         "encoder",
     )
-    encoder_out = Block(1, None, None, norms=0, role="encoder_norm", extra_params=2 * width)
-    predictor_in = Block(
-        1,
-        None,
-        None,
-        norms=0,
-        role="predictor",
+    encoder_out = weights_block("encoder_norm", extra_params=2 * width)
+    mask_tokens = get_int(cfg, "pred_num_mask_tokens", default=10) * predictor
+    predictor_in = weights_block(
+        "predictor",
+        linear("predictor_embeddings", "embed", width, predictor),
+        extra_params=mask_tokens,
         width=predictor,
-        linears=(linear("predictor_embeddings", "embed", width, predictor),),
-        extra_params=get_int(cfg, "pred_num_mask_tokens", default=10) * predictor,
     )
     predictor_layers = _vit_layers(
         get_int(cfg, "pred_num_hidden_layers", default=12),
@@ -88,15 +78,11 @@ def vjepa2_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         qkv_bias,
         "predictor",
     )
-    predictor_out = Block(
-        1,
-        None,
-        None,
-        norms=0,
-        role="predictor",
-        width=predictor,
+    predictor_out = weights_block(  # predictor.layernorm and predictor.proj
+        "predictor",
+        linear("predictor.proj", "output", predictor, width),
         extra_params=2 * predictor,
-        linears=(linear("predictor.proj", "output", predictor, width),),
+        width=predictor,
     )
     geometry = LatentGeometry(
         spatial_stride=1,
@@ -106,16 +92,5 @@ def vjepa2_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         temporal_causal=False,
         source="VJEPA2Config: patch_size, tubelet_size, in_chans",
     )
-    return ModelSpec(
-        name=name,
-        hidden_size=width,
-        vocab_size=0,
-        blocks=(embed, encoder, encoder_out, predictor_in, predictor_layers, predictor_out),
-        tied_embeddings=True,
-        norm="parameter-free",
-        final_norms=0,
-        source=source,
-        modality="video",
-        kind="jepa",
-        geometry=geometry,
-    )
+    blocks = (embed, encoder, encoder_out, predictor_in, predictor_layers, predictor_out)
+    return denoiser_model(name, source, width, blocks, "jepa", geometry)

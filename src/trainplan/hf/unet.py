@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.hf.diffusers import linear, timestep_embedding
+from trainplan.hf.diffusers import denoiser_model, linear, timestep_embedding, weights_block
 from trainplan.hf.values import get_int
 from trainplan.model import Attention, Block, Linear, Mlp, ModelSpec
 
@@ -85,7 +85,7 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         raise ConfigError(
             "addition_embed_type", f"{cfg['addition_embed_type']!r} is not modelled (text_time or null)"
         )
-    blocks = [Block(1, None, None, norms=0, role="embed", linears=tuple(embed))]
+    blocks = [weights_block("embed", *embed)]
 
     out = channels[0]
     for stage, kind in enumerate(down_types):
@@ -127,20 +127,9 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         "conv_out", "conv", channels[0] * out_kernel**2, get_int(cfg, "out_channels", default=4)
     )
     blocks.append(
-        Block(1, None, None, norms=0, role="output", linears=(out_linear,), extra_params=2 * channels[0])
-    )
-    return ModelSpec(
-        name=name,
-        hidden_size=channels[-1],
-        vocab_size=0,
-        blocks=tuple(blocks),
-        tied_embeddings=True,
-        norm="parameter-free",
-        final_norms=0,
-        source=source,
-        modality="image",
-        kind="diffusion",
-    )
+        weights_block("output", out_linear, extra_params=2 * channels[0])
+    )  # conv_norm_out, conv_out
+    return denoiser_model(name, source, channels[-1], tuple(blocks), "diffusion")
 
 
 def _per_stage(cfg: Mapping[str, Any], key: str, stages: int, default: int = 0) -> list[int]:
@@ -152,9 +141,7 @@ def _per_stage(cfg: Mapping[str, Any], key: str, stages: int, default: int = 0) 
 
 
 def _conv(name: str, inp: int, out: int, kernel: int = 3) -> Block:
-    return Block(
-        1, None, None, norms=0, role="conv", width=out, linears=(linear(name, "conv", inp * kernel**2, out),)
-    )
+    return weights_block("conv", linear(name, "conv", inp * kernel**2, out), width=out)
 
 
 def _resnet(prefix: str, inp: int, out: int, temb: int) -> Block:
@@ -166,9 +153,7 @@ def _resnet(prefix: str, inp: int, out: int, temb: int) -> Block:
     ]
     if inp != out:
         linears.append(linear(f"{prefix}.conv_shortcut", "conv", inp, out))
-    return Block(
-        1, None, None, norms=0, role="resnet", width=out, linears=tuple(linears), extra_params=2 * (inp + out)
-    )
+    return weights_block("resnet", *linears, extra_params=2 * (inp + out), width=out)
 
 
 def _transformer(
@@ -206,25 +191,10 @@ def _transformer(
     )
     # proj_in / proj_out are a linear (SDXL's use_linear_projection) or a 1x1 conv: the same C x C + C
     proj_role = "embed" if linear_proj else "conv"
-    return [
-        Block(
-            1,
-            None,
-            None,
-            norms=0,
-            role="proj",
-            width=width,
-            extra_params=2 * width,
-            linears=(linear(f"{prefix}.proj_in", proj_role, width, width),),
+    return [  # the GroupNorm (weight + bias) is counted with proj_in
+        weights_block(
+            "proj", linear(f"{prefix}.proj_in", proj_role, width, width), extra_params=2 * width, width=width
         ),
         layers,
-        Block(
-            1,
-            None,
-            None,
-            norms=0,
-            role="proj",
-            width=width,
-            linears=(linear(f"{prefix}.proj_out", proj_role, width, width),),
-        ),
+        weights_block("proj", linear(f"{prefix}.proj_out", proj_role, width, width), width=width),
     ]
