@@ -121,7 +121,11 @@ def test_pipeline_folder_reads_the_denoiser_and_the_vae(tmp_path: Path) -> None:
     assert record is not None and record.pipeline is not None
     (tmp_path / "transformer").mkdir()
     (tmp_path / "vae").mkdir()
-    index = {"_class_name": "WanPipeline", "transformer": ["diffusers", "WanTransformer3DModel"]}
+    index = {
+        "_class_name": "WanPipeline",
+        "transformer": ["diffusers", "WanTransformer3DModel"],
+        "vae": ["diffusers", "AutoencoderKLWan"],
+    }
     (tmp_path / "model_index.json").write_text(json.dumps(index))
     (tmp_path / "transformer" / "config.json").write_text(json.dumps(dict(record.config)))
     (tmp_path / "vae" / "config.json").write_text(json.dumps(dict(record.pipeline["vae"])))
@@ -233,3 +237,38 @@ def test_conv_adapters_equal_peft() -> None:
     targets = ("conv1", "conv2", "conv_shortcut")
     ours = lora_params(record.spec(), LoraSettings(rank=4, targets=targets))
     assert ours == _peft_adapter_count(dict(record.config), 4, list(targets))
+
+
+def test_hub_pipeline_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A diffusers repository has no root config.json: its model_index.json, transformer and VAE
+    configs are read instead, through the same cached, retry-free lookup."""
+    pytest.importorskip("huggingface_hub")
+    from huggingface_hub.utils import EntryNotFoundError
+
+    from trainplan import catalog
+
+    record = find_model_record("FLUX.1-dev")
+    assert record is not None and record.pipeline is not None
+    files = {
+        "model_index.json": {
+            "transformer": ["diffusers", "FluxTransformer2DModel"],
+            "vae": ["diffusers", "AutoencoderKL"],
+        },
+        "transformer/config.json": dict(record.config),
+        "vae/config.json": dict(record.pipeline["vae"]),
+    }
+    asked: list[str] = []
+
+    def hub_path(hub_id: str, download: Any, metadata: Any, url: Any, filename: str = "config.json") -> str:
+        asked.append(filename)
+        if filename not in files:
+            raise EntryNotFoundError(f"{hub_id} has no {filename}")
+        path = tmp_path / filename.replace("/", "_")
+        path.write_text(json.dumps(files[filename]))
+        return str(path)
+
+    monkeypatch.setattr(catalog, "_hub_config_path", hub_path)
+    spec = resolve_model("someone/flux-finetune")
+    assert asked == ["config.json", "model_index.json", "transformer/config.json", "vae/config.json"]
+    assert total_params(spec) == 11_901_408_320
+    assert spec.geometry is not None and spec.geometry.patch == 2

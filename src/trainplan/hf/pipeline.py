@@ -16,7 +16,7 @@ Tokens per latent frame come from the denoiser: FLUX packs 2x2 latents into one 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -94,23 +94,38 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
     )
 
 
-def pipeline_config(folder: Path) -> dict[str, Any]:
-    """The denoiser config of a diffusers pipeline folder, carrying the VAE config under PIPELINE_KEY."""
-    from trainplan.catalog import read_config_file
+def pipeline_config_from(read: Callable[[str], dict[str, Any] | None], where: str) -> dict[str, Any]:
+    """The denoiser config of a diffusers pipeline, carrying its VAE config under PIPELINE_KEY.
 
-    index = read_config_file(folder / "model_index.json")
+    `read(path)` gives the parsed JSON file at `path` inside the pipeline (`model_index.json`,
+    `transformer/config.json`...), or None when the pipeline has no such file.
+    """
+    index = read("model_index.json")
+    if index is None:
+        raise ConfigError("model", f"{where} has no model_index.json")
     for component in DENOISER_FOLDERS:
-        if component in index and (folder / component / "config.json").is_file():
-            denoiser = read_config_file(folder / component / "config.json")
+        denoiser = read(f"{component}/config.json") if component in index else None
+        if denoiser is not None:
             break
     else:
         raise ConfigError(
             "model",
-            f"{folder}/model_index.json names no {' or '.join(DENOISER_FOLDERS)} folder with a config.json",
+            f"{where}: model_index.json names no {' or '.join(DENOISER_FOLDERS)} folder with a config.json",
         )
-    if (folder / "vae" / "config.json").is_file():
-        denoiser[PIPELINE_KEY] = {"vae": read_config_file(folder / "vae" / "config.json")}
+    vae = read("vae/config.json") if "vae" in index else None
+    if vae is not None:
+        denoiser[PIPELINE_KEY] = {"vae": vae}
     return denoiser
+
+
+def pipeline_config(folder: Path) -> dict[str, Any]:
+    """The denoiser config (with its VAE config) of a diffusers pipeline folder."""
+    from trainplan.catalog import read_config_file
+
+    def read(name: str) -> dict[str, Any] | None:
+        return read_config_file(folder / name) if (folder / name).is_file() else None
+
+    return pipeline_config_from(read, str(folder))
 
 
 def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
