@@ -272,3 +272,11 @@ def test_hub_pipeline_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert asked == ["config.json", "model_index.json", "transformer/config.json", "vae/config.json"]
     assert total_params(spec) == 11_901_408_320
     assert spec.geometry is not None and spec.geometry.patch == 2
+
+
+def test_a_pasted_unet_config_is_bounded_before_any_work() -> None:
+    # layers_per_block drives a loop: a config asking for 10^9 resnets per stage is refused first
+    config = {**dict(find_model_record("SD-1.5").config), "layers_per_block": 10**9}  # type: ignore[union-attr]
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "x")
+    assert error.value.field == "layers_per_block" and "4,096" in error.value.message
