@@ -15,7 +15,7 @@ from typing import Any
 
 from trainplan.datafiles import load_yaml
 from trainplan.datafiles import require as _require
-from trainplan.errors import ConfigError, InputError, UnknownNameError
+from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
 from trainplan.hf import spec_from_config
 from trainplan.model import ExtraComponent, ModelSpec
 
@@ -43,12 +43,16 @@ class ModelRecord:
     config: Mapping[str, Any]
     extra_components: tuple[ExtraComponent, ...]
     published_params_excludes: tuple[str, ...] = ()
+    pipeline: Mapping[str, Any] | None = None
 
     def spec(self) -> ModelSpec:
         """The ModelSpec of this record (config through the HF adapter, plus extras)."""
         from dataclasses import replace
 
-        base = spec_from_config(self.config, self.name, source=self.config_source)
+        from trainplan.hf.pipeline import PIPELINE_KEY
+
+        config = {**self.config, PIPELINE_KEY: self.pipeline} if self.pipeline else self.config
+        base = spec_from_config(config, self.name, source=self.config_source)
         return replace(
             base,
             extras=base.extras + self.extra_components,
@@ -67,6 +71,7 @@ _MODEL_OPTIONAL = {
     "notes",
     "extra_components",
     "published_params_excludes",
+    "pipeline",
 }
 
 
@@ -103,6 +108,7 @@ def model_records() -> tuple[ModelRecord, ...]:
                 config=raw["config"],
                 extra_components=extras,
                 published_params_excludes=tuple(raw.get("published_params_excludes") or ()),
+                pipeline=raw.get("pipeline"),
             )
         )
     return tuple(records)
@@ -146,6 +152,10 @@ def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
     if record is not None:
         return dict(record.config), record.name, record.config_source
     path = Path(reference).expanduser()
+    if path.is_dir() and (path / "model_index.json").is_file():  # a diffusers pipeline folder
+        from trainplan.hf.pipeline import pipeline_config
+
+        return pipeline_config(path), path.name, str(path)
     if path.is_dir():
         path = path / "config.json"
     if path.is_file():
@@ -180,8 +190,10 @@ def looks_like_hub_id(reference: str) -> bool:
 
 def fetch_hub_config(hub_id: str) -> dict[str, Any]:
     """Download config.json for `hub_id` with huggingface_hub (optional); a clear error offline.
+    A diffusers pipeline repository (no config.json at its root) gives its model_index.json, the
+    denoiser's and the VAE's config.json instead.
 
-    Only config.json is read; no model code is ever run (no trust_remote_code).
+    Only config files are read; no model code is ever run (no trust_remote_code).
     """
     try:
         from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
@@ -191,24 +203,39 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
             f"{hub_id!r} is not in the catalog and looks like a Hub id, but huggingface_hub is "
             "not installed (pip install 'trainplan[hub]'); or pass a local config.json path",
         ) from None
+    from huggingface_hub.utils import EntryNotFoundError  # type: ignore[attr-defined]
+
+    from trainplan.hf.pipeline import pipeline_config_from
+
+    def fetch(filename: str) -> dict[str, Any] | None:
+        try:
+            path = _hub_config_path(hub_id, hf_hub_download, get_hf_file_metadata, hf_hub_url, filename)
+        except EntryNotFoundError:  # the repository exists but has no such file
+            return None
+        return read_config_file(Path(path))
+
     try:
-        path = _hub_config_path(hub_id, hf_hub_download, get_hf_file_metadata, hf_hub_url)
+        config = fetch("config.json")
+        return config if config is not None else pipeline_config_from(fetch, f"hub:{hub_id}")
+    except TrainplanError:
+        raise
     except Exception as error:  # network, auth, missing repo: all reported the same way
         raise InputError(
             "model",
             f"could not fetch config.json of {hub_id!r} from the Hub ({type(error).__name__}). "
             "Offline? Pass a local config.json path or a catalog name instead",
         ) from None
-    return read_config_file(Path(path))
 
 
-def _hub_config_path(hub_id: str, download: Any, metadata: Any, url: Any) -> str:
-    """The local path of `hub_id`'s config.json: the Hub cache when it has one (no network at
-    all); otherwise one metadata request, without the library's retries (a missing or unreachable
-    model fails in one timeout, not a minute of backoff), then the download."""
+def _hub_config_path(
+    hub_id: str, download: Any, metadata: Any, url: Any, filename: str = "config.json"
+) -> str:
+    """The local path of `hub_id`'s config.json (or `filename`): the Hub cache when it has one (no
+    network at all); otherwise one metadata request, without the library's retries (a missing or
+    unreachable model fails in one timeout, not a minute of backoff), then the download."""
     try:
-        return str(download(hub_id, "config.json", local_files_only=True))
+        return str(download(hub_id, filename, local_files_only=True))
     except Exception:  # not cached (or offline mode): ask the Hub
         pass
-    metadata(url(hub_id, "config.json"), timeout=HUB_TIMEOUT_S, retry_on_errors=False)
-    return str(download(hub_id, "config.json", etag_timeout=HUB_TIMEOUT_S))
+    metadata(url(hub_id, filename), timeout=HUB_TIMEOUT_S, retry_on_errors=False)
+    return str(download(hub_id, filename, etag_timeout=HUB_TIMEOUT_S))

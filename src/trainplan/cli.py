@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from trainplan.errors import InputError, TrainplanError
+from trainplan.model import MODEL_KINDS
 from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, flag_name
 from trainplan.prices import STALE_AFTER_DAYS, parse_today
 from trainplan.scenario import LORA_FIELDS, SCENARIO_FIELDS, Scenario, field_infos
@@ -177,11 +178,17 @@ def _fail(error: TrainplanError) -> NoReturn:
 def models_command(
     query: str = typer.Argument("", help="filter by name, family or Hub id"),
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    kind: str | None = typer.Option(
+        None, "--family", help="only models of this kind: " + " | ".join(MODEL_KINDS), show_default=False
+    ),
 ) -> None:
     """List catalog models (searchable)."""
     from trainplan.report import print_models
 
-    print_models(query, as_json)
+    try:
+        print_models(query, as_json, kind)
+    except TrainplanError as error:
+        _fail(error)
 
 
 @app.command("gpus")

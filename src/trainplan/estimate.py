@@ -52,6 +52,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
     spec = model if model is not None else resolve_model(scenario.model)
+    check_memory_modelled(spec)
     gpu = find_gpu(scenario.gpu)
     check_parallel(spec, scenario)
     coeffs = coefficients(spec, scenario)
@@ -143,6 +144,18 @@ def _allocated_peak(mem: Memory) -> Phase:
     """The peak moment as max_memory_allocated() would see it (FSDP2's stream pools left out)."""
     name, terms = mem.allocated()
     return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
+
+
+def check_memory_modelled(model: ModelSpec) -> None:
+    """Memory and time are modelled for language models only: a diffusion, video or JEPA model's
+    activations depend on its resolution, frames and text length, which this version does not
+    take, so it is refused rather than estimated as if it read `seq_len` tokens."""
+    if model.kind != "llm":
+        raise InputError(
+            "model",
+            f"{model.name} is a {model.kind} model: its parameters are counted (`trainplan models "
+            f"--family {model.kind}`), but memory, time and cost are modelled for language models only",
+        )
 
 
 def check_parallel(model: ModelSpec, scenario: Scenario) -> None:

@@ -18,6 +18,12 @@ QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
 EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer and MLP (Zamba2)
+# Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, condition
+# embedders, a fused attention+MLP output, the output projection. Convolutions (role "conv",
+# counted as in*k*k x out matrices) are not linear layers: "all-linear" leaves them out.
+DENOISER_ROLES = frozenset({"modulation", "embed", "fused_out", "output"})
+# What a model is trained to do; `trainplan models --family` filters by it.
+MODEL_KINDS = ("llm", "diffusion", "video", "jepa")
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,10 @@ class Block:
     `extra_linears` are per-layer matrices outside the mixer and MLP (Zamba2's output linear and
     its per-layer adapters). `shared_copies` > 0 marks layers that run one of that many shared
     blocks (Zamba2): their weights are counted once per copy in the model's extras, not per layer.
+    Diffusion and JEPA blocks add `linears` (weight matrices outside attention and MLP: adaLN
+    modulation, a second stream's projections, convolutions as in*k*k x out matrices) and
+    `extra_params` (norm weights, modulation tables, mask tokens); `width` is the block's own
+    residual width where it is not the model's (a UNet stage, a JEPA predictor).
     """
 
     count: int
@@ -148,6 +158,9 @@ class Block:
     parallel: bool = False
     extra_linears: tuple[Linear, ...] = ()
     shared_copies: int = 0
+    linears: tuple[Linear, ...] = ()
+    extra_params: int = 0
+    width: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,27 @@ class ExtraComponent:
     trainable: bool = False
     note: str = ""
     in_layers: bool = False  # weights the layers run (Zamba2's shared blocks): activations modelled
+
+
+@dataclass(frozen=True)
+class LatentGeometry:
+    """How pixels become denoiser (or encoder) tokens, from the model's configs.
+
+    A frame of W x H pixels is encoded to (W / spatial_stride) x (H / spatial_stride) latents of
+    `latent_channels`; `frames` pixel frames become 1 + (frames - 1) / temporal_stride latent
+    frames for causal video VAEs (Wan), `frames / temporal_stride` tubelets for a JEPA
+    (temporal_causal False); each token covers patch_t x patch x patch latents (FLUX packs
+    2 x 2 latents into one token: patch 2 on a 1x1-patch transformer).
+    """
+
+    spatial_stride: int  # pixels per latent along one side (VAE downsampling; 1 for JEPA)
+    latent_channels: int
+    patch: int  # latents per token along one side
+    temporal_stride: int = 1  # pixel frames per latent frame (video VAE / JEPA tubelet)
+    patch_t: int = 1
+    temporal_causal: bool = True  # the first frame is its own latent frame
+    text_tokens: int = 0  # default text sequence length seen by the denoiser
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -181,6 +215,8 @@ class ModelSpec:
     extras: tuple[ExtraComponent, ...] = ()
     approximations: tuple[str, ...] = ()
     source: str = ""
+    kind: str = "llm"  # one of MODEL_KINDS
+    geometry: LatentGeometry | None = None
     family: str = ""
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
@@ -345,6 +381,7 @@ def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
 @lru_cache(maxsize=4096)
 def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
     """All weight matrices of one layer of `block`, in forward order."""
+    hidden_size = block.width or hidden_size
     linears: list[Linear] = []
     if block.attention is not None:
         linears += attention_linears(block.attention, hidden_size)
@@ -354,4 +391,4 @@ def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
         linears += attention_linears(block.cross_attention, hidden_size)
     if block.mlp is not None:
         linears += mlp_linears(block.mlp, hidden_size)
-    return (*linears, *block.extra_linears)
+    return (*linears, *block.extra_linears, *block.linears)

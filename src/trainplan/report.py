@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainplan.errors import InputError
 from trainplan.render import batch_line, fit_summary, params_line, runtime_lines
 from trainplan.result import Estimate
 from trainplan.units import format_count, format_gib
@@ -84,15 +85,20 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
         console.print(f"[yellow]approximate:[/] {note}")
 
 
-def print_models(query: str, as_json: bool) -> None:
-    """Catalog models whose name, family or Hub id contains `query`."""
+def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
+    """Catalog models whose name, family or Hub id contains `query`, of `kind` (llm, diffusion,
+    video, jepa) when given."""
     from trainplan.catalog import model_records
+    from trainplan.model import MODEL_KINDS
 
+    if kind is not None and kind not in MODEL_KINDS:
+        raise InputError("family", f"{kind!r} is not a model family; choose one of {', '.join(MODEL_KINDS)}")
     needle = query.lower()
     rows = [
         r
         for r in model_records()
-        if needle in r.name.lower() or needle in r.family.lower() or needle in r.hub_id.lower()
+        if (needle in r.name.lower() or needle in r.family.lower() or needle in r.hub_id.lower())
+        and (kind is None or r.spec().kind == kind)
     ]
     if as_json:
         print(
@@ -103,6 +109,7 @@ def print_models(query: str, as_json: bool) -> None:
                         "family": r.family,
                         "hub_id": r.hub_id,
                         "modality": r.modality,
+                        "kind": r.spec().kind,
                         "published_params": r.published_params,
                         "source": r.published_params_source,
                     }

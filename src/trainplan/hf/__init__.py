@@ -8,6 +8,9 @@ language model sits under `text_config`/`language_config` add a ViT-style `visio
 A model type on the table's refusal list, or an unknown one whose config names a layout we do
 not model, is refused with the field and value; other unknown types are read with the keys
 Llama-style configs share.
+diffusers denoiser configs (a `_class_name`: FLUX, SD3, Wan, UNet) and V-JEPA 2 have readers of
+their own (`diffusers`, `unet`, `jepa`); a pipeline folder's VAE config gives the latent geometry
+(`pipeline`).
 """
 
 from __future__ import annotations
@@ -17,14 +20,33 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.hf.diffusers import TRANSFORMER_READERS
+from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, moe_mlp, ssm_mixer
+from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
 from trainplan.model import Block, ExtraComponent, ModelSpec
 
-__all__ = ["family_of", "language_config", "spec_from_config"]
+__all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
+
+#: diffusers `_class_name` -> reader of that model's config.json.
+DENOISER_CLASSES = {**TRANSFORMER_READERS, "UNet2DConditionModel": unet_spec}
+
+
+def denoiser_spec(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
+    """The ModelSpec of a diffusers denoiser config (`transformer/config.json`, `unet/config.json`)."""
+    class_name = str(cfg["_class_name"])
+    reader = DENOISER_CLASSES.get(class_name)
+    if reader is None:
+        raise ConfigError(
+            "_class_name",
+            f"{class_name!r} is not modelled; modelled diffusers classes: " + ", ".join(DENOISER_CLASSES),
+        )
+    return with_geometry(reader(cfg, name, source), cfg)
 
 
 def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -47,7 +69,11 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
     """Build the ModelSpec of a Hugging Face config.json dict."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", "config.json must be a JSON object")
+    if "_class_name" in cfg:
+        return denoiser_spec(cfg, name, source)
     model_type = str(cfg.get("model_type", "")).lower()
+    if model_type == "vjepa2":
+        return vjepa2_spec(cfg, name, source)
     if model_type in ("t5", "mt5", "umt5") or (cfg.get("is_encoder_decoder") and "d_model" in cfg):
         return t5_spec(cfg, name, source)
     if refusal(model_type) is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from trainplan.errors import InputError
 from trainplan.model import (
     ATTENTION_ROLES,
+    DENOISER_ROLES,
     EXTRA_ROLES,
     MLP_ROLES,
     QUERY_VALUE_ROLES,
@@ -62,7 +63,7 @@ def block_params(block: Block, model: ModelSpec) -> int:
         extra += block.mlp.activation_params
     if block.cross_attention is not None:
         extra += attention_extra_params(block.cross_attention)
-    return matrices + extra + block.norms * model.norm_params
+    return matrices + extra + block.extra_params + block.norms * model.norm_params
 
 
 def block_active_params(block: Block, model: ModelSpec) -> int:
@@ -101,7 +102,8 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"), SSM projections included. Explicit names
+    LM head and the router (peft's "all-linear"), SSM projections included; for a diffusion or
+    JEPA model (no LM head) every nn.Linear, convolutions left out. Explicit names
     match the module name or its last dotted part, as peft's `target_modules` does.
     """
     if targets == "qv":
@@ -109,7 +111,7 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES
+        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES | DENOISER_ROLES
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
 

@@ -1,0 +1,292 @@
+"""diffusers transformer configs (`transformer/config.json`) -> ModelSpec.
+
+Each reader lists the weights the diffusers class creates from the config, module by module, with
+the module names diffusers gives them (so LoRA targets such as `to_q`, `attn.to_k`, `to_out.0`,
+`ff.net.2` or `proj_mlp` select the same matrices peft would). Convolutions (patch embedders) are
+in*k*k x out matrices. Norms without affine parameters (the LayerNorms under adaLN) count nothing.
+
+- FLUX.1 (`FluxTransformer2DModel`, diffusers `transformer_flux.py`): MMDiT double-stream blocks
+  (separate image and text weights, one joint attention) then single-stream blocks (one fused
+  QKV + MLP input projection, one fused output projection). Black Forest Labs, FLUX.1 model card.
+- SD3 / SD3.5 (`SD3Transformer2DModel`, `transformer_sd3.py`; Esser et al. 2024, "Scaling Rectified
+  Flow Transformers", sec. 4): MMDiT joint blocks; the last block's text stream only feeds the
+  attention (context_pre_only); SD3.5 Medium's MMDiT-X adds a second image self-attention in the
+  `dual_attention_layers`.
+- Wan 2.1 (`WanTransformer3DModel`, `transformer_wan.py`; Wan Team 2025, sec. 3.2): video DiT,
+  self-attention over frames x height x width tokens, cross-attention to the text, adaLN from one
+  shared time projection plus a learned per-block table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.hf.values import get_int
+from trainplan.model import Attention, Block, LatentGeometry, Linear, Mlp, ModelSpec
+
+__all__ = ["TRANSFORMER_READERS", "denoiser_model", "linear", "timestep_embedding", "weights_block"]
+
+
+def linear(name: str, role: str, in_features: int, out_features: int, bias: bool = True) -> Linear:
+    """A diffusers nn.Linear (bias on unless stated) or a convolution as its im2col matrix."""
+    return Linear(name, role, in_features, out_features, bias)
+
+
+def timestep_embedding(prefix: str, in_features: int, dim: int) -> list[Linear]:
+    """diffusers `TimestepEmbedding` / `PixArtAlphaTextProjection`: linear_1 in -> dim, then dim -> dim."""
+    return [
+        linear(f"{prefix}.linear_1", "embed", in_features, dim),
+        linear(f"{prefix}.linear_2", "embed", dim, dim),
+    ]
+
+
+def _attention(prefix: str, heads: int, head_dim: int, qk_norm: str, bias: bool = True) -> Attention:
+    names = (f"{prefix}.to_q", f"{prefix}.to_k", f"{prefix}.to_v", f"{prefix}.to_out.0")
+    return Attention(
+        heads, heads, head_dim, head_dim, qkv_bias=bias, out_bias=True, qk_norm=qk_norm, names=names
+    )
+
+
+def _gelu_mlp(prefix: str, inner: int) -> Mlp:
+    """diffusers `FeedForward` with a GELU (tanh) input projection: net.0.proj, net.2, both biased."""
+    return Mlp(
+        inner,
+        gated=False,
+        bias=True,
+        names=(f"{prefix}.net.0.proj",) * 2 + (f"{prefix}.net.2",),
+        activation="gelu_pytorch_tanh",
+    )
+
+
+def _qk_norm(cfg: Mapping[str, Any], allowed: tuple[str | None, ...]) -> str | None:
+    value = cfg.get("qk_norm")
+    if value not in allowed:
+        raise ConfigError("qk_norm", f"{value!r} is not modelled; modelled: {', '.join(map(str, allowed))}")
+    return None if value is None else str(value)
+
+
+def _dims(cfg: Mapping[str, Any]) -> tuple[int, int, int]:
+    heads = get_int(cfg, "num_attention_heads")
+    head_dim = get_int(cfg, "attention_head_dim")
+    return heads, head_dim, heads * head_dim
+
+
+def flux_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """FLUX.1 [dev]/[schnell]: embedders, `num_layers` double-stream and `num_single_layers`
+    single-stream blocks, adaLN-continuous output norm and projection."""
+    heads, head_dim, dim = _dims(cfg)
+    in_channels = get_int(cfg, "in_channels", default=64)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    patch = get_int(cfg, "patch_size", default=1)
+    inner = 4 * dim  # FluxTransformerBlock / FluxSingleTransformerBlock: mlp_ratio 4.0
+    embed = timestep_embedding("time_text_embed.timestep_embedder", 256, dim)
+    if cfg.get("guidance_embeds"):
+        embed += timestep_embedding("time_text_embed.guidance_embedder", 256, dim)
+    embed += timestep_embedding(
+        "time_text_embed.text_embedder", get_int(cfg, "pooled_projection_dim", default=768), dim
+    )
+    embed += [
+        linear("context_embedder", "embed", get_int(cfg, "joint_attention_dim", default=4096), dim),
+        linear("x_embedder", "embed", in_channels, dim),
+    ]
+    double = Block(
+        get_int(cfg, "num_layers", default=19),
+        attention=_attention("attn", heads, head_dim, "head"),
+        mlp=_gelu_mlp("ff", inner),
+        norms=0,
+        role="double_stream",
+        linears=(
+            linear("norm1.linear", "modulation", dim, 6 * dim),
+            linear("norm1_context.linear", "modulation", dim, 6 * dim),
+            linear("attn.add_q_proj", "q", dim, dim),
+            linear("attn.add_k_proj", "k", dim, dim),
+            linear("attn.add_v_proj", "v", dim, dim),
+            linear("attn.to_add_out", "o", dim, dim),
+            linear("ff_context.net.0.proj", "up", dim, inner),
+            linear("ff_context.net.2", "down", inner, dim),
+        ),
+        extra_params=2 * head_dim,  # attn.norm_added_q / norm_added_k (RMSNorm over a head)
+    )
+    single = Block(
+        get_int(cfg, "num_single_layers", default=38),
+        attention=None,
+        mlp=None,
+        norms=0,
+        role="single_stream",
+        linears=(
+            linear("norm.linear", "modulation", dim, 3 * dim),
+            linear("attn.to_q", "q", dim, dim),
+            linear("attn.to_k", "k", dim, dim),
+            linear("attn.to_v", "v", dim, dim),
+            linear("proj_mlp", "up", dim, inner),
+            linear("proj_out", "fused_out", dim + inner, dim),
+        ),
+        extra_params=2 * head_dim,  # attn.norm_q / norm_k
+    )
+    output = _output_block(dim, patch * patch * out_channels)
+    return denoiser_model(
+        name, source, dim, (weights_block("embed", *embed), double, single, output), "diffusion"
+    )
+
+
+def sd3_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """SD3 / SD3.5 Large / SD3.5 Medium: patch embedder, joint MMDiT blocks (the last one
+    context_pre_only), MMDiT-X dual attention in `dual_attention_layers`, output norm and head."""
+    heads, head_dim, dim = _dims(cfg)
+    layers = get_int(cfg, "num_layers")
+    in_channels = get_int(cfg, "in_channels", default=16)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    patch = get_int(cfg, "patch_size", default=2)
+    qk_norm = _qk_norm(cfg, ("rms_norm", None))
+    dual = set(cfg.get("dual_attention_layers") or ())
+    bad = sorted(index for index in dual if not isinstance(index, int) or not 0 <= index < layers)
+    if bad:
+        raise ConfigError("dual_attention_layers", f"{bad} are not layer indices 0..{layers - 1}")
+    caption = get_int(cfg, "caption_projection_dim", default=dim)
+    if caption != dim:
+        raise ConfigError(
+            "caption_projection_dim",
+            f"is {caption}; the joint blocks need it to equal heads x head_dim = {dim}",
+        )
+    embed = [linear("pos_embed.proj", "conv", in_channels * patch * patch, dim)]
+    embed += timestep_embedding("time_text_embed.timestep_embedder", 256, dim)
+    embed += timestep_embedding("time_text_embed.text_embedder", get_int(cfg, "pooled_projection_dim"), dim)
+    embed.append(linear("context_embedder", "embed", get_int(cfg, "joint_attention_dim"), dim))
+    norm = "head" if qk_norm else "none"
+    norm_weights = head_dim if qk_norm else 0
+    blocks: list[Block] = [weights_block("embed", *embed)]
+    for index in range(layers):
+        last, has_dual = index == layers - 1, index in dual
+        linears = [
+            linear("norm1.linear", "modulation", dim, (9 if has_dual else 6) * dim),
+            linear("norm1_context.linear", "modulation", dim, (2 if last else 6) * dim),
+            linear("attn.add_q_proj", "q", dim, dim),
+            linear("attn.add_k_proj", "k", dim, dim),
+            linear("attn.add_v_proj", "v", dim, dim),
+        ]
+        if not last:
+            linears.append(linear("attn.to_add_out", "o", dim, dim))
+        extra = 2 * norm_weights  # attn.norm_added_q / norm_added_k
+        if has_dual:
+            linears += [linear(f"attn2.to_{part}", part, dim, dim) for part in ("q", "k", "v")]
+            linears.append(linear("attn2.to_out.0", "o", dim, dim))
+            extra += 2 * norm_weights
+        if not last:
+            linears += [
+                linear("ff_context.net.0.proj", "up", dim, 4 * dim),
+                linear("ff_context.net.2", "down", 4 * dim, dim),
+            ]
+        block = Block(
+            1,
+            _attention("attn", heads, head_dim, norm),
+            _gelu_mlp("ff", 4 * dim),
+            norms=0,
+            role="joint",
+            linears=tuple(linears),
+            extra_params=extra,
+        )
+        previous = blocks[-1]
+        if previous.role == "joint" and previous.linears == block.linears:
+            blocks[-1] = Block(
+                previous.count + 1,
+                previous.attention,
+                previous.mlp,
+                norms=0,
+                role="joint",
+                linears=previous.linears,
+                extra_params=previous.extra_params,
+            )
+        else:
+            blocks.append(block)
+    blocks.append(_output_block(dim, patch * patch * out_channels))
+    return denoiser_model(name, source, dim, tuple(blocks), "diffusion")
+
+
+def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """Wan 2.1 text-to-video: 3-D patch embedder, condition embedder, `num_layers` blocks of
+    self-attention, text cross-attention and FFN, a learned output modulation table."""
+    heads, head_dim, dim = _dims(cfg)
+    for key in ("image_dim", "added_kv_proj_dim", "pos_embed_seq_len"):
+        if cfg.get(key) is not None:
+            raise ConfigError(
+                key, f"{cfg[key]!r}: image-conditioned Wan variants are not modelled; text-to-video only"
+            )
+    in_channels = get_int(cfg, "in_channels", default=16)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    patch = cfg.get("patch_size", [1, 2, 2])
+    if not (isinstance(patch, list) and len(patch) == 3 and all(isinstance(p, int) and p > 0 for p in patch)):
+        raise ConfigError("patch_size", f"{patch!r} must be three positive integers (frames, height, width)")
+    volume = patch[0] * patch[1] * patch[2]
+    qk_norm = _qk_norm(cfg, ("rms_norm_across_heads", None))
+    norm = "full" if qk_norm else "none"
+    ffn = get_int(cfg, "ffn_dim")
+    embed = [linear("patch_embedding", "conv", in_channels * volume, dim)]
+    embed += timestep_embedding(
+        "condition_embedder.time_embedder", get_int(cfg, "freq_dim", default=256), dim
+    )
+    embed.append(linear("condition_embedder.time_proj", "modulation", dim, 6 * dim))
+    embed += timestep_embedding(
+        "condition_embedder.text_embedder", get_int(cfg, "text_dim", default=4096), dim
+    )
+    cross_norm = 2 * dim if cfg.get("cross_attn_norm", True) else 0  # norm2: FP32LayerNorm with affine
+    block = Block(
+        get_int(cfg, "num_layers"),
+        attention=_attention("attn1", heads, head_dim, norm),
+        cross_attention=_attention("attn2", heads, head_dim, norm),
+        mlp=_gelu_mlp("ffn", ffn),
+        norms=0,
+        role="video_dit",
+        extra_params=6 * dim + cross_norm,  # scale_shift_table (1, 6, dim)
+    )
+    output = weights_block(  # scale_shift_table (1, 2, dim) and proj_out
+        "output", linear("proj_out", "output", dim, out_channels * volume), extra_params=2 * dim
+    )
+    return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "video")
+
+
+def weights_block(role: str, *linears: Linear, extra_params: int = 0, width: int = 0) -> Block:
+    """One layer of listed matrices and parameters only: an embedder, a conv, an output head."""
+    return Block(1, None, None, norms=0, role=role, linears=linears, extra_params=extra_params, width=width)
+
+
+def _output_block(dim: int, out_features: int) -> Block:
+    """AdaLayerNormContinuous (`norm_out.linear`, dim -> 2 dim) and `proj_out`."""
+    return weights_block(
+        "output",
+        linear("norm_out.linear", "modulation", dim, 2 * dim),
+        linear("proj_out", "output", dim, out_features),
+    )
+
+
+def denoiser_model(
+    name: str,
+    source: str,
+    width: int,
+    blocks: tuple[Block, ...],
+    kind: str,
+    geometry: LatentGeometry | None = None,
+) -> ModelSpec:
+    """A diffusion, video or JEPA model: no vocabulary or LM head, every norm counted in its block."""
+    return ModelSpec(
+        name=name,
+        hidden_size=width,
+        vocab_size=0,
+        blocks=blocks,
+        tied_embeddings=True,
+        norm="parameter-free",
+        final_norms=0,
+        source=source,
+        modality="image" if kind == "diffusion" else "video",
+        kind=kind,
+        geometry=geometry,
+    )
+
+
+#: diffusers `_class_name` -> reader of its transformer config.
+TRANSFORMER_READERS = {
+    "FluxTransformer2DModel": flux_spec,
+    "SD3Transformer2DModel": sd3_spec,
+    "WanTransformer3DModel": wan_spec,
+}

@@ -1,0 +1,138 @@
+"""diffusers pipeline folders and latent geometry: `model_index.json`, the denoiser's and the VAE's configs.
+
+A pipeline folder holds `model_index.json` (component name -> [library, class]) and one folder per
+component. The denoiser is `transformer/` or `unet/`; the VAE's config gives the latent geometry:
+- `AutoencoderKL` (SD 1.5, SDXL, SD3, FLUX): one 2x downsampling per encoder stage but the last,
+  so the spatial stride is 2 ** (len(block_out_channels) - 1) (8 for the released VAEs), with
+  `latent_channels` channels (diffusers `AutoencoderKL`; `VaeImageProcessor`'s vae_scale_factor).
+- `AutoencoderKLWan` (Wan 2.1): the spatial stride is 2 ** len(temperal_downsample) and the
+  temporal stride 2 ** (number of true entries); the first frame is encoded alone (a causal 3-D
+  VAE: 1 + (frames - 1) / 4 latent frames), `z_dim` channels (WanPipeline's vae_scale_factor_*).
+Tokens per latent frame come from the denoiser: FLUX packs 2x2 latents into one 64-channel token
+(FluxPipeline `_pack_latents`: in_channels = 4 x latent channels), SD3 and Wan patchify with
+`patch_size`, a UNet attends over every latent pixel at its first stage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.hf.values import get_int
+from trainplan.model import LatentGeometry, ModelSpec
+
+__all__ = [
+    "DEFAULT_TEXT_TOKENS",
+    "DENOISER_FOLDERS",
+    "PIPELINE_KEY",
+    "latent_geometry",
+    "pipeline_config",
+    "with_geometry",
+]
+
+#: Component folders of a diffusers pipeline that hold the denoiser, in the order looked for.
+DENOISER_FOLDERS = ("transformer", "unet")
+
+#: Text tokens the denoiser sees by default, per denoiser class: FluxPipeline and WanPipeline's
+#: `max_sequence_length` (512), StableDiffusion3Pipeline's 77 CLIP tokens concatenated with its
+#: 256 T5 tokens, and the 77-token CLIP context of the UNet pipelines.
+DEFAULT_TEXT_TOKENS = {
+    "FluxTransformer2DModel": 512,
+    "SD3Transformer2DModel": 77 + 256,
+    "WanTransformer3DModel": 512,
+    "UNet2DConditionModel": 77,
+}
+
+#: The key under which a denoiser config carries its pipeline's settings (`vae`, `text_tokens`).
+PIPELINE_KEY = "_pipeline"
+
+
+def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens: int) -> LatentGeometry:
+    """The pixel -> latent -> token geometry of a denoiser config and its VAE config."""
+    vae_class = str(vae.get("_class_name", "AutoencoderKL"))
+    if vae_class == "AutoencoderKL":
+        stages = vae.get("block_out_channels", [64])
+        if not isinstance(stages, list) or not stages:
+            raise ConfigError("vae.block_out_channels", f"{stages!r} must list the encoder stages")
+        spatial, temporal, latent = 2 ** (len(stages) - 1), 1, get_int(vae, "latent_channels", default=4)
+    elif vae_class == "AutoencoderKLWan":
+        downsample = vae.get("temperal_downsample", [False, True, True])
+        if not isinstance(downsample, list):
+            raise ConfigError("vae.temperal_downsample", f"{downsample!r} must be a list of booleans")
+        spatial, temporal = 2 ** len(downsample), 2 ** sum(bool(d) for d in downsample)
+        latent = get_int(vae, "z_dim", default=16)
+    else:
+        raise ConfigError(
+            "vae._class_name", f"{vae_class!r} is not modelled; modelled: AutoencoderKL, AutoencoderKLWan"
+        )
+    class_name = str(cfg.get("_class_name", ""))
+    patch, patch_t = 1, 1
+    if class_name == "FluxTransformer2DModel":
+        packed = get_int(cfg, "in_channels", default=64)
+        side = math.isqrt(packed // latent) if packed % latent == 0 else 0
+        if side * side * latent != packed:
+            raise ConfigError(
+                "in_channels", f"{packed} is not a square number of {latent}-channel latents (FLUX packing)"
+            )
+        patch = side * get_int(cfg, "patch_size", default=1)
+    elif class_name == "SD3Transformer2DModel":
+        patch = get_int(cfg, "patch_size", default=2)
+    elif class_name == "WanTransformer3DModel":
+        patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))
+    return LatentGeometry(
+        spatial_stride=spatial,
+        latent_channels=latent,
+        patch=patch,
+        temporal_stride=temporal,
+        patch_t=patch_t,
+        text_tokens=text_tokens,
+        source=f"{vae_class} config and the {class_name or 'denoiser'} config",
+    )
+
+
+def pipeline_config_from(read: Callable[[str], dict[str, Any] | None], where: str) -> dict[str, Any]:
+    """The denoiser config of a diffusers pipeline, carrying its VAE config under PIPELINE_KEY.
+
+    `read(path)` gives the parsed JSON file at `path` inside the pipeline (`model_index.json`,
+    `transformer/config.json`...), or None when the pipeline has no such file.
+    """
+    index = read("model_index.json")
+    if index is None:
+        raise ConfigError("model", f"{where} has no model_index.json")
+    for component in DENOISER_FOLDERS:
+        denoiser = read(f"{component}/config.json") if component in index else None
+        if denoiser is not None:
+            break
+    else:
+        raise ConfigError(
+            "model",
+            f"{where}: model_index.json names no {' or '.join(DENOISER_FOLDERS)} folder with a config.json",
+        )
+    vae = read("vae/config.json") if "vae" in index else None
+    if vae is not None:
+        denoiser[PIPELINE_KEY] = {"vae": vae}
+    return denoiser
+
+
+def pipeline_config(folder: Path) -> dict[str, Any]:
+    """The denoiser config (with its VAE config) of a diffusers pipeline folder."""
+    from trainplan.catalog import read_config_file
+
+    def read(name: str) -> dict[str, Any] | None:
+        return read_config_file(folder / name) if (folder / name).is_file() else None
+
+    return pipeline_config_from(read, str(folder))
+
+
+def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
+    """`spec` with the latent geometry its pipeline settings give; unchanged without a VAE config."""
+    pipeline = cfg.get(PIPELINE_KEY)
+    if not isinstance(pipeline, Mapping) or not isinstance(pipeline.get("vae"), Mapping):
+        return spec
+    default = DEFAULT_TEXT_TOKENS.get(str(cfg.get("_class_name")), 0)
+    tokens = get_int(pipeline, "text_tokens", default=default)
+    return replace(spec, geometry=latent_geometry(cfg, pipeline["vae"], tokens))
