@@ -4,6 +4,8 @@ vendored files' licences."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+CLEAN_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # no source tree
 ASSETS = (
     "trainplan/web/static/vendor/chart.umd.min.js",
     "trainplan/web/static/vendor/swagger-ui-bundle.js",
@@ -28,12 +31,22 @@ ASSETS = (
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from a copy of the tree (a build writes egg-info next to the sources)."""
     folder = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source") / "trainplan"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "node_modules", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+        ),
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(folder), str(source)],
         check=True,
         capture_output=True,
         timeout=300,
+        env=CLEAN_ENV,
     )
     (built,) = folder.glob("trainplan-*.whl")
     return built
@@ -69,7 +82,7 @@ def test_a_fresh_install_of_the_web_extra_serves_the_whole_page(wheel: Path, tmp
         "-c",
         str(ROOT / "constraints.txt"),
     ]
-    subprocess.run([*pip, f"{wheel}[web]"], check=True, capture_output=True, timeout=600)
+    subprocess.run([*pip, f"{wheel}[web]"], check=True, capture_output=True, timeout=600, env=CLEAN_ENV)
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import torch"], capture_output=True, timeout=60
     )
@@ -82,6 +95,7 @@ def test_a_fresh_install_of_the_web_extra_serves_the_whole_page(wheel: Path, tmp
             stdout=subprocess.DEVNULL,
             stderr=sink,
             cwd=tmp_path,
+            env=CLEAN_ENV,
         )
     try:
         base = f"http://127.0.0.1:{port}"
