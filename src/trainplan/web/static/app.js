@@ -1392,7 +1392,7 @@
     const mapping = h("div", { id: "config-mapping", className: "config-mapping" });
     const zone = h("div", { id: "config-drop", className: "config-drop" },
       h("p", { text: "Drop your training config here: axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, accelerate or DeepSpeed. Drop several at once (with the DeepSpeed JSON a config points at)." }),
-      h("label", { className: "btn btn-small", for: "config-files", text: "Choose files" }), input);
+      h("label", { className: "config-pick", for: "config-files", text: "or choose the files:" }), input);
     const read = async (list) => {
       const files = [];
       for (const file of list) files.push({ name: file.name, text: await file.text() });
