@@ -99,7 +99,13 @@ def test_cost_and_energy_end_to_end() -> None:
 
 def test_budget_forms() -> None:
     global_tokens = 1 * 2048 * 16
-    assert run(steps=100).time.total_s == pytest.approx(100 * run(steps=1).time.step.total)
+    # with a given MFU, a step is its FLOPs (recompute included) at that share of the GPU's bf16
+    # peak: 100 steps x 32,768 tokens x FLOPs per token / (0.5 x 989.4 TFLOP/s)
+    timed = run(steps=100, mfu=0.5, method="full", activation_checkpointing="none").time
+    per_token = flops_per_token(SPEC, 2048, frozen_base=False, lora_params=0, checkpointing="none").total
+    peak = find_gpu("H100 SXM 80GB").dense_flops_per_s["bf16"]
+    assert peak is not None
+    assert timed.total_s == pytest.approx(100 * global_tokens * per_token / (0.5 * peak))
     epochs = run(dataset_tokens=1e8, epochs=3).time
     assert epochs.train_tokens == 3e8 and epochs.steps == -(-3e8 // global_tokens)
     assert run().time.train_tokens == 2e9
