@@ -8,6 +8,8 @@ import socket
 import sys
 from pathlib import Path
 
+MAX_CONNECTIONS = 512
+
 
 class ServeError(Exception):
     """A reason the server cannot start; already printed, exit with status 2."""
@@ -53,7 +55,10 @@ def _serve(host: str, port: int, scenario: str | None, log_level: str) -> None:
     shown = f"[{host}]" if ":" in host else host
     print(f"trainplan calculator: http://{shown}:{port}/{query}", flush=True)
     print(f"API docs:              http://{shown}:{port}/docs", flush=True)
-    server = uvicorn.Server(uvicorn.Config(create_app(), log_level=log_level))
+    # past MAX_CONNECTIONS open connections or requests in flight, a request gets a 503 at once
+    # (uvicorn has no timeout for headers that never finish; this caps what they can hold up)
+    config = uvicorn.Config(create_app(), log_level=log_level, limit_concurrency=MAX_CONNECTIONS)
+    server = uvicorn.Server(config)
     server.run(sockets=[listener])
 
 
