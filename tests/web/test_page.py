@@ -365,6 +365,12 @@ def test_planner_names_a_bad_option_and_fits_a_phone(browser: Any, live_server: 
     phone = Page(context.new_page(), live_server)
     phone.open("?model=Qwen2.5-0.5B&method=qlora")
     phone.page.locator("#planner > summary").click()
+    # "This method (QLoRA)" stays on one line at phone width
+    label = phone.page.locator("#plan-this-method")
+    assert label.inner_text() == "This method (QLoRA)"
+    other = phone.page.locator("label:has(#plan-methods-any) span").bounding_box()
+    box = label.bounding_box()
+    assert box is not None and other is not None and box["height"] == pytest.approx(other["height"], abs=1)
     max_gpus = phone.page.get_by_role("textbox", name="Max GPUs", exact=True)
     max_gpus.fill("5000")
     phone.page.get_by_role("button", name="Plan", exact=True).click()
