@@ -257,7 +257,8 @@ class Scenario:
         False,
         FieldInfo(
             "torch.compile: the chunked loss is compiled per chunk and saves its 16-bit logits "
-            "instead of an fp32 log-softmax; compile's other savings and speed-up are not modelled"
+            "instead of an fp32 log-softmax, and torchao's float8 casts fuse into the kernels "
+            "before them; compile's other savings and speed-up are not modelled"
         ),
     )
     optimizer_in_backward: bool = _field(
