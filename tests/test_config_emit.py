@@ -78,7 +78,7 @@ PLANS: list[dict[str, Any]] = [
         "grad_accum": 2,
         "activation_checkpointing": "op",
         "optimizer": "adamw-fused",
-        "precision": "fp8-mixed",
+        "precision": "fp8-torchao",
     },
 ]
 

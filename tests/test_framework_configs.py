@@ -104,7 +104,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "compile": True, "activation_checkpointing": "full", "recipe": "torchtitan",
     }),
     "torchtitan/llama3_405b_float8.toml": ("torchtitan", {
-        "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-mixed", "optimizer": "adamw-fused",
+        "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-torchao", "optimizer": "adamw-fused",
         "micro_batch": 2, "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
         "zero_stage": 3, "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
         "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)

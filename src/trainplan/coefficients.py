@@ -48,6 +48,7 @@ from trainplan.terms.savers import (
     offload_resident_fraction,
     op_sac_saved,
 )
+from trainplan.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, float8_cast_bytes
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class Coefficients:
     largest_grad_bytes: float = 0.0
     offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
     recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
+    # torchao float8 casts per micro-batch (terms/timing.py): bytes per token, bytes of weights
+    float8_cast_bytes_per_token: float = 0.0
+    float8_cast_weight_bytes: float = 0.0
     # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
     gathered_forward_bytes: float = 0.0  # layers gathered at the end of forward / start of backward
     gathered_backward_bytes: float = 0.0  # layers gathered while backward runs
@@ -251,6 +255,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if ckpt == "op":
         recomputed = sum(block.count * op_sac_saved(block, model, 2)[1] for block in model.blocks)
         recompute_share = 2 * recomputed / flops.matmul_forward
+    casts = (
+        _float8_casts(model, recompute_share, scenario.compile)
+        if recipe.name in FLOAT8_DYNAMIC_CAST_RECIPES
+        else (0.0, 0.0)
+    )
     fsdp = fsdp_coefficients(
         model,
         counts,
@@ -321,5 +330,25 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest_grad_bytes=largest * states.grad_bytes,
         offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
         recompute_layer_share=sum(checkpointed) / model.num_layers,
+        float8_cast_bytes_per_token=casts[0],
+        float8_cast_weight_bytes=casts[1],
         **fsdp,
+    )
+
+
+def _float8_casts(model: ModelSpec, recompute_share: float, compiled: bool) -> tuple[float, float]:
+    """(bytes per token, bytes per micro-batch) of torchao's float8 casts over every layer's
+    linears as the layers run them (a token meets top-k of the routed experts; each expert's
+    weight is cast whole)."""
+    inputs = outputs = weights = 0.0
+    for block in model.blocks:
+        active_experts = block.mlp.experts_per_token if block.mlp is not None else 0
+        for lin in block_linears(block, model.hidden_size):
+            active = active_experts if lin.expert else lin.copies
+            inputs += block.count * active * lin.in_features
+            outputs += block.count * active * lin.out_features
+            weights += block.count * lin.copies * lin.in_features * lin.out_features
+    return (
+        float8_cast_bytes(inputs, outputs, 0.0, recompute_share, compiled),
+        float8_cast_bytes(0.0, 0.0, weights, recompute_share, compiled),
     )

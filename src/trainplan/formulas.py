@@ -272,6 +272,7 @@ class StepSeconds:
     tensor_parallel_comm: Any
     offload: Any
     dequantisation: Any
+    float8_casts: Any
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of compute, by name."""
@@ -281,6 +282,7 @@ class StepSeconds:
             "tensor_parallel_comm": self.tensor_parallel_comm,
             "offload": self.offload,
             "dequantisation": self.dequantisation,
+            "float8_casts": self.float8_casts,
         }
 
     def dominant_overhead(self) -> str:
@@ -298,6 +300,7 @@ class StepSeconds:
             + self.tensor_parallel_comm
             + self.offload
             + self.dequantisation
+            + self.float8_casts
         )
 
 
@@ -312,8 +315,9 @@ def step_seconds(
     all_in: bool = False,
 ) -> StepSeconds:
     """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
-    bubble, exposed data-parallel and tensor-parallel communication, offload traffic and QLoRA
-    dequantisation (see terms/timing.py for each formula's source)."""
+    bubble, exposed data-parallel and tensor-parallel communication, offload traffic and torchao's
+    float8 casts; QLoRA dequantisation is added either way (see terms/timing.py for each
+    formula's source)."""
     tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
@@ -336,8 +340,11 @@ def step_seconds(
     )
     if all_in:
         zero: Any = 0.0 * compute
-        return StepSeconds(compute, zero, zero, zero, zero, dequant)
-    bubble = pipeline_bubble_seconds(compute + dequant, pp, v.grad_accum, virtual_stages)
+        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero)
+    # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
+    casts_per_micro = v.micro_batch * c.seq_len * c.float8_cast_bytes_per_token + c.float8_cast_weight_bytes
+    casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
+    bubble = pipeline_bubble_seconds(compute + dequant + casts, pp, v.grad_accum, virtual_stages)
 
     spans = gpus > gpus_per_node
     bandwidth = link_bytes_per_s(hw, dp, spans)
@@ -373,4 +380,4 @@ def step_seconds(
     # side streams under the compute
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
     offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
-    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant)
+    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts)

@@ -187,6 +187,7 @@ class Estimate:
                     "tensor_parallel_comm": step.tensor_parallel_comm,
                     "offload": step.offload,
                     "dequantisation": step.dequantisation,
+                    "float8_casts": step.float8_casts,
                 },
                 "dominant_overhead": step.dominant_overhead(),
                 "steps": time.steps,

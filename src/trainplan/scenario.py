@@ -16,7 +16,7 @@ from trainplan.errors import InputError, shown_number, shown_value
 from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 
 METHODS = ("full", "lora", "qlora")
-PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed")
+PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed", "fp8-torchao")
 BASE_WEIGHTS = ("bf16", "fp16", "fp32", "int8", "nf4")
 OPTIMIZERS = (
     "adamw",
@@ -257,7 +257,8 @@ class Scenario:
         False,
         FieldInfo(
             "torch.compile: the chunked loss is compiled per chunk and saves its 16-bit logits "
-            "instead of an fp32 log-softmax; compile's other savings and speed-up are not modelled"
+            "instead of an fp32 log-softmax, and torchao's float8 casts fuse into the kernels "
+            "before them; compile's other savings and speed-up are not modelled"
         ),
     )
     optimizer_in_backward: bool = _field(

@@ -109,7 +109,7 @@ def _converters(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if not isinstance(value, list):
         raise InputError("model.converters", "must be a list of converter names")
     return (
-        {"precision": "fp8-mixed"}
+        {"precision": "fp8-torchao"}
         if "float8" in value
         else Ignore(f"{NOT_MODELLED}: {', '.join(map(str, value))}")
     )
@@ -209,7 +209,7 @@ RULES: dict[str, Rule] = {
     "float8.enable_float8_linear": to(
         "precision",
         "fp8 matmuls",
-        lambda v: "fp8-mixed" if truthy("float8.enable_float8_linear", v) else Ignore("false"),
+        lambda v: "fp8-torchao" if truthy("float8.enable_float8_linear", v) else Ignore("false"),
     ),
     "float8.*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
     "quantize*": ignored(f"{NOT_MODELLED}: float8 all-gather and scaling details"),
@@ -267,10 +267,13 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         "local_batch_size": scenario.micro_batch,
         "global_batch_size": scenario.micro_batch * replicas * scenario.grad_accum,
     }
-    if scenario.precision in ("bf16-mixed", "fp32", "fp8-mixed"):
+    if scenario.precision in ("bf16-mixed", "fp32", "fp8-torchao"):
         training["mixed_precision_param"] = "float32" if scenario.precision == "fp32" else "bfloat16"
     else:
-        notes.append(f"precision {scenario.precision}: torchtitan keeps an fp32 master (bf16-mixed)")
+        notes.append(
+            f"precision {scenario.precision}: torchtitan's float8 is torchao's (fp8-torchao); "
+            "otherwise it keeps an fp32 master (bf16-mixed)"
+        )
     if scenario.offload == "optimizer+params":
         training["enable_cpu_offload"] = True
     elif scenario.offload != "none":
@@ -295,7 +298,7 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"activation_checkpointing {checkpointing}: torchtitan has none, op or per-block")
     data: dict[str, Any] = {"training": training, "parallelism": parallelism, "activation_checkpoint": mode}
     data["compile"] = {"enable": scenario.compile}
-    if scenario.precision == "fp8-mixed":
+    if scenario.precision == "fp8-torchao":
         data["model"] = {"converters": ["float8"]}
     if scenario.method != "full":
         notes.append(f"method {scenario.method}: torchtitan trains the full model")

@@ -16,6 +16,15 @@ Sources:
   quantisation stores those absmax in 8 bits with one fp32 constant per 256 of them:
   4 + 8/64 + 32/(64*256) = 4.127 bits; without double quantisation 4 + 32/64 = 4.5 bits.
 - LLM.int8(): Dettmers et al. 2022: 1 byte per weight plus one fp32 scale per output row.
+- fp8-mixed (Transformer Engine): each fp8 Linear keeps the fp8 cast of its weight from forward
+  to backward, so while backward runs the whole model holds one more byte per linear weight.
+- fp8-torchao (torchao Float8Linear, which torchtitan's `float8` converter swaps in):
+  pytorch/ao torchao/float8/float8_linear.py @ 7ca1bfbe, `matmul_with_hp_or_float8_args`:
+  forward saves `input_hp` and `weight_hp_t` (the high-precision input and the parameter itself)
+  and backward casts both to float8 again; scaling is dynamic (a 0-d fp32 scale per cast,
+  computed and freed within the matmul; no amax history buffers). So nothing is held beyond
+  bf16-mixed: no fp8 weight copy, saved activations at the 16-bit size. torchtitan leaves
+  `enable_fsdp_float8_all_gather` off by default, so FSDP2 gathers the 16-bit weights.
 """
 
 from __future__ import annotations
@@ -57,6 +66,9 @@ PRECISIONS: dict[str, PrecisionRecipe] = {
         PrecisionRecipe("fp8-mixed", 2, 2, 4, 4, 1, 2, 2, "fp8",
                         "fp8 matmuls (Transformer Engine): bf16 weights/grads, fp32 master + states, "
                         "plus a cached fp8 weight copy"),
+        PrecisionRecipe("fp8-torchao", 2, 2, 4, 4, 0, 2, 2, "fp8",
+                        "fp8 matmuls (torchao Float8Linear, dynamic scaling): bf16 weights/grads, fp32 "
+                        "master + states; saves the 16-bit input, no fp8 weight copy"),
     )
 }  # fmt: skip
 

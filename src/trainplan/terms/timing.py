@@ -14,7 +14,9 @@ as the all-in efficiency and nothing is added. Otherwise trainplan adds, each do
   (Shoeybi et al. 2019, fig. 4), on the intra-node link, not overlapped;
 - CPU offload: gradients down and updated weights up over PCIe each step (ZeRO-Offload,
   Ren et al. 2021, sec. 4), not overlapped;
-- QLoRA: dequantising the 4-bit base before each matmul slows the frozen-weight matmuls.
+- QLoRA: dequantising the 4-bit base before each matmul slows the frozen-weight matmuls;
+- torchao float8 (fp8-torchao): the dynamic-scaling casts before each fp8 matmul, memory
+  traffic at the GPU's memory bandwidth (`float8_cast_bytes`).
 Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated judgements.
 """
 
@@ -42,6 +44,41 @@ EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
 def default_efficiency(architecture: str) -> float:
     """trainplan's compute efficiency for a GPU architecture."""
     return EFFICIENCY_BY_ARCHITECTURE.get(architecture, DEFAULT_EFFICIENCY)
+
+
+# torchao float8 with dynamic tensorwise scaling (pytorch/ao torchao/float8/float8_linear.py @
+# 7ca1bfbe, `matmul_with_hp_or_float8_args`, and float8_scaling_utils.hp_tensor_to_float8_dynamic):
+# 1. every cast first reduces max|x| over the 16-bit tensor (reads 2 bytes per element), then
+#    scales and writes float8 (reads 2, writes 1): 5 bytes per element per cast, unfused (eager);
+# 2. forward casts the linear's input and its weight; backward casts the grad_output twice (for
+#    grad_input and for grad_weight), the weight again and the saved 16-bit input again;
+# 3. so per micro-batch each element of a linear's input, output (its grad_output) and weight
+#    is cast twice: 2 x 5 = 10 bytes; a recomputed forward casts input and weight once more;
+# 4. under torch.compile Inductor folds the max|x| reduction into the kernel that produces the
+#    tensor (no extra read), but the tensor-wide maximum is known only after that kernel ends,
+#    so scaling and casting is a second pass: read 2, write 1 = 3 bytes per element per cast
+#    (an estimate from the kernel structure, not a measured figure).
+FLOAT8_CAST_BYTES_PER_ELEMENT = 5.0
+FLOAT8_CAST_BYTES_PER_ELEMENT_COMPILED = 3.0
+# The recipes whose casts are separate kernels; Transformer Engine (fp8-mixed) fuses its amax and
+# cast into the neighbouring kernels and saves fp8 inputs, so no cast term is added for it.
+FLOAT8_DYNAMIC_CAST_RECIPES = frozenset({"fp8-torchao"})
+
+
+def float8_cast_bytes(
+    input_elements: Any,
+    output_elements: Any,
+    weight_elements: Any,
+    recompute_share: Any,
+    compiled: bool = False,
+) -> Any:
+    """Memory traffic of torchao's dynamic float8 casts for one micro-batch (derivation above):
+    `input_elements` and `output_elements` summed over the fp8 linears (tokens x features),
+    `weight_elements` their weights; `recompute_share` of the forward re-runs in backward."""
+    per_cast = FLOAT8_CAST_BYTES_PER_ELEMENT_COMPILED if compiled else FLOAT8_CAST_BYTES_PER_ELEMENT
+    forward = (1 + recompute_share) * (input_elements + weight_elements)
+    backward = 2 * output_elements + input_elements + weight_elements
+    return per_cast * (forward + backward)
 
 
 def ring_allreduce_seconds(num_bytes: Any, ranks: Any, bytes_per_s: Any) -> Any:
