@@ -198,3 +198,15 @@ def test_cli_errors(args: list[str], text: str) -> None:
     assert result.exit_code == 2
     assert text in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [({"model": "FLUX.1-dev", "resolution": 1000}, "resolution"), ({"model": LLAMA, "frames": 1}, "frames")],
+)
+def test_the_planner_asks_the_same_rules(fields: dict[str, Any], field: str) -> None:
+    from trainplan.plan import PlanRequest, plan
+
+    with pytest.raises(InputError) as error:
+        plan(PlanRequest(base=scenario_from_mapping(fields)))
+    assert error.value.field == field
