@@ -19,6 +19,8 @@ def table() -> str:
             continue
         if info.choices:
             allowed = ", ".join(info.choices)
+        elif info.minimum is not None and info.exclusive:
+            allowed = f"strictly between {info.minimum:g} and {info.maximum:g}"
         elif info.minimum is not None:
             allowed = f"{info.minimum:g} .. {info.maximum:g}"
         else:

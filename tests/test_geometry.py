@@ -60,7 +60,7 @@ def test_parse_resolution() -> None:
          "multiples of 16, e.g. 992 or 1008"),
         ("SDXL-base-1.0", 1020, 1, "resolution", "e.g. 1016 or 1024"),
         ("FLUX.1-dev", "1024x", 1, "resolution", "is not a resolution"),
-        ("FLUX.1-dev", 0, 1, "resolution", "outside 1..16384"),
+        ("FLUX.1-dev", 0, 1, "resolution", "outside 1..16,384"),
         ("FLUX.1-dev", 1024, 2, "frames", "image model: frames must be 1"),
         ("Wan2.1-T2V-1.3B", "832x480", 80, "frames", "frames must be 1 + 4 x k, e.g. 77 or 81"),
         ("V-JEPA-2-ViT-L", 256, 63, "frames", "not a multiple of the tubelet size 2: e.g. 62 or 64"),

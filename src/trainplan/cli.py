@@ -43,7 +43,7 @@ def _estimate_parameters() -> list[inspect.Parameter]:
             continue
         help_text = info.help + (f" [{'|'.join(info.choices)}]" if info.choices else "")
         if info.minimum is not None:
-            help_text += f" (>= {info.minimum:g})"
+            help_text += f" ({'>' if info.exclusive else '>='} {info.minimum:g})"
         options.append((name, _option(flag_name(name), help_text)))
     options += [
         ("lora_rank", _option("--lora-rank", LORA_FIELDS["rank"].help + " (1 .. 65536)")),

@@ -15,6 +15,7 @@ from trainplan.presets import recipe_summary
 from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.scenario import Scenario, data_parallel, resolved_base_weights, scenario_from_mapping
+from trainplan.terms.geometry import TokenShape, geometry_of, latent_frames, token_shape
 from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
@@ -24,7 +25,7 @@ from trainplan.terms.recipes import (
 from trainplan.terms.timing import INTER_NODE_EFFICIENCY, INTRA_NODE_EFFICIENCY
 from trainplan.units import GIB
 
-__all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights"]
+__all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
 
 KINDS = {
     "weights": (EXACT, "parameters held on this GPU at their storage precision"),
@@ -52,6 +53,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
     spec = model if model is not None else resolve_model(scenario.model)
+    sample_shape(spec, scenario)
     check_memory_modelled(spec)
     gpu = find_gpu(scenario.gpu)
     check_parallel(spec, scenario)
@@ -156,6 +158,66 @@ def check_memory_modelled(model: ModelSpec) -> None:
             f"{model.name} is a {model.kind} model: its parameters are counted (`trainplan models "
             f"--family {model.kind}`), but memory, time and cost are modelled for language models only",
         )
+
+
+# Scenario fields that describe an image, video or JEPA sample (null unless given).
+SAMPLE_FIELDS = ("resolution", "frames", "text_tokens", "ema", "mask_ratio")
+
+
+def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
+    """Check the sample fields against the model and return one sample's token geometry.
+
+    A language model takes none of them (each given one is refused, naming it). A diffusion,
+    video or JEPA model's resolution and frames must fit its strides (`terms/geometry.py`);
+    frames default to 1 for image models and must be given for video and JEPA clips;
+    text_tokens default to the pipeline's. `mask_ratio` is JEPA masking; a JEPA has no frozen
+    VAE or text encoders, and its EMA target encoder is always there (`ema` gives its dtype).
+    None while no resolution is given.
+    """
+    defaults = Scenario()
+    given = [name for name in SAMPLE_FIELDS if getattr(scenario, name) is not None]
+    if scenario.frozen_encoders != defaults.frozen_encoders:
+        given.append("frozen_encoders")
+    if model.kind == "llm":
+        for name in given:
+            geometry_of(model, name)
+        return None
+    geometry = geometry_of(model, given[0] if given else "resolution")
+    if scenario.mask_ratio is not None and model.kind != "jepa":
+        raise InputError("mask_ratio", f"{model.name} is a {model.kind} model: mask_ratio applies to JEPA")
+    if model.kind == "jepa" and scenario.ema == "none":
+        raise InputError(
+            "ema",
+            f"{model.name} is a JEPA: its EMA target encoder is always there; ema gives its dtype "
+            "(fp32 or bf16)",
+        )
+    if model.kind == "jepa" and scenario.frozen_encoders != defaults.frozen_encoders:
+        raise InputError(
+            "frozen_encoders",
+            f"{model.name} is a JEPA: it reads pixels, with no VAE or text encoder to precompute",
+        )
+    frames = scenario.frames
+    if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
+        rule = (
+            f"1 + {geometry.temporal_stride} x k"
+            if geometry.temporal_causal
+            else f"a multiple of {geometry.temporal_stride}"
+        )
+        raise InputError("frames", f"{model.name} is a {model.kind} model: give frames per clip ({rule})")
+    if scenario.resolution is None:
+        if frames is not None:
+            latent_frames(model, geometry, frames)
+        return None
+    return token_shape(model, scenario.resolution, frames or 1, scenario.text_tokens)
+
+
+def resolved_ema(model: ModelSpec, scenario: Scenario) -> str:
+    """The EMA copy's dtype: given, else none, or fp32 for a JEPA's target encoder (the V-JEPA
+    and V-JEPA 2 training code, app/vjepa/train.py, deep-copies the fp32 encoder as its target
+    and runs the step under bf16 autocast)."""
+    if scenario.ema is not None:
+        return scenario.ema
+    return "fp32" if model.kind == "jepa" else "none"
 
 
 def check_parallel(model: ModelSpec, scenario: Scenario) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainplan.errors import InputError, shown_number, shown_value
+from trainplan.terms.geometry import MAX_FRAMES, parse_resolution
 from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 
 METHODS = ("full", "lora", "qlora")
@@ -39,6 +40,8 @@ LOSSES = ("standard", "chunked", "fused")
 FSDP_WRAPS = ("layers", "root")
 REDUCE_DTYPES = ("compute", "fp32")
 ZERO3_MASTERS = ("shard", "separate")
+FROZEN_ENCODERS = ("precomputed", "gpu", "offload")
+EMA_DTYPES = ("none", "fp32", "bf16")
 RECIPES = (
     "hf-trainer",
     "trl",
@@ -62,6 +65,7 @@ class FieldInfo:
     maximum: float | None = None
     kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
     web_help: str | None = None  # the help where the web API accepts less (it reads no paths)
+    exclusive: bool = False  # minimum and maximum themselves are outside the range
 
 
 LORA_FIELDS: dict[str, FieldInfo] = {
@@ -151,6 +155,64 @@ class Scenario:
     micro_batch: int = _field(1, FieldInfo("sequences per GPU per forward pass", None, 1, 65536))
     seq_len: int = _field(2048, FieldInfo("tokens per sequence", None, 1, 10_000_000))
     grad_accum: int = _field(16, FieldInfo("micro-batches accumulated per step", None, 1, 65536))
+    resolution: str | None = _field(
+        None,
+        FieldInfo(
+            "diffusion, video and JEPA models: pixels per side (1024) or WxH (832x480), each side a "
+            "multiple of the VAE stride x patch; not for language models",
+            kind="str",
+        ),
+    )
+    frames: int | None = _field(
+        None,
+        FieldInfo(
+            "pixel frames per sample (null: 1 for image models; video and JEPA models need it)",
+            None,
+            1,
+            MAX_FRAMES,
+            "int",
+        ),
+    )
+    text_tokens: int | None = _field(
+        None,
+        FieldInfo(
+            "text tokens the denoiser reads (null: the pipeline's default, e.g. 512 T5 tokens for "
+            "FLUX.1-dev; a JEPA reads none)",
+            None,
+            0,
+            1_000_000,
+            "int",
+        ),
+    )
+    frozen_encoders: str = _field(
+        "precomputed",
+        FieldInfo(
+            "diffusion: the VAE and text encoders are precomputed (latents and embeddings cached "
+            "beforehand, only the denoiser on the GPU), gpu (resident, run every step) or offload "
+            "(kept on the CPU)",
+            FROZEN_ENCODERS,
+        ),
+    )
+    ema: str | None = _field(
+        None,
+        FieldInfo(
+            "EMA copy of the trainable weights (the diffusers full fine-tune scripts' use_ema); for "
+            "a JEPA the target encoder's dtype (null: none for diffusion, fp32 for a JEPA)",
+            EMA_DTYPES,
+        ),
+    )
+    mask_ratio: float | None = _field(
+        None,
+        FieldInfo(
+            "JEPA: one mask generator hiding this share of the patch tokens (null: the model's "
+            "published pretraining masks)",
+            None,
+            0.0,
+            1.0,
+            "float",
+            exclusive=True,
+        ),
+    )
     activation_checkpointing: str = _field(
         "full",
         FieldInfo(
@@ -399,6 +461,8 @@ def _build(data: Mapping[str, Any], base: Scenario) -> Scenario:
             values[name] = _lora_from(raw, base.lora)
         elif name == "activation_checkpointing":
             values[name] = checkpointing_from(raw)
+        elif name == "resolution":
+            values[name] = resolution_from(raw)
         elif raw is None and name in ("base_weights", "recipe"):
             values[name] = None
         else:
@@ -412,8 +476,9 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
     """Convert and range-check one scalar field; raise InputError naming it."""
     if raw is None and default is None:
         return None
-    if isinstance(raw, str) and default is None and raw.strip().lower() in ("", "null", "none"):
-        return None
+    text = raw.strip().lower() if isinstance(raw, str) else None
+    if text in ("", "null", "none") and default is None and text not in (info.choices or ()):
+        return None  # a choice named "none" (ema) is a value, not an unset field
     kind = info.kind or type(default).__name__
     if kind == "bool":
         return _as_bool(name, raw)
@@ -431,9 +496,14 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
             raise InputError(name, "must be a non-empty string")
         return raw.strip()
     low, high = info.minimum, info.maximum
+    if info.exclusive and value in (low, high):
+        raise InputError(
+            name, f"must be strictly between {shown_number(low or 0.0)} and {shown_number(high or 0.0)}"
+        )
     if (low is not None and value < low) or (high is not None and value > high):
         if low is not None and high is not None:
-            allowed = f"between {shown_number(low)} and {shown_number(high)}"
+            strictly = "strictly " if info.exclusive else ""
+            allowed = f"{strictly}between {shown_number(low)} and {shown_number(high)}"
         elif low is not None:
             allowed = f">= {shown_number(low)}"
         else:
@@ -501,6 +571,14 @@ def _lora_from(raw: Any, base: LoraSettings) -> LoraSettings:
     dropout = _coerce("lora.dropout", raw.get("dropout", base.dropout), base.dropout, LORA_FIELDS["dropout"])
     dtype = _coerce("lora.dtype", raw.get("dtype", base.dtype), base.dtype, LORA_FIELDS["dtype"])
     return LoraSettings(rank=rank, alpha=alpha, targets=targets, dora=dora, dropout=dropout, dtype=dtype)
+
+
+def resolution_from(raw: Any) -> str | None:
+    """`resolution` as "WxH" (an int is a square), or None; InputError naming the field."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "null", "none")):
+        return None
+    width, height = parse_resolution(raw)
+    return f"{width}x{height}"
 
 
 def checkpointing_from(raw: Any) -> str:

@@ -356,3 +356,18 @@ def test_prices_endpoint_names_a_bad_parameter(
 ) -> None:
     response = client.get("/api/prices", params=params)
     assert response.status_code == 422 and response.json()["field"] == field
+
+
+def test_sample_fields_through_the_api(client: TestClient) -> None:
+    response = post(client, {"model": "FLUX.1-dev", "resolution": 1000})
+    assert response.status_code == 422 and response.json()["field"] == "resolution"
+    response = post(client, {"resolution": 1024})  # the default model is a language model
+    assert response.status_code == 422 and response.json()["field"] == "resolution"
+    response = post(client, {"mask_ratio": 1})
+    assert response.status_code == 422 and "strictly between 0 and 1" in response.json()["message"]
+    body = client.get("/openapi.json").json()["paths"]["/api/estimate"]["post"]["requestBody"]
+    properties = body["content"]["application/json"]["schema"]["properties"]
+    ratio = properties["mask_ratio"]["anyOf"][0]
+    assert (ratio["exclusiveMinimum"], ratio["exclusiveMaximum"]) == (0.0, 1.0)
+    assert {"type": "integer"} in properties["resolution"]["anyOf"][0]["anyOf"]
+    assert properties["ema"]["anyOf"][0]["enum"] == ["none", "fp32", "bf16"]

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_number, shown_value
 from trainplan.model import LatentGeometry, ModelSpec
 
-__all__ = ["TokenShape", "parse_resolution", "token_shape"]
+__all__ = ["TokenShape", "geometry_of", "latent_frames", "parse_resolution", "token_shape"]
 
 MAX_PIXELS_PER_SIDE = 16_384
 MAX_FRAMES = 4_096
@@ -44,34 +44,36 @@ class TokenShape:
         return self.latent_width * self.latent_height * self.latent_frames
 
 
-def parse_resolution(raw: int | str) -> tuple[int, int]:
+def parse_resolution(raw: object) -> tuple[int, int]:
     """(width, height) in pixels of an int (square) or "WxH"; InputError naming `resolution`."""
-    if isinstance(raw, bool):
-        raise InputError("resolution", f"{raw!r} is not a resolution: give pixels (1024) or WxH (832x480)")
-    if isinstance(raw, int):
+    wrong = f"{shown_value(raw)} is not a resolution: give pixels (1024) or WxH (832x480)"
+    if isinstance(raw, int) and not isinstance(raw, bool):
         width = height = raw
-    else:
-        match = _WXH.match(str(raw))
-        if match is None and str(raw).strip().isdigit():
-            width = height = int(str(raw))
+    elif isinstance(raw, str) and len(raw) <= 40:
+        match = _WXH.match(raw)
+        if match is None and raw.strip().isdigit():
+            width = height = int(raw)
         elif match is None:
-            raise InputError(
-                "resolution", f"{raw!r} is not a resolution: give pixels (1024) or WxH (832x480)"
-            )
+            raise InputError("resolution", wrong)
         else:
             width, height = int(match.group(1)), int(match.group(2))
+    else:
+        raise InputError("resolution", wrong)
     for side in (width, height):
         if not 1 <= side <= MAX_PIXELS_PER_SIDE:
-            raise InputError("resolution", f"{side} px is outside 1..{MAX_PIXELS_PER_SIDE}")
+            raise InputError(
+                "resolution", f"{shown_number(side)} px is outside 1..{MAX_PIXELS_PER_SIDE:,} per side"
+            )
     return width, height
 
 
-def _geometry(model: ModelSpec) -> LatentGeometry:
+def geometry_of(model: ModelSpec, field: str = "resolution") -> LatentGeometry:
+    """The model's latent geometry; for a language model, an InputError naming `field`."""
     if model.geometry is None:
         what = "a language model: it reads seq_len tokens" if model.kind == "llm" else "without a VAE config"
         raise InputError(
-            "resolution",
-            f"{model.name} is {what}; resolution and frames apply to diffusion, video and JEPA models",
+            field,
+            f"{model.name} is {what}; {field} applies to diffusion, video and JEPA models",
         )
     return model.geometry
 
@@ -86,7 +88,8 @@ def _side(pixels: int, multiple: int, stride: int, patch: int) -> None:
         )
 
 
-def _latent_frames(model: ModelSpec, geometry: LatentGeometry, frames: int) -> int:
+def latent_frames(model: ModelSpec, geometry: LatentGeometry, frames: int) -> int:
+    """Latent frames (JEPA: tubelets) of `frames` pixel frames; InputError naming `frames`."""
     if not 1 <= frames <= MAX_FRAMES:
         raise InputError("frames", f"{frames} is outside 1..{MAX_FRAMES}")
     if model.kind == "diffusion":
@@ -125,19 +128,17 @@ def token_shape(
 
     `text_tokens` defaults to the model pipeline's text length (0 for a JEPA).
     """
-    geometry = _geometry(model)
+    geometry = geometry_of(model)
     width, height = parse_resolution(resolution)
     multiple = geometry.spatial_stride * geometry.patch
     for side in (width, height):
         _side(side, multiple, geometry.spatial_stride, geometry.patch)
-    latent_frames = _latent_frames(model, geometry, frames)
+    depth = latent_frames(model, geometry, frames)
     text = geometry.text_tokens if text_tokens is None else text_tokens
     if text < 0 or (model.kind == "jepa" and text):
         raise InputError("text_tokens", f"{text}: must be >= 0, and 0 for a JEPA (it reads no text)")
     latent_width, latent_height = width // geometry.spatial_stride, height // geometry.spatial_stride
     tokens = (
-        (latent_width // geometry.patch)
-        * (latent_height // geometry.patch)
-        * (latent_frames // geometry.patch_t)
+        (latent_width // geometry.patch) * (latent_height // geometry.patch) * (depth // geometry.patch_t)
     )
-    return TokenShape(width, height, frames, latent_width, latent_height, latent_frames, tokens, text)
+    return TokenShape(width, height, frames, latent_width, latent_height, depth, tokens, text)

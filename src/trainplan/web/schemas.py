@@ -104,6 +104,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # Values a field accepts beyond its listed choices (the CLI and API parse them; the form's select
 # offers the choices only): `full:N` checkpoints every N-th block.
 EXTRA_PATTERNS = {"activation_checkpointing": "^full:[1-9][0-9]*$"}
+# `resolution` is pixels per side as an integer, or "WxH" (terms/geometry.parse_resolution).
+RESOLUTION_PATTERN = "^\\s*[0-9]+\\s*([xX]\\s*[0-9]+\\s*)?$"
 
 # Controls that are not a plain input/select: drawn from a catalog list or as a segmented choice.
 WIDGETS = {
@@ -151,6 +153,7 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
         "choices": list(info.choices) if info.choices else None,
         "minimum": info.minimum,
         "maximum": info.maximum,
+        "exclusive": info.exclusive,
     }
 
 
@@ -189,6 +192,8 @@ def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
         schema = {"type": "integer"}
     elif kind == "float":
         schema = {"type": "number"}
+    elif entry["name"] == "resolution":
+        schema = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": RESOLUTION_PATTERN}]}
     elif kind == "targets":
         schema = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     elif entry["choices"]:
@@ -197,10 +202,11 @@ def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
             schema = {"anyOf": [schema, {"type": "string", "pattern": EXTRA_PATTERNS[entry["name"]]}]}
     else:
         schema = {"type": "string"}
+    bound = "exclusive" if entry["exclusive"] else ""
     if entry["minimum"] is not None:
-        schema["minimum"] = entry["minimum"]
+        schema[f"{bound}Minimum" if bound else "minimum"] = entry["minimum"]
     if entry["maximum"] is not None:
-        schema["maximum"] = entry["maximum"]
+        schema[f"{bound}Maximum" if bound else "maximum"] = entry["maximum"]
     if entry["nullable"]:
         schema = {"anyOf": [schema, {"type": "null"}]}
     schema["description"] = entry["help"]
