@@ -137,3 +137,12 @@ def test_config_without_mlp_layer_types_reads_first_layer_dense(model_type: str)
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_bert_cross_attention_matches_transformers() -> None:
+    config = default_config("bert")
+    assert config is not None
+    config.update(add_cross_attention=True, is_decoder=True)
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "bert")) == expected

@@ -245,3 +245,32 @@ def test_mlp_layer_types_decide_dense_and_moe_layers() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**cfg, "mlp_layer_types": ["dense", "hash_moe", "sparse"]}, "m")
     assert error.value.field == "mlp_layer_types[1]"
+
+
+_BERT_BASE = {
+    "model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+}  # fmt: skip
+
+
+def test_bert_base_params_by_hand() -> None:
+    # embeddings: (30522 words + 512 positions + 2 token types) x 768 + LayerNorm 2 x 768 = 23,837,184
+    # layer: q/k/v/o 4 x (768^2 + 768) = 2,362,368; up 768 x 3072 + 3072 = 2,362,368;
+    #        down 3072 x 768 + 768 = 2,360,064; two LayerNorms 3,072 -> 7,087,872; x 12 = 85,054,464
+    # head: transform 768^2 + 768 + LayerNorm 1,536 = 592,128; decoder tied; bias 30,522 -> 622,650
+    # total 109,514,298 (BERT-base, the ~110M of Devlin et al. 2019, table 1)
+    assert total_params(spec_from_config(_BERT_BASE, "bert-base")) == 109_514_298
+
+
+def test_bert_cross_attention_adds_attention_and_a_norm() -> None:
+    # add_cross_attention: one more biased q/k/v/o (2,362,368) and LayerNorm (1,536) per layer
+    plain = total_params(spec_from_config(_BERT_BASE, "bert"))
+    cross = total_params(spec_from_config({**_BERT_BASE, "add_cross_attention": True}, "bert"))
+    assert cross - plain == 12 * (2_362_368 + 1_536)
+
+
+def test_ernie_task_type_embeddings_are_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**_BERT_BASE, "model_type": "ernie", "use_task_id": True}, "ernie")
+    assert error.value.field == "use_task_id"

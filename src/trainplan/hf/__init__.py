@@ -3,8 +3,9 @@
 How a decoder's config maps to blocks is declared per `model_type` family in the architecture
 table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
 parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
-Encoder-decoder T5/mT5/Flan-T5 and GPT-2 have readers of their own; multimodal configs whose
-language model sits under `text_config`/`language_config` add a ViT-style `vision_config`.
+Encoder-decoder T5/mT5/Flan-T5, GPT-2 and BERT-style decoders have readers of their own;
+multimodal configs whose language model sits under `text_config`/`language_config` add a
+ViT-style `vision_config`.
 A model type on the table's refusal list, or an unknown one whose config names a layout we do
 not model, is refused with the field and value; other unknown types are read with the keys
 Llama-style configs share.
@@ -20,6 +21,7 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
@@ -89,6 +91,8 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
         return zamba2_spec(text, name, source, family)
     if family.row.get("reader") == "gpt2":
         return gpt2_spec(cfg, name, source, family)
+    if family.row.get("reader") == "bert":
+        return bert_spec(text, name, source, family)
     spec = _decoder(text, name, source, family)
     extras = vision_extras(cfg, spec.hidden_size)
     if extras:
