@@ -274,3 +274,29 @@ def test_ernie_task_type_embeddings_are_refused() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**_BERT_BASE, "model_type": "ernie", "use_task_id": True}, "ernie")
     assert error.value.field == "use_task_id"
+
+
+_BART_BASE = {
+    "model_type": "bart", "vocab_size": 50265, "d_model": 768, "decoder_layers": 6,
+    "decoder_attention_heads": 12, "decoder_ffn_dim": 3072, "max_position_embeddings": 1024,
+    "is_encoder_decoder": True,
+}  # fmt: skip
+
+
+def test_bart_decoder_params_by_hand() -> None:
+    # embedding 50265 x 768 = 38,603,520; positions (1024 + offset 2) x 768 = 787,968;
+    # layernorm_embedding 1,536 (no LayerNorm after the last layer in BART)
+    # layer: self- and cross-attention 2 x 4 x (768^2 + 768) = 4,724,736; fc1 768 x 3072 + 3072 =
+    #        2,362,368; fc2 3072 x 768 + 768 = 2,360,064; three LayerNorms 4,608 -> 9,451,776; x 6
+    # head tied: total 38,603,520 + 787,968 + 1,536 + 56,710,656 = 96,103,680
+    spec = spec_from_config(_BART_BASE, "bart-base-decoder")
+    assert total_params(spec) == 96_103_680
+
+
+def test_sinusoidal_positions_are_frozen() -> None:
+    # Pegasus' sinusoidal table is a parameter built frozen: counted, not trainable
+    config = {**_BART_BASE, "model_type": "pegasus"}
+    spec = spec_from_config(config, "pegasus")
+    (table,) = spec.extras
+    assert table.params == 1024 * 768 and not table.trainable
+    assert spec.learned_positions == 0

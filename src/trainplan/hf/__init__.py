@@ -3,7 +3,8 @@
 How a decoder's config maps to blocks is declared per `model_type` family in the architecture
 table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
 parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
-Encoder-decoder T5/mT5/Flan-T5, GPT-2 and BERT-style decoders have readers of their own;
+Encoder-decoder T5/mT5/Flan-T5, GPT-2, BERT-style and BART-style decoders have readers of their
+own;
 multimodal configs whose language model sits under `text_config`/`language_config` add a
 ViT-style `vision_config`.
 A model type on the table's refusal list, or an unknown one whose config names a layout we do
@@ -21,6 +22,7 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
@@ -76,7 +78,9 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
     model_type = str(cfg.get("model_type", "")).lower()
     if model_type == "vjepa2":
         return vjepa2_spec(cfg, name, source)
-    if model_type in ("t5", "mt5", "umt5") or (cfg.get("is_encoder_decoder") and "d_model" in cfg):
+    listed = find_family(model_type) is not None or refusal(model_type) is not None
+    t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed
+    if model_type in ("t5", "mt5", "umt5") or t5_like:
         return t5_spec(cfg, name, source)
     if refusal(model_type) is not None:
         family_of(model_type, cfg)  # a multimodal wrapper we do not model: refused by its own type
@@ -93,6 +97,8 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
         return gpt2_spec(cfg, name, source, family)
     if family.row.get("reader") == "bert":
         return bert_spec(text, name, source, family)
+    if family.row.get("reader") == "bart":
+        return bart_spec(text, name, source, family)
     spec = _decoder(text, name, source, family)
     extras = vision_extras(cfg, spec.hidden_size)
     if extras:
