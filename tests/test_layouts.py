@@ -300,3 +300,13 @@ def test_sinusoidal_positions_are_frozen() -> None:
     (table,) = spec.extras
     assert table.params == 1024 * 768 and not table.trainable
     assert spec.learned_positions == 0
+
+
+def test_layer_vectors_add_their_widths_per_layer() -> None:
+    # BitNet = Llama + sub-layer norms of hidden (64) and intermediate (128) per layer: 2 x 192;
+    # DiffLlama = Llama + four lambda vectors of head_dim (64 / 4 heads = 16) per layer: 2 x 64
+    small = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 4}  # fmt: skip
+    llama = total_params(spec_from_config({**small, "model_type": "llama"}, "llama"))
+    assert total_params(spec_from_config({**small, "model_type": "bitnet"}, "bitnet")) - llama == 2 * 192
+    assert total_params(spec_from_config({**small, "model_type": "diffllama"}, "diffllama")) - llama == 2 * 64

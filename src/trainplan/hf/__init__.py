@@ -33,7 +33,7 @@ from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
-from trainplan.model import Block, ExtraComponent, ModelSpec
+from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
 __all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
@@ -166,6 +166,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
+    vectors = _layer_vectors(family, hidden, attention, dense)
     blocks: list[Block] = []
     for kind in kinds:
         block = Block(
@@ -175,10 +176,11 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             norms=norms,
             ssm=ssm if "ssm" in kind else None,
             parallel=parallel,
+            extra_params=vectors,
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, parallel=parallel)  # fmt: skip
+                               ssm=block.ssm, parallel=parallel, extra_params=vectors)  # fmt: skip
         else:
             blocks.append(block)
     return ModelSpec(
@@ -195,6 +197,26 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         approximations=tuple(approximations),
         source=source,
     )
+
+
+#: Widths a `layer_vectors` row may name: the glossary field -> its value in this model.
+_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
+
+
+def _layer_vectors(family: Family, hidden: int, attention: Attention | None, dense: Mlp | None) -> int:
+    """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
+    `layer_vectors` (width name -> how many): BitNet's sub-layer norms (one of hidden size, one of
+    intermediate size), DiffLlama's four lambda vectors of head_dim."""
+    rule: Mapping[str, int] = family.row.get("layer_vectors") or {}
+    widths = {
+        "hidden_size": hidden,
+        "intermediate_size": dense.intermediate_size if dense else 0,
+        "head_dim": attention.head_dim if attention else 0,
+    }
+    for width in rule:
+        if width not in _VECTOR_WIDTHS:
+            raise RuntimeError(f"architectures.yaml {family.name}: layer_vectors width {width!r} is unknown")
+    return sum(int(count) * widths[width] for width, count in rule.items())
 
 
 def _same_layer(a: Block, b: Block) -> bool:
