@@ -126,7 +126,7 @@ def test_hybrid_catalog_records_match_transformers(record: Any) -> None:
     assert total_params(record.spec()) == record.meta_device_params
 
 
-@pytest.mark.parametrize("model_type", ["glm4_moe_lite", "hy_v3"])
+@pytest.mark.parametrize("model_type", ["glm4_moe_lite", "hy_v3", "axk1"])
 def test_config_without_mlp_layer_types_reads_first_layer_dense(model_type: str) -> None:
     # a config.json that omits mlp_layer_types gets one dense layer, then MoE, from the config class;
     # the table's default first_k_dense_replace: 1 must give the same count

@@ -167,13 +167,14 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
     vectors = _layer_vectors(family, hidden, attention, dense)
+    moe_norms = int((family.row.get("moe") or {}).get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     blocks: list[Block] = []
     for kind in kinds:
         block = Block(
             1,
             attention=attention if "attention" in kind else None,
             mlp=dense if "dense" in kind else moe if "moe" in kind else None,
-            norms=norms,
+            norms=norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
             parallel=parallel,
             extra_params=vectors,
