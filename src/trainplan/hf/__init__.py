@@ -4,8 +4,7 @@ How a decoder's config maps to blocks is declared per `model_type` family in the
 table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
 parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
 Encoder-decoder T5/mT5/Flan-T5, GPT-2, BERT-style and BART-style decoders have readers of their
-own;
-multimodal configs whose language model sits under `text_config`/`language_config` add a
+own; multimodal configs whose language model sits under `text_config`/`language_config` add a
 ViT-style `vision_config`.
 A model type on the table's refusal list, or an unknown one whose config names a layout we do
 not model, is refused with the field and value; other unknown types are read with the keys
@@ -200,7 +199,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     )
 
 
-#: Widths a `layer_vectors` row may name: the glossary field -> its value in this model.
+#: Glossary widths a row's `layer_vectors` may name.
 _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
 
 
