@@ -124,3 +124,25 @@ def test_hybrid_catalog_records_match_transformers(record: Any) -> None:
     # the recorded meta-device count is what transformers builds from the record's own config
     assert record.meta_device_params == meta_device_params(dict(record.config))
     assert total_params(record.spec()) == record.meta_device_params
+
+
+@pytest.mark.parametrize("model_type", ["glm4_moe_lite", "hy_v3", "axk1"])
+def test_config_without_mlp_layer_types_reads_first_layer_dense(model_type: str) -> None:
+    # a config.json that omits mlp_layer_types gets one dense layer, then MoE, from the config class;
+    # the table's default first_k_dense_replace: 1 must give the same count
+    config = default_config(model_type)
+    assert config is not None
+    config.pop("mlp_layer_types")
+    config.pop("first_k_dense_replace", None)
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_bert_cross_attention_matches_transformers() -> None:
+    config = default_config("bert")
+    assert config is not None
+    config.update(add_cross_attention=True, is_decoder=True)
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "bert")) == expected

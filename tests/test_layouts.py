@@ -245,3 +245,68 @@ def test_mlp_layer_types_decide_dense_and_moe_layers() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**cfg, "mlp_layer_types": ["dense", "hash_moe", "sparse"]}, "m")
     assert error.value.field == "mlp_layer_types[1]"
+
+
+_BERT_BASE = {
+    "model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+    "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+}  # fmt: skip
+
+
+def test_bert_base_params_by_hand() -> None:
+    # embeddings: (30522 words + 512 positions + 2 token types) x 768 + LayerNorm 2 x 768 = 23,837,184
+    # layer: q/k/v/o 4 x (768^2 + 768) = 2,362,368; up 768 x 3072 + 3072 = 2,362,368;
+    #        down 3072 x 768 + 768 = 2,360,064; two LayerNorms 3,072 -> 7,087,872; x 12 = 85,054,464
+    # head: transform 768^2 + 768 + LayerNorm 1,536 = 592,128; decoder tied; bias 30,522 -> 622,650
+    # total 109,514,298 (BERT-base, the ~110M of Devlin et al. 2019, table 1)
+    assert total_params(spec_from_config(_BERT_BASE, "bert-base")) == 109_514_298
+
+
+def test_bert_cross_attention_adds_attention_and_a_norm() -> None:
+    # add_cross_attention: one more biased q/k/v/o (2,362,368) and LayerNorm (1,536) per layer
+    plain = total_params(spec_from_config(_BERT_BASE, "bert"))
+    cross = total_params(spec_from_config({**_BERT_BASE, "add_cross_attention": True}, "bert"))
+    assert cross - plain == 12 * (2_362_368 + 1_536)
+
+
+def test_ernie_task_type_embeddings_are_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**_BERT_BASE, "model_type": "ernie", "use_task_id": True}, "ernie")
+    assert error.value.field == "use_task_id"
+
+
+_BART_BASE = {
+    "model_type": "bart", "vocab_size": 50265, "d_model": 768, "decoder_layers": 6,
+    "decoder_attention_heads": 12, "decoder_ffn_dim": 3072, "max_position_embeddings": 1024,
+    "is_encoder_decoder": True,
+}  # fmt: skip
+
+
+def test_bart_decoder_params_by_hand() -> None:
+    # embedding 50265 x 768 = 38,603,520; positions (1024 + offset 2) x 768 = 787,968;
+    # layernorm_embedding 1,536 (no LayerNorm after the last layer in BART)
+    # layer: self- and cross-attention 2 x 4 x (768^2 + 768) = 4,724,736; fc1 768 x 3072 + 3072 =
+    #        2,362,368; fc2 3072 x 768 + 768 = 2,360,064; three LayerNorms 4,608 -> 9,451,776; x 6
+    # head tied: total 38,603,520 + 787,968 + 1,536 + 56,710,656 = 96,103,680
+    spec = spec_from_config(_BART_BASE, "bart-base-decoder")
+    assert total_params(spec) == 96_103_680
+
+
+def test_sinusoidal_positions_are_frozen() -> None:
+    # Pegasus' sinusoidal table is a parameter built frozen: counted, not trainable
+    config = {**_BART_BASE, "model_type": "pegasus"}
+    spec = spec_from_config(config, "pegasus")
+    (table,) = spec.extras
+    assert table.params == 1024 * 768 and not table.trainable
+    assert spec.learned_positions == 0
+
+
+def test_layer_vectors_add_their_widths_per_layer() -> None:
+    # BitNet = Llama + sub-layer norms of hidden (64) and intermediate (128) per layer: 2 x 192;
+    # DiffLlama = Llama + four lambda vectors of head_dim (64 / 4 heads = 16) per layer: 2 x 64
+    small = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 4}  # fmt: skip
+    llama = total_params(spec_from_config({**small, "model_type": "llama"}, "llama"))
+    assert total_params(spec_from_config({**small, "model_type": "bitnet"}, "bitnet")) - llama == 2 * 192
+    assert total_params(spec_from_config({**small, "model_type": "diffllama"}, "diffllama")) - llama == 2 * 64

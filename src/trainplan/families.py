@@ -40,6 +40,8 @@ _FIELDS = {
     "head_bias", "qk_norm", "qk_norm_bias", "fused_qkv", "fused_gate_up", "attention_names",
     "mlp_names", "tied", "positions", "position_offset", "multi_query", "attention", "moe",
     "layers", "ssm", "defaults", "notes", "reader", "mlp_ratio", "attention_sinks", "activation_params",
+    "pooler", "cross_attention", "sinusoidal_positions",
+    "layer_vectors",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

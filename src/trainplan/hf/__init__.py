@@ -3,8 +3,9 @@
 How a decoder's config maps to blocks is declared per `model_type` family in the architecture
 table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
 parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
-Encoder-decoder T5/mT5/Flan-T5 and GPT-2 have readers of their own; multimodal configs whose
-language model sits under `text_config`/`language_config` add a ViT-style `vision_config`.
+Encoder-decoder T5/mT5/Flan-T5, GPT-2, BERT-style and BART-style decoders have readers of their
+own; multimodal configs whose language model sits under `text_config`/`language_config` add a
+ViT-style `vision_config`.
 A model type on the table's refusal list, or an unknown one whose config names a layout we do
 not model, is refused with the field and value; other unknown types are read with the keys
 Llama-style configs share.
@@ -20,6 +21,8 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.hf.bart import bart_spec
+from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
@@ -29,7 +32,7 @@ from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
-from trainplan.model import Block, ExtraComponent, ModelSpec
+from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
 __all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
@@ -74,7 +77,9 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
     model_type = str(cfg.get("model_type", "")).lower()
     if model_type == "vjepa2":
         return vjepa2_spec(cfg, name, source)
-    if model_type in ("t5", "mt5", "umt5") or (cfg.get("is_encoder_decoder") and "d_model" in cfg):
+    listed = find_family(model_type) is not None or refusal(model_type) is not None
+    t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed
+    if model_type in ("t5", "mt5", "umt5") or t5_like:
         return t5_spec(cfg, name, source)
     if refusal(model_type) is not None:
         family_of(model_type, cfg)  # a multimodal wrapper we do not model: refused by its own type
@@ -89,6 +94,10 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
         return zamba2_spec(text, name, source, family)
     if family.row.get("reader") == "gpt2":
         return gpt2_spec(cfg, name, source, family)
+    if family.row.get("reader") == "bert":
+        return bert_spec(text, name, source, family)
+    if family.row.get("reader") == "bart":
+        return bart_spec(text, name, source, family)
     spec = _decoder(text, name, source, family)
     extras = vision_extras(cfg, spec.hidden_size)
     if extras:
@@ -156,19 +165,22 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
+    vectors = _layer_vectors(family, hidden, attention, dense)
+    moe_norms = int((family.row.get("moe") or {}).get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     blocks: list[Block] = []
     for kind in kinds:
         block = Block(
             1,
             attention=attention if "attention" in kind else None,
             mlp=dense if "dense" in kind else moe if "moe" in kind else None,
-            norms=norms,
+            norms=norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
             parallel=parallel,
+            extra_params=vectors,
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, parallel=parallel)  # fmt: skip
+                               ssm=block.ssm, parallel=parallel, extra_params=vectors)  # fmt: skip
         else:
             blocks.append(block)
     return ModelSpec(
@@ -185,6 +197,26 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         approximations=tuple(approximations),
         source=source,
     )
+
+
+#: Glossary widths a row's `layer_vectors` may name.
+_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
+
+
+def _layer_vectors(family: Family, hidden: int, attention: Attention | None, dense: Mlp | None) -> int:
+    """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
+    `layer_vectors` (width name -> how many): BitNet's sub-layer norms (one of hidden size, one of
+    intermediate size), DiffLlama's four lambda vectors of head_dim."""
+    rule: Mapping[str, int] = family.row.get("layer_vectors") or {}
+    widths = {
+        "hidden_size": hidden,
+        "intermediate_size": dense.intermediate_size if dense else 0,
+        "head_dim": attention.head_dim if attention else 0,
+    }
+    for width in rule:
+        if width not in _VECTOR_WIDTHS:
+            raise RuntimeError(f"architectures.yaml {family.name}: layer_vectors width {width!r} is unknown")
+    return sum(int(count) * widths[width] for width, count in rule.items())
 
 
 def _same_layer(a: Block, b: Block) -> bool:

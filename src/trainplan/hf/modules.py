@@ -119,6 +119,8 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         num_shared_experts=shared_count,
         shared_intermediate_size=shared_inner,
         shared_expert_gate=bool(rule.get("shared_expert_gate", False)) and shared_count > 0,
+        bias=bool(resolve(rule.get("expert_bias", False), cfg)),
+        router_bias=bool(resolve(rule.get("router_bias", False), cfg)),
         names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
     )
