@@ -90,8 +90,8 @@ PLAN_BODIES: list[tuple[str, dict[str, Any]]] = [
     ("Qwen2.5-0.5B lora, max 8 GPUs", {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8}}),
     ("Llama-3.1-8B lora, max 64 GPUs (default)", {"model": "Llama-3.1-8B", "plan": {}}),
     (
-        "Llama-3.1-70B any method, max 64 GPUs",
-        {"model": "Llama-3.1-70B", "plan": {"methods": "any", "objective": "cost"}},
+        "Llama-3.1-70B any method, max 16 GPUs",
+        {"model": "Llama-3.1-70B", "plan": {"methods": "any", "objective": "cost", "max_gpus": 16}},
     ),
 ]
 
