@@ -103,13 +103,18 @@ class Answers:
             self._kept.popitem(last=False)
 
 
+def app_state(app: Any, name: str, make: Callable[[], T]) -> T:
+    """The app's `name` object (answers kept, Hub lookups, planner slots), made on first use."""
+    value: T | None = getattr(app.state, name, None)
+    if value is None:
+        value = make()
+        setattr(app.state, name, value)
+    return value
+
+
 def answers(app: Any) -> Answers:
-    """The app's kept answers (made on first use)."""
-    kept: Answers | None = getattr(app.state, "answers", None)
-    if kept is None:
-        kept = Answers()
-        app.state.answers = kept
-    return kept
+    """The app's kept answers."""
+    return app_state(app, "answers", Answers)
 
 
 @router.get("/fields", summary="Scenario fields: kinds, defaults, allowed values, help, form sections")
@@ -205,12 +210,8 @@ def largest_payload(inputs: EngineInputs, field: str, with_hints: bool, headroom
 
 
 def hub_lookups(app: Any) -> HubLookups:
-    """The app's Hub lookups (made on first use)."""
-    lookups: HubLookups | None = getattr(app.state, "hub_lookups", None)
-    if lookups is None:
-        lookups = HubLookups(hub_spec)
-        app.state.hub_lookups = lookups
-    return lookups
+    """The app's Hub lookups."""
+    return app_state(app, "hub_lookups", lambda: HubLookups(hub_spec))
 
 
 async def compute(function: Callable[..., T], *args: Any) -> T:
@@ -226,13 +227,19 @@ async def compute(function: Callable[..., T], *args: Any) -> T:
         ) from None
 
 
+def hub_id_of(body: dict[str, Any]) -> str | None:
+    """The Hub id the body's `model` names when answering it needs a Hub lookup, else None."""
+    model = body.get("model")
+    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and is_hub_lookup(model):
+        return model.strip()
+    return None
+
+
 async def resolve_inputs(request: Request, body: dict[str, Any]) -> EngineInputs:
     """The body's scenario and model. A Hub id is looked up first through the app's bounded,
     time-limited Hub lookups; everything else is computed off the event loop."""
-    model = body.get("model")
-    hub = None
-    if isinstance(model, str) and MODEL_CONFIG_KEY not in body and is_hub_lookup(model):
-        hub = await hub_lookups(request.app).spec(model.strip())
+    hub_id = hub_id_of(body)
+    hub = await hub_lookups(request.app).spec(hub_id) if hub_id else None
     return await compute(engine_inputs, body, hub)
 
 
@@ -298,8 +305,7 @@ async def post_estimate(
         response = json_response(await compute(largest_payload, inputs, maximise, hints, headroom))
     else:
         response = json_response(await compute(estimate_payload, inputs, hints))
-    model = body.get("model")
-    if not (isinstance(model, str) and MODEL_CONFIG_KEY not in body and is_hub_lookup(model)):
+    if hub_id_of(body) is None:  # a Hub config may change: its answers are not kept
         kept.put(key, bytes(response.body))
     return response
 
@@ -334,12 +340,8 @@ class Slots:
 
 
 def plan_slots(app: Any) -> Slots:
-    """The app's planner slots (made on first use)."""
-    slots: Slots | None = getattr(app.state, "plan_slots", None)
-    if slots is None:
-        slots = Slots(PLAN_SLOTS, PLAN_QUEUE, PLAN_WAIT_S)
-        app.state.plan_slots = slots
-    return slots
+    """The app's planner slots."""
+    return app_state(app, "plan_slots", lambda: Slots(PLAN_SLOTS, PLAN_QUEUE, PLAN_WAIT_S))
 
 
 @router.post(
