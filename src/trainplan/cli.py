@@ -127,13 +127,11 @@ def _run_estimate(**kwargs: Any) -> None:
     try:
         scenario, reading = scenario_and_reading(kwargs)
         if maximise is not None:
-            from trainplan.search import DEFAULT_HEADROOM, largest_fitting, nothing_fits
+            from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
 
-            found = largest_fitting(
+            found = largest_that_fits(
                 scenario, maximise, headroom=DEFAULT_HEADROOM if headroom is None else headroom
             )
-            if found is None:
-                raise nothing_fits(scenario, maximise, None)
             result = found.estimate
         else:
             result = estimate(scenario)

@@ -98,6 +98,16 @@ def largest_fitting(
     return Largest(run(value), field, value, exact, headroom, multiple)
 
 
+def largest_that_fits(
+    scenario: Scenario, field: str, model: ModelSpec | None = None, headroom: float = DEFAULT_HEADROOM
+) -> Largest:
+    """`largest_fitting`, or the nothing-fits InputError on `max` (the CLI's and the API's answer)."""
+    found = largest_fitting(scenario, field, model=model, headroom=headroom)
+    if found is None:
+        raise nothing_fits(scenario, field, model)
+    return found
+
+
 def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> InputError:
     """The error when even `field` = 1 does not fit: how far off it is, and what to try."""
     gpu = find_gpu(scenario.gpu)

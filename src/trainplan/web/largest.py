@@ -1,6 +1,6 @@
 """`POST /api/estimate?max=FIELD`: the largest micro-batch or sequence length that fits.
 
-The search is `trainplan.search.largest_fitting`, the same one as `trainplan estimate --max`:
+The search is `trainplan.search.largest_that_fits`, the same one as `trainplan estimate --max`:
 doubling, then bisection over `estimate()`, bounded by the field's range (micro_batch <= 65536,
 seq_len <= 10,000,000: at most about 50 estimates), with `headroom` of the GPU's memory left free
 and the answer rounded down to a useful multiple.
@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from trainplan.model import ModelSpec
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
-from trainplan.search import DEFAULT_HEADROOM, largest_fitting, nothing_fits
+from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
 
 MaxField = Literal["micro_batch", "seq_len"]
 MAX_FIELDS: tuple[str, ...] = get_args(MaxField)  # the keys of search.SEARCHABLE (a test checks)
@@ -24,7 +24,5 @@ def largest(
 ) -> tuple[Estimate, dict[str, Any]]:
     """The estimate at the largest `field` value that fits, and the `max` object of the CLI's
     `--json`; an InputError on `max` when not even 1 fits."""
-    found = largest_fitting(scenario, field, model=model, headroom=headroom)
-    if found is None:
-        raise nothing_fits(scenario, field, model)
+    found = largest_that_fits(scenario, field, model, headroom)
     return found.estimate, found.to_dict()
