@@ -88,7 +88,7 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
 def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
     """Catalog models whose name, family or Hub id contains `query`, of `kind` (llm, diffusion,
     video, jepa) when given."""
-    from trainplan.catalog import model_records
+    from trainplan.catalog import catalog_spec, model_records
     from trainplan.model import MODEL_KINDS
 
     if kind is not None and kind not in MODEL_KINDS:
@@ -98,7 +98,7 @@ def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
         r
         for r in model_records()
         if (needle in r.name.lower() or needle in r.family.lower() or needle in r.hub_id.lower())
-        and (kind is None or r.spec().kind == kind)
+        and (kind is None or catalog_spec(r.name).kind == kind)
     ]
     if as_json:
         print(
@@ -109,7 +109,7 @@ def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
                         "family": r.family,
                         "hub_id": r.hub_id,
                         "modality": r.modality,
-                        "kind": r.spec().kind,
+                        "kind": catalog_spec(r.name).kind,
                         "published_params": r.published_params,
                         "source": r.published_params_source,
                     }
