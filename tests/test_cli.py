@@ -178,3 +178,15 @@ def test_regions_eu_finds_member_countries_by_name() -> None:
     assert any(row["id"] == "eu-west-1" for row in data)  # cloud regions by id, as before
     europe = {row["name"] for row in json.loads(invoke("regions", "europe", "--json").output)}
     assert {"United Kingdom", "Germany"} <= europe
+
+
+def test_headroom_help_states_the_engine_default() -> None:
+    """The flag's help spells the default out (the CLI does not import the search to start fast),
+    so it must equal the search's own default."""
+    import typer.main
+
+    from trainplan.search import DEFAULT_HEADROOM
+
+    command = typer.main.get_command(app).commands["estimate"]  # type: ignore[attr-defined]
+    (option,) = [param for param in command.params if "--headroom" in param.opts]
+    assert f"default {DEFAULT_HEADROOM}" in option.help
