@@ -192,16 +192,12 @@ def test_models_family_filter() -> None:
 
 
 @pytest.mark.parametrize("name", ["FLUX.1-dev", "SDXL-base-1.0", "Wan2.1-T2V-1.3B", "V-JEPA-2-ViT-g"])
-def test_memory_and_time_are_refused_not_guessed(name: str) -> None:
+def test_the_planner_refuses_these_kinds_by_name(name: str) -> None:
     from trainplan.errors import InputError
-    from trainplan.estimate import estimate
     from trainplan.plan import PlanRequest, plan
     from trainplan.scenario import Scenario
 
-    with pytest.raises(InputError) as error:
-        estimate({"model": name})
-    assert error.value.field == "model" and "modelled for language models only" in error.value.message
-    with pytest.raises(InputError, match="modelled for language models only"):
+    with pytest.raises(InputError, match="the planner's search covers language models only"):
         plan(PlanRequest(base=Scenario(model=name)))
 
 

@@ -113,9 +113,33 @@ def test_flux_defaults_come_from_the_model() -> None:
     assert shape_of(model="SD3.5-Large", resolution="1024x768").text_tokens == 333
 
 
-def test_no_resolution_means_no_sample_yet() -> None:
-    assert shape_of(model="FLUX.1-dev") is None
-    assert shape_of(model="FLUX.1-dev", frames=1) is None
+@pytest.mark.parametrize(
+    ("model", "sides", "frames", "tokens", "text"),
+    [
+        # FluxPipeline's default_sample_size 128 x VAE stride 8 = 1024 px: (1024 / 16)^2 tokens
+        ("FLUX.1-dev", (1024, 1024), 1, 4096, 512),
+        # SD3.5 Large: sample_size 128 latents x 8 = 1024 px, 2x2 patches: 64 x 64; 77 CLIP + 256 T5
+        ("SD3.5-Large", (1024, 1024), 1, 4096, 333),
+        # SD 1.5: sample_size 64 x 8 = 512 px
+        ("SD-1.5", (512, 512), 1, 4096, 77),
+        # WanPipeline's defaults 832x480, 81 frames: 21 latent frames x 52 x 30 tokens
+        ("Wan2.1-T2V-1.3B", (832, 480), 81, 32_760, 512),
+        # VJEPA2Config crop_size 256, frames_per_clip 64: 16 x 16 patches x 32 tubelets
+        ("V-JEPA-2-ViT-L", (256, 256), 64, 8192, 0),
+    ],
+)
+def test_without_a_resolution_the_pipeline_default_is_used(
+    model: str, sides: tuple[int, int], frames: int, tokens: int, text: int
+) -> None:
+    shape = shape_of(model=model)
+    assert shape is not None
+    assert ((shape.width_px, shape.height_px), shape.frames) == (sides, frames)
+    assert (shape.image_tokens, shape.text_tokens) == (tokens, text)
+
+
+def test_frames_alone_keep_the_default_resolution() -> None:
+    shape = shape_of(model="Wan2.1-T2V-1.3B", frames=33)
+    assert shape is not None and (shape.width_px, shape.latent_frames) == (832, 9)
 
 
 def test_video_needs_frames() -> None:
@@ -178,10 +202,27 @@ def test_ema_default_follows_the_family(model: str, ema: str | None, resolved: s
     assert resolved_ema(resolve_model(model), scenario_from_mapping({"model": model, "ema": ema})) == resolved
 
 
-def test_a_valid_sample_still_leaves_memory_refused() -> None:
+def test_unet_memory_is_refused_not_guessed() -> None:
     with pytest.raises(InputError) as error:
-        estimate({"model": "FLUX.1-dev", "resolution": 1024})
-    assert error.value.field == "model" and "modelled for language models only" in error.value.message
+        estimate({"model": "SDXL-base-1.0", "resolution": 1024})
+    assert error.value.field == "model" and "resnet blocks" in error.value.message
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"model": "FLUX.1-dev", "seq_len": 4096}, "seq_len"),
+        ({"model": "FLUX.1-dev", "dataset_tokens": 1e9}, "dataset_tokens"),
+        ({"model": "FLUX.1-dev", "train_tokens": 1e9}, "train_tokens"),
+        ({"model": "Llama-3.1-8B", "dataset_size": 1000}, "dataset_size"),
+        ({"model": "Llama-3.1-8B", "train_samples": 1000}, "train_samples"),
+        ({"model": "FLUX.1-dev", "tensor_parallel": 2, "gpus": 2}, "tensor_parallel"),
+    ],
+)
+def test_token_and_sample_budgets_follow_the_family(fields: dict[str, object], field: str) -> None:
+    with pytest.raises(InputError) as error:
+        estimate(fields)
+    assert error.value.field == field
 
 
 @pytest.mark.parametrize(

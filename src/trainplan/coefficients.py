@@ -9,9 +9,10 @@ layout from the same numbers with the same formulas (formulas.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from trainplan.errors import InputError
 from trainplan.model import ModelSpec, block_linears, weight_linears
 from trainplan.scenario import Scenario, resolved_base_weights
 from trainplan.terms.activations import (
@@ -19,6 +20,13 @@ from trainplan.terms.activations import (
     grad_carrying_blocks,
     layer_activations,
     outside_layers,
+)
+from trainplan.terms.denoisers import (
+    checkpointed_blocks,
+    denoiser_activations,
+    denoiser_flops,
+    jepa_masks,
+    sample_tokens,
 )
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.fsdp import fsdp_coefficients
@@ -114,6 +122,9 @@ class Coefficients:
     # FSDP keeps the fp32 master as the shard itself (zero3_master: shard): these bytes move from
     # the optimizer to the weights, and gradients are fp32 shards
     shard_master_bytes: float = 0.0
+    # an EMA copy of the trainable weights (diffusers EMAModel) or a JEPA's EMA target encoder:
+    # on every GPU whatever the sharding (each rank updates its own copy)
+    ema_bytes: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -205,51 +216,69 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         lora_dropout=not full and scenario.lora.dropout > 0,
         adapter_bytes=adapter_bytes,
     )
-    seq = scenario.seq_len
-    sharded = replicated = 0.0
-    recompute: list[tuple[float, float]] = []
     ckpt = scenario.activation_checkpointing
     every = checkpoint_every(ckpt)
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
-    carrying = grad_carrying_blocks(model, mode)  # a suffix of model.blocks
-    skipped = len(model.blocks) - len(carrying)
-    for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
-        layer = layer_activations(model, block, mode)
-        full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
-        if every is not None:
-            # checkpointed layers keep their input; the others (full:N) everything
-            replicated += kept_inputs * residual * model.hidden_size
-            sharded += (block.count - kept_inputs) * full_layer[0]
-            replicated += (block.count - kept_inputs) * layer.norms
-            if kept_inputs:
-                recompute.append(full_layer)
-        elif ckpt == "op":
-            saved, _ = op_sac_saved(block, model, compute_bytes)
-            replicated += block.count * residual * model.hidden_size
-            sharded += block.count * saved
-            recompute.append(full_layer)
-        elif ckpt == "selective":
-            sharded += block.count * (full_layer[0] - layer.scores_per_key * seq)
-            replicated += block.count * layer.norms
-        else:
-            sharded += block.count * full_layer[0]
-            replicated += block.count * layer.norms
-    if scenario.loss == "fused":
-        held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
-    elif scenario.loss == "chunked":
-        held, loss, backward = chunked_loss_bytes(
-            model.vocab_size, compute_bytes, scenario.loss_chunks, model.final_logit_softcap, scenario.compile
-        )
+    recompute: list[tuple[float, float]] = []
+    ema_bytes = 0.0
+    if model.kind != "llm":
+        checkpointed = checkpointed_blocks(model, every)
+        sample = _sample_terms(model, scenario, counts, mode, checkpointed)
+        seq = sample.tokens
+        sharded, replicated, recompute = sample.layers, 0.0, list(sample.recompute)
+        held, loss, backward = sample.held, sample.loss, sample.backward
+        outside = sample.outside
+        flops = sample.flops
+        ema_bytes = sample.ema_bytes
     else:
-        held, loss, backward = logits_bytes(model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap)
+        seq = scenario.seq_len
+        sharded = replicated = 0.0
+        carrying = grad_carrying_blocks(model, mode)  # a suffix of model.blocks
+        skipped = len(model.blocks) - len(carrying)
+        for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
+            layer = layer_activations(model, block, mode)
+            full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
+            if every is not None:
+                # checkpointed layers keep their input; the others (full:N) everything
+                replicated += kept_inputs * residual * model.hidden_size
+                sharded += (block.count - kept_inputs) * full_layer[0]
+                replicated += (block.count - kept_inputs) * layer.norms
+                if kept_inputs:
+                    recompute.append(full_layer)
+            elif ckpt == "op":
+                saved, _ = op_sac_saved(block, model, compute_bytes)
+                replicated += block.count * residual * model.hidden_size
+                sharded += block.count * saved
+                recompute.append(full_layer)
+            elif ckpt == "selective":
+                sharded += block.count * (full_layer[0] - layer.scores_per_key * seq)
+                replicated += block.count * layer.norms
+            else:
+                sharded += block.count * full_layer[0]
+                replicated += block.count * layer.norms
+        if scenario.loss == "fused":
+            held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
+        elif scenario.loss == "chunked":
+            held, loss, backward = chunked_loss_bytes(
+                model.vocab_size,
+                compute_bytes,
+                scenario.loss_chunks,
+                model.final_logit_softcap,
+                scenario.compile,
+            )
+        else:
+            held, loss, backward = logits_bytes(
+                model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap
+            )
+        flops = flops_per_token(
+            model,
+            seq,
+            frozen_base=not full,
+            lora_params=counts.lora,
+            checkpointing=scenario.activation_checkpointing,
+        )
+        outside = outside_layers(model, mode, full)
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
-    flops = flops_per_token(
-        model,
-        seq,
-        frozen_base=not full,
-        lora_params=counts.lora,
-        checkpointing=scenario.activation_checkpointing,
-    )
     # share of the forward matmuls re-run in backward (a quantised base is dequantised again)
     recompute_share = sum(checkpointed) / model.num_layers
     if ckpt == "op":
@@ -317,7 +346,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         layers_sharded=sharded,
         layers_replicated=replicated,
         recompute_layers=tuple(recompute),
-        outside_per_token=outside_layers(model, mode, full),
+        outside_per_token=outside,
+        ema_bytes=ema_bytes,
         logits_held=held,
         logits_loss=loss,
         logits_backward=backward,
@@ -351,4 +381,104 @@ def _float8_casts(model: ModelSpec, recompute_share: float, compiled: bool) -> t
     return (
         float8_cast_bytes(inputs, outputs, 0.0, recompute_share, compiled),
         float8_cast_bytes(0.0, 0.0, weights, recompute_share, compiled),
+    )
+
+
+@dataclass(frozen=True)
+class SampleTerms:
+    """The per-token coefficients of a diffusion, video or JEPA scenario (terms/denoisers.py),
+    with `tokens` the sample's main-stream tokens: per-sample bytes / tokens, so that the layout
+    formulas' micro_batch x seq_len gives per-sample figures back."""
+
+    tokens: int
+    layers: float
+    recompute: tuple[tuple[float, float], ...]
+    outside: float
+    held: float
+    loss: float
+    backward: float
+    flops: FlopsPerToken
+    ema_bytes: float
+
+
+#: What the diffusers training scripts checkpoint: whole blocks (`enable_gradient_checkpointing`).
+SAMPLE_CHECKPOINTING = ("none", "full")
+
+
+def _sample_terms(
+    model: ModelSpec, scenario: Scenario, counts: ParamCounts, mode: ActivationMode, checkpointed: list[int]
+) -> SampleTerms:
+    """Activations, loss buffers, FLOPs and the EMA copy of one image / clip, per token."""
+    from trainplan.samples import resolved_ema, sample_shape
+
+    ckpt = scenario.activation_checkpointing
+    if ckpt not in SAMPLE_CHECKPOINTING and not ckpt.startswith("full:"):
+        raise InputError(
+            "activation_checkpointing",
+            f"{ckpt!r}: {model.name} checkpoints whole blocks as diffusers does; use none, full or full:N",
+        )
+    if scenario.frozen_encoders != "precomputed":
+        raise InputError(
+            "frozen_encoders",
+            f"{scenario.frozen_encoders!r}: only precomputed latents and text embeddings are modelled "
+            "so far (the VAE and text encoders off the GPU)",
+        )
+    shape = sample_shape(model, scenario)
+    assert shape is not None
+    recipe = PRECISIONS[scenario.precision]
+    autocast = recipe.autocast_copy_bytes > 0
+    mode = replace(mode, residual_bytes=4 if autocast else mode.activation_bytes)
+    masks = jepa_masks(scenario.mask_ratio) if model.kind == "jepa" else ()
+    acts = denoiser_activations(
+        model, shape, mode, fp32_weights=mode.weights_trainable and recipe.weight_bytes == 4, masks=masks
+    )
+    tokens = sample_tokens(model, shape)
+    layers = 0.0
+    recompute: list[tuple[float, float]] = []
+    for (block, per_layer), kept, inputs in zip(acts.layers, checkpointed, acts.block_inputs, strict=True):
+        layers += (block.count - kept) * per_layer + kept * inputs
+        if kept:
+            recompute.append((per_layer / tokens, 0.0))
+    adapted = frozenset() if mode.weights_trainable else mode.lora_targets
+    flops = denoiser_flops(
+        model,
+        shape,
+        frozen_base=not mode.weights_trainable,
+        adapted=adapted,
+        rank=scenario.lora.rank,
+        checkpointed=checkpointed,
+        masks=masks,
+    )
+    ema = resolved_ema(model, scenario)
+    ema_params = _encoder_params(model) if model.kind == "jepa" else counts.trainable
+    return SampleTerms(
+        tokens=tokens,
+        layers=layers / tokens,
+        recompute=tuple(recompute),
+        outside=acts.outside / tokens,
+        held=acts.loss_held / tokens,
+        loss=acts.loss_peak / tokens,
+        backward=acts.loss_backward / tokens,
+        flops=FlopsPerToken(
+            matmul_forward=flops.matmul_forward / tokens,
+            attention_forward=flops.attention_forward / tokens,
+            head_forward=0.0,
+            total=flops.total / tokens,
+            recompute=flops.recompute / tokens,
+            palm_model_flops=(flops.total - flops.recompute) / tokens,
+        ),
+        ema_bytes=ema_params * EMA_BYTES[ema],
+    )
+
+
+#: Bytes per parameter of the EMA copy.
+EMA_BYTES = {"none": 0, "fp32": 4, "bf16": 2}
+
+
+def _encoder_params(model: ModelSpec) -> int:
+    """Parameters of a JEPA's context encoder (what its EMA target encoder copies)."""
+    return sum(
+        block.count * block_params(block, model)
+        for block in model.blocks
+        if block.role in ("embed", "encoder", "encoder_norm")
     )

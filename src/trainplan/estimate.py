@@ -14,8 +14,8 @@ from trainplan.model import ModelSpec
 from trainplan.presets import recipe_summary
 from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
+from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import Scenario, data_parallel, resolved_base_weights, scenario_from_mapping
-from trainplan.terms.geometry import TokenShape, geometry_of, latent_frames, token_shape
 from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
@@ -53,8 +53,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
     spec = model if model is not None else resolve_model(scenario.model)
-    sample_shape(spec, scenario)
-    check_memory_modelled(spec)
+    shape = sample_shape(spec, scenario)
     gpu = find_gpu(scenario.gpu)
     check_parallel(spec, scenario)
     coeffs = coefficients(spec, scenario)
@@ -82,7 +81,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         stream_pool_bytes=float(mem.stream_pool.get(peak.name, 0.0)),
         allocated_peak=_allocated_peak(mem),
         fit=fit_rows(peak.total),
-        batch=Batch(scenario.micro_batch, scenario.grad_accum, data_parallel(scenario), scenario.seq_len),
+        batch=Batch(scenario.micro_batch, scenario.grad_accum, data_parallel(scenario), coeffs.seq_len),
         warnings=tuple(_warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu)),
         approximations=spec.approximations,
         time=time,
@@ -114,7 +113,9 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
             "recipe": recipe_summary(scenario),
+            **sample_assumptions(spec, scenario),
         },
+        sample=shape,
     )
 
 
@@ -148,81 +149,17 @@ def _allocated_peak(mem: Memory) -> Phase:
     return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
 
 
-def check_memory_modelled(model: ModelSpec) -> None:
-    """Memory and time are modelled for language models only: a diffusion, video or JEPA model's
-    activations depend on its resolution, frames and text length, which this version does not
-    take, so it is refused rather than estimated as if it read `seq_len` tokens."""
-    if model.kind != "llm":
-        raise InputError(
-            "model",
-            f"{model.name} is a {model.kind} model: its parameters are counted (`trainplan models "
-            f"--family {model.kind}`), but memory, time and cost are modelled for language models only",
-        )
-
-
-# Scenario fields that describe an image, video or JEPA sample (null unless given).
-SAMPLE_FIELDS = ("resolution", "frames", "text_tokens", "ema", "mask_ratio")
-
-
-def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
-    """Check the sample fields against the model and return one sample's token geometry.
-
-    A language model takes none of them (each given one is refused, naming it). A diffusion,
-    video or JEPA model's resolution and frames must fit its strides (`terms/geometry.py`);
-    frames default to 1 for image models and must be given for video and JEPA clips;
-    text_tokens default to the pipeline's. `mask_ratio` is JEPA masking; a JEPA has no frozen
-    VAE or text encoders, and its EMA target encoder is always there (`ema` gives its dtype).
-    None while no resolution is given.
-    """
-    defaults = Scenario()
-    given = [name for name in SAMPLE_FIELDS if getattr(scenario, name) is not None]
-    if scenario.frozen_encoders != defaults.frozen_encoders:
-        given.append("frozen_encoders")
-    if model.kind == "llm":
-        for name in given:
-            geometry_of(model, name)
-        return None
-    geometry = geometry_of(model, given[0] if given else "resolution")
-    if scenario.mask_ratio is not None and model.kind != "jepa":
-        raise InputError("mask_ratio", f"{model.name} is a {model.kind} model: mask_ratio applies to JEPA")
-    if model.kind == "jepa" and scenario.ema == "none":
-        raise InputError(
-            "ema",
-            f"{model.name} is a JEPA: its EMA target encoder is always there; ema gives its dtype "
-            "(fp32 or bf16)",
-        )
-    if model.kind == "jepa" and scenario.frozen_encoders != defaults.frozen_encoders:
-        raise InputError(
-            "frozen_encoders",
-            f"{model.name} is a JEPA: it reads pixels, with no VAE or text encoder to precompute",
-        )
-    frames = scenario.frames
-    if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
-        rule = (
-            f"1 + {geometry.temporal_stride} x k"
-            if geometry.temporal_causal
-            else f"a multiple of {geometry.temporal_stride}"
-        )
-        raise InputError("frames", f"{model.name} is a {model.kind} model: give frames per clip ({rule})")
-    if scenario.resolution is None:
-        if frames is not None:
-            latent_frames(model, geometry, frames)
-        return None
-    return token_shape(model, scenario.resolution, frames or 1, scenario.text_tokens)
-
-
-def resolved_ema(model: ModelSpec, scenario: Scenario) -> str:
-    """The EMA copy's dtype: given, else none, or fp32 for a JEPA's target encoder (the V-JEPA
-    and V-JEPA 2 training code, app/vjepa/train.py, deep-copies the fp32 encoder as its target
-    and runs the step under bf16 autocast)."""
-    if scenario.ema is not None:
-        return scenario.ema
-    return "fp32" if model.kind == "jepa" else "none"
-
-
 def check_parallel(model: ModelSpec, scenario: Scenario) -> None:
     """Tensor parallel must split heads evenly; pipeline parallel needs a layer per stage."""
     tp, pp = scenario.tensor_parallel, scenario.pipeline_parallel
+    if model.kind != "llm":
+        for name, degree in (("tensor_parallel", tp), ("pipeline_parallel", pp)):
+            if degree > 1:
+                raise InputError(
+                    name,
+                    f"{degree}: {model.name} is a {model.kind} model, trained data-parallel (with ZeRO / "
+                    "FSDP) as the diffusers and JEPA scripts do; tensor and pipeline parallelism must be 1",
+                )
     heads, kv_heads = model.attention_heads
     if heads % tp:
         raise InputError("tensor_parallel", f"{tp} does not divide the {heads} attention heads")

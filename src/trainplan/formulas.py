@@ -97,13 +97,15 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
     sharded_weights = zero3 > 1
-    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3
+    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + c.ema_bytes
     gradients = c.gradient_bytes * per_gpu / zero2
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
     # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
     # to the sharded parameter's dtype)
     shard_master = sharded_weights & (c.shard_master_bytes > 0)
-    weights = where(shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3, weights)
+    weights = where(
+        shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + c.ema_bytes, weights
+    )
     gradients = where(shard_master, c.shard_master_bytes * per_gpu / zero2, gradients)
     if c.optimizer_in_backward:
         # each gradient is stepped and freed as soon as it is complete (torchtune

@@ -193,6 +193,8 @@ class LatentGeometry:
     temporal_causal: bool = True  # the first frame is its own latent frame
     text_tokens: int = 0  # default text sequence length seen by the denoiser
     source: str = ""
+    resolution: int | str = 0  # the pipeline's default sample size (pixels, or "WxH")
+    frames: int = 1  # its default frames per clip
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 from trainplan.catalog import resolve_model
 from trainplan.coefficients import Coefficients, coefficients
 from trainplan.errors import InputError
-from trainplan.estimate import check_memory_modelled, estimate, sample_shape
+from trainplan.estimate import estimate, sample_shape
 from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
@@ -345,7 +345,12 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
         raise InputError("max_gpus", "must be between 1 and 100000")
     spec = model if model is not None else resolve_model(request.base.model)
     sample_shape(spec, request.base)
-    check_memory_modelled(spec)
+    if spec.kind != "llm":
+        raise InputError(
+            "model",
+            f"{spec.name} is a {spec.kind} model: `trainplan estimate` gives its memory, time and cost; "
+            "the planner's search covers language models only",
+        )
     gpus = [find_gpu(name) for name in (request.gpu_types or default_gpu_types())]
     if not gpus:
         raise InputError("gpu_types", "no GPU type to plan on")

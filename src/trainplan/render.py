@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from trainplan.result import Batch, Estimate
 from trainplan.runtime import CostFigures
+from trainplan.terms.geometry import TokenShape
 from trainplan.units import format_count, format_gib, format_int, format_percent
 
 
-def batch_line(batch: Batch) -> str:
-    """'Global batch 65.5K tok = 1 micro x 16 accum x 1 replicas x 4,096 seq'."""
+def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
+    """'Global batch 65.5K tok = 1 micro x 16 accum x 1 replicas x 4,096 seq', or for an image /
+    clip model 'Global batch 16 images = 1 micro x 16 accum x 1 replicas; 1024x1024 px -> 4,096
+    tokens + 512 text'."""
+    if sample is not None:
+        what = "images" if sample.frames == 1 else "clips"
+        frames = f" x {sample.frames} frames" if sample.frames > 1 else ""
+        text = f" + {format_int(sample.text_tokens)} text" if sample.text_tokens else ""
+        return (
+            f"Global batch {format_int(batch.global_sequences)} {what} = {batch.micro_batch} micro"
+            f" x {batch.grad_accum} accum x {batch.replicas} replicas; {sample.width_px}x{sample.height_px}"
+            f" px{frames} -> {format_int(sample.image_tokens)} tokens{text}"
+        )
     return (
         f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro"
         f" x {batch.grad_accum} accum x {batch.replicas} replicas x {format_int(batch.seq_len)} seq"
@@ -66,11 +78,21 @@ def runtime_lines(result: Estimate) -> list[str]:
     if time is None:
         lines.append(f"Time: {result.gpu} has no tensor-core rate for {result.scenario.precision}")
     else:
+        what = _samples_word(result)
+        amount = (
+            f"{format_count(time.train_samples)} {what}"
+            if time.train_samples is not None
+            else f"{format_count(time.train_tokens)} tokens"
+        )
+        speed = (
+            f"{time.samples_per_s_per_gpu:,.2f} {what}/s per GPU"
+            if time.samples_per_s_per_gpu is not None
+            else f"{format_count(time.tokens_per_s)} tok/s"
+        )
         lines.append(
-            f"Time on {gpus_phrase(result)}: {format_duration(time.total_s)} for "
-            f"{format_count(time.train_tokens)} tokens "
+            f"Time on {gpus_phrase(result)}: {format_duration(time.total_s)} for {amount} "
             f"({format_int(time.steps)} steps of {time.step.total:.2f} s), "
-            f"{format_count(time.tokens_per_s)} tok/s, {time.gpu_hours:,.1f} GPU-hours, "
+            f"{speed}, {time.gpu_hours:,.1f} GPU-hours, "
             f"MFU {time.mfu:.1%} (efficiency {time.efficiency:.2f}, {time.efficiency_source}); "
             f"largest overhead: {time.step.dominant_overhead()}"
         )
@@ -84,10 +106,12 @@ def runtime_lines(result: Estimate) -> list[str]:
                 if round(cost.discount, 2) > 0
                 else f"{cost.pricing} at {rate}"
             )
-            lines.append(
-                f"Cost on {gpus_phrase(result)}: ${cost.usd:,.0f} {price}, "
-                f"${cost.usd_per_million_tokens:,.3f} per million tokens"
+            unit = (
+                f"${cost.usd_per_thousand_samples:,.3f} per 1,000 {_samples_word(result)}"
+                if cost.usd_per_thousand_samples is not None
+                else f"${cost.usd_per_million_tokens:,.3f} per million tokens"
             )
+            lines.append(f"Cost on {gpus_phrase(result)}: ${cost.usd:,.0f} {price}, {unit}")
             lines.append(f"  rate: {rate_line(cost)}")
     if energy is not None and energy.kwh is not None and energy.co2e_kg is not None:
         lines.append(
@@ -98,6 +122,12 @@ def runtime_lines(result: Estimate) -> list[str]:
         mode = "sharded parallel" if load.parallel else "single stream"
         lines.append(f"Load weights: {format_duration(load.seconds)} from {load.source} ({mode})")
     return lines
+
+
+def _samples_word(result: Estimate) -> str:
+    """'images' or 'clips' for an image / clip model."""
+    sample = result.sample
+    return "clips" if sample is not None and sample.frames > 1 else "images"
 
 
 def rate_line(cost: CostFigures) -> str:

@@ -59,7 +59,7 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     console.print(f"Phases: {phases}")
     if result.cpu_offload_bytes:
         console.print(f"CPU memory for offloaded state: {format_gib(result.cpu_offload_bytes)}")
-    console.print(batch_line(result.batch))
+    console.print(batch_line(result.batch, result.sample))
     for line in runtime_lines(result):
         console.print(line)
     fit = Table(title="Can you train it?")

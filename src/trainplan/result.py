@@ -7,6 +7,7 @@ from typing import Any
 
 from trainplan.runtime import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 from trainplan.scenario import Scenario, scenario_to_mapping
+from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
 
 EXACT = "exact"
@@ -103,6 +104,7 @@ class Estimate:
     load: LoadFigures | None = None
     gpu: str = ""
     assumptions: dict[str, Any] = field(default_factory=dict)
+    sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
 
     @property
     def total_bytes(self) -> float:
@@ -161,6 +163,7 @@ class Estimate:
                 "global_sequences": self.batch.global_sequences,
                 "global_tokens": self.batch.global_tokens,
             },
+            "sample": _sample_dict(self.sample),
             **self._runtime_dict(),
             "warnings": list(self.warnings),
             "approximations": list(self.approximations),
@@ -192,6 +195,8 @@ class Estimate:
                 "dominant_overhead": step.dominant_overhead(),
                 "steps": time.steps,
                 "train_tokens": time.train_tokens,
+                "samples_per_s_per_gpu": time.samples_per_s_per_gpu,
+                "train_samples": time.train_samples,
                 "total_s": time.total_s,
                 "gpu_hours": time.gpu_hours,
                 "mfu": time.mfu,
@@ -214,6 +219,7 @@ class Estimate:
                 "price_as_of": cost.price_as_of,
                 "price_stale": cost.price_stale,
                 "discount_range": list(cost.discount_range) if cost.discount_range else None,
+                "usd_per_thousand_samples": cost.usd_per_thousand_samples,
             }
         if energy is not None:
             out["energy"] = {
@@ -232,3 +238,19 @@ class Estimate:
                 "parallel": load.parallel,
             }
         return out
+
+
+def _sample_dict(sample: TokenShape | None) -> dict[str, Any] | None:
+    """One sample's geometry (null for a language model)."""
+    if sample is None:
+        return None
+    return {
+        "width_px": sample.width_px,
+        "height_px": sample.height_px,
+        "frames": sample.frames,
+        "latent_width": sample.latent_width,
+        "latent_height": sample.latent_height,
+        "latent_frames": sample.latent_frames,
+        "image_tokens": sample.image_tokens,
+        "text_tokens": sample.text_tokens,
+    }

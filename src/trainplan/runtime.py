@@ -28,6 +28,8 @@ from trainplan.terms.recipes import PrecisionRecipe
 from trainplan.terms.timing import FALLBACK_NETWORK_BYTES_PER_S, default_efficiency
 
 DEFAULT_TRAIN_TOKENS = 2.0e9
+#: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
+DEFAULT_TRAIN_SAMPLES = 10_000.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class TimeFigures:
     gpu_hours: float
     mfu: float
     hfu: float
+    # diffusion, video and JEPA: images or clips (None for a language model)
+    samples_per_s_per_gpu: float | None = None
+    train_samples: float | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class CostFigures:
     price_as_of: str | None = None  # newest of those quotes
     price_stale: bool | None = None  # older than STALE_AFTER_DAYS today
     discount_range: tuple[float, float] | None = None  # (low, high) the data's sources give
+    usd_per_thousand_samples: float | None = None  # diffusion, video, JEPA: per 1,000 images / clips
 
 
 @dataclass(frozen=True)
@@ -99,10 +105,20 @@ def peak_flops(gpu: GpuSpec, precision: str) -> tuple[float | None, str]:
     return value, precision
 
 
-def training_tokens(scenario: Scenario, global_tokens: int) -> tuple[float, int]:
-    """(tokens, optimizer steps) from steps, dataset_tokens x epochs, or train_tokens."""
+def training_tokens(scenario: Scenario, global_tokens: int, sample_tokens: int = 0) -> tuple[float, int]:
+    """(tokens, optimizer steps) from steps, dataset_tokens x epochs, or train_tokens; for a
+    diffusion, video or JEPA model (`sample_tokens` per image or clip) from steps,
+    dataset_size x epochs, or train_samples."""
     if scenario.steps:
         return float(scenario.steps * global_tokens), scenario.steps
+    if sample_tokens:
+        samples = (
+            scenario.dataset_size * scenario.epochs
+            if scenario.dataset_size
+            else scenario.train_samples or DEFAULT_TRAIN_SAMPLES
+        )
+        tokens = samples * sample_tokens
+        return tokens, max(1, math.ceil(tokens / global_tokens))
     if scenario.dataset_tokens:
         tokens = scenario.dataset_tokens * scenario.epochs
     else:
@@ -154,8 +170,9 @@ def time_figures(
     if hardware is None:
         return None
     step = scenario_step_seconds(coeffs, hardware, layout, scenario)
-    global_tokens = scenario.micro_batch * scenario.seq_len * scenario.grad_accum * data_parallel(scenario)
-    train_tokens, steps = training_tokens(scenario, global_tokens)
+    global_tokens = scenario.micro_batch * coeffs.seq_len * scenario.grad_accum * data_parallel(scenario)
+    per_sample = coeffs.seq_len if coeffs.model.kind != "llm" else 0
+    train_tokens, steps = training_tokens(scenario, global_tokens, per_sample)
     flops = coeffs.flops
     total_s = steps * step.total
     tokens_per_s = global_tokens / step.total
@@ -174,6 +191,8 @@ def time_figures(
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
         hfu=tokens_per_s * flops.total / (scenario.gpus * peak),
+        samples_per_s_per_gpu=tokens_per_s / per_sample / scenario.gpus if per_sample else None,
+        train_samples=train_tokens / per_sample if per_sample else None,
     )
 
 
@@ -230,13 +249,14 @@ def cost_figures(
         reason = no_price_reasons().get(gpu.name, "no quote")
         rate, rate_source = None, f"no default price for {gpu.name} ({reason}): set usd_per_gpu_hour"
     discount = discount_for(scenario)
-    usd = per_million = None
+    usd = per_million = per_thousand = None
     if rate is not None and time is not None:
         usd = cost_usd(time.gpu_hours, rate, discount)
         per_million = usd / time.train_tokens * 1e6
+        per_thousand = usd / time.train_samples * 1e3 if time.train_samples else None
     return CostFigures(
         usd, per_million, rate, scenario.pricing, discount, rate_source, quotes, as_of, stale,
-        discount_range(scenario),
+        discount_range(scenario), per_thousand,
     )  # fmt: skip
 
 

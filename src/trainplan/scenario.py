@@ -356,7 +356,28 @@ class Scenario:
     dataset_tokens: float | None = _field(
         None, FieldInfo("tokens in the dataset; times epochs gives the budget", None, 1, 1e16, "float")
     )
-    epochs: float = _field(1.0, FieldInfo("passes over dataset_tokens", None, 0.001, 10000))
+    epochs: float = _field(1.0, FieldInfo("passes over dataset_tokens or dataset_size", None, 0.001, 10000))
+    dataset_size: float | None = _field(
+        None,
+        FieldInfo(
+            "diffusion, video, JEPA: images or clips in the dataset; times epochs gives the budget",
+            None,
+            1,
+            1e13,
+            "float",
+        ),
+    )
+    train_samples: float | None = _field(
+        None,
+        FieldInfo(
+            "diffusion, video, JEPA: images or clips to train on (10,000 when neither steps nor "
+            "dataset_size is given)",
+            None,
+            1,
+            1e13,
+            "float",
+        ),
+    )
     steps: int | None = _field(
         None, FieldInfo("optimizer steps (instead of a token budget)", None, 1, 1e12, "int")
     )
@@ -641,7 +662,11 @@ def _check_combinations(scenario: Scenario) -> None:
         raise InputError("sequence_parallel", "needs tensor_parallel > 1")
     if scenario.offload != "none" and scenario.zero_stage == 0 and scenario.gpus > 1:
         raise InputError("offload", "CPU offload needs zero_stage >= 1 with several GPUs")
-    budgets = [name for name in ("steps", "dataset_tokens", "train_tokens") if getattr(scenario, name)]
+    budgets = [
+        name
+        for name in ("steps", "dataset_tokens", "train_tokens", "dataset_size", "train_samples")
+        if getattr(scenario, name)
+    ]
     if len(budgets) > 1:
         raise InputError(budgets[1], f"give one training budget, not both {budgets[0]} and {budgets[1]}")
     if scenario.tensor_parallel > scenario.gpus_per_node:

@@ -90,7 +90,9 @@ def vjepa2_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         patch=patch,
         temporal_stride=tubelet,
         temporal_causal=False,
-        source="VJEPA2Config: patch_size, tubelet_size, in_chans",
+        source="VJEPA2Config: patch_size, tubelet_size, in_chans, crop_size, frames_per_clip",
+        resolution=get_int(cfg, "crop_size", default=256),
+        frames=get_int(cfg, "frames_per_clip", default=64),
     )
     blocks = (embed, encoder, encoder_out, predictor_in, predictor_layers, predictor_out)
     return denoiser_model(name, source, width, blocks, "jepa", geometry)

@@ -47,6 +47,14 @@ DEFAULT_TEXT_TOKENS = {
     "UNet2DConditionModel": 77,
 }
 
+#: The pipelines' default sample size, where the denoiser config does not give it as
+#: `sample_size` latents: FluxPipeline's default_sample_size 128 x its VAE stride 8, and
+#: WanPipeline's __call__ defaults (height 480, width 832, num_frames 81).
+DEFAULT_SAMPLES: dict[str, tuple[int | str, int]] = {
+    "FluxTransformer2DModel": (1024, 1),
+    "WanTransformer3DModel": ("832x480", 81),
+}
+
 #: The key under which a denoiser config carries its pipeline's settings (`vae`, `text_tokens`).
 PIPELINE_KEY = "_pipeline"
 
@@ -83,6 +91,9 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
         patch = get_int(cfg, "patch_size", default=2)
     elif class_name == "WanTransformer3DModel":
         patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))
+    resolution, frames = DEFAULT_SAMPLES.get(class_name, (0, 1))
+    if not resolution:  # SD3 and UNet pipelines: the config's sample_size latents per side
+        resolution = get_int(cfg, "sample_size", default=128) * spatial
     return LatentGeometry(
         spatial_stride=spatial,
         latent_channels=latent,
@@ -91,6 +102,8 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
         patch_t=patch_t,
         text_tokens=text_tokens,
         source=f"{vae_class} config and the {class_name or 'denoiser'} config",
+        resolution=resolution,
+        frames=frames,
     )
 
 

@@ -71,7 +71,7 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "total_params": format_count(params.total),
         "trainable_percent": format_percent(params.trainable_fraction),
         "params_line": params_line(result),
-        "batch_line": batch_line(result.batch),
+        "batch_line": batch_line(result.batch, result.sample),
         "fit_summary": fit_summary(result),
         "runtime_lines": runtime_lines(result),
         "duration": format_duration(time.total_s) if time else None,

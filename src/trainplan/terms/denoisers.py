@@ -1,0 +1,563 @@
+"""Activations and FLOPs of diffusion transformers and JEPA ViTs, per sample, block by block.
+
+The same method as for language models (Korthikanti et al. 2022, sec. 4.1: count every tensor a
+layer keeps for backward), derived from the diffusers and V-JEPA modules as they run:
+
+- LayerNorm (`native_layer_norm`) keeps its input and fp32 mean and rstd per row. Under autocast
+  it runs in fp32 (layer_norm is on autocast's fp32 list), so the kept input is an fp32 copy and
+  its output is fp32; Wan's FP32LayerNorm is fp32 always.
+- adaLN modulation `x * (1 + scale) + shift` keeps the normed x when `scale` needs a gradient
+  (the modulation linears train); the gate product `gate * out` keeps `out` likewise.
+- diffusers RMSNorm (q/k norms) upcasts for the variance (the fp32 copy kept by `pow`), keeps the
+  input and the fp32 1/rms for `x * rsqrt(var)`, and the normed tensor when its weight trains.
+- A linear keeps its input when its weight trains (under autocast one 16-bit copy per consumer of
+  an fp32 input); a frozen one keeps nothing, a LoRA adapter its own copy (terms/activations.py
+  `_linear_input`). SDPA (flash / memory-efficient) keeps q, k, v, its output and an fp32
+  logsumexp per head and query; eager keeps the softmax over every key.
+- GELU keeps its input. The attention output is copied (`split(...).contiguous()`, SD3's
+  `transpose().reshape()`) before the output projection, which keeps that copy when it trains.
+
+Block types: FLUX double-stream (`FluxTransformerBlock`) and SD3 joint blocks
+(`JointTransformerBlock`, with SD3.5's context_pre_only last block and MMDiT-X's second
+attention) keep per-token tensors in an image and a text stream around one joint attention over
+both; FLUX single-stream blocks run on the concatenated tokens with one fused input projection;
+Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cross-attend to the
+text, whose keys and values are projected in every block from one shared text tensor. A V-JEPA
+ViT layer (vjepa2 `src/models/utils/modules.py` Block: fused qkv, RoPE, SDPA, proj, fc1/GELU/fc2)
+is a pre-norm transformer layer with trainable LayerNorms.
+
+All figures are bytes per sample (one image or clip): estimates, checked against traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from trainplan.errors import InputError
+from trainplan.model import Attention, Block, Linear, ModelSpec, block_linears
+from trainplan.terms.activations import ActivationMode, _linear_input
+from trainplan.terms.geometry import TokenShape
+
+__all__ = [
+    "JEPA_MASKS",
+    "DenoiserActivations",
+    "MaskGenerator",
+    "checkpointed_blocks",
+    "denoiser_activations",
+    "denoiser_flops",
+    "jepa_masks",
+    "sample_tokens",
+]
+
+DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit"})
+JEPA_ROLES = frozenset({"encoder", "predictor"})
+WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
+
+
+@dataclass(frozen=True)
+class MaskGenerator:
+    """One JEPA mask generator: the share of patch tokens it hides (the predictor's targets)."""
+
+    masked: float
+    note: str
+
+
+#: V-JEPA 2 pretraining masks (Assran et al. 2025, app. A; vjepa2 configs/train/*/pretrain-*.yaml:
+#: 8 short-range blocks at 15% spatial scale and 2 long-range blocks at 70%, full temporal extent).
+#: The masked share of a generator is the union of its blocks, taken as independent placements:
+#: 1 - (1 - scale) ** blocks (an estimate; the paper states masking ratios of about 90%).
+JEPA_MASKS = (
+    MaskGenerator(1 - (1 - 0.15) ** 8, "8 blocks at 15% spatial scale"),
+    MaskGenerator(1 - (1 - 0.70) ** 2, "2 blocks at 70% spatial scale"),
+)
+
+
+def jepa_masks(mask_ratio: float | None) -> tuple[MaskGenerator, ...]:
+    """The published generators, or one generator hiding `mask_ratio` of the tokens."""
+    if mask_ratio is None:
+        return JEPA_MASKS
+    if not 0 < mask_ratio < 1:
+        raise InputError("mask_ratio", f"{mask_ratio} is outside (0, 1)")
+    return (MaskGenerator(mask_ratio, f"one generator hiding {mask_ratio:.0%} of the tokens"),)
+
+
+def checkpointed_blocks(model: ModelSpec, every: int | None) -> list[int]:
+    """Per block, how many layers diffusers' (or V-JEPA's) gradient checkpointing wraps: every
+    transformer block (every `every`-th of them for full:N), never the embedders and heads."""
+    counts: list[int] = []
+    start = 0
+    for block in model.blocks:
+        if every is None or not _is_layer(block):
+            counts.append(0)
+            continue
+        end = start + block.count
+        counts.append(end // every - start // every)
+        start = end
+    return counts
+
+
+def _is_layer(block: Block) -> bool:
+    return block.role in DIT_ROLES or (block.role in JEPA_ROLES and block.attention is not None)
+
+
+def sample_tokens(model: ModelSpec, shape: TokenShape) -> int:
+    """Tokens of a sample's main stream (image / video / patch tokens): the unit `seq_len` counts
+    for these kinds, so per-token coefficients times micro_batch x tokens give per-sample bytes."""
+    del model
+    return shape.image_tokens
+
+
+@dataclass(frozen=True)
+class DenoiserActivations:
+    """Per-sample saved bytes of every layer group, and what checkpointing keeps instead."""
+
+    layers: tuple[tuple[Block, float], ...]  # (block, bytes of one layer of it)
+    block_inputs: tuple[float, ...]  # per block: bytes one checkpointed layer keeps (its inputs)
+    outside: float  # inputs and tensors outside the layers, kept through the step
+    loss_held: float  # kept from the loss to the start of backward
+    loss_peak: float  # alive while the loss is formed
+    loss_backward: float  # alive while the loss gradient is formed
+
+
+@dataclass(frozen=True)
+class _Dims:
+    """The dtypes one scenario runs a denoiser at."""
+
+    a: int  # matmul outputs
+    autocast: bool  # fp32 weights under autocast: LayerNorms run (and output) fp32
+    trainable: bool  # full fine-tune
+    fp32_weights: bool
+    mode: ActivationMode
+
+    @property
+    def norm_out(self) -> int:
+        """Bytes of a LayerNorm output (and the modulated tensor)."""
+        return 4 if self.autocast else self.a
+
+
+def _dims(mode: ActivationMode, fp32_weights: bool) -> _Dims:
+    autocast = mode.residual_bytes > mode.activation_bytes
+    return _Dims(mode.activation_bytes, autocast, mode.weights_trainable, fp32_weights, mode)
+
+
+def _inputs(dims: _Dims, width: int, names: list[str], fp32_input: bool) -> float:
+    """What the linears `names` keep of their shared input (one copy per consumer of an fp32
+    input under autocast)."""
+    mode = replace(dims.mode, residual_bytes=4 if fp32_input and dims.autocast else dims.a)
+    return _linear_input(mode, width, names)
+
+
+def _layer_norm(dims: _Dims, width: int, fp32: bool = False) -> float:
+    """native_layer_norm: the input (fp32 under autocast or an FP32LayerNorm) + fp32 mean, rstd."""
+    return (4 if fp32 or dims.autocast else dims.a) * width + 8
+
+
+def _modulated(dims: _Dims, width: int, trained: bool, fp32: bool = False) -> float:
+    """x_norm * (1 + scale): x_norm is kept when scale needs a gradient."""
+    return (4 if fp32 or dims.autocast else dims.a) * width if trained else 0.0
+
+
+def _rms_norm(dims: _Dims, width: int, rows: int) -> float:
+    """diffusers RMSNorm over `width` channels in `rows` groups: the fp32 copy for the variance,
+    the input for x * rsqrt, fp32 1/rms per row, and the normed tensor when the weight trains
+    (fp32 with fp32 weights, else cast to the weight's 16-bit dtype)."""
+    kept_output = (4 if dims.fp32_weights else dims.a) * width if dims.trainable else 0
+    return 4 * width + dims.a * width + 4 * rows + kept_output
+
+
+def _qk_norms(dims: _Dims, attention: Attention) -> float:
+    """q and k norms per token: per head (`head`) or over all heads (`full`, Wan)."""
+    if attention.qk_norm == "none":
+        return 0.0
+    rows = attention.num_heads if attention.qk_norm == "head" else 1
+    return _rms_norm(dims, attention.q_size, rows) + _rms_norm(dims, attention.kv_size, rows)
+
+
+def _sdpa(dims: _Dims, attention: Attention, queries: float, keys: float) -> float:
+    """Bytes per sample the attention kernel keeps: q per query, k and v per key, the output and
+    an fp32 logsumexp per head and query; eager keeps fp32 scores and their 16-bit softmax."""
+    a, heads = dims.a, attention.num_heads
+    kept = a * attention.q_size * queries + a * 2 * attention.kv_size * keys
+    kept += (a * attention.q_size + 4 * heads) * queries
+    if dims.mode.attention == "eager":
+        kept += heads * queries * keys * (4 + a)
+    return float(kept)
+
+
+def _trained(dims: _Dims, block: Block, name: str) -> bool:
+    """Whether the modulation linear `name` (scale, shift and gate) needs gradients."""
+    return dims.trainable or name in dims.mode.lora_targets
+
+
+def _stream(
+    dims: _Dims,
+    block: Block,
+    attention: Attention,
+    names: tuple[str, str, str, str, str, str],
+    modulation: str,
+    inner: int,
+    width: int,
+    pre_only: bool = False,
+) -> float:
+    """Per-token bytes of one MMDiT stream outside the joint attention kernel: norm1 and its
+    modulation, the q/k/v inputs and q/k norms, the output projection's copy and gate, norm2,
+    the GELU FFN and its gate (`pre_only`: SD3's last context stream, only norm1 and q/k/v)."""
+    q, k, v, o, up, down = names
+    mod = _trained(dims, block, modulation)
+    kept = _layer_norm(dims, width) + _modulated(dims, width, mod)
+    kept += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention)
+    if pre_only:
+        return kept
+    kept += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
+    kept += _layer_norm(dims, width) + _modulated(dims, width, mod)
+    kept += _inputs(dims, width, [up], dims.autocast) + dims.a * inner
+    kept += _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
+    return kept
+
+
+def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A FLUX double-stream or SD3 joint block: image and text streams around joint attention
+    over both (SD3.5 Medium's MMDiT-X adds a second self-attention over the image tokens)."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    names = {linear.name for linear in block.linears}
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    image = _stream(dims, block, attention, (q, k, v, o, up, down), "norm1.linear", inner, width)
+    context_names = (
+        "attn.add_q_proj",
+        "attn.add_k_proj",
+        "attn.add_v_proj",
+        "attn.to_add_out",
+        "ff_context.net.0.proj",
+        "ff_context.net.2",
+    )
+    pre_only = "attn.to_add_out" not in names
+    text = _stream(
+        dims, block, attention, context_names, "norm1_context.linear", inner, width, pre_only=pre_only
+    )
+    tokens = shape.image_tokens + shape.text_tokens
+    kept = image * shape.image_tokens + text * shape.text_tokens + _sdpa(dims, attention, tokens, tokens)
+    if "attn2.to_q" in names:  # MMDiT-X: a second attention on the same normed image tokens
+        second = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
+        mod = _trained(dims, block, "norm1.linear")
+        per_token = _inputs(dims, width, ["attn2.to_q", "attn2.to_k", "attn2.to_v"], dims.autocast)
+        per_token += _qk_norms(dims, second) + _inputs(dims, width, ["attn2.to_out.0"], False)
+        per_token += dims.a * width if mod else 0
+        kept += per_token * shape.image_tokens + _sdpa(dims, second, shape.image_tokens, shape.image_tokens)
+    return kept
+
+
+def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """FLUX single-stream block over text + image tokens: norm and modulation, one input shared by
+    to_q/k/v and proj_mlp, GELU, q/k norms, attention, proj_out over [attention, MLP] and its gate."""
+    width = model.hidden_size
+    linears = {linear.name: linear for linear in block.linears}
+    inner = linears["proj_mlp"].out_features
+    heads = width // _head_dim(block, model)
+    attention = Attention(heads, heads, width // heads, width // heads, qk_norm="head")
+    mod = _trained(dims, block, "norm.linear")
+    per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
+    per_token += dims.a * inner + _qk_norms(dims, attention)
+    per_token += _inputs(dims, width + inner, ["proj_out"], False) + (dims.a * width if mod else 0)
+    tokens = shape.image_tokens + shape.text_tokens
+    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+
+
+def _head_dim(block: Block, model: ModelSpec) -> int:
+    """FLUX single blocks carry their q/k norms' weights as 2 x head_dim extra parameters."""
+    return block.extra_params // 2 or model.hidden_size
+
+
+def _video_dit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A Wan 2.1 block: FP32LayerNorm + modulation, self-attention with q/k norms over all heads,
+    the fp32 gated residual, FP32LayerNorm + cross-attention to the text, FP32LayerNorm +
+    modulation, GELU FFN and its fp32 gate. The text keys and values are projected per block
+    from the shared text tensor (kept once, in `outside`)."""
+    attention, cross, mlp = block.attention, block.cross_attention, block.mlp
+    assert attention is not None and cross is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = dims.trainable  # the learned scale_shift_table plus the shared time projection
+    q, k, v, o = attention.names
+    cq, _, _, co = cross.names
+    up, _, down = mlp.names
+    per_token = _layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
+    per_token += _inputs(dims, width, [q, k, v], False) + _qk_norms(dims, attention)
+    per_token += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
+    per_token += _layer_norm(dims, width, fp32=True) + _inputs(dims, width, [cq], False)
+    if cross.qk_norm != "none":
+        per_token += _rms_norm(dims, cross.q_size, 1)
+    per_token += _inputs(dims, cross.q_size, [co], False)
+    per_token += _layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
+    per_token += _inputs(dims, width, [up], False) + dims.a * inner + _inputs(dims, inner, [down], False)
+    per_token += 4 * width if mod else 0  # ff_output.float() kept for the fp32 gate
+    per_text = _rms_norm(dims, cross.kv_size, 1) if cross.qk_norm != "none" else 0.0
+    image, text = shape.image_tokens, shape.text_tokens
+    return (
+        per_token * image
+        + per_text * text
+        + _sdpa(dims, attention, image, image)
+        + _sdpa(dims, cross, image, text)
+    )
+
+
+def _vit(dims: _Dims, block: Block, tokens: float) -> float:
+    """A pre-norm ViT layer over `tokens`: LayerNorm (trained weight), the fused qkv input, SDPA,
+    the proj input, LayerNorm, fc1 input, GELU, fc2 input."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = block.width, mlp.intermediate_size
+    q, _, _, o = attention.names
+    up, _, down = mlp.names
+    per_token = 2 * _layer_norm(dims, width)
+    per_token += _inputs(dims, width, [q], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
+    per_token += (
+        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+    )
+    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+
+
+def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
+    """Tokens a JEPA layer group runs over, summed over the mask generators: the context encoder
+    sees each generator's visible tokens, the predictor all tokens (context + one mask token per
+    target)."""
+    tokens = shape.image_tokens
+    if block.role == "predictor":
+        return float(tokens * len(masks))
+    return sum(tokens * (1 - mask.masked) for mask in masks)
+
+
+def denoiser_activations(
+    model: ModelSpec,
+    shape: TokenShape,
+    mode: ActivationMode,
+    *,
+    fp32_weights: bool,
+    masks: tuple[MaskGenerator, ...] = JEPA_MASKS,
+) -> DenoiserActivations:
+    """Per-sample saved bytes of every block of a diffusion, video or JEPA model, the inputs one
+    checkpointed layer keeps, the sample's inputs and the loss buffers."""
+    dims = _dims(mode, fp32_weights)
+    a, width = dims.a, model.hidden_size
+    layers: list[tuple[Block, float]] = []
+    inputs: list[float] = []
+    joint = shape.image_tokens + shape.text_tokens
+    for block in model.blocks:
+        if block.role in ("double_stream", "joint"):
+            layers.append((block, _mmdit(dims, block, model, shape)))
+            inputs.append(a * width * joint)
+        elif block.role == "single_stream":
+            layers.append((block, _single_stream(dims, block, model, shape)))
+            inputs.append(a * width * joint)
+        elif block.role == "video_dit":
+            layers.append((block, _video_dit(dims, block, model, shape)))
+            inputs.append(a * width * shape.image_tokens)
+        elif block.role in JEPA_ROLES and block.attention is not None:
+            tokens = _jepa_tokens(block, shape, masks)
+            layers.append((block, _vit(dims, block, tokens)))
+            inputs.append(a * block.width * tokens)
+        elif block.role in WEIGHT_ROLES or block.role in JEPA_ROLES:
+            layers.append((block, _weights_block(dims, block, model, shape, masks)))
+            inputs.append(0.0)
+        else:
+            raise InputError(
+                "model",
+                f"{model.name}: memory of its {block.role} blocks (UNet resnets, convolutions) is not "
+                "modelled yet; its parameters are counted (`trainplan models --family diffusion`)",
+            )
+    latent = shape.latent_elements * (model.geometry.latent_channels if model.geometry else 1)
+    if model.kind == "jepa":
+        encoder_width = width
+        targets = sum(shape.image_tokens * mask.masked for mask in masks)
+        # the clip itself; the EMA target encoder's output and its LayerNorm at the loss; the L1
+        # loss keeps z - h and |z - h| per target token (vjepa2 app/vjepa/train.py forward_target,
+        # loss_fn with loss_exp 1.0)
+        outside = float(a * latent)
+        held = 2.0 * a * encoder_width * targets
+        peak = held + 2.0 * a * encoder_width * shape.image_tokens
+        backward = held + a * encoder_width * targets
+    else:
+        # the noisy latents, the noise and the target at the model's dtype; the text embeddings
+        # (and their projection in the text-stream embedder); the fp32 loss: pred.float() and the
+        # difference kept for ** 2 (diffusers train_dreambooth_lora_flux.py, train_text_to_image)
+        text_width = _text_width(model)
+        outside = 3.0 * a * latent + a * text_width * shape.text_tokens
+        held = 4.0 * latent
+        peak = 12.0 * latent
+        backward = 8.0 * latent
+    return DenoiserActivations(tuple(layers), tuple(inputs), outside, held, peak, backward)
+
+
+def _text_width(model: ModelSpec) -> int:
+    """Width of the text embeddings the denoiser reads (its context embedder's input)."""
+    for block in model.blocks:
+        for linear in block.linears:
+            if linear.name in ("context_embedder", "condition_embedder.text_embedder.linear_1"):
+                return linear.in_features
+    return 0
+
+
+def _weights_block(
+    dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+) -> float:
+    """Embedders and heads per sample. The patch and context embedders read the sample's inputs
+    (counted in `outside`); Wan's text embedder keeps its GELU input and, when trained, linear_2's;
+    an output head keeps its norm (fp32 in Wan), the modulated tensor and proj_out's input; a
+    JEPA's encoder norm runs over the context tokens, the predictor's embedding reads them, its
+    norm runs over every predictor token and its projection over the targets."""
+    width = model.hidden_size
+    names = {linear.name: linear for linear in block.linears}
+    contexts = sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
+    targets = sum(shape.image_tokens * mask.masked for mask in masks)
+    kept = 0.0
+    text = names.get("condition_embedder.text_embedder.linear_2")
+    if text is not None:
+        kept += shape.text_tokens * (
+            dims.a * text.in_features + _inputs(dims, text.in_features, [text.name], False)
+        )
+    if block.role == "output" and model.kind != "jepa":
+        video = model.kind == "video"
+        kept += shape.image_tokens * (
+            _layer_norm(dims, width, video)
+            + _modulated(dims, width, dims.trainable, video)
+            + _inputs(dims, width, ["proj_out"], dims.autocast and not video)
+        )
+    if block.role == "encoder_norm":
+        kept += contexts * _layer_norm(dims, width)
+    if "predictor_embeddings" in names:
+        kept += contexts * _inputs(dims, width, ["predictor_embeddings"], False)
+    if "predictor.proj" in names:
+        kept += shape.image_tokens * len(masks) * _layer_norm(dims, block.width)
+        kept += targets * _inputs(dims, block.width, ["predictor.proj"], dims.autocast)
+    return kept
+
+
+#: Embedder linears by the tokens they run over (the rest of an embed block runs once per sample).
+_TEXT_LINEARS = ("context_embedder", "condition_embedder.text_embedder.")
+_SAMPLE_LINEARS = ("time_text_embed.", "condition_embedder.time_", "time_embedding.", "add_embedding.")
+
+
+def _linear_tokens(
+    model: ModelSpec, linear: Linear, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+) -> float:
+    """Tokens one linear of an embedder or head runs over, per sample."""
+    name = linear.name
+    if name.startswith(_TEXT_LINEARS):
+        return float(shape.text_tokens)
+    if name.startswith(_SAMPLE_LINEARS) or linear.role == "modulation":
+        return 1.0
+    if name == "predictor_embeddings":
+        return sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
+    if name == "predictor.proj":
+        return sum(shape.image_tokens * mask.masked for mask in masks)
+    return float(shape.image_tokens)
+
+
+def _streams(
+    model: ModelSpec, block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+) -> list[tuple[float, float]]:
+    """(multiply-accumulates per token, tokens) of each linear of one layer of `block`."""
+    joint = shape.image_tokens + shape.text_tokens
+    out: list[tuple[float, float]] = []
+    for linear in block_linears(block, model.hidden_size):
+        macs = float(linear.in_features * linear.out_features * linear.copies)
+        name = linear.name
+        if linear.role == "modulation":  # adaLN from the pooled condition: once per sample
+            tokens = 1.0
+        elif block.role == "single_stream":
+            tokens = float(joint)
+        elif block.role in ("double_stream", "joint"):
+            text = name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
+            tokens = float(shape.text_tokens if text else shape.image_tokens)
+        elif block.role == "video_dit":
+            cross_kv = name in ("attn2.to_k", "attn2.to_v")
+            tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
+        elif block.role in JEPA_ROLES and block.attention is not None:
+            tokens = _jepa_tokens(block, shape, masks)
+        else:
+            tokens = _linear_tokens(model, linear, shape, masks)
+        out.append((macs, tokens))
+    return out
+
+
+def core(attention: Attention, queries: float, keys: float) -> float:
+    """Scores and weighted sum: 2 x queries x keys x (d_qk + d_v) per head (Kaplan et al. 2020)."""
+    return 2 * attention.num_heads * queries * keys * (attention.head_dim + attention.v_head_dim)
+
+
+def _attention_forward(
+    model: ModelSpec, block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+) -> float:
+    """Forward FLOPs per sample of one layer's attention cores (no causal mask)."""
+    joint = shape.image_tokens + shape.text_tokens
+    if block.role == "single_stream":
+        width = model.hidden_size
+        head = _head_dim(block, model)
+        attention = Attention(width // head, width // head, head, head)
+        return core(attention, joint, joint)
+    if block.attention is None:
+        return 0.0
+    if block.role in ("double_stream", "joint"):
+        flops = core(block.attention, joint, joint)
+        if any(linear.name == "attn2.to_q" for linear in block.linears):
+            flops += core(block.attention, shape.image_tokens, shape.image_tokens)
+        return flops
+    if block.role == "video_dit":
+        flops = core(block.attention, shape.image_tokens, shape.image_tokens)
+        if block.cross_attention is not None:
+            flops += core(block.cross_attention, shape.image_tokens, shape.text_tokens)
+        return flops
+    if block.role == "predictor":
+        return len(masks) * core(block.attention, shape.image_tokens, shape.image_tokens)
+    return sum(
+        core(block.attention, shape.image_tokens * (1 - m.masked), shape.image_tokens * (1 - m.masked))
+        for m in masks
+    )
+
+
+@dataclass(frozen=True)
+class DenoiserFlops:
+    """Training FLOPs per sample."""
+
+    matmul_forward: float
+    attention_forward: float
+    total: float
+    recompute: float
+    target_forward: float  # a JEPA's EMA target encoder: forward only, all tokens
+
+
+def denoiser_flops(
+    model: ModelSpec,
+    shape: TokenShape,
+    *,
+    frozen_base: bool,
+    adapted: frozenset[str],
+    rank: int,
+    checkpointed: list[int],
+    masks: tuple[MaskGenerator, ...] = JEPA_MASKS,
+) -> DenoiserFlops:
+    """Training FLOPs per sample: 2 per multiply-accumulate forward; backward 2x (input and
+    weight gradients) or 1x for frozen weights, plus 6 x rank x (in + out) per adapted token
+    (the 6N rule, Kaplan et al. 2020; Narayanan et al. 2021); attention 3x its forward;
+    recompute re-runs the checkpointed layers' forward. A JEPA's target encoder adds one forward
+    of the encoder over every token (no backward)."""
+    matmul = attention = recompute = adapters = target = 0.0
+    for block, count in zip(model.blocks, checkpointed, strict=True):
+        streams = _streams(model, block, shape, masks)
+        macs = sum(m * t for m, t in streams)
+        scores_forward = _attention_forward(model, block, shape, masks)
+        matmul += block.count * 2 * macs
+        attention += block.count * scores_forward
+        recompute += count * (2 * macs + scores_forward)
+        for linear, (_, tokens) in zip(block_linears(block, model.hidden_size), streams, strict=True):
+            if linear.name in adapted:
+                adapters += block.count * 6 * rank * (linear.in_features + linear.out_features) * tokens
+        if model.kind == "jepa" and block.role in ("embed", "encoder", "encoder_norm"):
+            tokens = shape.image_tokens
+            scores = core(block.attention, tokens, tokens) if block.attention is not None else 0.0
+            target += block.count * (2 * sum(m for m, _ in streams) * tokens + scores)
+    weight_grad = 0.0 if frozen_base else matmul
+    total = matmul + matmul + weight_grad + 3 * attention + adapters + recompute + target
+    return DenoiserFlops(matmul, attention, total, recompute, target)

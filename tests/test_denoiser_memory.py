@@ -1,0 +1,231 @@
+"""Memory and time of diffusion, video and JEPA models: hand-computed activations of each block
+type on tiny configs, the per-sample figures, and invariants on the catalog models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainplan.coefficients import coefficients
+from trainplan.errors import InputError
+from trainplan.estimate import estimate
+from trainplan.hf import denoiser_spec
+from trainplan.model import ModelSpec
+from trainplan.scenario import scenario_from_mapping
+from trainplan.terms.activations import ActivationMode
+from trainplan.terms.denoisers import JEPA_MASKS, denoiser_activations, denoiser_flops, jepa_masks
+from trainplan.terms.geometry import token_shape
+from trainplan.units import GIB
+
+VAE = {"_class_name": "AutoencoderKL", "block_out_channels": [8, 8, 8, 8], "latent_channels": 16}
+
+# d = 2 heads x 8 = 16, MLP 4 d = 64; 64 px -> 8 x 8 latents -> 4 x 4 packed tokens; 4 text tokens
+TINY_FLUX: dict[str, Any] = {
+    "_class_name": "FluxTransformer2DModel",
+    "attention_head_dim": 8,
+    "num_attention_heads": 2,
+    "num_layers": 1,
+    "num_single_layers": 1,
+    "in_channels": 64,
+    "joint_attention_dim": 32,
+    "pooled_projection_dim": 8,
+    "guidance_embeds": False,
+    "_pipeline": {"vae": VAE, "text_tokens": 4},
+}
+ATTENTION = frozenset({"attn.to_q", "attn.to_k", "attn.to_v", "attn.to_out.0"})
+
+
+def _flux() -> ModelSpec:
+    return denoiser_spec(TINY_FLUX, "tiny-flux")
+
+
+def _mode(trainable: bool, targets: frozenset[str] = frozenset(), *, autocast: bool = False) -> ActivationMode:
+    return ActivationMode(
+        activation_bytes=2,
+        residual_bytes=4 if autocast else 2,
+        weights_trainable=trainable,
+        lora_targets=targets,
+        attention="sdpa",
+        checkpointing="none",
+        adapter_bytes=2,
+    )
+
+
+def test_flux_lora_blocks_by_hand() -> None:
+    """bf16 weights and bf16 adapters on attention (to_q/k/v, to_out.0), per token (d = 16, h = 2):
+    LayerNorm input + mean/rstd 2*16 + 8 = 40; the adapted q/k/v share one input 32; each q/k
+    RMSNorm keeps an fp32 copy 64, its input 32 and 1/rms per head 8 = 104 (x2 = 208); the
+    adapted to_out copy 32; GELU input 2*64 = 128; frozen modulation keeps no normed x.
+    Double block: image 40+32+208+32+40+128 = 480 x 16 tokens; text (add_* not adapted)
+    40+208+40+128 = 416 x 4; joint SDPA over 20 tokens: q 32 + k, v 64 + out 32 + lse 8 = 136 x 20.
+    Single block over 20 tokens: 40 + 32 + 128 + 208 = 408, + the same SDPA. Output: the norm_out
+    LayerNorm 40 x 16."""
+    model = _flux()
+    shape = token_shape(model, 64)
+    assert (shape.image_tokens, shape.text_tokens, shape.latent_elements) == (16, 4, 64)
+    acts = denoiser_activations(model, shape, _mode(False, ATTENTION), fp32_weights=False)
+    by_role = {block.role: value for block, value in acts.layers}
+    sdpa = 136 * 20
+    assert by_role["double_stream"] == 480 * 16 + 416 * 4 + sdpa
+    assert by_role["single_stream"] == 408 * 20 + sdpa
+    assert by_role["output"] == 40 * 16
+    assert by_role["embed"] == 0
+    # inputs: noisy latents, noise and target at 2 B (8 x 8 x 16 = 1024 values) + 4 x 32 text embeds
+    assert acts.outside == 3 * 2 * 1024 + 2 * 32 * 4
+    assert (acts.loss_held, acts.loss_peak, acts.loss_backward) == (4 * 1024, 12 * 1024, 8 * 1024)
+    # checkpointing keeps each block's input: (16 + 4) tokens x 16 x 2 B
+    assert acts.block_inputs[1:3] == (640, 640)
+
+
+def test_flux_full_fine_tune_keeps_what_trained_weights_need() -> None:
+    """Full bf16 fine-tune, double block image stream per token: LayerNorm 40 + modulated x 32;
+    one shared q/k/v input 32; q/k RMSNorms now also keep their normed output: 136 x 2 = 272;
+    to_out copy 32 + the gate's attention output 32; LayerNorm 40 + modulated 32; ff input 32,
+    GELU 128, down input 128, gate's ff output 32. Total 40+32+32+272+32+32+40+32+32+128+128+32."""
+    model = _flux()
+    shape = token_shape(model, 64)
+    acts = denoiser_activations(model, shape, _mode(True), fp32_weights=False)
+    image = 40 + 32 + 32 + 272 + 32 + 32 + 40 + 32 + 32 + 128 + 128 + 32
+    by_role = {block.role: value for block, value in acts.layers}
+    assert by_role["double_stream"] == image * 16 + image * 4 + 136 * 20
+    # single: LayerNorm 40 + modulated 32 + shared input 32 + GELU 128 + norms 272 + proj_out
+    # input (16 + 64) x 2 = 160 + gated output 32
+    assert by_role["single_stream"] == (40 + 32 + 32 + 128 + 272 + 160 + 32) * 20 + 136 * 20
+
+
+def test_autocast_makes_norms_fp32_and_copies_per_consumer() -> None:
+    """amp-bf16 (fp32 weights under autocast), single block per token: the LayerNorm keeps an fp32
+    input 4*16 + 8 = 72 and outputs fp32, the modulated x is fp32 64; each of to_q, to_k, to_v and
+    proj_mlp keeps its own bf16 cast 4 x 32; the RMSNorms keep an fp32 normed output (fp32 weight):
+    64 + 32 + 8 + 64 = 168 each."""
+    model = _flux()
+    shape = token_shape(model, 64)
+    acts = denoiser_activations(model, shape, _mode(True, autocast=True), fp32_weights=True)
+    by_role = {block.role: value for block, value in acts.layers}
+    assert by_role["single_stream"] == (72 + 64 + 4 * 32 + 128 + 2 * 168 + 160 + 32) * 20 + 136 * 20
+
+
+def test_flux_flops_by_hand() -> None:
+    """Forward multiply-accumulates of the double block: image linears (to_q/k/v/out 4 x 256,
+    ff 2 x 1024) x 16 tokens, text linears (the same) x 4, modulation (2 x 16 x 96) once; joint
+    attention 2 x 2 heads x 20 x 20 x (8 + 8) = 25,600 FLOPs."""
+    model = _flux()
+    shape = token_shape(model, 64)
+    flops = denoiser_flops(
+        model, shape, frozen_base=True, adapted=frozenset(), rank=4, checkpointed=[0] * len(model.blocks)
+    )
+    double = (4 * 256 + 2 * 1024) * 16 + (4 * 256 + 2 * 1024) * 4 + 2 * 16 * 96
+    single = (3 * 256 + 16 * 64 + 80 * 16) * 20 + 16 * 48
+    output = 16 * 32 + 16 * 64 * 16  # norm_out.linear once; proj_out over 16 tokens
+    embed = 256 * 16 + 16 * 16 + 8 * 16 + 16 * 16 + 32 * 16 * 4 + 64 * 16 * 16
+    assert flops.matmul_forward == 2 * (double + single + output + embed)
+    assert flops.attention_forward == 2 * 2 * 20 * 20 * 16 * 2
+    # frozen: forward + input gradients (2x matmuls), attention 3x its forward
+    assert flops.total == 2 * flops.matmul_forward + 3 * flops.attention_forward
+
+
+def test_jepa_masks_follow_the_published_generators() -> None:
+    short, long = JEPA_MASKS
+    assert short.masked == pytest.approx(1 - 0.85**8) and long.masked == pytest.approx(1 - 0.3**2)
+    assert jepa_masks(0.75)[0].masked == 0.75
+    with pytest.raises(InputError) as error:
+        jepa_masks(1.0)
+    assert error.value.field == "mask_ratio"
+
+
+def _estimate(**fields: Any) -> Any:
+    return estimate({"gpu": "H100 SXM", "micro_batch": 1, "grad_accum": 1, **fields})
+
+
+def test_flux_lora_at_1024_is_reported_per_image() -> None:
+    e = _estimate(
+        model="FLUX.1-dev",
+        method="lora",
+        precision="bf16",
+        lora={"targets": sorted(ATTENTION), "dtype": "compute"},
+        activation_checkpointing="full",
+    )
+    assert e.sample is not None and e.batch.seq_len == 4096
+    # bf16 base: 11,901,408,320 x 2 B
+    assert e.peak.term("weights").value >= 11_901_408_320 * 2
+    # 57 checkpointed blocks keep (4096 + 512) x 3072 x 2 B each
+    checkpointed = 57 * 4608 * 3072 * 2
+    assert e.peak.term("activations").value > checkpointed
+    assert e.time is not None and e.time.samples_per_s_per_gpu == pytest.approx(
+        e.time.tokens_per_s / 4096
+    )
+    assert e.time.train_samples == 10_000
+    assert e.cost is not None and e.cost.usd is not None
+    assert e.cost.usd_per_thousand_samples == pytest.approx(e.cost.usd / 10)
+    assert e.to_dict()["sample"]["image_tokens"] == 4096
+
+
+@pytest.mark.parametrize(
+    "model", ["FLUX.1-dev", "SD3.5-Medium", "SD3.5-Large", "Wan2.1-T2V-1.3B", "V-JEPA-2-ViT-L"]
+)
+def test_invariants_on_the_catalog(model: str) -> None:
+    video = {"frames": 17, "resolution": "480x272"} if model.startswith("Wan") else {}
+    base = {"model": model, "precision": "bf16", **video}
+    if model.startswith("V-JEPA"):
+        base.update(frames=16, resolution=256)
+    full = _estimate(**base, method="full", activation_checkpointing="none")
+    lora = _estimate(**base, method="lora", activation_checkpointing="none")
+    checkpointed = _estimate(**base, method="full", activation_checkpointing="full")
+    assert lora.peak.total < full.peak.total
+    act = full.phases[0].term("activations").value
+    assert checkpointed.phases[0].term("activations").value < act
+    assert lora.phases[0].term("activations").value < act
+    two = _estimate(**base, method="full", activation_checkpointing="none", micro_batch=2)
+    assert two.phases[0].term("activations").value == pytest.approx(2 * act)
+    sharded = _estimate(**base, method="full", gpus=8, zero_stage=3, activation_checkpointing="none")
+    assert sharded.peak.total < full.peak.total
+
+
+def test_activations_grow_with_resolution() -> None:
+    small = _estimate(model="FLUX.1-dev", resolution=512, activation_checkpointing="none")
+    large = _estimate(model="FLUX.1-dev", resolution=1024, activation_checkpointing="none")
+    ratio = large.phases[0].term("activations").value / small.phases[0].term("activations").value
+    # 4x the image tokens (1024 -> 4096) with 512 text tokens fixed: the joint-token terms grow
+    # 4608 / 1536 = 3x, the image-only ones 4x (flash attention keeps nothing quadratic)
+    assert 2.99 < ratio < 4
+
+
+def test_ema_is_counted_per_gpu() -> None:
+    without = _estimate(model="FLUX.1-dev", method="full", precision="bf16")
+    fp32 = _estimate(model="FLUX.1-dev", method="full", precision="bf16", ema="fp32")
+    gap = fp32.peak.term("weights").value - without.peak.term("weights").value
+    assert gap == 4 * 11_901_408_320
+
+
+def test_jepa_target_encoder_is_an_fp32_copy_of_the_context_encoder() -> None:
+    e = _estimate(model="V-JEPA-2-ViT-L", frames=16, resolution=256, method="full", precision="amp-bf16")
+    model = coefficients(
+        __import__("trainplan.catalog", fromlist=["resolve_model"]).resolve_model("V-JEPA-2-ViT-L"),
+        scenario_from_mapping({"model": "V-JEPA-2-ViT-L", "frames": 16, "resolution": 256}),
+    )
+    assert model.ema_bytes > 0 and e.assumptions["ema"] == "fp32"
+    assert len(e.assumptions["jepa_masks"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"model": "FLUX.1-dev", "activation_checkpointing": "selective"}, "activation_checkpointing"),
+        ({"model": "FLUX.1-dev", "frozen_encoders": "gpu"}, "frozen_encoders"),
+        ({"model": "Wan2.1-T2V-1.3B", "pipeline_parallel": 2, "gpus": 2}, "pipeline_parallel"),
+    ],
+)
+def test_unmodelled_settings_are_refused_by_name(fields: dict[str, Any], field: str) -> None:
+    with pytest.raises(InputError) as error:
+        _estimate(**fields)
+    assert error.value.field == field
+
+
+def test_flux_lora_fits_a_24_gib_card_only_with_checkpointing() -> None:
+    lora = {"targets": sorted(ATTENTION), "dtype": "compute"}
+    base = {"model": "FLUX.1-dev", "method": "lora", "precision": "bf16", "lora": lora, "resolution": 512}
+    checkpointed = _estimate(**base, activation_checkpointing="full", overhead_gib=1.0)
+    plain = _estimate(**base, activation_checkpointing="none", overhead_gib=1.0)
+    assert checkpointed.peak.total < plain.peak.total
+    assert plain.peak.total > 24 * GIB
