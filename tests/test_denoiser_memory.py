@@ -40,7 +40,9 @@ def _flux() -> ModelSpec:
     return denoiser_spec(TINY_FLUX, "tiny-flux")
 
 
-def _mode(trainable: bool, targets: frozenset[str] = frozenset(), *, autocast: bool = False) -> ActivationMode:
+def _mode(
+    trainable: bool, targets: frozenset[str] = frozenset(), *, autocast: bool = False
+) -> ActivationMode:
     return ActivationMode(
         activation_bytes=2,
         residual_bytes=4 if autocast else 2,
@@ -152,9 +154,7 @@ def test_flux_lora_at_1024_is_reported_per_image() -> None:
     # 57 checkpointed blocks keep (4096 + 512) x 3072 x 2 B each
     checkpointed = 57 * 4608 * 3072 * 2
     assert e.peak.term("activations").value > checkpointed
-    assert e.time is not None and e.time.samples_per_s_per_gpu == pytest.approx(
-        e.time.tokens_per_s / 4096
-    )
+    assert e.time is not None and e.time.samples_per_s_per_gpu == pytest.approx(e.time.tokens_per_s / 4096)
     assert e.time.train_samples == 10_000
     assert e.cost is not None and e.cost.usd is not None
     assert e.cost.usd_per_thousand_samples == pytest.approx(e.cost.usd / 10)
@@ -162,7 +162,16 @@ def test_flux_lora_at_1024_is_reported_per_image() -> None:
 
 
 @pytest.mark.parametrize(
-    "model", ["FLUX.1-dev", "SD3.5-Medium", "SD3.5-Large", "Wan2.1-T2V-1.3B", "V-JEPA-2-ViT-L"]
+    "model",
+    [
+        "FLUX.1-dev",
+        "SD3.5-Medium",
+        "SD3.5-Large",
+        "SDXL-base-1.0",
+        "SD-1.5",
+        "Wan2.1-T2V-1.3B",
+        "V-JEPA-2-ViT-L",
+    ],
 )
 def test_invariants_on_the_catalog(model: str) -> None:
     video = {"frames": 17, "resolution": "480x272"} if model.startswith("Wan") else {}
@@ -229,3 +238,63 @@ def test_flux_lora_fits_a_24_gib_card_only_with_checkpointing() -> None:
     plain = _estimate(**base, activation_checkpointing="none", overhead_gib=1.0)
     assert checkpointed.peak.total < plain.peak.total
     assert plain.peak.total > 24 * GIB
+
+
+TINY_UNET: dict[str, Any] = {
+    "_class_name": "UNet2DConditionModel",
+    "block_out_channels": [32, 64],
+    "down_block_types": ["CrossAttnDownBlock2D", "DownBlock2D"],
+    "up_block_types": ["UpBlock2D", "CrossAttnUpBlock2D"],
+    "layers_per_block": 1,
+    "cross_attention_dim": 16,
+    "attention_head_dim": 2,
+    "in_channels": 4,
+    "out_channels": 4,
+    "sample_size": 8,
+    "_pipeline": {"vae": {**VAE, "latent_channels": 4}, "text_tokens": 4},
+}
+
+
+def _unet_layers(trainable: bool, targets: frozenset[str] = frozenset()) -> dict[str, float]:
+    model = denoiser_spec(TINY_UNET, "tiny-unet")
+    shape = token_shape(model, 64)
+    acts = denoiser_activations(model, shape, _mode(trainable, targets), fp32_weights=False)
+    return {block.linears[0].name if block.linears else block.role: value for block, value in acts.layers}
+
+
+def test_unet_resnet_by_hand() -> None:
+    """down_blocks.0.resnets.0 (32 -> 32 channels at 8 x 8 = 64 latent positions), bf16: each
+    GroupNorm keeps its input and SiLU the norm's output, 2 x 2 x 32 = 128 per norm; a full
+    fine-tune adds each conv's input, 2 x 32 = 64 twice; frozen convs keep nothing."""
+    assert _unet_layers(False, ATTENTION)["down_blocks.0.resnets.0.conv1"] == 2 * 128 * 64
+    assert _unet_layers(True)["down_blocks.0.resnets.0.conv1"] == (2 * 128 + 2 * 64) * 64
+    # the up stage at level 1 runs over 4 x 4 = 16 positions: 64 + 64 -> 64 channels
+    up = _unet_layers(True)["up_blocks.0.resnets.0.conv1"]
+    assert up == (2 * 2 * 128 + 2 * 128 + 2 * 2 * 64 + 2 * 64) * 16
+
+
+def test_unet_transformer_by_hand() -> None:
+    """down_blocks.0.attentions.0's BasicTransformerBlock (width 32, 2 heads, GEGLU inner 128) at
+    64 positions, LoRA on to_q/k/v/out.0 (the suffixes match attn1 and attn2): per position three
+    LayerNorms 2 x 32 + 8 = 72 each, the shared q/k/v input 64, the adapted out copies 64 x 2,
+    attn2.to_q's input 64, GEGLU's gate, value and GELU(gate) 3 x 2 x 128 = 768 -> 1240.
+    Self SDPA: (64 + 128 + 64 + 8) x 64; cross SDPA: q and out + lse (64 + 64 + 8) x 64 and k, v
+    over the 4 text tokens 2 x 2 x 32 x 4."""
+    model = denoiser_spec(TINY_UNET, "tiny-unet")
+    shape = token_shape(model, 64)
+    targets = frozenset({f"attn{i}.{n}" for i in (1, 2) for n in ("to_q", "to_k", "to_v", "to_out.0")})
+    acts = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
+    first = next(v for block, v in acts.layers if block.role == "transformer")
+    assert first == 1240 * 64 + 264 * 64 + 136 * 64 + 2 * 2 * 32 * 4
+
+
+def test_sdxl_full_fine_tune_states_and_flops() -> None:
+    """SDXL's UNet (2,567,463,684 parameters) fully fine-tuned under amp-bf16 with AdamW: fp32
+    weights, gradients and two moments = 16 B per parameter; the forward at 1024 px is about
+    6.8 TFLOP (published estimates of SDXL's UNet are 6-7 TFLOP per denoising step at 1024 px)."""
+    e = _estimate(model="SDXL-base-1.0", method="full", precision="amp-bf16", activation_checkpointing="none")
+    states = sum(e.peak.term(name).value for name in ("weights", "gradients", "optimizer"))
+    assert states >= 16 * 2_567_463_684
+    assert e.time is not None
+    forward = (e.time.flops.matmul_forward + e.time.flops.attention_forward) * e.batch.seq_len
+    assert 6.0e12 < forward < 7.5e12

@@ -202,12 +202,6 @@ def test_ema_default_follows_the_family(model: str, ema: str | None, resolved: s
     assert resolved_ema(resolve_model(model), scenario_from_mapping({"model": model, "ema": ema})) == resolved
 
 
-def test_unet_memory_is_refused_not_guessed() -> None:
-    with pytest.raises(InputError) as error:
-        estimate({"model": "SDXL-base-1.0", "resolution": 1024})
-    assert error.value.field == "model" and "resnet blocks" in error.value.message
-
-
 @pytest.mark.parametrize(
     ("fields", "field"),
     [

@@ -259,6 +259,11 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         )
     if scenario.method == "full" and scenario.lora.dropout > 0:
         notes.append("lora.dropout has no effect on a full fine-tune")
+    if model.kind != "llm" and scenario.mfu is None:
+        notes.append(
+            f"{model.kind} time uses the language models' default efficiency: it is not yet calibrated "
+            "against published training runs of these models (set mfu to use your own)"
+        )
     if model.encoder_decoder:
         notes.append("encoder-decoder: the target sequence is assumed as long as the source (seq_len each)")
     if any(extra.params and not extra.in_layers for extra in model.extras):

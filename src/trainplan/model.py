@@ -145,7 +145,9 @@ class Block:
     Diffusion and JEPA blocks add `linears` (weight matrices outside attention and MLP: adaLN
     modulation, a second stream's projections, convolutions as in*k*k x out matrices) and
     `extra_params` (norm weights, modulation tables, mask tokens); `width` is the block's own
-    residual width where it is not the model's (a UNet stage, a JEPA predictor).
+    residual width where it is not the model's (a UNet stage, a JEPA predictor), and `level`
+    a UNet block's resolution: it runs over the latent positions / 4^level (a downsampler at
+    the level of its input, an upsampler's conv at the level it upsamples to).
     """
 
     count: int
@@ -161,6 +163,7 @@ class Block:
     linears: tuple[Linear, ...] = ()
     extra_params: int = 0
     width: int = 0
+    level: int = 0
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ Models", app. E; Podell et al. 2023, "SDXL", sec. 2.1):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from trainplan.errors import ConfigError
@@ -91,27 +92,28 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     for stage, kind in enumerate(down_types):
         prefix, inp, out = f"down_blocks.{stage}", out, channels[stage]
         for index in range(per_block):
-            blocks.append(_resnet(f"{prefix}.resnets.{index}", inp if index == 0 else out, out, temb))
+            blocks.append(_resnet(f"{prefix}.resnets.{index}", inp if index == 0 else out, out, temb, stage))
             if _DOWN[kind]:
                 blocks += _transformer(
-                    f"{prefix}.attentions.{index}", out, heads[stage], depth[stage], cross, linear_proj
+                    f"{prefix}.attentions.{index}", out, heads[stage], depth[stage], cross, linear_proj, stage
                 )
         if stage < stages - 1:
-            blocks.append(_conv(f"{prefix}.downsamplers.0.conv", out, out))
-    mid = channels[-1]
-    blocks.append(_resnet("mid_block.resnets.0", mid, mid, temb))
-    blocks += _transformer("mid_block.attentions.0", mid, heads[-1], depth[-1], cross, linear_proj)
-    blocks.append(_resnet("mid_block.resnets.1", mid, mid, temb))
+            blocks.append(_conv(f"{prefix}.downsamplers.0.conv", out, out, stage, "downsample"))
+    mid, bottom = channels[-1], stages - 1
+    blocks.append(_resnet("mid_block.resnets.0", mid, mid, temb, bottom))
+    blocks += _transformer("mid_block.attentions.0", mid, heads[-1], depth[-1], cross, linear_proj, bottom)
+    blocks.append(_resnet("mid_block.resnets.1", mid, mid, temb, bottom))
 
     reversed_channels, reversed_heads, reversed_depth = channels[::-1], heads[::-1], depth[::-1]
     out = reversed_channels[0]
     for stage, kind in enumerate(up_types):
         prefix, previous, out = f"up_blocks.{stage}", out, reversed_channels[stage]
         skip_in = reversed_channels[min(stage + 1, stages - 1)]
+        level = stages - 1 - stage
         for index in range(per_block + 1):
             skip = skip_in if index == per_block else out
             inp = (previous if index == 0 else out) + skip
-            blocks.append(_resnet(f"{prefix}.resnets.{index}", inp, out, temb))
+            blocks.append(_resnet(f"{prefix}.resnets.{index}", inp, out, temb, level))
             if _UP[kind]:
                 blocks += _transformer(
                     f"{prefix}.attentions.{index}",
@@ -120,9 +122,10 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
                     reversed_depth[stage],
                     cross,
                     linear_proj,
+                    level,
                 )
-        if stage < stages - 1:
-            blocks.append(_conv(f"{prefix}.upsamplers.0.conv", out, out))
+        if stage < stages - 1:  # nearest upsampling, then the conv at the next level up
+            blocks.append(_conv(f"{prefix}.upsamplers.0.conv", out, out, level - 1, "upsample"))
     out_linear = linear(
         "conv_out", "conv", channels[0] * out_kernel**2, get_int(cfg, "out_channels", default=4)
     )
@@ -140,11 +143,12 @@ def _per_stage(cfg: Mapping[str, Any], key: str, stages: int, default: int = 0) 
     return values
 
 
-def _conv(name: str, inp: int, out: int, kernel: int = 3) -> Block:
-    return weights_block("conv", linear(name, "conv", inp * kernel**2, out), width=out)
+def _conv(name: str, inp: int, out: int, level: int, role: str, kernel: int = 3) -> Block:
+    block = weights_block(role, linear(name, "conv", inp * kernel**2, out), width=out)
+    return replace(block, level=level)
 
 
-def _resnet(prefix: str, inp: int, out: int, temb: int) -> Block:
+def _resnet(prefix: str, inp: int, out: int, temb: int, level: int) -> Block:
     """ResnetBlock2D: two 3x3 convs, the time projection, two GroupNorms (weight + bias)."""
     linears: list[Linear] = [
         linear(f"{prefix}.conv1", "conv", inp * 9, out),
@@ -153,11 +157,11 @@ def _resnet(prefix: str, inp: int, out: int, temb: int) -> Block:
     ]
     if inp != out:
         linears.append(linear(f"{prefix}.conv_shortcut", "conv", inp, out))
-    return weights_block("resnet", *linears, extra_params=2 * (inp + out), width=out)
+    return replace(weights_block("resnet", *linears, extra_params=2 * (inp + out), width=out), level=level)
 
 
 def _transformer(
-    prefix: str, width: int, heads: int, depth: int, cross: int, linear_proj: bool
+    prefix: str, width: int, heads: int, depth: int, cross: int, linear_proj: bool, level: int
 ) -> list[Block]:
     """Transformer2DModel: GroupNorm and proj_in, `depth` BasicTransformerBlocks, proj_out."""
     if width % heads:
@@ -188,13 +192,23 @@ def _transformer(
         width=width,
         linears=cross_linears,
         extra_params=3 * 2 * width,
+        level=level,
     )
     # proj_in / proj_out are a linear (SDXL's use_linear_projection) or a 1x1 conv: the same C x C + C
     proj_role = "embed" if linear_proj else "conv"
     return [  # the GroupNorm (weight + bias) is counted with proj_in
-        weights_block(
-            "proj", linear(f"{prefix}.proj_in", proj_role, width, width), extra_params=2 * width, width=width
+        replace(
+            weights_block(
+                "proj",
+                linear(f"{prefix}.proj_in", proj_role, width, width),
+                extra_params=2 * width,
+                width=width,
+            ),
+            level=level,
         ),
         layers,
-        weights_block("proj", linear(f"{prefix}.proj_out", proj_role, width, width), width=width),
+        replace(
+            weights_block("proj", linear(f"{prefix}.proj_out", proj_role, width, width), width=width),
+            level=level,
+        ),
     ]

@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit"})
+UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkpoints in a UNet
+UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
 JEPA_ROLES = frozenset({"encoder", "predictor"})
 WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
 
@@ -97,7 +99,16 @@ def checkpointed_blocks(model: ModelSpec, every: int | None) -> list[int]:
 
 
 def _is_layer(block: Block) -> bool:
-    return block.role in DIT_ROLES or (block.role in JEPA_ROLES and block.attention is not None)
+    return (
+        block.role in DIT_ROLES
+        or block.role in UNET_LAYER_ROLES
+        or (block.role in JEPA_ROLES and block.attention is not None)
+    )
+
+
+def positions(shape: TokenShape, level: int) -> int:
+    """Latent positions a UNet block at `level` runs over (each level halves both sides)."""
+    return (shape.latent_width >> level) * (shape.latent_height >> level) * shape.latent_frames
 
 
 def sample_tokens(model: ModelSpec, shape: TokenShape) -> int:
@@ -319,6 +330,67 @@ def _vit(dims: _Dims, block: Block, tokens: float) -> float:
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
 
 
+def _group_norm_silu(dims: _Dims, width: int) -> float:
+    """GroupNorm then SiLU: the norm keeps its input (an fp32 copy under autocast, where
+    group_norm runs in fp32 and outputs fp32), SiLU keeps the norm's output."""
+    return 2 * (4 if dims.autocast else dims.a) * width
+
+
+def _resnet(dims: _Dims, block: Block, shape: TokenShape) -> float:
+    """ResnetBlock2D per sample: GroupNorm + SiLU + conv1, the time projection added, GroupNorm +
+    SiLU + conv2; the 1x1 shortcut reads the block input (which under autocast only it keeps)."""
+    names = {linear.name.rsplit(".", 1)[-1]: linear for linear in block.linears}
+    conv1, conv2 = names["conv1"], names["conv2"]
+    inp, out = conv1.in_features // 9, block.width
+    per = _group_norm_silu(dims, inp) + _inputs(dims, inp, [conv1.name], dims.autocast)
+    per += _group_norm_silu(dims, out) + _inputs(dims, out, [conv2.name], dims.autocast)
+    shortcut = names.get("conv_shortcut")
+    if shortcut is not None and dims.autocast:
+        per += _inputs(dims, inp, [shortcut.name], False)
+    return per * positions(shape, block.level)
+
+
+def _unet_transformer(dims: _Dims, block: Block, shape: TokenShape) -> float:
+    """One BasicTransformerBlock per sample: LayerNorm + self-attention (q/k/v inputs, SDPA, the
+    reshaped output's copy), LayerNorm + cross-attention to the text (keys and values per text
+    token), LayerNorm + GEGLU (its gate, value and GELU(gate) kept, then the down input)."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = block.width, mlp.intermediate_size
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    cross = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
+    count = positions(shape, block.level)
+    per = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
+    per += _inputs(dims, width, [o], False)
+    per += _layer_norm(dims, width) + _inputs(dims, width, ["attn2.to_q"], dims.autocast)
+    per += _inputs(dims, width, ["attn2.to_out.0"], False)
+    per += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
+    per += 3 * dims.a * inner + _inputs(dims, inner, [down], False)
+    return per * count + _sdpa(dims, attention, count, count) + _sdpa(dims, cross, count, shape.text_tokens)
+
+
+def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
+    """proj_in (after the GroupNorm), proj_out, the down / upsampling convs, conv_norm_out + SiLU
+    + conv_out, per sample; conv_in reads the latents (in `outside`)."""
+    kept = 0.0
+    for linear in block.linears:
+        name = linear.name
+        if name.endswith("proj_in"):
+            kept += positions(shape, block.level) * (
+                (4 if dims.autocast else dims.a) * block.width
+                + _inputs(dims, block.width, [name], dims.autocast)
+            )
+        elif name.endswith(("proj_out", "downsamplers.0.conv", "upsamplers.0.conv")):
+            kept += positions(shape, block.level) * _inputs(dims, block.width, [name], False)
+        elif name == "conv_out":
+            width = linear.in_features // 9
+            kept += positions(shape, 0) * (
+                _group_norm_silu(dims, width) + _inputs(dims, width, [name], dims.autocast)
+            )
+    return kept
+
+
 def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
     """Tokens a JEPA layer group runs over, summed over the mask generators: the context encoder
     sees each generator's visible tokens, the predictor all tokens (context + one mask token per
@@ -358,14 +430,25 @@ def denoiser_activations(
             tokens = _jepa_tokens(block, shape, masks)
             layers.append((block, _vit(dims, block, tokens)))
             inputs.append(a * block.width * tokens)
+        elif block.role == "resnet":
+            layers.append((block, _resnet(dims, block, shape)))
+            inputs.append(a * (block.linears[0].in_features // 9) * positions(shape, block.level))
+        elif block.role == "transformer":
+            layers.append((block, _unet_transformer(dims, block, shape)))
+            inputs.append(a * block.width * positions(shape, block.level))
+        elif block.role in ("proj", "downsample", "upsample") or (
+            block.role == "output" and model.kind == "diffusion" and _is_unet(model)
+        ):
+            layers.append((block, _unet_weights(dims, block, shape)))
+            inputs.append(0.0)
         elif block.role in WEIGHT_ROLES or block.role in JEPA_ROLES:
             layers.append((block, _weights_block(dims, block, model, shape, masks)))
             inputs.append(0.0)
         else:
             raise InputError(
                 "model",
-                f"{model.name}: memory of its {block.role} blocks (UNet resnets, convolutions) is not "
-                "modelled yet; its parameters are counted (`trainplan models --family diffusion`)",
+                f"{model.name}: memory of its {block.role!r} blocks is not modelled; its parameters "
+                "are counted (`trainplan models --family diffusion`)",
             )
     latent = shape.latent_elements * (model.geometry.latent_channels if model.geometry else 1)
     if model.kind == "jepa":
@@ -391,12 +474,17 @@ def denoiser_activations(
 
 
 def _text_width(model: ModelSpec) -> int:
-    """Width of the text embeddings the denoiser reads (its context embedder's input)."""
+    """Width of the text embeddings the denoiser reads (its context embedder's input, or a
+    UNet's cross-attention keys' input)."""
     for block in model.blocks:
         for linear in block.linears:
-            if linear.name in ("context_embedder", "condition_embedder.text_embedder.linear_1"):
+            if linear.name in ("context_embedder", "condition_embedder.text_embedder.linear_1", "attn2.to_k"):
                 return linear.in_features
     return 0
+
+
+def _is_unet(model: ModelSpec) -> bool:
+    return any(block.role == "resnet" for block in model.blocks)
 
 
 def _weights_block(
@@ -476,6 +564,10 @@ def _streams(
             tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
+        elif block.role in UNET_ROLES:
+            cross_kv = name.endswith(("attn2.to_k", "attn2.to_v"))
+            level = block.level + (1 if block.role == "downsample" else 0)  # a stride-2 conv's outputs
+            tokens = float(shape.text_tokens if cross_kv else positions(shape, level))
         else:
             tokens = _linear_tokens(model, linear, shape, masks)
         out.append((macs, tokens))
@@ -509,6 +601,9 @@ def _attention_forward(
         if block.cross_attention is not None:
             flops += core(block.cross_attention, shape.image_tokens, shape.text_tokens)
         return flops
+    if block.role == "transformer":  # a UNet's self-attention over its positions, cross to the text
+        count = positions(shape, block.level)
+        return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
     if block.role == "predictor":
         return len(masks) * core(block.attention, shape.image_tokens, shape.image_tokens)
     return sum(
