@@ -298,3 +298,26 @@ def test_sdxl_full_fine_tune_states_and_flops() -> None:
     assert e.time is not None
     forward = (e.time.flops.matmul_forward + e.time.flops.attention_forward) * e.batch.seq_len
     assert 6.0e12 < forward < 7.5e12
+
+
+def test_the_diffusers_recipe_runs_a_bf16_base_under_autocast() -> None:
+    """diffusers' LoRA scripts: the frozen denoiser in bf16, bf16 adapters (upcast only for fp16),
+    the forward under autocast, so LayerNorms keep fp32 tensors: more activations than pure bf16,
+    the same weights."""
+    lora = {"targets": sorted(ATTENTION)}
+    recipe = _estimate(model="FLUX.1-dev", recipe="diffusers", method="lora", lora=lora, resolution=512)
+    assert (recipe.scenario.precision, recipe.scenario.base_weights, recipe.scenario.lora.dtype) == (
+        "amp-bf16",
+        "bf16",
+        "compute",
+    )
+    pure = _estimate(
+        model="FLUX.1-dev",
+        method="lora",
+        precision="bf16",
+        lora={**lora, "dtype": "compute"},
+        resolution=512,
+        activation_checkpointing="none",
+    )
+    assert recipe.phases[0].term("weights").value == pure.phases[0].term("weights").value
+    assert recipe.phases[0].term("activations").value > pure.phases[0].term("activations").value

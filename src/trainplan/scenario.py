@@ -52,6 +52,7 @@ RECIPES = (
     "llama-factory",
     "deepspeed",
     "megatron",
+    "diffusers",
 )
 
 
