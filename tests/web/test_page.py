@@ -572,3 +572,28 @@ def test_plans_with_the_same_time_and_cost_say_what_differs(page: Page) -> None:
             seen[figures] = index
             assert note.count() == 0
     assert duplicates >= 1  # this scenario has LoRA plans that differ only in ZeRO and offload
+
+
+def test_the_fields_follow_the_model_family(page: Page, client: TestClient) -> None:
+    page.open("?model=FLUX.1-dev&method=lora&resolution=512")
+    page.page.wait_for_selector("body[data-kind=diffusion]")
+    data = api(client, {"model": "FLUX.1-dev", "method": "lora", "resolution": 512})
+    assert_shows(page, data)
+    # the sample fields appear; the sequence length is derived (shown in the batch line), not asked
+    assert page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).is_visible()
+    assert not page.page.get_by_role("textbox", name="Sequence length", exact=True).is_visible()
+    assert "1,024 tokens + 512 text" in page.text("#batch-line")
+    throughput = page.page.locator('[data-card="throughput"] .big').inner_text()
+    assert throughput.endswith("images/s")
+    assert not page.errors
+
+    before = page.renders()
+    page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).fill("1024")
+    page.wait_render(before)
+    assert_shows(page, api(client, {"model": "FLUX.1-dev", "method": "lora", "resolution": 1024}))
+
+    # a language model hides them again
+    page.open("?model=Llama-3.1-8B")
+    page.page.wait_for_selector("body[data-kind=llm]")
+    assert page.page.get_by_role("textbox", name="Sequence length", exact=True).is_visible()
+    assert not page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).is_visible()

@@ -75,7 +75,19 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "fit_summary": fit_summary(result),
         "runtime_lines": runtime_lines(result),
         "duration": format_duration(time.total_s) if time else None,
-        "budget": f"{format_count(time.train_tokens)} tokens" if time else None,
+        "budget": _budget(result),
         "load_duration": format_duration(result.load.seconds) if result.load else None,
         "cli": cli_command(result.scenario, uploaded),
     }
+
+
+def _budget(result: Estimate) -> str | None:
+    """'2.00B tokens', or '10.0K images' / '10.0K clips' for an image or clip model."""
+    time = result.time
+    if time is None:
+        return None
+    if time.train_samples is None:
+        return f"{format_count(time.train_tokens)} tokens"
+    sample = result.sample
+    what = "clips" if sample is not None and sample.frames > 1 else "images"
+    return f"{format_count(time.train_samples)} {what}"

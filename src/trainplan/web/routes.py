@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from trainplan.catalog import model_records
+from trainplan.catalog import catalog_spec, model_records
 from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu, gpu_catalog
 from trainplan.prices import index_to_dict, parse_today
@@ -132,6 +132,7 @@ def get_models() -> list[dict[str, Any]]:
             "family": record.family,
             "hub_id": record.hub_id,
             "modality": record.modality,
+            "kind": catalog_spec(record.name).kind,
             "aliases": list(record.aliases),
             "published_params": record.published_params,
         }

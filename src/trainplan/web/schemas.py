@@ -60,6 +60,11 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "kbit_upcast",
         ),
     ),
+    (
+        "sample",
+        "Image or video sample",
+        ("resolution", "frames", "text_tokens", "frozen_encoders", "ema", "mask_ratio"),
+    ),
     ("precision", "Precision and optimizer", ("recipe", "precision", "optimizer")),
     (
         "batch",
@@ -96,7 +101,11 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "reshard_after_forward",
         ),
     ),
-    ("budget", "Training budget", ("train_tokens", "dataset_tokens", "epochs", "steps")),
+    (
+        "budget",
+        "Training budget",
+        ("train_tokens", "dataset_tokens", "train_samples", "dataset_size", "epochs", "steps"),
+    ),
     ("cost", "Price and grid", ("pricing", "usd_per_gpu_hour", "region")),
     ("advanced", "More assumptions", ()),
 )
@@ -251,6 +260,7 @@ class ModelItem(BaseModel):
     family: str
     hub_id: str
     modality: str
+    kind: str = Field(description="llm | diffusion | video | jepa: which sample fields apply")
     aliases: list[str]
     published_params: int = Field(description="published parameter count")
 

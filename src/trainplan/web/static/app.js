@@ -4,6 +4,11 @@
 (() => {
   const GIB = 1024 ** 3;
   const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
+  // Image, video and JEPA models count samples (images or clips) and derive their tokens.
+  const SAMPLE_BUDGET_FIELDS = { tokens: ["train_samples"], dataset: ["dataset_size", "epochs"], steps: ["steps"] };
+  const SAMPLE_ONLY = ["resolution", "frames", "text_tokens", "frozen_encoders", "ema", "mask_ratio", "train_samples", "dataset_size"];
+  const LLM_ONLY = ["seq_len", "loss", "loss_chunks", "ssm_kernel", "train_tokens", "dataset_tokens", "sequence_parallel", "tensor_parallel", "pipeline_parallel"];
+  const KIND_ONLY = { mask_ratio: ["jepa"], text_tokens: ["diffusion", "video"], frozen_encoders: ["diffusion", "video"] };
   const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
   const LABELS = {
     model: "Model", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
@@ -19,11 +24,16 @@
     zero3_master: "ZeRO-3 fp32 master", fsdp_wrap: "FSDP wrapping", fsdp_reduce_dtype: "FSDP reduce dtype", fsdp_prefetch: "FSDP prefetch (layers)",
     reshard_after_forward: "Reshard after forward",
     train_tokens: "Training tokens", dataset_tokens: "Dataset tokens", epochs: "Epochs", steps: "Optimizer steps",
+    train_samples: "Training images or clips", dataset_size: "Dataset images or clips",
+    resolution: "Resolution (px or WxH)", frames: "Frames per clip", text_tokens: "Text tokens",
+    frozen_encoders: "VAE and text encoders", ema: "EMA copy", mask_ratio: "JEPA mask ratio",
     pricing: "Pricing", usd_per_gpu_hour: "Your rate, USD per GPU-hour", region: "Grid region",
   };
   const CHOICE_LABELS = { method: { full: "Full", lora: "LoRA", qlora: "QLoRA" } };
   const PLACEHOLDERS = {
     train_tokens: "2e9 (default)", dataset_tokens: "e.g. 5e8", steps: "e.g. 1000",
+    train_samples: "10,000 (default)", dataset_size: "e.g. 10000", resolution: "the pipeline's default",
+    frames: "the pipeline's default", text_tokens: "the pipeline's default", mask_ratio: "published masks",
     usd_per_gpu_hour: "catalog median rate", mfu: "trainplan's own model",
   };
   const HELP = {
@@ -143,10 +153,30 @@
   }
 
   // ---------- requests ----------
+  // The selected model's kind: from the catalog list, else from the last answer (a pasted
+  // config or a Hub id), else a language model.
+  function modelKind() {
+    const name = normalise(state.values.model || "");
+    const record = state.models.find((item) =>
+      [item.name, item.hub_id, ...(item.aliases || [])].some((key) => key && normalise(key) === name));
+    if (record && record.kind) return record.kind;
+    if (state.result && state.result.model && normalise(state.result.model.name) === name && state.result.sample) {
+      return state.result.sample.frames > 1 ? "video" : "diffusion";
+    }
+    return state.config && state.config._class_name ? "diffusion" : "llm";
+  }
+  function appliesTo(name, kind) {
+    if (kind === "llm") return !SAMPLE_ONLY.includes(name);
+    if (LLM_ONLY.includes(name)) return false;
+    return !KIND_ONLY[name] || KIND_ONLY[name].includes(kind);
+  }
   function buildBody(values) {
     const body = {};
+    // before the catalog has loaded (the first request, from the link) nothing is dropped
+    const kind = state.models.length ? modelKind() : null;
     for (const [name, text] of Object.entries(values)) {
       if (text === "" || text === undefined || text === null) continue;
+      if (kind && !appliesTo(name, kind)) continue;
       if (name.startsWith("lora.")) (body.lora ||= {})[name.slice(5)] = text;
       else body[name] = text;
     }
@@ -574,11 +604,11 @@
   function budgetModeControl() {
     const modes = [["tokens", "Tokens"], ["dataset", "Dataset"], ["steps", "Steps"]];
     const group = h("div", { className: "segmented", role: "radiogroup", "aria-labelledby": "budget-mode-label" });
-    const current = state.values.steps ? "steps" : state.values.dataset_tokens ? "dataset" : "tokens";
+    const current = state.values.steps ? "steps" : state.values.dataset_tokens || state.values.dataset_size ? "dataset" : "tokens";
     for (const [mode, text] of modes) {
       const radio = h("input", { type: "radio", name: "budget-mode", value: mode, id: `budget-${mode}`, checked: mode === current });
       radio.addEventListener("change", () => {
-        for (const [other, names] of Object.entries(BUDGET_FIELDS)) {
+        for (const [other, names] of [...Object.entries(BUDGET_FIELDS), ...Object.entries(SAMPLE_BUDGET_FIELDS)]) {
           if (other === mode) continue;
           for (const name of names) {
             if (name !== "epochs" && state.values[name]) setValue(name, "", false);
@@ -594,13 +624,22 @@
 
   function applyVisibility() {
     const full = state.values.method === "full";
+    const kind = modelKind();
+    document.body.dataset.kind = kind;
+    for (const field of state.meta.fields) {
+      const node = document.querySelector(`[data-field="${field.name}"]`);
+      if (node) node.hidden = !appliesTo(field.name, kind);
+    }
     for (const name of LORA_ONLY) {
       const node = document.querySelector(`[data-field="${name}"]`);
-      if (node) node.hidden = full;
+      if (node && full) node.hidden = true;
     }
+    const sample = document.querySelector('[data-section="sample"]');
+    if (sample) sample.hidden = kind === "llm";
     const checked = document.querySelector('input[name="budget-mode"]:checked');
     if (checked) {
-      for (const [mode, names] of Object.entries(BUDGET_FIELDS)) {
+      const modes = kind === "llm" ? BUDGET_FIELDS : SAMPLE_BUDGET_FIELDS;
+      for (const [mode, names] of Object.entries(modes)) {
         for (const name of names) {
           const node = document.querySelector(`[data-field="${name}"]`);
           if (node) node.hidden = mode !== checked.value;
@@ -638,7 +677,7 @@
         $("run-budget").replaceChildren(h("fieldset", { className: "budget" },
           h("legend", { text: `${section.title}: what the time and cost below are for` }), children));
       } else {
-        form.append(h("fieldset", {}, h("legend", { text: section.title }), children));
+        form.append(h("fieldset", { "data-section": section.id }, h("legend", { text: section.title }), children));
       }
     }
     for (const [name, control] of Object.entries(state.controls)) control.set(state.values[name] || "");
@@ -880,9 +919,12 @@
     const { time, cost, energy, load, display, scenario } = result;
     const cards = [];
     if (time) {
-      cards.push(card("Time", display.duration, `${nf0.format(time.steps)} steps × ${seconds(time.step_s)}; ${compact.format(time.train_tokens)} tokens`, "time"));
+      const what = result.sample ? (result.sample.frames > 1 ? "clips" : "images") : null;
+      cards.push(card("Time", display.duration, `${nf0.format(time.steps)} steps × ${seconds(time.step_s)}; ${display.budget}`, "time"));
       cards.push(card("GPU-hours", nf1.format(time.gpu_hours), `${scenario.gpus} × ${result.gpu}`, "gpu_hours"));
-      cards.push(card("Throughput", `${compact.format(time.tokens_per_s)} tok/s`, `MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput"));
+      cards.push(what
+        ? card("Throughput", `${nf2.format(time.samples_per_s_per_gpu)} ${what}/s`, `per GPU; MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput")
+        : card("Throughput", `${compact.format(time.tokens_per_s)} tok/s`, `MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput"));
     } else {
       cards.push(card("Time", "–", `${result.gpu} cannot run ${scenario.precision} as assumed`, "time"));
     }
@@ -891,7 +933,9 @@
         ? card("Cost", "–", cost.rate_source, "cost")
         : card("Cost", usd(cost.usd), `${Math.round(cost.discount * 100) > 0
           ? `${cost.pricing}: ${usd(cost.usd_per_gpu_hour)}/GPU-h on-demand less ${nf0.format(cost.discount * 100)}%`
-          : `${cost.pricing} at ${usd(cost.usd_per_gpu_hour)}/GPU-h`}; ${usd(cost.usd_per_million_tokens)} per M tokens`, "cost"));
+          : `${cost.pricing} at ${usd(cost.usd_per_gpu_hour)}/GPU-h`}; ${cost.usd_per_thousand_samples !== null && cost.usd_per_thousand_samples !== undefined
+          ? `${usd(cost.usd_per_thousand_samples)} per 1,000 ${result.sample && result.sample.frames > 1 ? "clips" : "images"}`
+          : `${usd(cost.usd_per_million_tokens)} per M tokens`}`, "cost"));
     }
     if (energy && energy.kwh !== null) {
       cards.push(card("Energy", `${nf0.format(energy.kwh)} kWh`, `PUE ${energy.pue ?? result.assumptions.pue}; ${nf0.format(energy.gpu_power_w || 0)} W per GPU`, "energy"));
