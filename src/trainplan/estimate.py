@@ -24,6 +24,7 @@ from trainplan.terms.recipes import (
 )
 from trainplan.terms.timing import INTER_NODE_EFFICIENCY, INTRA_NODE_EFFICIENCY
 from trainplan.units import GIB
+from trainplan.validity import check_layout
 
 __all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
 
@@ -56,7 +57,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     sample_shape(spec, scenario)
     check_memory_modelled(spec)
     gpu = find_gpu(scenario.gpu)
-    check_parallel(spec, scenario)
+    check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)
     layout = layout_of(coeffs, scenario)
     mem = memory(coeffs, layout)
@@ -218,18 +219,6 @@ def resolved_ema(model: ModelSpec, scenario: Scenario) -> str:
     if scenario.ema is not None:
         return scenario.ema
     return "fp32" if model.kind == "jepa" else "none"
-
-
-def check_parallel(model: ModelSpec, scenario: Scenario) -> None:
-    """Tensor parallel must split heads evenly; pipeline parallel needs a layer per stage."""
-    tp, pp = scenario.tensor_parallel, scenario.pipeline_parallel
-    heads, kv_heads = model.attention_heads
-    if heads % tp:
-        raise InputError("tensor_parallel", f"{tp} does not divide the {heads} attention heads")
-    if kv_heads % tp and tp % kv_heads:
-        raise InputError("tensor_parallel", f"{tp} and the {kv_heads} key/value heads do not nest")
-    if pp > model.num_layers:
-        raise InputError("pipeline_parallel", f"must be <= the {model.num_layers} layers")
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:

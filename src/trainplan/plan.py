@@ -33,33 +33,25 @@ from trainplan.runtime import (
     hardware_of,
     scenario_step_seconds,
 )
-from trainplan.scenario import (
-    Scenario,
-    accumulation_forbidden,
-    quantised_base,
-    scenario_from_mapping,
-    scenario_to_mapping,
-)
+from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
+from trainplan.validity import LAYOUT_REASONS, LayoutArrays, layout_problems, quantised_base
 
 BATCH_TOLERANCE = 0.05  # a layout may miss the target global batch by this fraction
 OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
-REASONS = (
-    "invalid: gpus not a multiple of tensor x pipeline parallel",
-    "invalid: tensor parallel does not divide the attention heads",
-    "invalid: tensor parallel beyond one node",
-    "invalid: more pipeline stages than layers",
+# Why a candidate is dropped beyond the layout rules (validity.py): the planner's own target,
+# the time it needs to rank, and the request's limits. Neither makes a scenario invalid:
+# `estimate()` accepts such a layout (a GPU without the precision is untimed, with a warning).
+SEARCH_REASONS = (
     "invalid: global batch more than 5% off the target",
-    "invalid: ZeRO or offload without data parallelism to shard over",
-    "invalid: parameter offload needs ZeRO-3",
-    "invalid: GPU lacks the precision",
+    "untimed: GPU lacks the precision",
     "does not fit",
     "no price for this GPU",
     "over budget",
     "over deadline",
-    "invalid: optimizer_in_backward needs grad_accum 1 and no offload",
 )
+REASONS = (*LAYOUT_REASONS, *SEARCH_REASONS)
 
 
 @dataclass(frozen=True)
@@ -223,28 +215,33 @@ def evaluate_group(
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
     grad_accum = np.maximum(np.rint(sequences / np.maximum(mb * dp, 1)).astype(int), 1)
-    heads, kv_heads = model.attention_heads
     fractions = {
         int(p): coeffs.stage_fraction(int(p)) if p <= model.num_layers else 1.0
         for p in request.pipeline_parallel
     }
     stage_fraction = np.vectorize(fractions.__getitem__, otypes=[float])(pp)
     offload_code = OFFLOAD_CODES[offload]
+    sequence_parallel = scenario.sequence_parallel & (tp > 1)
     reason = np.full(g.shape, -1)
 
-    def reject(index: int, mask: Any) -> None:
-        reason[(reason < 0) & mask] = index
+    def reject(label: str, mask: Any) -> None:
+        reason[(reason < 0) & mask] = REASONS.index(label)
 
-    reject(0, n % model_parallel != 0)
-    reject(1, (heads % tp != 0) | ((kv_heads % tp != 0) & (tp % kv_heads != 0)))
-    reject(2, tp > scenario.gpus_per_node)
-    reject(3, pp > model.num_layers)
-    reject(4, np.abs(mb * dp * grad_accum - sequences) > BATCH_TOLERANCE * sequences)
-    reject(5, ((zero > 0) & (dp == 1)) | ((offload_code > 0) & (zero == 0) & (n > 1)))
-    reject(6, (offload_code == 2) & (zero != 3) & (zero != 0))
-    reject(7, np.isnan(hw["peak_flops_per_s"][g]))
-    oib = scenario.optimizer_in_backward
-    reject(12, accumulation_forbidden(oib, grad_accum) | (oib & (offload_code > 0)))
+    # the group's scenario with the searched fields as arrays: the rules estimate() raises from
+    choice = LayoutArrays(
+        scenario,
+        gpus=n,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        zero_stage=zero,
+        grad_accum=grad_accum,
+        sequence_parallel=sequence_parallel,
+        virtual_stages=1,
+    )
+    for rule, broken in layout_problems(choice, model):
+        reject(rule.reason, broken)
+    reject(SEARCH_REASONS[0], np.abs(mb * dp * grad_accum - sequences) > BATCH_TOLERANCE * sequences)
+    reject(SEARCH_REASONS[1], np.isnan(hw["peak_flops_per_s"][g]))
     layout = Layout(
         tensor_parallel=tp,
         pipeline_parallel=pp,
@@ -254,11 +251,11 @@ def evaluate_group(
         grad_accum=grad_accum,
         stage_fraction=stage_fraction,
         offload=offload_code,
-        sequence_parallel=scenario.sequence_parallel & (tp > 1),
+        sequence_parallel=sequence_parallel,
         overhead_bytes=scenario.overhead_gib * 2**30,
     )
     peak = memory(coeffs, layout).peak()
-    reject(8, peak > hw["memory"][g])
+    reject("does not fit", peak > hw["memory"][g])
     hardware = Hardware(**{name: hw[name][g] for name in Hardware.__dataclass_fields__})
     with np.errstate(invalid="ignore", divide="ignore"):
         step = scenario_step_seconds(
@@ -273,11 +270,14 @@ def evaluate_group(
         idle, host, pue = energy_settings(scenario)
         power = gpu_power_w(hw["tdp"][g], idle, step.compute / total_step)
         kwh = energy_kwh(power, n, total_s, host, pue)
-    reject(9, np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None))
+    reject(
+        "no price for this GPU",
+        np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None),
+    )
     if request.budget_usd is not None:
-        reject(10, usd > request.budget_usd)
+        reject("over budget", usd > request.budget_usd)
     if request.deadline_hours is not None:
-        reject(11, total_s > request.deadline_hours * 3600)
+        reject("over deadline", total_s > request.deadline_hours * 3600)
     return Candidates(
         method,
         checkpointing,
