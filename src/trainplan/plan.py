@@ -29,8 +29,9 @@ from trainplan.result import Estimate
 from trainplan.runtime import (
     DEFAULT_TRAIN_TOKENS,
     discount_for,
-    energy_settings,
     hardware_of,
+    host_and_pue,
+    idle_fraction_of,
     scenario_step_seconds,
 )
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
@@ -185,6 +186,7 @@ def _hardware_arrays(
         "memory": column([float(g.memory_bytes) for g in gpus]),
         "usd": column(usd),
         "tdp": column([g.tdp_w for g in gpus]),
+        "idle": column([idle_fraction_of(scenario, g) for g in gpus]),
         **{name: from_hw(name) for name in Hardware.__dataclass_fields__},
     }
 
@@ -267,8 +269,8 @@ def evaluate_group(
         steps = np.maximum(np.ceil(tokens / global_tokens), 1)
         total_s = steps * total_step
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
-        idle, host, pue = energy_settings(scenario)
-        power = gpu_power_w(hw["tdp"][g], idle, step.compute / total_step)
+        host, pue = host_and_pue(scenario)
+        power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.compute / total_step)
         kwh = energy_kwh(power, n, total_s, host, pue)
     reject(
         "no price for this GPU",

@@ -399,7 +399,13 @@ class Scenario:
     )
     idle_fraction: float | None = _field(
         None,
-        FieldInfo("GPU idle draw as a fraction of TDP (default from data: 0.3)", None, 0.0, 1.0, "float"),
+        FieldInfo(
+            "GPU idle draw as a fraction of TDP (default from data: the GPU's measured idle draw, else 0.3)",
+            None,
+            0.0,
+            1.0,
+            "float",
+        ),
     )
     comm_overlap: float = _field(
         0.8,
