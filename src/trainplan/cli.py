@@ -34,36 +34,48 @@ def _option(flag: str, help_text: str) -> Any:
     return typer.Option(None, flag, help=help_text, show_default=False)
 
 
-def _estimate_parameters() -> list[inspect.Parameter]:
-    """One optional string option per scenario field (LoRA settings flattened), so that the
-    scenario parser does every conversion and range check, with field-named errors."""
-    options: list[tuple[str, Any]] = []
+def _estimate_options() -> list[tuple[str, str, str]]:
+    """(parameter, flag, help) of each string option of `estimate`: one per scenario field (LoRA
+    settings flattened), so that the scenario parser does every conversion and range check, with
+    field-named errors."""
+    options: list[tuple[str, str, str]] = []
     for name, info in field_infos().items():
         if name == "lora":
             continue
         help_text = info.help + (f" [{'|'.join(info.choices)}]" if info.choices else "")
         if info.minimum is not None:
             help_text += f" ({'>' if info.exclusive else '>='} {info.minimum:g})"
-        options.append((name, _option(flag_name(name), help_text)))
-    options += [
-        ("lora_rank", _option("--lora-rank", LORA_FIELDS["rank"].help + " (1 .. 65536)")),
-        ("lora_alpha", _option("--lora-alpha", LORA_FIELDS["alpha"].help)),
-        ("lora_targets", _option("--lora-targets", LORA_FIELDS["targets"].help + " (comma-separated)")),
-        ("dora", _option("--dora", LORA_FIELDS["dora"].help + " (true/false)")),
-        ("lora_dropout", _option("--lora-dropout", LORA_FIELDS["dropout"].help + " (0 .. 0.99)")),
-        ("lora_dtype", _option("--lora-dtype", LORA_FIELDS["dtype"].help + " [fp32|compute]")),
-        ("scenario", _option("--scenario", "scenario file (YAML or JSON); flags override it")),
+        options.append((name, flag_name(name), help_text))
+    return [
+        *options,
+        ("lora_rank", "--lora-rank", LORA_FIELDS["rank"].help + " (1 .. 65536)"),
+        ("lora_alpha", "--lora-alpha", LORA_FIELDS["alpha"].help),
+        ("lora_targets", "--lora-targets", LORA_FIELDS["targets"].help + " (comma-separated)"),
+        ("dora", "--dora", LORA_FIELDS["dora"].help + " (true/false)"),
+        ("lora_dropout", "--lora-dropout", LORA_FIELDS["dropout"].help + " (0 .. 0.99)"),
+        ("lora_dtype", "--lora-dtype", LORA_FIELDS["dtype"].help + " [fp32|compute]"),
+        ("scenario", "--scenario", "scenario file (YAML or JSON); flags override it"),
     ]
+
+
+# The flags of `estimate` beyond its string options.
+FROM_FLAG, JSON_FLAG, MAX_FLAG, HEADROOM_FLAG = "--from", "--json", "--max", "--headroom"
+
+
+def _estimate_parameters() -> list[inspect.Parameter]:
+    """The string options, then --from (repeatable) and --json."""
     parameters = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=str | None)
-        for name, default in options
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=_option(flag, help_text), annotation=str | None
+        )
+        for name, flag, help_text in _estimate_options()
     ]
     parameters.append(
         inspect.Parameter(
             "from_files",
             inspect.Parameter.KEYWORD_ONLY,
             default=_option(
-                "--from",
+                FROM_FLAG,
                 "a training config to read (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, "
                 "accelerate, DeepSpeed; repeatable); the scenario file and flags override it",
             ),
@@ -74,11 +86,49 @@ def _estimate_parameters() -> list[inspect.Parameter]:
         inspect.Parameter(
             "as_json",
             inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(False, "--json", help="print the result as JSON"),
+            default=typer.Option(False, JSON_FLAG, help="print the result as JSON"),
             annotation=bool,
         )
     )
     return parameters
+
+
+def _json_estimate_arguments(argv: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `estimate ... --json` read straight from argv, or None when argv
+    is anything else or anything this reader is unsure of (help, an unknown or repeated flag, a
+    missing value, `--`): then the full CLI parser runs, with its own messages. The JSON path
+    thus skips building the parser and its converters, which is most of a cold start."""
+    if len(argv) < 2 or argv[0] != "estimate" or JSON_FLAG not in argv:
+        return None
+    flags = {flag: name for name, flag, _ in _estimate_options()}
+    flags.update({MAX_FLAG: "maximise", HEADROOM_FLAG: "headroom"})
+    kwargs: dict[str, Any] = dict.fromkeys([*flags.values(), "from_files"])
+    kwargs["as_json"] = False
+    given: set[str] = set()
+    tokens = iter(argv[1:])
+    for token in tokens:
+        flag, equals, value = token.partition("=")
+        if token == JSON_FLAG and not kwargs["as_json"]:
+            kwargs["as_json"] = True
+            continue
+        known = flag in flags or flag == FROM_FLAG
+        if not known or (flag in given and flag != FROM_FLAG):
+            return None
+        if not equals:
+            value = next(tokens, "-")
+            if value.startswith("-"):
+                return None  # a missing value, or one the full parser should judge
+        given.add(flag)
+        if flag == FROM_FLAG:
+            kwargs["from_files"] = [*(kwargs["from_files"] or []), value]
+        else:
+            kwargs[flags[flag]] = value
+    if kwargs["headroom"] is not None:
+        try:
+            kwargs["headroom"] = float(kwargs["headroom"])
+        except ValueError:
+            return None
+    return kwargs
 
 
 def load_scenario_file(path: str) -> dict[str, Any]:
@@ -251,7 +301,7 @@ def _register_estimate() -> None:
         inspect.Parameter.KEYWORD_ONLY,
         default=typer.Option(
             None,
-            "--max",
+            MAX_FLAG,
             help="find the largest micro_batch or seq_len that fits the GPU",
             show_default=False,
         ),
@@ -262,7 +312,7 @@ def _register_estimate() -> None:
         inspect.Parameter.KEYWORD_ONLY,
         default=typer.Option(
             None,
-            "--headroom",
+            HEADROOM_FLAG,
             help="with --max: share of GPU memory to leave free, default 0.05 (0: the exact "
             "boundary, not rounded)",
             show_default=False,
@@ -392,8 +442,15 @@ _register_plan()
 
 
 def main() -> None:
-    """Console entry point."""
-    app(prog_name="trainplan")
+    """Console entry point: `estimate --json` on its short path, everything else through typer."""
+    kwargs = _json_estimate_arguments(sys.argv[1:])
+    if kwargs is None:
+        app(prog_name="trainplan")
+        return
+    try:
+        _run_estimate(**kwargs)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
 
 
 @app.command("serve")
