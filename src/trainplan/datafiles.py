@@ -7,10 +7,10 @@ load time, never a silent fallback.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
+import zlib
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -23,14 +23,14 @@ DATA_FOLDER = Path(__file__).parent / "data"  # the package's own files (a plain
 def load_yaml(filename: str) -> Any:
     """Parse a bundled data file once (libyaml's C loader where installed, safe loading only).
 
-    The parsed data is also kept in the user's cache folder, under the file's content hash, and
+    The parsed data is also kept in the user's cache folder, under the file's content checksum, and
     read from there by the next process: unmarshalling is many times faster than parsing YAML,
     which was most of a cold start. The copy is marshal data, as trustworthy as the bytecode
-    caches beside the sources. A changed data file has a new hash, so a stale copy is never read;
+    caches beside the sources. A changed data file has a new checksum, so a stale copy is not read;
     a copy that cannot be written or read is skipped, and the YAML is parsed as usual.
     """
-    text = (DATA_FOLDER / filename).read_text(encoding="utf-8")
-    cached = _cache_path(filename, text)
+    raw = (DATA_FOLDER / filename).read_bytes()
+    cached = _cache_path(filename, raw)
     try:
         return marshal.loads(cached.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
@@ -38,16 +38,16 @@ def load_yaml(filename: str) -> Any:
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(text, Loader=loader)
+    data = yaml.load(raw.decode("utf-8"), Loader=loader)
     _keep(cached, data)
     return data
 
 
-def _cache_path(filename: str, text: str) -> Path:
-    """Where the parsed copy of a data file with this content lives (per Python version: the
-    marshal format is)."""
+def _cache_path(filename: str, raw: bytes) -> Path:
+    """Where the parsed copy of a data file with this content lives: named by the content's
+    length and CRC-32 (an edit changes them) and the Python version (the marshal format's)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+    digest = f"{len(raw)}-{zlib.crc32(raw):08x}"
     python = f"py{sys.version_info[0]}{sys.version_info[1]}"
     return Path(root) / "trainplan" / f"{filename}.{digest}.{python}.marshal"
 

@@ -1,8 +1,10 @@
-"""The option names the interfaces share: CLI flag spellings of the LoRA parts, the planner's
-options, and the field -> flag rule. Plain data, no CLI or web library, so the CLI and the web
-package both read it and neither imports the other."""
+"""The option names the interfaces share: CLI flag spellings of the LoRA parts, the `estimate`
+options, the planner's options, and the field -> flag rule. Plain data, no CLI or web library,
+so the CLI and the web package both read it and neither imports the other."""
 
 from __future__ import annotations
+
+from trainplan.scenario import LORA_FIELDS, field_infos
 
 LORA_FLAGS = {
     "lora_rank": "rank",
@@ -33,3 +35,31 @@ PLAN_OPTIONS: dict[str, tuple[str, str]] = {
     "objective": ("--objective", "time | cost | energy | pareto | gpus (fewest GPUs that fit)"),
     "top_k": ("--top-k", "how many plans to return (default 5)"),
 }
+
+
+def estimate_options() -> list[tuple[str, str, str]]:
+    """(parameter, flag, help) of each string option of `estimate`: one per scenario field (LoRA
+    settings flattened), so that the scenario parser does every conversion and range check, with
+    field-named errors."""
+    options: list[tuple[str, str, str]] = []
+    for name, info in field_infos().items():
+        if name == "lora":
+            continue
+        help_text = info.help + (f" [{'|'.join(info.choices)}]" if info.choices else "")
+        if info.minimum is not None:
+            help_text += f" ({'>' if info.exclusive else '>='} {info.minimum:g})"
+        options.append((name, flag_name(name), help_text))
+    return [
+        *options,
+        ("lora_rank", "--lora-rank", LORA_FIELDS["rank"].help + " (1 .. 65536)"),
+        ("lora_alpha", "--lora-alpha", LORA_FIELDS["alpha"].help),
+        ("lora_targets", "--lora-targets", LORA_FIELDS["targets"].help + " (comma-separated)"),
+        ("dora", "--dora", LORA_FIELDS["dora"].help + " (true/false)"),
+        ("lora_dropout", "--lora-dropout", LORA_FIELDS["dropout"].help + " (0 .. 0.99)"),
+        ("lora_dtype", "--lora-dtype", LORA_FIELDS["dtype"].help + " [fp32|compute]"),
+        ("scenario", "--scenario", "scenario file (YAML or JSON); flags override it"),
+    ]
+
+
+# The flags of `estimate` beyond its string options.
+FROM_FLAG, JSON_FLAG, MAX_FLAG, HEADROOM_FLAG = "--from", "--json", "--max", "--headroom"

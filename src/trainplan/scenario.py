@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from trainplan.errors import InputError, shown_number, shown_value
@@ -430,8 +431,9 @@ class Scenario:
 SCENARIO_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Scenario))
 
 
+@cache
 def field_infos() -> dict[str, FieldInfo]:
-    """Field name -> its documentation record, in declaration order."""
+    """Field name -> its documentation record, in declaration order (built once; do not mutate)."""
     return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
 
 
