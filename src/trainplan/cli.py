@@ -153,7 +153,7 @@ def fail(error: TrainplanError) -> NoReturn:
         field = error.field
         flag = flag_name(field.replace("lora.", "lora_")) if field.split(".")[0] in SCENARIO_FIELDS else None
         if field in PLAN_OPTIONS:
-            flag = PLAN_OPTIONS[field][0]
+            flag = flag_name(field)
         if field == "lora.dora":
             flag = "--dora"
         if field in ("from", "emit"):

@@ -24,6 +24,7 @@ from trainplan.options import (
     MAX_FLAG,
     PLAN_OPTIONS,
     estimate_options,
+    flag_name,
 )
 from trainplan.prices import STALE_AFTER_DAYS, parse_today
 
@@ -265,9 +266,12 @@ def _register_plan() -> None:
 
     extra = [
         inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=_option(flag, help_text), annotation=str | None
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(flag_name(name), option.help_text()),
+            annotation=str | None,
         )
-        for name, (flag, help_text) in PLAN_OPTIONS.items()
+        for name, option in PLAN_OPTIONS.items()
     ]
     extra.append(
         inspect.Parameter(

@@ -25,6 +25,7 @@ from trainplan.estimate import check_memory_modelled, estimate, sample_shape
 from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
+from trainplan.options import PLAN_OPTIONS
 from trainplan.result import Estimate
 from trainplan.runtime import (
     DEFAULT_TRAIN_TOKENS,
@@ -40,7 +41,6 @@ from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 from trainplan.validity import LAYOUT_REASONS, LayoutArrays, layout_problems, quantised_base
 
 BATCH_TOLERANCE = 0.05  # a layout may miss the target global batch by this fraction
-OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
 # Why a candidate is dropped beyond the layout rules (validity.py): the planner's own target,
 # the time it needs to rank, and the request's limits. Neither makes a scenario invalid:
 # `estimate()` accepts such a layout (a GPU without the precision is untimed, with a warning).
@@ -55,6 +55,11 @@ SEARCH_REASONS = (
 REASONS = (*LAYOUT_REASONS, *SEARCH_REASONS)
 
 
+def _default(name: str) -> Any:
+    """The declared default of a planner option (options.PLAN_OPTIONS)."""
+    return PLAN_OPTIONS[name].default
+
+
 @dataclass(frozen=True)
 class PlanRequest:
     """What to plan for. `base` carries the model, precision, optimizer, LoRA settings,
@@ -63,13 +68,13 @@ class PlanRequest:
     base: Scenario
     methods: tuple[str, ...] = ("lora",)
     gpu_types: tuple[str, ...] = ()
-    max_gpus: int = 64
+    max_gpus: int = _default("max_gpus")
     target_global_tokens: int | None = None
     target_global_sequences: int | None = None
     budget_usd: float | None = None
     deadline_hours: float | None = None
-    objective: str = "time"
-    top_k: int = 5
+    objective: str = _default("objective")
+    top_k: int = _default("top_k")
     micro_batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
     pipeline_parallel: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -341,10 +346,9 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     """Search the space and return the best plans, the Pareto front and the rejections."""
     import numpy as np
 
-    if request.objective not in OBJECTIVES:
-        raise InputError("objective", f"must be one of {', '.join(OBJECTIVES)}")
-    if not 1 <= request.max_gpus <= 100_000:
-        raise InputError("max_gpus", "must be between 1 and 100000")
+    # a request built in code is held to the same declarations as one read from options
+    plan_option("objective", request.objective)
+    plan_option("max_gpus", str(request.max_gpus))
     spec = model if model is not None else resolve_model(request.base.model)
     sample_shape(spec, request.base)
     check_memory_modelled(spec)
@@ -541,23 +545,43 @@ def describe(plan: Plan) -> str:
     )
 
 
-def _parse(field: str, raw: str | None, kind: type, minimum: float) -> Any:
-    """A finite number >= minimum from a string option, or None when not given."""
-    if raw is None:
+def plan_option(name: str, raw: str | None, maximum: float | None = None) -> Any:
+    """One planner option from its string form (a CLI flag or a JSON value), checked against its
+    declaration in options.PLAN_OPTIONS; None when not given. `maximum` is a tighter cap than the
+    declared one (the web server's); the error names the option and the allowed range."""
+    option = PLAN_OPTIONS[name]
+    if raw is None or not raw.strip():
         return None
+    text = raw.strip()
+    if option.kind == "choice":
+        if text.lower() not in option.choices:
+            raise InputError(name, f"{text!r} is not one of {', '.join(option.choices)}")
+        return text.lower()
     try:
-        number = float(raw)
+        number = float(text)
     except ValueError:
-        raise InputError(field, f"{raw!r} is not a number") from None
+        raise InputError(name, f"{text[:40]!r} is not a number") from None
     if not math.isfinite(number):
-        raise InputError(field, f"{raw!r} is not a finite number")
-    if number < minimum:
-        raise InputError(field, f"must be >= {minimum:g} (got {raw})")
-    return kind(number)
+        raise InputError(name, f"{text[:40]!r} is not a finite number")
+    high = option.maximum if maximum is None else maximum
+    low = option.minimum
+    if (low is not None and number < low) or (high is not None and number > high):
+        allowed = f"between {low:g} and {high:,g}" if high is not None else f">= {low:g}"
+        raise InputError(name, f"must be {allowed} (got {text[:40]})")
+    return int(number) if option.kind == "int" else number
 
 
-def request_from_options(base: Scenario, options: dict[str, str | None]) -> PlanRequest:
-    """A PlanRequest from string options (CLI flags or JSON), every value checked."""
+def request_from_options(
+    base: Scenario, options: dict[str, str | None], caps: dict[str, float] | None = None
+) -> PlanRequest:
+    """A PlanRequest from string options (CLI flags or JSON), every value checked against
+    options.PLAN_OPTIONS; `caps` lowers an option's maximum (options.WEB_CAPS on the server)."""
+    caps = caps or {}
+    value = {
+        name: plan_option(name, options.get(name), caps.get(name))
+        for name in PLAN_OPTIONS
+        if PLAN_OPTIONS[name].kind != "list"
+    }
     methods_text = (options.get("methods") or base.method).strip().lower()
     methods = (
         ("full", "lora", "qlora")
@@ -565,34 +589,15 @@ def request_from_options(base: Scenario, options: dict[str, str | None]) -> Plan
         else tuple(part.strip() for part in methods_text.split(",") if part.strip())
     )
     for method in methods:
-        if method not in ("full", "lora", "qlora"):
-            raise InputError("methods", f"{method!r} is not one of full, lora, qlora, any")
+        if method not in PLAN_OPTIONS["methods"].choices:
+            raise InputError(
+                "methods", f"{method!r} is not one of {', '.join(PLAN_OPTIONS['methods'].choices)}"
+            )
     gpu_types = tuple(part.strip() for part in (options.get("gpu_types") or "").split(",") if part.strip())
     for name in gpu_types:
         find_gpu(name)
-    objective = (options.get("objective") or "time").strip().lower()
-    if objective not in OBJECTIVES:
-        raise InputError("objective", f"{objective!r} is not one of {', '.join(OBJECTIVES)}")
-    max_gpus = _parse("max_gpus", options.get("max_gpus"), int, 1) or 64
-    if max_gpus > 100_000:
-        raise InputError("max_gpus", f"must be <= 100000 (got {max_gpus})")
-    top_k = _parse("top_k", options.get("top_k"), int, 1) or 5
-    if top_k > 100:
-        raise InputError("top_k", f"must be <= 100 (got {top_k})")
-    return PlanRequest(
-        base=base,
-        methods=methods,
-        gpu_types=gpu_types,
-        max_gpus=max_gpus,
-        target_global_tokens=_parse("target_global_tokens", options.get("target_global_tokens"), int, 1),
-        target_global_sequences=_parse(
-            "target_global_sequences", options.get("target_global_sequences"), int, 1
-        ),
-        budget_usd=_parse("budget_usd", options.get("budget_usd"), float, 0),
-        deadline_hours=_parse("deadline_hours", options.get("deadline_hours"), float, 0),
-        objective=objective,
-        top_k=top_k,
-    )
+    given = {name: number for name, number in value.items() if number is not None}
+    return PlanRequest(base=base, methods=methods, gpu_types=gpu_types, **given)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:

@@ -8,39 +8,35 @@ which control draws it.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from trainplan.options import LORA_FLAGS, flag_name
-from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_infos, scenario_to_mapping
+from trainplan.scenario import (
+    LORA_FIELDS,
+    LORA_TARGET_PRESETS,
+    FieldInfo,
+    Scenario,
+    field_infos,
+    scenario_to_mapping,
+)
 
 # The body key for an uploaded or pasted config.json (never a path on the server).
 MODEL_CONFIG_KEY = "model_config"
 
-# LoRA settings are one nested scenario field; the form shows them as six controls.
-# (The engine's field table documents `lora` as a whole; these describe its parts.)
+# LoRA settings are one nested scenario field; the form shows them as six controls, each
+# described by the engine's own record of that part (scenario.LORA_FIELDS: type, range, help).
+# The only addition is presentation: the targets control offers the presets as choices.
 LORA_PARTS: dict[str, FieldInfo] = {
-    "rank": FieldInfo("LoRA rank r", None, 1, 65536, "int"),
-    "alpha": FieldInfo("LoRA alpha (scales the update; no effect on memory)", None, None, None, "float"),
-    "targets": FieldInfo(
-        "which linear layers get adapters: qv, attention, all-linear, or comma-separated module names",
-        LORA_TARGET_PRESETS,
-        kind="targets",
-    ),
-    "dora": FieldInfo("DoRA: adds a magnitude vector per targeted layer", kind="bool"),
-    "dropout": FieldInfo(
-        "LoRA dropout (peft lora_dropout): above 0 keeps a dropped input copy and a mask per adapter",
-        None,
-        0.0,
-        0.99,
-        "float",
-    ),
-    "dtype": FieldInfo(
-        "LoRA adapters in fp32 (peft) or at the compute dtype (torchtune)", ("fp32", "compute"), kind="str"
-    ),
+    part: dataclasses.replace(info, choices=LORA_TARGET_PRESETS, kind="targets")
+    if part == "targets"
+    else info
+    for part, info in LORA_FIELDS.items()
 }
+
 
 # Form sections, in page order. A field that none of them names lands in "advanced".
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
