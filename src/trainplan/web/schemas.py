@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trainplan.options import LORA_FLAGS, flag_name
+from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, WEB_CAPS, flag_name
 from trainplan.scenario import (
     LORA_FIELDS,
     LORA_TARGET_PRESETS,
@@ -175,7 +175,31 @@ def field_metadata() -> dict[str, Any]:
         if key == "advanced":
             members += [field["name"] for field in fields if field["name"] not in placed]
         sections.append({"id": key, "title": title, "fields": members})
-    return {"fields": fields, "sections": sections, "model_config_key": MODEL_CONFIG_KEY}
+    return {
+        "fields": fields,
+        "sections": sections,
+        "model_config_key": MODEL_CONFIG_KEY,
+        "plan_options": plan_option_metadata(),
+    }
+
+
+def plan_option_metadata() -> list[dict[str, Any]]:
+    """The planner's options as the page draws and checks them: each one's declaration
+    (options.PLAN_OPTIONS) with the server's cap as its maximum."""
+    return [
+        {
+            "name": name,
+            "flag": flag_name(name),
+            "kind": option.kind,
+            "label": option.label,
+            "help": option.help_text(),
+            "default": option.default,
+            "minimum": option.minimum,
+            "maximum": WEB_CAPS.get(name, option.maximum),
+            "choices": list(option.choices) or None,
+        }
+        for name, option in PLAN_OPTIONS.items()
+    ]
 
 
 def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
