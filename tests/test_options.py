@@ -65,12 +65,19 @@ def test_plan_option_reads_each_kind(name: str, raw: str, value: object) -> None
         ("deadline_hours", "nan", "'nan' is not a finite number"),
         ("max_gpus", "lots", "'lots' is not a number"),
         ("objective", "vibes", "'vibes' is not one of time, cost, energy, pareto, gpus"),
+        ("top_k", "2.5", "must be a whole number (got 2.5)"),
     ],
 )
 def test_plan_option_refuses_by_name(name: str, raw: str, message: str) -> None:
     with pytest.raises(InputError) as error:
         plan_option(name, raw)
     assert (error.value.field, error.value.message) == (name, message)
+
+
+def test_any_is_a_word_for_every_method_not_a_method() -> None:
+    assert request_from_options(BASE, {"methods": "any"}).methods == ("full", "lora", "qlora")
+    with pytest.raises(InputError, match="'any' is not one of"):
+        request_from_options(BASE, {"methods": "lora,any"})
 
 
 def test_the_lora_flags_show_the_declared_ranges() -> None:

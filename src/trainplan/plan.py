@@ -35,7 +35,7 @@ from trainplan.runtime import (
     idle_fraction_of,
     scenario_step_seconds,
 )
-from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 from trainplan.validity import LAYOUT_REASONS, LayoutArrays, layout_problems, quantised_base
@@ -568,6 +568,8 @@ def plan_option(name: str, raw: str | None, maximum: float | None = None) -> Any
     if (low is not None and number < low) or (high is not None and number > high):
         allowed = f"between {low:g} and {high:,g}" if high is not None else f">= {low:g}"
         raise InputError(name, f"must be {allowed} (got {text[:40]})")
+    if option.kind == "int" and not number.is_integer():
+        raise InputError(name, f"must be a whole number (got {text[:40]})")
     return int(number) if option.kind == "int" else number
 
 
@@ -584,12 +586,12 @@ def request_from_options(
     }
     methods_text = (options.get("methods") or base.method).strip().lower()
     methods = (
-        ("full", "lora", "qlora")
+        METHODS
         if methods_text == "any"
         else tuple(part.strip() for part in methods_text.split(",") if part.strip())
     )
     for method in methods:
-        if method not in PLAN_OPTIONS["methods"].choices:
+        if method not in METHODS:
             raise InputError(
                 "methods", f"{method!r} is not one of {', '.join(PLAN_OPTIONS['methods'].choices)}"
             )
