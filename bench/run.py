@@ -1,7 +1,8 @@
 """`make bench`: speed figures, printed (not asserted).
 
 - one in-process estimate (model and GPU catalogs warm), median and p99 over many calls
-- `trainplan estimate` cold start as a fresh process (import + catalogs + estimate + render)
+- `trainplan estimate` cold start as a fresh process (import + catalogs + estimate + render),
+  also as a multiple of a bare `python -c pass` (paired runs)
 """
 
 from __future__ import annotations
@@ -31,15 +32,34 @@ def in_process(repeats: int = 2000) -> list[float]:
     return times
 
 
-def cold_start(repeats: int = 5) -> list[float]:
+def cold_start(repeats: int = 11) -> tuple[list[float], float, float]:
+    """`trainplan estimate --json` as a fresh process, paired with a bare `python -c pass` run
+    just before it: (its wall times, median wall ratio, median CPU-time ratio). Pairing keeps the
+    ratio steady on a shared machine, where either alone drifts with the load."""
     trainplan = str(Path(sys.executable).with_name("trainplan"))
     args = [trainplan, "estimate", "--scenario", str(ROOT / "examples/default.yaml"), "--json"]
-    times = []
+    subprocess.run(args, check=True, capture_output=True)  # bytecode and data caches written
+    times, walls, cpus = [], [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run(args, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
-    return times
+        bare = _timed([sys.executable, "-c", "pass"])
+        run = _timed(args)
+        times.append(run[0])
+        walls.append(run[0] / bare[0])
+        cpus.append(run[1] / bare[1])
+    return times, statistics.median(walls), statistics.median(cpus)
+
+
+def _timed(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one child process."""
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    cpu_before, start = cpu(), time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True)
+    return time.perf_counter() - start, cpu() - cpu_before
 
 
 def report(name: str, times: list[float], budget_s: float) -> None:
@@ -54,7 +74,9 @@ def report(name: str, times: list[float], budget_s: float) -> None:
 
 def main() -> None:
     report("estimate() in process", in_process(), 1e-3)
-    report("trainplan estimate (cold start)", cold_start(), 0.5)
+    times, wall_ratio, cpu_ratio = cold_start()
+    report("trainplan estimate (cold start)", times, 0.5)
+    print(f"{'  x a bare python -c pass':<34} wall {wall_ratio:5.1f}x  CPU {cpu_ratio:5.1f}x  (budget 12x)")
 
 
 def planner(max_gpus: int = 128) -> tuple[float, int]:

@@ -49,7 +49,7 @@ def brute_force(request: PlanRequest) -> list[tuple[float, dict[str, Any]]]:
         dp = gpus // (tp * pp)
         target = request.global_sequences()
         accum = max(round(target / (micro * dp)), 1)
-        if abs(micro * dp * accum - target) > 0.05 * target or (zero > 0 and dp == 1):
+        if abs(micro * dp * accum - target) > 0.05 * target:
             continue
         data = {**scenario_to_mapping(request.base), "method": method, "gpu": gpu, "gpus": gpus,
                 "tensor_parallel": tp, "pipeline_parallel": pp, "zero_stage": zero, "micro_batch": micro,

@@ -97,6 +97,39 @@ def test_cost_and_energy_end_to_end() -> None:
     assert energy.co2e_kg == pytest.approx(energy.kwh * 44.2 / 1000)
 
 
+def test_idle_draw_is_the_gpus_measured_one_where_the_data_has_it() -> None:
+    """gpus.yaml measures H100 SXM idle at 70 W of its 700 W TDP (nvidia-smi midpoint, data-sources
+    5.1): idle fraction 0.10. H100 PCIe has no measurement: energy.yaml's 0.30 default. A given
+    idle_fraction wins over both. Power is TDP x (idle + (1 - idle) x utilisation)."""
+    sxm = run(gpu="H100 SXM 80GB", gpus=4, pipeline_parallel=4, train_tokens=1e9)
+    assert sxm.energy.idle_fraction == pytest.approx(70 / 700)
+    utilisation = sxm.time.step.compute / sxm.time.step.total
+    assert 0 < utilisation < 1
+    assert sxm.energy.gpu_power_w == pytest.approx(700 * (0.1 + 0.9 * utilisation))
+    pcie = run(gpu="H100 PCIe 80GB", gpus=4, pipeline_parallel=4, train_tokens=1e9)
+    assert find_gpu("H100 PCIe 80GB").idle_w is None and pcie.energy.idle_fraction == 0.3
+    given = run(gpu="H100 SXM 80GB", gpus=4, pipeline_parallel=4, train_tokens=1e9, idle_fraction=0.25)
+    assert given.energy.idle_fraction == 0.25
+    assert given.energy.gpu_power_w == pytest.approx(700 * (0.25 + 0.75 * utilisation))
+
+
+def test_planner_energy_uses_each_gpus_idle_draw() -> None:
+    """The planner's kWh for a plan on a measured GPU and on an unmeasured one equal estimate()'s."""
+    from trainplan.plan import PlanRequest, plan
+
+    base = scenario_from_mapping({"model": "Qwen2.5-0.5B", "train_tokens": 1e8})
+    request = PlanRequest(
+        base=base, gpu_types=("H100 SXM 80GB", "H100 PCIe 80GB"), gpu_counts=(1,), max_gpus=1,
+        micro_batches=(4,), tensor_parallel=(1,), pipeline_parallel=(1,), zero_stages=(0,),
+        checkpointing=(base.activation_checkpointing,), offloads=("none",), target_global_sequences=4,
+        objective="energy", top_k=2,
+    )  # fmt: skip
+    result = plan(request)
+    assert {item.scenario.gpu for item in result.plans} == {"H100 SXM 80GB", "H100 PCIe 80GB"}
+    for item in result.plans:
+        assert item.kwh == pytest.approx(item.estimate.energy.kwh, rel=1e-9)
+
+
 def test_budget_forms() -> None:
     global_tokens = 1 * 2048 * 16
     # with a given MFU, a step is its FLOPs (recompute included) at that share of the GPU's bf16

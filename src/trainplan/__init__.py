@@ -2,15 +2,20 @@
 
 The public API is one function, `estimate(scenario) -> Estimate`, plus the spec types, and
 `scenario_from_config(paths)`, which reads another framework's training config into a scenario.
+The config readers load on first use (PEP 562), so `import trainplan` stays quick.
 """
 
 from __future__ import annotations
 
-from trainplan.configs import ConfigReading, scenario_from_config
+from typing import TYPE_CHECKING, Any
+
 from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
 from trainplan.estimate import estimate
 from trainplan.result import Estimate
 from trainplan.scenario import LoraSettings, Scenario, scenario_from_mapping
+
+if TYPE_CHECKING:
+    from trainplan.configs import ConfigReading, scenario_from_config
 
 __all__ = [
     "ConfigError",
@@ -26,3 +31,20 @@ __all__ = [
     "scenario_from_mapping",
 ]
 __version__ = "0.1.0"
+
+_LAZY = ("ConfigReading", "scenario_from_config")  # defined in trainplan.configs
+
+
+def __getattr__(name: str) -> Any:
+    """The config readers' public names, imported the first time one is asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'trainplan' has no attribute {name!r}")
+    from trainplan import configs
+
+    value = getattr(configs, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

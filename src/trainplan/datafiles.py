@@ -7,20 +7,62 @@ load time, never a silent fallback.
 
 from __future__ import annotations
 
+import marshal
+import os
+import sys
+import zlib
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+DATA_FOLDER = Path(__file__).parent / "data"  # the package's own files (a plain folder, never zipped)
 
 
 @cache
 def load_yaml(filename: str) -> Any:
-    """Parse a bundled data file once (libyaml's C loader where installed, safe loading only)."""
+    """Parse a bundled data file once (libyaml's C loader where installed, safe loading only).
+
+    The parsed data is also kept in the user's cache folder, under the file's content checksum, and
+    read from there by the next process: unmarshalling is many times faster than parsing YAML,
+    which was most of a cold start. The copy is marshal data, as trustworthy as the bytecode
+    caches beside the sources. A changed data file has a new checksum, so a stale copy is not read;
+    a copy that cannot be written or read is skipped, and the YAML is parsed as usual.
+    """
+    raw = (DATA_FOLDER / filename).read_bytes()
+    cached = _cache_path(filename, raw)
+    try:
+        return marshal.loads(cached.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
     import yaml
 
-    text = resources.files("trainplan").joinpath("data").joinpath(filename).read_text(encoding="utf-8")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)
+    data = yaml.load(raw.decode("utf-8"), Loader=loader)
+    _keep(cached, data)
+    return data
+
+
+def _cache_path(filename: str, raw: bytes) -> Path:
+    """Where the parsed copy of a data file with this content lives: named by the content's
+    length and CRC-32 (an edit changes them) and the Python version (the marshal format's)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = f"{len(raw)}-{zlib.crc32(raw):08x}"
+    python = f"py{sys.version_info[0]}{sys.version_info[1]}"
+    return Path(root) / "trainplan" / f"{filename}.{digest}.{python}.marshal"
+
+
+def _keep(path: Path, data: Any) -> None:
+    """Write the parsed copy atomically; not at all when it holds what marshal cannot (YAML
+    dates) or the folder cannot be written."""
+    try:
+        blob = marshal.dumps(data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_bytes(blob)
+        os.replace(partial, path)
+    except (OSError, ValueError):
+        return
 
 
 def require(record: Mapping[str, Any], keys: tuple[str, ...], allowed: set[str], where: str) -> None:

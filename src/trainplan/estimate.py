@@ -7,7 +7,6 @@ from typing import Any
 
 from trainplan.catalog import resolve_model
 from trainplan.coefficients import Coefficients, coefficients
-from trainplan.errors import InputError
 from trainplan.formulas import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
@@ -24,6 +23,7 @@ from trainplan.terms.recipes import (
 )
 from trainplan.terms.timing import INTER_NODE_EFFICIENCY, INTRA_NODE_EFFICIENCY
 from trainplan.units import GIB
+from trainplan.validity import check_layout
 
 __all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
 
@@ -55,7 +55,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     spec = model if model is not None else resolve_model(scenario.model)
     shape = sample_shape(spec, scenario)
     gpu = find_gpu(scenario.gpu)
-    check_parallel(spec, scenario)
+    check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)
     layout = layout_of(coeffs, scenario)
     mem = memory(coeffs, layout)
@@ -147,26 +147,6 @@ def _allocated_peak(mem: Memory) -> Phase:
     """The peak moment as max_memory_allocated() would see it (FSDP2's stream pools left out)."""
     name, terms = mem.allocated()
     return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
-
-
-def check_parallel(model: ModelSpec, scenario: Scenario) -> None:
-    """Tensor parallel must split heads evenly; pipeline parallel needs a layer per stage."""
-    tp, pp = scenario.tensor_parallel, scenario.pipeline_parallel
-    if model.kind != "llm":
-        for name, degree in (("tensor_parallel", tp), ("pipeline_parallel", pp)):
-            if degree > 1:
-                raise InputError(
-                    name,
-                    f"{degree}: {model.name} is a {model.kind} model, trained data-parallel (with ZeRO / "
-                    "FSDP) as the diffusers and JEPA scripts do; tensor and pipeline parallelism must be 1",
-                )
-    heads, kv_heads = model.attention_heads
-    if heads % tp:
-        raise InputError("tensor_parallel", f"{tp} does not divide the {heads} attention heads")
-    if kv_heads % tp and tp % kv_heads:
-        raise InputError("tensor_parallel", f"{tp} and the {kv_heads} key/value heads do not nest")
-    if pp > model.num_layers:
-        raise InputError("pipeline_parallel", f"must be <= the {model.num_layers} layers")
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:

@@ -1,17 +1,16 @@
-"""The option names the interfaces share: CLI flag spellings of the LoRA parts, the planner's
-options, and the field -> flag rule. Plain data, no CLI or web library, so the CLI and the web
-package both read it and neither imports the other."""
+"""The option names the interfaces share: CLI flag spellings of the LoRA parts, the `estimate`
+options, the planner's options, and the field -> flag rule. Plain data, no CLI or web library,
+so the CLI and the web package both read it and neither imports the other."""
 
 from __future__ import annotations
 
-LORA_FLAGS = {
-    "lora_rank": "rank",
-    "lora_alpha": "alpha",
-    "lora_targets": "targets",
-    "dora": "dora",
-    "lora_dropout": "dropout",
-    "lora_dtype": "dtype",
-}
+from dataclasses import dataclass
+
+from trainplan.scenario import LORA_FIELDS, METHODS, FieldInfo, field_infos
+
+# The CLI parameter of each LoRA part (`--lora-rank` ... and `--dora`); the parts themselves,
+# with their types, ranges and help, are scenario.LORA_FIELDS.
+LORA_FLAGS = {("dora" if part == "dora" else f"lora_{part}"): part for part in LORA_FIELDS}
 
 
 def flag_name(field: str) -> str:
@@ -19,17 +18,100 @@ def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-PLAN_OPTIONS: dict[str, tuple[str, str]] = {
-    "methods": ("--methods", "methods to consider: full, lora, qlora, comma-separated, or any"),
-    "gpu_types": (
-        "--gpu-types",
+def option_help(info: FieldInfo) -> str:
+    """A field's help with its choices and range, as the CLI shows it: `... [a|b] (1 .. 64)`."""
+    text = info.help + (f" [{'|'.join(info.choices)}]" if info.choices else "")
+    if info.kind == "bool":
+        text += " (true/false)"
+    low, high = info.minimum, info.maximum
+    if low is not None and high is not None:
+        text += f" ({'strictly ' if info.exclusive else ''}{low:g} .. {high:g})"
+    elif low is not None:
+        text += f" ({'>' if info.exclusive else '>='} {low:g})"
+    return text
+
+
+OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
+
+
+@dataclass(frozen=True)
+class PlanOption:
+    """One option of the planner, declared once: how it is read (`kind`: int, float, choice or
+    list), its range or choices, its default, its help and form label, and `web_maximum`, the
+    tighter cap the web server passes to the same validator (plan.request_from_options)."""
+
+    kind: str
+    label: str
+    help: str
+    default: str | int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    web_maximum: float | None = None
+
+    def help_text(self) -> str:
+        """The help as the CLI and OpenAPI show it, with the default."""
+        return self.help + (f" (default {self.default})" if self.default is not None else "")
+
+
+PLAN_OPTIONS: dict[str, PlanOption] = {
+    "methods": PlanOption(
+        "list",
+        "Methods",
+        "methods to consider: full, lora, qlora, comma-separated, or any (default: the scenario's)",
+        choices=(*METHODS, "any"),
+    ),
+    "gpu_types": PlanOption(
+        "list",
+        "GPU types",
         "GPU types to consider, comma-separated (default: every GPU with a catalog price)",
     ),
-    "max_gpus": ("--max-gpus", "largest GPU count to consider (default 64)"),
-    "target_global_tokens": ("--target-global-tokens", "tokens per optimizer step to hit"),
-    "target_global_sequences": ("--target-global-sequences", "sequences per optimizer step to hit"),
-    "budget_usd": ("--budget-usd", "reject plans costing more (USD)"),
-    "deadline_hours": ("--deadline-hours", "reject plans taking longer (hours)"),
-    "objective": ("--objective", "time | cost | energy | pareto | gpus (fewest GPUs that fit)"),
-    "top_k": ("--top-k", "how many plans to return (default 5)"),
+    "max_gpus": PlanOption(
+        "int", "Max GPUs", "largest GPU count to consider", 64, 1, 100_000, web_maximum=4096
+    ),
+    "target_global_tokens": PlanOption(
+        "int", "Target global batch", "tokens per optimizer step to hit", None, 1, None, web_maximum=10**10
+    ),
+    "target_global_sequences": PlanOption(
+        "int",
+        "Target global sequences",
+        "sequences per optimizer step to hit",
+        None,
+        1,
+        None,
+        web_maximum=10**8,
+    ),
+    "budget_usd": PlanOption("float", "Budget", "reject plans costing more (USD)", None, 0),
+    "deadline_hours": PlanOption("float", "Deadline", "reject plans taking longer (hours)", None, 0),
+    "objective": PlanOption(
+        "choice",
+        "Objective",
+        "time | cost | energy | pareto | gpus (fewest GPUs that fit)",
+        "time",
+        choices=OBJECTIVES,
+    ),
+    "top_k": PlanOption("int", "Plans to show", "how many plans to return", 5, 1, 100, web_maximum=20),
 }
+WEB_CAPS = {name: option.web_maximum for name, option in PLAN_OPTIONS.items() if option.web_maximum}
+
+
+def estimate_options() -> list[tuple[str, str, str]]:
+    """(parameter, flag, help) of each string option of `estimate`: one per scenario field (LoRA
+    settings flattened), so that the scenario parser does every conversion and range check, with
+    field-named errors."""
+    options = [
+        (name, flag_name(name), option_help(info)) for name, info in field_infos().items() if name != "lora"
+    ]
+    lora = [
+        (
+            flag,
+            flag_name(flag),
+            option_help(LORA_FIELDS[part]) + (" (comma-separated)" if part == "targets" else ""),
+        )
+        for flag, part in LORA_FLAGS.items()
+    ]
+    return [*options, *lora, ("scenario", "--scenario", "scenario file (YAML or JSON); flags override it")]
+
+
+# The flags of `estimate` beyond its string options.
+FROM_FLAG, JSON_FLAG, MAX_FLAG, HEADROOM_FLAG = "--from", "--json", "--max", "--headroom"

@@ -25,41 +25,39 @@ from trainplan.estimate import estimate, sample_shape
 from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
+from trainplan.options import PLAN_OPTIONS
 from trainplan.result import Estimate
 from trainplan.runtime import (
     DEFAULT_TRAIN_TOKENS,
     discount_for,
-    energy_settings,
     hardware_of,
+    host_and_pue,
+    idle_fraction_of,
     scenario_step_seconds,
 )
-from trainplan.scenario import (
-    Scenario,
-    accumulation_forbidden,
-    quantised_base,
-    scenario_from_mapping,
-    scenario_to_mapping,
-)
+from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
+from trainplan.validity import LAYOUT_REASONS, LayoutArrays, layout_problems, quantised_base
 
 BATCH_TOLERANCE = 0.05  # a layout may miss the target global batch by this fraction
-OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
-REASONS = (
-    "invalid: gpus not a multiple of tensor x pipeline parallel",
-    "invalid: tensor parallel does not divide the attention heads",
-    "invalid: tensor parallel beyond one node",
-    "invalid: more pipeline stages than layers",
+# Why a candidate is dropped beyond the layout rules (validity.py): the planner's own target,
+# the time it needs to rank, and the request's limits. Neither makes a scenario invalid:
+# `estimate()` accepts such a layout (a GPU without the precision is untimed, with a warning).
+SEARCH_REASONS = (
     "invalid: global batch more than 5% off the target",
-    "invalid: ZeRO or offload without data parallelism to shard over",
-    "invalid: parameter offload needs ZeRO-3",
-    "invalid: GPU lacks the precision",
+    "untimed: GPU lacks the precision",
     "does not fit",
     "no price for this GPU",
     "over budget",
     "over deadline",
-    "invalid: optimizer_in_backward needs grad_accum 1 and no offload",
 )
+REASONS = (*LAYOUT_REASONS, *SEARCH_REASONS)
+
+
+def _default(name: str) -> Any:
+    """The declared default of a planner option (options.PLAN_OPTIONS)."""
+    return PLAN_OPTIONS[name].default
 
 
 @dataclass(frozen=True)
@@ -70,13 +68,13 @@ class PlanRequest:
     base: Scenario
     methods: tuple[str, ...] = ("lora",)
     gpu_types: tuple[str, ...] = ()
-    max_gpus: int = 64
+    max_gpus: int = _default("max_gpus")
     target_global_tokens: int | None = None
     target_global_sequences: int | None = None
     budget_usd: float | None = None
     deadline_hours: float | None = None
-    objective: str = "time"
-    top_k: int = 5
+    objective: str = _default("objective")
+    top_k: int = _default("top_k")
     micro_batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
     pipeline_parallel: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -193,6 +191,7 @@ def _hardware_arrays(
         "memory": column([float(g.memory_bytes) for g in gpus]),
         "usd": column(usd),
         "tdp": column([g.tdp_w for g in gpus]),
+        "idle": column([idle_fraction_of(scenario, g) for g in gpus]),
         **{name: from_hw(name) for name in Hardware.__dataclass_fields__},
     }
 
@@ -223,28 +222,33 @@ def evaluate_group(
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
     grad_accum = np.maximum(np.rint(sequences / np.maximum(mb * dp, 1)).astype(int), 1)
-    heads, kv_heads = model.attention_heads
     fractions = {
         int(p): coeffs.stage_fraction(int(p)) if p <= model.num_layers else 1.0
         for p in request.pipeline_parallel
     }
     stage_fraction = np.vectorize(fractions.__getitem__, otypes=[float])(pp)
     offload_code = OFFLOAD_CODES[offload]
+    sequence_parallel = scenario.sequence_parallel & (tp > 1)
     reason = np.full(g.shape, -1)
 
-    def reject(index: int, mask: Any) -> None:
-        reason[(reason < 0) & mask] = index
+    def reject(label: str, mask: Any) -> None:
+        reason[(reason < 0) & mask] = REASONS.index(label)
 
-    reject(0, n % model_parallel != 0)
-    reject(1, (heads % tp != 0) | ((kv_heads % tp != 0) & (tp % kv_heads != 0)))
-    reject(2, tp > scenario.gpus_per_node)
-    reject(3, pp > model.num_layers)
-    reject(4, np.abs(mb * dp * grad_accum - sequences) > BATCH_TOLERANCE * sequences)
-    reject(5, ((zero > 0) & (dp == 1)) | ((offload_code > 0) & (zero == 0) & (n > 1)))
-    reject(6, (offload_code == 2) & (zero != 3) & (zero != 0))
-    reject(7, np.isnan(hw["peak_flops_per_s"][g]))
-    oib = scenario.optimizer_in_backward
-    reject(12, accumulation_forbidden(oib, grad_accum) | (oib & (offload_code > 0)))
+    # the group's scenario with the searched fields as arrays: the rules estimate() raises from
+    choice = LayoutArrays(
+        scenario,
+        gpus=n,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        zero_stage=zero,
+        grad_accum=grad_accum,
+        sequence_parallel=sequence_parallel,
+        virtual_stages=1,
+    )
+    for rule, broken in layout_problems(choice, model):
+        reject(rule.reason, broken)
+    reject(SEARCH_REASONS[0], np.abs(mb * dp * grad_accum - sequences) > BATCH_TOLERANCE * sequences)
+    reject(SEARCH_REASONS[1], np.isnan(hw["peak_flops_per_s"][g]))
     layout = Layout(
         tensor_parallel=tp,
         pipeline_parallel=pp,
@@ -254,11 +258,11 @@ def evaluate_group(
         grad_accum=grad_accum,
         stage_fraction=stage_fraction,
         offload=offload_code,
-        sequence_parallel=scenario.sequence_parallel & (tp > 1),
+        sequence_parallel=sequence_parallel,
         overhead_bytes=scenario.overhead_gib * 2**30,
     )
     peak = memory(coeffs, layout).peak()
-    reject(8, peak > hw["memory"][g])
+    reject("does not fit", peak > hw["memory"][g])
     hardware = Hardware(**{name: hw[name][g] for name in Hardware.__dataclass_fields__})
     with np.errstate(invalid="ignore", divide="ignore"):
         step = scenario_step_seconds(
@@ -270,14 +274,17 @@ def evaluate_group(
         steps = np.maximum(np.ceil(tokens / global_tokens), 1)
         total_s = steps * total_step
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
-        idle, host, pue = energy_settings(scenario)
-        power = gpu_power_w(hw["tdp"][g], idle, step.compute / total_step)
+        host, pue = host_and_pue(scenario)
+        power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.compute / total_step)
         kwh = energy_kwh(power, n, total_s, host, pue)
-    reject(9, np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None))
+    reject(
+        "no price for this GPU",
+        np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None),
+    )
     if request.budget_usd is not None:
-        reject(10, usd > request.budget_usd)
+        reject("over budget", usd > request.budget_usd)
     if request.deadline_hours is not None:
-        reject(11, total_s > request.deadline_hours * 3600)
+        reject("over deadline", total_s > request.deadline_hours * 3600)
     return Candidates(
         method,
         checkpointing,
@@ -339,10 +346,9 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     """Search the space and return the best plans, the Pareto front and the rejections."""
     import numpy as np
 
-    if request.objective not in OBJECTIVES:
-        raise InputError("objective", f"must be one of {', '.join(OBJECTIVES)}")
-    if not 1 <= request.max_gpus <= 100_000:
-        raise InputError("max_gpus", "must be between 1 and 100000")
+    # a request built in code is held to the same declarations as one read from options
+    plan_option("objective", request.objective)
+    plan_option("max_gpus", str(request.max_gpus))
     spec = model if model is not None else resolve_model(request.base.model)
     sample_shape(spec, request.base)
     if spec.kind != "llm":
@@ -544,58 +550,61 @@ def describe(plan: Plan) -> str:
     )
 
 
-def _parse(field: str, raw: str | None, kind: type, minimum: float) -> Any:
-    """A finite number >= minimum from a string option, or None when not given."""
-    if raw is None:
+def plan_option(name: str, raw: str | None, maximum: float | None = None) -> Any:
+    """One planner option from its string form (a CLI flag or a JSON value), checked against its
+    declaration in options.PLAN_OPTIONS; None when not given. `maximum` is a tighter cap than the
+    declared one (the web server's); the error names the option and the allowed range."""
+    option = PLAN_OPTIONS[name]
+    if raw is None or not raw.strip():
         return None
+    text = raw.strip()
+    if option.kind == "choice":
+        if text.lower() not in option.choices:
+            raise InputError(name, f"{text!r} is not one of {', '.join(option.choices)}")
+        return text.lower()
     try:
-        number = float(raw)
+        number = float(text)
     except ValueError:
-        raise InputError(field, f"{raw!r} is not a number") from None
+        raise InputError(name, f"{text[:40]!r} is not a number") from None
     if not math.isfinite(number):
-        raise InputError(field, f"{raw!r} is not a finite number")
-    if number < minimum:
-        raise InputError(field, f"must be >= {minimum:g} (got {raw})")
-    return kind(number)
+        raise InputError(name, f"{text[:40]!r} is not a finite number")
+    high = option.maximum if maximum is None else maximum
+    low = option.minimum
+    if (low is not None and number < low) or (high is not None and number > high):
+        allowed = f"between {low:g} and {high:,g}" if high is not None else f">= {low:g}"
+        raise InputError(name, f"must be {allowed} (got {text[:40]})")
+    if option.kind == "int" and not number.is_integer():
+        raise InputError(name, f"must be a whole number (got {text[:40]})")
+    return int(number) if option.kind == "int" else number
 
 
-def request_from_options(base: Scenario, options: dict[str, str | None]) -> PlanRequest:
-    """A PlanRequest from string options (CLI flags or JSON), every value checked."""
+def request_from_options(
+    base: Scenario, options: dict[str, str | None], caps: dict[str, float] | None = None
+) -> PlanRequest:
+    """A PlanRequest from string options (CLI flags or JSON), every value checked against
+    options.PLAN_OPTIONS; `caps` lowers an option's maximum (options.WEB_CAPS on the server)."""
+    caps = caps or {}
+    value = {
+        name: plan_option(name, options.get(name), caps.get(name))
+        for name in PLAN_OPTIONS
+        if PLAN_OPTIONS[name].kind != "list"
+    }
     methods_text = (options.get("methods") or base.method).strip().lower()
     methods = (
-        ("full", "lora", "qlora")
+        METHODS
         if methods_text == "any"
         else tuple(part.strip() for part in methods_text.split(",") if part.strip())
     )
     for method in methods:
-        if method not in ("full", "lora", "qlora"):
-            raise InputError("methods", f"{method!r} is not one of full, lora, qlora, any")
+        if method not in METHODS:
+            raise InputError(
+                "methods", f"{method!r} is not one of {', '.join(PLAN_OPTIONS['methods'].choices)}"
+            )
     gpu_types = tuple(part.strip() for part in (options.get("gpu_types") or "").split(",") if part.strip())
     for name in gpu_types:
         find_gpu(name)
-    objective = (options.get("objective") or "time").strip().lower()
-    if objective not in OBJECTIVES:
-        raise InputError("objective", f"{objective!r} is not one of {', '.join(OBJECTIVES)}")
-    max_gpus = _parse("max_gpus", options.get("max_gpus"), int, 1) or 64
-    if max_gpus > 100_000:
-        raise InputError("max_gpus", f"must be <= 100000 (got {max_gpus})")
-    top_k = _parse("top_k", options.get("top_k"), int, 1) or 5
-    if top_k > 100:
-        raise InputError("top_k", f"must be <= 100 (got {top_k})")
-    return PlanRequest(
-        base=base,
-        methods=methods,
-        gpu_types=gpu_types,
-        max_gpus=max_gpus,
-        target_global_tokens=_parse("target_global_tokens", options.get("target_global_tokens"), int, 1),
-        target_global_sequences=_parse(
-            "target_global_sequences", options.get("target_global_sequences"), int, 1
-        ),
-        budget_usd=_parse("budget_usd", options.get("budget_usd"), float, 0),
-        deadline_hours=_parse("deadline_hours", options.get("deadline_hours"), float, 0),
-        objective=objective,
-        top_k=top_k,
-    )
+    given = {name: number for name, number in value.items() if number is not None}
+    return PlanRequest(base=base, methods=methods, gpu_types=gpu_types, **given)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:

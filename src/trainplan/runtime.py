@@ -217,15 +217,26 @@ def _given_discount(scenario: Scenario) -> float | None:
     return scenario.committed_discount if scenario.pricing == "committed" else scenario.spot_discount
 
 
-def energy_settings(scenario: Scenario) -> tuple[float, float, float]:
-    """(idle fraction of TDP, host overhead, PUE): given, else the data defaults."""
+def host_and_pue(scenario: Scenario) -> tuple[float, float]:
+    """(host overhead as a fraction of GPU power, PUE): given, else the data defaults."""
     defaults = energy_defaults()
-    idle = scenario.idle_fraction if scenario.idle_fraction is not None else defaults["idle_fraction_of_tdp"]
     host = scenario.host_overhead
     if host is None:
         host = defaults["host_overhead_fraction_of_gpu_power"]
     pue = scenario.pue if scenario.pue is not None else defaults["pue"]
-    return idle, host, pue
+    return host, pue
+
+
+def idle_fraction_of(scenario: Scenario, gpu: GpuSpec) -> float:
+    """The GPU's idle draw as a fraction of its TDP: the scenario's `idle_fraction` when given,
+    else the measured `idle_w / tdp_w` of gpus.yaml (midpoints of nvidia-smi readings of an idle
+    card, docs/data-sources.md section 5.1; H100 SXM: 70 W / 700 W = 0.10), else energy.yaml's
+    `idle_fraction_of_tdp` default (0.30, a judgement for GPUs nobody measured)."""
+    if scenario.idle_fraction is not None:
+        return scenario.idle_fraction
+    if gpu.idle_w is not None and gpu.tdp_w:
+        return gpu.idle_w / gpu.tdp_w
+    return energy_defaults()["idle_fraction_of_tdp"]
 
 
 def cost_figures(
@@ -262,7 +273,8 @@ def cost_figures(
 
 def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -> EnergyFigures:
     """kWh and kg CO2e of the run in the chosen grid region."""
-    idle, host, pue = energy_settings(scenario)
+    idle = idle_fraction_of(scenario, gpu)
+    host, pue = host_and_pue(scenario)
     region = find_region(scenario.region)
     if time is None or gpu.tdp_w is None:
         return EnergyFigures(

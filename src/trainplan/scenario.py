@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from trainplan.errors import InputError, shown_number, shown_value
 from trainplan.terms.geometry import MAX_FRAMES, parse_resolution
 from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
+from trainplan.validity import check_layout
+from trainplan.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed", "fp8-torchao")
@@ -419,7 +422,13 @@ class Scenario:
     )
     idle_fraction: float | None = _field(
         None,
-        FieldInfo("GPU idle draw as a fraction of TDP (default from data: 0.3)", None, 0.0, 1.0, "float"),
+        FieldInfo(
+            "GPU idle draw as a fraction of TDP (default from data: the GPU's measured idle draw, else 0.3)",
+            None,
+            0.0,
+            1.0,
+            "float",
+        ),
     )
     comm_overlap: float = _field(
         0.8,
@@ -444,8 +453,9 @@ class Scenario:
 SCENARIO_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Scenario))
 
 
+@cache
 def field_infos() -> dict[str, FieldInfo]:
-    """Field name -> its documentation record, in declaration order."""
+    """Field name -> its documentation record, in declaration order (built once; do not mutate)."""
     return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
 
 
@@ -642,27 +652,9 @@ def _targets_from(raw: Any) -> str | tuple[str, ...]:
 
 
 def _check_combinations(scenario: Scenario) -> None:
-    """Cross-field rules that a single range check cannot express."""
-    model_parallel = scenario.tensor_parallel * scenario.pipeline_parallel
-    if scenario.gpus % model_parallel:
-        raise InputError(
-            "gpus",
-            f"{scenario.gpus} GPUs is not a multiple of tensor_parallel x pipeline_parallel "
-            f"= {model_parallel}",
-        )
-    if scenario.method == "qlora" and scenario.base_weights not in (None, "nf4", "int8"):
-        raise InputError(
-            "base_weights",
-            f"qlora quantises the base: use nf4 or int8, not {scenario.base_weights}",
-        )
-    if scenario.method == "full" and scenario.base_weights is not None:
-        raise InputError("base_weights", "only applies to lora/qlora (a full fine-tune trains every weight)")
-    if scenario.virtual_stages > 1 and scenario.pipeline_parallel == 1:
-        raise InputError("virtual_stages", "needs pipeline_parallel > 1")
-    if scenario.sequence_parallel and scenario.tensor_parallel == 1:
-        raise InputError("sequence_parallel", "needs tensor_parallel > 1")
-    if scenario.offload != "none" and scenario.zero_stage == 0 and scenario.gpus > 1:
-        raise InputError("offload", "CPU offload needs zero_stage >= 1 with several GPUs")
+    """Cross-field rules that a single range check cannot express: the layout and method rules
+    (validity.py, the table the planner masks with too), then the training budget."""
+    check_layout(scenario)
     budgets = [
         name
         for name in ("steps", "dataset_tokens", "train_tokens", "dataset_size", "train_samples")
@@ -670,62 +662,6 @@ def _check_combinations(scenario: Scenario) -> None:
     ]
     if len(budgets) > 1:
         raise InputError(budgets[1], f"give one training budget, not both {budgets[0]} and {budgets[1]}")
-    if scenario.tensor_parallel > scenario.gpus_per_node:
-        raise InputError(
-            "tensor_parallel",
-            f"{scenario.tensor_parallel} exceeds gpus_per_node={scenario.gpus_per_node}: "
-            "tensor parallelism needs the fast intra-node link",
-        )
-    if scenario.offload == "optimizer+params" and scenario.zero_stage not in (0, 3):
-        raise InputError("offload", "parameter offload needs zero_stage 3")
-    _check_savers(scenario)
-
-
-def accumulation_forbidden(optimizer_in_backward: Any, grad_accum: Any) -> Any:
-    """Optimizer-in-backward frees each gradient as soon as its step has run, so gradients
-    cannot accumulate over micro-batches (torchtune's recipes raise on
-    gradient_accumulation_steps > 1 with optimizer_in_bwd). Works on numpy arrays too."""
-    return optimizer_in_backward & (grad_accum > 1)
-
-
-def resolved_base_weights(scenario: Scenario) -> str | None:
-    """The frozen base's storage format: given, else nf4 for QLoRA, else the weight dtype."""
-    if scenario.method == "full":
-        return None
-    if scenario.base_weights is not None:
-        return scenario.base_weights
-    if scenario.method == "qlora":
-        return "nf4"
-    return {"fp32": "fp32", "fp16-mixed": "fp16", "amp-fp16": "fp16"}.get(scenario.precision, "bf16")
-
-
-def quantised_base(scenario: Scenario) -> bool:
-    """Whether the frozen base is stored quantised (int8 or nf4; QLoRA defaults to nf4)."""
-    from trainplan.terms.recipes import QUANTISED_BASES
-
-    return resolved_base_weights(scenario) in QUANTISED_BASES
-
-
-def _check_savers(scenario: Scenario) -> None:
-    """Memory savers that exclude each other or need something else."""
-    if accumulation_forbidden(scenario.optimizer_in_backward, scenario.grad_accum):
-        raise InputError(
-            "optimizer_in_backward",
-            f"cannot run with grad_accum = {scenario.grad_accum}: each gradient is freed right "
-            "after its step, so nothing accumulates. Set grad_accum 1 or optimizer_in_backward false",
-        )
-    if scenario.optimizer_in_backward and scenario.offload != "none":
-        raise InputError(
-            "optimizer_in_backward",
-            f"cannot run with offload = {scenario.offload}: the offloaded optimizer steps on the CPU "
-            "after backward. Set offload none or optimizer_in_backward false",
-        )
-    if scenario.kbit_upcast and not quantised_base(scenario):
-        raise InputError(
-            "kbit_upcast",
-            "needs a quantised base (method qlora, or base_weights int8 or nf4): it casts what the "
-            "quantisation leaves unquantised to fp32",
-        )
 
 
 def data_parallel(scenario: Scenario) -> int:

@@ -10,16 +10,14 @@ that one request cannot run away: at most MAX_GPUS GPUs and MAX_CANDIDATES candi
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from trainplan.errors import InputError, UnknownNameError
 from trainplan.gpus import find_gpu
-from trainplan.options import PLAN_OPTIONS
+from trainplan.options import PLAN_OPTIONS, WEB_CAPS
 from trainplan.plan import (
-    OBJECTIVES,
     PlanRequest,
     default_gpu_types,
     plan,
@@ -31,21 +29,13 @@ from trainplan.web.inputs import EngineInputs
 from trainplan.web.schemas import estimate_body_schema
 
 PLAN_KEY = "plan"
-MAX_GPUS = 4096
-MAX_TOP_K = 20
+# The server's caps on the planner options are declared with them (options.PLAN_OPTIONS,
+# `web_maximum`) and passed to the one validator; these names are for the messages below.
+MAX_GPUS = int(WEB_CAPS["max_gpus"])
+MAX_GLOBAL_TOKENS = int(WEB_CAPS["target_global_tokens"])  # tokens per optimizer step a plan may target
 MAX_CANDIDATES = 2_500_000  # about 3.5 s and 340 MiB of arrays on one core: the server stays under 500 MB
-MAX_GLOBAL_TOKENS = 10**10  # tokens per optimizer step a plan may target
 MAX_RUN_TOKENS = 10**18  # steps x global batch: the search counts tokens in 64-bit integers
-LIST_OPTIONS = ("methods", "gpu_types")
-# Upper bounds the web adds to the planner's own checks (which give the lower bounds).
-NUMERIC_LIMITS: dict[str, int | None] = {
-    "max_gpus": MAX_GPUS,
-    "target_global_tokens": MAX_GLOBAL_TOKENS,
-    "target_global_sequences": 10**8,
-    "budget_usd": None,
-    "deadline_hours": None,
-    "top_k": MAX_TOP_K,
-}
+LIST_OPTIONS = tuple(name for name, option in PLAN_OPTIONS.items() if option.kind == "list")
 
 
 class PlanInputError(InputError):
@@ -77,27 +67,12 @@ def _text(key: str, raw: Any) -> str | list[str] | None:
     raise PlanInputError(field, f"must be {allowed}")
 
 
-def _check_number(key: str, text: str | list[str] | None) -> None:
-    """A finite number within the web's upper bound (the planner checks the lower one)."""
-    if not isinstance(text, str) or not text.strip():
-        return
-    field = f"{PLAN_KEY}.{key}"
-    try:
-        number = float(text)
-    except ValueError:
-        raise PlanInputError(field, f"{text[:40]!r} is not a number") from None
-    if not math.isfinite(number):
-        raise PlanInputError(field, f"must be a finite number (got {text[:40]})")
-    limit = NUMERIC_LIMITS[key]
-    if limit is not None and number > limit:
-        raise PlanInputError(field, f"must be <= {limit:,} (got {text[:40]})")
-
-
 PlanOptions = dict[str, str | list[str] | None]
 
 
 def plan_options(raw: Any) -> PlanOptions:
-    """The body's `plan` object as string options, every key known and every number finite."""
+    """The body's `plan` object as string options, every key known (their values are checked by
+    the planner's own validator, with the server's caps: `plan_request`)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -110,8 +85,6 @@ def plan_options(raw: Any) -> PlanOptions:
     options: PlanOptions = {}
     for key in PLAN_OPTIONS:
         text = _text(key, raw.get(key))
-        if key in NUMERIC_LIMITS:
-            _check_number(key, text)
         if isinstance(text, str):
             text = text.strip() or None
         options[key] = text or None
@@ -169,7 +142,7 @@ def plan_request(base: Scenario, options: PlanOptions) -> PlanRequest:
     listed = options.get("gpu_types")
     names = tuple(_gpu(name) for name in listed) if isinstance(listed, list) else ()
     try:
-        request = request_from_options(base, texts)
+        request = request_from_options(base, texts, WEB_CAPS)
     except UnknownNameError as error:
         raise PlanInputError(f"{PLAN_KEY}.gpu_types", error.message, error.suggestions) from None
     except InputError as error:
@@ -195,24 +168,29 @@ def plan_payload(inputs: EngineInputs, request: PlanRequest) -> dict[str, Any]:
     return result_to_dict(plan(request, model=inputs.model))
 
 
-def _option_schema(key: str, help_text: str) -> dict[str, Any]:
-    """JSON Schema of one planner option: the CLI's help, the web's bounds."""
-    words: dict[str, Any] = {"description": help_text}
-    if key in LIST_OPTIONS:
+def _option_schema(key: str) -> dict[str, Any]:
+    """JSON Schema of one planner option, from its declaration (the server's cap as maximum)."""
+    option = PLAN_OPTIONS[key]
+    words: dict[str, Any] = {"description": option.help_text(), "title": option.label}
+    cap = WEB_CAPS.get(key, option.maximum)
+    if cap is not None and option.kind in ("int", "float"):
+        words["description"] += f"; at most {cap:,g}"
+    if option.kind == "list":
         kinds: list[dict[str, Any]] = [
             {"type": "string"},
             {"type": "array", "items": {"type": "string"}},
         ]
-    elif key == "objective":
-        kinds = [{"type": "string", "enum": list(OBJECTIVES)}]
-        words["default"] = "time"
+    elif option.kind == "choice":
+        kinds = [{"type": "string", "enum": list(option.choices)}]
     else:
-        number: dict[str, Any] = {"type": "integer" if key in ("max_gpus", "top_k") else "number"}
-        number["minimum"] = 0 if key in ("budget_usd", "deadline_hours") else 1
-        limit = NUMERIC_LIMITS[key]
-        if limit is not None:
-            number["maximum"] = limit
+        number: dict[str, Any] = {"type": "integer" if option.kind == "int" else "number"}
+        if option.minimum is not None:
+            number["minimum"] = option.minimum
+        if cap is not None:
+            number["maximum"] = cap
         kinds = [number, {"type": "string", "description": "the same number as text"}]
+    if option.default is not None:
+        words["default"] = option.default
     return {"anyOf": [*kinds, {"type": "null"}], **words}
 
 
@@ -220,9 +198,7 @@ def _option_schema(key: str, help_text: str) -> dict[str, Any]:
 def plan_body_schema() -> dict[str, Any]:
     """OpenAPI schema of the POST /api/plan body: the estimate body plus the `plan` object."""
     base = estimate_body_schema()
-    options = {key: _option_schema(key, help_text) for key, (_, help_text) in PLAN_OPTIONS.items()}
-    options["max_gpus"]["description"] += f"; at most {MAX_GPUS}"
-    options["top_k"]["description"] += f"; at most {MAX_TOP_K}"
+    options = {key: _option_schema(key) for key in PLAN_OPTIONS}
     plan_schema = {
         "type": "object",
         "properties": options,

@@ -8,39 +8,35 @@ which control draws it.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from trainplan.options import LORA_FLAGS, flag_name
-from trainplan.scenario import LORA_TARGET_PRESETS, FieldInfo, Scenario, field_infos, scenario_to_mapping
+from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, WEB_CAPS, flag_name
+from trainplan.scenario import (
+    LORA_FIELDS,
+    LORA_TARGET_PRESETS,
+    FieldInfo,
+    Scenario,
+    field_infos,
+    scenario_to_mapping,
+)
 
 # The body key for an uploaded or pasted config.json (never a path on the server).
 MODEL_CONFIG_KEY = "model_config"
 
-# LoRA settings are one nested scenario field; the form shows them as six controls.
-# (The engine's field table documents `lora` as a whole; these describe its parts.)
+# LoRA settings are one nested scenario field; the form shows them as six controls, each
+# described by the engine's own record of that part (scenario.LORA_FIELDS: type, range, help).
+# The only addition is presentation: the targets control offers the presets as choices.
 LORA_PARTS: dict[str, FieldInfo] = {
-    "rank": FieldInfo("LoRA rank r", None, 1, 65536, "int"),
-    "alpha": FieldInfo("LoRA alpha (scales the update; no effect on memory)", None, None, None, "float"),
-    "targets": FieldInfo(
-        "which linear layers get adapters: qv, attention, all-linear, or comma-separated module names",
-        LORA_TARGET_PRESETS,
-        kind="targets",
-    ),
-    "dora": FieldInfo("DoRA: adds a magnitude vector per targeted layer", kind="bool"),
-    "dropout": FieldInfo(
-        "LoRA dropout (peft lora_dropout): above 0 keeps a dropped input copy and a mask per adapter",
-        None,
-        0.0,
-        0.99,
-        "float",
-    ),
-    "dtype": FieldInfo(
-        "LoRA adapters in fp32 (peft) or at the compute dtype (torchtune)", ("fp32", "compute"), kind="str"
-    ),
+    part: dataclasses.replace(info, choices=LORA_TARGET_PRESETS, kind="targets")
+    if part == "targets"
+    else info
+    for part, info in LORA_FIELDS.items()
 }
+
 
 # Form sections, in page order. A field that none of them names lands in "advanced".
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -188,7 +184,31 @@ def field_metadata() -> dict[str, Any]:
         if key == "advanced":
             members += [field["name"] for field in fields if field["name"] not in placed]
         sections.append({"id": key, "title": title, "fields": members})
-    return {"fields": fields, "sections": sections, "model_config_key": MODEL_CONFIG_KEY}
+    return {
+        "fields": fields,
+        "sections": sections,
+        "model_config_key": MODEL_CONFIG_KEY,
+        "plan_options": plan_option_metadata(),
+    }
+
+
+def plan_option_metadata() -> list[dict[str, Any]]:
+    """The planner's options as the page draws and checks them: each one's declaration
+    (options.PLAN_OPTIONS) with the server's cap as its maximum."""
+    return [
+        {
+            "name": name,
+            "flag": flag_name(name),
+            "kind": option.kind,
+            "label": option.label,
+            "help": option.help_text(),
+            "default": option.default,
+            "minimum": option.minimum,
+            "maximum": WEB_CAPS.get(name, option.maximum),
+            "choices": list(option.choices) or None,
+        }
+        for name, option in PLAN_OPTIONS.items()
+    ]
 
 
 def _json_type(entry: dict[str, Any]) -> dict[str, Any]:

@@ -1152,11 +1152,8 @@
     pareto: "fastest first", gpus: "fewest GPUs first",
   };
   const METHOD_NAMES = { full: "full", lora: "LoRA", qlora: "QLoRA" };
-  const PLAN_LABELS = {
-    objective: "Objective", methods: "Methods", max_gpus: "Max GPUs", target_global_tokens: "Target global batch",
-    target_global_sequences: "Target global sequences", budget_usd: "Budget", deadline_hours: "Deadline",
-    gpu_types: "GPU types", top_k: "Plans to show",
-  };
+  // labels, defaults and the server's caps of the planner's options come from /api/fields
+  const planOption = (key) => (state.meta && state.meta.plan_options.find((option) => option.name === key)) || null;
 
   function duration(value) {
     if (value < 90) return `${nf0.format(value)} s`;
@@ -1170,6 +1167,14 @@
     return [...document.querySelectorAll("#plan-gpu-list input[type=checkbox]")];
   }
   function buildPlanner() {
+    for (const [key, id] of Object.entries(PLAN_INPUTS)) {
+      const option = planOption(key);
+      const input = $(id);
+      if (!option || !input || input.tagName !== "INPUT" || input.type !== "text") continue;
+      if (option.default !== null && !input.value) input.value = String(option.default);
+      const help = $(`${id}-help`);
+      if (help && option.maximum !== null) help.textContent += `; at most ${nf0.format(option.maximum)}`;
+    }
     const list = $("plan-gpu-list");
     // every catalog GPU, consumer to datacenter; the priced ones are checked (the planner's default)
     list.replaceChildren(...state.gpus.map((gpu, index) => {
@@ -1214,7 +1219,7 @@
     const field = data.field || "";
     const key = field.startsWith("plan.") ? field.slice(5) : "";
     const banner = $("plan-error");
-    if (key) banner.textContent = `${PLAN_LABELS[key] || key} (${field}): ${data.message}`;
+    if (key) banner.textContent = `${(planOption(key) || {}).label || key} (${field}): ${data.message}`;
     else if (field) banner.textContent = `Fix the calculator first: ${label(field)} (${field}): ${data.message}`;
     else banner.textContent = data.message || "the server refused this plan";
     banner.hidden = false;

@@ -1,0 +1,309 @@
+"""The typer application: every `trainplan` command, its flags and help. No formulas here.
+
+The `estimate`, `measure` and `plan` signatures are generated from the option table
+(options.py), so the flags, the scenario file and the API accept the same names. The entry point
+and the shared flag handling are cli.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from typing import Any
+
+import typer
+
+from trainplan.cli import fail, run_estimate, scenario_and_reading
+from trainplan.errors import InputError, TrainplanError
+from trainplan.model import MODEL_KINDS
+from trainplan.options import (
+    FROM_FLAG,
+    HEADROOM_FLAG,
+    JSON_FLAG,
+    MAX_FLAG,
+    PLAN_OPTIONS,
+    estimate_options,
+    flag_name,
+)
+from trainplan.prices import STALE_AFTER_DAYS, parse_today
+
+app = typer.Typer(
+    help="trainplan: will this training run fit, how long will it take, what will it cost?",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _option(flag: str, help_text: str) -> Any:
+    return typer.Option(None, flag, help=help_text, show_default=False)
+
+
+def _estimate_parameters() -> list[inspect.Parameter]:
+    """The string options, then --from (repeatable) and --json."""
+    parameters = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=_option(flag, help_text), annotation=str | None
+        )
+        for name, flag, help_text in estimate_options()
+    ]
+    parameters.append(
+        inspect.Parameter(
+            "from_files",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(
+                FROM_FLAG,
+                "a training config to read (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, "
+                "accelerate, DeepSpeed; repeatable); the scenario file and flags override it",
+            ),
+            annotation=list[str] | None,
+        )
+    )
+    parameters.append(
+        inspect.Parameter(
+            "as_json",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, JSON_FLAG, help="print the result as JSON"),
+            annotation=bool,
+        )
+    )
+    return parameters
+
+
+@app.command("models")
+def models_command(
+    query: str = typer.Argument("", help="filter by name, family or Hub id"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    kind: str | None = typer.Option(
+        None, "--family", help="only models of this kind: " + " | ".join(MODEL_KINDS), show_default=False
+    ),
+) -> None:
+    """List catalog models (searchable)."""
+    from trainplan.report import print_models
+
+    try:
+        print_models(query, as_json, kind)
+    except TrainplanError as error:
+        fail(error)
+
+
+@app.command("gpus")
+def gpus_command(
+    query: str = typer.Argument("", help="filter by name, alias, vendor or class"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """List catalog GPUs (searchable)."""
+    from trainplan.report import print_gpus
+
+    print_gpus(query, as_json)
+
+
+@app.command("regions")
+def regions_command(
+    query: str = typer.Argument("", help="filter by id, name or country"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """List grid regions and their carbon intensity (searchable)."""
+    from trainplan.report import print_regions
+
+    print_regions(query, as_json)
+
+
+@app.command("prices")
+def prices_command(
+    query: str = typer.Argument("", help="a GPU name or alias, or text to filter by name, vendor or class"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    today: str = typer.Option(
+        "", "--today", help="judge staleness as of this date, YYYY-MM-DD (default: today)"
+    ),
+    stale_after_days: int = typer.Option(
+        STALE_AFTER_DAYS, "--stale-after-days", help="a quote older than this many days is stale"
+    ),
+) -> None:
+    """Default GPU prices, the dated quotes behind them, and spot/committed discounts."""
+    from trainplan.errors import UnknownNameError
+    from trainplan.gpus import gpu_catalog, matching_gpus
+    from trainplan.report import print_prices
+
+    try:
+        day = parse_today(today)
+        if not 1 <= stale_after_days <= 3650:
+            raise InputError("stale_after_days", f"must be between 1 and 3650 (got {stale_after_days})")
+        names = [gpu.name for gpu in matching_gpus(query, exact_first=True)]
+        if not names:
+            raise UnknownNameError("gpu", query, [gpu.name for gpu in gpu_catalog()], "gpu")
+    except TrainplanError as error:
+        fail(error)
+    print_prices(names, as_json, day, stale_after_days)
+
+
+def _register_estimate() -> None:
+    """Add `estimate` with a signature generated from the scenario fields."""
+
+    def estimate_command(**kwargs: Any) -> None:
+        """Estimate parameters, per-GPU training memory and which GPUs fit."""
+        run_estimate(**kwargs)
+
+    maximise = inspect.Parameter(
+        "maximise",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(
+            None,
+            MAX_FLAG,
+            help="find the largest micro_batch or seq_len that fits the GPU",
+            show_default=False,
+        ),
+        annotation=str | None,
+    )
+    headroom = inspect.Parameter(
+        "headroom",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(
+            None,
+            HEADROOM_FLAG,
+            help="with --max: share of GPU memory to leave free, default 0.05 (0: the exact "
+            "boundary, not rounded)",
+            show_default=False,
+        ),
+        annotation=float | None,
+    )
+    estimate_command.__signature__ = inspect.Signature([*_estimate_parameters(), maximise, headroom])  # type: ignore[attr-defined]
+    app.command("estimate")(estimate_command)
+
+
+_register_estimate()
+
+
+def _run_measure(**kwargs: Any) -> None:
+    as_json = kwargs.pop("as_json")
+    try:
+        scenario, reading = scenario_and_reading(kwargs)
+        from trainplan.measure.compare import measure_scenario
+
+        comparison = measure_scenario(scenario)
+    except TrainplanError as error:
+        fail(error)
+    if as_json:
+        data = comparison.to_dict()
+        if reading is not None:
+            data["config"] = reading.to_dict()
+        print(json.dumps(data, indent=2))
+    else:
+        from trainplan.report import print_config_reading, print_measurement
+
+        if reading is not None:
+            print_config_reading(reading)
+        print_measurement(comparison)
+
+
+def _register_measure() -> None:
+    """Add `measure` with the same flags as `estimate`."""
+
+    def measure_command(**kwargs: Any) -> None:
+        """Trace one real training step on fake tensors (needs the measure extra) and compare
+        the measured peak memory with the estimate, term by term."""
+        _run_measure(**kwargs)
+
+    measure_command.__signature__ = inspect.Signature(_estimate_parameters())  # type: ignore[attr-defined]
+    app.command("measure")(measure_command)
+
+
+_register_measure()
+
+
+def _run_plan(**kwargs: Any) -> None:
+    as_json = kwargs.pop("as_json")
+    emit_format = kwargs.pop("emit")
+    options = {name: kwargs.pop(name) for name in PLAN_OPTIONS}
+    try:
+        scenario, reading = scenario_and_reading(kwargs)
+        from trainplan.plan import plan, request_from_options
+
+        result = plan(request_from_options(scenario, options))
+        if emit_format is not None:
+            _emit_plan(result, emit_format)
+            return
+    except TrainplanError as error:
+        fail(error)
+    if as_json:
+        from trainplan.plan import result_to_dict
+
+        data = result_to_dict(result)
+        if reading is not None:
+            data["config"] = reading.to_dict()
+        print(json.dumps(data, indent=2))
+    else:
+        from trainplan.report import print_config_reading, print_plan
+
+        if reading is not None:
+            print_config_reading(reading)
+        print_plan(result)
+
+
+def _emit_plan(result: Any, kind: str) -> None:
+    """The winning plan as a config fragment on stdout; for JSON (no comments) the header goes
+    to stderr."""
+    from trainplan.configs import emit
+    from trainplan.report import plan_header
+
+    if not result.plans:
+        raise InputError(
+            "emit", "no plan fits, so there is nothing to write; see `trainplan plan` without --emit"
+        )
+    text, comments = emit(result.plans[0].scenario, kind.strip().lower(), plan_header(result.plans[0]))
+    for line in comments:
+        print(f"# {line}", file=sys.stderr)
+    print(text, end="")
+
+
+def _register_plan() -> None:
+    """Add `plan`: the estimate flags for what is fixed, plus the search's own options."""
+
+    def plan_command(**kwargs: Any) -> None:
+        """Search GPU types, counts, parallelism, ZeRO, micro-batch, checkpointing and offload
+        for the fastest, cheapest or greenest configurations that fit."""
+        _run_plan(**kwargs)
+
+    extra = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(flag_name(name), option.help_text()),
+            annotation=str | None,
+        )
+        for name, option in PLAN_OPTIONS.items()
+    ]
+    extra.append(
+        inspect.Parameter(
+            "emit",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(
+                "--emit",
+                "write the winning plan as a config fragment: axolotl | torchtune | torchtitan | "
+                "llama-factory | accelerate | deepspeed",
+            ),
+            annotation=str | None,
+        )
+    )
+    plan_command.__signature__ = inspect.Signature([*_estimate_parameters(), *extra])  # type: ignore[attr-defined]
+    app.command("plan")(plan_command)
+
+
+_register_plan()
+
+
+@app.command("serve")
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+    port: int = typer.Option(8000, "--port", help="TCP port"),
+    scenario: str | None = typer.Option(
+        None, "--scenario", help="scenario file (YAML or JSON) whose link to print"
+    ),
+    log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level"),
+) -> None:
+    """Serve the web calculator and its JSON API (docs at /docs)."""
+    from trainplan.web.server import serve  # the web stack loads only for this command
+
+    status = serve(host, port, scenario, log_level)
+    if status:
+        raise typer.Exit(status)
