@@ -7,15 +7,18 @@ from typing import Any
 
 import pytest
 
+from trainplan.catalog import resolve_model
 from trainplan.coefficients import coefficients
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
+from trainplan.gpus import find_gpu
 from trainplan.hf import denoiser_spec
 from trainplan.model import ModelSpec
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.activations import ActivationMode
 from trainplan.terms.denoisers import JEPA_MASKS, denoiser_activations, denoiser_flops, jepa_masks
 from trainplan.terms.geometry import token_shape
+from trainplan.terms.params import block_params
 from trainplan.units import GIB
 
 VAE = {"_class_name": "AutoencoderKL", "block_out_channels": [8, 8, 8, 8], "latent_channels": 16}
@@ -209,11 +212,18 @@ def test_ema_is_counted_per_gpu() -> None:
 
 def test_jepa_target_encoder_is_an_fp32_copy_of_the_context_encoder() -> None:
     e = _estimate(model="V-JEPA-2-ViT-L", frames=16, resolution=256, method="full", precision="amp-bf16")
-    model = coefficients(
-        __import__("trainplan.catalog", fromlist=["resolve_model"]).resolve_model("V-JEPA-2-ViT-L"),
+    coeffs = coefficients(
+        resolve_model("V-JEPA-2-ViT-L"),
         scenario_from_mapping({"model": "V-JEPA-2-ViT-L", "frames": 16, "resolution": 256}),
     )
-    assert model.ema_bytes > 0 and e.assumptions["ema"] == "fp32"
+    # the context encoder: the patch embedding, 24 ViT-L layers and the final LayerNorm, in fp32
+    encoder = sum(
+        block.count * block_params(block, coeffs.model)
+        for block in coeffs.model.blocks
+        if block.role in ("embed", "encoder", "encoder_norm")
+    )
+    assert 300e6 < encoder < 310e6  # ViT-L/16 with a 2-frame tubelet: about 304M
+    assert coeffs.ema_bytes == 4 * encoder and e.assumptions["ema"] == "fp32"
     assert len(e.assumptions["jepa_masks"]) == 2
 
 
@@ -321,3 +331,33 @@ def test_the_diffusers_recipe_runs_a_bf16_base_under_autocast() -> None:
     )
     assert recipe.phases[0].term("weights").value == pure.phases[0].term("weights").value
     assert recipe.phases[0].term("activations").value > pure.phases[0].term("activations").value
+
+
+@pytest.mark.parametrize(
+    ("model", "extra"),
+    [("FLUX.1-dev", {"resolution": 1024}), ("Wan2.1-T2V-1.3B", {"frames": 33}), ("V-JEPA-2-ViT-L", {})],
+)
+def test_the_planner_searches_these_kinds_data_parallel(model: str, extra: dict[str, Any]) -> None:
+    """The cheapest plan for 10,000 samples: data-parallel only, whole-block checkpointing only,
+    and each plan's own estimate agrees with the search's time and cost."""
+    from trainplan.plan import PlanRequest, plan
+
+    base = scenario_from_mapping({"model": model, "method": "lora", "train_samples": 10_000, **extra})
+    result = plan(PlanRequest(base=base, objective="cost", max_gpus=8, gpu_types=("H100 SXM", "L40S")))
+    assert result.plans
+    for found in result.plans:
+        assert (found.scenario.tensor_parallel, found.scenario.pipeline_parallel) == (1, 1)
+        assert found.scenario.activation_checkpointing in ("none", "full")
+        assert found.estimate.time is not None and found.estimate.time.train_samples == 10_000
+        assert found.total_s == pytest.approx(found.estimate.time.total_s, rel=1e-9)
+        assert found.estimate.peak.total <= find_gpu(found.scenario.gpu).memory_bytes
+    assert result.rejected.get("invalid: tensor parallel on a diffusion, video or JEPA model", 0) > 0
+
+
+def test_the_planner_asks_for_images_not_tokens_per_step() -> None:
+    from trainplan.plan import PlanRequest, plan
+
+    request = PlanRequest(base=scenario_from_mapping({"model": "FLUX.1-dev"}), target_global_tokens=65536)
+    with pytest.raises(InputError) as error:
+        plan(request)
+    assert error.value.field == "target_global_tokens"

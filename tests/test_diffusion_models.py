@@ -191,16 +191,6 @@ def test_models_family_filter() -> None:
     assert bad.exit_code == 2 and "family: 'gan' is not a model family" in bad.output
 
 
-@pytest.mark.parametrize("name", ["FLUX.1-dev", "SDXL-base-1.0", "Wan2.1-T2V-1.3B", "V-JEPA-2-ViT-g"])
-def test_the_planner_refuses_these_kinds_by_name(name: str) -> None:
-    from trainplan.errors import InputError
-    from trainplan.plan import PlanRequest, plan
-    from trainplan.scenario import Scenario
-
-    with pytest.raises(InputError, match="the planner's search covers language models only"):
-        plan(PlanRequest(base=Scenario(model=name)))
-
-
 def _peft_adapter_count(config: dict[str, Any], rank: int, targets: str | list[str]) -> int:
     """Adapter parameters peft adds to the meta-device build of `config` (`targets`: module-name
     suffixes, or "linear" for every nn.Linear: peft takes "all-linear" only on transformers models)."""

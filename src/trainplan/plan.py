@@ -34,6 +34,7 @@ from trainplan.runtime import (
     host_and_pue,
     idle_fraction_of,
     scenario_step_seconds,
+    training_tokens,
 )
 from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.tables import rates
@@ -269,8 +270,8 @@ def evaluate_group(
             coeffs, hardware, layout, dataclasses.replace(scenario, virtual_stages=1)
         )
         total_step = step.total
-        global_tokens = mb * scenario.seq_len * grad_accum * dp
-        tokens = _train_tokens(scenario, global_tokens)
+        global_tokens = mb * coeffs.seq_len * grad_accum * dp
+        tokens = _train_tokens(scenario, global_tokens, coeffs.seq_len if model.kind != "llm" else 0)
         steps = np.maximum(np.ceil(tokens / global_tokens), 1)
         total_s = steps * total_step
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
@@ -322,10 +323,13 @@ def base_weights_for(base: Scenario, method: str) -> str | None:
     return base.base_weights
 
 
-def _train_tokens(scenario: Scenario, global_tokens: Any) -> Any:
-    """The token budget (steps x global batch when the budget is given in steps)."""
+def _train_tokens(scenario: Scenario, global_tokens: Any, sample_tokens: int = 0) -> Any:
+    """The token budget (steps x global batch when the budget is given in steps); for a model
+    that counts images or clips, their budget (runtime.training_tokens) times tokens per sample."""
     if scenario.steps:
         return scenario.steps * global_tokens
+    if sample_tokens:
+        return training_tokens(scenario, 1, sample_tokens)[0] + 0 * global_tokens
     if scenario.dataset_tokens:
         return scenario.dataset_tokens * scenario.epochs + 0 * global_tokens
     return (scenario.train_tokens or DEFAULT_TRAIN_TOKENS) + 0 * global_tokens
@@ -351,11 +355,10 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     plan_option("max_gpus", str(request.max_gpus))
     spec = model if model is not None else resolve_model(request.base.model)
     sample_shape(spec, request.base)
-    if spec.kind != "llm":
+    if spec.kind != "llm" and request.target_global_tokens:
         raise InputError(
-            "model",
-            f"{spec.name} is a {spec.kind} model: `trainplan estimate` gives its memory, time and cost; "
-            "the planner's search covers language models only",
+            "target_global_tokens",
+            f"{spec.name} is a {spec.kind} model: give target_global_sequences (images or clips per step)",
         )
     gpus = [find_gpu(name) for name in (request.gpu_types or default_gpu_types())]
     if not gpus:
@@ -363,7 +366,7 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     groups = [
         evaluate_group(request, spec, method, ckpt, offload, gpus)
         for method in request.methods
-        for ckpt in searched_checkpointing(request)
+        for ckpt in searched_checkpointing(request, spec)
         for offload in request.offloads
     ]
     evaluated = sum(int(group.valid.size) for group in groups)
@@ -403,12 +406,16 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     )
 
 
-def searched_checkpointing(request: PlanRequest) -> tuple[str, ...]:
+def searched_checkpointing(request: PlanRequest, model: ModelSpec | None = None) -> tuple[str, ...]:
     """The checkpointing modes searched: the request's, plus the base scenario's own when it is
-    one the default search does not try (op-level SAC, full:N)."""
+    one the default search does not try (op-level SAC, full:N). A diffusion, video or JEPA model
+    checkpoints whole blocks only (selective and op-level are left out)."""
     modes = request.checkpointing
     own = request.base.activation_checkpointing
-    return modes if own in modes else (*modes, own)
+    searched = modes if own in modes else (*modes, own)
+    if model is not None and model.kind != "llm":
+        searched = tuple(mode for mode in searched if mode not in ("selective", "op"))
+    return searched
 
 
 def _distinct(rows: list[tuple[float, ...]], groups: list[Candidates], k: int) -> list[tuple[float, ...]]:
