@@ -60,11 +60,11 @@ def _mode(
 def test_flux_lora_blocks_by_hand() -> None:
     """bf16 weights and bf16 adapters on attention (to_q/k/v, to_out.0), per token (d = 16, h = 2):
     LayerNorm input + mean/rstd 2*16 + 8 = 40; the adapted q/k/v share one input 32; each q/k
-    RMSNorm keeps an fp32 copy 64, its input 32 and 1/rms per head 8 = 104 (x2 = 208); the
-    adapted to_out copy 32; GELU input 2*64 = 128; frozen modulation keeps no normed x.
-    Double block: image 40+32+208+32+40+128 = 480 x 16 tokens; text (add_* not adapted)
-    40+208+40+128 = 416 x 4; joint SDPA over 20 tokens: q 32 + k, v 64 + out 32 + lse 8 = 136 x 20.
-    Single block over 20 tokens: 40 + 32 + 128 + 208 = 408, + the same SDPA. Output: the norm_out
+    torch.nn.RMSNorm (CUDA's fused kernel) keeps its input 32 and 1/rms per head 8 = 40 (x2 = 80);
+    the adapted to_out copy 32; GELU input 2*64 = 128; frozen modulation keeps no normed x.
+    Double block: image 40+32+80+32+40+128 = 352 x 16 tokens; text (add_* not adapted)
+    40+80+40+128 = 288 x 4; joint SDPA over 20 tokens: q 32 + k, v 64 + out 32 + lse 8 = 136 x 20.
+    Single block over 20 tokens: 40 + 32 + 128 + 80 = 280, + the same SDPA. Output: the norm_out
     LayerNorm 40 x 16."""
     model = _flux()
     shape = token_shape(model, 64)
@@ -72,8 +72,8 @@ def test_flux_lora_blocks_by_hand() -> None:
     acts = denoiser_activations(model, shape, _mode(False, ATTENTION), fp32_weights=False)
     by_role = {block.role: value for block, value in acts.layers}
     sdpa = 136 * 20
-    assert by_role["double_stream"] == 480 * 16 + 416 * 4 + sdpa
-    assert by_role["single_stream"] == 408 * 20 + sdpa
+    assert by_role["double_stream"] == 352 * 16 + 288 * 4 + sdpa
+    assert by_role["single_stream"] == 280 * 20 + sdpa
     assert by_role["output"] == 40 * 16
     assert by_role["embed"] == 0
     # inputs: noisy latents, noise and target at 2 B (8 x 8 x 16 = 1024 values) + 4 x 32 text embeds
@@ -85,30 +85,31 @@ def test_flux_lora_blocks_by_hand() -> None:
 
 def test_flux_full_fine_tune_keeps_what_trained_weights_need() -> None:
     """Full bf16 fine-tune, double block image stream per token: LayerNorm 40 + modulated x 32;
-    one shared q/k/v input 32; q/k RMSNorms now also keep their normed output: 136 x 2 = 272;
-    to_out copy 32 + the gate's attention output 32; LayerNorm 40 + modulated 32; ff input 32,
-    GELU 128, down input 128, gate's ff output 32. Total 40+32+32+272+32+32+40+32+32+128+128+32."""
+    one shared q/k/v input 32; the fused q/k RMSNorms keep the same 40 each whether the weight
+    trains or not (their backward rebuilds the normed tensor); to_out copy 32 + the gate's
+    attention output 32; LayerNorm 40 + modulated 32; ff input 32, GELU 128, down input 128,
+    gate's ff output 32. Total 40+32+32+80+32+32+40+32+32+128+128+32."""
     model = _flux()
     shape = token_shape(model, 64)
     acts = denoiser_activations(model, shape, _mode(True), fp32_weights=False)
-    image = 40 + 32 + 32 + 272 + 32 + 32 + 40 + 32 + 32 + 128 + 128 + 32
+    image = 40 + 32 + 32 + 80 + 32 + 32 + 40 + 32 + 32 + 128 + 128 + 32
     by_role = {block.role: value for block, value in acts.layers}
     assert by_role["double_stream"] == image * 16 + image * 4 + 136 * 20
-    # single: LayerNorm 40 + modulated 32 + shared input 32 + GELU 128 + norms 272 + proj_out
+    # single: LayerNorm 40 + modulated 32 + shared input 32 + GELU 128 + norms 80 + proj_out
     # input (16 + 64) x 2 = 160 + gated output 32
-    assert by_role["single_stream"] == (40 + 32 + 32 + 128 + 272 + 160 + 32) * 20 + 136 * 20
+    assert by_role["single_stream"] == (40 + 32 + 32 + 128 + 80 + 160 + 32) * 20 + 136 * 20
 
 
 def test_autocast_makes_norms_fp32_and_copies_per_consumer() -> None:
     """amp-bf16 (fp32 weights under autocast), single block per token: the LayerNorm keeps an fp32
     input 4*16 + 8 = 72 and outputs fp32, the modulated x is fp32 64; each of to_q, to_k, to_v and
-    proj_mlp keeps its own bf16 cast 4 x 32; the RMSNorms keep an fp32 normed output (fp32 weight):
-    64 + 32 + 8 + 64 = 168 each."""
+    proj_mlp keeps its own bf16 cast 4 x 32; with an fp32 weight the RMSNorms run the composite
+    form: the fp32 upcast 64, 1/rms per head 8 and the fp32 normed tensor 64 = 136 each."""
     model = _flux()
     shape = token_shape(model, 64)
     acts = denoiser_activations(model, shape, _mode(True, autocast=True), fp32_weights=True)
     by_role = {block.role: value for block, value in acts.layers}
-    assert by_role["single_stream"] == (72 + 64 + 4 * 32 + 128 + 2 * 168 + 160 + 32) * 20 + 136 * 20
+    assert by_role["single_stream"] == (72 + 64 + 4 * 32 + 128 + 2 * 136 + 160 + 32) * 20 + 136 * 20
 
 
 def test_flux_flops_by_hand() -> None:

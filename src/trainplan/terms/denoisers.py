@@ -8,8 +8,9 @@ layer keeps for backward), derived from the diffusers and V-JEPA modules as they
   its output is fp32; Wan's FP32LayerNorm is fp32 always.
 - adaLN modulation `x * (1 + scale) + shift` keeps the normed x when `scale` needs a gradient
   (the modulation linears train); the gate product `gate * out` keeps `out` likewise.
-- diffusers RMSNorm (q/k norms) upcasts for the variance (the fp32 copy kept by `pow`), keeps the
-  input and the fp32 1/rms for `x * rsqrt(var)`, and the normed tensor when its weight trains.
+- torch.nn.RMSNorm (the q/k norms) keeps its input and an fp32 1/rms per row in CUDA's fused
+  kernel; with an fp32 weight under autocast the composite form keeps the fp32 upcast instead,
+  and the normed tensor when the weight trains.
 - A linear keeps its input when its weight trains (under autocast one 16-bit copy per consumer of
   an fp32 input); a frozen one keeps nothing, a LoRA adapter its own copy (terms/activations.py
   `_linear_input`). SDPA (flash / memory-efficient) keeps q, k, v, its output and an fp32
@@ -169,19 +170,33 @@ def _modulated(dims: _Dims, width: int, trained: bool, fp32: bool = False) -> fl
 
 
 def _rms_norm(dims: _Dims, width: int, rows: int) -> float:
-    """diffusers RMSNorm over `width` channels in `rows` groups: the fp32 copy for the variance,
-    the input for x * rsqrt, fp32 1/rms per row, and the normed tensor when the weight trains
-    (fp32 with fp32 weights, else cast to the weight's 16-bit dtype)."""
+    """torch.nn.RMSNorm (diffusers' q/k norms) over `width` channels in `rows` groups. With the
+    weight at the input's dtype, CUDA runs the fused kernel (`aten::_fused_rms_norm`, torch 2.8+),
+    whose backward reads the input itself and the fp32 1/rms per row. With an fp32 weight under
+    autocast (a full fine-tune) the dtypes differ and F.rms_norm falls back to its composite
+    form: the fp32 upcast of the input, 1/rms, and the fp32 normed tensor for the weight's
+    gradient when the weight trains."""
+    if not dims.fp32_weights:
+        return dims.a * width + 4 * rows
+    return 4 * width + 4 * rows + (4 * width if dims.trainable else 0)
+
+
+def _diffusers_rms_norm(dims: _Dims, width: int, rows: int) -> float:
+    """diffusers' own RMSNorm (SD3's q/k norms): the fp32 copy `pow` keeps for the variance, the
+    input and the fp32 1/rms for `x * rsqrt(var)`, and the normed tensor when its weight trains
+    (fp32 with an fp32 weight, else cast to the weight's 16-bit dtype)."""
     kept_output = (4 if dims.fp32_weights else dims.a) * width if dims.trainable else 0
     return 4 * width + dims.a * width + 4 * rows + kept_output
 
 
-def _qk_norms(dims: _Dims, attention: Attention) -> float:
-    """q and k norms per token: per head (`head`) or over all heads (`full`, Wan)."""
+def _qk_norms(dims: _Dims, attention: Attention, torch_norm: bool = True) -> float:
+    """q and k norms per token: per head (`head`) or over all heads (`full`, Wan); FLUX and Wan
+    use torch.nn.RMSNorm, SD3 diffusers' RMSNorm."""
     if attention.qk_norm == "none":
         return 0.0
     rows = attention.num_heads if attention.qk_norm == "head" else 1
-    return _rms_norm(dims, attention.q_size, rows) + _rms_norm(dims, attention.kv_size, rows)
+    norm = _rms_norm if torch_norm else _diffusers_rms_norm
+    return norm(dims, attention.q_size, rows) + norm(dims, attention.kv_size, rows)
 
 
 def _sdpa(dims: _Dims, attention: Attention, queries: float, keys: float) -> float:
@@ -209,6 +224,7 @@ def _stream(
     inner: int,
     width: int,
     pre_only: bool = False,
+    torch_norm: bool = True,
 ) -> float:
     """Per-token bytes of one MMDiT stream outside the joint attention kernel: norm1 and its
     modulation, the q/k/v inputs and q/k norms, the output projection's copy and gate, norm2,
@@ -216,7 +232,7 @@ def _stream(
     q, k, v, o, up, down = names
     mod = _trained(dims, block, modulation)
     kept = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    kept += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention)
+    kept += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, torch_norm)
     if pre_only:
         return kept
     kept += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
@@ -235,7 +251,10 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
     names = {linear.name for linear in block.linears}
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    image = _stream(dims, block, attention, (q, k, v, o, up, down), "norm1.linear", inner, width)
+    flux = block.role == "double_stream"  # FluxAttention: torch.nn.RMSNorm; SD3: diffusers' RMSNorm
+    image = _stream(
+        dims, block, attention, (q, k, v, o, up, down), "norm1.linear", inner, width, torch_norm=flux
+    )
     context_names = (
         "attn.add_q_proj",
         "attn.add_k_proj",
@@ -246,7 +265,15 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
     )
     pre_only = "attn.to_add_out" not in names
     text = _stream(
-        dims, block, attention, context_names, "norm1_context.linear", inner, width, pre_only=pre_only
+        dims,
+        block,
+        attention,
+        context_names,
+        "norm1_context.linear",
+        inner,
+        width,
+        pre_only=pre_only,
+        torch_norm=flux,
     )
     tokens = shape.image_tokens + shape.text_tokens
     kept = image * shape.image_tokens + text * shape.text_tokens + _sdpa(dims, attention, tokens, tokens)
@@ -254,7 +281,7 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
         second = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
         mod = _trained(dims, block, "norm1.linear")
         per_token = _inputs(dims, width, ["attn2.to_q", "attn2.to_k", "attn2.to_v"], dims.autocast)
-        per_token += _qk_norms(dims, second) + _inputs(dims, width, ["attn2.to_out.0"], False)
+        per_token += _qk_norms(dims, second, flux) + _inputs(dims, width, ["attn2.to_out.0"], False)
         per_token += dims.a * width if mod else 0
         kept += per_token * shape.image_tokens + _sdpa(dims, second, shape.image_tokens, shape.image_tokens)
     return kept
