@@ -1,7 +1,9 @@
 """diffusers pipeline folders and latent geometry: `model_index.json`, the denoiser's and the VAE's configs.
 
 A pipeline folder holds `model_index.json` (component name -> [library, class]) and one folder per
-component. The denoiser is `transformer/` or `unet/`; the VAE's config gives the latent geometry:
+component. The denoiser is `transformer/` or `unet/`; the VAE and the text encoders
+(`text_encoder/`, `text_encoder_2/`, `text_encoder_3/`) are counted by `hf/encoders.py`; the
+VAE's config gives the latent geometry:
 - `AutoencoderKL` (SD 1.5, SDXL, SD3, FLUX): one 2x downsampling per encoder stage but the last,
   so the spatial stride is 2 ** (len(block_out_channels) - 1) (8 for the released VAEs), with
   `latent_channels` channels (diffusers `AutoencoderKL`; `VaeImageProcessor`'s vae_scale_factor).
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from trainplan.errors import ConfigError
+from trainplan.hf.encoders import TEXT_ENCODER_FOLDERS, frozen_components
 from trainplan.hf.values import get_int
 from trainplan.model import LatentGeometry, ModelSpec
 
@@ -115,6 +118,16 @@ def pipeline_config_from(read: Callable[[str], dict[str, Any] | None], where: st
     vae = read("vae/config.json") if "vae" in index else None
     if vae is not None:
         denoiser[PIPELINE_KEY] = {"vae": vae}
+        encoders = {}
+        for folder in TEXT_ENCODER_FOLDERS:
+            text = read(f"{folder}/config.json") if folder in index else None
+            if text is not None:
+                declared = index[folder]  # [library, class]: the class when the config names none
+                if "architectures" not in text and isinstance(declared, list) and len(declared) == 2:
+                    text = {**text, "architectures": [declared[1]]}
+                encoders[folder] = text
+        if encoders:
+            denoiser[PIPELINE_KEY]["text_encoders"] = encoders
     return denoiser
 
 
@@ -129,10 +142,15 @@ def pipeline_config(folder: Path) -> dict[str, Any]:
 
 
 def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
-    """`spec` with the latent geometry its pipeline settings give; unchanged without a VAE config."""
+    """`spec` with the latent geometry its pipeline settings give and its frozen components (the
+    VAE and text encoders, `hf/encoders.py`); unchanged without a VAE config."""
     pipeline = cfg.get(PIPELINE_KEY)
     if not isinstance(pipeline, Mapping) or not isinstance(pipeline.get("vae"), Mapping):
         return spec
     default = DEFAULT_TEXT_TOKENS.get(str(cfg.get("_class_name")), 0)
     tokens = get_int(pipeline, "text_tokens", default=default)
-    return replace(spec, geometry=latent_geometry(cfg, pipeline["vae"], tokens))
+    return replace(
+        spec,
+        geometry=latent_geometry(cfg, pipeline["vae"], tokens),
+        frozen=frozen_components(pipeline, spec.source),
+    )
