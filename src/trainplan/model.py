@@ -204,8 +204,11 @@ class EncoderLayer:
     over the `in_channels`-wide latent pixels of one frame (its projections are listed as 1x1
     convs). The layer's output is at 1 / 2**`level` of the input's pixels per side and, in time,
     has 1 + (frames - 1) / 2**`time_level` frames (a causal video VAE; 1 frame for images).
+    `stride` is the spatial stride (2 for a downsampling conv: its input has 4x the pixels).
     `skips_first_frame`: the layer does not run on the first frame's chunk (Wan's strided time
-    conv, which only sees later chunks).
+    conv, which only sees later chunks); `cache_frames`: input frames a causal conv keeps from the
+    previous chunk and prepends to the next (Wan's feature cache: 2 for a 3x3x3 conv, 1 for the
+    time conv).
     """
 
     name: str
@@ -215,7 +218,9 @@ class EncoderLayer:
     kernel: int = 1
     level: int = 0
     time_level: int = 0
+    stride: int = 1
     skips_first_frame: bool = False
+    cache_frames: int = 0
 
 
 @dataclass(frozen=True)
@@ -227,7 +232,9 @@ class FrozenComponent:
     `forward_params` the weights a training step runs (a VAE's encoder and quant_conv; a text
     encoder's all). A VAE lists its encoder's `layers` in forward order; a text encoder carries
     its `text` layout (widths, heads, layers, as a ModelSpec) and `context_tokens`, the fixed
-    length it always reads (CLIP's 77-token context; 0: the scenario's text length).
+    length it always reads (CLIP's 77-token context; 0: the scenario's text length, less
+    `text_offset`, the denoiser's text positions ahead of this encoder's: SD3's 77 CLIP positions
+    before the T5 tokens).
     """
 
     name: str  # the pipeline folder: vae, text_encoder, text_encoder_2, text_encoder_3
@@ -238,6 +245,7 @@ class FrozenComponent:
     layers: tuple[EncoderLayer, ...] = ()
     text: ModelSpec | None = None
     context_tokens: int = 0
+    text_offset: int = 0
     source: str = ""
 
 

@@ -76,7 +76,15 @@ def _refuse(cfg: Mapping[str, Any], where: str, modelled: Mapping[str, Any]) -> 
 
 
 def _conv(name: str, inp: int, out: int, kernel: int, level: int, time_level: int = 0) -> EncoderLayer:
-    return EncoderLayer(name, "conv", inp, out, kernel, level, time_level)
+    """A stride-1 convolution; a causal 3x3x3 one (27 taps) caches 2 input frames per chunk."""
+    return EncoderLayer(
+        name, "conv", inp, out, kernel, level, time_level, cache_frames=2 if kernel == 27 else 0
+    )
+
+
+def _down(name: str, width: int, level: int, time_level: int = 0) -> EncoderLayer:
+    """A 3x3 stride-2 downsampling conv whose output is at `level`."""
+    return EncoderLayer(name, "conv", width, width, 9, level, time_level, stride=2)
 
 
 def _conv_params(layer: EncoderLayer) -> int:
@@ -157,7 +165,7 @@ def autoencoder_kl(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
             norms += _kl_resnet_norms(width, out)
             width = out
         if stage < stages - 1:
-            layers.append(_conv(f"encoder.down_blocks.{stage}.downsamplers.0.conv", out, out, 9, stage + 1))
+            layers.append(_down(f"encoder.down_blocks.{stage}.downsamplers.0.conv", out, stage + 1))
     layers += _mid("encoder.mid_block", last, 9, stages - 1, 0, wan=False)
     norms += 2 * _kl_resnet_norms(last, last) + 2 * last  # the mid resnets and the attention's GroupNorm
     layers.append(_conv("encoder.conv_out", last, 2 * latent, 9, stages - 1))
@@ -211,11 +219,11 @@ def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenCompon
             width, index = out, index + 1
         if stage < len(mult) - 1:
             level += 1
-            layers.append(_conv(f"encoder.down_blocks.{index}.resample.1", out, out, 9, level, time_level))
-            if down[stage]:
+            layers.append(_down(f"encoder.down_blocks.{index}.resample.1", out, level, time_level))
+            if down[stage]:  # a (3,1,1) conv of time stride 2 over the last cached frame and the chunk
                 time_level += 1
                 time_conv = _conv(f"encoder.down_blocks.{index}.time_conv", out, out, 3, level, time_level)
-                layers.append(replace(time_conv, skips_first_frame=True))
+                layers.append(replace(time_conv, skips_first_frame=True, cache_frames=1))
             index += 1
     last = dims[-1]
     layers += _mid("encoder.mid_block", last, 27, level, time_level, wan=True)
@@ -344,9 +352,12 @@ def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = ""
 _PIPELINE_KEYS = {"vae", "text_tokens", "text_encoders"}
 
 
-def frozen_components(pipeline: Mapping[str, Any], source: str = "") -> tuple[FrozenComponent, ...]:
+def frozen_components(
+    pipeline: Mapping[str, Any], source: str = "", text_offset: int = 0
+) -> tuple[FrozenComponent, ...]:
     """The VAE and text encoders a pipeline's settings describe (`vae`, `text_encoders`: folder
-    -> config.json), VAE first; unknown pipeline keys are refused."""
+    -> config.json), VAE first; unknown pipeline keys are refused. `text_offset`: the denoiser's
+    text positions ahead of the variable-length encoder's (pipeline.JOINED_CLIP_TOKENS)."""
     unknown = sorted(set(pipeline) - _PIPELINE_KEYS)
     if unknown:
         raise ConfigError(
@@ -365,5 +376,8 @@ def frozen_components(pipeline: Mapping[str, Any], source: str = "") -> tuple[Fr
                 f"pipeline.text_encoders.{folder}",
                 f"must be one of {', '.join(TEXT_ENCODER_FOLDERS)}, mapped to its config.json",
             )
-        components.append(text_encoder_component(str(folder), cfg, source))
+        component = text_encoder_component(str(folder), cfg, source)
+        if not component.context_tokens:
+            component = replace(component, text_offset=text_offset)
+        components.append(component)
     return tuple(components)

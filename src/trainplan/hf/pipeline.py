@@ -31,6 +31,7 @@ from trainplan.model import LatentGeometry, ModelSpec
 __all__ = [
     "DEFAULT_TEXT_TOKENS",
     "DENOISER_FOLDERS",
+    "JOINED_CLIP_TOKENS",
     "PIPELINE_KEY",
     "latent_geometry",
     "pipeline_config",
@@ -40,12 +41,18 @@ __all__ = [
 #: Component folders of a diffusers pipeline that hold the denoiser, in the order looked for.
 DENOISER_FOLDERS = ("transformer", "unet")
 
+#: Text positions the CLIP embeddings take ahead of the T5 tokens in the denoiser's text, per
+#: denoiser class: StableDiffusion3Pipeline.encode_prompt pads the joined CLIP-L/G embeddings to
+#: the T5 width and concatenates them with the T5 tokens along the sequence (77 + 256). FLUX
+#: reads CLIP's pooled output only; the UNets read CLIP alone.
+JOINED_CLIP_TOKENS = {"SD3Transformer2DModel": 77}
+
 #: Text tokens the denoiser sees by default, per denoiser class: FluxPipeline and WanPipeline's
 #: `max_sequence_length` (512), StableDiffusion3Pipeline's 77 CLIP tokens concatenated with its
 #: 256 T5 tokens, and the 77-token CLIP context of the UNet pipelines.
 DEFAULT_TEXT_TOKENS = {
     "FluxTransformer2DModel": 512,
-    "SD3Transformer2DModel": 77 + 256,
+    "SD3Transformer2DModel": JOINED_CLIP_TOKENS["SD3Transformer2DModel"] + 256,
     "WanTransformer3DModel": 512,
     "UNet2DConditionModel": 77,
 }
@@ -152,5 +159,7 @@ def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
     return replace(
         spec,
         geometry=latent_geometry(cfg, pipeline["vae"], tokens),
-        frozen=frozen_components(pipeline, spec.source),
+        frozen=frozen_components(
+            pipeline, spec.source, JOINED_CLIP_TOKENS.get(str(cfg.get("_class_name")), 0)
+        ),
     )

@@ -1,0 +1,280 @@
+"""The frozen encoders of a diffusion pipeline: their GPU memory, forward peak, FLOPs, PCIe traffic.
+
+`frozen_encoders` says where the VAE and the text encoders (`ModelSpec.frozen`, counted by
+`hf/encoders.py`) live during training:
+
+- `precomputed`: latents and text embeddings were cached beforehand (the SDXL LoRA scripts'
+  `--cache_latents`, train_dreambooth_lora_sdxl.py, which encodes the dataset once and then frees
+  the VAE; prompt embeddings computed once): nothing of them is on the GPU, nothing runs per step.
+- `gpu`: every component is moved to the GPU once at the compute dtype and runs without grad each
+  micro-batch. The diffusers scripts cast what they do not train to `weight_dtype`
+  (train_dreambooth_lora_flux.py: `vae.to(accelerator.device, dtype=weight_dtype)`, the same for
+  both text encoders; bf16 = 2 bytes). The whole VAE is moved, decoder included, though training
+  runs only its encoder. train_text_to_image_sdxl.py keeps the SDXL VAE in fp32 (its fp16 NaNs)
+  unless a fixed VAE is given: pass `weight_bytes=4` for it.
+- `offload`: the components stay in CPU memory and each one is moved to the GPU for its forward
+  and back after (the DreamBooth LoRA scripts' `--offload`: "offload the VAE and the text
+  encoders to CPU when they are not used"): no resident bytes, one component's weights at a time
+  on the GPU, and their bytes over PCIe both ways every micro-batch.
+
+Each function takes Python numbers or numpy arrays for `micro_batch` (the planner's candidates)
+and returns bytes, FLOPs per sample, or bytes per micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainplan.arrays import maximum
+from trainplan.errors import InputError
+from trainplan.model import EncoderLayer, FrozenComponent, ModelSpec, block_linears
+from trainplan.terms.geometry import TokenShape
+
+__all__ = [
+    "KINDS",
+    "FrozenEncoderCost",
+    "encoder_tokens",
+    "flops_per_sample",
+    "frozen_encoder_cost",
+    "offload_bytes",
+    "peak_bytes",
+    "resident_bytes",
+    "text_flops",
+    "text_working_bytes",
+    "vae_flops",
+    "vae_working_bytes",
+    "working_bytes",
+]
+
+#: Text encoders whose attention materialises the scores, adds the relative position bias (kept
+#: for the whole stack) and takes the softmax in fp32 (transformers modeling_t5.py / modeling_umt5.py:
+#: `softmax(scores.float())`). CLIP's text attention goes through SDPA.
+_FP32_SOFTMAX = frozenset({"T5EncoderModel", "UMT5EncoderModel"})
+
+
+def resident_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2) -> int:
+    """GPU bytes the frozen components hold for the whole run: every weight of every component
+    (both VAE halves) at `weight_bytes` for `gpu`; 0 for `precomputed` and `offload`. Exact."""
+    if frozen_encoders != "gpu":
+        return 0
+    return sum(component.params for component in model.frozen) * weight_bytes
+
+
+def offload_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2) -> int:
+    """Bytes over PCIe per micro-batch for `offload`: each component's weights host -> device
+    before its forward and device -> host after (`module.to(device)`, `module.to("cpu")`, each a
+    full copy), 2 x params x weight_bytes summed; 0 otherwise. A step of grad_accum micro-batches
+    moves grad_accum times this. Exact."""
+    if frozen_encoders != "offload":
+        return 0
+    return 2 * sum(component.params for component in model.frozen) * weight_bytes
+
+
+def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
+    """Tokens a text encoder reads per sample: CLIP its fixed context (the pipelines pad every
+    prompt to the tokenizer's 77), a T5 the denoiser's text length less the positions other
+    encoders take ahead of it (SD3: 333 - 77 = 256); InputError naming text_tokens when none
+    are left. Exact."""
+    if component.context_tokens:
+        return component.context_tokens
+    tokens = shape.text_tokens - component.text_offset
+    if tokens < 1:
+        raise InputError(
+            "text_tokens",
+            f"{shape.text_tokens}: the first {component.text_offset} text positions are CLIP's, so "
+            f"{component.name} ({component.architecture}) needs at least {component.text_offset + 1}",
+        )
+    return tokens
+
+
+def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
+    """Forward FLOPs per sample of a text encoder: 2 x matmul weights x tokens (embedding lookups
+    cost none; Kaplan et al. 2020, sec. 2.1) plus scores and weighted sum, 2 x heads x tokens x
+    (d_k + d_v) per token and layer over all tokens (no causal saving counted), plus a pooled
+    projection on one token. Exact arithmetic, elementwise ops left out."""
+    text = component.text
+    assert text is not None, "a text component carries its layout"
+    tokens = encoder_tokens(component, shape)
+    flops = 0.0
+    for block in text.blocks:
+        matmul = sum(
+            linear.in_features * linear.out_features for linear in block_linears(block, text.hidden_size)
+        )
+        flops += block.count * 2 * matmul * tokens
+        if block.attention is not None:
+            attention = block.attention
+            flops += (
+                block.count
+                * 2
+                * attention.num_heads
+                * tokens
+                * tokens
+                * (attention.head_dim + attention.v_head_dim)
+            )
+    return flops + sum(2 * extra.params for extra in text.extras)
+
+
+def _frames(frames: int, time_level: int) -> int:
+    """Frames at a temporal level of a causal VAE: 1 + (F - 1) / 2^level (the first alone)."""
+    return 1 + ((frames - 1) >> time_level)
+
+
+def _pixels(shape: TokenShape, level: int) -> int:
+    """Pixels of one frame at 1 / 2^level of the input per side."""
+    return (shape.width_px >> level) * (shape.height_px >> level)
+
+
+def vae_flops(component: FrozenComponent, shape: TokenShape) -> float:
+    """Forward FLOPs per sample of the VAE encoder, layer by layer at its resolution: a conv
+    costs 2 x in x out x taps per output value (pixels at its level x its frames; a Wan time conv
+    skips the first frame); a mid-block attention 4 x N^2 x C per frame (QK^T and AV over the
+    N latent pixels). Exact arithmetic; norms, activations and biases left out."""
+    flops = 0.0
+    for layer in component.layers:
+        frames = _frames(shape.frames, layer.time_level) - (1 if layer.skips_first_frame else 0)
+        pixels = _pixels(shape, layer.level)
+        if layer.kind == "attention":
+            flops += 4 * pixels * pixels * layer.in_channels * frames
+        else:
+            flops += 2 * layer.in_channels * layer.out_channels * layer.kernel * pixels * frames
+    return flops
+
+
+def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> int:
+    """Frames of one encoder chunk at a temporal level. A causal video VAE encodes the first frame
+    alone, then 2^T frames at a time (T its temporal downsamplings: AutoencoderKLWan._encode's
+    chunks of 4), halved at each level; images are one frame."""
+    if frames == 1:
+        return 1
+    levels = max(layer.time_level for layer in component.layers)
+    return max(1, (1 << levels) >> time_level)
+
+
+def _layer_elements(component: FrozenComponent, layer: EncoderLayer, shape: TokenShape) -> int:
+    """Elements one layer holds at once: its input twice (the block input kept for the residual
+    and the normed, activated copy the conv reads, with the frames cached from the last chunk)
+    and its output; an attention its input, q, k, v and output (5 x C x N: SDPA's memory-efficient
+    kernel keeps no N x N scores)."""
+    out_frames = _chunk_frames(component, shape.frames, layer.time_level)
+    pixels = _pixels(shape, layer.level)
+    if layer.kind == "attention":
+        return 5 * layer.in_channels * pixels * out_frames
+    in_level = layer.time_level - (1 if layer.skips_first_frame else 0)
+    in_frames = _chunk_frames(component, shape.frames, in_level) + layer.cache_frames
+    inputs = layer.in_channels * pixels * layer.stride**2 * in_frames
+    return 2 * inputs + layer.out_channels * pixels * out_frames
+
+
+def vae_working_bytes(component: FrozenComponent, shape: TokenShape, activation_bytes: int = 2) -> int:
+    """Bytes per sample the VAE encoder's forward holds at its peak, without grad: the widest
+    layer's working set (`_layer_elements`), plus the causal feature cache that persists through
+    the encode (each cached conv's `cache_frames` of its input) and the sample's pixels. An
+    estimate: it assumes the allocator frees each intermediate as soon as it is reassigned."""
+    widest = max(_layer_elements(component, layer, shape) for layer in component.layers)
+    cache = sum(
+        layer.cache_frames * layer.in_channels * _pixels(shape, layer.level) * layer.stride**2
+        for layer in component.layers
+    )
+    first = component.layers[0]
+    pixels = first.in_channels * shape.width_px * shape.height_px * shape.frames
+    return (widest + cache + pixels) * activation_bytes
+
+
+def text_working_bytes(component: FrozenComponent, shape: TokenShape, activation_bytes: int = 2) -> int:
+    """Bytes per sample a text encoder's forward holds at its peak, without grad, in its widest
+    layer: the layer input and its normed copy (2 L h), plus the larger of the MLP (gated: both
+    up-projections and their product, 3 L i; plain: fc1's output and its activation, 2 L i) and
+    the attention (q, k, v and the context, 4 L x heads x d, with heads x L^2 scores); a T5 adds
+    its fp32 softmax copy and the position bias it keeps for the stack (heads x L^2 x (4 + 2)).
+    An estimate."""
+    text = component.text
+    assert text is not None, "a text component carries its layout"
+    tokens = encoder_tokens(component, shape)
+    widest = 0.0
+    for block in text.blocks:
+        attention, mlp = block.attention, block.mlp
+        assert attention is not None and mlp is not None, "text encoder layers have attention and an MLP"
+        mlp_elements = (3 if mlp.gated else 2) * tokens * mlp.intermediate_size
+        scores = attention.num_heads * tokens * tokens
+        attention_elements = 4 * tokens * attention.q_size + scores
+        layer = activation_bytes * (2 * tokens * text.hidden_size + max(mlp_elements, attention_elements))
+        if component.architecture in _FP32_SOFTMAX:
+            layer += scores * (4 + activation_bytes)
+        widest = max(widest, layer)
+    return int(widest)
+
+
+def working_bytes(component: FrozenComponent, shape: TokenShape, activation_bytes: int = 2) -> int:
+    """Per-sample forward working set of one component (VAE or text encoder). An estimate."""
+    if component.kind == "vae":
+        return vae_working_bytes(component, shape, activation_bytes)
+    return text_working_bytes(component, shape, activation_bytes)
+
+
+def peak_bytes(
+    model: ModelSpec,
+    shape: TokenShape,
+    micro_batch: Any,
+    frozen_encoders: str,
+    activation_bytes: int = 2,
+    weight_bytes: int = 2,
+) -> Any:
+    """The transient GPU peak of running the frozen components on one micro-batch, over what
+    `resident_bytes` holds: they run one after another without grad, so the largest of
+    micro_batch x its working set; under `offload` each also brings its weights for the while
+    (params x weight_bytes). 0 for `precomputed`. An estimate."""
+    if frozen_encoders == "precomputed" or not model.frozen:
+        return 0 * micro_batch
+    peak: Any = 0 * micro_batch
+    for component in model.frozen:
+        weights = component.params * weight_bytes if frozen_encoders == "offload" else 0
+        peak = maximum(peak, micro_batch * working_bytes(component, shape, activation_bytes) + weights)
+    return peak
+
+
+def flops_per_sample(model: ModelSpec, shape: TokenShape, frozen_encoders: str) -> float:
+    """Forward FLOPs per sample of every frozen component that runs each step (`gpu`, `offload`):
+    the VAE encoder over the pixels and each text encoder over its tokens; 0 for `precomputed`.
+    Exact arithmetic (matmuls and convolutions)."""
+    if frozen_encoders == "precomputed":
+        return 0.0
+    return sum(
+        vae_flops(component, shape) if component.kind == "vae" else text_flops(component, shape)
+        for component in model.frozen
+    )
+
+
+@dataclass(frozen=True)
+class FrozenEncoderCost:
+    """What the frozen components add to a step (see `KINDS` for each field's kind and formula)."""
+
+    resident_bytes: int
+    peak_bytes: Any
+    flops_per_sample: float
+    offload_bytes_per_micro_batch: int
+
+
+#: Field of FrozenEncoderCost -> (exact | estimate, one-line formula), for the result tree.
+KINDS = {
+    "resident_bytes": ("exact", "gpu: every VAE and text-encoder weight at the compute dtype"),
+    "peak_bytes": ("estimate", "largest component's no-grad forward working set x micro_batch"),
+    "flops_per_sample": ("exact", "2 x weights x tokens (text); 2 x in x out x taps x positions (VAE convs)"),
+    "offload_bytes_per_micro_batch": ("exact", "offload: 2 x weights x bytes, host to device and back"),
+}
+
+
+def frozen_encoder_cost(
+    model: ModelSpec,
+    shape: TokenShape,
+    micro_batch: Any,
+    frozen_encoders: str,
+    compute_bytes: int = 2,
+) -> FrozenEncoderCost:
+    """Everything above for one scenario, weights and activations at the compute dtype."""
+    return FrozenEncoderCost(
+        resident_bytes=resident_bytes(model, frozen_encoders, compute_bytes),
+        peak_bytes=peak_bytes(model, shape, micro_batch, frozen_encoders, compute_bytes, compute_bytes),
+        flops_per_sample=flops_per_sample(model, shape, frozen_encoders),
+        offload_bytes_per_micro_batch=offload_bytes(model, frozen_encoders, compute_bytes),
+    )
