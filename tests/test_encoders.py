@@ -1,0 +1,324 @@
+"""The frozen encoders of diffusion pipelines: counts against diffusers / transformers builds and
+published figures, hand-computed memory, FLOPs and PCIe terms, and the config errors."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainplan.catalog import catalog_spec, find_model_record, model_records, resolve_model
+from trainplan.errors import ConfigError, InputError
+from trainplan.hf.encoders import frozen_components, text_encoder_component, vae_component
+from trainplan.model import FrozenComponent
+from trainplan.terms import encoders
+from trainplan.terms.geometry import TokenShape, token_shape
+
+PIPELINES = [record for record in model_records() if record.pipeline]
+
+
+def _components() -> list[tuple[str, str, dict[str, Any]]]:
+    """(pipeline, folder, config) of every distinct frozen component in the catalog."""
+    seen: set[str] = set()
+    found = []
+    for record in PIPELINES:
+        assert record.pipeline is not None
+        configs = {"vae": record.pipeline["vae"], **record.pipeline["text_encoders"]}
+        for folder, config in configs.items():
+            key = json.dumps(config, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                found.append((record.name, folder, dict(config)))
+    return found
+
+
+@cache
+def _built(config_json: str) -> tuple[int, int]:
+    """(all parameters, the encoder half: encoder + quant_conv) of the model diffusers or
+    transformers builds from the config on the meta device (text encoders: both the same)."""
+    torch = pytest.importorskip("torch")
+    config = json.loads(config_json)
+    with torch.device("meta"):
+        if "_class_name" in config:
+            diffusers = pytest.importorskip("diffusers")
+            kwargs = {key: value for key, value in config.items() if key != "_class_name"}
+            vae = getattr(diffusers, config["_class_name"]).from_config(kwargs)
+            encoder = sum(p.numel() for p in vae.encoder.parameters())
+            if vae.quant_conv is not None:
+                encoder += sum(p.numel() for p in vae.quant_conv.parameters())
+            return sum(p.numel() for p in vae.parameters()), encoder
+        transformers = pytest.importorskip("transformers")
+        kwargs = {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
+        config_class = {
+            "clip_text_model": transformers.CLIPTextConfig,
+            "t5": transformers.T5Config,
+            "umt5": transformers.UMT5Config,
+        }[config["model_type"]]
+        model = getattr(transformers, config["architectures"][0])(config_class(**kwargs))
+        total = sum(p.numel() for p in model.parameters())
+        return total, total
+
+
+def _component(folder: str, config: dict[str, Any]) -> FrozenComponent:
+    return vae_component(config) if folder == "vae" else text_encoder_component(folder, config)
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "folder", "config"), _components(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_catalog_components_equal_the_meta_device_build(
+    pipeline: str, folder: str, config: dict[str, Any]
+) -> None:
+    # every VAE (both halves, and the encoder half training runs) and text encoder of the catalog
+    component = _component(folder, config)
+    assert (component.params, component.forward_params) == _built(json.dumps(config, sort_keys=True))
+
+
+def test_published_figures() -> None:
+    flux = {c.name: c for c in catalog_spec("FLUX.1-dev").frozen}
+    sdxl = {c.name: c for c in catalog_spec("SDXL-base-1.0").frozen}
+    wan = {c.name: c for c in catalog_spec("Wan2.1-T2V-14B").frozen}
+    # FLUX.1 repositories, text_encoder_2/model.safetensors.index.json: total_size 9,524,621,312
+    # bytes of bf16 weights = 2 x 4,762,310,656 (exact)
+    assert 2 * flux["text_encoder_2"].params == 9_524_621_312
+    assert flux["text_encoder_2"].architecture == "T5EncoderModel"
+    # Stable Diffusion v1 model card: "a 860M UNet and 123M text encoder" (rounded)
+    assert round(sdxl["text_encoder"].params, -6) == 123_000_000
+    # Podell et al. 2023 (SDXL), sec. 2.1: OpenCLIP ViT-bigG with CLIP ViT-L, "817M" text-encoder
+    # parameters in total (817.7M, truncated)
+    assert (sdxl["text_encoder"].params + sdxl["text_encoder_2"].params) // 10**6 == 817
+    # Wan Team 2025 (Wan), sec. 3.1: the Wan-VAE has 127M parameters (rounded)
+    assert round(wan["vae"].params, -6) == 127_000_000
+    # the SD VAE (AutoencoderKL, 4 latent channels): 83,653,863 in diffusers' build, about a third
+    # of it the encoder; FLUX/SD3's 16-channel VAE has no quant convs
+    assert (sdxl["vae"].params, sdxl["vae"].forward_params) == (83_653_863, 34_163_664)
+
+
+TINY_KL = {
+    "_class_name": "AutoencoderKL", "in_channels": 3, "out_channels": 3, "latent_channels": 2,
+    "layers_per_block": 1, "block_out_channels": [4, 8], "norm_num_groups": 2,
+    "down_block_types": ["DownEncoderBlock2D"] * 2, "up_block_types": ["UpDecoderBlock2D"] * 2,
+}  # fmt: skip
+TINY_WAN = {
+    "_class_name": "AutoencoderKLWan", "base_dim": 2, "z_dim": 2, "dim_mult": [1, 2], "num_res_blocks": 1,
+    "attn_scales": [], "temperal_downsample": [True],
+}  # fmt: skip
+TINY_CLIP = {
+    "architectures": ["CLIPTextModelWithProjection"], "model_type": "clip_text_model", "hidden_size": 8,
+    "intermediate_size": 16, "num_attention_heads": 2, "num_hidden_layers": 2, "vocab_size": 10,
+    "max_position_embeddings": 6, "projection_dim": 4,
+}  # fmt: skip
+TINY_T5 = {
+    "architectures": ["T5EncoderModel"], "model_type": "t5", "d_model": 8, "d_ff": 16, "d_kv": 4,
+    "num_heads": 2, "num_layers": 2, "vocab_size": 10, "feed_forward_proj": "gated-gelu",
+    "relative_attention_num_buckets": 4,
+}  # fmt: skip
+
+
+def _shape(width: int, frames: int = 1, text: int = 0) -> TokenShape:
+    return TokenShape(width, width, frames, 0, 0, 0, 0, text)
+
+
+def test_tiny_autoencoder_kl_hand_count() -> None:
+    # encoder: conv_in 3->4 3x3 (3*4*9 + 4 = 112); stage 0 resnet 4->4 (two 148 convs, GroupNorms
+    # 16: 312) and its stride-2 conv (148); stage 1 resnet 4->8 (296 + 584 + 1x1 shortcut 40 +
+    # norms 24 = 944); mid: two resnets 8->8 (2 x 1200) and the attention (4 x (64 + 8) + 16 = 304);
+    # conv_norm_out 16, conv_out 8->4 (292), quant_conv 4->4 (20)                       = 4548
+    # decoder: conv_in 2->8 (152), mid (2704), up stage 0: two resnets 8->8 (2400) and the upsampling
+    # conv (584); up stage 1: resnet 8->4 (292 + 148 + 36 + 24 = 500) and 4->4 (312); conv_norm_out
+    # 8, conv_out 4->3 (111), post_quant_conv 2->2 (6)                                   = 6777
+    vae = vae_component(TINY_KL)
+    assert (
+        (vae.params, vae.forward_params) == (4548 + 6777, 4548) == _built(json.dumps(TINY_KL, sort_keys=True))
+    )
+
+
+def test_tiny_autoencoder_kl_flops_and_working_set() -> None:
+    vae = vae_component(TINY_KL)
+    # 8 x 8 px: 64 pixels at level 0, 16 after the stride-2 conv; a conv costs 2 x in x out x taps
+    # per output pixel: conv_in 2*3*4*9*64 = 13,824; stage 0 two convs 2 x 18,432; the down conv
+    # 2*4*4*9*16 = 4,608; stage 1: 9,216 + 18,432 + shortcut 1,024; mid: four 8->8 convs 4 x 18,432,
+    # four projections 4 x 2*8*8*16, attention 4 x 16^2 x 8 = 8,192; conv_out 9,216; quant_conv 512
+    expected = (
+        13_824 + 2 * 18_432 + 4_608 + 9_216 + 18_432 + 1_024 + 4 * 18_432 + 4 * 2_048 + 8_192 + 9_216 + 512
+    )
+    assert encoders.vae_flops(vae, _shape(8)) == expected == 183_808
+    # widest layer: a stage-0 conv holds its input twice and its output, 3 x 4 x 64 = 768 elements;
+    # plus the sample's pixels 3 x 64; at 2 bytes
+    assert encoders.vae_working_bytes(vae, _shape(8)) == (768 + 192) * 2
+
+
+def test_tiny_wan_vae_flops_and_working_set() -> None:
+    vae = vae_component(TINY_WAN)
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_WAN, sort_keys=True))
+    # 8 x 8 px, 5 frames: level 0 has 64 pixels x 5 frames, level 1 (after the spatial and the time
+    # downsampling) 16 pixels x 1 + 4/2 = 3 frames; the time conv skips the first frame (2 frames)
+    conv_in = 2 * 3 * 2 * 27 * 64 * 5
+    stage0 = 2 * (2 * 2 * 2 * 27 * 64 * 5)
+    resample = 2 * 2 * 2 * 9 * 16 * 5  # the 2-D stride-2 conv runs on every frame
+    time_conv = 2 * 2 * 2 * 3 * 16 * 2
+    stage1 = 2 * 2 * 4 * 27 * 16 * 3 + 2 * 4 * 4 * 27 * 16 * 3 + 2 * 2 * 4 * 16 * 3
+    mid = 4 * (2 * 4 * 4 * 27 * 16 * 3) + 2 * 4 * 12 * 16 * 3 + 2 * 4 * 4 * 16 * 3 + 4 * 16 * 16 * 4 * 3
+    out = 2 * 4 * 4 * 27 * 16 * 3 + 2 * 4 * 4 * 16 * 3
+    assert (
+        encoders.vae_flops(vae, _shape(8, 5)) == conv_in + stage0 + resample + time_conv + stage1 + mid + out
+    )
+    # chunks of 2 frames at level 0 (one temporal downsampling), 1 at level 1; a 3x3x3 conv reads
+    # its chunk with 2 cached frames: conv_in holds 2 x 3 x 64 x 4 + its output 2 x 64 x 2 = 1,792
+    # (the widest); the cache keeps 2 frames of each 3x3x3 conv's input and 1 of the time conv's:
+    # conv_in 384, stage 0 512, time conv 32, stage 1 64 + 128, mid 512, conv_out 128 = 1,760;
+    # the clip's pixels 3 x 64 x 5 = 960
+    assert encoders.vae_working_bytes(vae, _shape(8, 5)) == (1_792 + 1_760 + 960) * 2
+
+
+def test_tiny_text_encoders_hand_count() -> None:
+    # CLIP: embeddings (10 + 6) x 8 = 128; a layer: q/k/v/out 4 x (64 + 8), fc1 8x16 + 16, fc2 16x8 + 8,
+    # two LayerNorms 2 x 16 = 600; final LayerNorm 16; text_projection 8 x 4 = 32
+    clip = text_encoder_component("text_encoder", TINY_CLIP)
+    assert clip.params == 128 + 2 * 600 + 16 + 32 == _built(json.dumps(TINY_CLIP, sort_keys=True))[0]
+    assert clip.context_tokens == 6  # the tokenizer pads to max_position_embeddings
+    # T5 encoder: shared embedding 80; a layer: q/k/v/o 4 x 64, gated FFN 3 x 128, two RMSNorms 16;
+    # the first layer's relative bias 4 buckets x 2 heads; the final norm 8. UMT5: a bias per layer
+    t5 = text_encoder_component("text_encoder_2", TINY_T5)
+    assert t5.params == 80 + 2 * 656 + 8 + 8 == _built(json.dumps(TINY_T5, sort_keys=True))[0]
+    umt5_config = {**TINY_T5, "architectures": ["UMT5EncoderModel"], "model_type": "umt5"}
+    umt5 = text_encoder_component("text_encoder", umt5_config)
+    assert umt5.params == t5.params + 8 == _built(json.dumps(umt5_config, sort_keys=True))[0]
+
+
+def test_tiny_text_encoder_flops_and_working_set() -> None:
+    clip = text_encoder_component("text_encoder", TINY_CLIP)
+    # 6 tokens whatever the text length: matmuls 2 x (4*64 + 128 + 128) x 6 = 6,144 per layer,
+    # scores and weighted sum 2 x 2 heads x 6 x 6 x (4 + 4) = 1,152 per layer; pooled projection 2 x 32
+    assert encoders.text_flops(clip, _shape(8, text=100)) == 2 * (6_144 + 1_152) + 64
+    # layer input and normed copy 2 x 6 x 8 = 96, then attention 4 x 6 x 8 + 2 x 36 = 264 (> MLP 2 x 6 x 16)
+    assert encoders.text_working_bytes(clip, _shape(8)) == (96 + 264) * 2
+    t5 = text_encoder_component("text_encoder_2", TINY_T5)
+    # 5 tokens: 2 x (4*64 + 3*128) x 5 = 6,400 and 2 x 2 x 5 x 5 x 8 = 800 per layer
+    assert encoders.text_flops(t5, _shape(8, text=5)) == 2 * (6_400 + 800)
+    # 2 x 5 x 8 = 80, then the gated MLP 3 x 5 x 16 = 240 (> attention 4 x 5 x 8 + 50); fp32 softmax
+    # copy and position bias over the 2 x 25 scores at 4 + 2 bytes
+    assert encoders.text_working_bytes(t5, _shape(8, text=5)) == (80 + 240) * 2 + 50 * 6
+
+
+FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
+
+
+def test_resident_and_offload_bytes_by_mode() -> None:
+    flux = resolve_model("FLUX.1-dev")
+    assert encoders.resident_bytes(flux, "gpu") == 2 * FLUX_WEIGHTS  # bf16, the whole VAE included
+    assert encoders.resident_bytes(flux, "precomputed") == encoders.resident_bytes(flux, "offload") == 0
+    assert encoders.offload_bytes(flux, "offload") == 2 * 2 * FLUX_WEIGHTS  # to the GPU and back
+    assert encoders.offload_bytes(flux, "gpu") == encoders.offload_bytes(flux, "precomputed") == 0
+    # the SDXL text-to-image script's fp32 VAE: 4 bytes a weight
+    assert encoders.resident_bytes(resolve_model("SD-1.5"), "gpu", weight_bytes=4) == 4 * (
+        83_653_863 + 123_060_480
+    )
+
+
+def test_flux_peak_and_flops_at_1024() -> None:
+    np = pytest.importorskip("numpy")
+    flux = resolve_model("FLUX.1-dev")
+    shape = token_shape(flux, 1024)
+    # VAE: a 128-channel stage-0 conv at 1024^2 holds 3 x 128 x 1024^2 elements, plus 3 x 1024^2
+    # pixels, at 2 bytes
+    vae = (3 * 128 + 3) * 1024**2 * 2
+    # T5 at 512 tokens: 2 x 512 x 4096, attention 4 x 512 x 4096 + 64 x 512^2 (> MLP 3 x 512 x
+    # 10240), at 2 bytes; the fp32 softmax copy and position bias 64 x 512^2 x 6
+    t5 = (2 * 512 * 4096 + 4 * 512 * 4096 + 64 * 512**2) * 2 + 64 * 512**2 * 6
+    assert encoders.peak_bytes(flux, shape, 1, "gpu") == vae
+    assert encoders.peak_bytes(flux, shape, 1, "precomputed") == 0
+    # offload: the component on the GPU brings its weights; the T5's 9.5 GB dominate
+    assert encoders.peak_bytes(flux, shape, 1, "offload") == t5 + 2 * 4_762_310_656
+    # the planner's arrays go through the same function
+    assert list(encoders.peak_bytes(flux, shape, np.array([1, 4]), "gpu")) == [vae, 4 * vae]
+    # T5 FLOPs: 2 x (4 x 4096^2 + 3 x 4096 x 10240) x 24 layers x 512 tokens, plus the scores
+    # 2 x 64 x 512 x 512 x 128 x 24: about 2 x (params - embedding) x tokens
+    t5_flops = 2 * (4 * 4096**2 + 3 * 4096 * 10240) * 24 * 512 + 2 * 64 * 512**2 * 128 * 24
+    t5_component = flux.frozen[2]
+    assert encoders.text_flops(t5_component, shape) == t5_flops
+    assert t5_flops == pytest.approx(2 * (4_762_310_656 - 32128 * 4096) * 512, rel=0.03)
+    total = encoders.flops_per_sample(flux, shape, "gpu")
+    assert total == encoders.flops_per_sample(flux, shape, "offload") > t5_flops
+    assert encoders.flops_per_sample(flux, shape, "precomputed") == 0
+    cost = encoders.frozen_encoder_cost(flux, shape, 2, "gpu")
+    assert (cost.resident_bytes, cost.peak_bytes, cost.flops_per_sample) == (2 * FLUX_WEIGHTS, 2 * vae, total)
+    assert set(encoders.KINDS) == set(cost.__dataclass_fields__)
+
+
+def test_sd3_t5_reads_the_tokens_after_clip() -> None:
+    sd3 = resolve_model("SD3.5-Large")
+    t5 = next(c for c in sd3.frozen if c.architecture == "T5EncoderModel")
+    clip = next(c for c in sd3.frozen if c.name == "text_encoder_2")
+    shape = token_shape(sd3, 1024)  # the pipeline's 77 + 256 text positions
+    assert (encoders.encoder_tokens(t5, shape), encoders.encoder_tokens(clip, shape)) == (256, 77)
+    with pytest.raises(InputError) as error:
+        encoders.encoder_tokens(t5, token_shape(sd3, 1024, text_tokens=77))
+    assert error.value.field == "text_tokens" and "at least 78" in error.value.message
+    # FLUX's T5 reads all of them: its CLIP gives only the pooled vector
+    flux = resolve_model("FLUX.1-dev")
+    assert encoders.encoder_tokens(flux.frozen[2], token_shape(flux, 1024, text_tokens=300)) == 300
+
+
+def test_wan_vae_flops_scale_with_latent_frames() -> None:
+    # 81 frames = 1 + 80: every layer past the first temporal stage runs on 1 + 80 / 2^k frames, so
+    # the cost is not 81 x one frame's but close to it at the heavy full-resolution stages
+    wan = resolve_model("Wan2.1-T2V-14B")
+    vae = wan.frozen[0]
+    one, clip = (encoders.vae_flops(vae, token_shape(wan, "832x480", f)) for f in (1, 81))
+    assert 40 * one < clip < 81 * one
+
+
+def test_pipeline_folder_reads_the_text_encoders(tmp_path: Path) -> None:
+    record = find_model_record("SDXL-base-1.0")
+    assert record is not None and record.pipeline is not None
+    index = {
+        "unet": ["diffusers", "UNet2DConditionModel"],
+        "vae": ["diffusers", "AutoencoderKL"],
+        "text_encoder": ["transformers", "CLIPTextModel"],
+        "text_encoder_2": ["transformers", "CLIPTextModelWithProjection"],
+    }
+    (tmp_path / "model_index.json").write_text(json.dumps(index))
+    files = {"unet": dict(record.config), "vae": dict(record.pipeline["vae"])}
+    for folder, config in record.pipeline["text_encoders"].items():
+        files[folder] = {key: value for key, value in config.items() if key != "architectures"}
+    for folder, config in files.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text(json.dumps(config))
+    spec = resolve_model(str(tmp_path))
+    # the classes come from model_index.json where the configs name none
+    assert [(c.name, c.architecture, c.params) for c in spec.frozen] == [
+        (c.name, c.architecture, c.params) for c in catalog_spec("SDXL-base-1.0").frozen
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "field"),
+    [
+        ({"vae": {**TINY_KL, "down_block_types": ["DownBlock2D"] * 2}}, "vae.down_block_types"),
+        ({"vae": {"_class_name": "AutoencoderTiny"}}, "vae._class_name"),
+        ({"vae": {**TINY_WAN, "is_residual": True}}, "vae.is_residual"),
+        ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_CLIP, "architectures": ["GemmaModel"]}}},
+         "text_encoder.architectures"),
+        ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_T5, "d_model": 0}}},
+         "text_encoder.d_model"),
+        ({"vae": TINY_KL, "text_encoders": {"tokenizer": TINY_CLIP}}, "pipeline.text_encoders.tokenizer"),
+        ({"vae": TINY_KL, "scheduler": {}}, "pipeline.scheduler"),
+    ],
+)  # fmt: skip
+def test_unmodelled_components_are_refused_by_field(pipeline: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        frozen_components(pipeline)
+    assert error.value.field == field
+
+
+def test_frozen_components_stay_out_of_the_denoiser_count() -> None:
+    from trainplan.terms.params import total_params
+
+    for record in PIPELINES:
+        spec = record.spec()
+        assert spec.frozen and spec.frozen[0].kind == "vae"
+        assert total_params(spec) == record.meta_device_params
