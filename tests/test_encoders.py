@@ -12,7 +12,8 @@ import pytest
 
 from trainplan.catalog import catalog_spec, find_model_record, model_records, resolve_model
 from trainplan.errors import ConfigError, InputError
-from trainplan.hf.encoders import frozen_components, text_encoder_component, vae_component
+from trainplan.hf.encoders import frozen_components, text_encoder_component
+from trainplan.hf.vae import vae_component
 from trainplan.model import FrozenComponent
 from trainplan.terms import encoders
 from trainplan.terms.geometry import TokenShape, token_shape
