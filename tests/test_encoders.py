@@ -200,8 +200,8 @@ def test_tiny_text_encoder_flops_and_working_set() -> None:
     t5 = text_encoder_component("text_encoder_2", TINY_T5)
     # 5 tokens: 2 x (4*64 + 3*128) x 5 = 6,400 and 2 x 2 x 5 x 5 x 8 = 800 per layer
     assert encoders.text_flops(t5, _shape(8, text=5)) == 2 * (6_400 + 800)
-    # 2 x 5 x 8 = 80, then the gated MLP 3 x 5 x 16 = 240 (> attention 4 x 5 x 8 + 50); fp32 softmax
-    # copy and position bias over the 2 x 25 scores at 4 + 2 bytes
+    # 2 x 5 x 8 = 80, then the gated MLP 3 x 5 x 16 = 240 (> attention 4 x 5 x 8 + 50); the fp32
+    # softmax and its cast back over the 2 x 25 scores, 4 + 2 bytes each
     assert encoders.text_working_bytes(t5, _shape(8, text=5)) == (80 + 240) * 2 + 50 * 6
 
 
@@ -228,7 +228,7 @@ def test_flux_peak_and_flops_at_1024() -> None:
     # pixels, at 2 bytes
     vae = (3 * 128 + 3) * 1024**2 * 2
     # T5 at 512 tokens: 2 x 512 x 4096, attention 4 x 512 x 4096 + 64 x 512^2 (> MLP 3 x 512 x
-    # 10240), at 2 bytes; the fp32 softmax copy and position bias 64 x 512^2 x 6
+    # 10240), at 2 bytes; the fp32 softmax and its cast back 64 x 512^2 x 6
     t5 = (2 * 512 * 4096 + 4 * 512 * 4096 + 64 * 512**2) * 2 + 64 * 512**2 * 6
     assert encoders.peak_bytes(flux, shape, 1, "gpu") == vae
     assert encoders.peak_bytes(flux, shape, 1, "precomputed") == 0

@@ -28,7 +28,8 @@ from typing import Any
 
 from trainplan.arrays import maximum
 from trainplan.errors import InputError
-from trainplan.model import EncoderLayer, FrozenComponent, ModelSpec, block_linears
+from trainplan.model import EncoderLayer, FrozenComponent, ModelSpec
+from trainplan.terms.flops import _attention_core, _block_matmul_active
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [
@@ -47,9 +48,8 @@ __all__ = [
     "working_bytes",
 ]
 
-#: Text encoders whose attention materialises the scores, adds the relative position bias (kept
-#: for the whole stack) and takes the softmax in fp32 (transformers modeling_t5.py / modeling_umt5.py:
-#: `softmax(scores.float())`). CLIP's text attention goes through SDPA.
+#: Text encoders whose attention takes the softmax of the (position-biased) scores in fp32 and
+#: casts it back (transformers modeling_t5.py / modeling_umt5.py: `softmax(scores.float()).type_as(scores)`).
 _FP32_SOFTMAX = frozenset({"T5EncoderModel", "UMT5EncoderModel"})
 
 
@@ -89,30 +89,19 @@ def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
 
 
 def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
-    """Forward FLOPs per sample of a text encoder: 2 x matmul weights x tokens (embedding lookups
-    cost none; Kaplan et al. 2020, sec. 2.1) plus scores and weighted sum, 2 x heads x tokens x
-    (d_k + d_v) per token and layer over all tokens (no causal saving counted), plus a pooled
-    projection on one token. Exact arithmetic, elementwise ops left out."""
+    """Forward FLOPs per sample of a text encoder, by the rules of `terms/flops.py`: 2 x matmul
+    weights x tokens (embedding lookups cost none; Kaplan et al. 2020, sec. 2.1) plus scores and
+    weighted sum, 2 x heads x tokens x (d_k + d_v) per token and layer over all tokens (CLIP's
+    causal mask saves nothing on the math path), plus a pooled projection on one token. Exact
+    arithmetic, elementwise ops left out."""
     text = component.text
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
-    flops = 0.0
-    for block in text.blocks:
-        matmul = sum(
-            linear.in_features * linear.out_features for linear in block_linears(block, text.hidden_size)
-        )
-        flops += block.count * 2 * matmul * tokens
-        if block.attention is not None:
-            attention = block.attention
-            flops += (
-                block.count
-                * 2
-                * attention.num_heads
-                * tokens
-                * tokens
-                * (attention.head_dim + attention.v_head_dim)
-            )
-    return flops + sum(2 * extra.params for extra in text.extras)
+    per_token = sum(
+        block.count * (2 * _block_matmul_active(block, text) + _attention_core(block, tokens))
+        for block in text.blocks
+    )
+    return per_token * tokens + sum(2 * extra.params for extra in text.extras)
 
 
 def _frames(frames: int, time_level: int) -> int:
@@ -185,9 +174,9 @@ def text_working_bytes(component: FrozenComponent, shape: TokenShape, activation
     """Bytes per sample a text encoder's forward holds at its peak, without grad, in its widest
     layer: the layer input and its normed copy (2 L h), plus the larger of the MLP (gated: both
     up-projections and their product, 3 L i; plain: fc1's output and its activation, 2 L i) and
-    the attention (q, k, v and the context, 4 L x heads x d, with heads x L^2 scores); a T5 adds
-    its fp32 softmax copy and the position bias it keeps for the stack (heads x L^2 x (4 + 2)).
-    An estimate."""
+    the attention (q, k, v and the context, 4 L x heads x d, with its heads x L^2 scores held
+    whole); a T5 adds its fp32 softmax and the cast back (heads x L^2 x (4 + 2)). An estimate:
+    the micro-batch runs at once, intermediates freed as soon as they are reassigned."""
     text = component.text
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
