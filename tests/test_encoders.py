@@ -147,9 +147,9 @@ def test_tiny_autoencoder_kl_flops_and_working_set() -> None:
         13_824 + 2 * 18_432 + 4_608 + 9_216 + 18_432 + 1_024 + 4 * 18_432 + 4 * 2_048 + 8_192 + 9_216 + 512
     )
     assert encoders.vae_flops(vae, _shape(8)) == expected == 183_808
-    # widest layer: a stage-0 conv holds its input twice and its output, 3 x 4 x 64 = 768 elements;
-    # plus the sample's pixels 3 x 64; at 2 bytes
-    assert encoders.vae_working_bytes(vae, _shape(8)) == (768 + 192) * 2
+    # 5 copies of the widest activation (4 channels x 64 pixels at stage 0) and the sample's
+    # pixels 3 x 64, at 2 bytes
+    assert encoders.vae_working_bytes(vae, _shape(8)) == (5 * 4 * 64 + 3 * 64) * 2
 
 
 def test_tiny_wan_vae_flops_and_working_set() -> None:
@@ -167,12 +167,11 @@ def test_tiny_wan_vae_flops_and_working_set() -> None:
     assert (
         encoders.vae_flops(vae, _shape(8, 5)) == conv_in + stage0 + resample + time_conv + stage1 + mid + out
     )
-    # chunks of 2 frames at level 0 (one temporal downsampling), 1 at level 1; a 3x3x3 conv reads
-    # its chunk with 2 cached frames: conv_in holds 2 x 3 x 64 x 4 + its output 2 x 64 x 2 = 1,792
-    # (the widest); the cache keeps 2 frames of each 3x3x3 conv's input and 1 of the time conv's:
-    # conv_in 384, stage 0 512, time conv 32, stage 1 64 + 128, mid 512, conv_out 128 = 1,760;
-    # the clip's pixels 3 x 64 x 5 = 960
-    assert encoders.vae_working_bytes(vae, _shape(8, 5)) == (1_792 + 1_760 + 960) * 2
+    # chunks of 2 frames at level 0 (one temporal downsampling), 1 at level 1: the widest activation
+    # is 2 channels x 64 pixels x 2 frames, held 6 times; the cache keeps 2 frames of each 3x3x3
+    # conv's input and 1 of the time conv's: conv_in 384, stage 0 512, time conv 32, stage 1
+    # 64 + 128, mid 512, conv_out 128 = 1,760; the clip's pixels 3 x 64 x 5 = 960
+    assert encoders.vae_working_bytes(vae, _shape(8, 5)) == (6 * 256 + 1_760 + 960) * 2
 
 
 def test_tiny_text_encoders_hand_count() -> None:
@@ -195,14 +194,17 @@ def test_tiny_text_encoder_flops_and_working_set() -> None:
     # 6 tokens whatever the text length: matmuls 2 x (4*64 + 128 + 128) x 6 = 6,144 per layer,
     # scores and weighted sum 2 x 2 heads x 6 x 6 x (4 + 4) = 1,152 per layer; pooled projection 2 x 32
     assert encoders.text_flops(clip, _shape(8, text=100)) == 2 * (6_144 + 1_152) + 64
-    # layer input and normed copy 2 x 6 x 8 = 96, then attention 4 x 6 x 8 + 2 x 36 = 264 (> MLP 2 x 6 x 16)
-    assert encoders.text_working_bytes(clip, _shape(8)) == (96 + 264) * 2
+    # in the MLP: 4 hidden-width tensors 4 x 6 x 8 and quick_gelu's 3 of 6 x 16 = 480 elements
+    # (> attention: 3 x 48 + q, k, v, output 4 x 48 = 336)
+    assert encoders.text_working_bytes(clip, _shape(8)) == 480 * 2
     t5 = text_encoder_component("text_encoder_2", TINY_T5)
     # 5 tokens: 2 x (4*64 + 3*128) x 5 = 6,400 and 2 x 2 x 5 x 5 x 8 = 800 per layer
     assert encoders.text_flops(t5, _shape(8, text=5)) == 2 * (6_400 + 800)
-    # 2 x 5 x 8 = 80, then the gated MLP 3 x 5 x 16 = 240 (> attention 4 x 5 x 8 + 50); the fp32
-    # softmax and its cast back over the 2 x 25 scores, 4 + 2 bytes each
-    assert encoders.text_working_bytes(t5, _shape(8, text=5)) == (80 + 240) * 2 + 50 * 6
+    # in the MLP: 4 x 5 x 8 and gelu_new's 4 x 5 x 16, plus the stack's position bias 2 x 5 x 5
+    # = 530 (> attention: 7 x 40 and the bias with its contiguous copy, 2 x 50 = 380); per sample
+    # but the bias
+    assert encoders.text_working_bytes(t5, _shape(8, text=5)) == (160 + 320 + 50) * 2
+    assert encoders.text_working_bytes(t5, _shape(8, text=5), micro_batch=3) == (3 * 480 + 50) * 2
 
 
 FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
@@ -224,12 +226,11 @@ def test_flux_peak_and_flops_at_1024() -> None:
     np = pytest.importorskip("numpy")
     flux = resolve_model("FLUX.1-dev")
     shape = token_shape(flux, 1024)
-    # VAE: a 128-channel stage-0 conv at 1024^2 holds 3 x 128 x 1024^2 elements, plus 3 x 1024^2
-    # pixels, at 2 bytes
-    vae = (3 * 128 + 3) * 1024**2 * 2
-    # T5 at 512 tokens: 2 x 512 x 4096, attention 4 x 512 x 4096 + 64 x 512^2 (> MLP 3 x 512 x
-    # 10240), at 2 bytes; the fp32 softmax and its cast back 64 x 512^2 x 6
-    t5 = (2 * 512 * 4096 + 4 * 512 * 4096 + 64 * 512**2) * 2 + 64 * 512**2 * 6
+    # VAE: 5 copies of the 128-channel stage-0 activation at 1024^2, plus 3 x 1024^2 pixels, at 2 bytes
+    vae = (5 * 128 + 3) * 1024**2 * 2
+    # T5 at 512 tokens, in attention: 7 x 512 x 4096 and the position bias with its contiguous copy
+    # 2 x 64 x 512^2 (> MLP: 4 x 512 x 4096 + 4 x 512 x 10240 + 64 x 512^2), at 2 bytes
+    t5 = (7 * 512 * 4096 + 2 * 64 * 512**2) * 2
     assert encoders.peak_bytes(flux, shape, 1, "gpu") == vae
     assert encoders.peak_bytes(flux, shape, 1, "precomputed") == 0
     # offload: the component on the GPU brings its weights; the T5's 9.5 GB dominate
@@ -323,3 +324,95 @@ def test_frozen_components_stay_out_of_the_denoiser_count() -> None:
         spec = record.spec()
         assert spec.frozen and spec.frozen[0].kind == "vae"
         assert total_params(spec) == record.meta_device_params
+
+
+def _efficient_sdpa(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
+    is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False,
+) -> Any:  # fmt: skip
+    """What CUDA's SDPA runs for these shapes, on fake tensors: the memory-efficient kernel (an
+    additive mask, head_dim 512), which keeps the output and its logsumexp, no scores."""
+    import torch
+
+    bias = None
+    if attn_mask is not None:
+        bias = attn_mask.to(query.dtype).expand(*query.shape[:3], key.shape[2])
+    op = torch.ops.aten._scaled_dot_product_efficient_attention
+    return op(query, key, value, bias, False, dropout_p, is_causal, scale=scale)[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "folder", "resolution", "frames", "text_tokens", "micro_batch"),
+    [
+        ("SD-1.5", "vae", 128, 1, None, 2),
+        ("Wan2.1-T2V-1.3B", "vae", 128, 9, None, 1),
+        ("SDXL-base-1.0", "text_encoder", 128, 1, None, 2),
+        ("SDXL-base-1.0", "text_encoder_2", 128, 1, None, 1),
+        ("FLUX.1-dev", "text_encoder_2", 128, 1, 64, 2),
+        ("Wan2.1-T2V-1.3B", "text_encoder", 128, 1, 64, 1),
+    ],
+)
+def test_working_set_matches_a_fake_tensor_trace(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    folder: str,
+    resolution: int,
+    frames: int,
+    text_tokens: int | None,
+    micro_batch: int,
+) -> None:
+    """The estimated no-grad forward peak against the storages the real diffusers / transformers
+    modules allocate, on fake tensors in bf16 (text encoders cut to 2 layers: the peak is per layer)."""
+    torch = pytest.importorskip("torch")
+    diffusers = pytest.importorskip("diffusers")
+    transformers = pytest.importorskip("transformers")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from trainplan.measure.replay import Cat, replay
+    from trainplan.measure.tracker import StorageTracker
+
+    record = find_model_record(name)
+    assert record is not None and record.pipeline is not None
+    spec = catalog_spec(name)
+    shape = token_shape(spec, resolution, frames, text_tokens)
+    component = next(c for c in spec.frozen if c.name == folder)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", _efficient_sdpa)
+    default_dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with FakeTensorMode():
+            if folder == "vae":
+                config = dict(record.pipeline["vae"])
+                module = getattr(diffusers, config.pop("_class_name")).from_config(config)
+                dims = (micro_batch, 3, *((frames,) if frames > 1 else ()), resolution, resolution)
+
+                def run() -> Any:
+                    return module.encode(torch.randn(*dims)).latent_dist.sample()
+
+            else:
+                config = dict(record.pipeline["text_encoders"][folder])
+                architecture, model_type = config.pop("architectures")[0], config.pop("model_type")
+                config["num_hidden_layers" if model_type == "clip_text_model" else "num_layers"] = 2
+                config_class = transformers.CLIPTextConfig if model_type == "clip_text_model" else (
+                    transformers.T5Config if model_type == "t5" else transformers.UMT5Config
+                )  # fmt: skip
+                module = getattr(transformers, architecture)(config_class(**config))
+                tokens = encoders.encoder_tokens(component, shape)
+
+                def run() -> Any:
+                    return module(torch.randint(0, 1000, (micro_batch, tokens)))[0]
+
+            module.eval()
+            tracker = StorageTracker()
+            tracker.register(module.parameters(), Cat.PARAM)
+            tracker.register(module.buffers(), Cat.BUFFER)
+            with tracker, torch.no_grad():
+                tracker.phase(1, "forward")
+                run()
+            peak = replay(tracker.recs, tracker.kinds, tracker.args, tracker.phases).peak
+            tracker.close()
+    finally:
+        torch.set_default_dtype(default_dtype)
+    measured = peak.total - peak.by_cat[Cat.PARAM] - peak.by_cat[Cat.BUFFER]
+    # within 1%: the tracker rounds each storage to the allocator's 512-byte blocks
+    assert encoders.working_bytes(component, shape, micro_batch) == pytest.approx(measured, rel=0.01)

@@ -28,12 +28,13 @@ from typing import Any
 
 from trainplan.arrays import maximum
 from trainplan.errors import InputError
-from trainplan.model import EncoderLayer, FrozenComponent, ModelSpec
+from trainplan.model import FrozenComponent, ModelSpec
 from trainplan.terms.flops import _attention_core, _block_matmul_active
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [
     "KINDS",
+    "VAE_PEAK_COPIES",
     "FrozenEncoderCost",
     "encoder_tokens",
     "flops_per_sample",
@@ -47,10 +48,6 @@ __all__ = [
     "vae_working_bytes",
     "working_bytes",
 ]
-
-#: Text encoders whose attention takes the softmax of the (position-biased) scores in fp32 and
-#: casts it back (transformers modeling_t5.py / modeling_umt5.py: `softmax(scores.float()).type_as(scores)`).
-_FP32_SOFTMAX = frozenset({"T5EncoderModel", "UMT5EncoderModel"})
 
 
 def resident_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2) -> int:
@@ -140,65 +137,101 @@ def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> i
     return max(1, (1 << levels) >> time_level)
 
 
-def _layer_elements(component: FrozenComponent, layer: EncoderLayer, shape: TokenShape) -> int:
-    """Elements one layer holds at once: its input twice (the block input kept for the residual
-    and the normed, activated copy the conv reads, with the frames cached from the last chunk)
-    and its output; an attention its input, q, k, v and output (5 x C x N: SDPA's memory-efficient
-    kernel keeps no N x N scores)."""
-    out_frames = _chunk_frames(component, shape.frames, layer.time_level)
-    pixels = _pixels(shape, layer.level)
-    if layer.kind == "attention":
-        return 5 * layer.in_channels * pixels * out_frames
-    in_level = layer.time_level - (1 if layer.skips_first_frame else 0)
-    in_frames = _chunk_frames(component, shape.frames, in_level) + layer.cache_frames
-    inputs = layer.in_channels * pixels * layer.stride**2 * in_frames
-    return 2 * inputs + layer.out_channels * pixels * out_frames
+#: Copies of the widest activation a VAE encoder's no-grad forward holds at its peak, read off
+#: the modules' code (and matched by a fake-tensor trace, tests/test_encoders.py):
+#: - AutoencoderKL (diffusers resnet.py, ResnetBlock2D, in a stage of 2 resnets): the stage input
+#:   (held by Encoder.forward while the down block runs), the second resnet's input (held by the
+#:   down block's loop), conv2's output, the residual sum and its division by
+#:   output_scale_factor: 5.
+#: - AutoencoderKLWan (WanResidualBlock): the block input (its identity shortcut, held by the
+#:   encoder's loop), conv1's output and, inside WanRMS_norm, its fp32 copy and the fp32
+#:   normalised result (2 copies' worth each): 6.
+VAE_PEAK_COPIES = {"AutoencoderKL": 5, "AutoencoderKLWan": 6}
 
 
-def vae_working_bytes(component: FrozenComponent, shape: TokenShape, activation_bytes: int = 2) -> int:
-    """Bytes per sample the VAE encoder's forward holds at its peak, without grad: the widest
-    layer's working set (`_layer_elements`), plus the causal feature cache that persists through
-    the encode (each cached conv's `cache_frames` of its input) and the sample's pixels. An
-    estimate: it assumes the allocator frees each intermediate as soon as it is reassigned."""
-    widest = max(_layer_elements(component, layer, shape) for layer in component.layers)
+def vae_working_bytes(
+    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
+) -> Any:
+    """Bytes the VAE encoder's no-grad forward holds at its peak for a micro-batch:
+    VAE_PEAK_COPIES x its widest activation (a conv's output width x pixels x the frames of one
+    chunk) x micro_batch, plus the causal feature cache that persists through a video encode
+    (each cached conv's `cache_frames` of its input, Wan's CACHE_T = 2; a one-frame clip caches
+    one frame, counted for every conv though only those before the peak hold one) and the
+    micro-batch's
+    pixels (the batch's pixel_values, on the GPU for the encode). An estimate: it assumes SDPA's
+    memory-efficient kernel in the mid-block attention (no N x N scores) and that the allocator
+    reuses each intermediate as soon as it is dropped."""
+    widest = max(
+        layer.out_channels
+        * _pixels(shape, layer.level)
+        * _chunk_frames(component, shape.frames, layer.time_level)
+        for layer in component.layers
+        if layer.kind == "conv"
+    )
     cache = sum(
-        layer.cache_frames * layer.in_channels * _pixels(shape, layer.level) * layer.stride**2
+        min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
         for layer in component.layers
     )
-    first = component.layers[0]
-    pixels = first.in_channels * shape.width_px * shape.height_px * shape.frames
-    return (widest + cache + pixels) * activation_bytes
+    pixels = component.layers[0].in_channels * shape.width_px * shape.height_px * shape.frames
+    per_sample = VAE_PEAK_COPIES[component.architecture] * widest + cache + pixels
+    return micro_batch * per_sample * activation_bytes
 
 
-def text_working_bytes(component: FrozenComponent, shape: TokenShape, activation_bytes: int = 2) -> int:
-    """Bytes per sample a text encoder's forward holds at its peak, without grad, in its widest
-    layer: the layer input and its normed copy (2 L h), plus the larger of the MLP (gated: both
-    up-projections and their product, 3 L i; plain: fc1's output and its activation, 2 L i) and
-    the attention (q, k, v and the context, 4 L x heads x d, with its heads x L^2 scores held
-    whole); a T5 adds its fp32 softmax and the cast back (heads x L^2 x (4 + 2)). An estimate:
-    the micro-batch runs at once, intermediates freed as soon as they are reassigned."""
+#: Intermediate-width tensors a text encoder's MLP holds at once: fc1's output and its GELU (2);
+#: quick_gelu computes x * sigmoid(1.702 x), so fc1's output, 1.702 x and the sigmoid (3); T5's
+#: gated FFN runs gelu_new as Python arithmetic on wi_0's output, which holds it, 0.5 x, x^3 and
+#: 0.044715 x^3 at once (4; then wi_1's output and the product: 3).
+_MLP_COPIES = {"gelu": 2, "quick_gelu": 3, "gated": 4}
+
+
+def text_working_bytes(
+    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
+) -> Any:
+    """Bytes a text encoder's no-grad forward holds at its peak for a micro-batch (transformers
+    5.x modeling_clip.py, modeling_t5.py; matched by a fake-tensor trace, tests/test_encoders.py).
+    Held across each layer: the embedding output (kept by the model while its encoder runs) and
+    the layer input (kept by the layer loop). In attention they hold with the normed copy and q,
+    k, v and the output (3 L h + 4 L x heads x d; SDPA's memory-efficient kernel keeps no scores);
+    in the MLP with the post-attention residual and its normed copy (4 L h) and the MLP's
+    intermediates (`_MLP_COPIES` x L i). A T5 adds its relative position bias, heads x L^2, which
+    its first layer computes and the stack keeps (UMT5: each attention computes its own and drops
+    it), and in attention each layer's contiguous copy of it (transformers'
+    create_position_bias_mask); neither is per sample: the pipelines give T5 no padding mask. The
+    larger of the two moments in the widest layer. An estimate."""
     text = component.text
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
-    widest = 0.0
+    first = text.blocks[0].attention
+    # T5 computes the bias in its first layer and the stack hands it on; UMT5 (a bias per layer)
+    # computes and drops one inside each attention
+    shared = bool(first and first.relative_bias_params) and len(text.blocks) > 1
+    shared = shared and not all(b.attention and b.attention.relative_bias_params for b in text.blocks)
+    peak: Any = 0
     for block in text.blocks:
         attention, mlp = block.attention, block.mlp
         assert attention is not None and mlp is not None, "text encoder layers have attention and an MLP"
-        mlp_elements = (3 if mlp.gated else 2) * tokens * mlp.intermediate_size
-        scores = attention.num_heads * tokens * tokens
-        attention_elements = 4 * tokens * attention.q_size + scores
-        layer = activation_bytes * (2 * tokens * text.hidden_size + max(mlp_elements, attention_elements))
-        if component.architecture in _FP32_SOFTMAX:
-            layer += scores * (4 + activation_bytes)
-        widest = max(widest, layer)
-    return int(widest)
+        bias = attention.num_heads * tokens * tokens if shared or attention.relative_bias_params else 0
+        copies = _MLP_COPIES[
+            "gated" if mlp.gated else mlp.activation if mlp.activation in _MLP_COPIES else "gelu"
+        ]
+        hidden, inner, width = (
+            tokens * text.hidden_size,
+            tokens * mlp.intermediate_size,
+            tokens * attention.q_size,
+        )
+        in_attention = micro_batch * (3 * hidden + 4 * width) + 2 * bias
+        in_mlp = micro_batch * (4 * hidden + copies * inner) + (bias if shared else 0)
+        peak = maximum(peak, maximum(in_attention, in_mlp))
+    return peak * activation_bytes
 
 
-def working_bytes(component: FrozenComponent, shape: TokenShape, activation_bytes: int = 2) -> int:
-    """Per-sample forward working set of one component (VAE or text encoder). An estimate."""
+def working_bytes(
+    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
+) -> Any:
+    """The no-grad forward working set of one component (VAE or text encoder). An estimate."""
     if component.kind == "vae":
-        return vae_working_bytes(component, shape, activation_bytes)
-    return text_working_bytes(component, shape, activation_bytes)
+        return vae_working_bytes(component, shape, micro_batch, activation_bytes)
+    return text_working_bytes(component, shape, micro_batch, activation_bytes)
 
 
 def peak_bytes(
@@ -210,15 +243,15 @@ def peak_bytes(
     weight_bytes: int = 2,
 ) -> Any:
     """The transient GPU peak of running the frozen components on one micro-batch, over what
-    `resident_bytes` holds: they run one after another without grad, so the largest of
-    micro_batch x its working set; under `offload` each also brings its weights for the while
+    `resident_bytes` holds: they run one after another without grad, so the largest of their
+    working sets on the micro-batch; under `offload` each also brings its weights for the while
     (params x weight_bytes). 0 for `precomputed`. An estimate."""
     if frozen_encoders == "precomputed" or not model.frozen:
         return 0 * micro_batch
     peak: Any = 0 * micro_batch
     for component in model.frozen:
         weights = component.params * weight_bytes if frozen_encoders == "offload" else 0
-        peak = maximum(peak, micro_batch * working_bytes(component, shape, activation_bytes) + weights)
+        peak = maximum(peak, working_bytes(component, shape, micro_batch, activation_bytes) + weights)
     return peak
 
 
@@ -247,7 +280,7 @@ class FrozenEncoderCost:
 #: Field of FrozenEncoderCost -> (exact | estimate, one-line formula), for the result tree.
 KINDS = {
     "resident_bytes": ("exact", "gpu: every VAE and text-encoder weight at the compute dtype"),
-    "peak_bytes": ("estimate", "largest component's no-grad forward working set x micro_batch"),
+    "peak_bytes": ("estimate", "the largest component's no-grad forward working set on the micro-batch"),
     "flops_per_sample": ("exact", "2 x weights x tokens (text); 2 x in x out x taps x positions (VAE convs)"),
     "offload_bytes_per_micro_batch": ("exact", "offload: 2 x weights x bytes, host to device and back"),
 }
