@@ -29,6 +29,7 @@ from typing import Any
 from trainplan.arrays import maximum
 from trainplan.errors import InputError
 from trainplan.model import FrozenComponent, ModelSpec
+from trainplan.result import ESTIMATE, EXACT
 from trainplan.terms.flops import _attention_core, _block_matmul_active
 from trainplan.terms.geometry import TokenShape
 
@@ -157,10 +158,9 @@ def vae_working_bytes(
     chunk) x micro_batch, plus the causal feature cache that persists through a video encode
     (each cached conv's `cache_frames` of its input, Wan's CACHE_T = 2; a one-frame clip caches
     one frame, counted for every conv though only those before the peak hold one) and the
-    micro-batch's
-    pixels (the batch's pixel_values, on the GPU for the encode). An estimate: it assumes SDPA's
-    memory-efficient kernel in the mid-block attention (no N x N scores) and that the allocator
-    reuses each intermediate as soon as it is dropped."""
+    micro-batch's pixels (the batch's pixel_values, on the GPU for the encode). An estimate: it
+    assumes SDPA's memory-efficient kernel in the mid-block attention (no N x N scores) and that
+    the allocator reuses each intermediate as soon as it is dropped."""
     widest = max(
         layer.out_channels
         * _pixels(shape, layer.level)
@@ -201,19 +201,14 @@ def text_working_bytes(
     text = component.text
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
-    first = text.blocks[0].attention
-    # T5 computes the bias in its first layer and the stack hands it on; UMT5 (a bias per layer)
-    # computes and drops one inside each attention
-    shared = bool(first and first.relative_bias_params) and len(text.blocks) > 1
-    shared = shared and not all(b.attention and b.attention.relative_bias_params for b in text.blocks)
+    biased = [bool(block.attention and block.attention.relative_bias_params) for block in text.blocks]
+    shared = biased[0] and not all(biased)  # T5: the first layer's bias serves the stack; UMT5: one each
     peak: Any = 0
     for block in text.blocks:
         attention, mlp = block.attention, block.mlp
         assert attention is not None and mlp is not None, "text encoder layers have attention and an MLP"
         bias = attention.num_heads * tokens * tokens if shared or attention.relative_bias_params else 0
-        copies = _MLP_COPIES[
-            "gated" if mlp.gated else mlp.activation if mlp.activation in _MLP_COPIES else "gelu"
-        ]
+        copies = _MLP_COPIES.get("gated" if mlp.gated else mlp.activation, 2)
         hidden, inner, width = (
             tokens * text.hidden_size,
             tokens * mlp.intermediate_size,
@@ -246,9 +241,9 @@ def peak_bytes(
     `resident_bytes` holds: they run one after another without grad, so the largest of their
     working sets on the micro-batch; under `offload` each also brings its weights for the while
     (params x weight_bytes). 0 for `precomputed`. An estimate."""
-    if frozen_encoders == "precomputed" or not model.frozen:
-        return 0 * micro_batch
     peak: Any = 0 * micro_batch
+    if frozen_encoders == "precomputed":
+        return peak
     for component in model.frozen:
         weights = component.params * weight_bytes if frozen_encoders == "offload" else 0
         peak = maximum(peak, working_bytes(component, shape, micro_batch, activation_bytes) + weights)
@@ -279,10 +274,10 @@ class FrozenEncoderCost:
 
 #: Field of FrozenEncoderCost -> (exact | estimate, one-line formula), for the result tree.
 KINDS = {
-    "resident_bytes": ("exact", "gpu: every VAE and text-encoder weight at the compute dtype"),
-    "peak_bytes": ("estimate", "the largest component's no-grad forward working set on the micro-batch"),
-    "flops_per_sample": ("exact", "2 x weights x tokens (text); 2 x in x out x taps x positions (VAE convs)"),
-    "offload_bytes_per_micro_batch": ("exact", "offload: 2 x weights x bytes, host to device and back"),
+    "resident_bytes": (EXACT, "gpu: every VAE and text-encoder weight at the compute dtype"),
+    "peak_bytes": (ESTIMATE, "the largest component's no-grad forward working set on the micro-batch"),
+    "flops_per_sample": (EXACT, "2 x weights x tokens (text); 2 x in x out x taps x positions (VAE convs)"),
+    "offload_bytes_per_micro_batch": (EXACT, "offload: 2 x weights x bytes, host to device and back"),
 }
 
 
