@@ -416,3 +416,35 @@ def test_working_set_matches_a_fake_tensor_trace(
     measured = peak.total - peak.by_cat[Cat.PARAM] - peak.by_cat[Cat.BUFFER]
     # within 1%: the tracker rounds each storage to the allocator's 512-byte blocks
     assert encoders.working_bytes(component, shape, micro_batch) == pytest.approx(measured, rel=0.01)
+
+
+@pytest.mark.parametrize("record", PIPELINES, ids=lambda r: r.name)
+def test_mode_invariants(record: Any) -> None:
+    # precomputed costs nothing; offload trades the resident weights for traffic and a larger
+    # transient (the component on the GPU brings its weights); the same FLOPs run in gpu and offload
+    spec = record.spec()
+    frames = 1 if spec.kind == "diffusion" else 9
+    small, large = (token_shape(spec, side, frames) for side in (256, 512))
+    for shape in (small, large):
+        cost = {
+            mode: encoders.frozen_encoder_cost(spec, shape, 2, mode)
+            for mode in ("precomputed", "gpu", "offload")
+        }
+        assert cost["precomputed"] == encoders.FrozenEncoderCost(0, 0, 0.0, 0)
+        assert cost["gpu"].resident_bytes > 0 == cost["offload"].resident_bytes
+        assert cost["gpu"].peak_bytes < cost["offload"].peak_bytes
+        assert cost["gpu"].flops_per_sample == cost["offload"].flops_per_sample > 0
+        assert cost["offload"].offload_bytes_per_micro_batch == 2 * cost["gpu"].resident_bytes
+        assert encoders.peak_bytes(spec, shape, 1, "gpu") < cost["gpu"].peak_bytes  # micro-batch 1 < 2
+    # four times the pixels: the VAE's working set grows fourfold, its FLOPs a little more (the
+    # convolutions fourfold, the mid-block attention over the latent pixels sixteenfold); the text
+    # encoders' not at all
+    vae = spec.frozen[0]
+    assert encoders.vae_working_bytes(vae, large) == 4 * encoders.vae_working_bytes(vae, small)
+    assert (
+        4 * encoders.vae_flops(vae, small)
+        < encoders.vae_flops(vae, large)
+        < 4.1 * encoders.vae_flops(vae, small)
+    )
+    for text in spec.frozen[1:]:
+        assert encoders.text_flops(text, large) == encoders.text_flops(text, small)
