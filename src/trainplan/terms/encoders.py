@@ -4,8 +4,11 @@
 `hf/encoders.py`) live during training:
 
 - `precomputed`: latents and text embeddings were cached beforehand (the SDXL LoRA scripts'
-  `--cache_latents`, train_dreambooth_lora_sdxl.py, which encodes the dataset once and then frees
-  the VAE; prompt embeddings computed once): nothing of them is on the GPU, nothing runs per step.
+  `--cache_latents`, train_dreambooth_lora_sdxl.py, which encodes the dataset once; prompt
+  embeddings computed once): nothing of them is on the GPU, nothing runs per step. Not counted:
+  those scripts keep the cached latent distributions on the GPU (mean and log-variance, 2 x
+  latent channels x latent pixels per training image, in the VAE's dtype) and keep the VAE too
+  when a validation prompt is given.
 - `gpu`: every component is moved to the GPU once at the compute dtype and runs without grad each
   micro-batch. The diffusers scripts cast what they do not train to `weight_dtype`
   (train_dreambooth_lora_flux.py: `vae.to(accelerator.device, dtype=weight_dtype)`, the same for
