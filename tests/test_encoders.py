@@ -303,6 +303,8 @@ def test_pipeline_folder_reads_the_text_encoders(tmp_path: Path) -> None:
         ({"vae": {**TINY_KL, "down_block_types": ["DownBlock2D"] * 2}}, "vae.down_block_types"),
         ({"vae": {"_class_name": "AutoencoderTiny"}}, "vae._class_name"),
         ({"vae": {**TINY_WAN, "is_residual": True}}, "vae.is_residual"),
+        ({"vae": {**TINY_WAN, "num_res_blocks": 10**9}}, "vae.num_res_blocks"),  # bounded before any loop
+        ({"vae": {**TINY_KL, "block_out_channels": [4, 10**9]}}, "vae.block_out_channels"),
         ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_CLIP, "architectures": ["GemmaModel"]}}},
          "text_encoder.architectures"),
         ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_T5, "d_model": 0}}},

@@ -25,7 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.hf.values import get_int
+from trainplan.hf.values import config_limit, get_int
 from trainplan.model import EncoderLayer, FrozenComponent
 
 __all__ = ["VAE_READERS", "autoencoder_kl", "autoencoder_kl_wan", "component_int", "vae_component"]
@@ -42,13 +42,13 @@ def component_int(cfg: Mapping[str, Any], where: str, key: str, default: Any) ->
 
 
 def _ints(cfg: Mapping[str, Any], where: str, key: str, default: list[int]) -> list[int]:
+    """A non-empty list of positive widths, each within the config bound on a width."""
+    meaning, bound = config_limit("hidden_size")
     value = cfg.get(key, default)
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(v, int) and 0 < v <= 65_536 for v in value)
-    ):
-        raise ConfigError(f"{where}.{key}", f"{value!r} must list positive channel counts")
+    if not isinstance(value, list) or not value or not all(type(v) is int and 0 < v <= bound for v in value):
+        raise ConfigError(
+            f"{where}.{key}", f"{value!r} must list positive integers up to {bound:,} ({meaning})"
+        )
     return list(value)
 
 
