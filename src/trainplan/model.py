@@ -201,6 +201,60 @@ class LatentGeometry:
 
 
 @dataclass(frozen=True)
+class EncoderLayer:
+    """One layer of a frozen VAE encoder that costs FLOPs, where it runs.
+
+    `kind` "conv": a convolution of `kernel` taps per output value and input channel (k x k, or
+    kt x k x k for a causal 3-D conv); "attention": the single-head self-attention of a mid block
+    over the `in_channels`-wide latent pixels of one frame (its projections are listed as 1x1
+    convs). The layer's output is at 1 / 2**`level` of the input's pixels per side and, in time,
+    has 1 + (frames - 1) / 2**`time_level` frames (a causal video VAE; 1 frame for images).
+    `stride` is the spatial stride (2 for a downsampling conv: its input has 4x the pixels).
+    `skips_first_frame`: the layer does not run on the first frame's chunk (Wan's strided time
+    conv, which only sees later chunks); `cache_frames`: input frames a causal conv keeps from the
+    previous chunk and prepends to the next (Wan's feature cache: 2 for a 3x3x3 conv, 1 for the
+    time conv).
+    """
+
+    name: str
+    kind: str  # "conv" | "attention"
+    in_channels: int
+    out_channels: int
+    kernel: int = 1
+    level: int = 0
+    time_level: int = 0
+    stride: int = 1
+    skips_first_frame: bool = False
+    cache_frames: int = 0
+
+
+@dataclass(frozen=True)
+class FrozenComponent:
+    """A frozen part of a diffusion pipeline that training runs but never updates: the VAE or
+    a text encoder, counted from its own config.
+
+    `params` are every weight the component loads (a VAE's encoder and decoder halves);
+    `forward_params` the weights a training step runs (a VAE's encoder and quant_conv; a text
+    encoder's all). A VAE lists its encoder's `layers` in forward order; a text encoder carries
+    its `text` layout (widths, heads, layers, as a ModelSpec) and `context_tokens`, the fixed
+    length it always reads (CLIP's 77-token context; 0: the scenario's text length, less
+    `text_offset`, the denoiser's text positions ahead of this encoder's: SD3's 77 CLIP positions
+    before the T5 tokens).
+    """
+
+    name: str  # the pipeline folder: vae, text_encoder, text_encoder_2, text_encoder_3
+    kind: str  # "vae" | "text"
+    architecture: str  # the class that builds it: AutoencoderKL, CLIPTextModel, T5EncoderModel...
+    params: int
+    forward_params: int
+    layers: tuple[EncoderLayer, ...] = ()
+    text: ModelSpec | None = None
+    context_tokens: int = 0
+    text_offset: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A whole model. `hidden_size` is the residual width; blocks are in forward order."""
 
@@ -225,6 +279,7 @@ class ModelSpec:
     family: str = ""
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
+    frozen: tuple[FrozenComponent, ...] = ()  # a pipeline's VAE and text encoders, not in the counts
 
     @property
     def num_layers(self) -> int:

@@ -11,7 +11,7 @@ not model, is refused with the field and value; other unknown types are read wit
 Llama-style configs share.
 diffusers denoiser configs (a `_class_name`: FLUX, SD3, Wan, UNet) and V-JEPA 2 have readers of
 their own (`diffusers`, `unet`, `jepa`); a pipeline folder's VAE config gives the latent geometry
-(`pipeline`).
+(`pipeline`), and its VAE and text encoders are counted as frozen components (`vae`, `encoders`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """diffusers pipeline folders and latent geometry: `model_index.json`, the denoiser's and the VAE's configs.
 
 A pipeline folder holds `model_index.json` (component name -> [library, class]) and one folder per
-component. The denoiser is `transformer/` or `unet/`; the VAE's config gives the latent geometry:
+component. The denoiser is `transformer/` or `unet/`; the VAE and the text encoders
+(`text_encoder/`, `text_encoder_2/`, `text_encoder_3/`) are counted by `hf/encoders.py`; the
+VAE's config gives the latent geometry:
 - `AutoencoderKL` (SD 1.5, SDXL, SD3, FLUX): one 2x downsampling per encoder stage but the last,
   so the spatial stride is 2 ** (len(block_out_channels) - 1) (8 for the released VAEs), with
   `latent_channels` channels (diffusers `AutoencoderKL`; `VaeImageProcessor`'s vae_scale_factor).
@@ -22,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from trainplan.errors import ConfigError
+from trainplan.hf.encoders import TEXT_ENCODER_FOLDERS, frozen_components
 from trainplan.hf.values import get_int
 from trainplan.model import LatentGeometry, ModelSpec
 
 __all__ = [
     "DEFAULT_TEXT_TOKENS",
     "DENOISER_FOLDERS",
+    "JOINED_CLIP_TOKENS",
     "PIPELINE_KEY",
     "latent_geometry",
     "pipeline_config",
@@ -37,12 +41,18 @@ __all__ = [
 #: Component folders of a diffusers pipeline that hold the denoiser, in the order looked for.
 DENOISER_FOLDERS = ("transformer", "unet")
 
+#: Text positions the CLIP embeddings take ahead of the T5 tokens in the denoiser's text, per
+#: denoiser class: StableDiffusion3Pipeline.encode_prompt pads the joined CLIP-L/G embeddings to
+#: the T5 width and concatenates them with the T5 tokens along the sequence (77 + 256). FLUX
+#: reads CLIP's pooled output only; the UNets read CLIP alone.
+JOINED_CLIP_TOKENS = {"SD3Transformer2DModel": 77}
+
 #: Text tokens the denoiser sees by default, per denoiser class: FluxPipeline and WanPipeline's
 #: `max_sequence_length` (512), StableDiffusion3Pipeline's 77 CLIP tokens concatenated with its
 #: 256 T5 tokens, and the 77-token CLIP context of the UNet pipelines.
 DEFAULT_TEXT_TOKENS = {
     "FluxTransformer2DModel": 512,
-    "SD3Transformer2DModel": 77 + 256,
+    "SD3Transformer2DModel": JOINED_CLIP_TOKENS["SD3Transformer2DModel"] + 256,
     "WanTransformer3DModel": 512,
     "UNet2DConditionModel": 77,
 }
@@ -128,6 +138,16 @@ def pipeline_config_from(read: Callable[[str], dict[str, Any] | None], where: st
     vae = read("vae/config.json") if "vae" in index else None
     if vae is not None:
         denoiser[PIPELINE_KEY] = {"vae": vae}
+        encoders = {}
+        for folder in TEXT_ENCODER_FOLDERS:
+            text = read(f"{folder}/config.json") if folder in index else None
+            if text is not None:
+                declared = index[folder]  # [library, class]: the class when the config names none
+                if "architectures" not in text and isinstance(declared, list) and len(declared) == 2:
+                    text = {**text, "architectures": [declared[1]]}
+                encoders[folder] = text
+        if encoders:
+            denoiser[PIPELINE_KEY]["text_encoders"] = encoders
     return denoiser
 
 
@@ -142,10 +162,17 @@ def pipeline_config(folder: Path) -> dict[str, Any]:
 
 
 def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
-    """`spec` with the latent geometry its pipeline settings give; unchanged without a VAE config."""
+    """`spec` with the latent geometry its pipeline settings give and its frozen components (the
+    VAE and text encoders, `hf/encoders.py`); unchanged without a VAE config."""
     pipeline = cfg.get(PIPELINE_KEY)
     if not isinstance(pipeline, Mapping) or not isinstance(pipeline.get("vae"), Mapping):
         return spec
     default = DEFAULT_TEXT_TOKENS.get(str(cfg.get("_class_name")), 0)
     tokens = get_int(pipeline, "text_tokens", default=default)
-    return replace(spec, geometry=latent_geometry(cfg, pipeline["vae"], tokens))
+    return replace(
+        spec,
+        geometry=latent_geometry(cfg, pipeline["vae"], tokens),
+        frozen=frozen_components(
+            pipeline, spec.source, JOINED_CLIP_TOKENS.get(str(cfg.get("_class_name")), 0)
+        ),
+    )

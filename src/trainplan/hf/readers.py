@@ -49,8 +49,9 @@ def gpt2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
 
 
 def t5_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
-    """T5/mT5/Flan-T5: shared embedding, relative position bias in each stack's first layer,
-    RMS-style LayerNorm without bias, ReLU (2 matrices) or gated-GELU (3 matrices) FFN."""
+    """T5/mT5/Flan-T5/UMT5: shared embedding, relative position bias in each stack's first layer
+    (UMT5: in every self-attention), RMS-style LayerNorm without bias, ReLU (2 matrices) or
+    gated-GELU (3 matrices) FFN."""
     hidden = get_int(cfg, "d_model")
     heads = get_int(cfg, "num_heads")
     d_kv = get_int(cfg, "d_kv")
@@ -67,11 +68,13 @@ def t5_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     encoder_layers = get_int(cfg, "num_layers")
     decoder_layers = get_int(cfg, "num_decoder_layers", default=encoder_layers)
     first_bias = buckets * heads
+    # UMT5 gives every layer's self-attention its own bias table (transformers' UMT5LayerSelfAttention)
+    later_bias = first_bias if str(cfg.get("model_type", "")).lower() == "umt5" else 0
     blocks = (
         Block(1, attn(first_bias), mlp, 2, role="encoder"),
-        Block(encoder_layers - 1, attn(0), mlp, 2, role="encoder"),
+        Block(encoder_layers - 1, attn(later_bias), mlp, 2, role="encoder"),
         Block(1, attn(first_bias), mlp, 3, cross_attention=attn(0), role="decoder"),
-        Block(decoder_layers - 1, attn(0), mlp, 3, cross_attention=attn(0), role="decoder"),
+        Block(decoder_layers - 1, attn(later_bias), mlp, 3, cross_attention=attn(0), role="decoder"),
     )
     return ModelSpec(
         name=name,

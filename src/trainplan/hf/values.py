@@ -32,7 +32,7 @@ def get(cfg: Mapping[str, Any], *keys: str, default: Any = MISSING) -> Any:
 _LIMITS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("layer count", 4_096, ("num_layers", "num_decoder_layers", "first_k_dense_replace",
                             "decoder_sparse_step", "moe_layer_freq", "num_single_layers",
-                            "layers_per_block", "pred_num_hidden_layers")),
+                            "layers_per_block", "num_res_blocks", "pred_num_hidden_layers")),
     ("width", 1_048_576, ("hidden_size", "intermediate_size", "head_dim", "n_inner", "d_ff", "d_kv",
                           "moe_intermediate_size", "shared_expert_intermediate_size", "qk_rope_head_dim",
                           "qk_nope_head_dim", "v_head_dim", "q_lora_rank", "kv_lora_rank")),

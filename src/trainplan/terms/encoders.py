@@ -1,0 +1,300 @@
+"""The frozen encoders of a diffusion pipeline: their GPU memory, forward peak, FLOPs, PCIe traffic.
+
+`frozen_encoders` says where the VAE and the text encoders (`ModelSpec.frozen`, counted by
+`hf/encoders.py`) live during training:
+
+- `precomputed`: latents and text embeddings were cached beforehand (the SDXL LoRA scripts'
+  `--cache_latents`, train_dreambooth_lora_sdxl.py, which encodes the dataset once; prompt
+  embeddings computed once): nothing of them is on the GPU, nothing runs per step. Not counted:
+  those scripts keep the cached latent distributions on the GPU (mean and log-variance, 2 x
+  latent channels x latent pixels per training image, in the VAE's dtype) and keep the VAE too
+  when a validation prompt is given.
+- `gpu`: every component is moved to the GPU once at the compute dtype and runs without grad each
+  micro-batch. The diffusers scripts cast what they do not train to `weight_dtype`
+  (train_dreambooth_lora_flux.py: `vae.to(accelerator.device, dtype=weight_dtype)`, the same for
+  both text encoders; bf16 = 2 bytes). The whole VAE is moved, decoder included, though training
+  runs only its encoder. train_text_to_image_sdxl.py keeps the SDXL VAE in fp32 (its fp16 NaNs)
+  unless a fixed VAE is given: pass `weight_bytes=4` for it.
+- `offload`: the components stay in CPU memory and each one is moved to the GPU for its forward
+  and back after (the DreamBooth LoRA scripts' `--offload`: "offload the VAE and the text
+  encoders to CPU when they are not used"): no resident bytes, one component's weights at a time
+  on the GPU, and their bytes over PCIe both ways every micro-batch.
+
+Each function takes Python numbers or numpy arrays for `micro_batch` (the planner's candidates)
+and returns bytes, FLOPs per sample, or bytes per micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainplan.arrays import maximum
+from trainplan.errors import InputError
+from trainplan.model import FrozenComponent, ModelSpec
+from trainplan.result import ESTIMATE, EXACT
+from trainplan.terms.flops import _attention_core, _block_matmul_active
+from trainplan.terms.geometry import TokenShape
+
+__all__ = [
+    "KINDS",
+    "VAE_PEAK_COPIES",
+    "FrozenEncoderCost",
+    "encoder_tokens",
+    "flops_per_sample",
+    "frozen_encoder_cost",
+    "offload_bytes",
+    "peak_bytes",
+    "resident_bytes",
+    "text_flops",
+    "text_working_bytes",
+    "vae_flops",
+    "vae_working_bytes",
+    "working_bytes",
+]
+
+
+def resident_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2) -> int:
+    """GPU bytes the frozen components hold for the whole run: every weight of every component
+    (both VAE halves) at `weight_bytes` for `gpu`; 0 for `precomputed` and `offload`. Exact."""
+    if frozen_encoders != "gpu":
+        return 0
+    return sum(component.params for component in model.frozen) * weight_bytes
+
+
+def offload_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2) -> int:
+    """Bytes over PCIe per micro-batch for `offload`: each component's weights host -> device
+    before its forward and device -> host after (`module.to(device)`, `module.to("cpu")`, each a
+    full copy), 2 x params x weight_bytes summed; 0 otherwise. A step of grad_accum micro-batches
+    moves grad_accum times this. Exact."""
+    if frozen_encoders != "offload":
+        return 0
+    return 2 * sum(component.params for component in model.frozen) * weight_bytes
+
+
+def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
+    """Tokens a text encoder reads per sample: CLIP its fixed context (the pipelines pad every
+    prompt to the tokenizer's 77), a T5 the denoiser's text length less the positions other
+    encoders take ahead of it (SD3: 333 - 77 = 256); InputError naming text_tokens when none
+    are left. Exact."""
+    if component.context_tokens:
+        return component.context_tokens
+    tokens = shape.text_tokens - component.text_offset
+    if tokens < 1:
+        raise InputError(
+            "text_tokens",
+            f"{shape.text_tokens}: the first {component.text_offset} text positions are CLIP's, so "
+            f"{component.name} ({component.architecture}) needs at least {component.text_offset + 1}",
+        )
+    return tokens
+
+
+def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
+    """Forward FLOPs per sample of a text encoder, by the rules of `terms/flops.py`: 2 x matmul
+    weights x tokens (embedding lookups cost none; Kaplan et al. 2020, sec. 2.1) plus scores and
+    weighted sum, 2 x heads x tokens x (d_k + d_v) per token and layer over all tokens (CLIP's
+    causal mask saves nothing on the math path), plus a pooled projection on one token. Exact
+    arithmetic, elementwise ops left out."""
+    text = component.text
+    assert text is not None, "a text component carries its layout"
+    tokens = encoder_tokens(component, shape)
+    per_token = sum(
+        block.count * (2 * _block_matmul_active(block, text) + _attention_core(block, tokens))
+        for block in text.blocks
+    )
+    return per_token * tokens + sum(2 * extra.params for extra in text.extras)
+
+
+def _frames(frames: int, time_level: int) -> int:
+    """Frames at a temporal level of a causal VAE: 1 + (F - 1) / 2^level (the first alone)."""
+    return 1 + ((frames - 1) >> time_level)
+
+
+def _pixels(shape: TokenShape, level: int) -> int:
+    """Pixels of one frame at 1 / 2^level of the input per side."""
+    return (shape.width_px >> level) * (shape.height_px >> level)
+
+
+def vae_flops(component: FrozenComponent, shape: TokenShape) -> float:
+    """Forward FLOPs per sample of the VAE encoder, layer by layer at its resolution: a conv
+    costs 2 x in x out x taps per output value (pixels at its level x its frames; a Wan time conv
+    skips the first frame); a mid-block attention 4 x N^2 x C per frame (QK^T and AV over the
+    N latent pixels). Exact arithmetic; norms, activations and biases left out."""
+    flops = 0.0
+    for layer in component.layers:
+        frames = _frames(shape.frames, layer.time_level) - (1 if layer.skips_first_frame else 0)
+        pixels = _pixels(shape, layer.level)
+        if layer.kind == "attention":
+            flops += 4 * pixels * pixels * layer.in_channels * frames
+        else:
+            flops += 2 * layer.in_channels * layer.out_channels * layer.kernel * pixels * frames
+    return flops
+
+
+def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> int:
+    """Frames of one encoder chunk at a temporal level. A causal video VAE encodes the first frame
+    alone, then 2^T frames at a time (T its temporal downsamplings: AutoencoderKLWan._encode's
+    chunks of 4), halved at each level; images are one frame."""
+    if frames == 1:
+        return 1
+    levels = max(layer.time_level for layer in component.layers)
+    return max(1, (1 << levels) >> time_level)
+
+
+#: Copies of the widest activation a VAE encoder's no-grad forward holds at its peak, read off
+#: the modules' code (and matched by a fake-tensor trace, tests/test_encoders.py):
+#: - AutoencoderKL (diffusers resnet.py, ResnetBlock2D, in a stage of 2 resnets): the stage input
+#:   (held by Encoder.forward while the down block runs), the second resnet's input (held by the
+#:   down block's loop), conv2's output, the residual sum and its division by
+#:   output_scale_factor: 5.
+#: - AutoencoderKLWan (WanResidualBlock): the block input (its identity shortcut, held by the
+#:   encoder's loop), conv1's output and, inside WanRMS_norm, its fp32 copy and the fp32
+#:   normalised result (2 copies' worth each): 6.
+VAE_PEAK_COPIES = {"AutoencoderKL": 5, "AutoencoderKLWan": 6}
+
+
+def vae_working_bytes(
+    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
+) -> Any:
+    """Bytes the VAE encoder's no-grad forward holds at its peak for a micro-batch:
+    VAE_PEAK_COPIES x its widest activation (a conv's output width x pixels x the frames of one
+    chunk) x micro_batch, plus the causal feature cache that persists through a video encode
+    (each cached conv's `cache_frames` of its input, Wan's CACHE_T = 2; a one-frame clip caches
+    one frame, counted for every conv though only those before the peak hold one) and the
+    micro-batch's pixels (the batch's pixel_values, on the GPU for the encode). An estimate: it
+    assumes SDPA's memory-efficient kernel in the mid-block attention (no N x N scores) and that
+    the allocator reuses each intermediate as soon as it is dropped."""
+    widest = max(
+        layer.out_channels
+        * _pixels(shape, layer.level)
+        * _chunk_frames(component, shape.frames, layer.time_level)
+        for layer in component.layers
+        if layer.kind == "conv"
+    )
+    cache = sum(
+        min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
+        for layer in component.layers
+    )
+    pixels = component.layers[0].in_channels * shape.width_px * shape.height_px * shape.frames
+    per_sample = VAE_PEAK_COPIES[component.architecture] * widest + cache + pixels
+    return micro_batch * per_sample * activation_bytes
+
+
+#: Intermediate-width tensors a text encoder's MLP holds at once: fc1's output and its GELU (2);
+#: quick_gelu computes x * sigmoid(1.702 x), so fc1's output, 1.702 x and the sigmoid (3); T5's
+#: gated FFN runs gelu_new as Python arithmetic on wi_0's output, which holds it, 0.5 x, x^3 and
+#: 0.044715 x^3 at once (4; then wi_1's output and the product: 3).
+_MLP_COPIES = {"gelu": 2, "quick_gelu": 3, "gated": 4}
+
+
+def text_working_bytes(
+    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
+) -> Any:
+    """Bytes a text encoder's no-grad forward holds at its peak for a micro-batch (transformers
+    5.x modeling_clip.py, modeling_t5.py; matched by a fake-tensor trace, tests/test_encoders.py).
+    Held across each layer: the embedding output (kept by the model while its encoder runs) and
+    the layer input (kept by the layer loop). In attention they hold with the normed copy and q,
+    k, v and the output (3 L h + 4 L x heads x d; SDPA's memory-efficient kernel keeps no scores);
+    in the MLP with the post-attention residual and its normed copy (4 L h) and the MLP's
+    intermediates (`_MLP_COPIES` x L i). A T5 adds its relative position bias, heads x L^2, which
+    its first layer computes and the stack keeps (UMT5: each attention computes its own and drops
+    it), and in attention each layer's contiguous copy of it (transformers'
+    create_position_bias_mask); neither is per sample: the pipelines give T5 no padding mask. The
+    larger of the two moments in the widest layer. An estimate."""
+    text = component.text
+    assert text is not None, "a text component carries its layout"
+    tokens = encoder_tokens(component, shape)
+    biased = [bool(block.attention and block.attention.relative_bias_params) for block in text.blocks]
+    shared = biased[0] and not all(biased)  # T5: the first layer's bias serves the stack; UMT5: one each
+    peak: Any = 0
+    for block in text.blocks:
+        attention, mlp = block.attention, block.mlp
+        assert attention is not None and mlp is not None, "text encoder layers have attention and an MLP"
+        bias = attention.num_heads * tokens * tokens if shared or attention.relative_bias_params else 0
+        copies = _MLP_COPIES.get("gated" if mlp.gated else mlp.activation, 2)
+        hidden, inner, width = (
+            tokens * text.hidden_size,
+            tokens * mlp.intermediate_size,
+            tokens * attention.q_size,
+        )
+        in_attention = micro_batch * (3 * hidden + 4 * width) + 2 * bias
+        in_mlp = micro_batch * (4 * hidden + copies * inner) + (bias if shared else 0)
+        peak = maximum(peak, maximum(in_attention, in_mlp))
+    return peak * activation_bytes
+
+
+def working_bytes(
+    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
+) -> Any:
+    """The no-grad forward working set of one component (VAE or text encoder). An estimate."""
+    if component.kind == "vae":
+        return vae_working_bytes(component, shape, micro_batch, activation_bytes)
+    return text_working_bytes(component, shape, micro_batch, activation_bytes)
+
+
+def peak_bytes(
+    model: ModelSpec,
+    shape: TokenShape,
+    micro_batch: Any,
+    frozen_encoders: str,
+    activation_bytes: int = 2,
+    weight_bytes: int = 2,
+) -> Any:
+    """The transient GPU peak of running the frozen components on one micro-batch, over what
+    `resident_bytes` holds: they run one after another without grad, so the largest of their
+    working sets on the micro-batch; under `offload` each also brings its weights for the while
+    (params x weight_bytes). 0 for `precomputed`. An estimate."""
+    peak: Any = 0 * micro_batch
+    if frozen_encoders == "precomputed":
+        return peak
+    for component in model.frozen:
+        weights = component.params * weight_bytes if frozen_encoders == "offload" else 0
+        peak = maximum(peak, working_bytes(component, shape, micro_batch, activation_bytes) + weights)
+    return peak
+
+
+def flops_per_sample(model: ModelSpec, shape: TokenShape, frozen_encoders: str) -> float:
+    """Forward FLOPs per sample of every frozen component that runs each step (`gpu`, `offload`):
+    the VAE encoder over the pixels and each text encoder over its tokens; 0 for `precomputed`.
+    Exact arithmetic (matmuls and convolutions)."""
+    if frozen_encoders == "precomputed":
+        return 0.0
+    return sum(
+        vae_flops(component, shape) if component.kind == "vae" else text_flops(component, shape)
+        for component in model.frozen
+    )
+
+
+@dataclass(frozen=True)
+class FrozenEncoderCost:
+    """What the frozen components add to a step (see `KINDS` for each field's kind and formula)."""
+
+    resident_bytes: int
+    peak_bytes: Any
+    flops_per_sample: float
+    offload_bytes_per_micro_batch: int
+
+
+#: Field of FrozenEncoderCost -> (exact | estimate, one-line formula), for the result tree.
+KINDS = {
+    "resident_bytes": (EXACT, "gpu: every VAE and text-encoder weight at the compute dtype"),
+    "peak_bytes": (ESTIMATE, "the largest component's no-grad forward working set on the micro-batch"),
+    "flops_per_sample": (EXACT, "2 x weights x tokens (text); 2 x in x out x taps x positions (VAE convs)"),
+    "offload_bytes_per_micro_batch": (EXACT, "offload: 2 x weights x bytes, host to device and back"),
+}
+
+
+def frozen_encoder_cost(
+    model: ModelSpec,
+    shape: TokenShape,
+    micro_batch: Any,
+    frozen_encoders: str,
+    compute_bytes: int = 2,
+) -> FrozenEncoderCost:
+    """Everything above for one scenario, weights and activations at the compute dtype."""
+    return FrozenEncoderCost(
+        resident_bytes=resident_bytes(model, frozen_encoders, compute_bytes),
+        peak_bytes=peak_bytes(model, shape, micro_batch, frozen_encoders, compute_bytes, compute_bytes),
+        flops_per_sample=flops_per_sample(model, shape, frozen_encoders),
+        offload_bytes_per_micro_batch=offload_bytes(model, frozen_encoders, compute_bytes),
+    )

@@ -1,0 +1,452 @@
+"""The frozen encoders of diffusion pipelines: counts against diffusers / transformers builds and
+published figures, hand-computed memory, FLOPs and PCIe terms, and the config errors."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainplan.catalog import catalog_spec, find_model_record, model_records, resolve_model
+from trainplan.errors import ConfigError, InputError
+from trainplan.hf.encoders import frozen_components, text_encoder_component
+from trainplan.hf.vae import vae_component
+from trainplan.model import FrozenComponent
+from trainplan.terms import encoders
+from trainplan.terms.geometry import TokenShape, token_shape
+
+PIPELINES = [record for record in model_records() if record.pipeline]
+
+
+def _components() -> list[tuple[str, str, dict[str, Any]]]:
+    """(pipeline, folder, config) of every distinct frozen component in the catalog."""
+    seen: set[str] = set()
+    found = []
+    for record in PIPELINES:
+        assert record.pipeline is not None
+        configs = {"vae": record.pipeline["vae"], **record.pipeline["text_encoders"]}
+        for folder, config in configs.items():
+            key = json.dumps(config, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                found.append((record.name, folder, dict(config)))
+    return found
+
+
+@cache
+def _built(config_json: str) -> tuple[int, int]:
+    """(all parameters, the encoder half: encoder + quant_conv) of the model diffusers or
+    transformers builds from the config on the meta device (text encoders: both the same)."""
+    torch = pytest.importorskip("torch")
+    config = json.loads(config_json)
+    with torch.device("meta"):
+        if "_class_name" in config:
+            diffusers = pytest.importorskip("diffusers")
+            kwargs = {key: value for key, value in config.items() if key != "_class_name"}
+            vae = getattr(diffusers, config["_class_name"]).from_config(kwargs)
+            encoder = sum(p.numel() for p in vae.encoder.parameters())
+            if vae.quant_conv is not None:
+                encoder += sum(p.numel() for p in vae.quant_conv.parameters())
+            return sum(p.numel() for p in vae.parameters()), encoder
+        transformers = pytest.importorskip("transformers")
+        kwargs = {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
+        config_class = {
+            "clip_text_model": transformers.CLIPTextConfig,
+            "t5": transformers.T5Config,
+            "umt5": transformers.UMT5Config,
+        }[config["model_type"]]
+        model = getattr(transformers, config["architectures"][0])(config_class(**kwargs))
+        total = sum(p.numel() for p in model.parameters())
+        return total, total
+
+
+def _component(folder: str, config: dict[str, Any]) -> FrozenComponent:
+    return vae_component(config) if folder == "vae" else text_encoder_component(folder, config)
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "folder", "config"), _components(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_catalog_components_equal_the_meta_device_build(
+    pipeline: str, folder: str, config: dict[str, Any]
+) -> None:
+    # every VAE (both halves, and the encoder half training runs) and text encoder of the catalog
+    component = _component(folder, config)
+    assert (component.params, component.forward_params) == _built(json.dumps(config, sort_keys=True))
+
+
+def test_published_figures() -> None:
+    flux = {c.name: c for c in catalog_spec("FLUX.1-dev").frozen}
+    sdxl = {c.name: c for c in catalog_spec("SDXL-base-1.0").frozen}
+    wan = {c.name: c for c in catalog_spec("Wan2.1-T2V-14B").frozen}
+    # FLUX.1 repositories, text_encoder_2/model.safetensors.index.json: total_size 9,524,621,312
+    # bytes of bf16 weights = 2 x 4,762,310,656 (exact)
+    assert 2 * flux["text_encoder_2"].params == 9_524_621_312
+    assert flux["text_encoder_2"].architecture == "T5EncoderModel"
+    # Stable Diffusion v1 model card: "a 860M UNet and 123M text encoder" (rounded)
+    assert round(sdxl["text_encoder"].params, -6) == 123_000_000
+    # Podell et al. 2023 (SDXL), sec. 2.1: OpenCLIP ViT-bigG with CLIP ViT-L, "817M" text-encoder
+    # parameters in total (817.7M, truncated)
+    assert (sdxl["text_encoder"].params + sdxl["text_encoder_2"].params) // 10**6 == 817
+    # Wan Team 2025 (Wan), sec. 3.1: the Wan-VAE has 127M parameters (rounded)
+    assert round(wan["vae"].params, -6) == 127_000_000
+    # the SD VAE (AutoencoderKL, 4 latent channels): 83,653,863 in diffusers' build, about a third
+    # of it the encoder; FLUX/SD3's 16-channel VAE has no quant convs
+    assert (sdxl["vae"].params, sdxl["vae"].forward_params) == (83_653_863, 34_163_664)
+
+
+TINY_KL = {
+    "_class_name": "AutoencoderKL", "in_channels": 3, "out_channels": 3, "latent_channels": 2,
+    "layers_per_block": 1, "block_out_channels": [4, 8], "norm_num_groups": 2,
+    "down_block_types": ["DownEncoderBlock2D"] * 2, "up_block_types": ["UpDecoderBlock2D"] * 2,
+}  # fmt: skip
+TINY_WAN = {
+    "_class_name": "AutoencoderKLWan", "base_dim": 2, "z_dim": 2, "dim_mult": [1, 2], "num_res_blocks": 1,
+    "attn_scales": [], "temperal_downsample": [True],
+}  # fmt: skip
+TINY_CLIP = {
+    "architectures": ["CLIPTextModelWithProjection"], "model_type": "clip_text_model", "hidden_size": 8,
+    "intermediate_size": 16, "num_attention_heads": 2, "num_hidden_layers": 2, "vocab_size": 10,
+    "max_position_embeddings": 6, "projection_dim": 4,
+}  # fmt: skip
+TINY_T5 = {
+    "architectures": ["T5EncoderModel"], "model_type": "t5", "d_model": 8, "d_ff": 16, "d_kv": 4,
+    "num_heads": 2, "num_layers": 2, "vocab_size": 10, "feed_forward_proj": "gated-gelu",
+    "relative_attention_num_buckets": 4,
+}  # fmt: skip
+
+
+def _shape(width: int, frames: int = 1, text: int = 0) -> TokenShape:
+    return TokenShape(width, width, frames, 0, 0, 0, 0, text)
+
+
+def test_tiny_autoencoder_kl_hand_count() -> None:
+    # encoder: conv_in 3->4 3x3 (3*4*9 + 4 = 112); stage 0 resnet 4->4 (two 148 convs, GroupNorms
+    # 16: 312) and its stride-2 conv (148); stage 1 resnet 4->8 (296 + 584 + 1x1 shortcut 40 +
+    # norms 24 = 944); mid: two resnets 8->8 (2 x 1200) and the attention (4 x (64 + 8) + 16 = 304);
+    # conv_norm_out 16, conv_out 8->4 (292), quant_conv 4->4 (20)                       = 4548
+    # decoder: conv_in 2->8 (152), mid (2704), up stage 0: two resnets 8->8 (2400) and the upsampling
+    # conv (584); up stage 1: resnet 8->4 (292 + 148 + 36 + 24 = 500) and 4->4 (312); conv_norm_out
+    # 8, conv_out 4->3 (111), post_quant_conv 2->2 (6)                                   = 6777
+    vae = vae_component(TINY_KL)
+    assert (
+        (vae.params, vae.forward_params) == (4548 + 6777, 4548) == _built(json.dumps(TINY_KL, sort_keys=True))
+    )
+
+
+def test_tiny_autoencoder_kl_flops_and_working_set() -> None:
+    vae = vae_component(TINY_KL)
+    # 8 x 8 px: 64 pixels at level 0, 16 after the stride-2 conv; a conv costs 2 x in x out x taps
+    # per output pixel: conv_in 2*3*4*9*64 = 13,824; stage 0 two convs 2 x 18,432; the down conv
+    # 2*4*4*9*16 = 4,608; stage 1: 9,216 + 18,432 + shortcut 1,024; mid: four 8->8 convs 4 x 18,432,
+    # four projections 4 x 2*8*8*16, attention 4 x 16^2 x 8 = 8,192; conv_out 9,216; quant_conv 512
+    expected = (
+        13_824 + 2 * 18_432 + 4_608 + 9_216 + 18_432 + 1_024 + 4 * 18_432 + 4 * 2_048 + 8_192 + 9_216 + 512
+    )
+    assert encoders.vae_flops(vae, _shape(8)) == expected == 183_808
+    # 5 copies of the widest activation (4 channels x 64 pixels at stage 0) and the sample's
+    # pixels 3 x 64, at 2 bytes
+    assert encoders.vae_working_bytes(vae, _shape(8)) == (5 * 4 * 64 + 3 * 64) * 2
+
+
+def test_tiny_wan_vae_flops_and_working_set() -> None:
+    vae = vae_component(TINY_WAN)
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_WAN, sort_keys=True))
+    # 8 x 8 px, 5 frames: level 0 has 64 pixels x 5 frames, level 1 (after the spatial and the time
+    # downsampling) 16 pixels x 1 + 4/2 = 3 frames; the time conv skips the first frame (2 frames)
+    conv_in = 2 * 3 * 2 * 27 * 64 * 5
+    stage0 = 2 * (2 * 2 * 2 * 27 * 64 * 5)
+    resample = 2 * 2 * 2 * 9 * 16 * 5  # the 2-D stride-2 conv runs on every frame
+    time_conv = 2 * 2 * 2 * 3 * 16 * 2
+    stage1 = 2 * 2 * 4 * 27 * 16 * 3 + 2 * 4 * 4 * 27 * 16 * 3 + 2 * 2 * 4 * 16 * 3
+    mid = 4 * (2 * 4 * 4 * 27 * 16 * 3) + 2 * 4 * 12 * 16 * 3 + 2 * 4 * 4 * 16 * 3 + 4 * 16 * 16 * 4 * 3
+    out = 2 * 4 * 4 * 27 * 16 * 3 + 2 * 4 * 4 * 16 * 3
+    assert (
+        encoders.vae_flops(vae, _shape(8, 5)) == conv_in + stage0 + resample + time_conv + stage1 + mid + out
+    )
+    # chunks of 2 frames at level 0 (one temporal downsampling), 1 at level 1: the widest activation
+    # is 2 channels x 64 pixels x 2 frames, held 6 times; the cache keeps 2 frames of each 3x3x3
+    # conv's input and 1 of the time conv's: conv_in 384, stage 0 512, time conv 32, stage 1
+    # 64 + 128, mid 512, conv_out 128 = 1,760; the clip's pixels 3 x 64 x 5 = 960
+    assert encoders.vae_working_bytes(vae, _shape(8, 5)) == (6 * 256 + 1_760 + 960) * 2
+
+
+def test_tiny_text_encoders_hand_count() -> None:
+    # CLIP: embeddings (10 + 6) x 8 = 128; a layer: q/k/v/out 4 x (64 + 8), fc1 8x16 + 16, fc2 16x8 + 8,
+    # two LayerNorms 2 x 16 = 600; final LayerNorm 16; text_projection 8 x 4 = 32
+    clip = text_encoder_component("text_encoder", TINY_CLIP)
+    assert clip.params == 128 + 2 * 600 + 16 + 32 == _built(json.dumps(TINY_CLIP, sort_keys=True))[0]
+    assert clip.context_tokens == 6  # the tokenizer pads to max_position_embeddings
+    # T5 encoder: shared embedding 80; a layer: q/k/v/o 4 x 64, gated FFN 3 x 128, two RMSNorms 16;
+    # the first layer's relative bias 4 buckets x 2 heads; the final norm 8. UMT5: a bias per layer
+    t5 = text_encoder_component("text_encoder_2", TINY_T5)
+    assert t5.params == 80 + 2 * 656 + 8 + 8 == _built(json.dumps(TINY_T5, sort_keys=True))[0]
+    umt5_config = {**TINY_T5, "architectures": ["UMT5EncoderModel"], "model_type": "umt5"}
+    umt5 = text_encoder_component("text_encoder", umt5_config)
+    assert umt5.params == t5.params + 8 == _built(json.dumps(umt5_config, sort_keys=True))[0]
+
+
+def test_tiny_text_encoder_flops_and_working_set() -> None:
+    clip = text_encoder_component("text_encoder", TINY_CLIP)
+    # 6 tokens whatever the text length: matmuls 2 x (4*64 + 128 + 128) x 6 = 6,144 per layer,
+    # scores and weighted sum 2 x 2 heads x 6 x 6 x (4 + 4) = 1,152 per layer; pooled projection 2 x 32
+    assert encoders.text_flops(clip, _shape(8, text=100)) == 2 * (6_144 + 1_152) + 64
+    # in the MLP: 4 hidden-width tensors 4 x 6 x 8 and quick_gelu's 3 of 6 x 16 = 480 elements
+    # (> attention: 3 x 48 + q, k, v, output 4 x 48 = 336)
+    assert encoders.text_working_bytes(clip, _shape(8)) == 480 * 2
+    t5 = text_encoder_component("text_encoder_2", TINY_T5)
+    # 5 tokens: 2 x (4*64 + 3*128) x 5 = 6,400 and 2 x 2 x 5 x 5 x 8 = 800 per layer
+    assert encoders.text_flops(t5, _shape(8, text=5)) == 2 * (6_400 + 800)
+    # in the MLP: 4 x 5 x 8 and gelu_new's 4 x 5 x 16, plus the stack's position bias 2 x 5 x 5
+    # = 530 (> attention: 7 x 40 and the bias with its contiguous copy, 2 x 50 = 380); per sample
+    # but the bias
+    assert encoders.text_working_bytes(t5, _shape(8, text=5)) == (160 + 320 + 50) * 2
+    assert encoders.text_working_bytes(t5, _shape(8, text=5), micro_batch=3) == (3 * 480 + 50) * 2
+
+
+FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
+
+
+def test_resident_and_offload_bytes_by_mode() -> None:
+    flux = resolve_model("FLUX.1-dev")
+    assert encoders.resident_bytes(flux, "gpu") == 2 * FLUX_WEIGHTS  # bf16, the whole VAE included
+    assert encoders.resident_bytes(flux, "precomputed") == encoders.resident_bytes(flux, "offload") == 0
+    assert encoders.offload_bytes(flux, "offload") == 2 * 2 * FLUX_WEIGHTS  # to the GPU and back
+    assert encoders.offload_bytes(flux, "gpu") == encoders.offload_bytes(flux, "precomputed") == 0
+    # the SDXL text-to-image script's fp32 VAE: 4 bytes a weight
+    assert encoders.resident_bytes(resolve_model("SD-1.5"), "gpu", weight_bytes=4) == 4 * (
+        83_653_863 + 123_060_480
+    )
+
+
+def test_flux_peak_and_flops_at_1024() -> None:
+    np = pytest.importorskip("numpy")
+    flux = resolve_model("FLUX.1-dev")
+    shape = token_shape(flux, 1024)
+    # VAE: 5 copies of the 128-channel stage-0 activation at 1024^2, plus 3 x 1024^2 pixels, at 2 bytes
+    vae = (5 * 128 + 3) * 1024**2 * 2
+    # T5 at 512 tokens, in attention: 7 x 512 x 4096 and the position bias with its contiguous copy
+    # 2 x 64 x 512^2 (> MLP: 4 x 512 x 4096 + 4 x 512 x 10240 + 64 x 512^2), at 2 bytes
+    t5 = (7 * 512 * 4096 + 2 * 64 * 512**2) * 2
+    assert encoders.peak_bytes(flux, shape, 1, "gpu") == vae
+    assert encoders.peak_bytes(flux, shape, 1, "precomputed") == 0
+    # offload: the component on the GPU brings its weights; the T5's 9.5 GB dominate
+    assert encoders.peak_bytes(flux, shape, 1, "offload") == t5 + 2 * 4_762_310_656
+    # the planner's arrays go through the same function
+    assert list(encoders.peak_bytes(flux, shape, np.array([1, 4]), "gpu")) == [vae, 4 * vae]
+    # T5 FLOPs: 2 x (4 x 4096^2 + 3 x 4096 x 10240) x 24 layers x 512 tokens, plus the scores
+    # 2 x 64 x 512 x 512 x 128 x 24: about 2 x (params - embedding) x tokens
+    t5_flops = 2 * (4 * 4096**2 + 3 * 4096 * 10240) * 24 * 512 + 2 * 64 * 512**2 * 128 * 24
+    t5_component = flux.frozen[2]
+    assert encoders.text_flops(t5_component, shape) == t5_flops
+    assert t5_flops == pytest.approx(2 * (4_762_310_656 - 32128 * 4096) * 512, rel=0.03)
+    total = encoders.flops_per_sample(flux, shape, "gpu")
+    assert total == encoders.flops_per_sample(flux, shape, "offload") > t5_flops
+    assert encoders.flops_per_sample(flux, shape, "precomputed") == 0
+    cost = encoders.frozen_encoder_cost(flux, shape, 2, "gpu")
+    assert (cost.resident_bytes, cost.peak_bytes, cost.flops_per_sample) == (2 * FLUX_WEIGHTS, 2 * vae, total)
+    assert set(encoders.KINDS) == set(cost.__dataclass_fields__)
+
+
+def test_sd3_t5_reads_the_tokens_after_clip() -> None:
+    sd3 = resolve_model("SD3.5-Large")
+    t5 = next(c for c in sd3.frozen if c.architecture == "T5EncoderModel")
+    clip = next(c for c in sd3.frozen if c.name == "text_encoder_2")
+    shape = token_shape(sd3, 1024)  # the pipeline's 77 + 256 text positions
+    assert (encoders.encoder_tokens(t5, shape), encoders.encoder_tokens(clip, shape)) == (256, 77)
+    with pytest.raises(InputError) as error:
+        encoders.encoder_tokens(t5, token_shape(sd3, 1024, text_tokens=77))
+    assert error.value.field == "text_tokens" and "at least 78" in error.value.message
+    # FLUX's T5 reads all of them: its CLIP gives only the pooled vector
+    flux = resolve_model("FLUX.1-dev")
+    assert encoders.encoder_tokens(flux.frozen[2], token_shape(flux, 1024, text_tokens=300)) == 300
+
+
+def test_wan_vae_flops_scale_with_latent_frames() -> None:
+    # 81 frames = 1 + 80: every layer past the first temporal stage runs on 1 + 80 / 2^k frames, so
+    # the cost is not 81 x one frame's but close to it at the heavy full-resolution stages
+    wan = resolve_model("Wan2.1-T2V-14B")
+    vae = wan.frozen[0]
+    one, clip = (encoders.vae_flops(vae, token_shape(wan, "832x480", f)) for f in (1, 81))
+    assert 40 * one < clip < 81 * one
+
+
+def test_pipeline_folder_reads_the_text_encoders(tmp_path: Path) -> None:
+    record = find_model_record("SDXL-base-1.0")
+    assert record is not None and record.pipeline is not None
+    index = {
+        "unet": ["diffusers", "UNet2DConditionModel"],
+        "vae": ["diffusers", "AutoencoderKL"],
+        "text_encoder": ["transformers", "CLIPTextModel"],
+        "text_encoder_2": ["transformers", "CLIPTextModelWithProjection"],
+    }
+    (tmp_path / "model_index.json").write_text(json.dumps(index))
+    files = {"unet": dict(record.config), "vae": dict(record.pipeline["vae"])}
+    for folder, config in record.pipeline["text_encoders"].items():
+        files[folder] = {key: value for key, value in config.items() if key != "architectures"}
+    for folder, config in files.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text(json.dumps(config))
+    spec = resolve_model(str(tmp_path))
+    # the classes come from model_index.json where the configs name none
+    assert [(c.name, c.architecture, c.params) for c in spec.frozen] == [
+        (c.name, c.architecture, c.params) for c in catalog_spec("SDXL-base-1.0").frozen
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "field"),
+    [
+        ({"vae": {**TINY_KL, "down_block_types": ["DownBlock2D"] * 2}}, "vae.down_block_types"),
+        ({"vae": {"_class_name": "AutoencoderTiny"}}, "vae._class_name"),
+        ({"vae": {**TINY_WAN, "is_residual": True}}, "vae.is_residual"),
+        ({"vae": {**TINY_WAN, "num_res_blocks": 10**9}}, "vae.num_res_blocks"),  # bounded before any loop
+        ({"vae": {**TINY_KL, "block_out_channels": [4, 10**9]}}, "vae.block_out_channels"),
+        ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_CLIP, "architectures": ["GemmaModel"]}}},
+         "text_encoder.architectures"),
+        ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_T5, "d_model": 0}}},
+         "text_encoder.d_model"),
+        ({"vae": TINY_KL, "text_encoders": {"tokenizer": TINY_CLIP}}, "pipeline.text_encoders.tokenizer"),
+        ({"vae": TINY_KL, "scheduler": {}}, "pipeline.scheduler"),
+    ],
+)  # fmt: skip
+def test_unmodelled_components_are_refused_by_field(pipeline: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        frozen_components(pipeline)
+    assert error.value.field == field
+
+
+def test_frozen_components_stay_out_of_the_denoiser_count() -> None:
+    from trainplan.terms.params import total_params
+
+    for record in PIPELINES:
+        spec = record.spec()
+        assert spec.frozen and spec.frozen[0].kind == "vae"
+        assert total_params(spec) == record.meta_device_params
+
+
+def _efficient_sdpa(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
+    is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False,
+) -> Any:  # fmt: skip
+    """What CUDA's SDPA runs for these shapes, on fake tensors: the memory-efficient kernel (an
+    additive mask, head_dim 512), which keeps the output and its logsumexp, no scores."""
+    import torch
+
+    bias = None
+    if attn_mask is not None:
+        bias = attn_mask.to(query.dtype).expand(*query.shape[:3], key.shape[2])
+    op = torch.ops.aten._scaled_dot_product_efficient_attention
+    return op(query, key, value, bias, False, dropout_p, is_causal, scale=scale)[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "folder", "resolution", "frames", "text_tokens", "micro_batch"),
+    [
+        ("SD-1.5", "vae", 128, 1, None, 2),
+        ("Wan2.1-T2V-1.3B", "vae", 128, 9, None, 1),
+        ("SDXL-base-1.0", "text_encoder", 128, 1, None, 2),
+        ("SDXL-base-1.0", "text_encoder_2", 128, 1, None, 1),
+        ("FLUX.1-dev", "text_encoder_2", 128, 1, 64, 2),
+        ("Wan2.1-T2V-1.3B", "text_encoder", 128, 1, 64, 1),
+    ],
+)
+def test_working_set_matches_a_fake_tensor_trace(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    folder: str,
+    resolution: int,
+    frames: int,
+    text_tokens: int | None,
+    micro_batch: int,
+) -> None:
+    """The estimated no-grad forward peak against the storages the real diffusers / transformers
+    modules allocate, on fake tensors in bf16 (text encoders cut to 2 layers: the peak is per layer)."""
+    torch = pytest.importorskip("torch")
+    diffusers = pytest.importorskip("diffusers")
+    transformers = pytest.importorskip("transformers")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from trainplan.measure.replay import Cat, replay
+    from trainplan.measure.tracker import StorageTracker
+
+    record = find_model_record(name)
+    assert record is not None and record.pipeline is not None
+    spec = catalog_spec(name)
+    shape = token_shape(spec, resolution, frames, text_tokens)
+    component = next(c for c in spec.frozen if c.name == folder)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", _efficient_sdpa)
+    default_dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with FakeTensorMode():
+            if folder == "vae":
+                config = dict(record.pipeline["vae"])
+                module = getattr(diffusers, config.pop("_class_name")).from_config(config)
+                dims = (micro_batch, 3, *((frames,) if frames > 1 else ()), resolution, resolution)
+
+                def run() -> Any:
+                    return module.encode(torch.randn(*dims)).latent_dist.sample()
+
+            else:
+                config = dict(record.pipeline["text_encoders"][folder])
+                architecture, model_type = config.pop("architectures")[0], config.pop("model_type")
+                config["num_hidden_layers" if model_type == "clip_text_model" else "num_layers"] = 2
+                config_class = transformers.CLIPTextConfig if model_type == "clip_text_model" else (
+                    transformers.T5Config if model_type == "t5" else transformers.UMT5Config
+                )  # fmt: skip
+                module = getattr(transformers, architecture)(config_class(**config))
+                tokens = encoders.encoder_tokens(component, shape)
+
+                def run() -> Any:
+                    return module(torch.randint(0, 1000, (micro_batch, tokens)))[0]
+
+            module.eval()
+            tracker = StorageTracker()
+            tracker.register(module.parameters(), Cat.PARAM)
+            tracker.register(module.buffers(), Cat.BUFFER)
+            with tracker, torch.no_grad():
+                tracker.phase(1, "forward")
+                run()
+            peak = replay(tracker.recs, tracker.kinds, tracker.args, tracker.phases).peak
+            tracker.close()
+    finally:
+        torch.set_default_dtype(default_dtype)
+    measured = peak.total - peak.by_cat[Cat.PARAM] - peak.by_cat[Cat.BUFFER]
+    # within 1%: the tracker rounds each storage to the allocator's 512-byte blocks
+    assert encoders.working_bytes(component, shape, micro_batch) == pytest.approx(measured, rel=0.01)
+
+
+@pytest.mark.parametrize("record", PIPELINES, ids=lambda r: r.name)
+def test_mode_invariants(record: Any) -> None:
+    # precomputed costs nothing; offload trades the resident weights for traffic and a larger
+    # transient (the component on the GPU brings its weights); the same FLOPs run in gpu and offload
+    spec = record.spec()
+    frames = 1 if spec.kind == "diffusion" else 9
+    small, large = (token_shape(spec, side, frames) for side in (256, 512))
+    for shape in (small, large):
+        cost = {
+            mode: encoders.frozen_encoder_cost(spec, shape, 2, mode)
+            for mode in ("precomputed", "gpu", "offload")
+        }
+        assert cost["precomputed"] == encoders.FrozenEncoderCost(0, 0, 0.0, 0)
+        assert cost["gpu"].resident_bytes > 0 == cost["offload"].resident_bytes
+        assert cost["gpu"].peak_bytes < cost["offload"].peak_bytes
+        assert cost["gpu"].flops_per_sample == cost["offload"].flops_per_sample > 0
+        assert cost["offload"].offload_bytes_per_micro_batch == 2 * cost["gpu"].resident_bytes
+        assert encoders.peak_bytes(spec, shape, 1, "gpu") < cost["gpu"].peak_bytes  # micro-batch 1 < 2
+    # four times the pixels: the VAE's working set grows fourfold, its FLOPs a little more (the
+    # convolutions fourfold, the mid-block attention over the latent pixels sixteenfold); the text
+    # encoders' not at all
+    vae = spec.frozen[0]
+    assert encoders.vae_working_bytes(vae, large) == 4 * encoders.vae_working_bytes(vae, small)
+    assert (
+        4 * encoders.vae_flops(vae, small)
+        < encoders.vae_flops(vae, large)
+        < 4.1 * encoders.vae_flops(vae, small)
+    )
+    for text in spec.frozen[1:]:
+        assert encoders.text_flops(text, large) == encoders.text_flops(text, small)
