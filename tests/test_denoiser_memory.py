@@ -232,8 +232,8 @@ def test_jepa_target_encoder_is_an_fp32_copy_of_the_context_encoder() -> None:
     ("fields", "field"),
     [
         ({"model": "FLUX.1-dev", "activation_checkpointing": "selective"}, "activation_checkpointing"),
-        ({"model": "FLUX.1-dev", "frozen_encoders": "gpu"}, "frozen_encoders"),
         ({"model": "Wan2.1-T2V-1.3B", "pipeline_parallel": 2, "gpus": 2}, "pipeline_parallel"),
+        ({"model": "V-JEPA-2-ViT-L", "frozen_encoders": "gpu"}, "frozen_encoders"),
     ],
 )
 def test_unmodelled_settings_are_refused_by_name(fields: dict[str, Any], field: str) -> None:
@@ -362,3 +362,26 @@ def test_the_planner_asks_for_images_not_tokens_per_step() -> None:
     with pytest.raises(InputError) as error:
         plan(request)
     assert error.value.field == "target_global_tokens"
+
+
+def test_frozen_encoders_on_the_gpu_or_offloaded() -> None:
+    """FLUX.1-dev's T5-XXL encoder (4,762,310,656), CLIP-L text model (123,060,480) and VAE
+    (83,819,683) in bf16: `gpu` adds their 2 B per parameter to the weights and their forward to
+    the step; `offload` keeps them off the GPU but brings them over PCIe for each micro-batch."""
+    base = {
+        "model": "FLUX.1-dev",
+        "recipe": "diffusers",
+        "method": "lora",
+        "activation_checkpointing": "full",
+    }
+    cached = _estimate(**base)
+    resident = _estimate(**base, frozen_encoders="gpu")
+    offloaded = _estimate(**base, frozen_encoders="offload")
+    encoders = 2 * (4_762_310_656 + 123_060_480 + 83_819_683)
+    gap = resident.peak.term("weights").value - cached.peak.term("weights").value
+    assert gap == encoders
+    assert offloaded.peak.term("weights").value == cached.peak.term("weights").value
+    assert cached.peak.total < offloaded.peak.total < resident.peak.total
+    assert resident.time is not None and cached.time is not None and offloaded.time is not None
+    assert resident.time.step.compute > cached.time.step.compute
+    assert offloaded.time.step.offload > 0 == cached.time.step.offload

@@ -28,6 +28,10 @@ from trainplan.terms.denoisers import (
     jepa_masks,
     sample_tokens,
 )
+from trainplan.terms.encoders import flops_per_sample as encoder_flops
+from trainplan.terms.encoders import offload_bytes as encoder_offload_bytes
+from trainplan.terms.encoders import peak_bytes as encoder_peak_bytes
+from trainplan.terms.encoders import resident_bytes as encoder_resident_bytes
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.fsdp import fsdp_coefficients
 from trainplan.terms.memory import (
@@ -125,6 +129,12 @@ class Coefficients:
     # an EMA copy of the trainable weights (diffusers EMAModel) or a JEPA's EMA target encoder:
     # on every GPU whatever the sharding (each rank updates its own copy)
     ema_bytes: float = 0.0
+    # frozen VAE and text encoders run each step (frozen_encoders gpu / offload): their resident
+    # weights (unsharded, like the EMA), the working set of running them (at micro-batch 0 and per
+    # sample) and, offloaded, the weight bytes brought over PCIe per micro-batch
+    encoder_bytes: float = 0.0
+    encoder_peak: tuple[float, float] = (0.0, 0.0)
+    encoder_offload_bytes: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -220,7 +230,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     every = checkpoint_every(ckpt)
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
     recompute: list[tuple[float, float]] = []
-    ema_bytes = 0.0
+    ema_bytes = encoder_bytes = encoder_offload = 0.0
+    encoder_peak = (0.0, 0.0)
     if model.kind != "llm":
         checkpointed = checkpointed_blocks(model, every)
         sample = _sample_terms(model, scenario, counts, mode, checkpointed)
@@ -230,6 +241,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         outside = sample.outside
         flops = sample.flops
         ema_bytes = sample.ema_bytes
+        encoder_bytes, encoder_peak = sample.encoder_bytes, sample.encoder_peak
+        encoder_offload = sample.encoder_offload_bytes
     else:
         seq = scenario.seq_len
         sharded = replicated = 0.0
@@ -348,6 +361,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         recompute_layers=tuple(recompute),
         outside_per_token=outside,
         ema_bytes=ema_bytes,
+        encoder_bytes=encoder_bytes,
+        encoder_peak=encoder_peak,
+        encoder_offload_bytes=encoder_offload,
         logits_held=held,
         logits_loss=loss,
         logits_backward=backward,
@@ -399,6 +415,9 @@ class SampleTerms:
     backward: float
     flops: FlopsPerToken
     ema_bytes: float
+    encoder_bytes: float = 0.0
+    encoder_peak: tuple[float, float] = (0.0, 0.0)  # bytes at micro-batch 0 and per sample
+    encoder_offload_bytes: float = 0.0
 
 
 #: What the diffusers training scripts checkpoint: whole blocks (`enable_gradient_checkpointing`).
@@ -417,12 +436,6 @@ def _sample_terms(
             "activation_checkpointing",
             f"{ckpt!r}: {model.name} checkpoints whole blocks as diffusers does; use none, full or full:N",
         )
-    if scenario.frozen_encoders != "precomputed":
-        raise InputError(
-            "frozen_encoders",
-            f"{scenario.frozen_encoders!r}: only precomputed latents and text embeddings are modelled "
-            "so far (the VAE and text encoders off the GPU)",
-        )
     shape = sample_shape(model, scenario)
     assert shape is not None
     recipe = PRECISIONS[scenario.precision]
@@ -433,6 +446,12 @@ def _sample_terms(
         model, shape, mode, fp32_weights=mode.weights_trainable and recipe.weight_bytes == 4, masks=masks
     )
     tokens = sample_tokens(model, shape)
+    frozen = scenario.frozen_encoders
+    compute = mode.activation_bytes
+    # the frozen VAE and text encoders (terms/encoders.py): resident weights, the working set of
+    # running them on a micro-batch (affine in the micro-batch: two points give it), their forward
+    # FLOPs, and under offload the weights brought over PCIe for each micro-batch
+    one, two = (encoder_peak_bytes(model, shape, n, frozen, compute, compute) for n in (1, 2))
     layers = 0.0
     recompute: list[tuple[float, float]] = []
     for (block, per_layer), kept, inputs in zip(acts.layers, checkpointed, acts.block_inputs, strict=True):
@@ -463,11 +482,14 @@ def _sample_terms(
             matmul_forward=flops.matmul_forward / tokens,
             attention_forward=flops.attention_forward / tokens,
             head_forward=0.0,
-            total=flops.total / tokens,
+            total=(flops.total + encoder_flops(model, shape, frozen)) / tokens,
             recompute=flops.recompute / tokens,
             palm_model_flops=(flops.total - flops.recompute) / tokens,
         ),
         ema_bytes=ema_params * EMA_BYTES[ema],
+        encoder_bytes=float(encoder_resident_bytes(model, frozen, compute)),
+        encoder_peak=(float(2 * one - two), float(two - one)),
+        encoder_offload_bytes=float(encoder_offload_bytes(model, frozen, compute)),
     )
 
 

@@ -9,9 +9,10 @@ from trainplan.catalog import resolve_model
 from trainplan.coefficients import Coefficients, coefficients
 from trainplan.formulas import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
+from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.presets import recipe_summary
-from trainplan.result import ESTIMATE, EXACT, Batch, Estimate, FitRow, Phase, Term
+from trainplan.result import Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import Scenario, data_parallel, resolved_base_weights, scenario_from_mapping
@@ -28,7 +29,11 @@ from trainplan.validity import check_layout
 __all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
 
 KINDS = {
-    "weights": (EXACT, "parameters held on this GPU at their storage precision"),
+    "weights": (
+        EXACT,
+        "parameters held on this GPU at their storage precision (with an EMA copy and frozen "
+        "encoders kept on the GPU, where there are any)",
+    ),
     "gradients": (EXACT, "gradients present at this moment of the step"),
     "optimizer": (EXACT, "optimizer state (and fp32 master copy)"),
     "activations": (ESTIMATE, "tensors saved for backward (Korthikanti et al. 2022, per architecture)"),
@@ -39,7 +44,8 @@ KINDS = {
     "temporaries": (
         ESTIMATE,
         "autocast weight copies, optimizer-step and dequantisation scratch, ZeRO-3 gathered layers, "
-        "reduce-scatter buffers and the all-gather stream's pool",
+        "reduce-scatter buffers and the all-gather stream's pool; a diffusion model's frozen "
+        "encoders' working set while they run",
     ),
     "overhead": (ESTIMATE, "CUDA context, kernel workspaces, allocator fragmentation (user-set)"),
 }

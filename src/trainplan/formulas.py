@@ -97,14 +97,15 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
     sharded_weights = zero3 > 1
-    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + c.ema_bytes
+    unsharded = c.ema_bytes + c.encoder_bytes  # on every GPU whatever the sharding
+    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded
     gradients = c.gradient_bytes * per_gpu / zero2
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
     # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
     # to the sharded parameter's dtype)
     shard_master = sharded_weights & (c.shard_master_bytes > 0)
     weights = where(
-        shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + c.ema_bytes, weights
+        shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded, weights
     )
     gradients = where(shard_master, c.shard_master_bytes * per_gpu / zero2, gradients)
     if c.optimizer_in_backward:
@@ -161,7 +162,13 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     head_unsharded = where(sharded_weights & c.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
     overhead = v.overhead_bytes
 
-    forward = _terms(weights, resident, optimizer, stored, loss, autocast + gathered + side, overhead)
+    # the frozen encoders run before the denoiser's forward, without grad: their working set is a
+    # moment of its own, counted as the temporaries it needs beyond the forward's activations
+    encode = c.encoder_peak[0] + c.encoder_peak[1] * v.micro_batch
+    encoding = maximum(encode - (stored + loss + autocast + gathered + side), 0.0)
+    forward = _terms(
+        weights, resident, optimizer, stored, loss, autocast + gathered + side + encoding, overhead
+    )
     # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
     # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
@@ -378,6 +385,8 @@ def step_seconds(
         v.offload == 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
     )
     offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
+    # frozen encoders kept on the CPU: their weights come over PCIe for every micro-batch
+    offload = offload + c.encoder_offload_bytes * v.grad_accum / hw.pcie_bytes_per_s
     # activation offloading: every offloaded byte goes down in forward and up in backward, on
     # side streams under the compute
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s

@@ -10,9 +10,6 @@ from trainplan.scenario import Scenario, scenario_to_mapping
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
 
-EXACT = "exact"
-ESTIMATE = "estimate"
-
 
 @dataclass(frozen=True)
 class Term:

@@ -31,8 +31,8 @@ from typing import Any
 
 from trainplan.arrays import maximum
 from trainplan.errors import InputError
+from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import FrozenComponent, ModelSpec
-from trainplan.result import ESTIMATE, EXACT
 from trainplan.terms.flops import _attention_core, _block_matmul_active
 from trainplan.terms.geometry import TokenShape
 
