@@ -113,13 +113,13 @@ def test_refusal_message_names_field_reason_and_supported() -> None:
     assert "RWKV" in error.value.message and "mamba2" in error.value.message
 
 
-def _ssm_records() -> list[Any]:
+def _hybrid_records() -> list[Any]:
     from trainplan.catalog import model_records
 
-    return [r for r in model_records() if any(b.ssm for b in r.spec().blocks)]
+    return [r for r in model_records() if any(b.ssm or b.mixer for b in r.spec().blocks)]
 
 
-@pytest.mark.parametrize("record", _ssm_records(), ids=lambda r: r.name)
+@pytest.mark.parametrize("record", _hybrid_records(), ids=lambda r: r.name)
 def test_hybrid_catalog_records_match_transformers(record: Any) -> None:
     # the recorded meta-device count is what transformers builds from the record's own config
     assert record.meta_device_params == meta_device_params(dict(record.config))

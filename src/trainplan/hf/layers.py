@@ -15,7 +15,8 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
 
     The family's `layers` rule says where attention and SSM layers sit: all one kind
     (`mixer`), every `period` layers from `offset` (Jamba), an index list (Bamba), or a
-    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2). The MLP of each layer is
+    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2; LFM2's list of attention
+    layers where the config has no per-layer list). The MLP of each layer is
     dense or MoE by the family's `moe` rule; layer kinds the table does not map are refused.
     """
     rule: Mapping[str, Any] = family.row.get("layers") or {}
@@ -33,6 +34,10 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
                     pattern_key, f"layer letters {unknown} are not modelled; modelled: {', '.join(letters)}"
                 )
             values = [letters[letter] for letter in pattern]
+        if values is None and listed.get("indices"):
+            values = _kinds_from_indices(cfg, family, listed["indices"])
+        if values is None and listed.get("interval"):
+            values = _kinds_from_interval(cfg, family, listed["interval"])
         if not isinstance(values, list) or not values:
             raise ConfigError(listed["key"], "must list the kind of every layer")
         layers = get_int(cfg, *family.key("num_layers"), default=len(values))
@@ -59,6 +64,26 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
             parts += ("moe" if _is_moe_layer(cfg, family, index) else "dense",)
         kinds.append(parts)
     return kinds
+
+
+def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
+    """Per-layer kinds from a list of the layers that are `rule["kind"]` (LFM2's full_attn_idxs;
+    every layer when the config leaves the list out, as Lfm2Config does), the rest `rule["other"]`."""
+    layers = get_int(cfg, *family.key("num_layers"))
+    chosen = cfg.get(rule["key"])
+    if chosen is None:
+        chosen = list(range(layers))
+    if not isinstance(chosen, list) or any(not isinstance(i, int) or not 0 <= i < layers for i in chosen):
+        raise ConfigError(rule["key"], f"must list layer indices between 0 and {layers - 1}")
+    return [str(rule["kind"]) if index in chosen else str(rule["other"]) for index in range(layers)]
+
+
+def _kinds_from_interval(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
+    """Per-layer kinds when every n-th layer is `rule["kind"]` (layers n-1, 2n-1, ...: Qwen3-Next's
+    full_attention_interval, default n from the config class), the rest `rule["other"]`."""
+    layers = get_int(cfg, *family.key("num_layers"))
+    every = get_int(cfg, rule["key"], default=rule["default"])
+    return [str(rule["kind"]) if (index + 1) % every == 0 else str(rule["other"]) for index in range(layers)]
 
 
 def _mixer_of(cfg: Mapping[str, Any], rule: Mapping[str, Any], index: int) -> str:
