@@ -92,7 +92,7 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
 def _adjusted_width(cfg: Mapping[str, Any], rule: Mapping[str, str], width: int) -> int:
     """LFM2's MLP width (Lfm2MLP): when config[adjust] is true, int(2/3 x width), and when a
     multiplier is set, int(multiplier x that) rounded up to a multiple of config[multiple_of]."""
-    if not cfg.get(rule["adjust"], False):
+    if not cfg.get(rule["adjust"]):
         return width
     width = int(2 * width / 3)
     multiplier = cfg.get(rule["multiplier"])

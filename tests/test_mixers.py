@@ -1,0 +1,254 @@
+"""Linear-attention and short-convolution mixers (Gated DeltaNet, lightning attention, LFM2's
+short conv, KDA): hand-computed parameters, saved-for-backward bytes and FLOPs, layer orders,
+and the naive derivations against the tensors autograd saves."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from trainplan.hf import spec_from_config
+from trainplan.model import LinearMixer, ModelSpec, mixer_extra_params, mixer_linears
+from trainplan.terms.activations import ActivationMode
+from trainplan.terms.flops import flops_per_token
+from trainplan.terms.mixers import mixer_bytes, mixer_flops, output_gate_bytes
+from trainplan.terms.params import total_params
+
+BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
+FROZEN = ActivationMode(2, 2, False, frozenset(), "sdpa", "none")
+_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+
+# h 64; Gated DeltaNet with 2 query/key heads of 16 and 4 value heads of 8 (K = 32, V = 32,
+# conv channels C = 2K + V = 96, kernel 4); attention 4 heads of 16 with 2 key-value heads
+TINY_QWEN3_NEXT: dict[str, Any] = {
+    "model_type": "qwen3_next", "hidden_size": 64, "num_hidden_layers": 4, "vocab_size": 100,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 8,
+    "linear_conv_kernel_dim": 4, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32, "intermediate_size": 64, "tie_word_embeddings": False,
+    "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+}  # fmt: skip
+# h 64; lightning attention 4 heads of 16 (V = 64) in blocks of 64
+TINY_MINIMAX: dict[str, Any] = {
+    "model_type": "minimax", "hidden_size": 64, "num_hidden_layers": 4, "vocab_size": 100,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "block_size": 64,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 32,
+    "layer_types": ["full_attention", "linear_attention"] * 2,
+}  # fmt: skip
+# h 64; short conv kernel 3
+TINY_LFM2: dict[str, Any] = {
+    "model_type": "lfm2", "hidden_size": 64, "num_hidden_layers": 4, "vocab_size": 100,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "conv_L_cache": 3,
+    "layer_types": ["conv", "full_attention"] * 2, **_IDS,
+}  # fmt: skip
+# h 64; KDA 4 heads of 16 (K = V = 64, C = 192, gate rank 16), conv 4; MLA attention layers
+TINY_KIMI: dict[str, Any] = {
+    "model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 4, "vocab_size": 100,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "linear_num_heads": 4, "linear_head_dim": 16,
+    "linear_conv_kernel_dim": 4, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
+    "v_head_dim": 16, "head_dim": 8, "qk_head_dim": 16, "num_experts": 4, "num_experts_per_token": 2,
+    "moe_intermediate_size": 32, "intermediate_size": 64,
+    "layer_types": ["linear_attention", "full_attention"] * 2, "mlp_layer_types": ["dense"] * 4, **_IDS,
+}  # fmt: skip
+
+
+def tiny(config: dict[str, Any]) -> tuple[ModelSpec, LinearMixer]:
+    spec = spec_from_config(config, str(config["model_type"]))
+    mixer = next(block.mixer for block in spec.blocks if block.mixer is not None)
+    return spec, mixer
+
+
+def mixer_params(mixer: LinearMixer, hidden: int) -> int:
+    return sum(linear.params for linear in mixer_linears(mixer, hidden)) + mixer_extra_params(mixer)
+
+
+def test_gated_deltanet_params_by_hand() -> None:
+    # in_proj_qkvz 64 x (2 x 32 + 2 x 32) = 8,192; in_proj_ba 64 x 2 x 4 = 512; out_proj 32 x 64 = 2,048
+    # conv 96 x 4 = 384 (no bias); A_log and dt_bias 2 x 4 = 8; gated norm one head wide 8  -> 11,152
+    _, mixer = tiny(TINY_QWEN3_NEXT)
+    assert mixer.conv_channels == 96
+    assert mixer_params(mixer, 64) == 11_152
+    # Qwen3.5 splits the projections (qkv 6,144 + z 2,048 + b 256 + a 256 = 8,704 = 8,192 + 512)
+    split = spec_from_config({**TINY_QWEN3_NEXT, "model_type": "qwen3_5_text"}, "q35")
+    split_mixer = next(block.mixer for block in split.blocks if block.mixer is not None)
+    assert split_mixer.split_in_proj and mixer_params(split_mixer, 64) == 11_152
+    names = [linear.name for linear in mixer_linears(split_mixer, 64)]
+    assert names == ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"]
+
+
+def test_qwen3_next_layer_order_and_gated_attention() -> None:
+    spec, _ = tiny(TINY_QWEN3_NEXT)
+    kinds = [("attention" if block.attention else "mixer", block.count) for block in spec.blocks]
+    assert kinds == [("mixer", 3), ("attention", 1)]
+    attention = spec.blocks[1].attention
+    assert attention is not None and attention.output_gate
+    # q_proj emits the query and its gate: 64 -> 2 x 4 x 16 = 128
+    assert [linear.out_features for linear in mixer_linears_of_attention(spec)] == [128, 32, 32, 64]
+    # gated output: sigmoid output 2 x 64 + the gated product (o_proj's input) 2 x 64
+    assert output_gate_bytes(attention, BF16_FULL) == 256
+
+
+def mixer_linears_of_attention(spec: ModelSpec) -> list[Any]:
+    from trainplan.model import attention_linears
+
+    attention = spec.blocks[1].attention
+    assert attention is not None
+    return attention_linears(attention, spec.hidden_size)
+
+
+def test_interval_gives_the_layer_order_without_layer_types() -> None:
+    # a config.json with full_attention_interval and no layer_types (Qwen3NextConfig fills them in)
+    config = {key: value for key, value in TINY_QWEN3_NEXT.items() if key != "layer_types"}
+    config.update(num_hidden_layers=8, full_attention_interval=4)
+    spec = spec_from_config(config, "q")
+    assert [(block.attention is not None, block.count) for block in spec.blocks] == [
+        (False, 3), (True, 1), (False, 3), (True, 1),
+    ]  # fmt: skip
+
+
+def test_lightning_short_conv_and_kda_params_by_hand() -> None:
+    _, lightning = tiny(TINY_MINIMAX)
+    # qkv_proj 64 x 192 = 12,288; output_gate 64 x 64 = 4,096; out_proj 64 x 64 = 4,096; norm 64 -> 20,544
+    assert mixer_params(lightning, 64) == 20_544
+    _, conv = tiny(TINY_LFM2)
+    # in_proj 64 x 192 = 12,288; out_proj 64 x 64 = 4,096; conv 64 x 3 = 192 (no bias) -> 16,576
+    assert mixer_params(conv, 64) == 16_576
+    _, kda = tiny(TINY_KIMI)
+    # q/k/v_proj 3 x 64 x 64 = 12,288; f_a 64 x 16 + f_b 16 x 64 = 2,048; b_proj 64 x 4 = 256;
+    # g_a + g_b 2,048; o_proj 4,096; conv 192 x 4 = 768; A_log 4; dt_bias 64; o_norm 16 -> 21,588
+    assert mixer_params(kda, 64) == 21_588
+
+
+def test_lfm2_mlp_width_rule() -> None:
+    # Lfm2MLP: int(2 x 1000 / 3) = 666; x 1.5 = 999; rounded up to a multiple of 256 -> 1,024
+    config = {
+        **TINY_LFM2,
+        "intermediate_size": 1000,
+        "block_ffn_dim_multiplier": 1.5,
+        "block_multiple_of": 256,
+    }
+    spec = spec_from_config(config, "lfm2")
+    mlp = spec.blocks[0].mlp
+    assert mlp is not None and mlp.intermediate_size == 1_024
+    # no adjustment: the width as given
+    plain = spec_from_config({**config, "block_auto_adjust_ff_dim": False}, "lfm2")
+    assert plain.blocks[0].mlp is not None and plain.blocks[0].mlp.intermediate_size == 1_000
+
+
+def test_lfm2_attention_indices_without_layer_types() -> None:
+    config = {key: value for key, value in TINY_LFM2.items() if key != "layer_types"}
+    spec = spec_from_config({**config, "full_attn_idxs": [1, 3]}, "lfm2")
+    assert [block.attention is not None for block in spec.blocks] == [False, True, False, True]
+    # Lfm2Config's default when neither is given: every layer attention
+    every = spec_from_config(config, "lfm2")
+    assert len(every.blocks) == 1 and every.blocks[0].attention is not None and every.blocks[0].count == 4
+
+
+def test_gated_deltanet_activations_by_hand() -> None:
+    spec, mixer = tiny(TINY_QWEN3_NEXT)
+    # naive, bf16, H 4, d_k 16, d_v 8, V 32, C 96, Q 64 (bytes per token):
+    # in_proj input 2 x 64 = 128; conv input and output 2 x 2 x 96 = 384; beta 2 x 4 + softplus 2 x 16 = 40
+    # q, k at value heads in fp32 + rstd 2 x (256 + 16) = 544; beta, v, normalised k 16 + 128 + 256 = 400
+    # four Q x Q chunk matrices 4 x 1,024 = 4,096; k beta and k 2 x 256 = 512; cumulative decays 48;
+    # v beta, decayed k beta 128 + 256 = 384; scan 1,024 + 512 + 128 + 4 x 4 x 16 x 8 / 64 = 1,696
+    # gated norm 128 + 16 + 64 + 256 + 64 = 528; out_proj input 2 x 32 = 64          -> 8,824
+    assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == 8_824
+    # fused (fla, causal-conv1d): 128 + conv input and output 384 + gates 40 + q, k 2 x 2 x 32 = 128
+    # + rstd 2 x 4 x 2 = 16 + decay 16 + A 64 x 2 x 4 = 512 + norm 528 + out_proj input 64 -> 1,816
+    assert mixer_bytes(spec, mixer, BF16_FULL, "fused") == 1_816
+    # frozen weights (LoRA elsewhere): no in_proj / out_proj inputs, conv input, norm cast
+    assert mixer_bytes(spec, mixer, FROZEN, "naive") == 8_824 - 128 - 192 - 64 - 64
+
+
+def test_lightning_short_conv_and_kda_activations_by_hand() -> None:
+    spec, lightning = tiny(TINY_MINIMAX)
+    # in_proj input 128; qkv_proj output and SiLU output 2 x 2 x 192 = 768; decayed scores 2 x 4 x 64
+    # = 512; decayed q and k 2 x 128 = 256; block states 2 x 4 x 256 / 64 = 32; norm 256 + 4 + 128
+    # + 128 + sigmoid gate 128 = 644; out_proj input 128                               -> 2,468
+    assert mixer_bytes(spec, lightning, BF16_FULL, "naive") == 2_468
+    assert mixer_bytes(spec, lightning, BF16_FULL, "fused") == 2_468  # no kernel in transformers
+    spec, conv = tiny(TINY_LFM2)
+    # in_proj input 128; in_proj output 384; B x (the conv input) 128; conv output 128; out_proj input 128
+    assert mixer_bytes(spec, conv, BF16_FULL, "naive") == 896
+    assert mixer_bytes(spec, conv, FROZEN, "naive") == 896 - 128 - 128 - 128
+    assert mixer_bytes(spec, conv, FROZEN, "fused") == 896 - 128 - 128  # causal-conv1d keeps its input
+    spec, kda = tiny(TINY_KIMI)
+    # around the kernel: in_proj input 128; conv input and output 768; f_b / g_b inputs 2 x 32 = 64;
+    # softplus 3 x 256 + 64 = 832; beta 8; gated norm 256 + 16 + 256 + 512 = 1,040       -> 2,840
+    # naive kernel: 768 + 256 + 48 = 1,072; 2 x 4 x 64 x 64 + 256 = 33,024; forward substitution
+    # 4 x 4 x (64^2 - 1) / 3 = 21,840; 768 + 1,024 = 1,792; scan 28 x 64 = 1,792 + 1,024 + 16,384
+    # + 4 x 4 x 256 / 64 = 64 + 4 = 19,268; out_proj input 128                           -> 79,964
+    assert mixer_bytes(spec, kda, BF16_FULL, "naive") == 79_964
+
+
+def test_mixer_flops_by_hand() -> None:
+    _, deltanet = tiny(TINY_QWEN3_NEXT)
+    # conv 2 x 96 x 4 = 768; per value head 4 x 64 x 16 + 64 x (16 + 8) + 2 x 64 x 8 + 6 x 16 x 8
+    # = 4,096 + 1,536 + 1,024 + 768 = 7,424; x 4 heads = 29,696                        -> 30,464
+    assert mixer_flops(deltanet) == 30_464
+    _, lightning = tiny(TINY_MINIMAX)
+    # per head 4 x 64 x 16 + 4 x 16 x 16 = 5,120; x 4 heads                            -> 20,480
+    assert mixer_flops(lightning) == 20_480
+    _, conv = tiny(TINY_LFM2)
+    # conv 2 x 64 x 3 = 384; the two gate products 2 x 64 = 128                          -> 512
+    assert mixer_flops(conv) == 512
+    # the mixer's FLOPs enter the training total as attention does (forward + 2x backward)
+    spec, _ = tiny(TINY_LFM2)
+    flops = flops_per_token(spec, 128, frozen_base=False, lora_params=0, checkpointing="none")
+    attention_layers = 2 * 2 * 4 * 64 * (16 + 16)  # 2 layers x 2 x heads x context 64 x (d_qk + d_v)
+    assert flops.attention_forward == 2 * 512 + attention_layers
+
+
+def test_default_configs_read_without_refusal() -> None:
+    # the transformers defaults of the modelled types (tests/test_architectures.py compares counts)
+    config = {"model_type": "lfm2", "hidden_size": 2560, "num_hidden_layers": 32, "vocab_size": 65536,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 12288}  # fmt: skip
+    # every layer attention; MLP 8,192 wide: per layer q 2560^2 + k, v 2 x 2560 x 640 + out 2560^2
+    # + MLP 3 x 2560 x 8192 + q/k norms 2 x 80 + two norms 2 x 2560; embedding 65536 x 2560 tied
+    # + final norm 2560
+    per_layer = 2 * 2560**2 + 2 * 2560 * 640 + 3 * 2560 * 8192 + 160 + 2 * 2560
+    assert total_params(spec_from_config(config, "lfm2")) == 32 * per_layer + 65536 * 2560 + 2560
+
+
+_TRACED = [
+    pytest.param(TINY_QWEN3_NEXT, 0, "linear_attn", 0.01, id="gated_deltanet"),
+    # lightning: the first block's decayed q is not computed (its state is zero): 2 x 64 x 64 / 256
+    pytest.param(TINY_MINIMAX, 1, "self_attn", 0.02, id="lightning"),
+    pytest.param(TINY_LFM2, 0, "conv", 0.01, id="short_conv"),
+    pytest.param(TINY_KIMI, 0, "self_attn", 0.01, id="kda"),
+]
+
+
+@pytest.mark.parametrize(("config", "layer", "attribute", "tolerance"), _TRACED)
+def test_naive_formula_matches_saved_tensors(
+    config: dict[str, Any], layer: int, attribute: str, tolerance: float
+) -> None:
+    """The naive derivations against what autograd saves for one bf16 mixer on CPU tensors."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec, mixer = tiny(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_config = transformers.AutoConfig.for_model(**config)
+        model = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=torch.bfloat16)
+        # weights and the layer's constant tables (lightning attention's decays) are not activations
+        constant = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
+        saved: dict[int, int] = {}
+
+        def pack(tensor: Any) -> Any:
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in constant:
+                saved[storage.data_ptr()] = storage.nbytes()
+            return tensor
+
+        seq = 256  # four chunks of 64
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        module = getattr(model.model.layers[layer], attribute)
+        kwargs = {"position_embeddings": None, "attention_mask": None} if config is TINY_MINIMAX else {}
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            module(x, **kwargs)
+    measured = sum(saved.values()) / seq
+    # tolerance 1 % (2 % for lightning, see above): causal masks and the conv's K - 1 padding rows
+    assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == pytest.approx(measured, rel=tolerance)
