@@ -1,6 +1,6 @@
-"""Linear-attention and short-convolution mixers (Gated DeltaNet, lightning attention, LFM2's
-short conv, KDA): hand-computed parameters, saved-for-backward bytes and FLOPs, layer orders,
-and the naive derivations against the tensors autograd saves."""
+"""Linear-attention, recurrent and short-convolution mixers (Gated DeltaNet, lightning attention,
+LFM2's short conv, KDA, Griffin's RG-LRU): hand-computed parameters, saved-for-backward bytes and
+FLOPs, layer orders, and the naive derivations against the tensors autograd saves."""
 
 from __future__ import annotations
 
@@ -53,6 +53,13 @@ TINY_KIMI: dict[str, Any] = {
     "layer_types": ["linear_attention", "full_attention"] * 2, "mlp_layer_types": ["dense"] * 4, **_IDS,
 }  # fmt: skip
 
+# h 64; RG-LRU 64 wide in 4 gate blocks of 16, conv 4; block_types recurrent, recurrent, attention
+TINY_RGEMMA: dict[str, Any] = {
+    "model_type": "recurrent_gemma", "hidden_size": 64, "num_hidden_layers": 3, "vocab_size": 100,
+    "num_attention_heads": 4, "lru_width": 64, "conv1d_width": 4, "intermediate_size": 96,
+    "attention_window_size": 32, **_IDS,
+}  # fmt: skip
+
 
 def tiny(config: dict[str, Any]) -> tuple[ModelSpec, LinearMixer]:
     spec = spec_from_config(config, str(config["model_type"]))
@@ -73,9 +80,16 @@ def test_gated_deltanet_params_by_hand() -> None:
     # Qwen3.5 splits the projections (qkv 6,144 + z 2,048 + b 256 + a 256 = 8,704 = 8,192 + 512)
     split = spec_from_config({**TINY_QWEN3_NEXT, "model_type": "qwen3_5_text"}, "q35")
     split_mixer = next(block.mixer for block in split.blocks if block.mixer is not None)
-    assert split_mixer.split_in_proj and mixer_params(split_mixer, 64) == 11_152
+    assert split_mixer.projections == "split" and mixer_params(split_mixer, 64) == 11_152
     names = [linear.name for linear in mixer_linears(split_mixer, 64)]
     assert names == ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"]
+    # OLMo-Hybrid: one module per projection, the same widths (q, k 2 x 2,048, v and g 2 x 2,048,
+    # a and b 2 x 256, o 2,048 = 10,752 = 8,192 + 512 + 2,048)
+    olmo = spec_from_config({**TINY_QWEN3_NEXT, "model_type": "olmo_hybrid"}, "olmo")
+    olmo_mixer = next(block.mixer for block in olmo.blocks if block.mixer is not None)
+    assert olmo_mixer.projections == "separate" and mixer_params(olmo_mixer, 64) == 11_152
+    names = [linear.name for linear in mixer_linears(olmo_mixer, 64)]
+    assert names == ["q_proj", "k_proj", "v_proj", "a_proj", "b_proj", "g_proj", "o_proj"]
 
 
 def test_qwen3_next_layer_order_and_gated_attention() -> None:
@@ -119,6 +133,26 @@ def test_lightning_short_conv_and_kda_params_by_hand() -> None:
     # q/k/v_proj 3 x 64 x 64 = 12,288; f_a 64 x 16 + f_b 16 x 64 = 2,048; b_proj 64 x 4 = 256;
     # g_a + g_b 2,048; o_proj 4,096; conv 192 x 4 = 768; A_log 4; dt_bias 64; o_norm 16 -> 21,588
     assert mixer_params(kda, 64) == 21_588
+
+
+def test_rg_lru_block_params_and_layer_cycle() -> None:
+    spec, mixer = tiny(TINY_RGEMMA)
+    # linear_y, linear_x, linear_out 3 x (64 x 64 + 64) = 12,480; conv 64 x 4 + 64 = 320;
+    # recurrence parameter 64; input and recurrence gates 2 x (4 x 16 x 16 + 64) = 2,176 -> 15,040
+    assert mixer_params(mixer, 64) == 15_040
+    assert [(block.attention is not None, block.count) for block in spec.blocks] == [(False, 2), (True, 1)]
+    mlp = spec.blocks[0].mlp
+    assert mlp is not None and mlp.intermediate_size == 48 and mlp.bias  # half of intermediate_size
+    # block_types cycles over the layers: recurrent, recurrent, attention, recurrent, recurrent
+    five = spec_from_config({**TINY_RGEMMA, "num_hidden_layers": 5}, "rg")
+    assert [(block.attention is not None, block.count) for block in five.blocks] == [
+        (False, 2), (True, 1), (False, 2),
+    ]  # fmt: skip
+    # in_proj inputs 128; twelve V-wide bf16 tensors 12 x 128 = 1,536; conv input 128; the fp32
+    # scan 2 x 4 x 64 = 512; linear_out input 128                                       -> 2,432
+    assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == 2_432
+    # conv 2 x 64 x 4 = 512; gates 4 x 64 x 16 = 4,096; scan 2 x 64 = 128              -> 4,736
+    assert mixer_flops(mixer) == 4_736
 
 
 def test_lfm2_mlp_width_rule() -> None:
@@ -214,10 +248,14 @@ def test_default_configs_read_without_refusal() -> None:
 
 _TRACED = [
     pytest.param(TINY_QWEN3_NEXT, 0, "linear_attn", 0.01, id="gated_deltanet"),
+    pytest.param(
+        {**TINY_QWEN3_NEXT, "model_type": "olmo_hybrid", **_IDS}, 0, "linear_attn", 0.01, id="olmo_hybrid"
+    ),
     # lightning: the first block's decayed q is not computed (its state is zero): 2 x 64 x 64 / 256
     pytest.param(TINY_MINIMAX, 1, "self_attn", 0.02, id="lightning"),
     pytest.param(TINY_LFM2, 0, "conv", 0.01, id="short_conv"),
     pytest.param(TINY_KIMI, 0, "self_attn", 0.01, id="kda"),
+    pytest.param(TINY_RGEMMA, 0, "temporal_block", 0.01, id="rg_lru"),
 ]
 
 
@@ -246,9 +284,13 @@ def test_naive_formula_matches_saved_tensors(
         seq = 256  # four chunks of 64
         x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
         module = getattr(model.model.layers[layer], attribute)
-        kwargs = {"position_embeddings": None, "attention_mask": None} if config is TINY_MINIMAX else {}
+        args: tuple[Any, ...] = ()
+        if config is TINY_MINIMAX:
+            args = (None, None)  # position embeddings, attention mask
+        if config is TINY_RGEMMA:
+            args = (torch.arange(seq)[None], None)  # position ids, attention mask
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            module(x, **kwargs)
+            module(x, *args)
     measured = sum(saved.values()) / seq
     # tolerance 1 % (2 % for lightning, see above): causal masks and the conv's K - 1 padding rows
     assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == pytest.approx(measured, rel=tolerance)

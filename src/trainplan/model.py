@@ -143,7 +143,11 @@ LINEAR_MIXER_KINDS = {
     "lightning": "MiniMaxLightningAttention (Qin et al. 2024, Lightning Attention-2)",
     "short_conv": "Lfm2ShortConv (gated short convolution, Liquid AI LFM2)",
     "kda": "KimiLinearDeltaAttention (Kimi Delta Attention, Kimi Team 2025)",
+    "rg_lru": "RecurrentGemmaRecurrentBlock (Griffin's RG-LRU, De et al. 2024)",
 }
+#: How Gated DeltaNet's input projections are split into modules: Qwen3-Next's two fused ones,
+#: Qwen3.5's four, OLMo-Hybrid's six.
+DELTANET_PROJECTIONS = ("fused", "split", "separate")
 
 
 @dataclass(frozen=True)
@@ -154,10 +158,11 @@ class LinearMixer:
     `num_heads` value heads of `head_dim`; Gated DeltaNet reads queries and keys through
     `num_key_heads` heads of `key_head_dim` (0: as many / as wide as the value heads). A causal
     depthwise conv of `conv_kernel` taps runs over q, k and v (Gated DeltaNet, KDA) or over the
-    gated input (short conv, one head of the hidden width). `split_in_proj` is Qwen3.5's
-    separate q/k/v, z, b and a projections (Qwen3-Next fuses them into two); `gate_rank` is KDA's
-    low-rank forget and output gate width; `chunk_size` the chunk length of the chunked scan
-    (transformers' torch path: 64 for the delta rules, `block_size` for lightning attention).
+    gated input (short conv and RG-LRU, one head of the recurrence width; RG-LRU's gates are
+    block-diagonal over `num_heads` blocks). `projections` is how Gated DeltaNet's input
+    projections are split (`DELTANET_PROJECTIONS`); `gate_rank` is KDA's low-rank forget and
+    output gate width; `chunk_size` the chunk length of the chunked scan (transformers' torch
+    path: 64 for the delta rules, `block_size` for lightning attention).
     """
 
     kind: str
@@ -167,7 +172,7 @@ class LinearMixer:
     key_head_dim: int = 0
     conv_kernel: int = 0
     conv_bias: bool = False
-    split_in_proj: bool = False
+    projections: str = "fused"
     gate_rank: int = 0
     chunk_size: int = 64
 
@@ -184,7 +189,7 @@ class LinearMixer:
     @property
     def conv_channels(self) -> int:
         """Channels of the causal depthwise conv: q, k and v, or the short conv's hidden width."""
-        if self.kind == "short_conv":
+        if self.kind in ("short_conv", "rg_lru"):
             return self.value_size
         if self.kind in ("gated_deltanet", "kda"):
             return 2 * self.key_size + self.value_size
@@ -426,16 +431,29 @@ def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
 
     Gated DeltaNet: in_proj_qkvz h -> 2K + 2V (q, k, v and the output gate z) and in_proj_ba
     h -> 2H (the write strength beta and the decay input a), or Qwen3.5's in_proj_qkv (2K + V),
-    in_proj_z (V), in_proj_b and in_proj_a (H each); out_proj V -> h.
+    in_proj_z (V), in_proj_b and in_proj_a (H each), or OLMo-Hybrid's q/k/v/a/b/g_proj (the
+    same widths, one module each); out_proj (o_proj) V -> h.
     Lightning: qkv_proj h -> 3V, output_gate h -> V, out_proj V -> h.
     Short conv: in_proj h -> 3h (B, C, x), out_proj h -> h, both with the conv's bias setting.
     KDA: q/k/v_proj h -> K, K, V; the forget gate f_a_proj h -> r, f_b_proj r -> K; b_proj
     h -> H; the output gate g_a_proj h -> r, g_b_proj r -> V; o_proj V -> h.
+    RG-LRU (Griffin's recurrent block): linear_y h -> V (the GeLU branch), linear_x h -> V,
+    linear_out V -> h, all with biases.
     """
     keys, values, heads, h = mixer.key_size, mixer.value_size, mixer.num_heads, hidden_size
     if mixer.kind == "gated_deltanet":
+        if mixer.projections == "separate":
+            return [
+                Linear("q_proj", "mixer_in", h, keys),
+                Linear("k_proj", "mixer_in", h, keys),
+                Linear("v_proj", "mixer_in", h, values),
+                Linear("a_proj", "mixer_gate", h, heads),
+                Linear("b_proj", "mixer_gate", h, heads),
+                Linear("g_proj", "mixer_gate", h, values),
+                Linear("o_proj", "mixer_out", values, h),
+            ]
         out = Linear("out_proj", "mixer_out", values, h)
-        if mixer.split_in_proj:
+        if mixer.projections == "split":
             return [
                 Linear("in_proj_qkv", "mixer_in", h, 2 * keys + values),
                 Linear("in_proj_z", "mixer_gate", h, values),
@@ -459,6 +477,12 @@ def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
             Linear("in_proj", "mixer_in", h, 3 * values, mixer.conv_bias),
             Linear("out_proj", "mixer_out", values, h, mixer.conv_bias),
         ]
+    if mixer.kind == "rg_lru":
+        return [
+            Linear("linear_y", "mixer_gate", h, values, True),
+            Linear("linear_x", "mixer_in", h, values, True),
+            Linear("linear_out", "mixer_out", values, h, True),
+        ]
     assert mixer.kind == "kda", mixer.kind
     rank = mixer.gate_rank
     return [
@@ -478,7 +502,9 @@ def mixer_extra_params(mixer: LinearMixer) -> int:
     """Non-matrix parameters of one linear mixer: the depthwise conv (channels x taps, + bias),
     Gated DeltaNet's A_log and dt_bias (one per value head) and its gated RMSNorm (one head wide,
     shared by the heads); lightning attention's RMSNorm over all heads; KDA's A_log (per head),
-    dt_bias (per key channel) and gated RMSNorm (one head wide)."""
+    dt_bias (per key channel) and gated RMSNorm (one head wide); RG-LRU's recurrence parameter
+    (per channel) and its input and recurrence gates, block-diagonal: H blocks of (V / H)^2
+    weights plus a bias each."""
     conv = mixer.conv_channels * mixer.conv_kernel + (mixer.conv_channels if mixer.conv_bias else 0)
     if mixer.kind == "gated_deltanet":
         return conv + 2 * mixer.num_heads + mixer.head_dim
@@ -486,6 +512,9 @@ def mixer_extra_params(mixer: LinearMixer) -> int:
         return mixer.value_size
     if mixer.kind == "kda":
         return conv + mixer.num_heads + mixer.key_size + mixer.head_dim
+    if mixer.kind == "rg_lru":
+        block = mixer.value_size // mixer.num_heads
+        return conv + mixer.value_size + 2 * (mixer.num_heads * block * block + mixer.value_size)
     return conv
 
 

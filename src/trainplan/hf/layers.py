@@ -16,7 +16,7 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
     The family's `layers` rule says where attention and SSM layers sit: all one kind
     (`mixer`), every `period` layers from `offset` (Jamba), an index list (Bamba), or a
     per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2; LFM2's list of attention
-    layers where the config has no per-layer list). The MLP of each layer is
+    layers where the config has no per-layer list; a pattern cycled over the layers). The MLP of each layer is
     dense or MoE by the family's `moe` rule; layer kinds the table does not map are refused.
     """
     rule: Mapping[str, Any] = family.row.get("layers") or {}
@@ -40,6 +40,8 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
             values = _kinds_from_interval(cfg, family, listed["interval"])
         if not isinstance(values, list) or not values:
             raise ConfigError(listed["key"], "must list the kind of every layer")
+        if listed.get("cycle"):  # a pattern repeated over the layers (RecurrentGemma's block_types)
+            values = [values[index % len(values)] for index in range(get_int(cfg, *family.key("num_layers")))]
         layers = get_int(cfg, *family.key("num_layers"), default=len(values))
         if layers != len(values):
             raise ConfigError(listed["key"], f"lists {len(values)} layers, num_hidden_layers is {layers}")

@@ -11,7 +11,7 @@ from trainplan.errors import ConfigError
 from trainplan.families import Family, resolve
 from trainplan.hf.layers import num_experts
 from trainplan.hf.values import MISSING, flag, get, get_int, key_tuple
-from trainplan.model import LINEAR_MIXER_KINDS, Attention, LinearMixer, Mlp, Ssm
+from trainplan.model import DELTANET_PROJECTIONS, LINEAR_MIXER_KINDS, Attention, LinearMixer, Mlp, Ssm
 
 _SEED_MLP_RATIO = 3.5  # the seed calculator's fallback when the MLP width is not recorded
 
@@ -89,9 +89,13 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
     )
 
 
-def _adjusted_width(cfg: Mapping[str, Any], rule: Mapping[str, str], width: int) -> int:
-    """LFM2's MLP width (Lfm2MLP): when config[adjust] is true, int(2/3 x width), and when a
-    multiplier is set, int(multiplier x that) rounded up to a multiple of config[multiple_of]."""
+def _adjusted_width(cfg: Mapping[str, Any], rule: Mapping[str, Any], width: int) -> int:
+    """The MLP width a row's `ffn_width` rule derives from the config's: width // divisor
+    (RecurrentGemmaMlp halves it), or LFM2's (Lfm2MLP): when config[adjust] is true,
+    int(2/3 x width), and when a multiplier is set, int(multiplier x that) rounded up to a
+    multiple of config[multiple_of]."""
+    if "divisor" in rule:
+        return width // int(rule["divisor"])
     if not cfg.get(rule["adjust"]):
         return width
     width = int(2 * width / 3)
@@ -205,9 +209,9 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
 
 
 def linear_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> LinearMixer:
-    """A linear-attention or short-convolution mixer from the family's `mixer` rule: each width
-    names its config key (or is a literal or a rule); a head width the config leaves out is
-    hidden / heads, as for attention."""
+    """A linear-attention, recurrent or short-convolution mixer from the family's `mixer` rule:
+    each width names its config key (or keys, the first present wins; or is a literal or a rule);
+    a head width the config leaves out is hidden / heads, as for attention."""
     rule: Mapping[str, Any] = family.row["mixer"]
     kind = str(rule["kind"])
     if kind not in LINEAR_MIXER_KINDS:
@@ -215,12 +219,21 @@ def linear_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> LinearM
 
     def width(name: str, default: Any = MISSING) -> int:
         value = rule.get(name, default)
+        if isinstance(value, list):  # the first key the config sets
+            return get_int(cfg, *value)
         if isinstance(value, str):
             return get_int(cfg, value) if cfg.get(value) is not None or default is MISSING else int(default)
         return int(resolve(value, cfg))
 
     heads = width("num_heads")
     head_dim = width("head_dim", 0) or hidden // heads
+    if "width" in rule:  # the whole recurrence width, split into heads (RG-LRU's gate blocks)
+        total = width("width")
+        if total % heads:
+            raise ConfigError(
+                str(key_tuple(rule["width"])[0]), f"{total} is not a multiple of the {heads} heads"
+            )
+        head_dim = total // heads
     key_heads = width("num_key_heads", 0)
     if key_heads and heads % key_heads:
         raise ConfigError(str(rule["num_key_heads"]), f"{key_heads} does not divide the {heads} value heads")
@@ -232,10 +245,17 @@ def linear_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> LinearM
         key_head_dim=width("key_head_dim", 0),
         conv_kernel=width("conv_kernel", 0),
         conv_bias=bool(resolve(rule.get("conv_bias", False), cfg)),
-        split_in_proj=bool(rule.get("split_in_proj", False)),
+        projections=_projections(rule, cfg),
         gate_rank=width("gate_rank", 0),
         chunk_size=width("chunk_size", 64),
     )
+
+
+def _projections(rule: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
+    value = str(resolve(rule.get("projections", "fused"), cfg))
+    if value not in DELTANET_PROJECTIONS:
+        raise RuntimeError(f"architectures.yaml: mixer projections {value!r} is unknown")
+    return value
 
 
 def _optional_name(value: object) -> str | None:

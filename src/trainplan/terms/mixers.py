@@ -8,9 +8,10 @@ weight (the conv input, a norm's input to its weight) are kept only when weights
 `naive` is transformers' PyTorch path (no kernels, e.g. on CPU); its tensors below are listed one
 by one from the modules' forward (Qwen3NextGatedDeltaNet with torch_chunk_gated_delta_rule,
 MiniMaxLightningAttention, Lfm2ShortConv, KimiLinearDeltaAttention with chunk_kimi_delta_attention,
-transformers 5.24) and were checked against the tensors autograd saves for one bf16 mixer
-(saved-tensor hooks, 256 tokens, tests/test_mixers.py): within 1 %, the rest being per-layer
-constants (causal masks, lightning attention's decay tables) and the conv's K - 1 padding rows.
+RecurrentGemmaRecurrentBlock, transformers 5.24) and were checked against the tensors autograd
+saves for one bf16 mixer (saved-tensor hooks, 256 tokens, tests/test_mixers.py): within 1 %, the
+rest being per-layer constants (causal masks, lightning attention's decay tables) and the conv's
+K - 1 padding rows.
 `fused` is the path transformers takes when flash-linear-attention (fla) and causal-conv1d are
 installed; where it saves differently the formula says so. Both are derived for a 16-bit stream;
 under autocast the fp32 tensors stay fp32 and the 16-bit ones are the autocast copies, so the
@@ -42,6 +43,8 @@ def mixer_bytes(model: ModelSpec, mixer: LinearMixer, mode: ActivationMode, kern
         return kept + lightning_bytes(mixer, mode) + out_input
     if mixer.kind == "short_conv":
         return kept + short_conv_bytes(mixer, mode, kernel) + out_input
+    if mixer.kind == "rg_lru":
+        return kept + rg_lru_bytes(mixer, mode) + out_input
     return kept + kda_bytes(mixer, mode, kernel) + out_input
 
 
@@ -126,6 +129,22 @@ def short_conv_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str) -> f
     return a * 3 * width + conv_input + a * width
 
 
+def rg_lru_bytes(mixer: LinearMixer, mode: ActivationMode) -> float:
+    """Griffin's recurrent block (De et al. 2024, sec. 2.4 and 2.6; RecurrentGemmaRecurrentBlock
+    with its sequential torch scan: transformers has no kernel for it, so both paths are this one),
+    V the recurrence width, per token.
+
+    a V x 12: GeLU's input and output (the y branch), the conv output (kept through the gates'
+    reshaped input), the input and recurrence gates (sigmoid outputs), -8 x the recurrence gate,
+    its exp (a) and exp(2 x) (a^2), 1 - a^2 (the bounded sqrt's input), the gated input and the
+    multiplier of their product, the scan output; + a V (the conv input, trained weights only)
+    + 2 x 4 V (the scan's fp32 copy of a and the fp32 state, each step).
+    """
+    a, width = mode.activation_bytes, mixer.value_size
+    conv_input = a * width if mode.weights_trainable else 0
+    return 12 * a * width + conv_input + 2 * 4 * width
+
+
 def kda_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str) -> float:
     """Kimi Delta Attention (Kimi Team 2025, "Kimi Linear"): a gated delta rule whose decay is
     per channel, per token.
@@ -193,6 +212,8 @@ def mixer_flops(mixer: LinearMixer) -> float:
     Lightning attention in blocks of Q (Qin et al. 2024, alg. 1), per head: q k^T and its product
     with v 2 x 2 Q d, the inter-block read q (K^T V) and the state update 2 x 2 d^2.
     Short conv: the conv and the two gate products (2 h).
+    RG-LRU: the conv, the two block-diagonal gate matmuls 2 x 2 V^2 / H (their weights are not
+    `Linear`s, so they are counted here), and the scan's multiply-add 2 V.
     """
     conv = 2 * mixer.conv_channels * mixer.conv_kernel
     heads, d_v, chunk = mixer.num_heads, mixer.head_dim, mixer.chunk_size
@@ -202,4 +223,6 @@ def mixer_flops(mixer: LinearMixer) -> float:
         return conv + heads * per_head
     if mixer.kind == "lightning":
         return heads * (4 * chunk * d_v + 4 * d_v * d_v)
+    if mixer.kind == "rg_lru":
+        return conv + 4 * mixer.value_size * d_v + 2 * mixer.value_size
     return conv + 2 * mixer.value_size
