@@ -135,6 +135,36 @@ def test_lightning_short_conv_and_kda_params_by_hand() -> None:
     assert mixer_params(kda, 64) == 21_588
 
 
+def test_full_rank_kda_gates_and_per_head_attention_gate() -> None:
+    # Ling 3.0 (bailing_hybrid): KDA with full-rank gates f_proj 64 x 64 and g_proj 64 x 64
+    # (2 x 4,096) in place of Kimi's two low-rank pairs (2 x 2,048): 21,588 + 4,096 = 25,684
+    config = {**TINY_KIMI, "model_type": "bailing_hybrid", "linear_num_heads": 4, "linear_head_dim": 16}
+    spec, mixer = tiny(config)
+    names = [linear.name for linear in mixer_linears(mixer, 64)]
+    assert names == ["q_proj", "k_proj", "v_proj", "f_proj", "b_proj", "g_proj", "o_proj"]
+    assert mixer.gate_rank == 0 and mixer_params(mixer, 64) == 25_684
+    # its MLA layers gate each head: g_proj 64 -> 4 heads; the gate keeps a H = 8 bytes, and the
+    # gated product (o_proj's input, 4 heads x v_head_dim 16 in bf16) 128
+    attention = next(block.attention for block in spec.blocks if block.attention is not None)
+    assert attention.kind == "mla" and attention.head_gate
+    gate = [linear for linear in mixer_linears_of(attention, 64) if linear.name == "g_proj"]
+    assert [(linear.in_features, linear.out_features) for linear in gate] == [(64, 4)]
+    assert output_gate_bytes(attention, BF16_FULL) == 8 + 128
+    # LFM3: the same per-head gate on softmax attention, and sandwich norms (4 per layer)
+    lfm3 = spec_from_config({**TINY_LFM2, "model_type": "lfm3"}, "lfm3")
+    lfm3_attention = next(block for block in lfm3.blocks if block.attention is not None)
+    assert lfm3_attention.attention is not None and lfm3_attention.attention.head_gate
+    assert lfm3_attention.norms == 4
+    plain = spec_from_config({**TINY_LFM2, "model_type": "lfm3", "use_sandwich_norm": False}, "lfm3")
+    assert all(block.norms == 2 for block in plain.blocks)
+
+
+def mixer_linears_of(attention: Any, hidden: int) -> list[Any]:
+    from trainplan.model import attention_linears
+
+    return attention_linears(attention, hidden)
+
+
 def test_rg_lru_block_params_and_layer_cycle() -> None:
     spec, mixer = tiny(TINY_RGEMMA)
     # linear_y, linear_x, linear_out 3 x (64 x 64 + 64) = 12,480; conv 64 x 4 + 64 = 320;

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
+ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate"})
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 # SSM projections, and those of the linear-attention / short-convolution mixers (`LinearMixer`)
@@ -69,6 +69,7 @@ class Attention:
     logit_softcap: bool = False
     sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
     output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the output (Qwen3-Next)
+    head_gate: bool = False  # a g_proj h -> heads gates each head's output (Ling 3.0, LFM3)
     input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -314,7 +315,8 @@ class ModelSpec:
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
-    """The weight matrices of one attention module, named as Hugging Face names them."""
+    """The weight matrices of one attention module, named as Hugging Face names them; Qwen3-Next's
+    q_proj is twice as wide (query and output gate); a per-head gate adds g_proj h -> heads."""
     bias, q, kv = attention.qkv_bias, attention.q_size, attention.kv_size
     q_name, k_name, v_name, o_name = attention.names
     width = attention.input_size or hidden_size
@@ -334,16 +336,26 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             Linear("kv_b_proj", "kv_b", attention.kv_lora_rank, heads * (nope + v_dim)),
             Linear(o_name, "o", heads * v_dim, hidden_size, attention.out_bias),
         ]
-        return linears
+        return linears + _head_gate(attention, hidden_size)
     out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
     if attention.fused_qkv:
-        return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), out]
+        return [
+            Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias),
+            out,
+            *_head_gate(attention, width),
+        ]
     return [
         Linear(q_name, "q", width, 2 * q if attention.output_gate else q, bias),
         Linear(k_name, "k", width, kv, bias),
         Linear(v_name, "v", width, kv, bias),
         out,
+        *_head_gate(attention, width),
     ]
+
+
+def _head_gate(attention: Attention, width: int) -> list[Linear]:
+    """The per-head output gate's projection (g_proj, one sigmoid logit per head), if any."""
+    return [Linear("g_proj", "attn_gate", width, attention.num_heads)] if attention.head_gate else []
 
 
 def attention_extra_params(attention: Attention) -> int:
@@ -436,7 +448,8 @@ def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
     Lightning: qkv_proj h -> 3V, output_gate h -> V, out_proj V -> h.
     Short conv: in_proj h -> 3h (B, C, x), out_proj h -> h, both with the conv's bias setting.
     KDA: q/k/v_proj h -> K, K, V; the forget gate f_a_proj h -> r, f_b_proj r -> K; b_proj
-    h -> H; the output gate g_a_proj h -> r, g_b_proj r -> V; o_proj V -> h.
+    h -> H; the output gate g_a_proj h -> r, g_b_proj r -> V; o_proj V -> h (Ling 3.0, r = 0:
+    full-rank f_proj h -> K and g_proj h -> V).
     RG-LRU (Griffin's recurrent block): linear_y h -> V (the GeLU branch), linear_x h -> V,
     linear_out V -> h, all with biases.
     """
@@ -485,6 +498,16 @@ def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
         ]
     assert mixer.kind == "kda", mixer.kind
     rank = mixer.gate_rank
+    if not rank:  # Ling 3.0's full-rank forget and output gates
+        return [
+            Linear("q_proj", "mixer_in", h, keys),
+            Linear("k_proj", "mixer_in", h, keys),
+            Linear("v_proj", "mixer_in", h, values),
+            Linear("f_proj", "mixer_gate", h, keys),
+            Linear("b_proj", "mixer_gate", h, heads),
+            Linear("g_proj", "mixer_gate", h, values),
+            Linear("o_proj", "mixer_out", values, h),
+        ]
     return [
         Linear("q_proj", "mixer_in", h, keys),
         Linear("k_proj", "mixer_in", h, keys),

@@ -41,6 +41,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             q_lora_rank=get_int(cfg, "q_lora_rank", default=0, minimum=0),
             kv_lora_rank=get_int(cfg, "kv_lora_rank"),
             rope_head_dim=rope,
+            head_gate=flag(family, "attention_head_gate", cfg),
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     return Attention(
@@ -56,6 +57,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
         sinks=flag(family, "attention_sinks", cfg),
         output_gate=flag(family, "attention_output_gate", cfg),
+        head_gate=flag(family, "attention_head_gate", cfg),
         names=tuple(names),
     )
 

@@ -208,7 +208,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
     if block.mixer is not None:
         attention += mixer_bytes(model, block.mixer, mode, mode.ssm_kernel)
-    if block.attention is not None and block.attention.output_gate:
+    if block.attention is not None:  # gated attention's gate and gated output (terms/mixers.py)
         attention += output_gate_bytes(block.attention, mode)
     if block.cross_attention is not None:
         cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)

@@ -163,11 +163,15 @@ def kda_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str) -> float:
     fused (fla chunk_kda, not traced here: taken as the Gated DeltaNet kernel's saving with a
       per-channel decay): a 2K (normalised q, k) + 2 x 4 H (their rstd) + 4 K (the cumulated
       per-channel decay, fp32) + 64 a H (the kernel's A).
+    Ling 3.0 (bailing_hybrid: full-rank gates, r = 0, and a sigmoid "safe" forget gate that keeps
+    2 x 4 K instead of the softplus' 3 x 4 K + K) is given the same count: an estimate, not traced.
     """
     a, heads, keys, values = mode.activation_bytes, mixer.num_heads, mixer.key_size, mixer.value_size
     channels, rank, chunk = mixer.conv_channels, mixer.gate_rank, mixer.chunk_size
     weight_input = a if mode.weights_trainable else 0
-    low_rank = _linear_input(mode, rank, ["f_b_proj"]) + _linear_input(mode, rank, ["g_b_proj"])
+    low_rank = (
+        _linear_input(mode, rank, ["f_b_proj"]) + _linear_input(mode, rank, ["g_b_proj"]) if rank else 0.0
+    )
     forget = 3 * 4 * keys + keys + a * heads
     norm = 4 * values + 4 * heads + (4 * values if mode.weights_trainable else 0) + 2 * 4 * values
     around = a * channels + low_rank + forget + norm
@@ -192,11 +196,17 @@ def kda_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str) -> float:
 
 
 def output_gate_bytes(attention: Attention, mode: ActivationMode) -> float:
-    """Qwen3-Next's gated attention (attn_output * sigmoid(gate), the gate from q_proj): the
-    sigmoid output (a q) and the gated product, which is o_proj's input instead of the kernel's
-    output."""
-    q = attention.q_size
-    return mode.activation_bytes * q + _linear_input(mode, q, [attention.names[3]])
+    """Gated softmax attention (attn_output * sigmoid(gate)): the sigmoid output (a q for
+    Qwen3-Next's per-channel gate from q_proj, a H for a per-head g_proj) and the gated product,
+    which is o_proj's input instead of the kernel's output; nothing without a gate."""
+    if attention.output_gate:
+        gate = attention.q_size
+    elif attention.head_gate:
+        gate = attention.num_heads
+    else:
+        return 0.0
+    output = attention.num_heads * (attention.v_head_dim or attention.head_dim)
+    return mode.activation_bytes * gate + _linear_input(mode, output, [attention.names[3]])
 
 
 def mixer_flops(mixer: LinearMixer) -> float:
