@@ -324,3 +324,26 @@ def test_naive_formula_matches_saved_tensors(
     measured = sum(saved.values()) / seq
     # tolerance 1 % (2 % for lightning, see above): causal masks and the conv's K - 1 padding rows
     assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == pytest.approx(measured, rel=tolerance)
+
+
+def test_kimi_checkpoint_config_reads_its_linear_attn_config() -> None:
+    """Kimi Linear's checkpoints keep the KDA settings and the (1-based) attention layer list in
+    `linear_attn_config`; the count must equal transformers' build of the same config."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = {key: value for key, value in TINY_KIMI.items() if not key.startswith("linear_")}
+    config.pop("layer_types")
+    config.update(num_hidden_layers=5, mlp_layer_types=["dense"] * 5)
+    config["linear_attn_config"] = {"full_attn_layers": [2, 5], "kda_layers": [1, 3, 4], "head_dim": 8,
+                                    "num_heads": 4, "short_conv_kernel_size": 3}  # fmt: skip
+    spec = spec_from_config(config, "kimi")
+    assert [block.attention is not None for block in spec.blocks] == [False, True, False, True]
+    mixer = next(block.mixer for block in spec.blocks if block.mixer is not None)
+    assert (mixer.num_heads, mixer.head_dim, mixer.conv_kernel) == (4, 8, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = dict(config)
+        hf_config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    assert total_params(spec) == sum(parameter.numel() for parameter in model.parameters())

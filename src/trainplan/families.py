@@ -42,7 +42,8 @@ _FIELDS = {
     "mlp_names", "tied", "positions", "position_offset", "multi_query", "attention", "moe",
     "layers", "ssm", "defaults", "notes", "reader", "mlp_ratio", "attention_sinks", "activation_params",
     "pooler", "cross_attention", "sinusoidal_positions",
-    "layer_vectors", "mixer", "ffn_width", "attention_output_gate", "attention_head_gate", "text_only",
+    "layer_vectors",
+    "mixer", "ffn_width", "attention_output_gate", "attention_head_gate", "text_only", "lift",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

@@ -65,7 +65,21 @@ def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
         model_type = "gemma3_text"
     family = find_family(model_type)
     defaults = family.row.get("defaults") if family else None
-    return {**defaults, **text} if defaults else text
+    text = {**defaults, **text} if defaults else text
+    return _lifted(text, family.row.get("lift") or {}) if family else text
+
+
+def _lifted(cfg: Mapping[str, Any], rule: Mapping[str, Mapping[str, str]]) -> Mapping[str, Any]:
+    """The config with the values a family's `lift` rule reads from a sub-dict moved to the top
+    level, where they win as the config class lets them (Kimi Linear's `linear_attn_config`)."""
+    lifted = dict(cfg)
+    for sub_key, names in rule.items():
+        sub = cfg.get(sub_key)
+        if isinstance(sub, Mapping):
+            lifted.update(
+                {target: sub[source] for source, target in names.items() if sub.get(source) is not None}
+            )
+    return lifted
 
 
 def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:

@@ -68,16 +68,22 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
     return kinds
 
 
-def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
-    """Per-layer kinds from a list of the layers that are `rule["kind"]` (LFM2's full_attn_idxs;
-    every layer when the config leaves the list out, as Lfm2Config does), the rest `rule["other"]`."""
+def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str] | None:
+    """Per-layer kinds from a list of the layers that are `rule["kind"]`, counted from
+    `rule["base"]` (LFM2's full_attn_idxs from 0, Kimi Linear's full_attn_layers from 1), the
+    rest `rule["other"]`; when the config has no list, every layer is `kind` if `rule["all"]`
+    (as Lfm2Config does), else None (no layer order)."""
     layers = get_int(cfg, *family.key("num_layers"))
+    base = int(rule.get("base", 0))
     chosen = cfg.get(rule["key"])
     if chosen is None:
-        chosen = list(range(layers))
-    if not isinstance(chosen, list) or any(not isinstance(i, int) or not 0 <= i < layers for i in chosen):
-        raise ConfigError(rule["key"], f"must list layer indices between 0 and {layers - 1}")
-    return [str(rule["kind"]) if index in chosen else str(rule["other"]) for index in range(layers)]
+        if not rule.get("all", True):
+            return None
+        chosen = list(range(base, layers + base))
+    valid = isinstance(chosen, list) and all(isinstance(i, int) and base <= i < layers + base for i in chosen)
+    if not valid:
+        raise ConfigError(rule["key"], f"must list layer indices between {base} and {layers - 1 + base}")
+    return [str(rule["kind"]) if index + base in chosen else str(rule["other"]) for index in range(layers)]
 
 
 def _kinds_from_interval(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
