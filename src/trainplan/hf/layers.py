@@ -88,9 +88,10 @@ def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[st
 
 def _kinds_from_interval(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
     """Per-layer kinds when every n-th layer is `rule["kind"]` (layers n-1, 2n-1, ...: Qwen3-Next's
-    full_attention_interval, default n from the config class), the rest `rule["other"]`."""
+    full_attention_interval, default n from the config class; a fixed n without a key), the rest
+    `rule["other"]`."""
     layers = get_int(cfg, *family.key("num_layers"))
-    every = get_int(cfg, rule["key"], default=rule["default"])
+    every = get_int(cfg, rule["key"], default=rule["default"]) if "key" in rule else int(rule["default"])
     return [str(rule["kind"]) if (index + 1) % every == 0 else str(rule["other"]) for index in range(layers)]
 
 
