@@ -105,12 +105,12 @@ def test_refusal_list_names_only_shipped_types() -> None:
 
 
 def test_refusal_message_names_field_reason_and_supported() -> None:
-    config = default_config("rwkv")
+    config = default_config("xlstm")
     assert config is not None
     with pytest.raises(ConfigError) as error:
-        spec_from_config(config, "rwkv")
+        spec_from_config(config, "xlstm")
     assert error.value.field == "model_type"
-    assert "RWKV" in error.value.message and "mamba2" in error.value.message
+    assert "xLSTM" in error.value.message and "mamba2" in error.value.message
 
 
 def _hybrid_records() -> list[Any]:

@@ -11,10 +11,10 @@ import pytest
 
 from trainplan.hf import spec_from_config
 from trainplan.model import LinearMixer, ModelSpec, mixer_extra_params, mixer_linears
-from trainplan.terms.activations import ActivationMode
+from trainplan.terms.activations import ActivationMode, layer_activations
 from trainplan.terms.flops import flops_per_token
 from trainplan.terms.mixers import mixer_bytes, mixer_flops, output_gate_bytes
-from trainplan.terms.params import total_params
+from trainplan.terms.params import block_params, total_params
 
 BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
 FROZEN = ActivationMode(2, 2, False, frozenset(), "sdpa", "none")
@@ -347,3 +347,58 @@ def test_kimi_checkpoint_config_reads_its_linear_attn_config() -> None:
         with torch.device("meta"):
             model = transformers.AutoModelForCausalLM.from_config(hf_config)
     assert total_params(spec) == sum(parameter.numel() for parameter in model.parameters())
+
+
+# h 64; RWKV-4 time mixing over 32 channels, channel mixing 128 wide
+TINY_RWKV: dict[str, Any] = {
+    "model_type": "rwkv", "hidden_size": 64, "attention_hidden_size": 32, "intermediate_size": 128,
+    "num_hidden_layers": 2, "vocab_size": 100, "context_length": 256,
+}  # fmt: skip
+
+
+def test_rwkv_params_activations_and_flops_by_hand() -> None:
+    spec, mixer = tiny(TINY_RWKV)
+    # time mixing: key, value, receptance 3 x 64 x 32 = 6,144, output 32 x 64 = 2,048, time_decay
+    # and time_first 2 x 32; channel mixing key 64 x 128 + value 128 x 64 = 16,384, receptance
+    # 64 x 64 = 4,096; five token-shift mix vectors 5 x 64; two LayerNorms 2 x 128   -> 29,312
+    # (the first block adds the embedding LayerNorm, 128); embedding and head 2 x 100 x 64;
+    # final LayerNorm 128
+    assert [block.norms for block in spec.blocks] == [3, 2]
+    layer = 6_144 + 2_048 + 64 + 16_384 + 4_096 + 320 + 256
+    assert block_params(spec.blocks[1], spec) == layer == 29_312
+    assert total_params(spec) == 2 * layer + 128 + 2 * 6_400 + 128
+    # naive, bf16, per token: token shifts 2 x 2 x 2 x 64 = 512; time mixing's three inputs 384,
+    # sigmoid receptance and WKV output 2 x 64, output input 64; the WKV loop's value 64 and
+    # 12 fp32 vectors 12 x 128 = 1,536; channel mixing's gate and value 2 x 128      -> 2,944
+    assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == 2_944
+    # the CUDA kernel keeps key and value (2 x 64) instead of the loop's 1,600
+    assert mixer_bytes(spec, mixer, BF16_FULL, "fused") == 2_944 - 1_600 + 128
+    assert mixer_flops(mixer) == 24 * 32
+
+
+def test_rwkv_block_matches_saved_tensors() -> None:
+    """The whole RWKV block (norms, time and channel mixing) against what autograd saves."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec, _ = tiny(TINY_RWKV)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_config = transformers.AutoConfig.for_model(**TINY_RWKV)
+        model = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=torch.bfloat16)
+        constant = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
+        saved: dict[int, int] = {}
+
+        def pack(tensor: Any) -> Any:
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in constant:
+                saved[storage.data_ptr()] = storage.nbytes()
+            return tensor
+
+        seq = 64
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            model.rwkv.blocks[1](x)
+    measured = sum(saved.values()) / seq
+    mode = ActivationMode(2, 2, True, frozenset(), "sdpa", "none", ssm_kernel="naive")
+    # tolerance 1 %: LayerNorm's bf16 mean and rstd (4 bytes, not 8) and the mix vectors' copies
+    assert layer_activations(spec, spec.blocks[1], mode).per_token(seq) == pytest.approx(measured, rel=0.01)

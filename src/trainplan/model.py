@@ -145,6 +145,7 @@ LINEAR_MIXER_KINDS = {
     "short_conv": "Lfm2ShortConv (gated short convolution, Liquid AI LFM2)",
     "kda": "KimiLinearDeltaAttention (Kimi Delta Attention, Kimi Team 2025)",
     "rg_lru": "RecurrentGemmaRecurrentBlock (Griffin's RG-LRU, De et al. 2024)",
+    "rwkv": "RwkvSelfAttention (RWKV-4's time mixing, Peng et al. 2023)",
 }
 #: How Gated DeltaNet's input projections are split into modules: Qwen3-Next's two fused ones,
 #: Qwen3.5's four, OLMo-Hybrid's six.
@@ -451,7 +452,8 @@ def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
     h -> H; the output gate g_a_proj h -> r, g_b_proj r -> V; o_proj V -> h (Ling 3.0, r = 0:
     full-rank f_proj h -> K and g_proj h -> V).
     RG-LRU (Griffin's recurrent block): linear_y h -> V (the GeLU branch), linear_x h -> V,
-    linear_out V -> h, all with biases.
+    linear_out V -> h, all with biases. RWKV time mixing: key, value, receptance h -> V, output
+    V -> h (V = attention_hidden_size).
     """
     keys, values, heads, h = mixer.key_size, mixer.value_size, mixer.num_heads, hidden_size
     if mixer.kind == "gated_deltanet":
@@ -490,6 +492,13 @@ def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
             Linear("in_proj", "mixer_in", h, 3 * values, mixer.conv_bias),
             Linear("out_proj", "mixer_out", values, h, mixer.conv_bias),
         ]
+    if mixer.kind == "rwkv":
+        return [
+            Linear("key", "mixer_in", h, values),
+            Linear("value", "mixer_in", h, values),
+            Linear("receptance", "mixer_gate", h, values),
+            Linear("output", "mixer_out", values, h),
+        ]
     if mixer.kind == "rg_lru":
         return [
             Linear("linear_y", "mixer_gate", h, values, True),
@@ -527,7 +536,8 @@ def mixer_extra_params(mixer: LinearMixer) -> int:
     shared by the heads); lightning attention's RMSNorm over all heads; KDA's A_log (per head),
     dt_bias (per key channel) and gated RMSNorm (one head wide); RG-LRU's recurrence parameter
     (per channel) and its input and recurrence gates, block-diagonal: H blocks of (V / H)^2
-    weights plus a bias each."""
+    weights plus a bias each; RWKV's time_decay and time_first (per channel; its token-shift mix
+    vectors are hidden-wide and counted with the block)."""
     conv = mixer.conv_channels * mixer.conv_kernel + (mixer.conv_channels if mixer.conv_bias else 0)
     if mixer.kind == "gated_deltanet":
         return conv + 2 * mixer.num_heads + mixer.head_dim
@@ -535,6 +545,8 @@ def mixer_extra_params(mixer: LinearMixer) -> int:
         return mixer.value_size
     if mixer.kind == "kda":
         return conv + mixer.num_heads + mixer.key_size + mixer.head_dim
+    if mixer.kind == "rwkv":
+        return 2 * mixer.value_size
     if mixer.kind == "rg_lru":
         block = mixer.value_size // mixer.num_heads
         return conv + mixer.value_size + 2 * (mixer.num_heads * block * block + mixer.value_size)

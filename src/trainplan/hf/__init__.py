@@ -29,6 +29,7 @@ from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
@@ -112,6 +113,8 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
         return bert_spec(text, name, source, family)
     if family.row.get("reader") == "bart":
         return bart_spec(text, name, source, family)
+    if family.row.get("reader") == "rwkv":
+        return rwkv_spec(text, name, source, family)
     spec = _decoder(text, name, source, family)
     if text is not cfg and flag(family, "text_only", cfg):
         return spec  # the causal LM of this multimodal wrapper has no vision tower

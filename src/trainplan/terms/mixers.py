@@ -8,7 +8,7 @@ weight (the conv input, a norm's input to its weight) are kept only when weights
 `naive` is transformers' PyTorch path (no kernels, e.g. on CPU); its tensors below are listed one
 by one from the modules' forward (Qwen3NextGatedDeltaNet with torch_chunk_gated_delta_rule,
 MiniMaxLightningAttention, Lfm2ShortConv, KimiLinearDeltaAttention with chunk_kimi_delta_attention,
-RecurrentGemmaRecurrentBlock, transformers 5.24) and were checked against the tensors autograd
+RecurrentGemmaRecurrentBlock, RwkvBlock, transformers 5.24) and were checked against the tensors autograd
 saves for one bf16 mixer (saved-tensor hooks, 256 tokens, tests/test_mixers.py): within 1 %, the
 rest being per-layer constants (causal masks, lightning attention's decay tables) and the conv's
 K - 1 padding rows.
@@ -32,6 +32,8 @@ def mixer_bytes(model: ModelSpec, mixer: LinearMixer, mode: ActivationMode, kern
     """Bytes one linear mixer keeps per token for backward (see the module docstring)."""
     assert kernel in SSM_KERNELS, kernel  # the scenario validates the choice
     hidden = model.hidden_size
+    if mixer.kind == "rwkv":
+        return rwkv_bytes(mixer, mode, kernel, hidden)
     *inputs, out = mixer_linears(mixer, hidden)
     # the projections reading the layer input (KDA's low-rank second halves read the rank-r one)
     in_names = [linear.name for linear in inputs if linear.name not in _LOW_RANK_SECOND]
@@ -145,6 +147,31 @@ def rg_lru_bytes(mixer: LinearMixer, mode: ActivationMode) -> float:
     return 12 * a * width + conv_input + 2 * 4 * width
 
 
+def rwkv_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str, hidden: int) -> float:
+    """RWKV-4's time mixing (Peng et al. 2023, sec. 3; RwkvSelfAttention), and what its channel
+    mixing keeps beyond a plain two-matrix MLP (the block's `Mlp` and receptance linear count the
+    rest), per token; V = attention_hidden_size.
+
+    Token shift, both mixings: the normed input and its shifted copy, kept for the mix vectors'
+    gradients when they train: 2 x 2 a h. Time mixing: the three mixed inputs of key, value and
+    receptance (a h each when trained) + the sigmoid receptance a V + the WKV output a V + the
+    output linear's input.
+    naive (rwkv_linear_attention_cpu, token by token in fp32): the value a V (each step reads a
+    slice) + 12 x 4 V (per step: the two maxima's inputs twice each, the four exps, numerator,
+    denominator and both operands of their quotient).
+    fused (transformers' RWKV CUDA kernel, RwkvLinearAttention): the key and value a V each (the
+    WKV output is the same tensor as above).
+    Channel mixing, beyond the plain MLP: the sigmoid receptance and the value output, operands
+    of their product: 2 a h.
+    """
+    a, width = mode.activation_bytes, mixer.value_size
+    shifts = 2 * 2 * a * hidden if mode.weights_trainable else 0
+    inputs = sum(_linear_input(mode, hidden, [name]) for name in ("key", "value", "receptance"))
+    time_mixing = inputs + a * width + a * width + _linear_input(mode, width, ["output"])
+    core = a * width + 12 * 4 * width if kernel == "naive" else 2 * a * width
+    return shifts + time_mixing + core + 2 * a * hidden
+
+
 def kda_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str) -> float:
     """Kimi Delta Attention (Kimi Team 2025, "Kimi Linear"): a gated delta rule whose decay is
     per channel, per token.
@@ -224,6 +251,8 @@ def mixer_flops(mixer: LinearMixer) -> float:
     Short conv: the conv and the two gate products (2 h).
     RG-LRU: the conv, the two block-diagonal gate matmuls 2 x 2 V^2 / H (their weights are not
     `Linear`s, so they are counted here), and the scan's multiply-add 2 V.
+    RWKV: the WKV recurrence's 24 elementwise operations per channel (13 for the output, 11 for
+    the state update, an exp counted as one).
     """
     conv = 2 * mixer.conv_channels * mixer.conv_kernel
     heads, d_v, chunk = mixer.num_heads, mixer.head_dim, mixer.chunk_size
@@ -235,4 +264,6 @@ def mixer_flops(mixer: LinearMixer) -> float:
         return heads * (4 * chunk * d_v + 4 * d_v * d_v)
     if mixer.kind == "rg_lru":
         return conv + 4 * mixer.value_size * d_v + 2 * mixer.value_size
+    if mixer.kind == "rwkv":
+        return 24 * mixer.value_size
     return conv + 2 * mixer.value_size
