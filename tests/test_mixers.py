@@ -289,19 +289,16 @@ _TRACED = [
 ]
 
 
-@pytest.mark.parametrize(("config", "layer", "attribute", "tolerance"), _TRACED)
-def test_naive_formula_matches_saved_tensors(
-    config: dict[str, Any], layer: int, attribute: str, tolerance: float
-) -> None:
-    """The naive derivations against what autograd saves for one bf16 mixer on CPU tensors."""
+def saved_bytes_per_token(config: dict[str, Any], module_of: Any, extra_args: Any, seq: int) -> float:
+    """Bytes autograd saves per token in one bf16 module (`module_of(model)`) of the model
+    transformers builds from `config`, on CPU tensors; weights and the layer's constant tables
+    (lightning attention's decays) are not activations."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    spec, mixer = tiny(config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hf_config = transformers.AutoConfig.for_model(**config)
         model = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=torch.bfloat16)
-        # weights and the layer's constant tables (lightning attention's decays) are not activations
         constant = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
         saved: dict[int, int] = {}
 
@@ -311,17 +308,30 @@ def test_naive_formula_matches_saved_tensors(
                 saved[storage.data_ptr()] = storage.nbytes()
             return tensor
 
-        seq = 256  # four chunks of 64
-        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
-        module = getattr(model.model.layers[layer], attribute)
-        args: tuple[Any, ...] = ()
-        if config is TINY_MINIMAX:
-            args = (None, None)  # position embeddings, attention mask
-        if config is TINY_RGEMMA:
-            args = (torch.arange(seq)[None], None)  # position ids, attention mask
+        x = torch.randn(1, seq, config["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            module(x, *args)
-    measured = sum(saved.values()) / seq
+            module_of(model)(x, *extra_args(torch, seq))
+    return sum(saved.values()) / seq
+
+
+@pytest.mark.parametrize(("config", "layer", "attribute", "tolerance"), _TRACED)
+def test_naive_formula_matches_saved_tensors(
+    config: dict[str, Any], layer: int, attribute: str, tolerance: float
+) -> None:
+    """The naive derivations against what autograd saves for one bf16 mixer on CPU tensors."""
+    spec, mixer = tiny(config)
+
+    def extra_args(torch: Any, seq: int) -> tuple[Any, ...]:
+        if config is TINY_MINIMAX:
+            return (None, None)  # position embeddings, attention mask
+        if config is TINY_RGEMMA:
+            return (torch.arange(seq)[None], None)  # position ids, attention mask
+        return ()
+
+    seq = 256  # four chunks of 64
+    measured = saved_bytes_per_token(
+        config, lambda model: getattr(model.model.layers[layer], attribute), extra_args, seq
+    )
     # tolerance 1 % (2 % for lightning, see above): causal masks and the conv's K - 1 padding rows
     assert mixer_bytes(spec, mixer, BF16_FULL, "naive") == pytest.approx(measured, rel=tolerance)
 
@@ -378,27 +388,11 @@ def test_rwkv_params_activations_and_flops_by_hand() -> None:
 
 def test_rwkv_block_matches_saved_tensors() -> None:
     """The whole RWKV block (norms, time and channel mixing) against what autograd saves."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
     spec, _ = tiny(TINY_RWKV)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hf_config = transformers.AutoConfig.for_model(**TINY_RWKV)
-        model = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=torch.bfloat16)
-        constant = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
-        saved: dict[int, int] = {}
-
-        def pack(tensor: Any) -> Any:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in constant:
-                saved[storage.data_ptr()] = storage.nbytes()
-            return tensor
-
-        seq = 64
-        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            model.rwkv.blocks[1](x)
-    measured = sum(saved.values()) / seq
+    seq = 64
+    measured = saved_bytes_per_token(
+        TINY_RWKV, lambda model: model.rwkv.blocks[1], lambda torch, seq: (), seq
+    )
     mode = ActivationMode(2, 2, True, frozenset(), "sdpa", "none", ssm_kernel="naive")
     # tolerance 1 %: LayerNorm's bf16 mean and rstd (4 bytes, not 8) and the mix vectors' copies
     assert layer_activations(spec, spec.blocks[1], mode).per_token(seq) == pytest.approx(measured, rel=0.01)
