@@ -1,7 +1,7 @@
 """The model spec: a decoder described by the shapes of its weights.
 
 A model is an embedding, groups of identical blocks (each a token mixer -- attention, a Mamba
-state-space mixer, both side by side, or a linear-attention / short-convolution mixer -- an
+state-space mixer, both side by side, or a linear-attention / recurrent / short-conv mixer -- an
 optional MLP, and norms) and a head. Every weight matrix is listed as a `Linear` with the name
 Hugging Face gives that module, so parameter counts, LoRA targets and activation sizes all derive
 from one description.
@@ -154,8 +154,8 @@ DELTANET_PROJECTIONS = ("fused", "split", "separate")
 
 @dataclass(frozen=True)
 class LinearMixer:
-    """A token mixer whose state does not grow with the context: linear attention or a gated
-    short convolution (kinds in `LINEAR_MIXER_KINDS`).
+    """A token mixer whose state does not grow with the context: linear attention, a gated linear
+    recurrence (RG-LRU, RWKV) or a gated short convolution (kinds in `LINEAR_MIXER_KINDS`).
 
     `num_heads` value heads of `head_dim`; Gated DeltaNet reads queries and keys through
     `num_key_heads` heads of `key_head_dim` (0: as many / as wide as the value heads). A causal
@@ -190,7 +190,8 @@ class LinearMixer:
 
     @property
     def conv_channels(self) -> int:
-        """Channels of the causal depthwise conv: q, k and v, or the short conv's hidden width."""
+        """Channels of the causal depthwise conv: q, k and v, or the gated input's width (short
+        conv, RG-LRU); none for lightning attention and RWKV."""
         if self.kind in ("short_conv", "rg_lru"):
             return self.value_size
         if self.kind in ("gated_deltanet", "kda"):

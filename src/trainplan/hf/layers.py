@@ -15,9 +15,10 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
 
     The family's `layers` rule says where attention and SSM layers sit: all one kind
     (`mixer`), every `period` layers from `offset` (Jamba), an index list (Bamba), or a
-    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2; LFM2's list of attention
-    layers where the config has no per-layer list; a pattern cycled over the layers). The MLP of each layer is
-    dense or MoE by the family's `moe` rule; layer kinds the table does not map are refused.
+    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2), which a config without one
+    may give as a list of attention layers (LFM2, Kimi Linear) or an interval (Qwen3-Next), or
+    as a pattern cycled over the layers (RecurrentGemma). The MLP of each layer is dense or MoE
+    by the family's `moe` rule; layer kinds the table does not map are refused.
     """
     rule: Mapping[str, Any] = family.row.get("layers") or {}
     listed = rule.get("list")
