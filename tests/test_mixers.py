@@ -384,6 +384,8 @@ def test_rwkv_params_activations_and_flops_by_hand() -> None:
     # the CUDA kernel keeps key and value (2 x 64) instead of the loop's 1,600
     assert mixer_bytes(spec, mixer, BF16_FULL, "fused") == 2_944 - 1_600 + 128
     assert mixer_flops(mixer) == 24 * 32
+    # tensor parallelism splits RWKV's channel-wise recurrence by channels (32), not one "head"
+    assert spec.attention_heads == (32, 32)
 
 
 def test_rwkv_block_matches_saved_tensors() -> None:

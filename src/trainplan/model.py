@@ -302,7 +302,8 @@ class ModelSpec:
     @property
     def attention_heads(self) -> tuple[int, int]:
         """(heads, key/value heads) of the first attention layer, or of the first SSM mixer
-        (Mamba-2 heads; Mamba's inner channels) when the model has no attention: what tensor
+        (Mamba-2 heads; Mamba's inner channels) or linear mixer (its value and key heads; the
+        channels of RWKV's channel-wise recurrence) when the model has no attention: what tensor
         parallelism has to split evenly."""
         for block in self.blocks:
             if block.attention is not None:
@@ -311,6 +312,8 @@ class ModelSpec:
             if block.ssm is not None:
                 heads = block.ssm.num_heads or block.ssm.inner_size
                 return heads, heads
+            if block.mixer is not None and block.mixer.kind == "rwkv":
+                return block.mixer.value_size, block.mixer.value_size
             if block.mixer is not None:
                 return block.mixer.num_heads, block.mixer.num_key_heads or block.mixer.num_heads
         raise AssertionError("a model has attention or SSM layers")
