@@ -1,4 +1,4 @@
-"""Linear-attention and short-convolution mixers: what training keeps for backward, and their FLOPs.
+"""Linear-attention, recurrent and short-conv mixers: what training keeps for backward, and FLOPs.
 
 Notation per token: h = hidden width, H = value heads of width d_v (V = H d_v), H_k key heads of
 width d_k (K = H_k d_k; KDA: H_k = H, d_k = d_v), C = conv channels (2K + V), Q = chunk length,
@@ -8,8 +8,8 @@ weight (the conv input, a norm's input to its weight) are kept only when weights
 `naive` is transformers' PyTorch path (no kernels, e.g. on CPU); its tensors below are listed one
 by one from the modules' forward (Qwen3NextGatedDeltaNet with torch_chunk_gated_delta_rule,
 MiniMaxLightningAttention, Lfm2ShortConv, KimiLinearDeltaAttention with chunk_kimi_delta_attention,
-RecurrentGemmaRecurrentBlock, RwkvBlock, transformers 5.24) and were checked against the tensors autograd
-saves for one bf16 mixer (saved-tensor hooks, 256 tokens, tests/test_mixers.py): within 1 %, the
+RecurrentGemmaRecurrentBlock, RwkvBlock, transformers 5.24) and were checked against the tensors
+autograd saves for one bf16 mixer (saved-tensor hooks, tests/test_mixers.py): within 1 %, the
 rest being per-layer constants (causal masks, lightning attention's decay tables) and the conv's
 K - 1 padding rows.
 `fused` is the path transformers takes when flash-linear-attention (fla) and causal-conv1d are
@@ -29,7 +29,8 @@ _FLA_CHUNK = 64  # fla's chunk_gated_delta_rule works in chunks of 64 tokens (it
 
 
 def mixer_bytes(model: ModelSpec, mixer: LinearMixer, mode: ActivationMode, kernel: str = "fused") -> float:
-    """Bytes one linear mixer keeps per token for backward (see the module docstring)."""
+    """Bytes one linear mixer keeps per token for backward (see the module docstring; RWKV's
+    also count what its channel mixing keeps beyond the block's plain MLP)."""
     assert kernel in SSM_KERNELS, kernel  # the scenario validates the choice
     hidden = model.hidden_size
     if mixer.kind == "rwkv":
