@@ -105,21 +105,21 @@ def test_refusal_list_names_only_shipped_types() -> None:
 
 
 def test_refusal_message_names_field_reason_and_supported() -> None:
-    config = default_config("rwkv")
+    config = default_config("xlstm")
     assert config is not None
     with pytest.raises(ConfigError) as error:
-        spec_from_config(config, "rwkv")
+        spec_from_config(config, "xlstm")
     assert error.value.field == "model_type"
-    assert "RWKV" in error.value.message and "mamba2" in error.value.message
+    assert "xLSTM" in error.value.message and "mamba2" in error.value.message
 
 
-def _ssm_records() -> list[Any]:
+def _hybrid_records() -> list[Any]:
     from trainplan.catalog import model_records
 
-    return [r for r in model_records() if any(b.ssm for b in r.spec().blocks)]
+    return [r for r in model_records() if any(b.ssm or b.mixer for b in r.spec().blocks)]
 
 
-@pytest.mark.parametrize("record", _ssm_records(), ids=lambda r: r.name)
+@pytest.mark.parametrize("record", _hybrid_records(), ids=lambda r: r.name)
 def test_hybrid_catalog_records_match_transformers(record: Any) -> None:
     # the recorded meta-device count is what transformers builds from the record's own config
     assert record.meta_device_params == meta_device_params(dict(record.config))

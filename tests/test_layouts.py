@@ -112,7 +112,7 @@ def test_falcon_h1_runs_attention_and_mamba_side_by_side() -> None:
     ("config", "field"),
     [
         # a config of a type on the refusal list names model_type
-        ({"model_type": "rwkv", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10}, "model_type"),
+        ({"model_type": "xlstm", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10}, "model_type"),
         # a layer kind we do not model is named with its index
         (
             {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

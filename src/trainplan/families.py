@@ -3,7 +3,8 @@
 The table is data (`data/architectures.yaml`, one row per family, each with its source and date),
 read by the adapter in the `hf` package. A row declares key aliases, plain or gated MLP, biases, norms,
 parallel attention + MLP, fused module names, the layer pattern (MoE interleaving, hybrid
-attention/SSM order) and the config values transformers fills in when a config.json omits them.
+attention/SSM/linear-mixer order), the linear mixer's keys and the config values transformers
+fills in when a config.json omits them.
 Model types transformers ships but that we do not model are listed under `refused` with the
 reason, so a config of theirs is refused by name instead of read with a Llama-shaped guess.
 
@@ -42,6 +43,7 @@ _FIELDS = {
     "layers", "ssm", "defaults", "notes", "reader", "mlp_ratio", "attention_sinks", "activation_params",
     "pooler", "cross_attention", "sinusoidal_positions",
     "layer_vectors",
+    "mixer", "ffn_width", "attention_output_gate", "attention_head_gate", "text_only", "lift",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

@@ -1,9 +1,10 @@
 """The model spec: a decoder described by the shapes of its weights.
 
 A model is an embedding, groups of identical blocks (each a token mixer -- attention, a Mamba
-state-space mixer, or both side by side -- an optional MLP, and norms) and a
-head. Every weight matrix is listed as a `Linear` with the name Hugging Face gives that module,
-so parameter counts, LoRA targets and activation sizes all derive from one description.
+state-space mixer, both side by side, or a linear-attention / recurrent / short-conv mixer -- an
+optional MLP, and norms) and a head. Every weight matrix is listed as a `Linear` with the name
+Hugging Face gives that module, so parameter counts, LoRA targets and activation sizes all derive
+from one description.
 Hugging Face config keys never appear here: the `hf` package is the only adapter that reads them.
 """
 
@@ -13,10 +14,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
+ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate"})
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
-SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
+# SSM projections, and those of the linear-attention / short-convolution mixers (`LinearMixer`)
+SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out", "mixer_in", "mixer_gate", "mixer_out"})
 EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer and MLP (Zamba2)
 # Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, condition
 # embedders, a fused attention+MLP output, the output projection. Convolutions (role "conv",
@@ -66,6 +68,8 @@ class Attention:
     relative_bias_params: int = 0
     logit_softcap: bool = False
     sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
+    output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the output (Qwen3-Next)
+    head_gate: bool = False  # a g_proj h -> heads gates each head's output (Ling 3.0, LFM3)
     input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -134,9 +138,71 @@ class Ssm:
         return self.inner_size + 2 * self.n_groups * self.state_size
 
 
+#: Kinds of `LinearMixer`, with the transformers module each one follows.
+LINEAR_MIXER_KINDS = {
+    "gated_deltanet": "Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet (Yang et al. 2024, Gated DeltaNet)",
+    "lightning": "MiniMaxLightningAttention (Qin et al. 2024, Lightning Attention-2)",
+    "short_conv": "Lfm2ShortConv (gated short convolution, Liquid AI LFM2)",
+    "kda": "KimiLinearDeltaAttention (Kimi Delta Attention, Kimi Team 2025)",
+    "rg_lru": "RecurrentGemmaRecurrentBlock (Griffin's RG-LRU, De et al. 2024)",
+    "rwkv": "RwkvSelfAttention (RWKV-4's time mixing, Peng et al. 2023)",
+}
+#: How Gated DeltaNet's input projections are split into modules: Qwen3-Next's two fused ones,
+#: Qwen3.5's four, OLMo-Hybrid's six.
+DELTANET_PROJECTIONS = ("fused", "split", "separate")
+
+
+@dataclass(frozen=True)
+class LinearMixer:
+    """A token mixer whose state does not grow with the context: linear attention, a gated linear
+    recurrence (RG-LRU, RWKV) or a gated short convolution (kinds in `LINEAR_MIXER_KINDS`).
+
+    `num_heads` value heads of `head_dim`; Gated DeltaNet reads queries and keys through
+    `num_key_heads` heads of `key_head_dim` (0: as many / as wide as the value heads). A causal
+    depthwise conv of `conv_kernel` taps runs over q, k and v (Gated DeltaNet, KDA) or over the
+    gated input (short conv and RG-LRU, one head of the recurrence width; RG-LRU's gates are
+    block-diagonal over `num_heads` blocks). `projections` is how Gated DeltaNet's input
+    projections are split (`DELTANET_PROJECTIONS`); `gate_rank` is KDA's low-rank forget and
+    output gate width; `chunk_size` the chunk length of the chunked scan (transformers' torch
+    path: 64 for the delta rules, `block_size` for lightning attention).
+    """
+
+    kind: str
+    num_heads: int
+    head_dim: int
+    num_key_heads: int = 0
+    key_head_dim: int = 0
+    conv_kernel: int = 0
+    conv_bias: bool = False
+    projections: str = "fused"
+    gate_rank: int = 0
+    chunk_size: int = 64
+
+    @property
+    def key_size(self) -> int:
+        """Width of all query (= key) heads."""
+        return (self.num_key_heads or self.num_heads) * (self.key_head_dim or self.head_dim)
+
+    @property
+    def value_size(self) -> int:
+        """Width of all value heads (the mixer's output width)."""
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels of the causal depthwise conv: q, k and v, or the gated input's width (short
+        conv, RG-LRU); none for lightning attention and RWKV."""
+        if self.kind in ("short_conv", "rg_lru"):
+            return self.value_size
+        if self.kind in ("gated_deltanet", "kda"):
+            return 2 * self.key_size + self.value_size
+        return 0
+
+
 @dataclass(frozen=True)
 class Block:
-    """`count` identical layers: a token mixer (attention and/or SSM), an optional MLP, norms.
+    """`count` identical layers: a token mixer (attention and/or SSM, or a linear mixer), an
+    optional MLP, norms.
 
     `parallel` marks attention and MLP reading the same normed input (GPT-J, Falcon, Cohere).
     `extra_linears` are per-layer matrices outside the mixer and MLP (Zamba2's output linear and
@@ -157,6 +223,7 @@ class Block:
     cross_attention: Attention | None = None
     role: str = "decoder"
     ssm: Ssm | None = None
+    mixer: LinearMixer | None = None
     parallel: bool = False
     extra_linears: tuple[Linear, ...] = ()
     shared_copies: int = 0
@@ -295,7 +362,8 @@ class ModelSpec:
     @property
     def attention_heads(self) -> tuple[int, int]:
         """(heads, key/value heads) of the first attention layer, or of the first SSM mixer
-        (Mamba-2 heads; Mamba's inner channels) when the model has no attention: what tensor
+        (Mamba-2 heads; Mamba's inner channels) or linear mixer (its value and key heads; the
+        channels of RWKV's channel-wise recurrence) when the model has no attention: what tensor
         parallelism has to split evenly."""
         for block in self.blocks:
             if block.attention is not None:
@@ -304,11 +372,16 @@ class ModelSpec:
             if block.ssm is not None:
                 heads = block.ssm.num_heads or block.ssm.inner_size
                 return heads, heads
+            if block.mixer is not None and block.mixer.kind == "rwkv":
+                return block.mixer.value_size, block.mixer.value_size
+            if block.mixer is not None:
+                return block.mixer.num_heads, block.mixer.num_key_heads or block.mixer.num_heads
         raise AssertionError("a model has attention or SSM layers")
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
-    """The weight matrices of one attention module, named as Hugging Face names them."""
+    """The weight matrices of one attention module, named as Hugging Face names them; Qwen3-Next's
+    q_proj is twice as wide (query and output gate); a per-head gate adds g_proj h -> heads."""
     bias, q, kv = attention.qkv_bias, attention.q_size, attention.kv_size
     q_name, k_name, v_name, o_name = attention.names
     width = attention.input_size or hidden_size
@@ -328,16 +401,26 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             Linear("kv_b_proj", "kv_b", attention.kv_lora_rank, heads * (nope + v_dim)),
             Linear(o_name, "o", heads * v_dim, hidden_size, attention.out_bias),
         ]
-        return linears
+        return linears + _head_gate(attention, hidden_size)
     out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
     if attention.fused_qkv:
-        return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), out]
+        return [
+            Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias),
+            out,
+            *_head_gate(attention, width),
+        ]
     return [
-        Linear(q_name, "q", width, q, bias),
+        Linear(q_name, "q", width, 2 * q if attention.output_gate else q, bias),
         Linear(k_name, "k", width, kv, bias),
         Linear(v_name, "v", width, kv, bias),
         out,
+        *_head_gate(attention, width),
     ]
+
+
+def _head_gate(attention: Attention, width: int) -> list[Linear]:
+    """The per-head output gate's projection (g_proj, one sigmoid logit per head), if any."""
+    return [Linear("g_proj", "attn_gate", width, attention.num_heads)] if attention.head_gate else []
 
 
 def attention_extra_params(attention: Attention) -> int:
@@ -419,6 +502,121 @@ def ssm_extra_params(ssm: Ssm) -> int:
     return conv + 3 * ssm.num_heads + (ssm.inner_size if ssm.gated_norm else 0)
 
 
+def mixer_linears(mixer: LinearMixer, hidden_size: int) -> list[Linear]:
+    """The weight matrices of one linear mixer, named as Hugging Face names them (K = key_size,
+    V = value_size, H = value heads, r = gate_rank).
+
+    Gated DeltaNet: in_proj_qkvz h -> 2K + 2V (q, k, v and the output gate z) and in_proj_ba
+    h -> 2H (the write strength beta and the decay input a), or Qwen3.5's in_proj_qkv (2K + V),
+    in_proj_z (V), in_proj_b and in_proj_a (H each), or OLMo-Hybrid's q/k/v/a/b/g_proj (the
+    same widths, one module each); out_proj (o_proj) V -> h.
+    Lightning: qkv_proj h -> 3V, output_gate h -> V, out_proj V -> h.
+    Short conv: in_proj h -> 3h (B, C, x), out_proj h -> h, both with the conv's bias setting.
+    KDA: q/k/v_proj h -> K, K, V; the forget gate f_a_proj h -> r, f_b_proj r -> K; b_proj
+    h -> H; the output gate g_a_proj h -> r, g_b_proj r -> V; o_proj V -> h (Ling 3.0, r = 0:
+    full-rank f_proj h -> K and g_proj h -> V).
+    RG-LRU (Griffin's recurrent block): linear_y h -> V (the GeLU branch), linear_x h -> V,
+    linear_out V -> h, all with biases. RWKV time mixing: key, value, receptance h -> V, output
+    V -> h (V = attention_hidden_size).
+    """
+    keys, values, heads, h = mixer.key_size, mixer.value_size, mixer.num_heads, hidden_size
+    if mixer.kind == "gated_deltanet":
+        if mixer.projections == "separate":
+            return [
+                Linear("q_proj", "mixer_in", h, keys),
+                Linear("k_proj", "mixer_in", h, keys),
+                Linear("v_proj", "mixer_in", h, values),
+                Linear("a_proj", "mixer_gate", h, heads),
+                Linear("b_proj", "mixer_gate", h, heads),
+                Linear("g_proj", "mixer_gate", h, values),
+                Linear("o_proj", "mixer_out", values, h),
+            ]
+        out = Linear("out_proj", "mixer_out", values, h)
+        if mixer.projections == "split":
+            return [
+                Linear("in_proj_qkv", "mixer_in", h, 2 * keys + values),
+                Linear("in_proj_z", "mixer_gate", h, values),
+                Linear("in_proj_b", "mixer_gate", h, heads),
+                Linear("in_proj_a", "mixer_gate", h, heads),
+                out,
+            ]
+        return [
+            Linear("in_proj_qkvz", "mixer_in", h, 2 * keys + 2 * values),
+            Linear("in_proj_ba", "mixer_gate", h, 2 * heads),
+            out,
+        ]
+    if mixer.kind == "lightning":
+        return [
+            Linear("qkv_proj", "mixer_in", h, 3 * values),
+            Linear("output_gate", "mixer_gate", h, values),
+            Linear("out_proj", "mixer_out", values, h),
+        ]
+    if mixer.kind == "short_conv":
+        return [
+            Linear("in_proj", "mixer_in", h, 3 * values, mixer.conv_bias),
+            Linear("out_proj", "mixer_out", values, h, mixer.conv_bias),
+        ]
+    if mixer.kind == "rwkv":
+        return [
+            Linear("key", "mixer_in", h, values),
+            Linear("value", "mixer_in", h, values),
+            Linear("receptance", "mixer_gate", h, values),
+            Linear("output", "mixer_out", values, h),
+        ]
+    if mixer.kind == "rg_lru":
+        return [
+            Linear("linear_y", "mixer_gate", h, values, True),
+            Linear("linear_x", "mixer_in", h, values, True),
+            Linear("linear_out", "mixer_out", values, h, True),
+        ]
+    assert mixer.kind == "kda", mixer.kind
+    rank = mixer.gate_rank
+    if not rank:  # Ling 3.0's full-rank forget and output gates
+        return [
+            Linear("q_proj", "mixer_in", h, keys),
+            Linear("k_proj", "mixer_in", h, keys),
+            Linear("v_proj", "mixer_in", h, values),
+            Linear("f_proj", "mixer_gate", h, keys),
+            Linear("b_proj", "mixer_gate", h, heads),
+            Linear("g_proj", "mixer_gate", h, values),
+            Linear("o_proj", "mixer_out", values, h),
+        ]
+    return [
+        Linear("q_proj", "mixer_in", h, keys),
+        Linear("k_proj", "mixer_in", h, keys),
+        Linear("v_proj", "mixer_in", h, values),
+        Linear("f_a_proj", "mixer_gate", h, rank),
+        Linear("f_b_proj", "mixer_gate", rank, keys),
+        Linear("b_proj", "mixer_gate", h, heads),
+        Linear("g_a_proj", "mixer_gate", h, rank),
+        Linear("g_b_proj", "mixer_gate", rank, values),
+        Linear("o_proj", "mixer_out", values, h),
+    ]
+
+
+def mixer_extra_params(mixer: LinearMixer) -> int:
+    """Non-matrix parameters of one linear mixer: the depthwise conv (channels x taps, + bias),
+    Gated DeltaNet's A_log and dt_bias (one per value head) and its gated RMSNorm (one head wide,
+    shared by the heads); lightning attention's RMSNorm over all heads; KDA's A_log (per head),
+    dt_bias (per key channel) and gated RMSNorm (one head wide); RG-LRU's recurrence parameter
+    (per channel) and its input and recurrence gates, block-diagonal: H blocks of (V / H)^2
+    weights plus a bias each; RWKV's time_decay and time_first (per channel; its token-shift mix
+    vectors are hidden-wide and counted with the block)."""
+    conv = mixer.conv_channels * mixer.conv_kernel + (mixer.conv_channels if mixer.conv_bias else 0)
+    if mixer.kind == "gated_deltanet":
+        return conv + 2 * mixer.num_heads + mixer.head_dim
+    if mixer.kind == "lightning":
+        return mixer.value_size
+    if mixer.kind == "kda":
+        return conv + mixer.num_heads + mixer.key_size + mixer.head_dim
+    if mixer.kind == "rwkv":
+        return 2 * mixer.value_size
+    if mixer.kind == "rg_lru":
+        block = mixer.value_size // mixer.num_heads
+        return conv + mixer.value_size + 2 * (mixer.num_heads * block * block + mixer.value_size)
+    return conv
+
+
 def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
     """(copies in the model, matrix) for every weight matrix: a layer group's `count` times, a
     shared block's (Zamba2) once per copy however many layers run it. Compute and adapters
@@ -447,6 +645,8 @@ def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
         linears += attention_linears(block.attention, hidden_size)
     if block.ssm is not None:
         linears += ssm_linears(block.ssm, hidden_size)
+    if block.mixer is not None:
+        linears += mixer_linears(block.mixer, hidden_size)
     if block.cross_attention is not None:
         linears += attention_linears(block.cross_attention, hidden_size)
     if block.mlp is not None:

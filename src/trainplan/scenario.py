@@ -243,8 +243,8 @@ class Scenario:
     ssm_kernel: str = _field(
         "fused",
         FieldInfo(
-            "Mamba / Mamba-2 kernels: fused (mamba-ssm) or naive (the PyTorch fallback, which "
-            "keeps far more for backward)",
+            "Mamba / Mamba-2 and linear-attention kernels: fused (mamba-ssm, flash-linear-attention, "
+            "causal-conv1d) or naive (the PyTorch fallback, which keeps far more for backward)",
             SSM_KERNELS,
         ),
     )

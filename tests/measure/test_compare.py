@@ -124,3 +124,46 @@ def test_ssm_traces_match_the_naive_estimate(
     assert comparison.scenario.ssm_kernel == "naive" and SSM_NOTE in comparison.notes
     error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
     assert abs(error) < tolerance, error
+
+
+MIXER_CONFIGS = {
+    # Qwen3-Next-style: Gated DeltaNet layers 0-2 (2 key heads, 4 value heads of 64), gated
+    # attention at layer 3, dense MLPs
+    "qwen3_next": {"model_type": "qwen3_next", "hidden_size": 256, "num_hidden_layers": 4,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                   "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 64,
+                   "linear_value_head_dim": 64, "linear_conv_kernel_dim": 4, "num_experts": 0,
+                   "intermediate_size": 512, "vocab_size": 512,
+                   "layer_types": ["linear_attention"] * 3 + ["full_attention"]},
+    # LFM2-style: short convolutions at layers 0, 1, 3, attention at layer 2
+    "lfm2": {"model_type": "lfm2", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "intermediate_size": 768, "vocab_size": 512,
+             "layer_types": ["conv", "conv", "full_attention", "conv"], "pad_token_id": 0, "bos_token_id": 1,
+             "eos_token_id": 2},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "tolerance"),
+    [
+        ("qwen3_next", 0.045),  # traced -3.1%
+        ("lfm2", 0.03),  # traced -0.0%
+    ],
+)
+def test_linear_mixer_traces_match_the_naive_estimate(tmp_path: object, name: str, tolerance: float) -> None:
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from trainplan.measure.compare import MIXER_NOTE, measure_scenario
+    from trainplan.scenario import scenario_from_mapping
+
+    path = Path(str(tmp_path)) / "config.json"
+    path.write_text(json.dumps(MIXER_CONFIGS[name]))
+    scenario = scenario_from_mapping(
+        {"model": str(path), "gpus": 1, "seq_len": 256, "grad_accum": 1, "activation_checkpointing": "none",
+         "attention": "sdpa", "method": "full", "precision": "bf16"}
+    )  # fmt: skip
+    comparison = measure_scenario(scenario)
+    assert comparison.scenario.ssm_kernel == "naive" and MIXER_NOTE in comparison.notes
+    error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
+    assert abs(error) < tolerance, error

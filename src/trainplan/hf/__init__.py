@@ -26,9 +26,10 @@ from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
-from trainplan.hf.modules import attention_module, dense_mlp, moe_mlp, ssm_mixer
+from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
@@ -65,7 +66,21 @@ def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
         model_type = "gemma3_text"
     family = find_family(model_type)
     defaults = family.row.get("defaults") if family else None
-    return {**defaults, **text} if defaults else text
+    text = {**defaults, **text} if defaults else text
+    return _lifted(text, family.row.get("lift") or {}) if family else text
+
+
+def _lifted(cfg: Mapping[str, Any], rule: Mapping[str, Mapping[str, str]]) -> Mapping[str, Any]:
+    """The config with the values a family's `lift` rule reads from a sub-dict moved to the top
+    level, where they win as the config class lets them (Kimi Linear's `linear_attn_config`)."""
+    lifted = dict(cfg)
+    for sub_key, names in rule.items():
+        sub = cfg.get(sub_key)
+        if isinstance(sub, Mapping):
+            lifted.update(
+                {target: sub[source] for source, target in names.items() if sub.get(source) is not None}
+            )
+    return lifted
 
 
 def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
@@ -98,7 +113,11 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> Mod
         return bert_spec(text, name, source, family)
     if family.row.get("reader") == "bart":
         return bart_spec(text, name, source, family)
+    if family.row.get("reader") == "rwkv":
+        return rwkv_spec(text, name, source, family)
     spec = _decoder(text, name, source, family)
+    if text is not cfg and flag(family, "text_only", cfg):
+        return spec  # the causal LM of this multimodal wrapper has no vision tower
     extras = vision_extras(cfg, spec.hidden_size)
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
@@ -147,8 +166,8 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
 
 
 def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
-    """A decoder-only model: attention (MHA/GQA/MQA or MLA) and/or Mamba mixers, dense or MoE
-    MLPs, in the layer order the family's table row declares."""
+    """A decoder-only model: attention (MHA/GQA/MQA or MLA), Mamba or linear mixers, dense or
+    MoE MLPs, in the layer order the family's table row declares."""
     hidden = get_int(cfg, *family.key("hidden_size"))
     vocab = get_int(cfg, *family.key("vocab_size"))
     kinds = layer_kinds(cfg, family)
@@ -161,6 +180,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     uses = {part for kind in kinds for part in kind}
     attention = attention_module(cfg, family, hidden) if "attention" in uses else None
     ssm = ssm_mixer(cfg, family, hidden) if "ssm" in uses else None
+    mixer = linear_mixer(cfg, family, hidden) if "mixer" in uses else None
     dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     norms = int(family.setting("norms_per_layer", cfg, 2))
@@ -175,12 +195,14 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             mlp=dense if "dense" in kind else moe if "moe" in kind else None,
             norms=norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
+            mixer=mixer if "mixer" in kind else None,
             parallel=parallel,
             extra_params=vectors,
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, parallel=parallel, extra_params=vectors)  # fmt: skip
+                               ssm=block.ssm, mixer=block.mixer, parallel=parallel,
+                               extra_params=vectors)  # fmt: skip
         else:
             blocks.append(block)
     return ModelSpec(
@@ -220,7 +242,8 @@ def _layer_vectors(family: Family, hidden: int, attention: Attention | None, den
 
 
 def _same_layer(a: Block, b: Block) -> bool:
-    return a.attention is b.attention and a.mlp is b.mlp and a.ssm is b.ssm and a.norms == b.norms
+    return (a.attention is b.attention and a.mlp is b.mlp and a.ssm is b.ssm and a.mixer is b.mixer
+            and a.norms == b.norms)  # fmt: skip
 
 
 def _positions(cfg: Mapping[str, Any], family: Family) -> int:

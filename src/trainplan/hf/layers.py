@@ -15,8 +15,10 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
 
     The family's `layers` rule says where attention and SSM layers sit: all one kind
     (`mixer`), every `period` layers from `offset` (Jamba), an index list (Bamba), or a
-    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2). The MLP of each layer is
-    dense or MoE by the family's `moe` rule; layer kinds the table does not map are refused.
+    per-layer list of kinds (Nemotron-H, GraniteMoeHybrid, Zamba2), which a config without one
+    may give as a list of attention layers (LFM2, Kimi Linear) or an interval (Qwen3-Next), or
+    as a pattern cycled over the layers (RecurrentGemma). The MLP of each layer is dense or MoE
+    by the family's `moe` rule; layer kinds the table does not map are refused.
     """
     rule: Mapping[str, Any] = family.row.get("layers") or {}
     listed = rule.get("list")
@@ -33,8 +35,14 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
                     pattern_key, f"layer letters {unknown} are not modelled; modelled: {', '.join(letters)}"
                 )
             values = [letters[letter] for letter in pattern]
+        if values is None and listed.get("indices"):
+            values = _kinds_from_indices(cfg, family, listed["indices"])
+        if values is None and listed.get("interval"):
+            values = _kinds_from_interval(cfg, family, listed["interval"])
         if not isinstance(values, list) or not values:
             raise ConfigError(listed["key"], "must list the kind of every layer")
+        if listed.get("cycle"):  # a pattern repeated over the layers (RecurrentGemma's block_types)
+            values = [values[index % len(values)] for index in range(get_int(cfg, *family.key("num_layers")))]
         layers = get_int(cfg, *family.key("num_layers"), default=len(values))
         if layers != len(values):
             raise ConfigError(listed["key"], f"lists {len(values)} layers, num_hidden_layers is {layers}")
@@ -59,6 +67,33 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
             parts += ("moe" if _is_moe_layer(cfg, family, index) else "dense",)
         kinds.append(parts)
     return kinds
+
+
+def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str] | None:
+    """Per-layer kinds from a list of the layers that are `rule["kind"]`, counted from
+    `rule["base"]` (LFM2's full_attn_idxs from 0, Kimi Linear's full_attn_layers from 1), the
+    rest `rule["other"]`; when the config has no list, every layer is `kind` if `rule["all"]`
+    (as Lfm2Config does), else None (no layer order)."""
+    layers = get_int(cfg, *family.key("num_layers"))
+    base = int(rule.get("base", 0))
+    chosen = cfg.get(rule["key"])
+    if chosen is None:
+        if not rule.get("all", True):
+            return None
+        chosen = list(range(base, layers + base))
+    valid = isinstance(chosen, list) and all(isinstance(i, int) and base <= i < layers + base for i in chosen)
+    if not valid:
+        raise ConfigError(rule["key"], f"must list layer indices between {base} and {layers - 1 + base}")
+    return [str(rule["kind"]) if index + base in chosen else str(rule["other"]) for index in range(layers)]
+
+
+def _kinds_from_interval(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
+    """Per-layer kinds when every n-th layer is `rule["kind"]` (layers n-1, 2n-1, ...: Qwen3-Next's
+    full_attention_interval, default n from the config class; a fixed n without a key), the rest
+    `rule["other"]`."""
+    layers = get_int(cfg, *family.key("num_layers"))
+    every = get_int(cfg, rule["key"], default=rule["default"]) if "key" in rule else int(rule["default"])
+    return [str(rule["kind"]) if (index + 1) % every == 0 else str(rule["other"]) for index in range(layers)]
 
 
 def _mixer_of(cfg: Mapping[str, Any], rule: Mapping[str, Any], index: int) -> str:

@@ -1,4 +1,5 @@
-"""One layer's modules from a config: attention (MHA/GQA/MQA, MLA), dense and MoE MLPs, Mamba mixers."""
+"""One layer's modules from a config: attention (MHA/GQA/MQA, MLA), dense and MoE MLPs, Mamba mixers,
+linear-attention and short-convolution mixers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from trainplan.errors import ConfigError
 from trainplan.families import Family, resolve
 from trainplan.hf.layers import num_experts
 from trainplan.hf.values import MISSING, flag, get, get_int, key_tuple
-from trainplan.model import Attention, Mlp, Ssm
+from trainplan.model import DELTANET_PROJECTIONS, LINEAR_MIXER_KINDS, Attention, LinearMixer, Mlp, Ssm
 
 _SEED_MLP_RATIO = 3.5  # the seed calculator's fallback when the MLP width is not recorded
 
@@ -40,6 +41,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             q_lora_rank=get_int(cfg, "q_lora_rank", default=0, minimum=0),
             kv_lora_rank=get_int(cfg, "kv_lora_rank"),
             rope_head_dim=rope,
+            head_gate=flag(family, "attention_head_gate", cfg),
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     return Attention(
@@ -54,6 +56,8 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         qk_norm_bias=flag(family, "qk_norm_bias", cfg),
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
         sinks=flag(family, "attention_sinks", cfg),
+        output_gate=flag(family, "attention_output_gate", cfg),
+        head_gate=flag(family, "attention_head_gate", cfg),
         names=tuple(names),
     )
 
@@ -74,6 +78,8 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
             f"intermediate_size not in the config: approximated as {_SEED_MLP_RATIO} x hidden "
             f"= {intermediate}; MLP parameters and LoRA all-linear counts are approximate"
         )
+    if "ffn_width" in family.row:
+        intermediate = _adjusted_width(cfg, family.row["ffn_width"], intermediate)
     return Mlp(
         intermediate_size=intermediate,
         gated=family.setting("mlp", cfg, "gated") == "gated",
@@ -85,12 +91,38 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
     )
 
 
+def _adjusted_width(cfg: Mapping[str, Any], rule: Mapping[str, Any], width: int) -> int:
+    """The MLP width a row's `ffn_width` rule derives from the config's: width // divisor
+    (RecurrentGemmaMlp halves it), or LFM2's (Lfm2MLP): when config[adjust] is true,
+    int(2/3 x width), and when a multiplier is set, int(multiplier x that) rounded up to a
+    multiple of config[multiple_of]."""
+    if "divisor" in rule:
+        return width // int(rule["divisor"])
+    if not cfg.get(rule["adjust"]):
+        return width
+    width = int(2 * width / 3)
+    multiplier = cfg.get(rule["multiplier"])
+    if multiplier is None:
+        return width
+    if not isinstance(multiplier, int | float) or isinstance(multiplier, bool) or multiplier <= 0:
+        raise ConfigError(rule["multiplier"], f"must be a positive number, got {multiplier!r}")
+    multiple = get_int(cfg, rule["multiple_of"])
+    return multiple * -(-int(multiplier * width) // multiple)
+
+
 def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approximations: list[str]) -> Mlp:
     """The mixture-of-experts block: routed experts, shared experts, the router."""
     rule: Mapping[str, Any] = family.row.get("moe") or {}
     experts = num_experts(cfg)
     default_top_k = rule.get("default_top_k")
-    top_k = get_int(cfg, "num_experts_per_tok", "moe_top_k", "top_k", default=default_top_k or MISSING)
+    top_k = get_int(
+        cfg,
+        "num_experts_per_tok",
+        "moe_top_k",
+        "top_k",
+        "num_experts_per_token",
+        default=default_top_k or MISSING,
+    )
     if top_k > experts:
         raise ConfigError("num_experts_per_tok", f"{top_k} experts per token exceeds the {experts} experts")
     if default_top_k and cfg.get("num_experts_per_tok") is None:
@@ -176,6 +208,56 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
         conv_bias=conv_bias,
         gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),
     )
+
+
+def linear_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> LinearMixer:
+    """A linear-attention, recurrent or short-convolution mixer from the family's `mixer` rule:
+    each width names its config key (or keys, the first present wins; or is a literal or a rule);
+    a head width the config leaves out is hidden / heads, as for attention."""
+    rule: Mapping[str, Any] = family.row["mixer"]
+    kind = str(rule["kind"])
+    if kind not in LINEAR_MIXER_KINDS:
+        raise RuntimeError(f"architectures.yaml {family.name}: mixer kind {kind!r} is unknown")
+
+    def width(name: str, default: Any = MISSING) -> int:
+        value = rule.get(name, default)
+        if isinstance(value, list):  # the first key the config sets
+            return get_int(cfg, *value)
+        if isinstance(value, str):
+            return get_int(cfg, value) if cfg.get(value) is not None or default is MISSING else int(default)
+        return int(resolve(value, cfg))
+
+    heads = width("num_heads")
+    head_dim = width("head_dim", 0) or hidden // heads
+    if "width" in rule:  # the whole recurrence width, split into heads (RG-LRU's gate blocks)
+        total = width("width")
+        if total % heads:
+            raise ConfigError(
+                str(key_tuple(rule["width"])[0]), f"{total} is not a multiple of the {heads} heads"
+            )
+        head_dim = total // heads
+    key_heads = width("num_key_heads", 0)
+    if key_heads and heads % key_heads:
+        raise ConfigError(str(rule["num_key_heads"]), f"{key_heads} does not divide the {heads} value heads")
+    return LinearMixer(
+        kind,
+        num_heads=heads,
+        head_dim=head_dim,
+        num_key_heads=key_heads,
+        key_head_dim=width("key_head_dim", 0),
+        conv_kernel=width("conv_kernel", 0),
+        conv_bias=bool(resolve(rule.get("conv_bias", False), cfg)),
+        projections=_projections(rule, cfg),
+        gate_rank=width("gate_rank", 0),
+        chunk_size=width("chunk_size", 64),
+    )
+
+
+def _projections(rule: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
+    value = str(resolve(rule.get("projections", "fused"), cfg))
+    if value not in DELTANET_PROJECTIONS:
+        raise RuntimeError(f"architectures.yaml: mixer projections {value!r} is unknown")
+    return value
 
 
 def _optional_name(value: object) -> str | None:

@@ -33,6 +33,11 @@ SSM_NOTE = (
     "estimate is compared with ssm_kernel naive; the fused kernels keep only the in_proj output, "
     "the scan output and the norm's rstd per token and recompute the rest in backward"
 )
+MIXER_NOTE = (
+    "Linear-attention and recurrent mixers run transformers' PyTorch path in a trace "
+    "(flash-linear-attention and causal-conv1d need CUDA), so the estimate is compared with "
+    "ssm_kernel naive; the fused kernels recompute the chunk matrices and states in backward"
+)
 TRACEABLE_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 
 
@@ -223,6 +228,9 @@ def measure_scenario(scenario: Scenario) -> Comparison:
     if any(block.ssm is not None for block in spec.blocks):
         compared = dataclasses.replace(compared, ssm_kernel="naive")
         notes.append(SSM_NOTE)
+    if any(block.mixer is not None for block in spec.blocks):
+        compared = dataclasses.replace(compared, ssm_kernel="naive")
+        notes.append(MIXER_NOTE)
     measured = measure_training_step(
         config,
         method="full" if scenario.method == "full" else ("dora" if lora.dora else "lora"),

@@ -195,7 +195,8 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     """What one layer of `block` saves per token, before parallelism and checkpointing.
 
     The `attention` slot holds the layer's token mixers: attention and/or an SSM mixer
-    (terms/ssm.py, for the kernel the mode names)."""
+    (terms/ssm.py, for the kernel the mode names), or a linear mixer (terms/mixers.py)."""
+    from trainplan.terms.mixers import mixer_bytes, output_gate_bytes
     from trainplan.terms.ssm import ssm_bytes
 
     hidden = model.hidden_size
@@ -205,6 +206,10 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention, per_key, core = attention_bytes(model, block.attention, mode)
     if block.ssm is not None:
         attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
+    if block.mixer is not None:
+        attention += mixer_bytes(model, block.mixer, mode, mode.ssm_kernel)
+    if block.attention is not None:  # gated attention's gate and gated output (terms/mixers.py)
+        attention += output_gate_bytes(block.attention, mode)
     if block.cross_attention is not None:
         cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)
         attention += cross

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainplan.model import Block, ModelSpec, block_linears
+from trainplan.terms.mixers import mixer_flops
 from trainplan.terms.savers import checkpoint_every, checkpointed_layers, op_sac_saved
 from trainplan.terms.ssm import ssm_scan_flops
 
@@ -50,13 +51,16 @@ def _block_matmul_active(block: Block, model: ModelSpec) -> float:
 
 def _attention_core(block: Block, context: float) -> float:
     """Forward FLOPs per token of scores and weighted sum over `context` keys, plus an SSM
-    mixer's scan and convolution (terms/ssm.py), the other weightless token mixer."""
+    mixer's scan and convolution (terms/ssm.py) or a linear mixer's (terms/mixers.py), the other
+    weightless token mixers."""
     attention = block.attention
     flops = 0.0
     if attention is not None:
         flops += 2 * attention.num_heads * context * (attention.head_dim + attention.v_head_dim)
     if block.ssm is not None:
         flops += ssm_scan_flops(block.ssm)
+    if block.mixer is not None:
+        flops += mixer_flops(block.mixer)
     if block.cross_attention is not None:
         cross = block.cross_attention
         flops += 2 * cross.num_heads * 2 * context * (cross.head_dim + cross.v_head_dim)

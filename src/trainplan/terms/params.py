@@ -24,6 +24,7 @@ from trainplan.model import (
     ModelSpec,
     attention_extra_params,
     block_linears,
+    mixer_extra_params,
     ssm_extra_params,
     weight_linears,
 )
@@ -59,6 +60,8 @@ def block_params(block: Block, model: ModelSpec) -> int:
     extra = 0 if block.attention is None else attention_extra_params(block.attention)
     if block.ssm is not None:
         extra += ssm_extra_params(block.ssm)
+    if block.mixer is not None:
+        extra += mixer_extra_params(block.mixer)
     if block.mlp is not None:
         extra += block.mlp.activation_params
     if block.cross_attention is not None:
