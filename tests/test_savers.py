@@ -50,7 +50,7 @@ def test_chunked_loss_per_token_bytes() -> None:
 
 @pytest.mark.parametrize("activation_bytes", [2, 4])
 def test_one_chunk_is_the_standard_loss(activation_bytes: int) -> None:
-    assert chunked_loss_bytes(VOCAB, activation_bytes, 1) == logits_bytes(VOCAB, 1, activation_bytes, 1)
+    assert chunked_loss_bytes(VOCAB, activation_bytes, 1) == logits_bytes(VOCAB, activation_bytes)
 
 
 def test_chunked_loss_in_the_estimate(llama8b_config: dict[str, Any]) -> None:

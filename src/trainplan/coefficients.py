@@ -280,9 +280,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 scenario.compile,
             )
         else:
-            held, loss, backward = logits_bytes(
-                model.vocab_size, 1, compute_bytes, 1, model.final_logit_softcap
-            )
+            held, loss, backward = logits_bytes(model.vocab_size, compute_bytes, model.final_logit_softcap)
         flops = flops_per_token(
             model,
             seq,

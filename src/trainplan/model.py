@@ -205,12 +205,12 @@ class Block:
     optional MLP, norms.
 
     `parallel` marks attention and MLP reading the same normed input (GPT-J, Falcon, Cohere).
-    `extra_linears` are per-layer matrices outside the mixer and MLP (Zamba2's output linear and
-    its per-layer adapters). `shared_copies` > 0 marks layers that run one of that many shared
-    blocks (Zamba2): their weights are counted once per copy in the model's extras, not per layer.
-    Diffusion and JEPA blocks add `linears` (weight matrices outside attention and MLP: adaLN
-    modulation, a second stream's projections, convolutions as in*k*k x out matrices) and
-    `extra_params` (norm weights, modulation tables, mask tokens); `width` is the block's own
+    `linears` are the per-layer matrices outside the mixer and MLP: Zamba2's output linear and
+    its per-layer adapters, RWKV's receptance, and in diffusion and JEPA blocks adaLN
+    modulation, a second stream's projections and convolutions (as in*k*k x out matrices).
+    `shared_copies` > 0 marks layers that run one of that many shared blocks (Zamba2): their
+    weights are counted once per copy in the model's extras, not per layer, except the layer's
+    own `linears`. `extra_params` are norm weights, modulation tables, mask tokens; `width` is the block's own
     residual width where it is not the model's (a UNet stage, a JEPA predictor), and `level`
     a UNet block's resolution: it runs over the latent positions / 4^level (a downsampler at
     the level of its input, an upsampler's conv at the level it upsamples to).
@@ -225,7 +225,6 @@ class Block:
     ssm: Ssm | None = None
     mixer: LinearMixer | None = None
     parallel: bool = False
-    extra_linears: tuple[Linear, ...] = ()
     shared_copies: int = 0
     linears: tuple[Linear, ...] = ()
     extra_params: int = 0
@@ -628,7 +627,7 @@ def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
         if not block.shared_copies:
             weights += [(block.count, linear) for linear in linears]
             continue
-        own = [linear for linear in linears if linear in block.extra_linears]
+        own = [linear for linear in linears if linear in block.linears]
         if not shared_seen:
             weights += [(block.shared_copies, linear) for linear in linears if linear not in own]
             shared_seen = True
@@ -651,4 +650,4 @@ def block_linears(block: Block, hidden_size: int) -> tuple[Linear, ...]:
         linears += attention_linears(block.cross_attention, hidden_size)
     if block.mlp is not None:
         linears += mlp_linears(block.mlp, hidden_size)
-    return (*linears, *block.extra_linears, *block.linears)
+    return (*linears, *block.linears)

@@ -33,7 +33,7 @@ def rwkv_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
     vectors = TOKEN_SHIFT_VECTORS * hidden
 
     def block(count: int, norms: int) -> Block:
-        return Block(count, None, mlp, norms, mixer=mixer, extra_linears=receptance, extra_params=vectors)
+        return Block(count, None, mlp, norms, mixer=mixer, linears=receptance, extra_params=vectors)
 
     blocks = (block(1, 3),) + ((block(layers - 1, 2),) if layers > 1 else ())
     return ModelSpec(

@@ -79,7 +79,7 @@ def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) 
             ]
     shared = Block(1, attention, mlp, norms=3, shared_copies=copies)
     mamba = Block(1, None, None, norms=1, ssm=ssm)
-    output = Block(1, None, None, norms=1, ssm=ssm, extra_linears=tuple(per_layer))
+    output = Block(1, None, None, norms=1, ssm=ssm, linears=tuple(per_layer))
     order: list[Block] = []
     for kind in kinds:
         order += [mamba] if kind in _MAMBA_KINDS else [shared, output]

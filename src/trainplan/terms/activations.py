@@ -29,8 +29,6 @@ class ActivationMode:
     lora_targets: frozenset[str]  # module names that carry a LoRA adapter (their inputs are kept)
     attention: str  # flash | sdpa | eager
     checkpointing: str  # none | selective | full
-    tensor_parallel: int = 1
-    sequence_parallel: bool = False
     dropout: bool = False
     lora_dropout: bool = False  # peft lora_dropout > 0 (terms/savers.py)
     adapter_bytes: int = 4  # LoRA adapter dtype: fp32 (peft) or the compute dtype (torchtune)
@@ -50,7 +48,6 @@ class LayerActivations:
     attention: float
     mlp: float
     scores_per_key: float
-    core_attention: float
 
     def per_token(self, seq_len: int) -> float:
         """Everything one layer keeps for one token at this sequence length."""
@@ -94,10 +91,8 @@ def _linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> flo
     return float(mode.activation_bytes * width)
 
 
-def attention_bytes(
-    model: ModelSpec, attention: Attention, mode: ActivationMode
-) -> tuple[float, float, float]:
-    """(projections + rope + output, scores per key, core-attention-only) bytes per token."""
+def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode) -> tuple[float, float]:
+    """(projections + rope + kernel inputs and output, scores per key) bytes per token."""
     a = mode.activation_bytes
     q, kv = attention.q_size, attention.kv_size
     v_width = attention.num_heads * attention.v_head_dim if attention.kind == "mla" else kv
@@ -121,7 +116,7 @@ def attention_bytes(
         # (Gemma 2's score soft-capping keeps its tanh output too)
         softcap = a if attention.logit_softcap else 0
         per_key = float(attention.num_heads * (4 + a + softcap + (1 if mode.dropout else 0)))
-        core = output
+        core = 0.0  # eager keeps no kernel output
     else:
         per_key = 0.0
         core = output + 4 * attention.num_heads  # kernel output + fp32 logsumexp
@@ -140,7 +135,7 @@ def attention_bytes(
         kept += core_inputs + core + o_copy
     if mode.dropout:
         kept += 2 * model.hidden_size  # dropout masks after attention and after the MLP (bool)
-    return kept, per_key, core
+    return kept, per_key
 
 
 def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
@@ -201,9 +196,9 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
 
     hidden = model.hidden_size
     norms = block.norms * _norm_bytes(model, hidden, mode)
-    attention, per_key, core = 0.0, 0.0, 0.0
+    attention, per_key = 0.0, 0.0
     if block.attention is not None:
-        attention, per_key, core = attention_bytes(model, block.attention, mode)
+        attention, per_key = attention_bytes(model, block.attention, mode)
     if block.ssm is not None:
         attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
     if block.mixer is not None:
@@ -211,16 +206,16 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     if block.attention is not None:  # gated attention's gate and gated output (terms/mixers.py)
         attention += output_gate_bytes(block.attention, mode)
     if block.cross_attention is not None:
-        cross, cross_key, _ = attention_bytes(model, block.cross_attention, mode)
+        cross, cross_key = attention_bytes(model, block.cross_attention, mode)
         attention += cross
         per_key += cross_key
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
-    for linear in block.extra_linears:  # Zamba2's per-layer linear and adapters keep their inputs
+    for linear in block.linears:  # Zamba2's per-layer linear and adapters keep their inputs
         mlp += _linear_input(mode, linear.in_features, [linear.name])
     if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
         # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
         mlp -= mode.activation_bytes * hidden
-    return LayerActivations(norms, attention, mlp, per_key, core)
+    return LayerActivations(norms, attention, mlp, per_key)
 
 
 def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool) -> float:

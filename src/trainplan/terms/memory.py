@@ -58,10 +58,9 @@ def layer_weight_bytes(model: ModelSpec, bytes_per_param: float) -> float:
     return largest * bytes_per_param
 
 
-def logits_bytes(
-    vocab_size: int, tokens: int, activation_bytes: int, tensor_parallel: int, softcap: bool = False
-) -> tuple[float, float, float]:
-    """(held from the loss to backward, peak while computing the loss, peak in its backward).
+def logits_bytes(vocab_size: int, activation_bytes: int, softcap: bool = False) -> tuple[float, float, float]:
+    """(held from the loss to backward, peak while computing the loss, peak in its backward), per
+    token (the layout formulas divide by tensor parallelism).
 
     The LM head writes logits at the activation dtype; the loss upcasts them to fp32 (a no-op in
     fp32 training) and cross-entropy keeps only its fp32 log-softmax for backward (the logits
@@ -73,7 +72,7 @@ def logits_bytes(
     Final-logit soft-capping (Gemma 2: cap x tanh(logits / cap)) keeps the tanh output at the
     activation dtype throughout (measured: 6 / 12 / 14 bytes per element with bf16).
     """
-    per_token = vocab_size / tensor_parallel * tokens
+    per_token = float(vocab_size)
     upcast = 4 if activation_bytes < 4 else 0
     cap = activation_bytes if softcap else 0
     return (

@@ -55,7 +55,7 @@ def block_params(block: Block, model: ModelSpec) -> int:
     """Parameters of one layer of `block`: matrices, norms, attention and SSM extras; only its
     own extra linears for a layer running a shared block (those weights are model extras)."""
     if block.shared_copies:
-        return sum(linear.params for linear in block.extra_linears)
+        return sum(linear.params for linear in block.linears)
     matrices = sum(linear.params for linear in block_linears(block, model.hidden_size))
     extra = 0 if block.attention is None else attention_extra_params(block.attention)
     if block.ssm is not None:
