@@ -173,6 +173,7 @@ def test_flux_lora_at_1024_is_reported_per_image() -> None:
         "SD3.5-Large",
         "SDXL-base-1.0",
         "SD-1.5",
+        "PixArt-Sigma-XL-2-1024",
         "Wan2.1-T2V-1.3B",
         "V-JEPA-2-ViT-L",
     ],
@@ -385,3 +386,37 @@ def test_frozen_encoders_on_the_gpu_or_offloaded() -> None:
     assert resident.time is not None and cached.time is not None and offloaded.time is not None
     assert resident.time.step.compute > cached.time.step.compute
     assert offloaded.time.step.offload > 0 == cached.time.step.offload
+
+
+TINY_PIXART: dict[str, Any] = {
+    "_class_name": "PixArtTransformer2DModel",
+    "attention_head_dim": 8,
+    "num_attention_heads": 2,
+    "num_layers": 1,
+    "cross_attention_dim": 16,
+    "caption_channels": 32,
+    "in_channels": 4,
+    "out_channels": 8,
+    "patch_size": 2,
+    "sample_size": 8,
+    "use_additional_conditions": False,
+    "_pipeline": {"vae": {**VAE, "latent_channels": 4}, "text_tokens": 4},
+}
+
+
+def test_pixart_block_by_hand() -> None:
+    """A PixArt block (d = 16, 2 heads, FFN 64) over 16 image tokens and 4 text tokens, LoRA in
+    bf16 on attn1's q/k/v/out: per token LayerNorm 40 twice, the shared q/k/v input 32, the
+    adapted out copy 32, GELU 128 (cross-attention reads the residual; frozen, it keeps nothing)
+    = 272; self SDPA 136 per token; cross SDPA q + out + lse 72 per image token and k, v 64 per
+    text token."""
+    model = denoiser_spec(TINY_PIXART, "tiny-pixart")
+    shape = token_shape(model, 64)
+    assert (shape.image_tokens, shape.text_tokens) == (16, 4)
+    targets = frozenset({"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0"})
+    acts = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
+    block = next(value for block, value in acts.layers if block.role == "pixart")
+    assert block == 272 * 16 + 136 * 16 + 72 * 16 + 64 * 4
+    # the text embeddings (4 x 32 at 2 B) are an input; the caption projection's GELU keeps 4 x 16 x 2
+    assert acts.outside == 3 * 2 * (8 * 8 * 4) + 2 * 32 * 4
+    assert next(value for block, value in acts.layers if block.role == "embed") == 4 * 16 * 2

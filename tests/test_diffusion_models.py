@@ -38,6 +38,7 @@ def test_catalog_has_the_diffusion_and_jepa_models() -> None:
     assert kinds == {
         "FLUX.1-dev": "diffusion", "FLUX.1-schnell": "diffusion", "SD3.5-Large": "diffusion",
         "SD3.5-Medium": "diffusion", "SDXL-base-1.0": "diffusion", "SD-1.5": "diffusion",
+        "PixArt-Sigma-XL-2-1024": "diffusion",
         "Wan2.1-T2V-1.3B": "video", "Wan2.1-T2V-14B": "video", "V-JEPA-2-ViT-L": "jepa",
         "V-JEPA-2-ViT-H": "jepa", "V-JEPA-2-ViT-g": "jepa",
     }  # fmt: skip
@@ -144,7 +145,16 @@ def test_pipeline_folder_without_a_denoiser(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "field"),
     [
-        ({"_class_name": "PixArtTransformer2DModel"}, "_class_name"),
+        ({"_class_name": "HunyuanVideoTransformer3DModel"}, "_class_name"),
+        (
+            {
+                "_class_name": "PixArtTransformer2DModel",
+                "num_attention_heads": 2,
+                "attention_head_dim": 4,
+                "norm_type": "ada_norm_zero",
+            },
+            "norm_type",
+        ),
         ({**TINY_FLUX, "_class_name": "SD3Transformer2DModel", "qk_norm": "layer_norm"}, "qk_norm"),
         (
             {

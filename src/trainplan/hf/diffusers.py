@@ -12,6 +12,8 @@ in*k*k x out matrices. Norms without affine parameters (the LayerNorms under ada
   Flow Transformers", sec. 4): MMDiT joint blocks; the last block's text stream only feeds the
   attention (context_pre_only); SD3.5 Medium's MMDiT-X adds a second image self-attention in the
   `dual_attention_layers`.
+- PixArt-alpha / Sigma (`PixArtTransformer2DModel`, `pixart_transformer_2d.py`): adaLN-single
+  BasicTransformerBlocks with cross-attention to the T5 caption embeddings.
 - Wan 2.1 (`WanTransformer3DModel`, `transformer_wan.py`; Wan Team 2025, sec. 3.2): video DiT,
   self-attention over frames x height x width tokens, cross-attention to the text, adaLN from one
   shared time projection plus a learned per-block table.
@@ -246,6 +248,56 @@ def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "video")
 
 
+def pixart_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """PixArt-alpha / PixArt-Sigma (`PixArtTransformer2DModel`, `pixart_transformer_2d.py`; Chen et
+    al. 2023, "PixArt-alpha", sec. 2.3; Chen et al. 2024, "PixArt-Sigma"): a patch embedder, the
+    caption projection of the T5 embeddings, adaLN-single (one shared time projection to 6 x dim,
+    plus a learned per-block table), `num_layers` BasicTransformerBlocks (self-attention,
+    cross-attention to the text, GELU FFN; no affine norms), and a learned output modulation."""
+    heads, head_dim, dim = _dims(cfg)
+    for key, modelled in (("norm_type", "ada_norm_single"), ("attention_type", "default")):
+        if cfg.get(key, modelled) != modelled:
+            raise ConfigError(key, f"{cfg[key]!r} is not modelled (modelled: {modelled})")
+    if cfg.get("norm_elementwise_affine", False):
+        raise ConfigError(
+            "norm_elementwise_affine", "affine block norms are not modelled (PixArt's are not affine)"
+        )
+    in_channels = get_int(cfg, "in_channels", default=4)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    patch = get_int(cfg, "patch_size", default=2)
+    sample = get_int(cfg, "sample_size", default=128)
+    extra_conditions = cfg.get("use_additional_conditions")
+    if extra_conditions is None:  # PixArtTransformer2DModel: on for the 1024 px (128-latent) models
+        extra_conditions = sample == 128
+    bias = bool(cfg.get("attention_bias", True))
+    cross = get_int(cfg, "cross_attention_dim", default=dim)
+    embed = [linear("pos_embed.proj", "conv", in_channels * patch * patch, dim)]
+    embed += timestep_embedding("adaln_single.emb.timestep_embedder", 256, dim)
+    if extra_conditions:
+        for part in ("resolution_embedder", "aspect_ratio_embedder"):
+            embed += timestep_embedding(f"adaln_single.emb.{part}", 256, dim // 3)
+    embed.append(linear("adaln_single.linear", "modulation", dim, 6 * dim))
+    embed += timestep_embedding("caption_projection", get_int(cfg, "caption_channels", default=4096), dim)
+    block = Block(
+        get_int(cfg, "num_layers", default=28),
+        attention=_attention("attn1", heads, head_dim, "none", bias),
+        mlp=_gelu_mlp("ff", 4 * dim),
+        norms=0,
+        role="pixart",
+        linears=(
+            linear("attn2.to_q", "q", dim, dim, bias),
+            linear("attn2.to_k", "k", cross, dim, bias),
+            linear("attn2.to_v", "v", cross, dim, bias),
+            linear("attn2.to_out.0", "o", dim, dim),
+        ),
+        extra_params=6 * dim,  # scale_shift_table (6, dim)
+    )
+    output = weights_block(  # scale_shift_table (2, dim) and proj_out
+        "output", linear("proj_out", "output", dim, patch * patch * out_channels), extra_params=2 * dim
+    )
+    return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "diffusion")
+
+
 def weights_block(role: str, *linears: Linear, extra_params: int = 0, width: int = 0) -> Block:
     """One layer of listed matrices and parameters only: an embedder, a conv, an output head."""
     return Block(1, None, None, norms=0, role=role, linears=linears, extra_params=extra_params, width=width)
@@ -289,4 +341,5 @@ TRANSFORMER_READERS = {
     "FluxTransformer2DModel": flux_spec,
     "SD3Transformer2DModel": sd3_spec,
     "WanTransformer3DModel": wan_spec,
+    "PixArtTransformer2DModel": pixart_spec,
 }

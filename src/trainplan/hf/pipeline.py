@@ -49,12 +49,14 @@ JOINED_CLIP_TOKENS = {"SD3Transformer2DModel": 77}
 
 #: Text tokens the denoiser sees by default, per denoiser class: FluxPipeline and WanPipeline's
 #: `max_sequence_length` (512), StableDiffusion3Pipeline's 77 CLIP tokens concatenated with its
-#: 256 T5 tokens, and the 77-token CLIP context of the UNet pipelines.
+#: 256 T5 tokens, the 77-token CLIP context of the UNet pipelines, and PixArtSigmaPipeline's
+#: 300 T5 tokens (its `max_sequence_length`; PixArt-alpha's pipeline uses 120).
 DEFAULT_TEXT_TOKENS = {
     "FluxTransformer2DModel": 512,
     "SD3Transformer2DModel": JOINED_CLIP_TOKENS["SD3Transformer2DModel"] + 256,
     "WanTransformer3DModel": 512,
     "UNet2DConditionModel": 77,
+    "PixArtTransformer2DModel": 300,
 }
 
 #: The pipelines' default sample size, where the denoiser config does not give it as
@@ -97,7 +99,7 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
                 "in_channels", f"{packed} is not a square number of {latent}-channel latents (FLUX packing)"
             )
         patch = side * get_int(cfg, "patch_size", default=1)
-    elif class_name == "SD3Transformer2DModel":
+    elif class_name in ("SD3Transformer2DModel", "PixArtTransformer2DModel"):
         patch = get_int(cfg, "patch_size", default=2)
     elif class_name == "WanTransformer3DModel":
         patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))

@@ -50,7 +50,7 @@ __all__ = [
     "sample_tokens",
 ]
 
-DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit"})
+DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit", "pixart"})
 UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkpoints in a UNet
 UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
 JEPA_ROLES = frozenset({"encoder", "predictor"})
@@ -341,6 +341,30 @@ def _video_dit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     )
 
 
+def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A PixArt BasicTransformerBlock under adaLN-single: LayerNorm + modulation, self-attention
+    and its gate; cross-attention read straight off the residual (PixArt applies no norm there),
+    keys and values per text token; LayerNorm + modulation, the GELU FFN and its gate."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = _trained(dims, block, "adaln_single.linear")
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    cross = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
+    per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
+    per_token += dims.a * width if mod else 0
+    per_token += _inputs(dims, width, ["attn2.to_q"], False) + _inputs(dims, width, ["attn2.to_out.0"], False)
+    per_token += _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += (
+        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+    )
+    per_token += dims.a * width if mod else 0
+    image, text = shape.image_tokens, shape.text_tokens
+    return per_token * image + _sdpa(dims, attention, image, image) + _sdpa(dims, cross, image, text)
+
+
 def _vit(dims: _Dims, block: Block, tokens: float) -> float:
     """A pre-norm ViT layer over `tokens`: LayerNorm (trained weight), the fused qkv input, SDPA,
     the proj input, LayerNorm, fc1 input, GELU, fc2 input."""
@@ -453,6 +477,9 @@ def denoiser_activations(
         elif block.role == "video_dit":
             layers.append((block, _video_dit(dims, block, model, shape)))
             inputs.append(a * width * shape.image_tokens)
+        elif block.role == "pixart":
+            layers.append((block, _pixart(dims, block, model, shape)))
+            inputs.append(a * width * shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
             layers.append((block, _vit(dims, block, tokens)))
@@ -505,9 +532,18 @@ def _text_width(model: ModelSpec) -> int:
     UNet's cross-attention keys' input)."""
     for block in model.blocks:
         for linear in block.linears:
-            if linear.name in ("context_embedder", "condition_embedder.text_embedder.linear_1", "attn2.to_k"):
+            if linear.name in _TEXT_INPUTS:
                 return linear.in_features
     return 0
+
+
+#: The linears that read the text embeddings themselves (their input width is the text width).
+_TEXT_INPUTS = (
+    "context_embedder",
+    "condition_embedder.text_embedder.linear_1",
+    "caption_projection.linear_1",
+    "attn2.to_k",
+)
 
 
 def _is_unet(model: ModelSpec) -> bool:
@@ -527,7 +563,7 @@ def _weights_block(
     contexts = sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
     targets = sum(shape.image_tokens * mask.masked for mask in masks)
     kept = 0.0
-    text = names.get("condition_embedder.text_embedder.linear_2")
+    text = names.get("condition_embedder.text_embedder.linear_2") or names.get("caption_projection.linear_2")
     if text is not None:
         kept += shape.text_tokens * (
             dims.a * text.in_features + _inputs(dims, text.in_features, [text.name], False)
@@ -550,8 +586,14 @@ def _weights_block(
 
 
 #: Embedder linears by the tokens they run over (the rest of an embed block runs once per sample).
-_TEXT_LINEARS = ("context_embedder", "condition_embedder.text_embedder.")
-_SAMPLE_LINEARS = ("time_text_embed.", "condition_embedder.time_", "time_embedding.", "add_embedding.")
+_TEXT_LINEARS = ("context_embedder", "condition_embedder.text_embedder.", "caption_projection.")
+_SAMPLE_LINEARS = (
+    "time_text_embed.",
+    "condition_embedder.time_",
+    "time_embedding.",
+    "add_embedding.",
+    "adaln_single.",
+)
 
 
 def _linear_tokens(
@@ -586,7 +628,7 @@ def _streams(
         elif block.role in ("double_stream", "joint"):
             text = name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
             tokens = float(shape.text_tokens if text else shape.image_tokens)
-        elif block.role == "video_dit":
+        elif block.role in ("video_dit", "pixart"):
             cross_kv = name in ("attn2.to_k", "attn2.to_v")
             tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
@@ -623,11 +665,11 @@ def _attention_forward(
         if any(linear.name == "attn2.to_q" for linear in block.linears):
             flops += core(block.attention, shape.image_tokens, shape.image_tokens)
         return flops
-    if block.role == "video_dit":
-        flops = core(block.attention, shape.image_tokens, shape.image_tokens)
-        if block.cross_attention is not None:
-            flops += core(block.cross_attention, shape.image_tokens, shape.text_tokens)
-        return flops
+    if block.role in ("video_dit", "pixart"):  # self-attention, then cross-attention to the text
+        cross = block.cross_attention or block.attention
+        return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
+            cross, shape.image_tokens, shape.text_tokens
+        )
     if block.role == "transformer":  # a UNet's self-attention over its positions, cross to the text
         count = positions(shape, block.level)
         return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
