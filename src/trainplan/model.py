@@ -17,6 +17,7 @@ ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "k
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
+INDEXER_ROLES = frozenset({"indexer"})  # DeepSeek sparse attention's lightning indexer (not "attention")
 EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer and MLP (Zamba2)
 # Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, condition
 # embedders, a fused attention+MLP output, the output projection. Convolutions (role "conv",
@@ -67,6 +68,8 @@ class Attention:
     logit_softcap: bool = False
     sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
     input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)
+    index_heads: int = 0  # DeepSeek sparse attention's indexer: its heads (0: no indexer)
+    index_head_dim: int = 0
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -268,7 +271,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             Linear("kv_b_proj", "kv_b", attention.kv_lora_rank, heads * (nope + v_dim)),
             Linear(o_name, "o", heads * v_dim, hidden_size, attention.out_bias),
         ]
-        return linears
+        return linears + indexer_linears(attention, hidden_size)
     out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
     if attention.fused_qkv:
         return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), out]
@@ -280,9 +283,23 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     ]
 
 
+def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
+    """The lightning indexer of DeepSeek sparse attention (DeepSeek-V3.2-Exp report, sec. 2.1;
+    transformers' DeepseekV32Indexer): wq_b from the query latent to index_heads x index_head_dim,
+    wk from the hidden state to one index_head_dim key, weights_proj to one weight per index head."""
+    if not attention.index_heads:
+        return []
+    dim, heads = attention.index_head_dim, attention.index_heads
+    return [
+        Linear("indexer.wq_b", "indexer", attention.q_lora_rank, heads * dim),
+        Linear("indexer.wk", "indexer", hidden_size, dim),
+        Linear("indexer.weights_proj", "indexer", hidden_size, heads),
+    ]
+
+
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head."""
+    one sink logit per head, the DSA indexer's key LayerNorm (weight and bias)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
@@ -291,7 +308,7 @@ def attention_extra_params(attention: Attention) -> int:
         params += (attention.q_size + attention.kv_size) * per_norm
     if attention.kind == "mla":
         params += attention.kv_lora_rank + attention.q_lora_rank
-    return params
+    return params + 2 * attention.index_head_dim
 
 
 def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:

@@ -160,6 +160,13 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         )
     uses = {part for kind in kinds for part in kind}
     attention = attention_module(cfg, family, hidden) if "attention" in uses else None
+    if attention is not None and attention.index_heads:
+        approximations.append(
+            "DeepSeek sparse attention: the indexer's weights are counted exactly; it runs under no_grad "
+            "(transformers), so it saves no activations, and its projections are counted at training "
+            "FLOPs while its key scoring is left out; attention is counted over all keys, as the "
+            "masked eager/SDPA path computes it"
+        )
     ssm = ssm_mixer(cfg, family, hidden) if "ssm" in uses else None
     dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None

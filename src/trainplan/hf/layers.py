@@ -83,11 +83,13 @@ def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> N
     values = cfg.get("layer_types")
     if not isinstance(values, list):
         return
+    # a sparse-attention family's indexed layers are softmax attention over the selected keys
+    modelled = ATTENTION_LAYER_KINDS + tuple((family.row.get("indexer") or {}).get("layer_kinds", ()))
     for index, value in enumerate(values):
-        if value not in ATTENTION_LAYER_KINDS:
+        if value not in modelled:
             raise ConfigError(
                 f"layer_types[{index}]",
-                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(ATTENTION_LAYER_KINDS),
+                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(modelled),
             )
     if len(values) != layers:
         raise ConfigError("layer_types", f"lists {len(values)} layers, the model has {layers}")

@@ -29,6 +29,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     out_bias = flag(family, "out_bias", cfg, attention_bias)
     if family.row.get("attention") == "mla" and "kv_lora_rank" in cfg:
         rope = get_int(cfg, "qk_rope_head_dim")
+        index_heads, index_dim = _indexer(cfg, family)
         return Attention(
             num_heads=heads,
             num_kv_heads=heads,
@@ -40,6 +41,8 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             q_lora_rank=get_int(cfg, "q_lora_rank", default=0, minimum=0),
             kv_lora_rank=get_int(cfg, "kv_lora_rank"),
             rope_head_dim=rope,
+            index_heads=index_heads,
+            index_head_dim=index_dim,
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     return Attention(
@@ -176,6 +179,25 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
         conv_bias=conv_bias,
         gated_norm=bool(resolve(rule.get("gated_norm", True), cfg)),
     )
+
+
+def _indexer(cfg: Mapping[str, Any], family: Family) -> tuple[int, int]:
+    """(heads, head_dim) of the DSA indexer the row's `indexer` rule names, (0, 0) without one.
+    Every layer must have its own indexer: layers that reuse another's (`indexer_types: shared`)
+    are refused by name."""
+    rule: Mapping[str, Any] | None = family.row.get("indexer")
+    if not rule:
+        return 0, 0
+    kinds = cfg.get("indexer_types")
+    if isinstance(kinds, list):
+        for index, kind in enumerate(kinds):
+            if kind != "full":
+                raise ConfigError(
+                    f"indexer_types[{index}]", f"indexer kind {kind!r} is not modelled; modelled: full"
+                )
+    if not get_int(cfg, "q_lora_rank", default=0, minimum=0):
+        raise ConfigError("q_lora_rank", "the sparse-attention indexer reads the query latent: must be >= 1")
+    return get_int(cfg, rule["heads"]), get_int(cfg, rule["head_dim"])
 
 
 def _optional_name(value: object) -> str | None:

@@ -16,6 +16,7 @@ from trainplan.model import (
     ATTENTION_ROLES,
     DENOISER_ROLES,
     EXTRA_ROLES,
+    INDEXER_ROLES,
     MLP_ROLES,
     QUERY_VALUE_ROLES,
     SSM_ROLES,
@@ -102,7 +103,7 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"), SSM projections included; for a diffusion or
+    LM head and the router (peft's "all-linear"), SSM and DSA-indexer projections included; for a diffusion or
     JEPA model (no LM head) every nn.Linear, convolutions left out. Explicit names
     match the module name or its last dotted part, as peft's `target_modules` does.
     """
@@ -111,7 +112,10 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES | DENOISER_ROLES
+        return (
+            linear.role
+            in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES | INDEXER_ROLES | DENOISER_ROLES
+        )
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
 
