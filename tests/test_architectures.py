@@ -146,3 +146,39 @@ def test_bert_cross_attention_matches_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "bert")) == expected
+
+
+@pytest.mark.parametrize(
+    ("model_type", "overrides"),
+    [
+        # three languages' adapters (one runs per token), adapter LayerNorms, the pre-norm final LayerNorm
+        ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "pre_norm": True, "adapter_layer_norm": True}),
+        ("xmod", {"adapter_reduction_factor": 4}),
+        # a factorised embedding: embeddings_project and a head transform back to embedding_size
+        ("roformer", {"embedding_size": 256}),
+        ("electra", {"embedding_size": 256, "tie_word_embeddings": False}),
+        ("bert-generation", {"add_cross_attention": True, "is_decoder": True}),
+        # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
+        (
+            "deepseek_v32",
+            {
+                "num_hidden_layers": 4,
+                "first_k_dense_replace": 1,
+                "mlp_layer_types": None,
+                "layer_types": None,
+                "n_routed_experts": 8,
+                "index_n_heads": 8,
+                "index_head_dim": 64,
+            },
+        ),
+    ],
+)
+def test_variant_configs_match_transformers(model_type: str, overrides: dict[str, Any]) -> None:
+    # settings the default configs leave off are counted as transformers builds them
+    config = default_config(model_type)
+    assert config is not None
+    config.update(overrides)
+    config = {key: value for key, value in config.items() if value is not None}
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, model_type)) == expected

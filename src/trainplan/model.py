@@ -223,11 +223,18 @@ class ModelSpec:
     family: str = ""
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
+    embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
 
     @property
     def num_layers(self) -> int:
         """All transformer layers (encoder + decoder)."""
         return sum(block.count for block in self.blocks)
+
+    @property
+    def embedding_width(self) -> int:
+        """Width of the token embedding and of a head tied to it: `embedding_size` when the model
+        factorises its embedding (projected to the hidden size), else the hidden size."""
+        return self.embedding_size or self.hidden_size
 
     @property
     def norm_params(self) -> int:

@@ -78,15 +78,16 @@ def block_active_params(block: Block, model: ModelSpec) -> int:
 
 
 def embedding_params(model: ModelSpec) -> int:
-    """Token embedding (vocab x hidden) plus learned positions (positions x hidden)."""
-    return (model.vocab_size + model.learned_positions) * model.hidden_size
+    """Token embedding (vocab x width) plus learned positions (positions x width); the width is
+    the hidden size, or the embedding size of a factorised embedding (ELECTRA)."""
+    return (model.vocab_size + model.learned_positions) * model.embedding_width
 
 
 def head_params(model: ModelSpec) -> int:
-    """The LM head: vocab x hidden when untied, nothing extra when tied to the embedding; plus
+    """The LM head: vocab x width when untied, nothing extra when tied to the embedding; plus
     a vocab-sized bias where the head has one (GPT-J, CodeGen, Phi-1/2)."""
     bias = model.vocab_size if model.head_bias else 0
-    return bias + (0 if model.tied_embeddings else model.vocab_size * model.hidden_size)
+    return bias + (0 if model.tied_embeddings else model.vocab_size * model.embedding_width)
 
 
 def total_params(model: ModelSpec) -> int:
