@@ -158,6 +158,16 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ("roformer", {"embedding_size": 256}),
         ("electra", {"embedding_size": 256, "tie_word_embeddings": False}),
         ("bert-generation", {"add_cross_attention": True, "is_decoder": True}),
+        # ERNIE 4.5: MoE every other layer up to layer 20; biased shared experts beside bias-free routed ones
+        (
+            "ernie4_5_moe",
+            {
+                "use_bias": True,
+                "moe_layer_interval": 2,
+                "moe_layer_end_index": 20,
+                "tie_word_embeddings": False,
+            },
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

@@ -96,6 +96,7 @@ class Mlp:
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
     shared_expert_gate: bool = False
+    shared_bias: bool = False  # biased shared experts beside bias-free routed ones (ERNIE 4.5 with use_bias)
     router_bias: bool = False
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
@@ -328,24 +329,31 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
-        linears += _ffn(mlp, hidden_size, shared, 1, False, names)
+        linears += _ffn(mlp, hidden_size, shared, 1, False, names, mlp.bias or mlp.shared_bias)
     if mlp.shared_expert_gate:
         linears.append(Linear("shared_expert_gate", "router", hidden_size, 1))
     return linears
 
 
 def _ffn(
-    mlp: Mlp, hidden: int, inner: int, copies: int, expert: bool, names: tuple[str, str, str]
+    mlp: Mlp,
+    hidden: int,
+    inner: int,
+    copies: int,
+    expert: bool,
+    names: tuple[str, str, str],
+    bias: bool | None = None,
 ) -> list[Linear]:
     gate_name, up_name, down_name = names
-    down = Linear(down_name, "down", inner, hidden, mlp.bias, copies, expert)
+    bias = mlp.bias if bias is None else bias
+    down = Linear(down_name, "down", inner, hidden, bias, copies, expert)
     if not mlp.gated:
-        return [Linear(up_name, "up", hidden, inner, mlp.bias, copies, expert), down]
+        return [Linear(up_name, "up", hidden, inner, bias, copies, expert), down]
     if mlp.fused_gate_up:
-        return [Linear(up_name, "gate_up", hidden, 2 * inner, mlp.bias, copies, expert), down]
+        return [Linear(up_name, "gate_up", hidden, 2 * inner, bias, copies, expert), down]
     return [
-        Linear(gate_name, "gate", hidden, inner, mlp.bias, copies, expert),
-        Linear(up_name, "up", hidden, inner, mlp.bias, copies, expert),
+        Linear(gate_name, "gate", hidden, inner, bias, copies, expert),
+        Linear(up_name, "up", hidden, inner, bias, copies, expert),
         down,
     ]
 

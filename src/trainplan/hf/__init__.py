@@ -173,7 +173,10 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
     vectors = _layer_vectors(family, hidden, attention, dense)
-    moe_norms = int((family.row.get("moe") or {}).get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
+    moe_rule: Mapping[str, Any] = family.row.get("moe") or {}
+    moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
+    # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
+    moe_vectors = moe.num_experts if moe is not None and moe_rule.get("score_bias") else 0
     blocks: list[Block] = []
     for kind in kinds:
         block = Block(
@@ -183,11 +186,11 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             norms=norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
             parallel=parallel,
-            extra_params=vectors,
+            extra_params=vectors + (moe_vectors if "moe" in kind else 0),
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, parallel=parallel, extra_params=vectors)  # fmt: skip
+                               ssm=block.ssm, parallel=parallel, extra_params=block.extra_params)  # fmt: skip
         else:
             blocks.append(block)
     return ModelSpec(

@@ -96,7 +96,9 @@ def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> N
 
 
 def num_experts(cfg: Mapping[str, Any]) -> int:
-    return get_int(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0, minimum=0)
+    return get_int(
+        cfg, "num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts", default=0, minimum=0
+    )
 
 
 #: `mlp_layer_types` values: is the layer's MLP the mixture of experts?
@@ -121,6 +123,11 @@ def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
         return _MLP_KINDS[kinds[index]]
     if "layers_key" in rule and isinstance(cfg.get(rule["layers_key"]), list):
         return index in cfg[rule["layers_key"]]
+    if "range" in rule:  # ERNIE 4.5: every interval-th layer from the start index to the end index
+        keys = rule["range"]
+        start = get_int(cfg, keys["start"], minimum=0)
+        end = get_int(cfg, keys["end"], minimum=0)
+        return start <= index <= end and (index + 1) % get_int(cfg, keys["interval"]) == 0
     if "period" in rule:
         period = get_int(cfg, rule["period"])
         return index % period == get_int(cfg, rule["offset"], minimum=0)

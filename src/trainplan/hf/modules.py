@@ -93,7 +93,9 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
     rule: Mapping[str, Any] = family.row.get("moe") or {}
     experts = num_experts(cfg)
     default_top_k = rule.get("default_top_k")
-    top_k = get_int(cfg, "num_experts_per_tok", "moe_top_k", "top_k", default=default_top_k or MISSING)
+    top_k = get_int(
+        cfg, "num_experts_per_tok", "moe_top_k", "top_k", "moe_k", default=default_top_k or MISSING
+    )
     if top_k > experts:
         raise ConfigError("num_experts_per_tok", f"{top_k} experts per token exceeds the {experts} experts")
     if default_top_k and cfg.get("num_experts_per_tok") is None:
@@ -106,7 +108,9 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         moe_inner = get_int(cfg, *inner_keys, default=dense.intermediate_size)
     else:
         moe_inner = get_int(cfg, *inner_keys, *family.key("intermediate_size"))
-    shared_count = get_int(cfg, "n_shared_experts", "num_shared_experts", default=0, minimum=0)
+    shared_count = get_int(
+        cfg, "n_shared_experts", "num_shared_experts", "moe_num_shared_experts", default=0, minimum=0
+    )
     shared_inner = moe_inner
     shared_key = rule.get("shared_size_key", "shared_expert_intermediate_size")
     if cfg.get(shared_key):
@@ -123,6 +127,7 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         shared_intermediate_size=shared_inner,
         shared_expert_gate=bool(rule.get("shared_expert_gate", False)) and shared_count > 0,
         bias=bool(resolve(rule.get("expert_bias", False), cfg)),
+        shared_bias=bool(resolve(rule.get("shared_bias", False), cfg)),
         router_bias=bool(resolve(rule.get("router_bias", False), cfg)),
         names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
