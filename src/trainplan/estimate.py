@@ -52,7 +52,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     """
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
-    spec = model if model is not None else resolve_model(scenario.model)
+    spec = model if model is not None else resolve_model(scenario.model, scenario.force)
     sample_shape(spec, scenario)
     check_memory_modelled(spec)
     gpu = find_gpu(scenario.gpu)

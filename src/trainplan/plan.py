@@ -343,7 +343,7 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
         raise InputError("objective", f"must be one of {', '.join(OBJECTIVES)}")
     if not 1 <= request.max_gpus <= 100_000:
         raise InputError("max_gpus", "must be between 1 and 100000")
-    spec = model if model is not None else resolve_model(request.base.model)
+    spec = model if model is not None else resolve_model(request.base.model, request.base.force)
     sample_shape(spec, request.base)
     check_memory_modelled(spec)
     gpus = [find_gpu(name) for name in (request.gpu_types or default_gpu_types())]

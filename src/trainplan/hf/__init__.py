@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
 from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
@@ -68,41 +68,71 @@ def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**defaults, **text} if defaults else text
 
 
-def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
-    """Build the ModelSpec of a Hugging Face config.json dict."""
+def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "", force: bool = False) -> ModelSpec:
+    """Build the ModelSpec of a Hugging Face config.json dict.
+
+    A config whose layout is not modelled is refused; with `force` it is read with the closest
+    modelled reading instead, and the spec carries the refusal as an approximation note."""
+    try:
+        spec, forced = _spec_and_notes(cfg, name, source, force)
+    except ConfigError as error:
+        if not force or error.field == "config":
+            raise
+        raise ConfigError(
+            error.field,
+            f"{error.message} (force: the closest modelled reading cannot read this config either)",
+        ) from None
+    if not forced:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, approximations=(*forced, *spec.approximations))
+
+
+def _spec_and_notes(
+    cfg: Mapping[str, Any], name: str, source: str, force: bool
+) -> tuple[ModelSpec, list[str]]:
+    """The spec, and the notes of what `force` read in place of a refusal."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", "config.json must be a JSON object")
     if "_class_name" in cfg:
-        return denoiser_spec(cfg, name, source)
+        return denoiser_spec(cfg, name, source), []
     model_type = str(cfg.get("model_type", "")).lower()
     if model_type == "vjepa2":
-        return vjepa2_spec(cfg, name, source)
+        return vjepa2_spec(cfg, name, source), []
     listed = find_family(model_type) is not None or refusal(model_type) is not None
     t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed
     if model_type in ("t5", "mt5", "umt5") or t5_like:
-        return t5_spec(cfg, name, source)
-    if refusal(model_type) is not None:
-        family_of(model_type, cfg)  # a multimodal wrapper we do not model: refused by its own type
+        return t5_spec(cfg, name, source), []
     text = language_config(cfg)
     text_type = str(text.get("model_type", model_type)).lower()
     if text_type == "gemma3" and text is not cfg:
         text_type = "gemma3_text"
     if not text_type and "n_embd" in cfg and "n_layer" in cfg:
         text_type = "gpt2"  # GPT-2's own keys without a model_type
-    family = family_of(text_type, text)
+    forced: list[str] = []
+    if refusal(model_type) is not None and text_type != model_type:
+        # a multimodal wrapper we do not model: refused by its own type, or under force its
+        # language model read alone
+        _, why = forced_family(model_type, cfg, force)
+        forced.append(f"force: {why}; its language model ({text_type or 'text_config'}) is read alone")
+    family, why = forced_family(text_type, text, force)
+    if why:
+        reading = f"the {family.name} reading" if family is not GENERIC else "the Llama-style keys"
+        forced.append(f"force: {why}; estimated with {reading}, so every figure is approximate")
     if family.row.get("reader") == "zamba2":
-        return zamba2_spec(text, name, source, family)
+        return zamba2_spec(text, name, source, family), forced
     if family.row.get("reader") == "gpt2":
-        return gpt2_spec(cfg, name, source, family)
+        return gpt2_spec(cfg, name, source, family), forced
     if family.row.get("reader") == "bert":
-        return bert_spec(text, name, source, family)
+        return bert_spec(text, name, source, family), forced
     if family.row.get("reader") == "bart":
-        return bart_spec(text, name, source, family)
+        return bart_spec(text, name, source, family), forced
     spec = _decoder(text, name, source, family)
-    extras = vision_extras(cfg, spec.hidden_size)
+    extras = vision_extras(cfg, spec.hidden_size) if not forced else []
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
-    return spec
+    return spec, forced
 
 
 def _with_extras(spec: ModelSpec, extras: list[ExtraComponent], modality: str) -> ModelSpec:
@@ -123,6 +153,28 @@ _UNMODELLED_SIGNALS = (
 )  # fmt: skip
 
 
+def forced_family(model_type: str, cfg: Mapping[str, Any], force: bool) -> tuple[Family, str]:
+    """The family that reads this config, and "" -- or, when the layout is refused and `force`
+    is set, the closest modelled family and why the config was refused."""
+    try:
+        return family_of(model_type, cfg), ""
+    except ConfigError as error:
+        if not force:
+            raise
+        refused = refusal(model_type)
+        closest = str(resolve(refused.closest, cfg) or "") if refused else ""
+        family = find_family(closest) or GENERIC
+        if refused is not None:
+            why = f"model_type {model_type!r} is not modelled ({refused.reason})"
+        else:
+            why = f"{error.field}={cfg.get(error.field)!r} names a layout the generic reading does not model"
+        return family, why
+
+
+#: How a refusal tells the user the way around it (the scenario's `force` field).
+FORCE_HINT = "set force to estimate it with the closest modelled reading, labelled approximate"
+
+
 def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
     """The architecture family that reads this config; ConfigError when it is not modelled."""
     family = find_family(model_type)
@@ -133,7 +185,8 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
         raise ConfigError(
             "model_type",
             f"{model_type!r} is not modelled: {refused.reason}. Supported model types: "
-            + ", ".join(supported_model_types()),
+            + ", ".join(supported_model_types())
+            + f". Or {FORCE_HINT}",
         )
     for key in _UNMODELLED_SIGNALS:
         if cfg.get(key) not in (None, False):
@@ -141,7 +194,7 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
                 key,
                 f"{key}={cfg[key]!r} in a config of unknown model_type {model_type or '(none)'!r} "
                 "names a layout the generic (Llama-style) reading does not model; supported model "
-                "types: " + ", ".join(supported_model_types()),
+                "types: " + ", ".join(supported_model_types()) + f". Or {FORCE_HINT}",
             )
     return GENERIC
 

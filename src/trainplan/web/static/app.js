@@ -6,7 +6,7 @@
   const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
   const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
   const LABELS = {
-    model: "Model", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
+    model: "Model", force: "Estimate a refused architecture (approximate)", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
     "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
     base_weights: "Base-weight precision", kbit_upcast: "Upcast unquantised parts to fp32",
     precision: "Training precision", optimizer: "Optimizer", micro_batch: "Micro-batch",
@@ -689,7 +689,7 @@
     $("trainable-detail").textContent =
       `${display.trainable_percent} of ${display.total_params} params` +
       (scenario.method === "full" ? " (every weight)" : ` (${scenario.method === "qlora" ? "QLoRA" : "LoRA"} adapters)`) +
-      (result.params.approximate ? "; approximate: MLP width not in the config" : "");
+      (result.params.approximate ? "; approximate: see the notes" : "");
     $("weights").textContent = display.weights;
     const base = result.assumptions.base_weights;
     const sharded = scenario.zero_stage === 3 || scenario.tensor_parallel > 1 || scenario.pipeline_parallel > 1;
