@@ -168,6 +168,12 @@ def test_bert_cross_attention_matches_transformers() -> None:
                 "tie_word_embeddings": False,
             },
         ),
+        # untied heads; GPT-NeoX-Japanese's one last-layer attention bias stays one vector
+        ("ctrl", {"tie_word_embeddings": False, "n_layer": 3}),
+        (
+            "gpt_neox_japanese",
+            {"tie_word_embeddings": False, "num_hidden_layers": 3, "intermediate_multiple_size": 2},
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

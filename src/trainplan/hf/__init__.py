@@ -257,6 +257,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_norms=int(family.setting("final_norms", cfg, 1)),
         learned_positions=_positions(cfg, family),
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
+        extras=_model_vectors(family, hidden, attention, dense),
         approximations=tuple(approximations),
         source=source,
     )
@@ -266,11 +267,28 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
 _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
 
 
-def _layer_vectors(family: Family, hidden: int, attention: Attention | None, dense: Mlp | None) -> int:
+def _model_vectors(
+    family: Family, hidden: int, attention: Attention | None, dense: Mlp | None
+) -> tuple[ExtraComponent, ...]:
+    """Learned vectors outside the layer groups, from the row's `model_vectors` (width name -> how
+    many): GPT-NeoX-Japanese's attention output bias, which only its last layer has."""
+    if not family.row.get("model_vectors"):
+        return ()
+    params = _layer_vectors(family, hidden, attention, dense, "model_vectors")
+    return (
+        ExtraComponent(
+            "learned_vectors", params, trainable=True, note=f"{family.name}: {params} learned values"
+        ),
+    )
+
+
+def _layer_vectors(
+    family: Family, hidden: int, attention: Attention | None, dense: Mlp | None, column: str = "layer_vectors"
+) -> int:
     """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
     `layer_vectors` (width name -> how many): BitNet's sub-layer norms (one of hidden size, one of
     intermediate size), DiffLlama's four lambda vectors of head_dim."""
-    rule: Mapping[str, int] = family.row.get("layer_vectors") or {}
+    rule: Mapping[str, int] = family.row.get(column) or {}
     widths = {
         "hidden_size": hidden,
         "intermediate_size": dense.intermediate_size if dense else 0,
@@ -278,7 +296,7 @@ def _layer_vectors(family: Family, hidden: int, attention: Attention | None, den
     }
     for width in rule:
         if width not in _VECTOR_WIDTHS:
-            raise RuntimeError(f"architectures.yaml {family.name}: layer_vectors width {width!r} is unknown")
+            raise RuntimeError(f"architectures.yaml {family.name}: {column} width {width!r} is unknown")
     return sum(int(count) * widths[width] for width, count in rule.items())
 
 
