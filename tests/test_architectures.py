@@ -174,6 +174,29 @@ def test_bert_cross_attention_matches_transformers() -> None:
             "gpt_neox_japanese",
             {"tie_word_embeddings": False, "num_hidden_layers": 3, "intermediate_multiple_size": 2},
         ),
+        # gated attention: Laguna's per-channel softplus gate, AFMoE's two dense first layers,
+        # Beam's gate bias
+        (
+            "laguna",
+            {
+                "gating": "per-element",
+                "num_hidden_layers": 3,
+                "mlp_layer_types": ["dense", "sparse", "sparse"],
+                "layer_types": None,
+                "num_attention_heads_per_layer": None,
+                "num_experts": 8,
+            },
+        ),
+        ("afmoe", {"num_dense_layers": 2, "num_hidden_layers": 4, "layer_types": None, "num_experts": 8}),
+        (
+            "beam",
+            {
+                "num_hidden_layers": 3,
+                "mlp_layer_types": ["dense", "sparse", "sparse"],
+                "layer_types": None,
+                "num_experts": 8,
+            },
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",
@@ -198,3 +221,12 @@ def test_variant_configs_match_transformers(model_type: str, overrides: dict[str
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_per_layer_head_counts_are_refused_by_entry() -> None:
+    config = default_config("laguna")
+    assert config is not None
+    config["num_attention_heads_per_layer"] = [48] * (config["num_hidden_layers"] - 1) + [32]
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "laguna")
+    assert error.value.field == f"num_attention_heads_per_layer[{config['num_hidden_layers'] - 1}]"

@@ -41,7 +41,9 @@ _FIELDS = {
     "mlp_names", "tied", "positions", "position_offset", "multi_query", "attention", "moe",
     "layers", "ssm", "defaults", "notes", "reader", "mlp_ratio", "attention_sinks", "activation_params",
     "pooler", "cross_attention", "sinusoidal_positions",
-    "layer_vectors", "model_vectors", "indexer", "token_types", "head_transform", "language_adapters",
+    "layer_vectors",
+    "model_vectors", "indexer", "output_gate", "heads_per_layer",  # variant rows
+    "token_types", "head_transform", "language_adapters",  # BERT-style variants
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

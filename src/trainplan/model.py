@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b"})
+ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate"})
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out"})
@@ -70,6 +70,9 @@ class Attention:
     input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)
     index_heads: int = 0  # DeepSeek sparse attention's indexer: its heads (0: no indexer)
     index_head_dim: int = 0
+    gate_size: int = 0  # gated attention: width of the output-gate projection (heads, or all q channels)
+    gate_bias: bool = False  # a learned gate bias per head (Beam)
+    gate_name: str = "gate_proj"
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -281,12 +284,18 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         ]
         return linears + indexer_linears(attention, hidden_size)
     out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
+    # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
+    # multiplied by an activation of gate_proj(x), one gate per head or per channel
+    gate = (
+        [Linear(attention.gate_name, "attn_gate", width, attention.gate_size)] if attention.gate_size else []
+    )
     if attention.fused_qkv:
-        return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), out]
+        return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), *gate, out]
     return [
         Linear(q_name, "q", width, q, bias),
         Linear(k_name, "k", width, kv, bias),
         Linear(v_name, "v", width, kv, bias),
+        *gate,
         out,
     ]
 
@@ -307,8 +316,9 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head, the DSA indexer's key LayerNorm (weight and bias)."""
+    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
+    params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
         params += 2 * attention.head_dim * per_norm

@@ -134,7 +134,7 @@ def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
     if "step" in rule:
         step = get_int(cfg, rule["step"])
         return (index + 1) % step == 0
-    first_dense = get_int(cfg, "first_k_dense_replace", default=0, minimum=0)
+    first_dense = get_int(cfg, rule.get("first_dense_key", "first_k_dense_replace"), default=0, minimum=0)
     step = get_int(cfg, "decoder_sparse_step", "moe_layer_freq", default=1)
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     return index >= first_dense and index not in mlp_only and (index + 1) % step == 0

@@ -45,6 +45,9 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             index_head_dim=index_dim,
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
+    _check_uniform_heads(cfg, family, heads)
+    gate: Mapping[str, Any] = family.row.get("output_gate") or {}
+    gate_per = resolve(gate.get("per"), cfg)
     return Attention(
         num_heads=heads,
         num_kv_heads=kv_heads,
@@ -58,7 +61,26 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
         sinks=flag(family, "attention_sinks", cfg),
         names=tuple(names),
+        gate_size={"head": heads, "full": heads * head_dim}.get(str(gate_per), 0),
+        gate_bias=bool(resolve(gate.get("bias", False), cfg)),
+        gate_name=str(gate.get("name", "gate_proj")),
     )
+
+
+def _check_uniform_heads(cfg: Mapping[str, Any], family: Family, heads: int) -> None:
+    """A per-layer head-count list (the row's `heads_per_layer` key) must repeat the model's head
+    count: layers of different widths are not modelled."""
+    key = family.row.get("heads_per_layer")
+    values = cfg.get(key) if key else None
+    if not isinstance(values, list):
+        return
+    for index, value in enumerate(values):
+        if value != heads:
+            raise ConfigError(
+                f"{key}[{index}]",
+                f"{value!r} heads where num_attention_heads is {heads}: "
+                "per-layer head counts are not modelled",
+            )
 
 
 _MLP_NAMES = ("gate_proj", "up_proj", "down_proj")

@@ -109,7 +109,12 @@ def attention_bytes(
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     else:
-        kept = _linear_input(mode, attention.input_size or model.hidden_size, names)
+        gate = [attention.gate_name] if attention.gate_size else []
+        kept = _linear_input(mode, attention.input_size or model.hidden_size, names + gate)
+    if attention.gate_size:
+        # gated attention: the gate's activation output and the gated product (the out-projection's
+        # input, no longer the kernel output itself) are kept for backward
+        kept += a * (attention.gate_size + q)
     if attention.qk_norm != "none":
         kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
