@@ -197,6 +197,9 @@ def test_bert_cross_attention_matches_transformers() -> None:
                 "num_experts": 8,
             },
         ),
+        # BART-style: BigBird-Pegasus with attention biases, an untied Whisper decoder
+        ("bigbird_pegasus", {"use_bias": True, "decoder_layers": 3}),
+        ("whisper", {"tie_word_embeddings": False, "decoder_layers": 2, "max_target_positions": 1024}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

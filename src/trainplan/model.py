@@ -73,6 +73,7 @@ class Attention:
     gate_size: int = 0  # gated attention: width of the output-gate projection (heads, or all q channels)
     gate_bias: bool = False  # a learned gate bias per head (Beam)
     gate_name: str = "gate_proj"
+    k_bias: bool = True  # with qkv_bias: False where k_proj alone has none (Whisper)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -293,7 +294,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), *gate, out]
     return [
         Linear(q_name, "q", width, q, bias),
-        Linear(k_name, "k", width, kv, bias),
+        Linear(k_name, "k", width, kv, bias and attention.k_bias),
         Linear(v_name, "v", width, kv, bias),
         *gate,
         out,
