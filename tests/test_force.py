@@ -21,24 +21,24 @@ from trainplan.terms.params import total_params
 
 # A Llama-shaped config under a refused model type whose closest modelled reading is Qwen 3's
 # (data/architectures.yaml: the MoE / MLA group names qwen3_moe).
-AFMOE = {**TINY_LLAMA, "model_type": "afmoe"}
+INKLING = {**TINY_LLAMA, "model_type": "inkling_text"}
 
 
 def test_refused_without_force_and_the_error_says_how_to_force() -> None:
     with pytest.raises(ConfigError) as error:
-        spec_from_config(AFMOE, "tiny")
+        spec_from_config(INKLING, "tiny")
     assert error.value.field == "model_type"
     assert "set force" in error.value.message
 
 
 def test_forced_reading_is_the_closest_family_with_the_reason_attached() -> None:
-    spec = spec_from_config(AFMOE, "tiny", force=True)
+    spec = spec_from_config(INKLING, "tiny", force=True)
     closest = spec_from_config({**TINY_LLAMA, "model_type": "qwen3_moe"}, "tiny")
     # Qwen 3's reading: the Llama layout plus per-head q/k norms (2 x head_dim 16 per layer, 2 layers)
     assert total_params(spec) == total_params(closest) == total_params(spec_from_config(TINY_LLAMA, "t")) + 64
     (note,) = spec.approximations
-    assert note.startswith("force: model_type 'afmoe' is not modelled")
-    assert refused_model_types()["afmoe"] in note and "Qwen 3 reading" in note
+    assert note.startswith("force: model_type 'inkling_text' is not modelled")
+    assert refused_model_types()["inkling_text"] in note and "Qwen 3 reading" in note
 
 
 def test_force_changes_nothing_for_a_modelled_config() -> None:
@@ -71,36 +71,36 @@ def test_forced_unknown_layout_is_read_with_the_llama_keys_and_names_the_key() -
 
 def test_forced_reading_that_cannot_read_the_config_is_still_an_error() -> None:
     with pytest.raises(ConfigError) as error:
-        spec_from_config({"model_type": "afmoe", "vocab_size": 10}, "x", force=True)
+        spec_from_config({"model_type": "inkling_text", "vocab_size": 10}, "x", force=True)
     assert error.value.field == "hidden_size"
     assert "force: the closest modelled reading cannot read this config either" in error.value.message
 
 
 @pytest.fixture
-def afmoe_file(tmp_path: Path) -> Path:
+def inkling_file(tmp_path: Path) -> Path:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(AFMOE))
+    path.write_text(json.dumps(INKLING))
     return path
 
 
-def test_estimate_with_force_is_approximate(afmoe_file: Path) -> None:
+def test_estimate_with_force_is_approximate(inkling_file: Path) -> None:
     with pytest.raises(ConfigError):
-        estimate({"model": str(afmoe_file)})
-    result = estimate({"model": str(afmoe_file), "force": True})
+        estimate({"model": str(inkling_file)})
+    result = estimate({"model": str(inkling_file), "force": True})
     assert result.approximations and result.approximations[0].startswith("force: ")
     assert result.to_dict()["params"]["approximate"] is True
     closest = spec_from_config({**TINY_LLAMA, "model_type": "qwen3_moe"}, "tiny")
     assert result.params.total == total_params(closest)
 
 
-def test_cli_force_flag(afmoe_file: Path) -> None:
-    refused = CliRunner().invoke(app, ["estimate", "--model", str(afmoe_file)])
+def test_cli_force_flag(inkling_file: Path) -> None:
+    refused = CliRunner().invoke(app, ["estimate", "--model", str(inkling_file)])
     assert refused.exit_code == 2 and "set force" in refused.output
-    forced = CliRunner().invoke(app, ["estimate", "--model", str(afmoe_file), "--force", "true", "--json"])
+    forced = CliRunner().invoke(app, ["estimate", "--model", str(inkling_file), "--force", "true", "--json"])
     assert forced.exit_code == 0, forced.output
     data: dict[str, Any] = json.loads(forced.output)
     assert data["params"]["approximate"] is True
-    assert data["approximations"][0].startswith("force: model_type 'afmoe'")
+    assert data["approximations"][0].startswith("force: model_type 'inkling_text'")
 
 
 def test_web_api_force_field() -> None:
@@ -110,10 +110,10 @@ def test_web_api_force_field() -> None:
     from trainplan.web.app import create_app
 
     with TestClient(create_app()) as client:
-        refused = client.post("/api/estimate", json={"model_config": AFMOE})
+        refused = client.post("/api/estimate", json={"model_config": INKLING})
         assert refused.status_code == 422 and refused.json()["field"] == "model_config.model_type"
-        forced = client.post("/api/estimate", json={"model_config": AFMOE, "force": True})
+        forced = client.post("/api/estimate", json={"model_config": INKLING, "force": True})
         assert forced.status_code == 200, forced.text
-        assert forced.json()["approximations"][0].startswith("force: model_type 'afmoe'")
-        bad = client.post("/api/estimate", json={"model_config": AFMOE, "force": "maybe"})
+        assert forced.json()["approximations"][0].startswith("force: model_type 'inkling_text'")
+        bad = client.post("/api/estimate", json={"model_config": INKLING, "force": "maybe"})
         assert bad.status_code == 422 and bad.json()["field"] == "force"
