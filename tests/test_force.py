@@ -46,17 +46,18 @@ def test_force_changes_nothing_for_a_modelled_config() -> None:
 
 
 def test_forced_multimodal_wrapper_reads_its_language_model_alone() -> None:
-    text = {**TINY_LLAMA, "model_type": "llama4_text", "num_local_experts": 0, "interleave_moe_layer_step": 1}
+    # GOT-OCR2 is refused for its vision tower; its language model is a Qwen2
+    text = {**TINY_LLAMA, "model_type": "qwen2"}
     wrapper = {
-        "model_type": "llama4",
+        "model_type": "got_ocr2",
         "text_config": text,
-        "vision_config": {"model_type": "llama4_vision_model"},
+        "vision_config": {"model_type": "got_ocr2_vision"},
     }
     with pytest.raises(ConfigError):
         spec_from_config(wrapper, "w")
     spec = spec_from_config(wrapper, "w", force=True)
     assert total_params(spec) == total_params(spec_from_config(text, "t"))
-    assert "its language model (llama4_text) is read alone" in spec.approximations[0]
+    assert "its language model (qwen2) is read alone" in spec.approximations[0]
 
 
 def test_forced_unknown_layout_is_read_with_the_llama_keys_and_names_the_key() -> None:

@@ -292,7 +292,7 @@ def _fsdp_notes(scenario: Scenario) -> list[str]:
 def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coefficients) -> list[str]:
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.recipe
-    notes = []
+    notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
     notes.extend(_fsdp_notes(scenario))

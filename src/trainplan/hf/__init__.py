@@ -129,10 +129,23 @@ def _spec_and_notes(
     if family.row.get("reader") == "bart":
         return bart_spec(text, name, source, family), forced
     spec = _decoder(text, name, source, family)
+    wrapper = find_family(model_type)
+    if wrapper is not None and wrapper.row.get("language_only") and text is not cfg:
+        note = (
+            f"{model_type}: transformers' causal-LM class builds the language model ({text_type}) alone; "
+            "the vision tower (vision_config) is not counted, though a multimodal fine-tune also holds it"
+        )
+        return _with_notes(spec, note), forced
     extras = vision_extras(cfg, spec.hidden_size) if not forced else []
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
     return spec, forced
+
+
+def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, notes=(*spec.notes, note))
 
 
 def _with_extras(spec: ModelSpec, extras: list[ExtraComponent], modality: str) -> ModelSpec:
