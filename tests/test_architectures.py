@@ -200,6 +200,22 @@ def test_bert_cross_attention_matches_transformers() -> None:
         # BART-style: BigBird-Pegasus with attention biases, an untied Whisper decoder
         ("bigbird_pegasus", {"use_bias": True, "decoder_layers": 3}),
         ("whisper", {"tie_word_embeddings": False, "decoder_layers": 2, "max_target_positions": 1024}),
+        # ModernBERT's decoder with every bias switched on and an unbiased decoder
+        (
+            "modernbert-decoder",
+            {
+                "norm_bias": True,
+                "classifier_bias": True,
+                "attention_bias": True,
+                "mlp_bias": True,
+                "num_hidden_layers": 3,
+                "layer_types": None,
+                "decoder_bias": False,
+            },
+        ),
+        # XLM: three languages' embeddings (or none without use_lang_emb), ReLU or sinusoidal positions
+        ("xlm", {"n_langs": 3, "n_layers": 2, "gelu_activation": False}),
+        ("xlm", {"n_langs": 3, "use_lang_emb": False, "n_layers": 2, "sinusoidal_embeddings": True}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",
@@ -233,3 +249,16 @@ def test_per_layer_head_counts_are_refused_by_entry() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config(config, "laguna")
     assert error.value.field == f"num_attention_heads_per_layer[{config['num_hidden_layers'] - 1}]"
+
+
+def test_adaptive_softmax_xlm_is_refused_and_force_lifts_it() -> None:
+    config = default_config("xlm")
+    assert config is not None
+    config["asm"] = True
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "xlm")
+    assert error.value.field == "asm"
+    forced = spec_from_config(config, "xlm", force=True)
+    assert forced.approximations[0].startswith(
+        "force: asm=True: the adaptive-softmax output layer is not modelled"
+    )

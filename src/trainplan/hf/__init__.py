@@ -175,10 +175,12 @@ def forced_family(model_type: str, cfg: Mapping[str, Any], force: bool) -> tuple
         if not force:
             raise
         refused = refusal(model_type)
-        closest = str(resolve(refused.closest, cfg) or "") if refused else ""
+        closest = str(resolve(refused.closest, cfg) or "") if refused else model_type
         family = find_family(closest) or GENERIC
         if refused is not None:
             why = f"model_type {model_type!r} is not modelled ({refused.reason})"
+        elif family is not GENERIC:  # a modelled family's setting that it does not model
+            why = f"{error.field}={error.message.removesuffix(f'. Or {FORCE_HINT}')}"
         else:
             why = f"{error.field}={cfg.get(error.field)!r} names a layout the generic reading does not model"
         return family, why
@@ -192,6 +194,9 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
     """The architecture family that reads this config; ConfigError when it is not modelled."""
     family = find_family(model_type)
     if family is not None:
+        for key, why in (family.row.get("refuse_when") or {}).items():
+            if cfg.get(key):  # a setting of a modelled family that changes its layout
+                raise ConfigError(key, f"{cfg[key]!r}: {why} ({family.name}). Or {FORCE_HINT}")
         return family
     refused = refusal(model_type)
     if refused is not None:
@@ -238,7 +243,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
-    vectors = _layer_vectors(family, hidden, attention, dense)
+    vectors = _layer_vectors(family, cfg, hidden, attention, dense)
     moe_rule: Mapping[str, Any] = family.row.get("moe") or {}
     moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
@@ -270,7 +275,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_norms=int(family.setting("final_norms", cfg, 1)),
         learned_positions=_positions(cfg, family),
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
-        extras=_model_vectors(family, hidden, attention, dense),
+        extras=_model_vectors(family, cfg, hidden, attention, dense) + _head_transform(family, cfg, hidden),
         approximations=tuple(approximations),
         source=source,
     )
@@ -281,13 +286,16 @@ _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
 
 
 def _model_vectors(
-    family: Family, hidden: int, attention: Attention | None, dense: Mlp | None
+    family: Family, cfg: Mapping[str, Any], hidden: int, attention: Attention | None, dense: Mlp | None
 ) -> tuple[ExtraComponent, ...]:
     """Learned vectors outside the layer groups, from the row's `model_vectors` (width name -> how
-    many): GPT-NeoX-Japanese's attention output bias, which only its last layer has."""
+    many): GPT-NeoX-Japanese's attention output bias, which only its last layer has; XLM's
+    language embeddings."""
     if not family.row.get("model_vectors"):
         return ()
-    params = _layer_vectors(family, hidden, attention, dense, "model_vectors")
+    params = _layer_vectors(family, cfg, hidden, attention, dense, "model_vectors")
+    if not params:
+        return ()
     return (
         ExtraComponent(
             "learned_vectors", params, trainable=True, note=f"{family.name}: {params} learned values"
@@ -295,12 +303,34 @@ def _model_vectors(
     )
 
 
+def _head_transform(family: Family, cfg: Mapping[str, Any], hidden: int) -> tuple[ExtraComponent, ...]:
+    """A BERT-style LM-head transform before the tied decoder, where the row declares one
+    (ModernBERT's decoder: dense hidden x hidden, its bias by `head_transform_bias`, a norm)."""
+    if not flag(family, "head_transform", cfg):
+        return ()
+    bias = flag(family, "head_transform_bias", cfg)
+    norm = hidden * {"layernorm": 2, "parameter-free": 0}.get(str(family.setting("norm", cfg, "rmsnorm")), 1)
+    return (
+        ExtraComponent(
+            "lm_head_transform",
+            hidden * hidden + (hidden if bias else 0) + norm,
+            trainable=True,
+            note="lm_head: dense hidden x hidden, activation, norm",
+        ),
+    )
+
+
 def _layer_vectors(
-    family: Family, hidden: int, attention: Attention | None, dense: Mlp | None, column: str = "layer_vectors"
+    family: Family,
+    cfg: Mapping[str, Any],
+    hidden: int,
+    attention: Attention | None,
+    dense: Mlp | None,
+    column: str = "layer_vectors",
 ) -> int:
     """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
-    `layer_vectors` (width name -> how many): BitNet's sub-layer norms (one of hidden size, one of
-    intermediate size), DiffLlama's four lambda vectors of head_dim."""
+    `layer_vectors` (width name -> how many, a count or a rule): BitNet's sub-layer norms (one of
+    hidden size, one of intermediate size), DiffLlama's four lambda vectors of head_dim."""
     rule: Mapping[str, int] = family.row.get(column) or {}
     widths = {
         "hidden_size": hidden,
@@ -310,7 +340,8 @@ def _layer_vectors(
     for width in rule:
         if width not in _VECTOR_WIDTHS:
             raise RuntimeError(f"architectures.yaml {family.name}: {column} width {width!r} is unknown")
-    return sum(int(count) * widths[width] for width, count in rule.items())
+    counts = {width: get_int({width: resolve(count, cfg)}, width, minimum=0) for width, count in rule.items()}
+    return sum(count * widths[width] for width, count in counts.items())
 
 
 def _same_layer(a: Block, b: Block) -> bool:
