@@ -216,6 +216,9 @@ def test_bert_cross_attention_matches_transformers() -> None:
         # XLM: three languages' embeddings (or none without use_lang_emb), ReLU or sinusoidal positions
         ("xlm", {"n_langs": 3, "n_layers": 2, "gelu_activation": False}),
         ("xlm", {"n_langs": 3, "use_lang_emb": False, "n_layers": 2, "sinusoidal_embeddings": True}),
+        # Aria's text MoE without shared experts; Fuyu's patch embedding at another patch size
+        ("aria_text", {"moe_num_shared_experts": 0, "num_hidden_layers": 2, "moe_topk": 3}),
+        ("fuyu", {"patch_size": 16, "num_channels": 1}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

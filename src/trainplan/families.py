@@ -44,7 +44,7 @@ _FIELDS = {
     "layer_vectors",
     "model_vectors", "indexer", "output_gate", "heads_per_layer",  # variant rows
     "token_types", "head_transform", "language_adapters",  # BERT-style variants
-    "k_bias", "language_only", "head_transform_bias", "refuse_when",
+    "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

@@ -136,10 +136,27 @@ def _spec_and_notes(
             "the vision tower (vision_config) is not counted, though a multimodal fine-tune also holds it"
         )
         return _with_notes(spec, note), forced
+    patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
+    if patches:
+        return _with_extras(spec, [_patch_projection(cfg, patches, spec.hidden_size)], "text+vision"), forced
     extras = vision_extras(cfg, spec.hidden_size) if not forced else []
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
     return spec, forced
+
+
+def _patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: int) -> ExtraComponent:
+    """Fuyu's image input: one biased linear from a flattened patch (patch x patch x channels) to
+    the hidden size, the patches then read by the decoder as tokens (transformers' FuyuModel)."""
+    patch = get_int(cfg, keys["patch"])
+    channels = get_int(cfg, keys["channels"])
+    inputs = patch * patch * channels
+    return ExtraComponent(
+        "vision_embed_tokens",
+        inputs * hidden + hidden,
+        trainable=True,
+        note=f"linear patch embedding {inputs} -> {hidden} ({patch} x {patch} x {channels} pixels per token)",
+    )
 
 
 def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:

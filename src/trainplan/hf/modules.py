@@ -116,7 +116,13 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
     experts = num_experts(cfg)
     default_top_k = rule.get("default_top_k")
     top_k = get_int(
-        cfg, "num_experts_per_tok", "moe_top_k", "top_k", "moe_k", default=default_top_k or MISSING
+        cfg,
+        "num_experts_per_tok",
+        "moe_top_k",
+        "top_k",
+        "moe_k",
+        "moe_topk",
+        default=default_top_k or MISSING,
     )
     if top_k > experts:
         raise ConfigError("num_experts_per_tok", f"{top_k} experts per token exceeds the {experts} experts")

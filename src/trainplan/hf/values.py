@@ -40,7 +40,8 @@ _LIMITS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("head count", 65_536, ("num_heads", "num_kv_heads")),
     ("vocabulary", 16_777_216, ("vocab_size",)),
     ("expert count", 65_536, ("num_local_experts", "n_routed_experts", "num_experts", "n_shared_experts",
-                              "num_experts_per_tok", "moe_top_k", "top_k")),
+                              "num_experts_per_tok", "moe_top_k", "top_k",
+                              "moe_num_experts", "moe_k", "moe_topk", "moe_num_shared_experts")),
     ("image size", 65_536, ("image_size", "patch_size", "num_channels")),
     ("integer", 2**31, ()),
 )  # fmt: skip
