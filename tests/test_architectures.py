@@ -219,6 +219,9 @@ def test_bert_cross_attention_matches_transformers() -> None:
         # Aria's text MoE without shared experts; Fuyu's patch embedding at another patch size
         ("aria_text", {"moe_num_shared_experts": 0, "num_hidden_layers": 2, "moe_topk": 3}),
         ("fuyu", {"patch_size": 16, "num_channels": 1}),
+        # RoCBert without the shape input, or without map_inputs_layer
+        ("roc_bert", {"enable_shape": False, "num_hidden_layers": 2}),
+        ("roc_bert", {"concat_input": False, "num_hidden_layers": 2}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

@@ -43,7 +43,7 @@ _FIELDS = {
     "pooler", "cross_attention", "sinusoidal_positions",
     "layer_vectors",
     "model_vectors", "indexer", "output_gate", "heads_per_layer",  # variant rows
-    "token_types", "head_transform", "language_adapters",  # BERT-style variants
+    "token_types", "head_transform", "language_adapters", "glyph_embeddings",  # BERT-style variants
     "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")

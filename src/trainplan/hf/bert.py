@@ -14,7 +14,8 @@ positions with a frozen sinusoidal table of `head_dim` columns instead of learne
 head transform maps back to it (ELECTRA's generator, RoFormer: `embeddings_project`, the
 transform's dense hidden x embedding_size and its LayerNorm); per-language bottleneck adapters
 after each layer's MLP (X-MOD: `adapter_modules`, hidden -> hidden / adapter_reduction_factor ->
-hidden, both biased).
+hidden, both biased); pronunciation and shape embedding tables mapped with the word embedding
+(RoCBert).
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         )
     if other_languages:
         extras.append(other_languages)
+    if flag(family, "glyph_embeddings", cfg):
+        extras.append(_glyph_embeddings(cfg, hidden))
     sinusoidal_key = family.setting("sinusoidal_positions", cfg, None)
     if sinusoidal_key:
         rows = get_int(cfg, str(sinusoidal_key))
@@ -137,6 +140,25 @@ def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         dropout=float(cfg.get("hidden_dropout_prob", 0.1) or 0.0),
         source=source,
         embedding_size=width if width != hidden else 0,
+    )
+
+
+def _glyph_embeddings(cfg: Mapping[str, Any], hidden: int) -> ExtraComponent:
+    """RoCBert's pronunciation and shape tables (always built), and with `concat_input` the
+    biased linear that maps [word; pronunciation; shape] back to the hidden size."""
+    pronunciation = get_int(cfg, "pronunciation_vocab_size") * get_int(cfg, "pronunciation_embed_dim")
+    shape = get_int(cfg, "shape_vocab_size") * get_int(cfg, "shape_embed_dim")
+    params = pronunciation + shape
+    if cfg.get("concat_input", True):
+        inputs = hidden
+        inputs += get_int(cfg, "pronunciation_embed_dim") if cfg.get("enable_pronunciation", True) else 0
+        inputs += get_int(cfg, "shape_embed_dim") if cfg.get("enable_shape", True) else 0
+        params += inputs * hidden + hidden
+    return ExtraComponent(
+        "pronunciation_shape_embeddings",
+        params,
+        trainable=True,
+        note="pronunciation and shape tables, and map_inputs_layer when concat_input",
     )
 
 
