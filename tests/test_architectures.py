@@ -222,6 +222,17 @@ def test_bert_cross_attention_matches_transformers() -> None:
         # RoCBert without the shape input, or without map_inputs_layer
         ("roc_bert", {"enable_shape": False, "num_hidden_layers": 2}),
         ("roc_bert", {"concat_input": False, "num_hidden_layers": 2}),
+        # MiMo-V2-Flash: sliding layers with twice the key/value heads and sinks, narrower values
+        (
+            "mimo_v2_flash",
+            {
+                "num_hidden_layers": 4,
+                "n_routed_experts": 8,
+                "v_head_dim": 64,
+                "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+                "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+            },
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

@@ -284,18 +284,19 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             Linear(o_name, "o", heads * v_dim, hidden_size, attention.out_bias),
         ]
         return linears + indexer_linears(attention, hidden_size)
-    out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
+    v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
+    out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)
     # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
     # multiplied by an activation of gate_proj(x), one gate per head or per channel
     gate = (
         [Linear(attention.gate_name, "attn_gate", width, attention.gate_size)] if attention.gate_size else []
     )
     if attention.fused_qkv:
-        return [Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias), *gate, out]
+        return [Linear(attention.fused_qkv, "qkv", width, q + kv + v, bias), *gate, out]
     return [
         Linear(q_name, "q", width, q, bias),
         Linear(k_name, "k", width, kv, bias and attention.k_bias),
-        Linear(v_name, "v", width, kv, bias),
+        Linear(v_name, "v", width, v, bias),
         *gate,
         out,
     ]

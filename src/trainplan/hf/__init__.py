@@ -265,11 +265,12 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
     moe_vectors = moe.num_experts if moe is not None and moe_rule.get("score_bias") else 0
+    sliding = _sliding_variant(cfg, family, attention)
     blocks: list[Block] = []
-    for kind in kinds:
+    for index, kind in enumerate(kinds):
         block = Block(
             1,
-            attention=attention if "attention" in kind else None,
+            attention=(sliding.get(index, attention)) if "attention" in kind else None,
             mlp=dense if "dense" in kind else moe if "moe" in kind else None,
             norms=norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
@@ -359,6 +360,26 @@ def _layer_vectors(
             raise RuntimeError(f"architectures.yaml {family.name}: {column} width {width!r} is unknown")
     counts = {width: get_int({width: resolve(count, cfg)}, width, minimum=0) for width, count in rule.items()}
     return sum(count * widths[width] for width, count in counts.items())
+
+
+def _sliding_variant(
+    cfg: Mapping[str, Any], family: Family, attention: Attention | None
+) -> dict[int, Attention]:
+    """Layer index -> its attention where the row's `sliding_layers` rule makes the
+    sliding-window layers of `layer_types` differ (MiMo-V2-Flash: twice the key/value heads and a
+    sink per head)."""
+    rule: Mapping[str, Any] = family.row.get("sliding_layers") or {}
+    kinds = cfg.get("layer_types")
+    if not rule or attention is None or not isinstance(kinds, list):
+        return {}
+    from dataclasses import replace
+
+    variant = replace(
+        attention,
+        num_kv_heads=attention.num_kv_heads * int(rule.get("kv_heads_factor", 1)),
+        sinks=bool(rule.get("sinks", attention.sinks)),
+    )
+    return {index: variant for index, kind in enumerate(kinds) if kind == "sliding_attention"}
 
 
 def _same_layer(a: Block, b: Block) -> bool:

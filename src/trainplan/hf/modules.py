@@ -48,11 +48,12 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     _check_uniform_heads(cfg, family, heads)
     gate: Mapping[str, Any] = family.row.get("output_gate") or {}
     gate_per = resolve(gate.get("per"), cfg)
+    value_key = family.row.get("value_head_dim")  # values narrower than keys (MiMo-V2-Flash)
     return Attention(
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        v_head_dim=head_dim,
+        v_head_dim=get_int(cfg, value_key, default=head_dim) if value_key else head_dim,
         qkv_bias=qkv_bias,
         out_bias=out_bias,
         fused_qkv=_optional_name(family.setting("fused_qkv", cfg, None)),

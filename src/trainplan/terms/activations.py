@@ -100,7 +100,9 @@ def attention_bytes(
     """(projections + rope + output, scores per key, core-attention-only) bytes per token."""
     a = mode.activation_bytes
     q, kv = attention.q_size, attention.kv_size
-    v_width = attention.num_heads * attention.v_head_dim if attention.kind == "mla" else kv
+    v_width = (
+        attention.num_heads if attention.kind == "mla" else attention.num_kv_heads
+    ) * attention.v_head_dim
     names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
     if attention.kind == "mla":
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
