@@ -245,7 +245,7 @@ class ModelSpec:
     def norm_params(self) -> int:
         """Parameters of one hidden-size norm: weight, plus bias for LayerNorm; none when the norm
         has no affine parameters (OLMo's non-parametric LayerNorm)."""
-        return self.hidden_size * {"layernorm": 2, "parameter-free": 0}.get(self.norm, 1)
+        return norm_param_count(self.norm, self.hidden_size)
 
     @property
     def attention_heads(self) -> tuple[int, int]:
@@ -260,6 +260,12 @@ class ModelSpec:
                 heads = block.ssm.num_heads or block.ssm.inner_size
                 return heads, heads
         raise AssertionError("a model has attention or SSM layers")
+
+
+def norm_param_count(norm: str, width: int) -> int:
+    """Parameters of one norm over `width` channels: RMSNorm (and LayerNorm without bias) a
+    weight, LayerNorm a weight and a bias, a parameter-free norm none."""
+    return width * {"layernorm": 2, "parameter-free": 0}.get(norm, 1)
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:

@@ -32,7 +32,7 @@ from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
-from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
+from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec, norm_param_count
 
 __all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
@@ -327,7 +327,7 @@ def _head_transform(family: Family, cfg: Mapping[str, Any], hidden: int) -> tupl
     if not flag(family, "head_transform", cfg):
         return ()
     bias = flag(family, "head_transform_bias", cfg)
-    norm = hidden * {"layernorm": 2, "parameter-free": 0}.get(str(family.setting("norm", cfg, "rmsnorm")), 1)
+    norm = norm_param_count(str(family.setting("norm", cfg, "rmsnorm")), hidden)
     return (
         ExtraComponent(
             "lm_head_transform",
