@@ -21,6 +21,13 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
+from trainplan.hf.additions import (
+    head_transform,
+    layer_type_attention,
+    layer_vectors,
+    model_vectors,
+    patch_projection,
+)
 from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
@@ -32,7 +39,7 @@ from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
-from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec, norm_param_count
+from trainplan.model import Block, ExtraComponent, ModelSpec
 
 __all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
@@ -138,25 +145,11 @@ def _spec_and_notes(
         return _with_notes(spec, note), forced
     patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
     if patches:
-        return _with_extras(spec, [_patch_projection(cfg, patches, spec.hidden_size)], "text+vision"), forced
+        return _with_extras(spec, [patch_projection(cfg, patches, spec.hidden_size)], "text+vision"), forced
     extras = vision_extras(cfg, spec.hidden_size) if not forced else []
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
     return spec, forced
-
-
-def _patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: int) -> ExtraComponent:
-    """Fuyu's image input: one biased linear from a flattened patch (patch x patch x channels) to
-    the hidden size, the patches then read by the decoder as tokens (transformers' FuyuModel)."""
-    patch = get_int(cfg, keys["patch"])
-    channels = get_int(cfg, keys["channels"])
-    inputs = patch * patch * channels
-    return ExtraComponent(
-        "vision_embed_tokens",
-        inputs * hidden + hidden,
-        trainable=True,
-        note=f"linear patch embedding {inputs} -> {hidden} ({patch} x {patch} x {channels} pixels per token)",
-    )
 
 
 def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:
@@ -260,12 +253,12 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
-    vectors = _layer_vectors(family, cfg, hidden, attention, dense)
+    vectors = layer_vectors(family, cfg, hidden, attention, dense)
     moe_rule: Mapping[str, Any] = family.row.get("moe") or {}
     moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
     moe_vectors = moe.num_experts if moe is not None and moe_rule.get("score_bias") else 0
-    sliding = _sliding_variant(cfg, family, attention)
+    sliding = layer_type_attention(cfg, family, attention)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         block = Block(
@@ -293,93 +286,10 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_norms=int(family.setting("final_norms", cfg, 1)),
         learned_positions=_positions(cfg, family),
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
-        extras=_model_vectors(family, cfg, hidden, attention, dense) + _head_transform(family, cfg, hidden),
+        extras=model_vectors(family, cfg, hidden, attention, dense) + head_transform(family, cfg, hidden),
         approximations=tuple(approximations),
         source=source,
     )
-
-
-#: Glossary widths a row's `layer_vectors` may name.
-_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
-
-
-def _model_vectors(
-    family: Family, cfg: Mapping[str, Any], hidden: int, attention: Attention | None, dense: Mlp | None
-) -> tuple[ExtraComponent, ...]:
-    """Learned vectors outside the layer groups, from the row's `model_vectors` (width name -> how
-    many): GPT-NeoX-Japanese's attention output bias, which only its last layer has; XLM's
-    language embeddings."""
-    if not family.row.get("model_vectors"):
-        return ()
-    params = _layer_vectors(family, cfg, hidden, attention, dense, "model_vectors")
-    if not params:
-        return ()
-    return (
-        ExtraComponent(
-            "learned_vectors", params, trainable=True, note=f"{family.name}: {params} learned values"
-        ),
-    )
-
-
-def _head_transform(family: Family, cfg: Mapping[str, Any], hidden: int) -> tuple[ExtraComponent, ...]:
-    """A BERT-style LM-head transform before the tied decoder, where the row declares one
-    (ModernBERT's decoder: dense hidden x hidden, its bias by `head_transform_bias`, a norm)."""
-    if not flag(family, "head_transform", cfg):
-        return ()
-    bias = flag(family, "head_transform_bias", cfg)
-    norm = norm_param_count(str(family.setting("norm", cfg, "rmsnorm")), hidden)
-    return (
-        ExtraComponent(
-            "lm_head_transform",
-            hidden * hidden + (hidden if bias else 0) + norm,
-            trainable=True,
-            note="lm_head: dense hidden x hidden, activation, norm",
-        ),
-    )
-
-
-def _layer_vectors(
-    family: Family,
-    cfg: Mapping[str, Any],
-    hidden: int,
-    attention: Attention | None,
-    dense: Mlp | None,
-    column: str = "layer_vectors",
-) -> int:
-    """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
-    `layer_vectors` (width name -> how many, a count or a rule): BitNet's sub-layer norms (one of
-    hidden size, one of intermediate size), DiffLlama's four lambda vectors of head_dim."""
-    rule: Mapping[str, int] = family.row.get(column) or {}
-    widths = {
-        "hidden_size": hidden,
-        "intermediate_size": dense.intermediate_size if dense else 0,
-        "head_dim": attention.head_dim if attention else 0,
-    }
-    for width in rule:
-        if width not in _VECTOR_WIDTHS:
-            raise RuntimeError(f"architectures.yaml {family.name}: {column} width {width!r} is unknown")
-    counts = {width: get_int({width: resolve(count, cfg)}, width, minimum=0) for width, count in rule.items()}
-    return sum(count * widths[width] for width, count in counts.items())
-
-
-def _sliding_variant(
-    cfg: Mapping[str, Any], family: Family, attention: Attention | None
-) -> dict[int, Attention]:
-    """Layer index -> its attention where the row's `sliding_layers` rule makes the
-    sliding-window layers of `layer_types` differ (MiMo-V2-Flash: twice the key/value heads and a
-    sink per head)."""
-    rule: Mapping[str, Any] = family.row.get("sliding_layers") or {}
-    kinds = cfg.get("layer_types")
-    if not rule or attention is None or not isinstance(kinds, list):
-        return {}
-    from dataclasses import replace
-
-    variant = replace(
-        attention,
-        num_kv_heads=attention.num_kv_heads * int(rule.get("kv_heads_factor", 1)),
-        sinks=bool(rule.get("sinks", attention.sinks)),
-    )
-    return {index: variant for index, kind in enumerate(kinds) if kind == "sliding_attention"}
 
 
 def _same_layer(a: Block, b: Block) -> bool:
