@@ -233,6 +233,38 @@ def test_bert_cross_attention_matches_transformers() -> None:
                 "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
             },
         ),
+        # Gemma 4 without per_layer_config: the config class gives full-attention layers global_head_dim
+        (
+            "gemma4_text",
+            {
+                "per_layer_config": None,
+                "global_head_dim": 384,
+                "num_hidden_layers": 6,
+                "layer_types": [
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                ],
+            },
+        ),
+        (
+            "gemma4_unified_text",
+            {
+                "per_layer_config": None,
+                "num_hidden_layers": 6,
+                "layer_types": [
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                ],
+            },
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",
@@ -279,3 +311,12 @@ def test_adaptive_softmax_xlm_is_refused_and_force_lifts_it() -> None:
     assert forced.approximations[0].startswith(
         "force: asm=True: the adaptive-softmax output layer is not modelled"
     )
+
+
+def test_per_layer_overrides_beyond_attention_widths_are_refused() -> None:
+    config = default_config("gemma4_text")
+    assert config is not None
+    config["per_layer_config"] = {"05": {"head_dim": 512, "intermediate_size": 4096}}
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "gemma4_text")
+    assert error.value.field == "per_layer_config.05.intermediate_size"

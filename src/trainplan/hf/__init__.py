@@ -27,6 +27,8 @@ from trainplan.hf.additions import (
     layer_vectors,
     model_vectors,
     patch_projection,
+    per_layer_attention,
+    per_layer_inputs,
 )
 from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
@@ -258,21 +260,27 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
     moe_vectors = moe.num_experts if moe is not None and moe_rule.get("score_bias") else 0
-    sliding = layer_type_attention(cfg, family, attention)
+    variants = {
+        **layer_type_attention(cfg, family, attention),
+        **per_layer_attention(cfg, family, hidden, attention),
+    }
+    inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         block = Block(
             1,
-            attention=(sliding.get(index, attention)) if "attention" in kind else None,
+            attention=variants.get(index, attention) if "attention" in kind else None,
             mlp=dense if "dense" in kind else moe if "moe" in kind else None,
-            norms=norms + (moe_norms if "moe" in kind else 0),
+            norms=norms + inputs_norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
             parallel=parallel,
+            extra_linears=inputs_linears,
             extra_params=vectors + (moe_vectors if "moe" in kind else 0),
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, parallel=parallel, extra_params=block.extra_params)  # fmt: skip
+                               ssm=block.ssm, parallel=parallel, extra_linears=block.extra_linears,
+                               extra_params=block.extra_params)  # fmt: skip
         else:
             blocks.append(block)
     return ModelSpec(
@@ -286,7 +294,9 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_norms=int(family.setting("final_norms", cfg, 1)),
         learned_positions=_positions(cfg, family),
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
-        extras=model_vectors(family, cfg, hidden, attention, dense) + head_transform(family, cfg, hidden),
+        extras=model_vectors(family, cfg, hidden, attention, dense)
+        + head_transform(family, cfg, hidden)
+        + inputs_extras,
         approximations=tuple(approximations),
         source=source,
     )

@@ -1,15 +1,17 @@
 """Row-declared additions to a decoder read from its config: learned vectors per layer and
 outside the layers, a BERT-style head transform, a wrapper's linear patch embedding, and the
-attention of the layer types a row makes differ (data/architectures.yaml)."""
+attention of the layer types a row makes differ or a per-layer config overrides, Gemma 4's
+per-layer inputs (data/architectures.yaml)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from trainplan.errors import ConfigError
 from trainplan.families import Family, resolve
 from trainplan.hf.values import flag, get_int
-from trainplan.model import Attention, ExtraComponent, Mlp, norm_param_count
+from trainplan.model import Attention, ExtraComponent, Linear, Mlp, norm_param_count
 
 #: Glossary widths a row's `layer_vectors` may name.
 _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
@@ -106,3 +108,96 @@ def layer_type_attention(
         sinks=bool(rule.get("sinks", attention.sinks)),
     )
     return {index: variant for index, kind in enumerate(kinds) if kind == "sliding_attention"}
+
+
+#: Keys a `per_layer_config` entry may override: the attention widths (Gemma 4's full-attention
+#: layers have their own head_dim). Any other override is refused by name.
+_PER_LAYER_KEYS = ("head_dim", "num_key_value_heads")
+
+
+def per_layer_attention(
+    cfg: Mapping[str, Any], family: Family, hidden: int, attention: Attention | None
+) -> dict[int, Attention]:
+    """Layer index -> its attention where `per_layer_config` overrides the attention widths of
+    that layer (transformers' per-layer config; layers with equal overrides share one module)."""
+    overrides = cfg.get("per_layer_config")
+    if attention is None:
+        return {}
+    if "per_layer_config" not in cfg:  # an explicit null means none, as for transformers
+        overrides = _full_layer_overrides(cfg, family)
+    if not overrides:
+        return {}
+    from trainplan.hf.modules import attention_module
+
+    if not isinstance(overrides, Mapping):
+        raise ConfigError("per_layer_config", "must map layer indices to the settings they override")
+    layers = get_int(cfg, *family.key("num_layers"))
+    built: dict[tuple[tuple[str, Any], ...], Attention] = {}
+    variants: dict[int, Attention] = {}
+    for raw_index, values in overrides.items():
+        where = f"per_layer_config.{raw_index}"
+        index = int(raw_index) if str(raw_index).isdigit() else -1
+        if not 0 <= index < layers or not isinstance(values, Mapping):
+            raise ConfigError(where, f"must be a layer index below {layers} mapping to settings")
+        for key in values:
+            if key not in _PER_LAYER_KEYS:
+                raise ConfigError(
+                    f"{where}.{key}",
+                    "a per-layer override not modelled; modelled: " + ", ".join(_PER_LAYER_KEYS),
+                )
+        signature = tuple(sorted(values.items()))
+        if signature not in built:
+            built[signature] = attention_module({**cfg, **values}, family, hidden)
+        variants[index] = built[signature]
+    return variants
+
+
+def _full_layer_overrides(cfg: Mapping[str, Any], family: Family) -> dict[str, dict[str, Any]]:
+    """What transformers' config fills in when a config.json has no `per_layer_config`: the row's
+    `full_layer_overrides` for each full-attention layer (Gemma 4: head_dim = global_head_dim,
+    512 when absent)."""
+    rule: Mapping[str, Any] = family.row.get("full_layer_overrides") or {}
+    if not rule:
+        return {}
+    kinds = cfg.get("layer_types")
+    if not isinstance(kinds, list):
+        raise ConfigError("layer_types", "must list every layer's kind to place the full-attention layers")
+    values = {key: resolve(value, cfg) for key, value in rule.items()}
+    return {str(index): values for index, kind in enumerate(kinds) if kind == "full_attention"}
+
+
+def per_layer_inputs(
+    cfg: Mapping[str, Any], family: Family, hidden: int
+) -> tuple[tuple[Linear, ...], int, tuple[ExtraComponent, ...]]:
+    """Gemma 4's per-layer inputs (transformers' Gemma4TextModel): a second token table of
+    layers x hidden_size_per_layer_input columns and a projection of the hidden state to the same
+    width, with a norm, feed each layer's per_layer_input_gate (hidden -> size) and
+    per_layer_projection (size -> hidden), then one more hidden-size norm. Returns the per-layer
+    linears, the extra norms per layer and the model-level weights; nothing where the row or the
+    config has none."""
+    rule: Mapping[str, str] = family.row.get("per_layer_inputs") or {}
+    size = get_int(cfg, rule["size"], default=0, minimum=0) if rule else 0
+    if not size:
+        return (), 0, ()
+    layers = get_int(cfg, *family.key("num_layers"))
+    rows = get_int(cfg, rule["vocab"])
+    per_layer = (
+        Linear("per_layer_input_gate", "proj", hidden, size),
+        Linear("per_layer_projection", "proj", size, hidden),
+    )
+    width = layers * size
+    extras = (
+        ExtraComponent(
+            "embed_tokens_per_layer",
+            rows * width,
+            trainable=True,
+            note=f"per-layer token table, {rows} x {width}",
+        ),
+        ExtraComponent(
+            "per_layer_model_projection",
+            hidden * width + size,
+            trainable=True,
+            note=f"hidden -> {layers} x {size} projection and its norm",
+        ),
+    )
+    return per_layer, 1, extras
