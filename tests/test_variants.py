@@ -70,6 +70,8 @@ def test_llama4_causal_lm_is_its_language_model_with_a_note() -> None:
     }
     spec = spec_from_config(wrapper, "l4")
     assert total_params(spec) == total_params(spec_from_config(text, "t"))
-    assert not spec.approximations and "vision tower (vision_config) is not counted" in spec.notes[0]
+    assert (
+        not spec.approximations and "encoders (vision_config, audio_config) are not counted" in spec.notes[0]
+    )
     result = estimate({"model": "Llama-3.1-8B"}, model=spec)
     assert spec.notes[0] in result.warnings

@@ -45,7 +45,7 @@ _FIELDS = {
     "model_vectors", "indexer", "output_gate", "heads_per_layer",  # variant rows
     "token_types", "head_transform", "language_adapters", "glyph_embeddings",  # BERT-style variants
     "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
-    "value_head_dim", "sliding_layers", "per_layer_inputs", "full_layer_overrides",
+    "value_head_dim", "sliding_layers", "per_layer_inputs", "full_layer_overrides", "unindexed_layers",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

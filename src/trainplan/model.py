@@ -289,6 +289,8 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             Linear("kv_b_proj", "kv_b", attention.kv_lora_rank, heads * (nope + v_dim)),
             Linear(o_name, "o", heads * v_dim, hidden_size, attention.out_bias),
         ]
+        if attention.gate_size:  # a gated MLA output (dots3's per-head g_proj)
+            linears.insert(-1, Linear(attention.gate_name, "attn_gate", hidden_size, attention.gate_size))
         return linears + indexer_linears(attention, hidden_size)
     v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
     out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)

@@ -142,7 +142,8 @@ def _spec_and_notes(
     if wrapper is not None and wrapper.row.get("language_only") and text is not cfg:
         note = (
             f"{model_type}: transformers' causal-LM class builds the language model ({text_type}) alone; "
-            "the vision tower (vision_config) is not counted, though a multimodal fine-tune also holds it"
+            "its other modalities' encoders (vision_config, audio_config) are not counted, though a "
+            "multimodal fine-tune also holds them"
         )
         return _with_notes(spec, note), forced
     patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
@@ -260,10 +261,9 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
     # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
     moe_vectors = moe.num_experts if moe is not None and moe_rule.get("score_bias") else 0
-    variants = {
-        **layer_type_attention(cfg, family, attention),
-        **per_layer_attention(cfg, family, hidden, attention),
-    }
+    variants = layer_type_attention(
+        cfg, family, per_layer_attention(cfg, family, hidden, attention), attention
+    )
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):

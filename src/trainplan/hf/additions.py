@@ -14,7 +14,7 @@ from trainplan.hf.values import flag, get_int
 from trainplan.model import Attention, ExtraComponent, Linear, Mlp, norm_param_count
 
 #: Glossary widths a row's `layer_vectors` may name.
-_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
+_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim")
 
 
 def model_vectors(
@@ -68,6 +68,7 @@ def layer_vectors(
         "hidden_size": hidden,
         "intermediate_size": dense.intermediate_size if dense else 0,
         "head_dim": attention.head_dim if attention else 0,
+        "rope_head_dim": attention.rope_head_dim if attention else 0,
     }
     for width in rule:
         if width not in _VECTOR_WIDTHS:
@@ -91,28 +92,51 @@ def patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: in
 
 
 def layer_type_attention(
-    cfg: Mapping[str, Any], family: Family, attention: Attention | None
+    cfg: Mapping[str, Any], family: Family, per_layer: Mapping[int, Attention], attention: Attention | None
 ) -> dict[int, Attention]:
-    """Layer index -> its attention where the row's `sliding_layers` rule makes the
-    sliding-window layers of `layer_types` differ (MiMo-V2-Flash: twice the key/value heads and a
-    sink per head)."""
-    rule: Mapping[str, Any] = family.row.get("sliding_layers") or {}
+    """Layer index -> its attention: a per-layer override where `per_layer` has one, changed as the
+    row's `sliding_layers` / `unindexed_layers` rules say for the layer types of `layer_types`
+    (MiMo-V2-Flash's sliding layers: twice the key/value heads and a sink per head; dots3's
+    sliding layers: no indexer). Equal layers share one module."""
     kinds = cfg.get("layer_types")
-    if not rule or attention is None or not isinstance(kinds, list):
-        return {}
+    if attention is None or not isinstance(kinds, list):
+        return dict(per_layer)
     from dataclasses import replace
 
-    variant = replace(
-        attention,
-        num_kv_heads=attention.num_kv_heads * int(rule.get("kv_heads_factor", 1)),
-        sinks=bool(rule.get("sinks", attention.sinks)),
-    )
-    return {index: variant for index, kind in enumerate(kinds) if kind == "sliding_attention"}
+    rules = {
+        "sliding_attention": family.row.get("sliding_layers") or {},
+        **{kind: {"indexer": False} for kind in family.row.get("unindexed_layers") or ()},
+    }
+    made: dict[tuple[int, str], Attention] = {}
+    variants: dict[int, Attention] = dict(per_layer)
+    for index, kind in enumerate(kinds):
+        rule = rules.get(kind)
+        if not rule:
+            continue
+        base = per_layer.get(index, attention)
+        key = (id(base), kind)
+        if key not in made:
+            made[key] = replace(
+                base,
+                num_kv_heads=base.num_kv_heads * int(rule.get("kv_heads_factor", 1)),
+                sinks=bool(rule.get("sinks", base.sinks)),
+                index_heads=base.index_heads if rule.get("indexer", True) else 0,
+                index_head_dim=base.index_head_dim if rule.get("indexer", True) else 0,
+            )
+        variants[index] = made[key]
+    return variants
 
 
 #: Keys a `per_layer_config` entry may override: the attention widths (Gemma 4's full-attention
-#: layers have their own head_dim). Any other override is refused by name.
-_PER_LAYER_KEYS = ("head_dim", "num_key_value_heads")
+#: layers have their own head_dim, dots3's MLA layers their own heads and latent). Any other
+#: override is refused by name.
+_PER_LAYER_KEYS = (
+    "head_dim",
+    "num_key_value_heads",
+    "num_attention_heads",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+)
 
 
 def per_layer_attention(

@@ -27,14 +27,19 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     attention_bias = bool(cfg.get("attention_bias", False))
     qkv_bias = flag(family, "qkv_bias", cfg, attention_bias)
     out_bias = flag(family, "out_bias", cfg, attention_bias)
+    gate: Mapping[str, Any] = family.row.get("output_gate") or {}
+    gate_per = str(resolve(gate.get("per"), cfg))
+    gate_bias = bool(resolve(gate.get("bias", False), cfg))
+    gate_name = str(gate.get("name", "gate_proj"))
     if family.row.get("attention") == "mla" and "kv_lora_rank" in cfg:
         rope = get_int(cfg, "qk_rope_head_dim")
         index_heads, index_dim = _indexer(cfg, family)
+        v_dim = get_int(cfg, "v_head_dim")
         return Attention(
             num_heads=heads,
             num_kv_heads=heads,
             head_dim=get_int(cfg, "qk_nope_head_dim") + rope,
-            v_head_dim=get_int(cfg, "v_head_dim"),
+            v_head_dim=v_dim,
             kind="mla",
             qkv_bias=qkv_bias,
             out_bias=out_bias,
@@ -43,11 +48,12 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             rope_head_dim=rope,
             index_heads=index_heads,
             index_head_dim=index_dim,
+            gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),
+            gate_bias=gate_bias,
+            gate_name=gate_name,
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     _check_uniform_heads(cfg, family, heads)
-    gate: Mapping[str, Any] = family.row.get("output_gate") or {}
-    gate_per = resolve(gate.get("per"), cfg)
     value_key = family.row.get("value_head_dim")  # values narrower than keys (MiMo-V2-Flash)
     return Attention(
         num_heads=heads,
@@ -62,9 +68,9 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         logit_softcap=bool(cfg.get("attn_logit_softcapping")),
         sinks=flag(family, "attention_sinks", cfg),
         names=tuple(names),
-        gate_size={"head": heads, "full": heads * head_dim}.get(str(gate_per), 0),
-        gate_bias=bool(resolve(gate.get("bias", False), cfg)),
-        gate_name=str(gate.get("name", "gate_proj")),
+        gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
+        gate_bias=gate_bias,
+        gate_name=gate_name,
     )
 
 

@@ -104,19 +104,20 @@ def attention_bytes(
         attention.num_heads if attention.kind == "mla" else attention.num_kv_heads
     ) * attention.v_head_dim
     names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
+    names += [attention.gate_name] if attention.gate_size else []
     if attention.kind == "mla":
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
+        names += [attention.gate_name] if attention.gate_size else []
         latent = attention.q_lora_rank + attention.kv_lora_rank
         kept = _linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     else:
-        gate = [attention.gate_name] if attention.gate_size else []
-        kept = _linear_input(mode, attention.input_size or model.hidden_size, names + gate)
+        kept = _linear_input(mode, attention.input_size or model.hidden_size, names)
     if attention.gate_size:
         # gated attention: the gate's activation output and the gated product (the out-projection's
         # input, no longer the kernel output itself) are kept for backward
-        kept += a * (attention.gate_size + q)
+        kept += a * (attention.gate_size + attention.num_heads * attention.v_head_dim)
     if attention.qk_norm != "none":
         kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
