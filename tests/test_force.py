@@ -104,6 +104,16 @@ def test_cli_force_flag(inkling_file: Path) -> None:
     assert data["approximations"][0].startswith("force: model_type 'inkling_text'")
 
 
+def test_cli_plan_with_force_says_it_is_approximate(inkling_file: Path) -> None:
+    refused = CliRunner().invoke(app, ["plan", "--model", str(inkling_file), "--max-gpus", "1"])
+    assert refused.exit_code == 2
+    forced = CliRunner().invoke(
+        app, ["plan", "--model", str(inkling_file), "--max-gpus", "1", "--force", "true"]
+    )
+    assert forced.exit_code == 0, forced.output
+    assert "approximate: force: model_type 'inkling_text' is not modelled" in " ".join(forced.output.split())
+
+
 def test_web_api_force_field() -> None:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
