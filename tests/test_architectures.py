@@ -265,6 +265,8 @@ def test_bert_cross_attention_matches_transformers() -> None:
                 ],
             },
         ),
+        # RemBERT's decoupled input and output embedding widths
+        ("rembert", {"input_embedding_size": 128, "output_embedding_size": 512, "num_hidden_layers": 2}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

@@ -44,6 +44,7 @@ _FIELDS = {
     "layer_vectors",
     "model_vectors", "indexer", "output_gate", "heads_per_layer",  # variant rows
     "token_types", "head_transform", "language_adapters", "glyph_embeddings",  # BERT-style variants
+    "embedding_widths",
     "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
     "value_head_dim", "sliding_layers", "per_layer_inputs", "full_layer_overrides", "unindexed_layers",
 }  # fmt: skip

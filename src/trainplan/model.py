@@ -229,6 +229,7 @@ class ModelSpec:
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
     embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
+    head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
 
     @property
     def num_layers(self) -> int:
@@ -240,6 +241,12 @@ class ModelSpec:
         """Width of the token embedding and of a head tied to it: `embedding_size` when the model
         factorises its embedding (projected to the hidden size), else the hidden size."""
         return self.embedding_size or self.hidden_size
+
+    @property
+    def head_width(self) -> int:
+        """Width of the vectors the LM head maps to the vocabulary: the embedding width, or
+        `head_size` where an untied head reads a width of its own (RemBERT)."""
+        return self.head_size or self.embedding_width
 
     @property
     def norm_params(self) -> int:

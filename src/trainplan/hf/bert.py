@@ -12,7 +12,8 @@ Variants the row declares: no token-type table and no head transform (BertGenera
 positions with a frozen sinusoidal table of `head_dim` columns instead of learned positions
 (RoFormer); a factorised embedding of `embedding_size` columns projected to the hidden size, whose
 head transform maps back to it (ELECTRA's generator, RoFormer: `embeddings_project`, the
-transform's dense hidden x embedding_size and its LayerNorm); per-language bottleneck adapters
+transform's dense hidden x embedding_size and its LayerNorm; RemBERT's untied head reads an
+output width of its own); per-language bottleneck adapters
 after each layer's MLP (X-MOD: `adapter_modules`, hidden -> hidden / adapter_reduction_factor ->
 hidden, both biased); pronunciation and shape embedding tables mapped with the word embedding
 (RoCBert).
@@ -43,7 +44,17 @@ def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         )
     hidden = get_int(cfg, "hidden_size")
     heads = get_int(cfg, "num_attention_heads")
-    width = get_int(cfg, "embedding_size", default=hidden)  # a factorised embedding's width
+    # a factorised embedding's width, and the width the head transform maps back to (RemBERT
+    # decouples them: input_embedding_size, output_embedding_size)
+    keys: Mapping[str, str] = family.row.get("embedding_widths") or {}
+    width = get_int(cfg, keys.get("input", "embedding_size"), default=hidden)
+    head_width = get_int(cfg, keys.get("output", "embedding_size"), default=hidden)
+    tied = bool(cfg.get("tie_word_embeddings", True))
+    if tied and head_width != width:
+        raise ConfigError(
+            "tie_word_embeddings",
+            f"a head of width {head_width} cannot be tied to an embedding of width {width}",
+        )
     attention = Attention(
         num_heads=heads,
         num_kv_heads=heads,
@@ -85,9 +96,9 @@ def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         extras.append(
             ExtraComponent(
                 "lm_head_transform",
-                hidden * width + width + 2 * width,
+                hidden * head_width + head_width + 2 * head_width,
                 trainable=True,
-                note=f"cls.predictions.transform: dense hidden x {width} + bias, LayerNorm",
+                note=f"cls.predictions.transform: dense hidden x {head_width} + bias, LayerNorm",
             )
         )
     final_norms = int(family.setting("final_norms", cfg, 1))
@@ -131,7 +142,7 @@ def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         hidden_size=hidden,
         vocab_size=get_int(cfg, "vocab_size"),
         blocks=(block,),
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        tied_embeddings=tied,
         head_bias=True,
         norm="layernorm",
         final_norms=final_norms,
@@ -140,6 +151,7 @@ def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         dropout=float(cfg.get("hidden_dropout_prob", 0.1) or 0.0),
         source=source,
         embedding_size=width if width != hidden else 0,
+        head_size=head_width if head_width != width else 0,
     )
 
 

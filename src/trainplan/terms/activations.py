@@ -231,7 +231,7 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     indices, and the embedding dropout mask."""
     hidden = model.hidden_size
     final = model.final_norms * _norm_bytes(model, hidden, mode)
-    head_input = mode.activation_bytes * model.embedding_width if head_trainable else 0
+    head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = hidden if mode.dropout else 0
     return final + head_input + indices + dropout
