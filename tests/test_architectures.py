@@ -267,6 +267,17 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ),
         # RemBERT's decoupled input and output embedding widths
         ("rembert", {"input_embedding_size": 128, "output_embedding_size": 512, "num_hidden_layers": 2}),
+        # CPM-Ant's prompt rows, segment table and shared relative position bias at other sizes
+        (
+            "cpmant",
+            {
+                "prompt_types": 4,
+                "prompt_length": 8,
+                "segment_types": 6,
+                "num_hidden_layers": 2,
+                "position_bias_num_buckets": 64,
+            },
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

@@ -14,7 +14,7 @@ from trainplan.hf.values import flag, get_int
 from trainplan.model import Attention, ExtraComponent, Linear, Mlp, norm_param_count
 
 #: Glossary widths a row's `layer_vectors` may name.
-_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim")
+_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim", "num_heads")
 
 
 def model_vectors(
@@ -61,20 +61,36 @@ def layer_vectors(
     column: str = "layer_vectors",
 ) -> int:
     """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
-    `layer_vectors` (width name -> how many, a count or a rule): BitNet's sub-layer norms (one of
-    hidden size, one of intermediate size), DiffLlama's four lambda vectors of head_dim."""
+    `layer_vectors` (width name -> how many: a count, a rule, or a sum of products of config keys
+    as a list of lists): BitNet's sub-layer norms (one of hidden size, one of intermediate size),
+    DiffLlama's four lambda vectors of head_dim."""
     rule: Mapping[str, int] = family.row.get(column) or {}
     widths = {
         "hidden_size": hidden,
         "intermediate_size": dense.intermediate_size if dense else 0,
         "head_dim": attention.head_dim if attention else 0,
         "rope_head_dim": attention.rope_head_dim if attention else 0,
+        "num_heads": attention.num_heads if attention else 0,
     }
     for width in rule:
         if width not in _VECTOR_WIDTHS:
             raise RuntimeError(f"architectures.yaml {family.name}: {column} width {width!r} is unknown")
-    counts = {width: get_int({width: resolve(count, cfg)}, width, minimum=0) for width, count in rule.items()}
+    counts = {width: _vector_count(count, cfg, width) for width, count in rule.items()}
     return sum(count * widths[width] for width, count in counts.items())
+
+
+def _vector_count(count: Any, cfg: Mapping[str, Any], width: str) -> int:
+    """A vector count: a literal or rule, or a list of products of config keys to sum (CPM-Ant's
+    prompt rows: prompt_types x prompt_length)."""
+    if not isinstance(count, list):
+        return get_int({width: resolve(count, cfg)}, width, minimum=0)
+    total = 0
+    for term in count:
+        product = 1
+        for key in term:
+            product *= get_int(cfg, key, minimum=0)
+        total += product
+    return total
 
 
 def patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: int) -> ExtraComponent:
