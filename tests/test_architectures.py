@@ -146,3 +146,190 @@ def test_bert_cross_attention_matches_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "bert")) == expected
+
+
+@pytest.mark.parametrize(
+    ("model_type", "overrides"),
+    [
+        # three languages' adapters (one runs per token), adapter LayerNorms, the pre-norm final LayerNorm
+        ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "pre_norm": True, "adapter_layer_norm": True}),
+        ("xmod", {"adapter_reduction_factor": 4}),
+        # a factorised embedding: embeddings_project and a head transform back to embedding_size
+        ("roformer", {"embedding_size": 256}),
+        ("electra", {"embedding_size": 256, "tie_word_embeddings": False}),
+        ("bert-generation", {"add_cross_attention": True, "is_decoder": True}),
+        # ERNIE 4.5: MoE every other layer up to layer 20; biased shared experts beside bias-free routed ones
+        (
+            "ernie4_5_moe",
+            {
+                "use_bias": True,
+                "moe_layer_interval": 2,
+                "moe_layer_end_index": 20,
+                "tie_word_embeddings": False,
+            },
+        ),
+        # untied heads; GPT-NeoX-Japanese's one last-layer attention bias stays one vector
+        ("ctrl", {"tie_word_embeddings": False, "n_layer": 3}),
+        (
+            "gpt_neox_japanese",
+            {"tie_word_embeddings": False, "num_hidden_layers": 3, "intermediate_multiple_size": 2},
+        ),
+        # gated attention: Laguna's per-channel softplus gate, AFMoE's two dense first layers,
+        # Beam's gate bias
+        (
+            "laguna",
+            {
+                "gating": "per-element",
+                "num_hidden_layers": 3,
+                "mlp_layer_types": ["dense", "sparse", "sparse"],
+                "layer_types": None,
+                "num_attention_heads_per_layer": None,
+                "num_experts": 8,
+            },
+        ),
+        ("afmoe", {"num_dense_layers": 2, "num_hidden_layers": 4, "layer_types": None, "num_experts": 8}),
+        (
+            "beam",
+            {
+                "num_hidden_layers": 3,
+                "mlp_layer_types": ["dense", "sparse", "sparse"],
+                "layer_types": None,
+                "num_experts": 8,
+            },
+        ),
+        # BART-style: BigBird-Pegasus with attention biases, an untied Whisper decoder
+        ("bigbird_pegasus", {"use_bias": True, "decoder_layers": 3}),
+        ("whisper", {"tie_word_embeddings": False, "decoder_layers": 2, "max_target_positions": 1024}),
+        # ModernBERT's decoder with every bias switched on and an unbiased decoder
+        (
+            "modernbert-decoder",
+            {
+                "norm_bias": True,
+                "classifier_bias": True,
+                "attention_bias": True,
+                "mlp_bias": True,
+                "num_hidden_layers": 3,
+                "layer_types": None,
+                "decoder_bias": False,
+            },
+        ),
+        # XLM: three languages' embeddings (or none without use_lang_emb), ReLU or sinusoidal positions
+        ("xlm", {"n_langs": 3, "n_layers": 2, "gelu_activation": False}),
+        ("xlm", {"n_langs": 3, "use_lang_emb": False, "n_layers": 2, "sinusoidal_embeddings": True}),
+        # Aria's text MoE without shared experts; Fuyu's patch embedding at another patch size
+        ("aria_text", {"moe_num_shared_experts": 0, "num_hidden_layers": 2, "moe_topk": 3}),
+        ("fuyu", {"patch_size": 16, "num_channels": 1}),
+        # RoCBert without the shape input, or without map_inputs_layer
+        ("roc_bert", {"enable_shape": False, "num_hidden_layers": 2}),
+        ("roc_bert", {"concat_input": False, "num_hidden_layers": 2}),
+        # MiMo-V2-Flash: sliding layers with twice the key/value heads and sinks, narrower values
+        (
+            "mimo_v2_flash",
+            {
+                "num_hidden_layers": 4,
+                "n_routed_experts": 8,
+                "v_head_dim": 64,
+                "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+                "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+            },
+        ),
+        # Gemma 4 without per_layer_config: the config class gives full-attention layers global_head_dim
+        (
+            "gemma4_text",
+            {
+                "per_layer_config": None,
+                "global_head_dim": 384,
+                "num_hidden_layers": 6,
+                "layer_types": [
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                ],
+            },
+        ),
+        (
+            "gemma4_unified_text",
+            {
+                "per_layer_config": None,
+                "num_hidden_layers": 6,
+                "layer_types": [
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                    "sliding_attention",
+                    "sliding_attention",
+                    "full_attention",
+                ],
+            },
+        ),
+        # RemBERT's decoupled input and output embedding widths
+        ("rembert", {"input_embedding_size": 128, "output_embedding_size": 512, "num_hidden_layers": 2}),
+        # CPM-Ant's prompt rows, segment table and shared relative position bias at other sizes
+        (
+            "cpmant",
+            {
+                "prompt_types": 4,
+                "prompt_length": 8,
+                "segment_types": 6,
+                "num_hidden_layers": 2,
+                "position_bias_num_buckets": 64,
+            },
+        ),
+        # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
+        (
+            "deepseek_v32",
+            {
+                "num_hidden_layers": 4,
+                "first_k_dense_replace": 1,
+                "mlp_layer_types": None,
+                "layer_types": None,
+                "n_routed_experts": 8,
+                "index_n_heads": 8,
+                "index_head_dim": 64,
+            },
+        ),
+    ],
+)
+def test_variant_configs_match_transformers(model_type: str, overrides: dict[str, Any]) -> None:
+    # settings the default configs leave off are counted as transformers builds them
+    config = default_config(model_type)
+    assert config is not None
+    config.update(overrides)
+    config = {key: value for key, value in config.items() if value is not None}
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_per_layer_head_counts_are_refused_by_entry() -> None:
+    config = default_config("laguna")
+    assert config is not None
+    config["num_attention_heads_per_layer"] = [48] * (config["num_hidden_layers"] - 1) + [32]
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "laguna")
+    assert error.value.field == f"num_attention_heads_per_layer[{config['num_hidden_layers'] - 1}]"
+
+
+def test_adaptive_softmax_xlm_is_refused_and_force_lifts_it() -> None:
+    config = default_config("xlm")
+    assert config is not None
+    config["asm"] = True
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "xlm")
+    assert error.value.field == "asm"
+    forced = spec_from_config(config, "xlm", force=True)
+    assert forced.approximations[0].startswith(
+        "force: asm=True: the adaptive-softmax output layer is not modelled"
+    )
+
+
+def test_per_layer_overrides_beyond_attention_widths_are_refused() -> None:
+    config = default_config("gemma4_text")
+    assert config is not None
+    config["per_layer_config"] = {"05": {"head_dim": 512, "intermediate_size": 4096}}
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "gemma4_text")
+    assert error.value.field == "per_layer_config.05.intermediate_size"

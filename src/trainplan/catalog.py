@@ -128,13 +128,14 @@ def find_model_record(name: str) -> ModelRecord | None:
     return _model_index().get(normalise(name))
 
 
-def resolve_model(reference: str) -> ModelSpec:
-    """A catalog name, a path to a config.json (or its folder), or a Hub id -> ModelSpec."""
+def resolve_model(reference: str, force: bool = False) -> ModelSpec:
+    """A catalog name, a path to a config.json (or its folder), or a Hub id -> ModelSpec; `force`
+    reads a refused architecture with the closest modelled reading (labelled approximate)."""
     record = find_model_record(reference)
     if record is not None:
         return catalog_spec(record.name)
     config, name, source = model_config(reference)
-    return spec_from_config(config, name, source)
+    return spec_from_config(config, name, source, force=force)
 
 
 @cache

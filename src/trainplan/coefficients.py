@@ -174,7 +174,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     states = (
         recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
     )
-    head_matrix = model.vocab_size * model.hidden_size
+    head_matrix = model.vocab_size * model.head_width
     kbit_bytes = 0.0  # what prepare_model_for_kbit_training's fp32 casts add
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes

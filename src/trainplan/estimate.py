@@ -58,7 +58,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     """
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
-    spec = model if model is not None else resolve_model(scenario.model)
+    spec = model if model is not None else resolve_model(scenario.model, scenario.force)
     shape = sample_shape(spec, scenario)
     gpu = find_gpu(scenario.gpu)
     check_layout(scenario, spec)
@@ -215,7 +215,7 @@ def _fsdp_notes(scenario: Scenario) -> list[str]:
 def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coefficients) -> list[str]:
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.recipe
-    notes = []
+    notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
     notes.extend(_fsdp_notes(scenario))

@@ -44,6 +44,11 @@ _FIELDS = {
     "pooler", "cross_attention", "sinusoidal_positions",
     "layer_vectors",
     "mixer", "ffn_width", "attention_output_gate", "attention_head_gate", "text_only", "lift",
+    "model_vectors", "indexer", "output_gate", "heads_per_layer",  # variant rows
+    "token_types", "head_transform", "language_adapters", "glyph_embeddings",  # BERT-style variants
+    "embedding_widths",
+    "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
+    "value_head_dim", "sliding_layers", "per_layer_inputs", "full_layer_overrides", "unindexed_layers",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 
@@ -75,10 +80,13 @@ class Family:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A model type transformers ships whose layout is not modelled, and why."""
+    """A model type transformers ships whose layout is not modelled, and why; `closest` is the
+    modelled model type whose reading stands in for it under `force` (a rule; "" for the
+    Llama-style keys)."""
 
     model_type: str
     reason: str
+    closest: Any = ""
 
 
 def resolve(rule: Any, cfg: Mapping[str, Any]) -> Any:
@@ -122,11 +130,19 @@ def _table() -> tuple[dict[str, Family], dict[str, Refusal]]:
             families[model_type] = family
     refusals: dict[str, Refusal] = {}
     for index, raw in enumerate(data["refused"]):
-        _require(raw, ("reason", "model_types"), {"reason", "model_types"}, f"refused[{index}]")
+        _require(raw, ("reason", "model_types"), {"reason", "model_types", "closest"}, f"refused[{index}]")
         for model_type in raw["model_types"]:
             if model_type in families or model_type in refusals:
                 raise RuntimeError(f"architectures.yaml: {model_type!r} is listed twice")
-            refusals[model_type] = Refusal(str(model_type), str(raw["reason"]))
+            refusals[model_type] = Refusal(str(model_type), str(raw["reason"]), raw.get("closest") or "")
+    for item in refusals.values():  # every stand-in a rule can name must be a modelled type
+        rule = item.closest
+        named = [rule] if isinstance(rule, str) else [*rule.get("map", {}).values(), rule.get("otherwise")]
+        for name in named:
+            if name and name not in families:
+                raise RuntimeError(
+                    f"architectures.yaml: {item.model_type!r} closest {name!r} is not modelled"
+                )
     return families, refusals
 
 

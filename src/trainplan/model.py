@@ -19,6 +19,7 @@ QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 # SSM projections, and those of the linear-attention / short-convolution mixers (`LinearMixer`)
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out", "mixer_in", "mixer_gate", "mixer_out"})
+INDEXER_ROLES = frozenset({"indexer"})  # DeepSeek sparse attention's lightning indexer (not "attention")
 EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer and MLP (Zamba2)
 # Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, condition
 # embedders, a fused attention+MLP output, the output projection. Convolutions (role "conv",
@@ -71,6 +72,12 @@ class Attention:
     output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the output (Qwen3-Next)
     head_gate: bool = False  # a g_proj h -> heads gates each head's output (Ling 3.0, LFM3)
     input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)
+    index_heads: int = 0  # DeepSeek sparse attention's indexer: its heads (0: no indexer)
+    index_head_dim: int = 0
+    gate_size: int = 0  # gated attention: width of the output-gate projection (heads, or all q channels)
+    gate_bias: bool = False  # a learned gate bias per head (Beam)
+    gate_name: str = "gate_proj"
+    k_bias: bool = True  # with qkv_bias: False where k_proj alone has none (Whisper)
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -97,6 +104,7 @@ class Mlp:
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
     shared_expert_gate: bool = False
+    shared_bias: bool = False  # biased shared experts beside bias-free routed ones (ERNIE 4.5 with use_bias)
     router_bias: bool = False
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
@@ -346,6 +354,8 @@ class ModelSpec:
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
     frozen: tuple[FrozenComponent, ...] = ()  # a pipeline's VAE and text encoders, not in the counts
+    embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
+    head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
 
     @property
     def num_layers(self) -> int:
@@ -353,10 +363,22 @@ class ModelSpec:
         return sum(block.count for block in self.blocks)
 
     @property
+    def embedding_width(self) -> int:
+        """Width of the token embedding and of a head tied to it: `embedding_size` when the model
+        factorises its embedding (projected to the hidden size), else the hidden size."""
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def head_width(self) -> int:
+        """Width of the vectors the LM head maps to the vocabulary: the embedding width, or
+        `head_size` where an untied head reads a width of its own (RemBERT)."""
+        return self.head_size or self.embedding_width
+
+    @property
     def norm_params(self) -> int:
         """Parameters of one hidden-size norm: weight, plus bias for LayerNorm; none when the norm
         has no affine parameters (OLMo's non-parametric LayerNorm)."""
-        return self.hidden_size * {"layernorm": 2, "parameter-free": 0}.get(self.norm, 1)
+        return norm_param_count(self.norm, self.hidden_size)
 
     @property
     def attention_heads(self) -> tuple[int, int]:
@@ -376,6 +398,12 @@ class ModelSpec:
             if block.mixer is not None:
                 return block.mixer.num_heads, block.mixer.num_key_heads or block.mixer.num_heads
         raise AssertionError("a model has attention or SSM layers")
+
+
+def norm_param_count(norm: str, width: int) -> int:
+    """Parameters of one norm over `width` channels: RMSNorm (and LayerNorm without bias) a
+    weight, LayerNorm a weight and a bias, a parameter-free norm none."""
+    return width * {"layernorm": 2, "parameter-free": 0}.get(norm, 1)
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -400,18 +428,28 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             Linear("kv_b_proj", "kv_b", attention.kv_lora_rank, heads * (nope + v_dim)),
             Linear(o_name, "o", heads * v_dim, hidden_size, attention.out_bias),
         ]
-        return linears + _head_gate(attention, hidden_size)
-    out = Linear(o_name, "o", q, hidden_size, attention.out_bias)
+        if attention.gate_size:  # a gated MLA output (dots3's per-head g_proj)
+            linears.insert(-1, Linear(attention.gate_name, "attn_gate", hidden_size, attention.gate_size))
+        return linears + _head_gate(attention, hidden_size) + indexer_linears(attention, hidden_size)
+    v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
+    out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)
+    # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
+    # multiplied by an activation of gate_proj(x), one gate per head or per channel
+    gate = (
+        [Linear(attention.gate_name, "attn_gate", width, attention.gate_size)] if attention.gate_size else []
+    )
     if attention.fused_qkv:
         return [
-            Linear(attention.fused_qkv, "qkv", width, q + 2 * kv, bias),
+            Linear(attention.fused_qkv, "qkv", width, q + kv + v, bias),
+            *gate,
             out,
             *_head_gate(attention, width),
         ]
     return [
         Linear(q_name, "q", width, 2 * q if attention.output_gate else q, bias),
-        Linear(k_name, "k", width, kv, bias),
-        Linear(v_name, "v", width, kv, bias),
+        Linear(k_name, "k", width, kv, bias and attention.k_bias),
+        Linear(v_name, "v", width, v, bias),
+        *gate,
         out,
         *_head_gate(attention, width),
     ]
@@ -422,10 +460,25 @@ def _head_gate(attention: Attention, width: int) -> list[Linear]:
     return [Linear("g_proj", "attn_gate", width, attention.num_heads)] if attention.head_gate else []
 
 
+def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
+    """The lightning indexer of DeepSeek sparse attention (DeepSeek-V3.2-Exp report, sec. 2.1;
+    transformers' DeepseekV32Indexer): wq_b from the query latent to index_heads x index_head_dim,
+    wk from the hidden state to one index_head_dim key, weights_proj to one weight per index head."""
+    if not attention.index_heads:
+        return []
+    dim, heads = attention.index_head_dim, attention.index_heads
+    return [
+        Linear("indexer.wq_b", "indexer", attention.q_lora_rank, heads * dim),
+        Linear("indexer.wk", "indexer", hidden_size, dim),
+        Linear("indexer.weights_proj", "indexer", hidden_size, heads),
+    ]
+
+
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head."""
+    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
+    params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
         params += 2 * attention.head_dim * per_norm
@@ -433,7 +486,7 @@ def attention_extra_params(attention: Attention) -> int:
         params += (attention.q_size + attention.kv_size) * per_norm
     if attention.kind == "mla":
         params += attention.kv_lora_rank + attention.q_lora_rank
-    return params
+    return params + 2 * attention.index_head_dim
 
 
 def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
@@ -446,24 +499,31 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
-        linears += _ffn(mlp, hidden_size, shared, 1, False, names)
+        linears += _ffn(mlp, hidden_size, shared, 1, False, names, mlp.bias or mlp.shared_bias)
     if mlp.shared_expert_gate:
         linears.append(Linear("shared_expert_gate", "router", hidden_size, 1))
     return linears
 
 
 def _ffn(
-    mlp: Mlp, hidden: int, inner: int, copies: int, expert: bool, names: tuple[str, str, str]
+    mlp: Mlp,
+    hidden: int,
+    inner: int,
+    copies: int,
+    expert: bool,
+    names: tuple[str, str, str],
+    bias: bool | None = None,
 ) -> list[Linear]:
     gate_name, up_name, down_name = names
-    down = Linear(down_name, "down", inner, hidden, mlp.bias, copies, expert)
+    bias = mlp.bias if bias is None else bias
+    down = Linear(down_name, "down", inner, hidden, bias, copies, expert)
     if not mlp.gated:
-        return [Linear(up_name, "up", hidden, inner, mlp.bias, copies, expert), down]
+        return [Linear(up_name, "up", hidden, inner, bias, copies, expert), down]
     if mlp.fused_gate_up:
-        return [Linear(up_name, "gate_up", hidden, 2 * inner, mlp.bias, copies, expert), down]
+        return [Linear(up_name, "gate_up", hidden, 2 * inner, bias, copies, expert), down]
     return [
-        Linear(gate_name, "gate", hidden, inner, mlp.bias, copies, expert),
-        Linear(up_name, "up", hidden, inner, mlp.bias, copies, expert),
+        Linear(gate_name, "gate", hidden, inner, bias, copies, expert),
+        Linear(up_name, "up", hidden, inner, bias, copies, expert),
         down,
     ]
 

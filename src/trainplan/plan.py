@@ -353,7 +353,7 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     # a request built in code is held to the same declarations as one read from options
     plan_option("objective", request.objective)
     plan_option("max_gpus", str(request.max_gpus))
-    spec = model if model is not None else resolve_model(request.base.model)
+    spec = model if model is not None else resolve_model(request.base.model, request.base.force)
     sample_shape(spec, request.base)
     if spec.kind != "llm" and request.target_global_tokens:
         raise InputError(

@@ -30,7 +30,7 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
 def params_line(result: Estimate) -> str:
     """'Trainable 6.82M of 8.03B params (0.08% of base)'."""
     params = result.params
-    approx = " (approximate: MLP width not in the config)" if result.approximations else ""
+    approx = " (approximate: see the notes)" if result.approximations else ""
     return (
         f"Trainable {format_count(params.trainable)} of {format_count(params.total)} params "
         f"({format_percent(params.trainable_fraction)} of base){approx}"

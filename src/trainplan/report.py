@@ -241,6 +241,10 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     console.print(table)
     for line in explain(result):
         console.print(line)
+    for note in (
+        result.plans[0].estimate.approximations if result.plans else ()
+    ):  # one model, one set of notes
+        console.print(f"[yellow]approximate:[/] {note}")
 
 
 def print_regions(query: str, as_json: bool) -> None:

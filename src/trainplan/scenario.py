@@ -130,6 +130,14 @@ class Scenario:
             "send the config.json contents as `model_config` instead",
         ),
     )
+    force: bool = _field(
+        False,
+        FieldInfo(
+            "estimate a model whose architecture is refused (not modelled) with the closest modelled "
+            "reading; the result is labelled approximate and names the reason",
+            kind="bool",
+        ),
+    )
     method: str = _field("lora", FieldInfo("what is trained", METHODS))
     recipe: str | None = _field(
         None,

@@ -20,7 +20,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.families import GENERIC, Family, find_family, refusal, supported_model_types
+from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
+from trainplan.hf.additions import (
+    head_transform,
+    layer_type_attention,
+    layer_vectors,
+    model_vectors,
+    patch_projection,
+    per_layer_attention,
+    per_layer_inputs,
+)
 from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
@@ -33,7 +42,7 @@ from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
-from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
+from trainplan.model import Block, ExtraComponent, ModelSpec
 
 __all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
@@ -83,45 +92,92 @@ def _lifted(cfg: Mapping[str, Any], rule: Mapping[str, Mapping[str, str]]) -> Ma
     return lifted
 
 
-def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
-    """Build the ModelSpec of a Hugging Face config.json dict."""
+def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "", force: bool = False) -> ModelSpec:
+    """Build the ModelSpec of a Hugging Face config.json dict.
+
+    A config whose layout is not modelled is refused; with `force` it is read with the closest
+    modelled reading instead, and the spec carries the refusal as an approximation note."""
+    try:
+        spec, forced = _spec_and_notes(cfg, name, source, force)
+    except ConfigError as error:
+        if not force or error.field == "config":
+            raise
+        raise ConfigError(
+            error.field,
+            f"{error.message} (force: the closest modelled reading cannot read this config either)",
+        ) from None
+    if not forced:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, approximations=(*forced, *spec.approximations))
+
+
+def _spec_and_notes(
+    cfg: Mapping[str, Any], name: str, source: str, force: bool
+) -> tuple[ModelSpec, list[str]]:
+    """The spec, and the notes of what `force` read in place of a refusal."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", "config.json must be a JSON object")
     if "_class_name" in cfg:
-        return denoiser_spec(cfg, name, source)
+        return denoiser_spec(cfg, name, source), []
     model_type = str(cfg.get("model_type", "")).lower()
     if model_type == "vjepa2":
-        return vjepa2_spec(cfg, name, source)
+        return vjepa2_spec(cfg, name, source), []
     listed = find_family(model_type) is not None or refusal(model_type) is not None
     t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed
     if model_type in ("t5", "mt5", "umt5") or t5_like:
-        return t5_spec(cfg, name, source)
-    if refusal(model_type) is not None:
-        family_of(model_type, cfg)  # a multimodal wrapper we do not model: refused by its own type
+        return t5_spec(cfg, name, source), []
     text = language_config(cfg)
     text_type = str(text.get("model_type", model_type)).lower()
     if text_type == "gemma3" and text is not cfg:
         text_type = "gemma3_text"
     if not text_type and "n_embd" in cfg and "n_layer" in cfg:
         text_type = "gpt2"  # GPT-2's own keys without a model_type
-    family = family_of(text_type, text)
+    forced: list[str] = []
+    if refusal(model_type) is not None and text_type != model_type:
+        # a multimodal wrapper we do not model: refused by its own type, or under force its
+        # language model read alone
+        _, why = forced_family(model_type, cfg, force)
+        forced.append(f"force: {why}; its language model ({text_type or 'text_config'}) is read alone")
+    family, why = forced_family(text_type, text, force)
+    if why:
+        reading = f"the {family.name} reading" if family is not GENERIC else "the Llama-style keys"
+        forced.append(f"force: {why}; estimated with {reading}, so every figure is approximate")
     if family.row.get("reader") == "zamba2":
-        return zamba2_spec(text, name, source, family)
+        return zamba2_spec(text, name, source, family), forced
     if family.row.get("reader") == "gpt2":
-        return gpt2_spec(cfg, name, source, family)
+        return gpt2_spec(cfg, name, source, family), forced
     if family.row.get("reader") == "bert":
-        return bert_spec(text, name, source, family)
+        return bert_spec(text, name, source, family), forced
     if family.row.get("reader") == "bart":
-        return bart_spec(text, name, source, family)
+        return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":
-        return rwkv_spec(text, name, source, family)
+        return rwkv_spec(text, name, source, family), forced
     spec = _decoder(text, name, source, family)
     if text is not cfg and flag(family, "text_only", cfg):
-        return spec  # the causal LM of this multimodal wrapper has no vision tower
-    extras = vision_extras(cfg, spec.hidden_size)
+        return spec, forced  # the causal LM of this multimodal wrapper has no vision tower
+    wrapper = find_family(model_type)
+    if wrapper is not None and wrapper.row.get("language_only") and text is not cfg:
+        note = (
+            f"{model_type}: transformers' causal-LM class builds the language model ({text_type}) alone; "
+            "its other modalities' encoders (vision_config, audio_config) are not counted, though a "
+            "multimodal fine-tune also holds them"
+        )
+        return _with_notes(spec, note), forced
+    patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
+    if patches:
+        return _with_extras(spec, [patch_projection(cfg, patches, spec.hidden_size)], "text+vision"), forced
+    extras = vision_extras(cfg, spec.hidden_size) if not forced else []
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
-    return spec
+    return spec, forced
+
+
+def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, notes=(*spec.notes, note))
 
 
 def _with_extras(spec: ModelSpec, extras: list[ExtraComponent], modality: str) -> ModelSpec:
@@ -142,17 +198,45 @@ _UNMODELLED_SIGNALS = (
 )  # fmt: skip
 
 
+def forced_family(model_type: str, cfg: Mapping[str, Any], force: bool) -> tuple[Family, str]:
+    """The family that reads this config, and "" -- or, when the layout is refused and `force`
+    is set, the closest modelled family and why the config was refused."""
+    try:
+        return family_of(model_type, cfg), ""
+    except ConfigError as error:
+        if not force:
+            raise
+        refused = refusal(model_type)
+        closest = str(resolve(refused.closest, cfg) or "") if refused else model_type
+        family = find_family(closest) or GENERIC
+        if refused is not None:
+            why = f"model_type {model_type!r} is not modelled ({refused.reason})"
+        elif family is not GENERIC:  # a modelled family's setting that it does not model
+            why = f"{error.field}={error.message.removesuffix(f'. Or {FORCE_HINT}')}"
+        else:
+            why = f"{error.field}={cfg.get(error.field)!r} names a layout the generic reading does not model"
+        return family, why
+
+
+#: How a refusal tells the user the way around it (the scenario's `force` field).
+FORCE_HINT = "set force to estimate it with the closest modelled reading, labelled approximate"
+
+
 def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
     """The architecture family that reads this config; ConfigError when it is not modelled."""
     family = find_family(model_type)
     if family is not None:
+        for key, why in (family.row.get("refuse_when") or {}).items():
+            if cfg.get(key):  # a setting of a modelled family that changes its layout
+                raise ConfigError(key, f"{cfg[key]!r}: {why} ({family.name}). Or {FORCE_HINT}")
         return family
     refused = refusal(model_type)
     if refused is not None:
         raise ConfigError(
             "model_type",
             f"{model_type!r} is not modelled: {refused.reason}. Supported model types: "
-            + ", ".join(supported_model_types()),
+            + ", ".join(supported_model_types())
+            + f". Or {FORCE_HINT}",
         )
     for key in _UNMODELLED_SIGNALS:
         if cfg.get(key) not in (None, False):
@@ -160,7 +244,7 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
                 key,
                 f"{key}={cfg[key]!r} in a config of unknown model_type {model_type or '(none)'!r} "
                 "names a layout the generic (Llama-style) reading does not model; supported model "
-                "types: " + ", ".join(supported_model_types()),
+                "types: " + ", ".join(supported_model_types()) + f". Or {FORCE_HINT}",
             )
     return GENERIC
 
@@ -179,30 +263,45 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         )
     uses = {part for kind in kinds for part in kind}
     attention = attention_module(cfg, family, hidden) if "attention" in uses else None
+    if attention is not None and attention.index_heads:
+        approximations.append(
+            "DeepSeek sparse attention: the indexer's weights are counted exactly; it runs under no_grad "
+            "(transformers), so it saves no activations, and its projections are counted at training "
+            "FLOPs while its key scoring is left out; attention is counted over all keys, as the "
+            "masked eager/SDPA path computes it"
+        )
     ssm = ssm_mixer(cfg, family, hidden) if "ssm" in uses else None
     mixer = linear_mixer(cfg, family, hidden) if "mixer" in uses else None
     dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
-    vectors = _layer_vectors(family, hidden, attention, dense)
-    moe_norms = int((family.row.get("moe") or {}).get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
+    vectors = layer_vectors(family, cfg, hidden, attention, dense)
+    moe_rule: Mapping[str, Any] = family.row.get("moe") or {}
+    moe_norms = int(moe_rule.get("extra_norms", 0))  # A.X-K1's post_mlp_layernorm
+    # a learned score-correction bias per expert (ERNIE 4.5; a buffer, not a parameter, elsewhere)
+    moe_vectors = moe.num_experts if moe is not None and moe_rule.get("score_bias") else 0
+    variants = layer_type_attention(
+        cfg, family, per_layer_attention(cfg, family, hidden, attention), attention
+    )
+    inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
     blocks: list[Block] = []
-    for kind in kinds:
+    for index, kind in enumerate(kinds):
         block = Block(
             1,
-            attention=attention if "attention" in kind else None,
+            attention=variants.get(index, attention) if "attention" in kind else None,
             mlp=dense if "dense" in kind else moe if "moe" in kind else None,
-            norms=norms + (moe_norms if "moe" in kind else 0),
+            norms=norms + inputs_norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
             mixer=mixer if "mixer" in kind else None,
             parallel=parallel,
-            extra_params=vectors,
+            linears=inputs_linears,
+            extra_params=vectors + (moe_vectors if "moe" in kind else 0),
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
                                ssm=block.ssm, mixer=block.mixer, parallel=parallel,
-                               extra_params=vectors)  # fmt: skip
+                               linears=block.linears, extra_params=block.extra_params)  # fmt: skip
         else:
             blocks.append(block)
     return ModelSpec(
@@ -216,29 +315,12 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_norms=int(family.setting("final_norms", cfg, 1)),
         learned_positions=_positions(cfg, family),
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
+        extras=model_vectors(family, cfg, hidden, attention, dense)
+        + head_transform(family, cfg, hidden)
+        + inputs_extras,
         approximations=tuple(approximations),
         source=source,
     )
-
-
-#: Glossary widths a row's `layer_vectors` may name.
-_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim")
-
-
-def _layer_vectors(family: Family, hidden: int, attention: Attention | None, dense: Mlp | None) -> int:
-    """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
-    `layer_vectors` (width name -> how many): BitNet's sub-layer norms (one of hidden size, one of
-    intermediate size), DiffLlama's four lambda vectors of head_dim."""
-    rule: Mapping[str, int] = family.row.get("layer_vectors") or {}
-    widths = {
-        "hidden_size": hidden,
-        "intermediate_size": dense.intermediate_size if dense else 0,
-        "head_dim": attention.head_dim if attention else 0,
-    }
-    for width in rule:
-        if width not in _VECTOR_WIDTHS:
-            raise RuntimeError(f"architectures.yaml {family.name}: layer_vectors width {width!r} is unknown")
-    return sum(int(count) * widths[width] for width, count in rule.items())
 
 
 def _same_layer(a: Block, b: Block) -> bool:

@@ -4,7 +4,8 @@ Module tree (transformers 5.24 models/bart/modeling_bart.py, `BartDecoder`): tok
 a learned position table of `max_position_embeddings + offset` rows (BART's offset is 2) or a
 frozen sinusoidal table (Pegasus, Marian: an `nn.Embedding` built with `_freeze=True`), optional
 LayerNorms after the embedding and after the last layer (`final_norms` counts both); per layer
-biased q/k/v/out self-attention and its LayerNorm, the same for the cross-attention over the
+biased q/k/v/out self-attention (BigBird-Pegasus' decoder has no attention biases, Whisper's
+k_proj none) and its LayerNorm, the same for the cross-attention over the
 encoder output (absent in BioGPT, which has no encoder), biased fc1/fc2 and a final LayerNorm;
 the LM head is tied to the embedding.
 """
@@ -29,8 +30,9 @@ def bart_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) ->
         num_kv_heads=heads,
         head_dim=hidden // heads,
         v_head_dim=hidden // heads,
-        qkv_bias=True,
-        out_bias=True,
+        qkv_bias=flag(family, "qkv_bias", cfg, True),
+        out_bias=flag(family, "out_bias", cfg, True),
+        k_bias=flag(family, "k_bias", cfg, True),
         names=("q_proj", "k_proj", "v_proj", "out_proj"),
     )
     mlp = Mlp(

@@ -118,18 +118,22 @@ def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> N
     values = cfg.get("layer_types")
     if not isinstance(values, list):
         return
+    # a sparse-attention family's indexed layers are softmax attention over the selected keys
+    modelled = ATTENTION_LAYER_KINDS + tuple((family.row.get("indexer") or {}).get("layer_kinds", ()))
     for index, value in enumerate(values):
-        if value not in ATTENTION_LAYER_KINDS:
+        if value not in modelled:
             raise ConfigError(
                 f"layer_types[{index}]",
-                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(ATTENTION_LAYER_KINDS),
+                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(modelled),
             )
     if len(values) != layers:
         raise ConfigError("layer_types", f"lists {len(values)} layers, the model has {layers}")
 
 
 def num_experts(cfg: Mapping[str, Any]) -> int:
-    return get_int(cfg, "num_local_experts", "n_routed_experts", "num_experts", default=0, minimum=0)
+    return get_int(
+        cfg, "num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts", default=0, minimum=0
+    )
 
 
 #: `mlp_layer_types` values: is the layer's MLP the mixture of experts?
@@ -154,13 +158,18 @@ def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
         return _MLP_KINDS[kinds[index]]
     if "layers_key" in rule and isinstance(cfg.get(rule["layers_key"]), list):
         return index in cfg[rule["layers_key"]]
+    if "range" in rule:  # ERNIE 4.5: every interval-th layer from the start index to the end index
+        keys = rule["range"]
+        start = get_int(cfg, keys["start"], minimum=0)
+        end = get_int(cfg, keys["end"], minimum=0)
+        return start <= index <= end and (index + 1) % get_int(cfg, keys["interval"]) == 0
     if "period" in rule:
         period = get_int(cfg, rule["period"])
         return index % period == get_int(cfg, rule["offset"], minimum=0)
     if "step" in rule:
         step = get_int(cfg, rule["step"])
         return (index + 1) % step == 0
-    first_dense = get_int(cfg, "first_k_dense_replace", default=0, minimum=0)
+    first_dense = get_int(cfg, rule.get("first_dense_key", "first_k_dense_replace"), default=0, minimum=0)
     step = get_int(cfg, "decoder_sparse_step", "moe_layer_freq", default=1)
     mlp_only = set(cfg.get("mlp_only_layers") or [])
     return index >= first_dense and index not in mlp_only and (index + 1) % step == 0

@@ -28,13 +28,19 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     attention_bias = bool(cfg.get("attention_bias", False))
     qkv_bias = flag(family, "qkv_bias", cfg, attention_bias)
     out_bias = flag(family, "out_bias", cfg, attention_bias)
+    gate: Mapping[str, Any] = family.row.get("output_gate") or {}
+    gate_per = str(resolve(gate.get("per"), cfg))
+    gate_bias = bool(resolve(gate.get("bias", False), cfg))
+    gate_name = str(gate.get("name", "gate_proj"))
     if family.row.get("attention") == "mla" and "kv_lora_rank" in cfg:
         rope = get_int(cfg, "qk_rope_head_dim")
+        index_heads, index_dim = _indexer(cfg, family)
+        v_dim = get_int(cfg, "v_head_dim")
         return Attention(
             num_heads=heads,
             num_kv_heads=heads,
             head_dim=get_int(cfg, "qk_nope_head_dim") + rope,
-            v_head_dim=get_int(cfg, "v_head_dim"),
+            v_head_dim=v_dim,
             kind="mla",
             qkv_bias=qkv_bias,
             out_bias=out_bias,
@@ -42,13 +48,20 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             kv_lora_rank=get_int(cfg, "kv_lora_rank"),
             rope_head_dim=rope,
             head_gate=flag(family, "attention_head_gate", cfg),
+            index_heads=index_heads,
+            index_head_dim=index_dim,
+            gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),
+            gate_bias=gate_bias,
+            gate_name=gate_name,
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
+    _check_uniform_heads(cfg, family, heads)
+    value_key = family.row.get("value_head_dim")  # values narrower than keys (MiMo-V2-Flash)
     return Attention(
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        v_head_dim=head_dim,
+        v_head_dim=get_int(cfg, value_key, default=head_dim) if value_key else head_dim,
         qkv_bias=qkv_bias,
         out_bias=out_bias,
         fused_qkv=_optional_name(family.setting("fused_qkv", cfg, None)),
@@ -59,7 +72,26 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         output_gate=flag(family, "attention_output_gate", cfg),
         head_gate=flag(family, "attention_head_gate", cfg),
         names=tuple(names),
+        gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
+        gate_bias=gate_bias,
+        gate_name=gate_name,
     )
+
+
+def _check_uniform_heads(cfg: Mapping[str, Any], family: Family, heads: int) -> None:
+    """A per-layer head-count list (the row's `heads_per_layer` key) must repeat the model's head
+    count: layers of different widths are not modelled."""
+    key = family.row.get("heads_per_layer")
+    values = cfg.get(key) if key else None
+    if not isinstance(values, list):
+        return
+    for index, value in enumerate(values):
+        if value != heads:
+            raise ConfigError(
+                f"{key}[{index}]",
+                f"{value!r} heads where num_attention_heads is {heads}: "
+                "per-layer head counts are not modelled",
+            )
 
 
 _MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
@@ -121,6 +153,8 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         "moe_top_k",
         "top_k",
         "num_experts_per_token",
+        "moe_k",
+        "moe_topk",
         default=default_top_k or MISSING,
     )
     if top_k > experts:
@@ -135,7 +169,9 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         moe_inner = get_int(cfg, *inner_keys, default=dense.intermediate_size)
     else:
         moe_inner = get_int(cfg, *inner_keys, *family.key("intermediate_size"))
-    shared_count = get_int(cfg, "n_shared_experts", "num_shared_experts", default=0, minimum=0)
+    shared_count = get_int(
+        cfg, "n_shared_experts", "num_shared_experts", "moe_num_shared_experts", default=0, minimum=0
+    )
     shared_inner = moe_inner
     shared_key = rule.get("shared_size_key", "shared_expert_intermediate_size")
     if cfg.get(shared_key):
@@ -152,6 +188,7 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         shared_intermediate_size=shared_inner,
         shared_expert_gate=bool(rule.get("shared_expert_gate", False)) and shared_count > 0,
         bias=bool(resolve(rule.get("expert_bias", False), cfg)),
+        shared_bias=bool(resolve(rule.get("shared_bias", False), cfg)),
         router_bias=bool(resolve(rule.get("router_bias", False), cfg)),
         names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
@@ -258,6 +295,25 @@ def _projections(rule: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
     if value not in DELTANET_PROJECTIONS:
         raise RuntimeError(f"architectures.yaml: mixer projections {value!r} is unknown")
     return value
+
+
+def _indexer(cfg: Mapping[str, Any], family: Family) -> tuple[int, int]:
+    """(heads, head_dim) of the DSA indexer the row's `indexer` rule names, (0, 0) without one.
+    Every layer must have its own indexer: layers that reuse another's (`indexer_types: shared`)
+    are refused by name."""
+    rule: Mapping[str, Any] | None = family.row.get("indexer")
+    if not rule:
+        return 0, 0
+    kinds = cfg.get("indexer_types")
+    if isinstance(kinds, list):
+        for index, kind in enumerate(kinds):
+            if kind != "full":
+                raise ConfigError(
+                    f"indexer_types[{index}]", f"indexer kind {kind!r} is not modelled; modelled: full"
+                )
+    if not get_int(cfg, "q_lora_rank", default=0, minimum=0):
+        raise ConfigError("q_lora_rank", "the sparse-attention indexer reads the query latent: must be >= 1")
+    return get_int(cfg, rule["heads"]), get_int(cfg, rule["head_dim"])
 
 
 def _optional_name(value: object) -> str | None:

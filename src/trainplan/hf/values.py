@@ -30,7 +30,8 @@ def get(cfg: Mapping[str, Any], *keys: str, default: Any = MISSING) -> Any:
 # layers or a width of 1e154 is refused, not computed). A glossary field's bound covers every key
 # any family reads it from; keys not listed share the last bound.
 _LIMITS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
-    ("layer count", 4_096, ("num_layers", "num_decoder_layers", "first_k_dense_replace",
+    ("layer count", 4_096, ("num_layers", "num_decoder_layers", "first_k_dense_replace", "num_dense_layers",
+                            "moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval",
                             "decoder_sparse_step", "moe_layer_freq", "num_single_layers",
                             "layers_per_block", "num_res_blocks", "pred_num_hidden_layers")),
     ("width", 1_048_576, ("hidden_size", "intermediate_size", "head_dim", "n_inner", "d_ff", "d_kv",
@@ -39,7 +40,8 @@ _LIMITS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("head count", 65_536, ("num_heads", "num_kv_heads")),
     ("vocabulary", 16_777_216, ("vocab_size",)),
     ("expert count", 65_536, ("num_local_experts", "n_routed_experts", "num_experts", "n_shared_experts",
-                              "num_experts_per_tok", "moe_top_k", "top_k")),
+                              "num_experts_per_tok", "moe_top_k", "top_k",
+                              "moe_num_experts", "moe_k", "moe_topk", "moe_num_shared_experts")),
     ("image size", 65_536, ("image_size", "patch_size", "num_channels")),
     ("integer", 2**31, ()),
 )  # fmt: skip

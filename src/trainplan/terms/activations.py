@@ -95,16 +95,24 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
     """(projections + rope + kernel inputs and output, scores per key) bytes per token."""
     a = mode.activation_bytes
     q, kv = attention.q_size, attention.kv_size
-    v_width = attention.num_heads * attention.v_head_dim if attention.kind == "mla" else kv
+    v_width = (
+        attention.num_heads if attention.kind == "mla" else attention.num_kv_heads
+    ) * attention.v_head_dim
     names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
+    names += [attention.gate_name] if attention.gate_size else []
     if attention.kind == "mla":
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
+        names += [attention.gate_name] if attention.gate_size else []
         latent = attention.q_lora_rank + attention.kv_lora_rank
         kept = _linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     else:
         kept = _linear_input(mode, attention.input_size or model.hidden_size, names)
+    if attention.gate_size:
+        # gated attention: the gate's activation output and the gated product (the out-projection's
+        # input, no longer the kernel output itself) are kept for backward
+        kept += a * (attention.gate_size + attention.num_heads * attention.v_head_dim)
     if attention.qk_norm != "none":
         kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
@@ -223,7 +231,7 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     indices, and the embedding dropout mask."""
     hidden = model.hidden_size
     final = model.final_norms * _norm_bytes(model, hidden, mode)
-    head_input = mode.activation_bytes * hidden if head_trainable else 0
+    head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = hidden if mode.dropout else 0
     return final + head_input + indices + dropout

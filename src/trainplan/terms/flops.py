@@ -97,7 +97,7 @@ def flops_per_token(
     matmul = sum(block.count * _block_matmul_active(block, model) for block in model.blocks)
     causal_context = seq_len if model.encoder_decoder else seq_len / 2
     attention = sum(block.count * _attention_core(block, causal_context) for block in model.blocks)
-    head = model.vocab_size * model.hidden_size
+    head = model.vocab_size * model.head_width
     matmul_forward = 2 * matmul
     attention_forward = attention
     head_forward = 2 * head

@@ -16,6 +16,7 @@ from trainplan.model import (
     ATTENTION_ROLES,
     DENOISER_ROLES,
     EXTRA_ROLES,
+    INDEXER_ROLES,
     MLP_ROLES,
     QUERY_VALUE_ROLES,
     SSM_ROLES,
@@ -80,15 +81,16 @@ def block_active_params(block: Block, model: ModelSpec) -> int:
 
 
 def embedding_params(model: ModelSpec) -> int:
-    """Token embedding (vocab x hidden) plus learned positions (positions x hidden)."""
-    return (model.vocab_size + model.learned_positions) * model.hidden_size
+    """Token embedding (vocab x width) plus learned positions (positions x width); the width is
+    the hidden size, or the embedding size of a factorised embedding (ELECTRA)."""
+    return (model.vocab_size + model.learned_positions) * model.embedding_width
 
 
 def head_params(model: ModelSpec) -> int:
-    """The LM head: vocab x hidden when untied, nothing extra when tied to the embedding; plus
-    a vocab-sized bias where the head has one (GPT-J, CodeGen, Phi-1/2)."""
+    """The LM head: vocab x width (the width it reads) when untied, nothing extra when tied to
+    the embedding; plus a vocab-sized bias where the head has one (GPT-J, CodeGen, Phi-1/2)."""
     bias = model.vocab_size if model.head_bias else 0
-    return bias + (0 if model.tied_embeddings else model.vocab_size * model.hidden_size)
+    return bias + (0 if model.tied_embeddings else model.vocab_size * model.head_width)
 
 
 def total_params(model: ModelSpec) -> int:
@@ -105,7 +107,7 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
 
     Presets: `qv` = query and value projections (fused qkv modules count, as peft targets the
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
-    LM head and the router (peft's "all-linear"), SSM projections included; for a diffusion or
+    LM head and the router (peft's "all-linear"), SSM and DSA-indexer projections included; for a diffusion or
     JEPA model (no LM head) every nn.Linear, convolutions left out. Explicit names
     match the module name or its last dotted part, as peft's `target_modules` does.
     """
@@ -114,7 +116,10 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return linear.role in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES | DENOISER_ROLES
+        return (
+            linear.role
+            in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES | INDEXER_ROLES | DENOISER_ROLES
+        )
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
 

@@ -27,11 +27,12 @@ MAX_REMEMBERED = 1024
 
 
 class HubLookups:
-    """The server's Hub lookups; `fetch` turns a Hub id into a spec (or raises a TrainplanError)."""
+    """The server's Hub lookups; `fetch` turns a Hub id into a spec (or raises a TrainplanError),
+    called as fetch(hub_id, True) for a forced reading of a refused architecture."""
 
     def __init__(
         self,
-        fetch: Callable[[str], ModelSpec],
+        fetch: Callable[..., ModelSpec],
         slots: int = HUB_SLOTS,
         wait_s: float = HUB_WAIT_S,
         failure_ttl_s: float = FAILURE_TTL_S,
@@ -42,12 +43,13 @@ class HubLookups:
         self._failure_ttl_s = failure_ttl_s
         self._pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="hub")
         self._lock = threading.Lock()
-        self._running: dict[str, Future[ModelSpec]] = {}
-        self._failures: dict[str, tuple[float, TrainplanError]] = {}
+        self._running: dict[tuple[str, bool], Future[ModelSpec]] = {}
+        self._failures: dict[tuple[str, bool], tuple[float, TrainplanError]] = {}
 
-    async def spec(self, hub_id: str) -> ModelSpec:
-        """The spec of `hub_id`: a cached failure is raised again, a busy server is a 503."""
-        future = self._start(hub_id)
+    async def spec(self, hub_id: str, force: bool = False) -> ModelSpec:
+        """The spec of `hub_id` (read under `force`): a cached failure is raised again, a busy
+        server is a 503."""
+        future = self._start((hub_id, force))
         try:
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), self._wait_s)
         except TimeoutError:
@@ -55,34 +57,35 @@ class HubLookups:
                 504, f"the Hub did not answer within {self._wait_s:.0f} s; try again later", field="model"
             ) from None
 
-    def _start(self, hub_id: str) -> Future[ModelSpec]:
+    def _start(self, key: tuple[str, bool]) -> Future[ModelSpec]:
         with self._lock:
-            failed = self._failures.get(hub_id)
+            failed = self._failures.get(key)
             if failed is not None and time.monotonic() - failed[0] < self._failure_ttl_s:
                 raise failed[1]
-            running = self._running.get(hub_id)
+            running = self._running.get(key)
             if running is not None:
                 return running
             if len(self._running) >= self._slots:
                 raise BodyError(
                     503, f"{self._slots} Hub lookups are already in flight; try again shortly", field="model"
                 )
-            future = self._pool.submit(self._run, hub_id)
-            self._running[hub_id] = future
+            future = self._pool.submit(self._run, key)
+            self._running[key] = future
             return future
 
-    def _run(self, hub_id: str) -> ModelSpec:
+    def _run(self, key: tuple[str, bool]) -> ModelSpec:
+        hub_id, force = key
         try:
-            spec = self._fetch(hub_id)
+            spec = self._fetch(hub_id, True) if force else self._fetch(hub_id)
         except TrainplanError as error:
             with self._lock:
                 if len(self._failures) >= MAX_REMEMBERED:
                     self._failures.clear()
-                self._failures[hub_id] = (time.monotonic(), error)
+                self._failures[key] = (time.monotonic(), error)
             raise
         finally:
             with self._lock:
-                self._running.pop(hub_id, None)
+                self._running.pop(key, None)
         return spec
 
     def close(self) -> None:

@@ -95,19 +95,20 @@ def engine_inputs(body: Mapping[str, Any], hub: ModelSpec | None = None) -> Engi
         fields["model"] = str(config.get("_name_or_path") or "custom model")[:200] or "custom model"
     scenario = scenario_from_mapping(fields)
     if config is not None:
-        return EngineInputs(scenario, spec_from_upload(config, scenario.model), config)
-    return EngineInputs(scenario, hub if hub is not None else model_spec(scenario.model), None)
+        return EngineInputs(scenario, spec_from_upload(config, scenario.model, scenario.force), config)
+    model = hub if hub is not None else model_spec(scenario.model, scenario.force)
+    return EngineInputs(scenario, model, None)
 
 
-def spec_from_upload(config: Mapping[str, Any], name: str) -> ModelSpec:
+def spec_from_upload(config: Mapping[str, Any], name: str, force: bool = False) -> ModelSpec:
     """The spec of an uploaded config.json; errors name `model_config` (and the config key)."""
-    return _spec(config, name, "uploaded config.json", MODEL_CONFIG_KEY)
+    return _spec(config, name, "uploaded config.json", MODEL_CONFIG_KEY, force)
 
 
-def _spec(config: Mapping[str, Any], name: str, source: str, field: str) -> ModelSpec:
+def _spec(config: Mapping[str, Any], name: str, source: str, field: str, force: bool = False) -> ModelSpec:
     """spec_from_config, with every failure an InputError naming `field` (and the config key)."""
     try:
-        return spec_from_config(config, name, source=source)
+        return spec_from_config(config, name, source=source, force=force)
     except TrainplanError as error:
         key = getattr(error, "field", "")
         where = field if key in ("", "model") else f"{field}.{key}"
@@ -124,13 +125,13 @@ def is_hub_lookup(name: str) -> bool:
     return catalog.find_model_record(name) is None and catalog.looks_like_hub_id(name)
 
 
-def model_spec(name: str) -> ModelSpec | None:
+def model_spec(name: str, force: bool = False) -> ModelSpec | None:
     """None for a catalog name (the engine resolves it as the CLI does); a Hub id's spec;
     an error for anything else. Never touches the server's file system."""
     if catalog.find_model_record(name) is not None:
         return None
     if catalog.looks_like_hub_id(name):
-        return hub_spec(name)
+        return hub_spec(name, force)
     names = [record.name for record in catalog.model_records()]
     if _PATH_HINT.search(name):
         raise InputError(
@@ -142,7 +143,7 @@ def model_spec(name: str) -> ModelSpec | None:
 
 
 @lru_cache(maxsize=64)
-def hub_spec(hub_id: str) -> ModelSpec:
+def hub_spec(hub_id: str, force: bool = False) -> ModelSpec:
     """The spec of a Hub model's config.json (cached; failures are not cached)."""
     config = catalog.fetch_hub_config(hub_id)
-    return _spec(config, hub_id, f"hub:{hub_id}", "model")
+    return _spec(config, hub_id, f"hub:{hub_id}", "model", force)

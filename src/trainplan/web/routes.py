@@ -18,6 +18,7 @@ from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu, gpu_catalog
 from trainplan.prices import index_to_dict, parse_today
 from trainplan.result import Estimate
+from trainplan.scenario import scenario_from_mapping
 from trainplan.search import DEFAULT_HEADROOM
 from trainplan.tables import rates, regions
 from trainplan.web.configs import config_payload
@@ -240,7 +241,9 @@ async def resolve_inputs(request: Request, body: dict[str, Any]) -> EngineInputs
     """The body's scenario and model. A Hub id is looked up first through the app's bounded,
     time-limited Hub lookups; everything else is computed off the event loop."""
     hub_id = hub_id_of(body)
-    hub = await hub_lookups(request.app).spec(hub_id) if hub_id else None
+    # the force field is validated as the scenario validates it, before the lookup reads it
+    force = "force" in body and scenario_from_mapping({"force": body["force"]}).force
+    hub = await hub_lookups(request.app).spec(hub_id, force) if hub_id else None
     return await compute(engine_inputs, body, hub)
 
 

@@ -40,7 +40,7 @@ LORA_PARTS: dict[str, FieldInfo] = {
 
 # Form sections, in page order. A field that none of them names lands in "advanced".
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("model", "Model", ("model",)),
+    ("model", "Model", ("model", "force")),
     (
         "method",
         "What is trained",

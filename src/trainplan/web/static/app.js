@@ -11,7 +11,7 @@
   const KIND_ONLY = { mask_ratio: ["jepa"], text_tokens: ["diffusion", "video"], frozen_encoders: ["diffusion", "video"] };
   const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
   const LABELS = {
-    model: "Model", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
+    model: "Model", force: "Estimate a refused architecture (approximate)", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
     "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
     base_weights: "Base-weight precision", kbit_upcast: "Upcast unquantised parts to fp32",
     precision: "Training precision", optimizer: "Optimizer", micro_batch: "Micro-batch",
@@ -728,7 +728,7 @@
     $("trainable-detail").textContent =
       `${display.trainable_percent} of ${display.total_params} params` +
       (scenario.method === "full" ? " (every weight)" : ` (${scenario.method === "qlora" ? "QLoRA" : "LoRA"} adapters)`) +
-      (result.params.approximate ? "; approximate: MLP width not in the config" : "");
+      (result.params.approximate ? "; approximate: see the notes" : "");
     $("weights").textContent = display.weights;
     const base = result.assumptions.base_weights;
     const sharded = scenario.zero_stage === 3 || scenario.tensor_parallel > 1 || scenario.pipeline_parallel > 1;

@@ -1,0 +1,243 @@
+"""Row-declared additions to a decoder read from its config: learned vectors per layer and
+outside the layers, a BERT-style head transform, a wrapper's linear patch embedding, and the
+attention of the layer types a row makes differ or a per-layer config overrides, Gemma 4's
+per-layer inputs (data/architectures.yaml)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.families import Family, resolve
+from trainplan.hf.values import flag, get_int
+from trainplan.model import Attention, ExtraComponent, Linear, Mlp, norm_param_count
+
+#: Glossary widths a row's `layer_vectors` may name.
+_VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim", "num_heads")
+
+
+def model_vectors(
+    family: Family, cfg: Mapping[str, Any], hidden: int, attention: Attention | None, dense: Mlp | None
+) -> tuple[ExtraComponent, ...]:
+    """Learned vectors outside the layer groups, from the row's `model_vectors` (width name -> how
+    many): GPT-NeoX-Japanese's attention output bias, which only its last layer has; XLM's
+    language embeddings."""
+    if not family.row.get("model_vectors"):
+        return ()
+    params = layer_vectors(family, cfg, hidden, attention, dense, "model_vectors")
+    if not params:
+        return ()
+    return (
+        ExtraComponent(
+            "learned_vectors", params, trainable=True, note=f"{family.name}: {params} learned values"
+        ),
+    )
+
+
+def head_transform(family: Family, cfg: Mapping[str, Any], hidden: int) -> tuple[ExtraComponent, ...]:
+    """A BERT-style LM-head transform before the tied decoder, where the row declares one
+    (ModernBERT's decoder: dense hidden x hidden, its bias by `head_transform_bias`, a norm)."""
+    if not flag(family, "head_transform", cfg):
+        return ()
+    bias = flag(family, "head_transform_bias", cfg)
+    norm = norm_param_count(str(family.setting("norm", cfg, "rmsnorm")), hidden)
+    return (
+        ExtraComponent(
+            "lm_head_transform",
+            hidden * hidden + (hidden if bias else 0) + norm,
+            trainable=True,
+            note="lm_head: dense hidden x hidden, activation, norm",
+        ),
+    )
+
+
+def layer_vectors(
+    family: Family,
+    cfg: Mapping[str, Any],
+    hidden: int,
+    attention: Attention | None,
+    dense: Mlp | None,
+    column: str = "layer_vectors",
+) -> int:
+    """Learned vectors each layer adds beyond its matrices and hidden-size norms, from the row's
+    `layer_vectors` (width name -> how many: a count, a rule, or a sum of products of config keys
+    as a list of lists): BitNet's sub-layer norms (one of hidden size, one of intermediate size),
+    DiffLlama's four lambda vectors of head_dim."""
+    rule: Mapping[str, int] = family.row.get(column) or {}
+    widths = {
+        "hidden_size": hidden,
+        "intermediate_size": dense.intermediate_size if dense else 0,
+        "head_dim": attention.head_dim if attention else 0,
+        "rope_head_dim": attention.rope_head_dim if attention else 0,
+        "num_heads": attention.num_heads if attention else 0,
+    }
+    for width in rule:
+        if width not in _VECTOR_WIDTHS:
+            raise RuntimeError(f"architectures.yaml {family.name}: {column} width {width!r} is unknown")
+    counts = {width: _vector_count(count, cfg, width) for width, count in rule.items()}
+    return sum(count * widths[width] for width, count in counts.items())
+
+
+def _vector_count(count: Any, cfg: Mapping[str, Any], width: str) -> int:
+    """A vector count: a literal or rule, or a list of products of config keys to sum (CPM-Ant's
+    prompt rows: prompt_types x prompt_length)."""
+    if not isinstance(count, list):
+        return get_int({width: resolve(count, cfg)}, width, minimum=0)
+    total = 0
+    for term in count:
+        product = 1
+        for key in term:
+            product *= get_int(cfg, key, minimum=0)
+        total += product
+    return total
+
+
+def patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: int) -> ExtraComponent:
+    """Fuyu's image input: one biased linear from a flattened patch (patch x patch x channels) to
+    the hidden size, the patches then read by the decoder as tokens (transformers' FuyuModel)."""
+    patch = get_int(cfg, keys["patch"])
+    channels = get_int(cfg, keys["channels"])
+    inputs = patch * patch * channels
+    return ExtraComponent(
+        "vision_embed_tokens",
+        inputs * hidden + hidden,
+        trainable=True,
+        note=f"linear patch embedding {inputs} -> {hidden} ({patch} x {patch} x {channels} pixels per token)",
+    )
+
+
+def layer_type_attention(
+    cfg: Mapping[str, Any], family: Family, per_layer: Mapping[int, Attention], attention: Attention | None
+) -> dict[int, Attention]:
+    """Layer index -> its attention: a per-layer override where `per_layer` has one, changed as the
+    row's `sliding_layers` / `unindexed_layers` rules say for the layer types of `layer_types`
+    (MiMo-V2-Flash's sliding layers: twice the key/value heads and a sink per head; dots3's
+    sliding layers: no indexer). Equal layers share one module."""
+    kinds = cfg.get("layer_types")
+    if attention is None or not isinstance(kinds, list):
+        return dict(per_layer)
+    from dataclasses import replace
+
+    rules = {
+        "sliding_attention": family.row.get("sliding_layers") or {},
+        **{kind: {"indexer": False} for kind in family.row.get("unindexed_layers") or ()},
+    }
+    made: dict[tuple[int, str], Attention] = {}
+    variants: dict[int, Attention] = dict(per_layer)
+    for index, kind in enumerate(kinds):
+        rule = rules.get(kind)
+        if not rule:
+            continue
+        base = per_layer.get(index, attention)
+        key = (id(base), kind)
+        if key not in made:
+            made[key] = replace(
+                base,
+                num_kv_heads=base.num_kv_heads * int(rule.get("kv_heads_factor", 1)),
+                sinks=bool(rule.get("sinks", base.sinks)),
+                index_heads=base.index_heads if rule.get("indexer", True) else 0,
+                index_head_dim=base.index_head_dim if rule.get("indexer", True) else 0,
+            )
+        variants[index] = made[key]
+    return variants
+
+
+#: Keys a `per_layer_config` entry may override: the attention widths (Gemma 4's full-attention
+#: layers have their own head_dim, dots3's MLA layers their own heads and latent). Any other
+#: override is refused by name.
+_PER_LAYER_KEYS = (
+    "head_dim",
+    "num_key_value_heads",
+    "num_attention_heads",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+)
+
+
+def per_layer_attention(
+    cfg: Mapping[str, Any], family: Family, hidden: int, attention: Attention | None
+) -> dict[int, Attention]:
+    """Layer index -> its attention where `per_layer_config` overrides the attention widths of
+    that layer (transformers' per-layer config; layers with equal overrides share one module)."""
+    overrides = cfg.get("per_layer_config")
+    if attention is None:
+        return {}
+    if "per_layer_config" not in cfg:  # an explicit null means none, as for transformers
+        overrides = _full_layer_overrides(cfg, family)
+    if not overrides:
+        return {}
+    from trainplan.hf.modules import attention_module
+
+    if not isinstance(overrides, Mapping):
+        raise ConfigError("per_layer_config", "must map layer indices to the settings they override")
+    layers = get_int(cfg, *family.key("num_layers"))
+    built: dict[tuple[tuple[str, Any], ...], Attention] = {}
+    variants: dict[int, Attention] = {}
+    for raw_index, values in overrides.items():
+        where = f"per_layer_config.{raw_index}"
+        index = int(raw_index) if str(raw_index).isdigit() else -1
+        if not 0 <= index < layers or not isinstance(values, Mapping):
+            raise ConfigError(where, f"must be a layer index below {layers} mapping to settings")
+        for key in values:
+            if key not in _PER_LAYER_KEYS:
+                raise ConfigError(
+                    f"{where}.{key}",
+                    "a per-layer override not modelled; modelled: " + ", ".join(_PER_LAYER_KEYS),
+                )
+        signature = tuple(sorted(values.items()))
+        if signature not in built:
+            built[signature] = attention_module({**cfg, **values}, family, hidden)
+        variants[index] = built[signature]
+    return variants
+
+
+def _full_layer_overrides(cfg: Mapping[str, Any], family: Family) -> dict[str, dict[str, Any]]:
+    """What transformers' config fills in when a config.json has no `per_layer_config`: the row's
+    `full_layer_overrides` for each full-attention layer (Gemma 4: head_dim = global_head_dim,
+    512 when absent)."""
+    rule: Mapping[str, Any] = family.row.get("full_layer_overrides") or {}
+    if not rule:
+        return {}
+    kinds = cfg.get("layer_types")
+    if not isinstance(kinds, list):
+        raise ConfigError("layer_types", "must list every layer's kind to place the full-attention layers")
+    values = {key: resolve(value, cfg) for key, value in rule.items()}
+    return {str(index): values for index, kind in enumerate(kinds) if kind == "full_attention"}
+
+
+def per_layer_inputs(
+    cfg: Mapping[str, Any], family: Family, hidden: int
+) -> tuple[tuple[Linear, ...], int, tuple[ExtraComponent, ...]]:
+    """Gemma 4's per-layer inputs (transformers' Gemma4TextModel): a second token table of
+    layers x hidden_size_per_layer_input columns and a projection of the hidden state to the same
+    width, with a norm, feed each layer's per_layer_input_gate (hidden -> size) and
+    per_layer_projection (size -> hidden), then one more hidden-size norm. Returns the per-layer
+    linears, the extra norms per layer and the model-level weights; nothing where the row or the
+    config has none."""
+    rule: Mapping[str, str] = family.row.get("per_layer_inputs") or {}
+    size = get_int(cfg, rule["size"], default=0, minimum=0) if rule else 0
+    if not size:
+        return (), 0, ()
+    layers = get_int(cfg, *family.key("num_layers"))
+    rows = get_int(cfg, rule["vocab"])
+    per_layer = (
+        Linear("per_layer_input_gate", "proj", hidden, size),
+        Linear("per_layer_projection", "proj", size, hidden),
+    )
+    width = layers * size
+    extras = (
+        ExtraComponent(
+            "embed_tokens_per_layer",
+            rows * width,
+            trainable=True,
+            note=f"per-layer token table, {rows} x {width}",
+        ),
+        ExtraComponent(
+            "per_layer_model_projection",
+            hidden * width + size,
+            trainable=True,
+            note=f"hidden -> {layers} x {size} projection and its norm",
+        ),
+    )
+    return per_layer, 1, extras
