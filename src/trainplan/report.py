@@ -181,7 +181,7 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
     console = console or Console()
     measured = comparison.measured
     estimate = comparison.estimate
-    name = estimate.model_name if estimate is not None else comparison.scenario.model
+    name = estimate.model_name if estimate is not None else comparison.model_name
     title = "traced step vs estimate" if estimate is not None else "traced step"
     table = Table(title=f"{name}: {title} (GiB)")
     columns = (

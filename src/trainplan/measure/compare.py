@@ -57,6 +57,7 @@ class Comparison:
     measured: MeasuredStep
     estimate: Estimate | None
     notes: tuple[str, ...]
+    model_name: str = ""  # the model's display name (the estimate's, when there is one)
 
     @property
     def estimated_bytes(self) -> float | None:
@@ -376,4 +377,4 @@ def _measure_sample(scenario: Scenario, spec: ModelSpec) -> Comparison:
         notes.insert(0, f"{NO_ESTIMATE}: {error.message}")
     if scenario.grad_accum > 1:
         notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
-    return Comparison(compared, measured, estimated, tuple(notes))
+    return Comparison(compared, measured, estimated, tuple(notes), spec.name)
