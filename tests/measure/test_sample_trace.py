@@ -21,8 +21,8 @@ from trainplan.terms.params import lora_params, total_params
 pytest.importorskip("diffusers")
 pytest.importorskip("torch")
 
-from trainplan.measure.compare import NO_ESTIMATE, check_traceable, measure_scenario  # noqa: E402
-from trainplan.measure.sample import measure_sample_step  # noqa: E402
+from trainplan.measure.compare import NO_ESTIMATE, check_traceable, measure_scenario
+from trainplan.measure.sample import measure_sample_step
 
 # Every tensor of these configs holds a multiple of 256 elements, so the 512-byte rounding of the
 # CUDA caching allocator adds nothing to a bf16 or fp32 tensor: a term's bytes are its elements
@@ -339,7 +339,7 @@ def test_the_comparison_appears_once_an_estimate_exists(
             "resolution": 128,
             "text_tokens": 16,
             "activation_checkpointing": "none",
-        }  # fmt: skip
+        }
     )
     comparison = measure_scenario(scenario)
     rows = {name: (measured, estimated) for name, measured, estimated in comparison.terms()}
