@@ -350,3 +350,29 @@ def test_the_comparison_appears_once_an_estimate_exists(
         stand_in.allocated_peak_bytes / comparison.measured.peak_bytes - 1
     )
     assert not any(note.startswith(NO_ESTIMATE) for note in comparison.notes)
+
+
+@pytest.mark.parametrize("name", ["FLUX.1-dev", "SD-1.5"])
+def test_preset_targets_become_diffusers_module_paths(name: str) -> None:
+    # "attention" names each projection by its path inside the block (attn.to_out.0, not "0"),
+    # and peft, given those paths, adapts the matrices trainplan counts
+    import diffusers
+    import peft
+    import torch
+
+    from trainplan.catalog import find_model_record, resolve_model
+    from trainplan.measure.compare import _lora_targets
+
+    record = find_model_record(name)
+    assert record is not None
+    scenario = Scenario(model=name, lora=LoraSettings(rank=4, targets="attention"))
+    targets = _lora_targets(scenario, dict(record.config))
+    assert all(target.endswith(("to_q", "to_k", "to_v", "to_out.0", "proj", "_out")) for target in targets)
+    assert "0" not in targets and all("." in target for target in targets)
+    with torch.device("meta"):
+        kwargs = {key: value for key, value in record.config.items() if key != "_class_name"}
+        model = getattr(diffusers, record.config["_class_name"]).from_config(kwargs)
+        before = sum(p.numel() for p in model.parameters())
+        peft.inject_adapter_in_model(peft.LoraConfig(r=4, target_modules=list(targets)), model)
+    added = sum(p.numel() for p in model.parameters()) - before
+    assert added == lora_params(resolve_model(name), scenario.lora)

@@ -343,7 +343,6 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
             raise InputError("base_weights", f"a trace runs LoRA over a bf16 or fp32 base, not {base}")
         # accelerate's mixed_precision="bf16" (the diffusers LoRA scripts): autocast over the base
         precision = {"bf16-mixed": "amp-bf16"}.get(scenario.precision, scenario.precision)
-    ema = resolved_ema(spec, scenario)
     return measure_sample_step(
         config,
         shape,
@@ -358,7 +357,7 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,
         gradient_checkpointing=scenario.activation_checkpointing == "full",
-        ema="none" if spec.kind == "jepa" and ema == "fp32" else ema,
+        ema=resolved_ema(spec, scenario),
         mask_ratios=() if scenario.mask_ratio is None else (scenario.mask_ratio,),
     )
 

@@ -75,7 +75,9 @@ def measure_sample_step(
             raise InputError("method", "a JEPA is traced pretraining: set method full")
         if not mask_ratios:
             raise InputError(
-                "mask_ratio", "a JEPA trace runs one mask generator per ratio: give mask_ratio in (0, 1)"
+                "mask_ratio",
+                "a JEPA trace runs one mask generator per ratio (the published multi-block masks are "
+                "not traced): give mask_ratio in (0, 1)",
             )
         for ratio in mask_ratios:
             if not 0.0 < ratio < 1.0 or round(ratio * shape.image_tokens) in (0, shape.image_tokens):
