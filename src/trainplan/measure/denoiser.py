@@ -32,14 +32,16 @@ from typing import Any
 import torch
 
 from trainplan.errors import ConfigError
+from trainplan.hf.values import get_int
 from trainplan.terms.geometry import TokenShape
 
-#: The diffusers classes a trace builds, with the config key of their text-embedding width.
-DENOISERS: dict[str, str] = {
-    "FluxTransformer2DModel": "joint_attention_dim",
-    "SD3Transformer2DModel": "joint_attention_dim",
-    "WanTransformer3DModel": "text_dim",
-    "UNet2DConditionModel": "cross_attention_dim",
+#: The diffusers classes a trace builds: the config key of their text-embedding width, and the
+#: defaults diffusers' __init__ gives that width, the pooled text width and `in_channels`.
+DENOISERS: dict[str, tuple[str, int, int, int]] = {
+    "FluxTransformer2DModel": ("joint_attention_dim", 4096, 768, 64),
+    "SD3Transformer2DModel": ("joint_attention_dim", 4096, 2048, 16),
+    "WanTransformer3DModel": ("text_dim", 4096, 0, 16),
+    "UNet2DConditionModel": ("cross_attention_dim", 1280, 0, 4),
 }
 
 #: Config keys the tracer drops: the pipeline settings trainplan carries beside the denoiser's own.
@@ -98,10 +100,11 @@ def denoiser_step(
 ) -> tuple[Callable[[], Batch], Callable[[torch.nn.Module, Batch], torch.Tensor]]:
     """(make_batch, loss_of) of the diffusers training step of `name` on `shape` samples."""
     b = micro_batch
-    width = int(config.get(DENOISERS[name]) or _default_width(name))
+    width_key, width_default, pooled_default, channels_default = DENOISERS[name]
+    width = get_int(config, width_key, default=width_default)
     text = shape.text_tokens
     lh, lw, lf = shape.latent_height, shape.latent_width, shape.latent_frames
-    in_channels = int(config.get("in_channels") or 4)
+    in_channels = get_int(config, "in_channels", default=channels_default)
     if name == "FluxTransformer2DModel":
         # tokens are side x side latents (FLUX packs 2 x 2): channels per latent = in / side^2
         side = math.isqrt(lh * lw // shape.image_tokens)
@@ -116,12 +119,12 @@ def denoiser_step(
             "encoder_hidden_states": torch.randn(b, text, width, dtype=data_dtype),
         }
         if name in ("FluxTransformer2DModel", "SD3Transformer2DModel"):
-            pooled = int(config.get("pooled_projection_dim") or 768)
+            pooled = get_int(config, "pooled_projection_dim", default=pooled_default)
             batch["pooled_projections"] = torch.randn(b, pooled, dtype=data_dtype)
         if name == "UNet2DConditionModel" and config.get("addition_embed_type") == "text_time":
             # SDXL: pooled text embeddings and the six add_time_ids (sizes and crop)
-            time_dim = int(config.get("addition_time_embed_dim") or 256)
-            pooled = int(config["projection_class_embeddings_input_dim"]) - 6 * time_dim
+            time_dim = get_int(config, "addition_time_embed_dim", default=256)
+            pooled = get_int(config, "projection_class_embeddings_input_dim") - 6 * time_dim
             batch["text_embeds"] = torch.randn(b, pooled, dtype=data_dtype)
             batch["time_ids"] = torch.randn(b, 6, dtype=data_dtype)
         return batch
@@ -185,8 +188,3 @@ def denoiser_step(
         return flow_loss(pred, noise - x, sigmas)
 
     return make_batch, loss_of
-
-
-def _default_width(name: str) -> int:
-    """The text width diffusers defaults to when a config leaves the key out."""
-    return {"UNet2DConditionModel": 1280}.get(name, 4096)

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from trainplan.hf.values import get_int
 from trainplan.measure.denoiser import Batch, SampleStep, cast
 from trainplan.terms.geometry import TokenShape
 
@@ -59,7 +60,7 @@ def vjepa2_step(
     if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     b, tokens = micro_batch, shape.image_tokens
-    channels = int(config.get("in_chans") or 3)
+    channels = get_int(config, "in_chans", default=3)
     counts = [(tokens - round(r * tokens), round(r * tokens)) for r in mask_ratios]
     encoder: Any = model.encoder
     predictor: Any = model.predictor
