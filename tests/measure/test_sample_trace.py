@@ -393,3 +393,25 @@ def test_preset_targets_become_diffusers_module_paths(name: str) -> None:
         peft.inject_adapter_in_model(peft.LoraConfig(r=4, target_modules=list(targets)), model)
     added = sum(p.numel() for p in model.parameters()) - before
     assert added == lora_params(resolve_model(name), scenario.lora)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"method": "full", "precision": "amp-bf16", "ema": "fp32"},
+        {"method": "lora", "lora_rank": 8, "base_weights": "bf16", "adapter_dtype": "bf16"},
+        {"jepa": True},
+    ],
+    ids=["sd3-full-ema", "sd3-lora", "vjepa2"],
+)
+def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
+    # the same step on real CPU tensors gives the same storages, byte for byte, in every phase
+    if kwargs.pop("jepa", False):
+        config, shape = dict(TINY_JEPA), token_shape(spec_from_config(TINY_JEPA, "j"), 64, 4)
+        kwargs = {"mask_ratios": (0.75,)}
+    else:
+        config, shape = dict(TINY_SD3), _sd3_shape()
+    fake = measure_sample_step(config, shape, **kwargs)
+    real = measure_sample_step(config, shape, fake=False, **kwargs)
+    assert (fake.peak_bytes, fake.breakdown()) == (real.peak_bytes, real.breakdown())
+    assert fake.phase_peaks_bytes == real.phase_peaks_bytes
