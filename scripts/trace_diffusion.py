@@ -4,7 +4,7 @@ Reads calibration/diffusion_cases.yaml (each case an id and a trainplan scenario
 with `trainplan.measure.compare.sample_trace` in a fresh subprocess (the fake-tensor graph of a
 12B model leaves Python memory behind), and writes calibration/diffusion_trace.json: a list of
 {case, versions, date, measured, runtime_s} (or {case, error, ...} for a failure), the format of
-scripts/calibrate.py's calibration/fake_trace.json.
+scripts/calibrate.py's calibration/fake_trace.json, written by its `run_and_write`.
 
     python scripts/trace_diffusion.py [--only ID ...] [--out PATH]
 
@@ -15,9 +15,6 @@ kept. Needs the `measure` extra (torch, transformers, diffusers, peft).
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import json
-import multiprocessing
 import sys
 import time
 import traceback
@@ -25,7 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
+import calibrate
+from calibrate import run_and_write, selected, summary_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "calibration" / "diffusion_cases.yaml"
@@ -37,17 +35,8 @@ def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
     """The case list, checked for unknown keys, duplicate ids and valid scenarios."""
     from trainplan.scenario import scenario_from_mapping
 
-    cases = yaml.safe_load(path.read_text())
-    if not isinstance(cases, list):
-        raise SystemExit(f"{path}: expected a list of cases")
-    seen: set[str] = set()
+    cases = calibrate.load_cases(path, CASE_KEYS)
     for case in cases:
-        unknown = set(case) - CASE_KEYS
-        if unknown:
-            raise SystemExit(f"{path}: case {case.get('id')!r} has unknown keys {sorted(unknown)}")
-        if case["id"] in seen:
-            raise SystemExit(f"{path}: duplicate case id {case['id']!r}")
-        seen.add(case["id"])
         scenario_from_mapping(case["scenario"])
     return cases
 
@@ -83,19 +72,11 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def summary_line(record: dict[str, Any]) -> str:
-    """One line per case for the console."""
-    case_id = record["case"]["id"]
-    if "error" in record:
-        return f"{case_id:45s} ERROR {record['error'][:120]}"
-    m = record["measured"]
-    gib = 2**30
-    parts = " ".join(
-        f"{name[:4]}={m[f'{name}_bytes'] / gib:.2f}"
-        for name in ("params", "buffers", "grads", "optimizer", "ema", "activations", "temporaries")
+def summary(record: dict[str, Any]) -> str:
+    """One line per case: the peak, where it fell, and every term (the EMA copy included)."""
+    return summary_line(
+        record, ("params", "buffers", "grads", "optimizer", "ema", "activations", "temporaries")
     )
-    where = f"{m['peak_phase']}@{m['peak_step']}"
-    return f"{case_id:45s} {m['peak_bytes'] / gib:8.2f} GiB {where:12s} {parts} ({record['runtime_s']} s)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,32 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="trace only these case ids")
     parser.add_argument("--out", type=Path, default=OUT, help=f"output JSON (default {OUT})")
     args = parser.parse_args(argv)
-
     cases = load_cases()
-    if args.only:
-        missing = set(args.only) - {case["id"] for case in cases}
-        if missing:
-            raise SystemExit(f"unknown case ids: {sorted(missing)}")
-        cases = [case for case in cases if case["id"] in set(args.only)]
-    records: dict[str, dict[str, Any]] = {}
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=1, mp_context=context, max_tasks_per_child=1
-    ) as pool:
-        futures = {pool.submit(run_case, case): case["id"] for case in cases}
-        for future in concurrent.futures.as_completed(futures):
-            record = future.result()
-            records[futures[future]] = record
-            print(summary_line(record), flush=True)
-    ordered = [records[case["id"]] for case in cases]
-    if args.only and args.out.exists():
-        kept = {r["case"]["id"]: r for r in json.loads(args.out.read_text())}
-        kept.update(records)
-        ordered = [kept[case["id"]] for case in load_cases() if case["id"] in kept]
-    args.out.write_text(json.dumps(ordered, indent=1) + "\n")
-    failures = sum(1 for r in records.values() if "error" in r)
-    print(f"wrote {len(ordered)} records to {args.out} ({failures} failed in this run)")
-    return 1 if failures else 0
+    jobs = [(case,) for case in selected(cases, args.only)]
+    all_ids = [case["id"] for case in cases]
+    return run_and_write(jobs, run_case, args.out, all_ids, update=bool(args.only), summary=summary)
 
 
 if __name__ == "__main__":
