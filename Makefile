@@ -52,6 +52,7 @@ bench: $(TEST_STAMP)
 
 calibrate: $(TEST_STAMP)
 	$(BIN)/python scripts/calibrate.py
+	$(BIN)/python scripts/trace_diffusion.py
 	$(BIN)/python scripts/accuracy.py
 
 clean:

@@ -52,14 +52,14 @@ CASE_KEYS = {
 }
 
 
-def load_cases(path: Path) -> list[dict[str, Any]]:
-    """The case list, checked for unknown keys and duplicate ids."""
+def load_cases(path: Path, keys: set[str] = CASE_KEYS) -> list[dict[str, Any]]:
+    """The case list, checked for keys outside `keys` and duplicate ids."""
     cases = yaml.safe_load(path.read_text())
     if not isinstance(cases, list):
         raise SystemExit(f"{path}: expected a list of cases")
     seen: set[str] = set()
     for case in cases:
-        unknown = set(case) - CASE_KEYS
+        unknown = set(case) - keys
         if unknown:
             raise SystemExit(f"{path}: case {case.get('id')!r} has unknown keys {sorted(unknown)}")
         if case["id"] in seen:
@@ -146,19 +146,52 @@ def run_case(case: dict[str, Any], config: dict[str, Any], source: str) -> dict[
     return record
 
 
-def summary_line(record: dict[str, Any]) -> str:
-    """One line per case for the console."""
+def summary_line(
+    record: dict[str, Any],
+    names: tuple[str, ...] = ("params", "grads", "optimizer", "activations", "temporaries"),
+) -> str:
+    """One line per case for the console: the peak, where it fell, and the `names` terms."""
     case_id = record["case"]["id"]
     if "error" in record:
         return f"{case_id:55s} ERROR {record['error'][:120]}"
     m = record["measured"]
     gib = 2**30
-    parts = " ".join(
-        f"{name[:4]}={m[f'{name}_bytes'] / gib:.2f}"
-        for name in ("params", "grads", "optimizer", "activations", "temporaries")
-    )
+    parts = " ".join(f"{name[:4]}={m[f'{name}_bytes'] / gib:.2f}" for name in names)
     where = f"{m['peak_phase']}@{m['peak_step']}"
     return f"{case_id:55s} {m['peak_bytes'] / gib:8.2f} GiB {where:12s} {parts} ({record['runtime_s']} s)"
+
+
+def run_and_write(
+    jobs: list[tuple[Any, ...]],
+    run: Any,
+    out: Path,
+    all_ids: list[str],
+    *,
+    update: bool,
+    workers: int = 1,
+    summary: Any = summary_line,
+) -> int:
+    """Run `run(*job)` for each job (its first element the case) in fresh spawned processes,
+    print a summary line per record, and write the records to `out` in `all_ids` order; with
+    `update`, an existing file keeps the cases not run. Returns the exit status (1 on a failure)."""
+    records: dict[str, dict[str, Any]] = {}
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=max(1, workers), mp_context=context, max_tasks_per_child=1
+    ) as pool:
+        futures = {pool.submit(run, *job): job[0]["id"] for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            record = future.result()
+            records[futures[future]] = record
+            print(summary(record), flush=True)
+    kept = {r["case"]["id"]: r for r in json.loads(out.read_text())} if update and out.exists() else {}
+    kept.update(records)
+    ordered = [kept[i] for i in all_ids if i in kept]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(ordered, indent=1) + "\n")
+    failures = sum(1 for r in records.values() if "error" in r)
+    print(f"wrote {len(ordered)} records to {out} ({failures} failed in this run)")
+    return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,35 +203,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     cases = load_cases(args.cases)
-    if args.only:
-        missing = set(args.only) - {case["id"] for case in cases}
-        if missing:
-            raise SystemExit(f"unknown case ids: {sorted(missing)}")
-        cases = [case for case in cases if case["id"] in set(args.only)]
-    jobs = [(case, *resolve_config(case)) for case in cases]
+    jobs = [(case, *resolve_config(case)) for case in selected(cases, args.only)]
+    all_ids = [case["id"] for case in cases]
+    return run_and_write(jobs, run_case, args.out, all_ids, update=bool(args.only), workers=args.jobs)
 
-    records: dict[str, dict[str, Any]] = {}
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=max(1, args.jobs), mp_context=context, max_tasks_per_child=1
-    ) as pool:
-        futures = {pool.submit(run_case, *job): job[0]["id"] for job in jobs}
-        for future in concurrent.futures.as_completed(futures):
-            record = future.result()
-            records[futures[future]] = record
-            print(summary_line(record), flush=True)
 
-    ordered = [records[case["id"]] for case in cases]
-    if args.only and args.out.exists():
-        kept = {r["case"]["id"]: r for r in json.loads(args.out.read_text())}
-        kept.update(records)
-        all_ids = [case["id"] for case in load_cases(args.cases)]
-        ordered = [kept[i] for i in all_ids if i in kept]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(ordered, indent=1) + "\n")
-    failures = sum(1 for r in records.values() if "error" in r)
-    print(f"wrote {len(ordered)} records to {args.out} ({failures} failed in this run)")
-    return 1 if failures else 0
+def selected(cases: list[dict[str, Any]], only: list[str] | None) -> list[dict[str, Any]]:
+    """The cases named by --only (all without it); unknown ids are an error."""
+    if not only:
+        return cases
+    missing = set(only) - {case["id"] for case in cases}
+    if missing:
+        raise SystemExit(f"unknown case ids: {sorted(missing)}")
+    return [case for case in cases if case["id"] in set(only)]
 
 
 if __name__ == "__main__":

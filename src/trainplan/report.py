@@ -176,24 +176,34 @@ def print_gpus(query: str, as_json: bool) -> None:
 
 
 def print_measurement(comparison: Any, console: Console | None = None) -> None:
-    """Measured vs estimated, term by term, with what a trace cannot see."""
+    """Measured vs estimated, term by term, with what a trace cannot see; the trace alone, with
+    the reason, while the model's memory is not estimated."""
     console = console or Console()
     measured = comparison.measured
-    table = Table(title=f"{comparison.estimate.model_name}: traced step vs estimate (GiB)")
-    for column in ("term", "measured", "estimated", "difference"):
-        table.add_column(column, justify="left" if column == "term" else "right")
-    for name, measured_bytes, estimated_bytes in comparison.terms():
-        difference = (
-            f"{estimated_bytes / measured_bytes - 1:+.1%}"
-            if measured_bytes
-            else f"{estimated_bytes / 2**30:+.2f}"
-        )
-        table.add_row(name, f"{measured_bytes / 2**30:,.2f}", f"{estimated_bytes / 2**30:,.2f}", difference)
-    console.print(table)
-    console.print(
-        f"Measured peak during {measured.peak_phase} (step {measured.peak_step}); "
-        f"estimated peak during {(comparison.estimate.allocated_peak or comparison.estimate.peak).name}."
+    estimate = comparison.estimate
+    name = estimate.model_name if estimate is not None else comparison.model_name
+    title = "traced step vs estimate" if estimate is not None else "traced step"
+    table = Table(title=f"{name}: {title} (GiB)")
+    columns = (
+        ("term", "measured", "estimated", "difference") if estimate is not None else ("term", "measured")
     )
+    for column in columns:
+        table.add_column(column, justify="left" if column == "term" else "right")
+    for term, measured_bytes, estimated_bytes in comparison.terms():
+        row = [term, f"{measured_bytes / 2**30:,.2f}"]
+        if estimated_bytes is not None:
+            difference = (
+                f"{estimated_bytes / measured_bytes - 1:+.1%}"
+                if measured_bytes
+                else f"{estimated_bytes / 2**30:+.2f}"
+            )
+            row += [f"{estimated_bytes / 2**30:,.2f}", difference]
+        table.add_row(*row)
+    console.print(table)
+    where = f"Measured peak during {measured.peak_phase} (step {measured.peak_step})"
+    if estimate is not None:
+        where += f"; estimated peak during {(estimate.allocated_peak or estimate.peak).name}"
+    console.print(where + ".")
     for note in (*comparison.notes, *measured.notes):
         console.print(f"[yellow]note:[/] {note}")
 

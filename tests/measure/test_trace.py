@@ -81,6 +81,7 @@ def test_fused_adamw_holds_16_bytes_per_param() -> None:
         "optimizer": 8 * PARAMS + steps_on_device,
         "activations": 0,
         "temporaries": 0,
+        "ema": 0,  # no EMA copy for a language model
     }
     # The overall peak is in step 2's backward, when the first layer's weight gradient is made:
     # all 16 B/param are resident, plus the input x (4 x 1024 fp32 = 16 KiB, saved for that mm)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from trainplan.measure.result import CATEGORIES, MeasuredStep
 
-__all__ = ["CATEGORIES", "MeasuredStep", "measure_training_step"]
+__all__ = ["CATEGORIES", "MeasuredStep", "measure_sample_step", "measure_training_step"]
 
 
 def __getattr__(name: str) -> object:
@@ -16,4 +16,8 @@ def __getattr__(name: str) -> object:
         from trainplan.measure.trace import measure_training_step
 
         return measure_training_step
+    if name == "measure_sample_step":
+        from trainplan.measure.sample import measure_sample_step
+
+        return measure_sample_step
     raise AttributeError(name)

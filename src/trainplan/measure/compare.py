@@ -12,13 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalog import model_config
+from trainplan.catalog import model_config, resolve_model
 from trainplan.errors import InputError
-from trainplan.estimate import estimate, resolved_base_weights
+from trainplan.estimate import estimate, resolved_base_weights, resolved_ema, sample_shape
 from trainplan.hf import spec_from_config
+from trainplan.hf.pipeline import PIPELINE_KEY
 from trainplan.measure.fsdp import FsdpTrace
 from trainplan.measure.result import MeasuredStep
-from trainplan.model import block_linears
+from trainplan.model import ModelSpec, block_linears
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
 from trainplan.terms.params import targeted
@@ -39,61 +40,80 @@ MIXER_NOTE = (
     "ssm_kernel naive; the fused kernels recompute the chunk matrices and states in backward"
 )
 TRACEABLE_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
+NO_ESTIMATE = "The estimate is not available for this model yet; the trace is shown alone"
+SAMPLE_NOTE = (
+    "diffusion, video and JEPA steps are traced on precomputed latents and text embeddings (the "
+    "VAE and text encoders are not on the GPU), one micro-batch, as the diffusers and V-JEPA 2 "
+    "training scripts run them"
+)
+
+
+#: Estimate terms that hold state; the others are compared together with the traced
+#: activations and temporaries (the overhead term is what a trace cannot see).
+STATE_TERMS = ("weights", "optimizer", "gradients", "ema")
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """A traced step and the estimate of the same scenario."""
+    """A traced step and the estimate of the same scenario; `estimate` is None while trainplan
+    does not estimate this kind of model yet (`notes` then says why), and the trace stands alone."""
 
     scenario: Scenario
     measured: MeasuredStep
-    estimate: Estimate
+    estimate: Estimate | None
     notes: tuple[str, ...]
+    model_name: str = ""  # the model's display name (the estimate's, when there is one)
 
     @property
-    def estimated_bytes(self) -> float:
+    def estimated_bytes(self) -> float | None:
         """The estimated peak a trace can see: without the blocks FSDP2's side streams keep
         reserved, which a trace (no streams) never allocates (`allocated_peak_bytes`)."""
-        return self.estimate.allocated_peak_bytes
+        return None if self.estimate is None else self.estimate.allocated_peak_bytes
 
     @property
-    def error(self) -> float:
-        """estimated / measured - 1, on what a trace can see."""
-        return self.estimated_bytes / self.measured.peak_bytes - 1
+    def error(self) -> float | None:
+        """estimated / measured - 1, on what a trace can see (None without an estimate)."""
+        estimated = self.estimated_bytes
+        return None if estimated is None else estimated / self.measured.peak_bytes - 1
 
-    def terms(self) -> list[tuple[str, float, float]]:
-        """(term, measured bytes, estimated bytes) at each one's peak moment. Under FSDP2 with
-        bf16-mixed the fp32 shard is both the weight and the optimizer's master copy (trainplan
-        counts 2 bytes as weights and 4 as master), so the two are compared together. The
-        estimate's side is its allocated peak moment (without FSDP2's reserved stream pools)."""
-        moment = self.estimate.allocated_peak or self.estimate.peak
-        peak = {term.name: term.value for term in moment.terms}
+    def terms(self) -> list[tuple[str, float, float | None]]:
+        """(term, measured bytes, estimated bytes or None) at each one's peak moment.
+
+        The traced categories are matched with the estimate's terms by name: weights (parameters
+        and buffers), optimizer, gradients, and an EMA copy on its own row when the estimate
+        has an `ema` term (inside weights when it does not); the traced activations and
+        temporaries face the sum of the estimate's other terms (activations, logits,
+        temporaries), the overhead left out. Under FSDP2 with bf16-mixed the fp32 shard is both
+        the weight and the optimizer's master copy (trainplan counts 2 bytes as weights and 4
+        as master), so the two are compared together. The estimate's side is its allocated
+        peak moment (without FSDP2's reserved stream pools)."""
         m = self.measured
-        rest = ("activations + logits + temporaries", m.activations_bytes + m.temporaries_bytes)
-        rest_estimate = peak["activations"] + peak["logits"] + peak["temporaries"]
+        peak: dict[str, float] = {}
+        if self.estimate is not None:
+            moment = self.estimate.allocated_peak or self.estimate.peak
+            peak = {term.name: term.value for term in moment.terms}
+        separate_ema = "ema" in peak or (self.estimate is None and m.ema_bytes > 0)
+        weights = m.params_bytes + m.buffers_bytes + (0 if separate_ema else m.ema_bytes)
+        rest = [name for name in peak if name not in STATE_TERMS and name != "overhead"]
+        rest_label = " + ".join(rest) if self.estimate is not None else "activations + temporaries"
+        rows: list[tuple[str, float, float | None]]
         if (
             self.scenario.zero_stage == 3
             and self.scenario.gpus > 1
             and self.scenario.precision == "bf16-mixed"
         ):
-            states = [
-                (
-                    "weights + optimizer",
-                    m.params_bytes + m.buffers_bytes + m.optimizer_bytes,
-                    peak["weights"] + peak["optimizer"],
-                )
-            ]
+            rows = [("weights + optimizer", weights + m.optimizer_bytes, _sum(peak, "weights", "optimizer"))]
         else:
-            states = [
-                ("weights", m.params_bytes + m.buffers_bytes, peak["weights"]),
-                ("optimizer", m.optimizer_bytes, peak["optimizer"]),
+            rows = [
+                ("weights", weights, peak.get("weights")),
+                ("optimizer", m.optimizer_bytes, peak.get("optimizer")),
             ]
-        return [
-            *states,
-            ("gradients", m.grads_bytes, peak["gradients"]),
-            (*rest, rest_estimate),
-            ("peak", m.peak_bytes, self.estimated_bytes),
-        ]
+        rows.append(("gradients", m.grads_bytes, peak.get("gradients")))
+        if separate_ema:
+            rows.append(("ema", m.ema_bytes, peak.get("ema")))
+        rows.append((rest_label, m.activations_bytes + m.temporaries_bytes, _sum(peak, *rest)))
+        rows.append(("peak", m.peak_bytes, self.estimated_bytes))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract: `measured` next to the `estimate` JSON."""
@@ -107,13 +127,19 @@ class Comparison:
                 "optimizer_bytes": m.optimizer_bytes,
                 "activations_bytes": m.activations_bytes,
                 "temporaries_bytes": m.temporaries_bytes,
+                "ema_bytes": m.ema_bytes,
                 "phase_peaks_bytes": m.phase_peaks_bytes,
                 "notes": list(m.notes),
             },
-            "estimate": self.estimate.to_dict(),
+            "estimate": None if self.estimate is None else self.estimate.to_dict(),
             "error": self.error,
             "notes": list(self.notes),
         }
+
+
+def _sum(terms: dict[str, float], *names: str) -> float | None:
+    """The sum of the named estimate terms, or None without an estimate."""
+    return sum(terms[name] for name in names) if terms else None
 
 
 def _trace_precision(scenario: Scenario) -> str:
@@ -144,15 +170,18 @@ def _trace_precision(scenario: Scenario) -> str:
 
 
 def _lora_targets(scenario: Scenario, config: dict[str, Any]) -> tuple[str, ...]:
-    """peft target_modules for the scenario's LoRA targets, named as this model names them."""
+    """peft target_modules for the scenario's LoRA targets, named as this model names them: the
+    last part of a language model's module name (q_proj), a denoiser's module path inside its
+    block (attn.to_out.0), since diffusers' last parts ("0", "proj") are not unique."""
     targets = scenario.lora.targets
     if targets == "all-linear":
         return ("all-linear",)
     if isinstance(targets, tuple):
         return targets
     model = spec_from_config(config, scenario.model)
+    whole = model.kind != "llm"
     names = {
-        linear.name.rsplit(".", 1)[-1]
+        linear.name if whole else linear.name.rsplit(".", 1)[-1]
         for block in model.blocks
         for linear in block_linears(block, model.hidden_size)
         if targeted(linear, targets)
@@ -160,8 +189,11 @@ def _lora_targets(scenario: Scenario, config: dict[str, Any]) -> tuple[str, ...]
     return tuple(sorted(names))
 
 
-def check_traceable(scenario: Scenario) -> None:
-    """What a single-device fake-tensor trace can run; everything else is a clear error."""
+def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
+    """What a single-device fake-tensor trace can run; everything else is a clear error.
+    `kind` is the model's (ModelSpec.kind): diffusion, video and JEPA steps run on one GPU
+    without the language-model savers, on precomputed latents, and may keep LoRA adapters at
+    the base dtype, as the diffusers LoRA scripts do."""
     if scenario.method == "qlora":
         raise InputError(
             "method",
@@ -185,13 +217,15 @@ def check_traceable(scenario: Scenario) -> None:
         raise InputError("activation_checkpointing", "Hugging Face models offer none or full")
     if scenario.offload != "none":
         raise InputError("offload", "a trace runs without CPU offload")
+    if kind != "llm":
+        _check_sample_traceable(scenario)
     untraced = {
         "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full", "op"),
         "loss": scenario.loss == "fused",
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
-        "lora.dtype": scenario.method != "full" and scenario.lora.dtype != "fp32",
+        "lora.dtype": kind == "llm" and scenario.method != "full" and scenario.lora.dtype != "fp32",
     }
     for name, asked in untraced.items():
         if asked:
@@ -200,6 +234,27 @@ def check_traceable(scenario: Scenario) -> None:
                 "measured mode traces a plain Hugging Face step, which does not run this setting "
                 "yet: set it to its default to measure the rest",
             )
+
+
+def _check_sample_traceable(scenario: Scenario) -> None:
+    """The settings a diffusion, video or JEPA trace does not run (on top of check_traceable's)."""
+    unsupported = {
+        "gpus": (scenario.gpus != 1, "a diffusion, video or JEPA step is traced on one GPU: set gpus 1"),
+        "frozen_encoders": (
+            scenario.frozen_encoders != "precomputed",
+            "the trace runs the denoiser on precomputed latents and text embeddings: set it to precomputed",
+        ),
+        "lora.dora": (scenario.lora.dora and scenario.method != "full", "DoRA is traced for language models"),
+        "activation_checkpointing": (
+            scenario.activation_checkpointing not in ("none", "full"),
+            "diffusers and V-JEPA 2 models offer none or full (enable_gradient_checkpointing)",
+        ),
+        "loss": (scenario.loss != "standard", "a denoiser or JEPA loss is traced as the scripts form it"),
+        "optimizer_in_backward": (scenario.optimizer_in_backward, "traced for language models only"),
+    }
+    for name, (asked, why) in unsupported.items():
+        if asked:
+            raise InputError(name, why)
 
 
 def _sharded(scenario: Scenario) -> bool:
@@ -214,11 +269,14 @@ def _sharded(scenario: Scenario) -> bool:
 
 def measure_scenario(scenario: Scenario) -> Comparison:
     """Trace the scenario's training step and estimate it on the same terms."""
-    check_traceable(scenario)
+    spec = resolve_model(scenario.model)
+    check_traceable(scenario, spec.kind)
     try:
         from trainplan.measure.trace import measure_training_step
     except ImportError:
         raise InputError("measure", "needs PyTorch: pip install 'trainplan[measure]'") from None
+    if spec.kind != "llm":
+        return _measure_sample(scenario, spec)
     compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
     lora = scenario.lora
     config = model_config(scenario.model)[0]
@@ -266,3 +324,64 @@ def measure_scenario(scenario: Scenario) -> Comparison:
     if scenario.grad_accum > 1:
         notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
     return Comparison(compared, measured, estimate(compared), tuple(notes))
+
+
+def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredStep:
+    """The traced step of a diffusion, video or JEPA scenario (`measure_sample_step`): the
+    sample's geometry from its resolution, frames and text tokens, its LoRA, precision, EMA and
+    mask settings mapped onto what the trace runs."""
+    from trainplan.measure.sample import measure_sample_step
+
+    spec = spec or resolve_model(scenario.model)
+    check_traceable(scenario, spec.kind)
+    shape = sample_shape(spec, scenario)
+    if shape is None:
+        raise InputError(
+            "resolution",
+            f"a trace of {spec.name} needs the sample size: give resolution (and frames for clips)",
+        )
+    config = {key: value for key, value in model_config(scenario.model)[0].items() if key != PIPELINE_KEY}
+    full = scenario.method == "full"
+    if full:
+        precision = _trace_precision(scenario)
+        base = "bf16"
+    else:
+        base = str(resolved_base_weights(scenario))
+        if base not in ("bf16", "fp32"):
+            raise InputError("base_weights", f"a trace runs LoRA over a bf16 or fp32 base, not {base}")
+        # accelerate's mixed_precision="bf16" (the diffusers LoRA scripts): autocast over the base
+        precision = {"bf16-mixed": "amp-bf16"}.get(scenario.precision, scenario.precision)
+    return measure_sample_step(
+        config,
+        shape,
+        method=scenario.method,
+        lora_rank=scenario.lora.rank,
+        lora_alpha=int(scenario.lora.alpha),
+        lora_targets=() if full else _lora_targets(scenario, config),
+        lora_dropout=scenario.lora.dropout,
+        base_weights=base,
+        adapter_dtype="fp32" if scenario.lora.dtype == "fp32" else base,
+        precision=precision,
+        optimizer=scenario.optimizer,
+        micro_batch=scenario.micro_batch,
+        gradient_checkpointing=scenario.activation_checkpointing == "full",
+        ema=resolved_ema(spec, scenario),
+        mask_ratios=() if scenario.mask_ratio is None else (scenario.mask_ratio,),
+    )
+
+
+def _measure_sample(scenario: Scenario, spec: ModelSpec) -> Comparison:
+    """A diffusion, video or JEPA scenario's trace, with the estimate once trainplan makes one."""
+    measured = sample_trace(scenario, spec)
+    compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
+    notes = [NOT_TRACED, SAMPLE_NOTE]
+    try:
+        estimated: Estimate | None = estimate(compared, model=spec)
+    except InputError as error:
+        if error.field != "model":
+            raise
+        estimated = None
+        notes.insert(0, f"{NO_ESTIMATE}: {error.message}")
+    if scenario.grad_accum > 1:
+        notes.append("traced with one micro-batch per step (grad_accum 1) on both sides")
+    return Comparison(compared, measured, estimated, tuple(notes), spec.name)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -25,6 +25,8 @@ def trace_steps(
     steps: int,
     in_backward: dict[torch.nn.Parameter, torch.optim.Optimizer] | None = None,
     fsdp: bool = False,
+    ema: Sequence[torch.Tensor] = (),
+    after_step: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run `steps` training steps under a StorageTracker; return the MeasuredStep measurement fields.
 
@@ -36,11 +38,16 @@ def trace_steps(
     there, as torchtune's optimizer_in_bwd does; `optimizer` is then not stepped. With `fsdp`
     (an FSDP2-sharded model) the tracker follows FSDP2's storage resizes, and the sharded
     gradients, which FSDP2 assigns without running gradient hooks, are marked after backward.
+    `ema` tensors (an EMA copy of the weights, a JEPA's target encoder) are tracked as EMA, and
+    `after_step` (their update) runs after `zero_grad`, in the optimizer phase, as the diffusers
+    training scripts call `EMAModel.step` and V-JEPA its momentum update.
     """
     trainable = [p for p in model.parameters() if p.requires_grad]
     tracker = StorageTracker()
     tracker.register(model.parameters(), Cat.PARAM)
     tracker.register(model.buffers(), Cat.BUFFER)
+    if ema:
+        tracker.register(ema, Cat.EMA)
     handles = [
         p.register_post_accumulate_grad_hook(lambda p: tracker.mark(p.grad, Cat.GRAD)) for p in trainable
     ]
@@ -75,6 +82,8 @@ def trace_steps(
                     optimizer.step()
                     _mark_state(tracker, optimizer, fused)
                 optimizer.zero_grad(set_to_none=True)
+                if after_step is not None:
+                    after_step()
         return summarise(tracker, model, trainable)
     finally:
         for handle in handles:

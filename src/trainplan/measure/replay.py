@@ -14,7 +14,8 @@ ALLOC, FREE, CHECK, PHASE = 0, 1, 2, 3
 
 
 class Cat(IntEnum):
-    """Storage categories; HOST storages are tracked but not counted (they live in host memory)."""
+    """Storage categories, in CATEGORIES order; HOST storages are tracked but not counted (they
+    live in host memory)."""
 
     PARAM = 0
     BUFFER = 1
@@ -22,7 +23,8 @@ class Cat(IntEnum):
     OPT = 3
     ACT = 4
     TEMP = 5
-    HOST = 6
+    EMA = 6
+    HOST = 7
 
 
 class Rec:

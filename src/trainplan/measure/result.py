@@ -16,6 +16,7 @@ CATEGORIES: tuple[str, ...] = (
     "optimizer",
     "activations",
     "temporaries",
+    "ema",
 )
 
 
@@ -36,6 +37,8 @@ class MeasuredStep:
       for backward, plus the loss), and tensors re-saved by activation-checkpoint recomputation.
     - temporaries: everything else (forward intermediates freed before backward, autocast weight
       copies not saved, fp32 logits copies, activation gradients, optimizer scratch).
+    - ema: an exponential-moving-average copy of the trainable weights (diffusers' EMAModel shadow
+      parameters; a JEPA's target encoder); 0 for language models.
     """
 
     peak_bytes: int
@@ -81,6 +84,13 @@ class MeasuredStep:
     steps: int
     #: How the run was emulated and where it may differ from a CUDA run.
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ema_bytes: int = 0
+    #: Diffusion, video and JEPA samples: the traced geometry (width_px, height_px, frames,
+    #: latent_width, latent_height, latent_frames, image_tokens, text_tokens); empty for text.
+    sample: dict[str, int] = field(default_factory=dict)
+    #: The EMA copy's dtype ("none", "fp32", "bf16") and, for a JEPA, each mask generator's ratio.
+    ema: str = "none"
+    mask_ratios: tuple[float, ...] = ()
 
     def breakdown(self) -> dict[str, int]:
         """Category -> bytes at the peak; the values sum to `peak_bytes`."""
