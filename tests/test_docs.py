@@ -54,9 +54,24 @@ def test_accuracy_page_is_current() -> None:
     import sys
 
     sys.path.insert(0, str(DOCS.parent / "scripts"))
-    from accuracy import HEADER, memory_section, published_memory_section, time_section
+    from accuracy import (
+        HEADER,
+        diffusion_time_section,
+        memory_section,
+        published_memory_section,
+        time_section,
+    )
 
-    expected = HEADER + memory_section() + "\n" + published_memory_section() + "\n" + time_section()
+    expected = (
+        HEADER
+        + memory_section()
+        + "\n"
+        + published_memory_section()
+        + "\n"
+        + time_section()
+        + "\n"
+        + diffusion_time_section()
+    )
     assert (DOCS / "accuracy.md").read_text() == expected, "run scripts/accuracy.py"
 
 
