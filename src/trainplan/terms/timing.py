@@ -46,7 +46,7 @@ EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
 # measured / predicted images (clips) per second on the fit cases of
 # calibration/diffusion_time_reference.py, the other cases held out (docs/accuracy.md):
 # - unet: 0.67 = 128.7 / 192.7 images/s per GPU, MLPerf Training v4.0 Stable Diffusion v2 on one
-#   8 x H200 node (mlperf-v40-sd2-h200-8gpu); held out: 64 and 512 H100s;
+#   8 x H200 node (mlperf-v40-sd2-h200-8gpu); held out: 64 and 512 H100s, 64 L40S;
 # - video: 0.70 = 0.1205 / 0.1718 clips/s, Wan 2.1 T2V 1.3B LoRA on an A100 at 81 x 832x480
 #   (diffsynth-wan21-1.3b-lora-a100); no held-out case survived the source checks.
 # Kinds without a row keep the language models' figure: a diffusion transformer (checked against
