@@ -54,9 +54,9 @@ def test_accuracy_page_is_current() -> None:
     import sys
 
     sys.path.insert(0, str(DOCS.parent / "scripts"))
-    from accuracy import HEADER, memory_section, published_memory_section, time_section
+    from accuracy import page
 
-    expected = HEADER + memory_section() + "\n" + published_memory_section() + "\n" + time_section()
+    expected = page()
     assert (DOCS / "accuracy.md").read_text() == expected, "run scripts/accuracy.py"
 
 

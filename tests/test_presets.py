@@ -72,3 +72,11 @@ def test_recipe_rows_are_sourced() -> None:
     for recipe in recipes().values():
         assert recipe.source and recipe.version and recipe.as_of
         assert recipe.verified in ("read", "documented")
+
+
+def test_a_recipe_with_a_lora_that_is_not_a_mapping_is_an_input_error() -> None:
+    """The recipe's adapter defaults are not merged into a `lora` that is not a mapping: the
+    validator names the field (found by the web fuzz test: a TypeError before)."""
+    with pytest.raises(InputError) as raised:
+        scenario_from_mapping({"recipe": "hf-trainer", "lora": [None]})
+    assert raised.value.field == "lora"

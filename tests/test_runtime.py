@@ -215,3 +215,46 @@ def test_unknown_region_and_load_source() -> None:
     with pytest.raises(UnknownNameError):
         run(load_source="floppy")
     assert run(load_source="2.5").load.bandwidth_bytes_per_s == 2.5e9
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "kind", "expected"),
+    [
+        # the architecture's figure (terms/timing.py) times the kind's fitted factor
+        ("SD-1.5", "H100 SXM 80GB", "unet", 0.47 * 0.67),
+        ("Wan2.1-T2V-1.3B", "A100 80GB SXM4", "video", 0.58 * 0.70),
+        # no factor: the language models' figure
+        ("FLUX.1-dev", "H100 SXM 80GB", "diffusion-transformer", 0.47),
+        ("V-JEPA-2-ViT-L", "H100 SXM 80GB", "jepa", 0.47),
+        ("Qwen2.5-0.5B", "H100 SXM 80GB", "llm", 0.47),
+    ],
+)
+def test_efficiency_per_model_kind(model: str, gpu: str, kind: str, expected: float) -> None:
+    from trainplan.catalog import resolve_model
+    from trainplan.terms.timing import efficiency_kind
+
+    assert efficiency_kind(resolve_model(model)) == kind
+    result = estimate(Scenario(model=model, gpu=gpu, method="lora"))
+    assert result.time is not None
+    assert result.time.efficiency == pytest.approx(expected, rel=1e-12)
+    calibrated = [w for w in result.warnings if "fitted to few published training runs" in w]
+    uncalibrated = [w for w in result.warnings if "not yet calibrated" in w]
+    assert (len(calibrated), len(uncalibrated)) == {
+        "unet": (1, 0), "video": (1, 0), "diffusion-transformer": (0, 1), "jepa": (0, 1), "llm": (0, 0)
+    }[kind]  # fmt: skip
+    given = estimate(Scenario(model=model, gpu=gpu, method="lora", mfu=0.3))
+    assert given.time is not None and given.time.efficiency == 0.3
+    assert not [w for w in given.warnings if "calibrated" in w or "fitted" in w]
+
+
+def test_planner_uses_the_unet_efficiency_of_estimate() -> None:
+    """The planner's step time for a UNet comes from the same per-kind efficiency as estimate()."""
+    from trainplan.plan import PlanRequest, plan
+
+    base = scenario_from_mapping({"model": "SD-1.5", "method": "lora", "train_samples": 10_000})
+    result = plan(PlanRequest(base=base, objective="time", max_gpus=2, gpu_types=("H100 SXM",)))
+    assert result.plans
+    for found in result.plans:
+        assert found.estimate.time is not None
+        assert found.estimate.time.efficiency == pytest.approx(0.47 * 0.67, rel=1e-12)
+        assert found.total_s == pytest.approx(found.estimate.time.total_s, rel=1e-9)

@@ -22,7 +22,12 @@ from trainplan.terms.recipes import (
     QLORA_DEQUANT_BYTES_PER_WEIGHT,
     QUANTISED_BASES,
 )
-from trainplan.terms.timing import INTER_NODE_EFFICIENCY, INTRA_NODE_EFFICIENCY
+from trainplan.terms.timing import (
+    EFFICIENCY_FACTOR_BY_MODEL_KIND,
+    INTER_NODE_EFFICIENCY,
+    INTRA_NODE_EFFICIENCY,
+    efficiency_kind,
+)
 from trainplan.units import GIB
 from trainplan.validity import check_layout
 
@@ -245,9 +250,15 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         )
     if scenario.method == "full" and scenario.lora.dropout > 0:
         notes.append("lora.dropout has no effect on a full fine-tune")
-    if model.kind != "llm" and scenario.mfu is None:
+    kind = efficiency_kind(model)
+    if kind in EFFICIENCY_FACTOR_BY_MODEL_KIND and scenario.mfu is None:
         notes.append(
-            f"{model.kind} time uses the language models' default efficiency: it is not yet calibrated "
+            f"{kind} time uses an efficiency fitted to few published training runs "
+            "(docs/accuracy.md, 'Diffusion and JEPA training time'); set mfu to use your own"
+        )
+    elif kind != "llm" and scenario.mfu is None:
+        notes.append(
+            f"{kind} time uses the language models' default efficiency: it is not yet calibrated "
             "against published training runs of these models (set mfu to use your own)"
         )
     if model.encoder_decoder:

@@ -39,6 +39,7 @@ from trainplan.runtime import (
 from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.tables import rates
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
+from trainplan.terms.timing import efficiency_kind
 from trainplan.validity import LAYOUT_REASONS, LayoutArrays, layout_problems, quantised_base
 
 BATCH_TOLERANCE = 0.05  # a layout may miss the target global batch by this fraction
@@ -173,7 +174,8 @@ def _hardware_arrays(
 ) -> dict[str, Any]:
     """Per-GPU-type figures as arrays (NaN where the GPU cannot run the precision)."""
     nan = float("nan")
-    hardware = [hardware_of(gpu, coeffs.recipe, scenario.mfu) for gpu in gpus]
+    kind = efficiency_kind(coeffs.model)
+    hardware = [hardware_of(gpu, coeffs.recipe, scenario.mfu, kind) for gpu in gpus]
     price = rates()
 
     def column(values: list[float | None]) -> Any:

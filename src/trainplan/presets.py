@@ -76,7 +76,8 @@ def with_recipe(
         for key, value in list(pending.items()):
             if key.startswith("lora."):
                 part = key.split(".", 1)[1]
-                if part in user_lora:
+                # a field the user sets, or a `lora` that is not a mapping (the validator names it)
+                if part in user_lora or (raw_lora is not None and not isinstance(raw_lora, Mapping)):
                     del pending[key]
                     continue
                 trial = {**merged, "lora": {**dict(merged.get("lora") or {}), part: value}}

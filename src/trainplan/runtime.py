@@ -25,7 +25,7 @@ from trainplan.terms.flops import FlopsPerToken
 from trainplan.terms.loading import load_seconds
 from trainplan.terms.params import ParamCounts
 from trainplan.terms.recipes import PrecisionRecipe
-from trainplan.terms.timing import FALLBACK_NETWORK_BYTES_PER_S, default_efficiency
+from trainplan.terms.timing import FALLBACK_NETWORK_BYTES_PER_S, default_efficiency, efficiency_kind
 
 DEFAULT_TRAIN_TOKENS = 2.0e9
 #: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
@@ -126,8 +126,11 @@ def training_tokens(scenario: Scenario, global_tokens: int, sample_tokens: int =
     return tokens, max(1, math.ceil(tokens / global_tokens))
 
 
-def hardware_of(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> Hardware | None:
-    """The GPU's figures for the step-time formulas; None when it lacks the precision."""
+def hardware_of(
+    gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None, model_kind: str = "llm"
+) -> Hardware | None:
+    """The GPU's figures for the step-time formulas; None when it lacks the precision.
+    `model_kind` (terms/timing.py `efficiency_kind`) selects the efficiency factor of the model."""
     peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
@@ -137,7 +140,7 @@ def hardware_of(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> Har
     return Hardware(
         peak_flops_per_s=peak,
         attention_peak_flops_per_s=attention_peak,
-        efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture),
+        efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture, model_kind),
         nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
         scale_up_domain_gpus=gpu.scale_up_domain_gpus,
         network_bytes_per_s=gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S,
@@ -166,7 +169,7 @@ def time_figures(
     coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout
 ) -> TimeFigures | None:
     """Step time by cause and the time to train; None when the GPU lacks the precision."""
-    hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu)
+    hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu, efficiency_kind(coeffs.model))
     if hardware is None:
         return None
     step = scenario_step_seconds(coeffs, hardware, layout, scenario)

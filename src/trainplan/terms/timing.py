@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainplan.arrays import minimum
+from trainplan.model import ModelSpec
+from trainplan.terms.denoisers import _is_unet
 
 # Judgement, from the hardware sheet's rules of thumb: NCCL bus bandwidth reaches ~70-85% of the
 # one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.
@@ -39,11 +41,31 @@ DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU
 # Llama 3 405B 38-43%; Ada RTX 4090: torchtune Llama 3.1 8B full fine-tune 1,650 tok/s = 64% of
 # the dense bf16 peak with recompute counted. Other architectures: the seed's 0.45 (no data).
 EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
+# Diffusion and video denoisers reach a different share of peak than a language model on the same
+# GPU: the efficiency above is multiplied by a factor per model kind (`efficiency_kind`), fitted as
+# measured / predicted images (clips) per second on the fit cases of
+# calibration/diffusion_time_reference.py, the other cases held out (docs/accuracy.md):
+# - unet: 0.67 = 128.7 / 192.7 images/s per GPU, MLPerf Training v4.0 Stable Diffusion v2 on one
+#   8 x H200 node (mlperf-v40-sd2-h200-8gpu); held out: 64 and 512 H100s, 64 L40S;
+# - video: 0.70 = 0.1205 / 0.1718 clips/s, Wan 2.1 T2V 1.3B LoRA on an A100 at 81 x 832x480
+#   (diffsynth-wan21-1.3b-lora-a100); no held-out case survived the source checks.
+# Kinds without a row keep the language models' figure: a diffusion transformer (checked against
+# one FLUX.1-dev QLoRA run, not fitted) and a JEPA (no published throughput found).
+EFFICIENCY_FACTOR_BY_MODEL_KIND = {"unet": 0.67, "video": 0.70}
 
 
-def default_efficiency(architecture: str) -> float:
-    """trainplan's compute efficiency for a GPU architecture."""
-    return EFFICIENCY_BY_ARCHITECTURE.get(architecture, DEFAULT_EFFICIENCY)
+def efficiency_kind(model: ModelSpec) -> str:
+    """The model kind the efficiency factor is looked up by: `llm`, `unet` (a diffusion model
+    with resnet blocks), `diffusion-transformer`, `video` or `jepa`."""
+    if model.kind == "diffusion":
+        return "unet" if _is_unet(model) else "diffusion-transformer"
+    return model.kind
+
+
+def default_efficiency(architecture: str, model_kind: str = "llm") -> float:
+    """trainplan's compute efficiency for a GPU architecture and a model kind (`efficiency_kind`)."""
+    factor = EFFICIENCY_FACTOR_BY_MODEL_KIND.get(model_kind, 1.0)
+    return EFFICIENCY_BY_ARCHITECTURE.get(architecture, DEFAULT_EFFICIENCY) * factor
 
 
 # torchao float8 with dynamic tensorwise scaling (pytorch/ao torchao/float8/float8_linear.py @

@@ -1,0 +1,222 @@
+"""Published diffusion and video training throughput as trainplan scenarios, and our error on each.
+
+Every case cites its entry in calibration/published.yaml (section 'Diffusion, video and JEPA
+training throughput'), where the raw figure, the date read and the settings are recorded. Measured
+throughput is compared as images (or clips) per second per GPU; the conversion from the raw
+figure is stated on the case. `role` says whether the case fixed a per-kind efficiency factor
+(terms/timing.py EFFICIENCY_FACTOR_BY_MODEL_KIND: "fit") or only checks it ("held-out"). Used by
+tests/reference/test_diffusion_time_reference.py and the table in docs/accuracy.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainplan.catalog import resolve_model
+from trainplan.estimate import estimate
+from trainplan.hf import spec_from_config
+from trainplan.hf.pipeline import PIPELINE_KEY
+from trainplan.model import ModelSpec
+from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.terms.timing import efficiency_kind
+
+# The Stable Diffusion v2 UNet of the MLPerf Training benchmark, as a diffusers config. The NeMo
+# config the submissions ran (mlcommons/training_results_v4.0:NVIDIA/benchmarks/stable_diffusion/
+# implementations/nemo/conf/custom.yaml@62f111b7) gives model_channels 320, channel_mult
+# [1, 2, 4, 4], num_res_blocks 2, attention at the first three levels, num_head_channels 64 (so
+# 5, 10, 20, 20 heads: diffusers' `attention_head_dim` for SD2), linear proj_in/out, one
+# transformer per attention block, context_dim 1024 (OpenCLIP ViT-H/14), 4 latent channels at
+# 64 x 64 (512 px). Its GroupNorm uses 16 groups where diffusers uses 32: no effect on FLOPs.
+SD2_UNET: dict[str, Any] = {
+    "_class_name": "UNet2DConditionModel",
+    "act_fn": "silu",
+    "attention_head_dim": [5, 10, 20, 20],
+    "block_out_channels": [320, 640, 1280, 1280],
+    "center_input_sample": False,
+    "cross_attention_dim": 1024,
+    "down_block_types": [
+        "CrossAttnDownBlock2D",
+        "CrossAttnDownBlock2D",
+        "CrossAttnDownBlock2D",
+        "DownBlock2D",
+    ],
+    "downsample_padding": 1,
+    "flip_sin_to_cos": True,
+    "freq_shift": 0,
+    "in_channels": 4,
+    "layers_per_block": 2,
+    "mid_block_scale_factor": 1,
+    "norm_eps": 1e-5,
+    "norm_num_groups": 32,
+    "out_channels": 4,
+    "sample_size": 64,
+    "up_block_types": ["UpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D"],
+    "use_linear_projection": True,
+    PIPELINE_KEY: {
+        "text_tokens": 77,
+        "vae": {
+            "_class_name": "AutoencoderKL",
+            "block_out_channels": [128, 256, 512, 512],
+            "latent_channels": 4,
+        },
+    },
+}
+
+# MLPerf Training Stable Diffusion (NVIDIA NeMo submissions): full training from scratch at 512 px,
+# fp16 (`precision: 16`, `unet_precision: fp16`), fused AdamW, no activation checkpointing
+# (`use_checkpoint: False`), EMA off, latents and OpenCLIP caption embeddings precomputed
+# (`images_moments`, `clip_encoded`), one micro-batch per step (`accumulate_grad_batches: 1`).
+_MLPERF_SD: dict[str, Any] = {
+    "method": "full",
+    "precision": "fp16-mixed",
+    "optimizer": "adamw-fused",
+    "grad_accum": 1,
+    "resolution": 512,
+    "activation_checkpointing": "none",
+    "frozen_encoders": "precomputed",
+}
+# The LoRA targets of DiffSynth-Studio's Wan scripts (q, k, v, o of self- and cross-attention,
+# ffn.0 and ffn.2) in diffusers' module names.
+_WAN_TARGETS = "to_q,to_k,to_v,to_out.0,ffn.net.0.proj,ffn.net.2"
+
+
+@dataclass(frozen=True)
+class DiffusionTimeCase:
+    """One published measurement as a scenario and a measured images (clips) per second per GPU."""
+
+    id: str
+    model: str | dict[str, Any]
+    scenario: dict[str, Any]
+    measured_samples_per_s_per_gpu: float
+    conversion: str
+    tolerance: float
+    role: str  # "fit" (fixed the kind's efficiency factor) | "held-out"
+    note: str = ""
+
+    def spec(self) -> ModelSpec:
+        """The model of the case."""
+        if isinstance(self.model, str):
+            return resolve_model(self.model)
+        return spec_from_config(self.model, self.id)
+
+
+CASES: tuple[DiffusionTimeCase, ...] = (
+    DiffusionTimeCase(
+        id="mlperf-v40-sd2-h200-8gpu",
+        model=SD2_UNET,
+        scenario={**_MLPERF_SD, "gpu": "H200 SXM 141GB", "gpus": 8, "micro_batch": 64},
+        measured_samples_per_s_per_gpu=51_200 / 49.718 / 8,
+        conversion="51,200 samples per 100-step block / 49.718 s (MLLOG block_start to block_stop) / 8 GPUs",
+        tolerance=0.05,
+        role="fit",
+    ),
+    DiffusionTimeCase(
+        id="mlperf-v40-sd2-h100-64gpu",
+        model=SD2_UNET,
+        scenario={**_MLPERF_SD, "gpu": "H100 SXM 80GB", "gpus": 64, "micro_batch": 16},
+        measured_samples_per_s_per_gpu=102_400 / 14.478 / 64,
+        conversion="102,400 samples per 100-step block / 14.478 s / 64 GPUs",
+        tolerance=0.25,
+        role="held-out",
+    ),
+    DiffusionTimeCase(
+        id="mlperf-v31-sd2-h100-512gpu",
+        model=SD2_UNET,
+        scenario={**_MLPERF_SD, "gpu": "H100 SXM 80GB", "gpus": 512, "micro_batch": 4},
+        measured_samples_per_s_per_gpu=24_160.04 / 512,
+        conversion="MLLOG tracked_stats throughput 24,160.04 samples/s at step 2200 / 512 GPUs",
+        tolerance=0.25,
+        role="held-out",
+        note="v3.1 code not read: the v4.0 NeMo settings assumed; the step is mostly gradient all-reduce",
+    ),
+    DiffusionTimeCase(
+        id="mlperf-v40-sd2-l40s-64gpu",
+        model=SD2_UNET,
+        scenario={**_MLPERF_SD, "gpu": "L40S", "gpus": 64, "gpus_per_node": 4, "micro_batch": 16},
+        measured_samples_per_s_per_gpu=102_400 / 51.963 / 64,
+        conversion="102,400 samples per 100-step block / 51.963 s / 64 GPUs",
+        tolerance=0.25,
+        role="held-out",
+        note="16 nodes of 4; the cluster network is not in the catalog (the 100 Gb/s fallback applies)",
+    ),
+    DiffusionTimeCase(
+        id="diffsynth-wan21-1.3b-lora-a100",
+        model="Wan2.1-T2V-1.3B",
+        scenario={
+            "method": "lora",
+            "precision": "bf16",
+            "optimizer": "adamw",
+            "gpu": "A100 40GB SXM4",
+            "gpus": 1,
+            "micro_batch": 1,
+            "grad_accum": 1,
+            "resolution": "832x480",
+            "frames": 81,
+            "activation_checkpointing": "full",
+            "frozen_encoders": "precomputed",
+            "lora": {"rank": 16, "targets": _WAN_TARGETS},
+        },
+        measured_samples_per_s_per_gpu=1 / 8.30,
+        conversion="1 clip per step / 8.30 s per step (tqdm s/it)",
+        tolerance=0.05,
+        role="fit",
+        note="Colab A100 taken as the 40 GB SXM4; frames and size are the script defaults",
+    ),
+    DiffusionTimeCase(
+        id="diffusers-blog-flux-qlora-4090",
+        model="FLUX.1-dev",
+        scenario={
+            "recipe": "diffusers",
+            "method": "qlora",
+            "precision": "bf16",
+            "optimizer": "adamw-8bit",
+            "gpu": "RTX 4090",
+            "gpus": 1,
+            "micro_batch": 1,
+            "grad_accum": 4,
+            "resolution": "512x768",
+            "text_tokens": 77,
+            "activation_checkpointing": "full",
+            "frozen_encoders": "precomputed",
+            "lora": {"rank": 4, "targets": "to_k,to_q,to_v,to_out.0"},
+        },
+        measured_samples_per_s_per_gpu=700 * 4 / (41 * 60),
+        conversion="700 optimizer steps x 4 images / ~41 min of the whole run",
+        tolerance=0.25,
+        role="held-out",
+        note="whole-run wall time (loading included): a lower bound on the step throughput",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class DiffusionTimeRow:
+    """Our prediction for one case and its error."""
+
+    case: DiffusionTimeCase
+    kind: str
+    predicted_samples_per_s_per_gpu: float
+    efficiency: float
+    mfu: float
+    dominant_overhead: str
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted_samples_per_s_per_gpu / self.case.measured_samples_per_s_per_gpu - 1
+
+
+def evaluate(case: DiffusionTimeCase) -> DiffusionTimeRow:
+    """Run the case through estimate() with trainplan's own efficiency (no mfu given)."""
+    spec = case.spec()
+    result = estimate(scenario_from_mapping(case.scenario, base=Scenario(model=case.id)), model=spec)
+    assert result.time is not None and result.time.samples_per_s_per_gpu is not None
+    return DiffusionTimeRow(
+        case,
+        efficiency_kind(spec),
+        result.time.samples_per_s_per_gpu,
+        result.time.efficiency,
+        result.time.mfu,
+        result.time.step.dominant_overhead(),
+    )
