@@ -245,3 +245,46 @@ def test_optimizer_in_backward_holds_one_gradient_at_a_time() -> None:
     assert largest <= backward.peak <= largest + activation_grads
     assert backward.peak < sum(i * o for i, o in sizes) * 4
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_rms_norm_is_traced_as_cuda_fused_kernel() -> None:
+    """With matching dtypes CUDA runs F.rms_norm as `_fused_rms_norm`, whose backward reads the
+    bf16 input and the fp32 1/rms per row; the emulation keeps exactly those (CPU's decomposition
+    keeps an fp32 upcast instead) and gives the same gradients."""
+    import torch
+    import torch.nn.functional as F
+
+    from trainplan.measure.emulation import _cuda_rms_norm
+
+    rms_norm = _cuda_rms_norm(F.rms_norm)
+    x = torch.randn(3, 5, 64, dtype=torch.bfloat16, requires_grad=True)
+    weight = torch.randn(64, dtype=torch.bfloat16, requires_grad=True)
+    saved: list[tuple[torch.dtype, int]] = []
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: saved.append((t.dtype, t.numel())) or t, lambda t: t
+    ):
+        out = rms_norm(x, (64,), weight, 1e-6)
+    assert sorted(saved, key=str) == sorted(
+        [(torch.bfloat16, 3 * 5 * 64), (torch.float32, 3 * 5), (torch.bfloat16, 64)], key=str
+    )
+    (out.float() ** 2).sum().backward()
+    x_ref = x.detach().clone().requires_grad_(True)
+    w_ref = weight.detach().clone().requires_grad_(True)
+    (F.rms_norm(x_ref, (64,), w_ref, 1e-6).float() ** 2).sum().backward()
+    assert x.grad is not None and weight.grad is not None
+    assert torch.allclose(x.grad.float(), x_ref.grad.float(), rtol=5e-2, atol=1e-1)
+    assert torch.allclose(weight.grad.float(), w_ref.grad.float(), rtol=5e-2, atol=1e-1)
+    # an fp32 weight on a bf16 input is not fused on CUDA either: the original path runs
+    import warnings
+
+    fp32 = torch.ones(64, requires_grad=True)
+    kept: list[tuple[torch.dtype, int]] = []
+    with (
+        warnings.catch_warnings(),  # torch notes that the dtypes differ and it cannot fuse
+        torch.autograd.graph.saved_tensors_hooks(
+            lambda t: kept.append((t.dtype, t.numel())) or t, lambda t: t
+        ),
+    ):
+        warnings.simplefilter("ignore", UserWarning)
+        rms_norm(x, (64,), fp32, 1e-6)
+    assert (torch.float32, 3 * 5 * 64) in kept and (torch.bfloat16, 3 * 5 * 64) not in kept

@@ -22,6 +22,7 @@ from trainplan.measure.result import MeasuredStep
 from trainplan.model import ModelSpec, block_linears
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
+from trainplan.terms.denoisers import jepa_masks
 from trainplan.terms.params import targeted
 
 NOT_TRACED = (
@@ -366,8 +367,18 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         micro_batch=scenario.micro_batch,
         gradient_checkpointing=scenario.activation_checkpointing == "full",
         ema=resolved_ema(spec, scenario),
-        mask_ratios=() if scenario.mask_ratio is None else (scenario.mask_ratio,),
+        # the published mask generators (terms/denoisers.py), or the scenario's one
+        mask_ratios=tuple(mask.masked for mask in jepa_masks(scenario.mask_ratio))
+        if spec.kind == "jepa"
+        else (),
     )
+
+
+def _mask_ratios(spec: ModelSpec, scenario: Scenario) -> tuple[float, ...]:
+    """A JEPA's mask generators as the trace runs them: one hidden share per generator."""
+    if spec.kind != "jepa":
+        return ()
+    return tuple(mask.masked for mask in jepa_masks(scenario.mask_ratio))
 
 
 def _measure_sample(scenario: Scenario, spec: ModelSpec) -> Comparison:

@@ -15,6 +15,8 @@ fp32 on the latent target:
 - SD3 / SD3.5 (train_dreambooth_lora_sd3.py): rectified flow on unpacked latents,
   `precondition_outputs` (prediction x (-sigma) + noisy input), target the latents.
 - Wan 2.1 (the same flow-matching objective on video latents, frames x height x width).
+- PixArt-Sigma: DDPM noise prediction as the UNets, on the first half of its output (the
+  other half is the learned variance), with the caption's T5 embeddings.
 - UNets (train_text_to_image.py, train_text_to_image_sdxl.py): DDPM epsilon prediction, integer
   timesteps, SDXL's `add_time_ids` and pooled `text_embeds`; loss F.mse_loss(pred, noise).
 
@@ -42,6 +44,7 @@ DENOISERS: dict[str, tuple[str, int, int, int]] = {
     "SD3Transformer2DModel": ("joint_attention_dim", 4096, 2048, 16),
     "WanTransformer3DModel": ("text_dim", 4096, 0, 16),
     "UNet2DConditionModel": ("cross_attention_dim", 1280, 0, 4),
+    "PixArtTransformer2DModel": ("caption_channels", 4096, 0, 4),
 }
 
 #: Config keys the tracer drops: the pipeline settings trainplan carries beside the denoiser's own.
@@ -143,7 +146,7 @@ def denoiser_step(
         x = batch["latents"]
         noise = torch.randn_like(x)
         text_states = batch["encoder_hidden_states"]
-        if name == "UNet2DConditionModel":
+        if name in ("UNet2DConditionModel", "PixArtTransformer2DModel"):
             t = torch.randint(0, 1000, (b,))
             alphas = torch.rand(1000)  # the scheduler's alphas_cumprod, on the device
             a = alphas[t].sqrt().to(x.dtype).view(b, 1, 1, 1)
@@ -154,7 +157,21 @@ def denoiser_step(
                 if "time_ids" in batch
                 else {}
             )
-            pred = forward(model, sample=noisy, timestep=t, encoder_hidden_states=text_states, **added)
+            if name == "PixArtTransformer2DModel":
+                # PixArt predicts noise and a learned variance: the loss reads the first half
+                # (diffusers' PixArt training examples: model_pred.chunk(2, dim=1)[0])
+                conditions = {"resolution": None, "aspect_ratio": None}
+                pred = forward(
+                    model,
+                    hidden_states=noisy,
+                    timestep=t,
+                    encoder_hidden_states=text_states,
+                    added_cond_kwargs=conditions,
+                )
+                if pred.shape[1] == 2 * x.shape[1]:
+                    pred = pred.chunk(2, dim=1)[0]
+            else:
+                pred = forward(model, sample=noisy, timestep=t, encoder_hidden_states=text_states, **added)
             return torch.nn.functional.mse_loss(pred.float(), noise.float(), reduction="mean")
         sigmas = torch.rand(b, dtype=x.dtype).view(b, *([1] * (x.dim() - 1)))
         noisy = (1.0 - sigmas) * x + sigmas * noise

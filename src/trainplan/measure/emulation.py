@@ -183,6 +183,50 @@ def _cuda_sdpa(original: Callable[..., torch.Tensor]) -> Callable[..., torch.Ten
     return sdpa
 
 
+class _FusedRMSNorm(torch.autograd.Function):  # type: ignore[misc, unused-ignore]
+    """`F.rms_norm` as CUDA runs it when the weight has the input's dtype (or there is none): the
+    fused `aten::_fused_rms_norm` kernel (torch 2.8+), whose autograd node keeps the input itself
+    and the fp32 1/rms per row (`_fused_rms_norm_backward(grad, input, shape, rstd, weight)`).
+    On CPU the op is decomposed, and autograd keeps the fp32 upcast of the input instead."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, input: torch.Tensor, shape: tuple[int, ...], weight: torch.Tensor | None, eps: float | None
+    ) -> Any:
+        output, rstd = torch.ops.aten._fused_rms_norm(input, list(shape), weight, eps)
+        ctx.shape = list(shape)
+        ctx.save_for_backward(input, rstd, weight)
+        return output
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> Any:
+        from torch._decomp.decompositions import _fused_rms_norm_backward  # no CPU kernel
+
+        input, rstd, weight = ctx.saved_tensors
+        mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2]]
+        grad_input, grad_weight = _fused_rms_norm_backward(grad, input, ctx.shape, rstd, weight, mask)
+        return grad_input, None, grad_weight, None
+
+
+def _cuda_rms_norm(original: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """`F.rms_norm` on CUDA's fused kernel where CUDA dispatches to it (matching dtypes)."""
+
+    def rms_norm(
+        input: torch.Tensor,
+        normalized_shape: Any,
+        weight: torch.Tensor | None = None,
+        eps: float | None = None,
+    ) -> torch.Tensor:
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        fused = weight is None or weight.dtype == input.dtype
+        if fused and torch.is_grad_enabled() and input.is_floating_point():
+            out: torch.Tensor = _FusedRMSNorm.apply(input, shape, weight, eps)
+            return out
+        return original(input, normalized_shape, weight, eps)
+
+    return rms_norm
+
+
 class _GroupedMM(torch.autograd.Function):  # type: ignore[misc, unused-ignore]
     """Grouped matmul with the allocations of torch's `_grouped_mm` autograd formula.
 
@@ -220,6 +264,7 @@ def cuda_emulation(*, amp: bool) -> Iterator[list[str]]:
     notes = [
         "fake CPU device; HF packed-sequence check answered as for unpacked input (causal, no mask)",
         "dropout as CUDA native_dropout (bool mask); SDPA with dropout kept on the flash path",
+        "F.rms_norm with matching dtypes as CUDA's fused kernel (keeps the input and 1/rms)",
     ]
     original_grouped_mm = hf_moe._grouped_mm
 
@@ -241,6 +286,9 @@ def cuda_emulation(*, amp: bool) -> Iterator[list[str]]:
             )
         )
         stack.enter_context(_patched(hf_moe, "_grouped_mm", grouped_mm))
+        stack.enter_context(
+            _patched(torch.nn.functional, "rms_norm", _cuda_rms_norm(torch.nn.functional.rms_norm))
+        )
         if amp:
             registered = stack.enter_context(cuda_autocast_policy())
             notes.append(f"CUDA autocast fp32 policy registered for {len(registered)} CPU ops")
