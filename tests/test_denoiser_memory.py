@@ -420,3 +420,37 @@ def test_pixart_block_by_hand() -> None:
     # the text embeddings (4 x 32 at 2 B) are an input; the caption projection's GELU keeps 4 x 16 x 2
     assert acts.outside == 3 * 2 * (8 * 8 * 4) + 2 * 32 * 4
     assert next(value for block, value in acts.layers if block.role == "embed") == 4 * 16 * 2
+
+
+def test_sd3_position_table_is_a_buffer_on_the_gpu() -> None:
+    """SD3.5-Medium's PatchEmbed keeps a sin-cos table over pos_embed_max_size^2 = 384^2
+    positions x 1536 channels as a buffer: not a parameter, but on the GPU at the weights' dtype
+    (bf16 for the LoRA scripts' cast model, fp32 for a full fine-tune under autocast)."""
+    from trainplan.terms.params import total_params
+
+    model = resolve_model("SD3.5-Medium")
+    assert model.buffer_elements == 384 * 384 * 1536
+    lora = _estimate(model="SD3.5-Medium", recipe="diffusers", method="lora")
+    full = _estimate(model="SD3.5-Medium", method="full", precision="amp-bf16")
+    params = total_params(model)
+    adapters = lora.params.lora * 2  # bf16 adapters
+    assert lora.peak.term("weights").value == pytest.approx(2 * params + adapters + 2 * model.buffer_elements)
+    assert full.phases[2].term("weights").value == pytest.approx(4 * params + 4 * model.buffer_elements)
+
+
+def test_wan_always_has_its_qk_norms() -> None:
+    """WanAttention builds its q/k RMSNorms over all heads whatever the config's qk_norm says
+    (diffusers 0.42 builds 37,336 parameters for this config with and without qk_norm: null)."""
+    from trainplan.terms.params import total_params
+
+    wan: dict[str, Any] = {
+        "_class_name": "WanTransformer3DModel",
+        "num_attention_heads": 2,
+        "attention_head_dim": 4,
+        "ffn_dim": 8,
+        "num_layers": 1,
+        "_pipeline": {"vae": {"_class_name": "AutoencoderKLWan"}},
+    }
+    default = total_params(denoiser_spec(wan, "wan"))
+    without = total_params(denoiser_spec({**wan, "qk_norm": None}, "wan"))
+    assert default == without == 37_336

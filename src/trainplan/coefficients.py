@@ -135,6 +135,7 @@ class Coefficients:
     encoder_bytes: float = 0.0
     encoder_peak: tuple[float, float] = (0.0, 0.0)
     encoder_offload_bytes: float = 0.0
+    buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -360,6 +361,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         outside_per_token=outside,
         ema_bytes=ema_bytes,
         encoder_bytes=encoder_bytes,
+        buffer_bytes=model.buffer_elements * (recipe.weight_bytes if full else compute_bytes),
         encoder_peak=encoder_peak,
         encoder_offload_bytes=encoder_offload,
         logits_held=held,

@@ -97,7 +97,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
     sharded_weights = zero3 > 1
-    unsharded = c.ema_bytes + c.encoder_bytes  # on every GPU whatever the sharding
+    unsharded = c.ema_bytes + c.encoder_bytes + c.buffer_bytes  # on every GPU whatever the sharding
     weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded
     gradients = c.gradient_bytes * per_gpu / zero2
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the

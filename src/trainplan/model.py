@@ -354,6 +354,9 @@ class ModelSpec:
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
     frozen: tuple[FrozenComponent, ...] = ()  # a pipeline's VAE and text encoders, not in the counts
+    # registered buffers on the GPU, not parameters: the sin-cos position table of SD3's and
+    # PixArt's patch embedders (diffusers PatchEmbed), at the weights' dtype
+    buffer_elements: int = 0
     embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
     head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
 

@@ -22,6 +22,7 @@ in*k*k x out matrices. Norms without affine parameters (the LayerNorms under ada
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from trainplan.errors import ConfigError
@@ -62,8 +63,10 @@ def _gelu_mlp(prefix: str, inner: int) -> Mlp:
     )
 
 
-def _qk_norm(cfg: Mapping[str, Any], allowed: tuple[str | None, ...]) -> str | None:
-    value = cfg.get("qk_norm")
+def _qk_norm(
+    cfg: Mapping[str, Any], allowed: tuple[str | None, ...], default: str | None = None
+) -> str | None:
+    value = cfg.get("qk_norm", default)
     if value not in allowed:
         raise ConfigError("qk_norm", f"{value!r} is not modelled; modelled: {', '.join(map(str, allowed))}")
     return None if value is None else str(value)
@@ -203,7 +206,9 @@ def sd3_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         else:
             blocks.append(block)
     blocks.append(_output_block(dim, patch * patch * out_channels))
-    return denoiser_model(name, source, dim, tuple(blocks), "diffusion")
+    # PatchEmbed's sin-cos table over pos_embed_max_size^2 positions (SD3Transformer2DModel: 96)
+    table = get_int(cfg, "pos_embed_max_size", default=96) ** 2 * dim
+    return replace(denoiser_model(name, source, dim, tuple(blocks), "diffusion"), buffer_elements=table)
 
 
 def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
@@ -221,8 +226,10 @@ def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     if not (isinstance(patch, list) and len(patch) == 3 and all(isinstance(p, int) and p > 0 for p in patch)):
         raise ConfigError("patch_size", f"{patch!r} must be three positive integers (frames, height, width)")
     volume = patch[0] * patch[1] * patch[2]
-    qk_norm = _qk_norm(cfg, ("rms_norm_across_heads", None))
-    norm = "full" if qk_norm else "none"
+    # WanAttention always builds its q/k RMSNorms over all heads (diffusers 0.42 reads no
+    # qk_norm there); the key is still checked for a value no Wan release uses
+    _qk_norm(cfg, ("rms_norm_across_heads", None))
+    norm = "full"
     ffn = get_int(cfg, "ffn_dim")
     embed = [linear("patch_embedding", "conv", in_channels * volume, dim)]
     embed += timestep_embedding(
@@ -295,7 +302,9 @@ def pixart_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     output = weights_block(  # scale_shift_table (2, dim) and proj_out
         "output", linear("proj_out", "output", dim, patch * patch * out_channels), extra_params=2 * dim
     )
-    return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "diffusion")
+    spec = denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "diffusion")
+    # PatchEmbed's sin-cos table over the (sample_size / patch)^2 positions of the default size
+    return replace(spec, buffer_elements=(sample // patch) ** 2 * dim)
 
 
 def weights_block(role: str, *linears: Linear, extra_params: int = 0, width: int = 0) -> Block:
