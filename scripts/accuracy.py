@@ -9,6 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "calibration"))
 
+from diffusion_memory_reference import evaluate as evaluate_diffusion_memory  # noqa: E402
+from diffusion_memory_reference import load_records as load_diffusion_records  # noqa: E402
 from diffusion_time_reference import CASES as DIFFUSION_TIME  # noqa: E402
 from diffusion_time_reference import evaluate as evaluate_diffusion_time  # noqa: E402
 from memory_reference import evaluate as evaluate_memory  # noqa: E402
@@ -82,6 +84,43 @@ def memory_section() -> str:
         "the Adam states; root = torchtitan's 2024 root wrapping, fp32 = fp32 reduce-scatter, "
         "noreshard = no resharding after forward). For FSDP2 the estimate's side is its allocated "
         "peak: the blocks FSDP2's side streams keep reserved are not allocations a trace makes.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def diffusion_memory_section() -> str:
+    rows = [evaluate_diffusion_memory(record) for record in load_diffusion_records()]
+    errors = [abs(row.error) for row in rows]
+    lines = [
+        "## Diffusion, video and JEPA peak memory: estimate vs traced steps",
+        "",
+        "Each case ran a diffusers denoiser (or transformers' V-JEPA 2 modules) for two training steps "
+        "on fake tensors as the diffusers scripts (and the V-JEPA 2 code) train it, with CUDA's "
+        "autocast, SDPA and fused RMSNorm emulated (calibration/diffusion_trace.json, "
+        "`scripts/trace_diffusion.py`). No coefficient was fitted to these cases: the block formulas "
+        "come from the module sources (terms/denoisers.py). Two of them were corrected after the "
+        "first traces, each from the module's own behaviour checked on a single block (torch.nn."
+        "RMSNorm's fused kernel keeps its input, not an fp32 copy; SDPA's output is already laid out "
+        "for the output projection, so no copy). No overhead term on either side.",
+        "",
+        f"**{len(rows)} cases: median error {statistics.median(errors):.1%}, worst {max(errors):.1%}.**",
+        "",
+        "| case | traced peak GiB (phase) | estimate GiB (phase) | error |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in rows:
+        m = row.measured
+        moment = row.estimate.allocated_peak or row.estimate.peak
+        lines.append(
+            f"| {row.id} | {m['peak_bytes'] / GIB:.2f} ({m['peak_phase']}) | "
+            f"{moment.total / GIB:.2f} ({moment.name}) | {row.error:+.1%} |"
+        )
+    lines += [
+        "",
+        "V-JEPA 2 with its published mask generators at micro-batch 8 is the open gap: each traced "
+        "layer matches the layer formula to the byte, but the whole step keeps about 0.35 GiB per "
+        "clip more than the layers, loss and inputs account for; where it goes is not yet found.",
         "",
     ]
     return "\n".join(lines)
@@ -274,7 +313,13 @@ def write_plot(path: Path) -> None:
 
 def page() -> str:
     """The whole of docs/accuracy.md."""
-    sections = (memory_section(), published_memory_section(), time_section(), diffusion_time_section())
+    sections = (
+        memory_section(),
+        published_memory_section(),
+        diffusion_memory_section(),
+        time_section(),
+        diffusion_time_section(),
+    )
     return HEADER + "\n".join(sections)
 
 

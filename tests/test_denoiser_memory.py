@@ -61,8 +61,9 @@ def test_flux_lora_blocks_by_hand() -> None:
     """bf16 weights and bf16 adapters on attention (to_q/k/v, to_out.0), per token (d = 16, h = 2):
     LayerNorm input + mean/rstd 2*16 + 8 = 40; the adapted q/k/v share one input 32; each q/k
     torch.nn.RMSNorm (CUDA's fused kernel) keeps its input 32 and 1/rms per head 8 = 40 (x2 = 80);
-    the adapted to_out copy 32; GELU input 2*64 = 128; frozen modulation keeps no normed x.
-    Double block: image 40+32+80+32+40+128 = 352 x 16 tokens; text (add_* not adapted)
+    the adapted to_out reads the kernel's output (a view, kept by SDPA already); GELU input
+    2*64 = 128; frozen modulation keeps no normed x.
+    Double block: image 40+32+80+40+128 = 320 x 16 tokens; text (add_* not adapted)
     40+80+40+128 = 288 x 4; joint SDPA over 20 tokens: q 32 + k, v 64 + out 32 + lse 8 = 136 x 20.
     Single block over 20 tokens: 40 + 32 + 128 + 80 = 280, + the same SDPA. Output: the norm_out
     LayerNorm 40 x 16."""
@@ -72,7 +73,7 @@ def test_flux_lora_blocks_by_hand() -> None:
     acts = denoiser_activations(model, shape, _mode(False, ATTENTION), fp32_weights=False)
     by_role = {block.role: value for block, value in acts.layers}
     sdpa = 136 * 20
-    assert by_role["double_stream"] == 352 * 16 + 288 * 4 + sdpa
+    assert by_role["double_stream"] == 320 * 16 + 288 * 4 + sdpa
     assert by_role["single_stream"] == 280 * 20 + sdpa
     assert by_role["output"] == 40 * 16
     assert by_role["embed"] == 0
@@ -86,13 +87,13 @@ def test_flux_lora_blocks_by_hand() -> None:
 def test_flux_full_fine_tune_keeps_what_trained_weights_need() -> None:
     """Full bf16 fine-tune, double block image stream per token: LayerNorm 40 + modulated x 32;
     one shared q/k/v input 32; the fused q/k RMSNorms keep the same 40 each whether the weight
-    trains or not (their backward rebuilds the normed tensor); to_out copy 32 + the gate's
-    attention output 32; LayerNorm 40 + modulated 32; ff input 32, GELU 128, down input 128,
-    gate's ff output 32. Total 40+32+32+80+32+32+40+32+32+128+128+32."""
+    trains or not (their backward rebuilds the normed tensor); to_out reads the kernel's output
+    (kept by SDPA) and the gate keeps the attention output 32; LayerNorm 40 + modulated 32; ff
+    input 32, GELU 128, down input 128, gate's ff output 32. Total 40+32+32+80+32+40+32+32+128+128+32."""
     model = _flux()
     shape = token_shape(model, 64)
     acts = denoiser_activations(model, shape, _mode(True), fp32_weights=False)
-    image = 40 + 32 + 32 + 80 + 32 + 32 + 40 + 32 + 32 + 128 + 128 + 32
+    image = 40 + 32 + 32 + 80 + 32 + 40 + 32 + 32 + 128 + 128 + 32
     by_role = {block.role: value for block, value in acts.layers}
     assert by_role["double_stream"] == image * 16 + image * 4 + 136 * 20
     # single: LayerNorm 40 + modulated 32 + shared input 32 + GELU 128 + norms 80 + proj_out
@@ -288,8 +289,9 @@ def test_unet_resnet_by_hand() -> None:
 def test_unet_transformer_by_hand() -> None:
     """down_blocks.0.attentions.0's BasicTransformerBlock (width 32, 2 heads, GEGLU inner 128) at
     64 positions, LoRA on to_q/k/v/out.0 (the suffixes match attn1 and attn2): per position three
-    LayerNorms 2 x 32 + 8 = 72 each, the shared q/k/v input 64, the adapted out copies 64 x 2,
-    attn2.to_q's input 64, GEGLU's gate, value and GELU(gate) 3 x 2 x 128 = 768 -> 1240.
+    LayerNorms 2 x 32 + 8 = 72 each, the shared q/k/v input 64 (the adapted outs read the
+    kernels' outputs), attn2.to_q's input 64, GEGLU's gate, value and GELU(gate) 3 x 2 x 128 = 768
+    -> 1112.
     Self SDPA: (64 + 128 + 64 + 8) x 64; cross SDPA: q and out + lse (64 + 64 + 8) x 64 and k, v
     over the 4 text tokens 2 x 2 x 32 x 4."""
     model = denoiser_spec(TINY_UNET, "tiny-unet")
@@ -297,7 +299,7 @@ def test_unet_transformer_by_hand() -> None:
     targets = frozenset({f"attn{i}.{n}" for i in (1, 2) for n in ("to_q", "to_k", "to_v", "to_out.0")})
     acts = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
     first = next(v for block, v in acts.layers if block.role == "transformer")
-    assert first == 1240 * 64 + 264 * 64 + 136 * 64 + 2 * 2 * 32 * 4
+    assert first == 1112 * 64 + 264 * 64 + 136 * 64 + 2 * 2 * 32 * 4
 
 
 def test_sdxl_full_fine_tune_states_and_flops() -> None:
@@ -406,17 +408,17 @@ TINY_PIXART: dict[str, Any] = {
 
 def test_pixart_block_by_hand() -> None:
     """A PixArt block (d = 16, 2 heads, FFN 64) over 16 image tokens and 4 text tokens, LoRA in
-    bf16 on attn1's q/k/v/out: per token LayerNorm 40 twice, the shared q/k/v input 32, the
-    adapted out copy 32, GELU 128 (cross-attention reads the residual; frozen, it keeps nothing)
-    = 272; self SDPA 136 per token; cross SDPA q + out + lse 72 per image token and k, v 64 per
-    text token."""
+    bf16 on attn1's q/k/v/out: per token LayerNorm 40 twice, the shared q/k/v input 32 (the
+    adapted out reads the kernel's output), GELU 128 (cross-attention reads the residual; frozen,
+    it keeps nothing) = 240; self SDPA 136 per token; cross SDPA q + out + lse 72 per image token
+    and k, v 64 per text token."""
     model = denoiser_spec(TINY_PIXART, "tiny-pixart")
     shape = token_shape(model, 64)
     assert (shape.image_tokens, shape.text_tokens) == (16, 4)
     targets = frozenset({"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0"})
     acts = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
     block = next(value for block, value in acts.layers if block.role == "pixart")
-    assert block == 272 * 16 + 136 * 16 + 72 * 16 + 64 * 4
+    assert block == 240 * 16 + 136 * 16 + 72 * 16 + 64 * 4
     # the text embeddings (4 x 32 at 2 B) are an input; the caption projection's GELU keeps 4 x 16 x 2
     assert acts.outside == 3 * 2 * (8 * 8 * 4) + 2 * 32 * 4
     assert next(value for block, value in acts.layers if block.role == "embed") == 4 * 16 * 2

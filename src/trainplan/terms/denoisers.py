@@ -15,8 +15,10 @@ layer keeps for backward), derived from the diffusers and V-JEPA modules as they
   an fp32 input); a frozen one keeps nothing, a LoRA adapter its own copy (terms/activations.py
   `_linear_input`). SDPA (flash / memory-efficient) keeps q, k, v, its output and an fp32
   logsumexp per head and query; eager keeps the softmax over every key.
-- GELU keeps its input. The attention output is copied (`split(...).contiguous()`, SD3's
-  `transpose().reshape()`) before the output projection, which keeps that copy when it trains.
+- GELU keeps its input. The attention kernel writes its output as (batch, seq, heads, dim) in
+  memory, so the reshape before the output projection is a view: a trained projection keeps the
+  kernel's output itself, which SDPA keeps anyway (at micro-batch 1; FLUX's split of a larger
+  batch into text and image rows is a copy, not counted).
 
 Block types: FLUX double-stream (`FluxTransformerBlock`) and SD3 joint blocks
 (`JointTransformerBlock`, with SD3.5's context_pre_only last block and MMDiT-X's second
@@ -24,8 +26,8 @@ attention) keep per-token tensors in an image and a text stream around one joint
 both; FLUX single-stream blocks run on the concatenated tokens with one fused input projection;
 Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cross-attend to the
 text, whose keys and values are projected in every block from one shared text tensor. A V-JEPA
-ViT layer (vjepa2 `src/models/utils/modules.py` Block: fused qkv, RoPE, SDPA, proj, fc1/GELU/fc2)
-is a pre-norm transformer layer with trainable LayerNorms.
+ViT layer (transformers' VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a
+pre-norm transformer layer with trainable LayerNorms.
 
 All figures are bytes per sample (one image or clip): estimates, checked against traces.
 """
@@ -159,6 +161,16 @@ def _inputs(dims: _Dims, width: int, names: list[str], fp32_input: bool) -> floa
     return _linear_input(mode, width, names)
 
 
+def _kernel_output_input(dims: _Dims, width: int, name: str) -> float:
+    """What the output projection `name` keeps beyond the attention kernel's output. Flash and
+    memory-efficient SDPA write their output as (batch, seq, heads, head_dim) in memory, so the
+    transpose and reshape before the projection are views: a trained projection, or an adapter at
+    the stream's dtype, keeps that same tensor (SDPA already keeps it); only an adapter at another
+    dtype (peft's fp32) or with dropout keeps a copy of its own."""
+    kept = _inputs(dims, width, [name], False)
+    return 0.0 if kept == dims.a * width else kept
+
+
 def _layer_norm(dims: _Dims, width: int, fp32: bool = False) -> float:
     """native_layer_norm: the input (fp32 under autocast or an FP32LayerNorm) + fp32 mean, rstd."""
     return (4 if fp32 or dims.autocast else dims.a) * width + 8
@@ -235,7 +247,7 @@ def _stream(
     kept += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, torch_norm)
     if pre_only:
         return kept
-    kept += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
+    kept += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
     kept += _layer_norm(dims, width) + _modulated(dims, width, mod)
     kept += _inputs(dims, width, [up], dims.autocast) + dims.a * inner
     kept += _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
@@ -281,7 +293,7 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
         second = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
         mod = _trained(dims, block, "norm1.linear")
         per_token = _inputs(dims, width, ["attn2.to_q", "attn2.to_k", "attn2.to_v"], dims.autocast)
-        per_token += _qk_norms(dims, second, flux) + _inputs(dims, width, ["attn2.to_out.0"], False)
+        per_token += _qk_norms(dims, second, flux) + _kernel_output_input(dims, width, "attn2.to_out.0")
         per_token += dims.a * width if mod else 0
         kept += per_token * shape.image_tokens + _sdpa(dims, second, shape.image_tokens, shape.image_tokens)
     return kept
@@ -323,11 +335,11 @@ def _video_dit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     up, _, down = mlp.names
     per_token = _layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
     per_token += _inputs(dims, width, [q, k, v], False) + _qk_norms(dims, attention)
-    per_token += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
+    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
     per_token += _layer_norm(dims, width, fp32=True) + _inputs(dims, width, [cq], False)
     if cross.qk_norm != "none":
         per_token += _rms_norm(dims, cross.q_size, 1)
-    per_token += _inputs(dims, cross.q_size, [co], False)
+    per_token += _kernel_output_input(dims, cross.q_size, co)
     per_token += _layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
     per_token += _inputs(dims, width, [up], False) + dims.a * inner + _inputs(dims, inner, [down], False)
     per_token += 4 * width if mod else 0  # ff_output.float() kept for the fp32 gate
@@ -353,9 +365,12 @@ def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> f
     up, _, down = mlp.names
     cross = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
     per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += _kernel_output_input(dims, attention.q_size, o)
     per_token += dims.a * width if mod else 0
-    per_token += _inputs(dims, width, ["attn2.to_q"], False) + _inputs(dims, width, ["attn2.to_out.0"], False)
+    per_token += _inputs(dims, width, ["attn2.to_q"], False) + _kernel_output_input(
+        dims, width, "attn2.to_out.0"
+    )
     per_token += _layer_norm(dims, width) + _modulated(dims, width, mod)
     per_token += (
         _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
@@ -366,15 +381,23 @@ def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> f
 
 
 def _vit(dims: _Dims, block: Block, tokens: float) -> float:
-    """A pre-norm ViT layer over `tokens`: LayerNorm (trained weight), the fused qkv input, SDPA,
-    the proj input, LayerNorm, fc1 input, GELU, fc2 input."""
+    """A pre-norm V-JEPA 2 ViT layer over `tokens` (transformers' VJEPA2Layer): LayerNorm (trained
+    weight), the query / key / value inputs (one cast each under autocast), 3-D RoPE, SDPA, the
+    proj input, LayerNorm, fc1 input, GELU, fc2 input.
+
+    The RoPE (VJEPA2RopeAttention.apply_rotary_embeddings) rotates 2 x (head_dim // 3 // 2)
+    channels of each head per axis (frames, height, width) with per-token cos and sin tables,
+    which `x * cos + rotated * sin` keeps for q and for k: 4 tables of heads x rotated channels.
+    Checked against one traced VJEPA2Layer (ViT-L and predictor widths) to the byte per token."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
     width, inner = block.width, mlp.intermediate_size
-    q, _, _, o = attention.names
+    q, k, v, o = attention.names
     up, _, down = mlp.names
-    per_token = 2 * _layer_norm(dims, width)
-    per_token += _inputs(dims, width, [q], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
+    rotated = 3 * 2 * (attention.head_dim // 3 // 2)
+    per_token = 2 * _layer_norm(dims, width) + 4 * dims.a * attention.num_heads * rotated
+    # transformers' SDPA path makes the head-merged output contiguous for proj: a copy it keeps
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
     per_token += (
         _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
     )
@@ -413,9 +436,9 @@ def _unet_transformer(dims: _Dims, block: Block, shape: TokenShape) -> float:
     cross = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
     count = positions(shape, block.level)
     per = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
-    per += _inputs(dims, width, [o], False)
+    per += _kernel_output_input(dims, width, o)
     per += _layer_norm(dims, width) + _inputs(dims, width, ["attn2.to_q"], dims.autocast)
-    per += _inputs(dims, width, ["attn2.to_out.0"], False)
+    per += _kernel_output_input(dims, width, "attn2.to_out.0")
     per += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
     per += 3 * dims.a * inner + _inputs(dims, inner, [down], False)
     return per * count + _sdpa(dims, attention, count, count) + _sdpa(dims, cross, count, shape.text_tokens)
