@@ -99,10 +99,11 @@ def diffusion_memory_section() -> str:
         "on fake tensors as the diffusers scripts (and the V-JEPA 2 code) train it, with CUDA's "
         "autocast, SDPA and fused RMSNorm emulated (calibration/diffusion_trace.json, "
         "`scripts/trace_diffusion.py`). No coefficient was fitted to these cases: the block formulas "
-        "come from the module sources (terms/denoisers.py). Two of them were corrected after the "
-        "first traces, each from the module's own behaviour checked on a single block (torch.nn."
-        "RMSNorm's fused kernel keeps its input, not an fp32 copy; SDPA's output is already laid out "
-        "for the output projection, so no copy). No overhead term on either side.",
+        "come from the module sources (terms/denoisers.py). Three were corrected after the first "
+        "traces, each from the module's own behaviour checked on a single block, not fitted: "
+        "torch.nn.RMSNorm's fused kernel keeps its input, not an fp32 copy; SDPA's output is "
+        "already laid out for the output projection, so there is no copy; V-JEPA 2's RoPE tables "
+        "are fp32 under autocast. No overhead term on either side.",
         "",
         f"**{len(rows)} cases: median error {statistics.median(errors):.1%}, worst {max(errors):.1%}.**",
         "",
@@ -118,9 +119,6 @@ def diffusion_memory_section() -> str:
         )
     lines += [
         "",
-        "V-JEPA 2 with its published mask generators at micro-batch 8 is the open gap: each traced "
-        "layer matches the layer formula to the byte, but the whole step keeps about 0.35 GiB per "
-        "clip more than the layers, loss and inputs account for; where it goes is not yet found.",
         "",
     ]
     return "\n".join(lines)

@@ -387,7 +387,8 @@ def _vit(dims: _Dims, block: Block, tokens: float) -> float:
 
     The RoPE (VJEPA2RopeAttention.apply_rotary_embeddings) rotates 2 x (head_dim // 3 // 2)
     channels of each head per axis (frames, height, width) with per-token cos and sin tables,
-    which `x * cos + rotated * sin` keeps for q and for k: 4 tables of heads x rotated channels.
+    which `x * cos + rotated * sin` keeps for q and for k: 4 tables of heads x rotated channels,
+    in fp32 under autocast (their frequencies come from a `pow`, which CUDA autocast runs in fp32).
     Checked against one traced VJEPA2Layer (ViT-L and predictor widths) to the byte per token."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
@@ -395,7 +396,8 @@ def _vit(dims: _Dims, block: Block, tokens: float) -> float:
     q, k, v, o = attention.names
     up, _, down = mlp.names
     rotated = 3 * 2 * (attention.head_dim // 3 // 2)
-    per_token = 2 * _layer_norm(dims, width) + 4 * dims.a * attention.num_heads * rotated
+    tables = 4 if dims.autocast else dims.a  # `10000 ** omega` is on autocast's fp32 list
+    per_token = 2 * _layer_norm(dims, width) + 4 * tables * attention.num_heads * rotated
     # transformers' SDPA path makes the head-merged output contiguous for proj: a copy it keeps
     per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
     per_token += (
