@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+_SCALARS = frozenset({int, float, bool})
+
 
 def _is_array(*values: Any) -> bool:
-    return any(hasattr(value, "shape") for value in values)
+    # Python numbers are the common case: checked by type first, in C
+    return not _SCALARS.issuperset(map(type, values)) and any(hasattr(value, "shape") for value in values)
 
 
 def where(condition: Any, if_true: Any, if_false: Any) -> Any:

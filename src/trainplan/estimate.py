@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from trainplan.catalog import resolve_model
@@ -162,18 +163,18 @@ def _allocated_peak(mem: Memory) -> Phase:
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
     """Every catalog GPU: does the per-GPU peak fit its memory, and by how much."""
+    return tuple(
+        FitRow(name, gpu_class, memory, memory - total_bytes, total_bytes <= memory)
+        for name, gpu_class, memory in _fit_order()
+    )
+
+
+@lru_cache(maxsize=1)
+def _fit_order() -> tuple[tuple[str, str, int], ...]:
+    """(name, class, memory bytes) of every catalog GPU, by class then memory."""
     order = {name: index for index, name in enumerate(GPU_CLASSES)}
-    rows = [
-        FitRow(
-            gpu.name,
-            gpu.gpu_class,
-            gpu.memory_bytes,
-            gpu.memory_bytes - total_bytes,
-            total_bytes <= gpu.memory_bytes,
-        )
-        for gpu in gpu_catalog()
-    ]
-    return tuple(sorted(rows, key=lambda row: (order[row.gpu_class], row.memory_bytes)))
+    gpus = sorted(gpu_catalog(), key=lambda gpu: (order[gpu.gpu_class], gpu.memory_bytes))
+    return tuple((gpu.name, gpu.gpu_class, gpu.memory_bytes) for gpu in gpus)
 
 
 def paged_state_bytes(scenario: Scenario, peak: Phase) -> float:
