@@ -14,6 +14,7 @@ from functools import cached_property
 
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec, block_linears, weight_linears
+from trainplan.samples import sample_shape
 from trainplan.scenario import Scenario, resolved_base_weights
 from trainplan.terms.activations import (
     ActivationMode,
@@ -34,6 +35,7 @@ from trainplan.terms.encoders import peak_bytes as encoder_peak_bytes
 from trainplan.terms.encoders import resident_bytes as encoder_resident_bytes
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.fsdp import fsdp_coefficients
+from trainplan.terms.geometry import TokenShape
 from trainplan.terms.memory import (
     fused_loss_bytes,
     layer_weight_bytes,
@@ -128,6 +130,7 @@ class Coefficients:
     shard_master_bytes: float = 0.0
     # an EMA copy of the trainable weights (diffusers EMAModel) or a JEPA's EMA target encoder:
     # on every GPU whatever the sharding (each rank updates its own copy)
+    sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
     ema_bytes: float = 0.0
     # frozen VAE and text encoders run each step (frozen_encoders gpu / offload): their resident
     # weights (unsharded, like the EMA), the working set of running them (at micro-batch 0 and per
@@ -161,6 +164,7 @@ class Coefficients:
 
 def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     """The coefficients of `scenario` on `model` (its layout fields are not read)."""
+    shape = sample_shape(model, scenario)  # checks the sample fields; None for a language model
     recipe = PRECISIONS[scenario.precision]
     optimizer = OPTIMIZERS[scenario.optimizer]
     counts = count_params(model, scenario.method, scenario.lora)
@@ -235,7 +239,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     encoder_peak = (0.0, 0.0)
     if model.kind != "llm":
         checkpointed = checkpointed_blocks(model, every)
-        sample = _sample_terms(model, scenario, counts, mode, checkpointed)
+        assert shape is not None  # sample_shape gives every non-LLM scenario a sample
+        sample = _sample_terms(model, scenario, shape, recipe, counts, mode, checkpointed)
         seq = sample.tokens
         sharded, replicated, recompute = sample.layers, 0.0, list(sample.recompute)
         held, loss, backward = sample.held, sample.loss, sample.backward
@@ -359,6 +364,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         layers_replicated=replicated,
         recompute_layers=tuple(recompute),
         outside_per_token=outside,
+        sample=shape,
         ema_bytes=ema_bytes,
         encoder_bytes=encoder_bytes,
         buffer_bytes=model.buffer_elements * (recipe.weight_bytes if full else compute_bytes),
@@ -425,10 +431,16 @@ SAMPLE_CHECKPOINTING = ("none", "full")
 
 
 def _sample_terms(
-    model: ModelSpec, scenario: Scenario, counts: ParamCounts, mode: ActivationMode, checkpointed: list[int]
+    model: ModelSpec,
+    scenario: Scenario,
+    shape: TokenShape,
+    recipe: PrecisionRecipe,
+    counts: ParamCounts,
+    mode: ActivationMode,
+    checkpointed: list[int],
 ) -> SampleTerms:
     """Activations, loss buffers, FLOPs and the EMA copy of one image / clip, per token."""
-    from trainplan.samples import resolved_ema, sample_shape
+    from trainplan.samples import resolved_ema
 
     ckpt = scenario.activation_checkpointing
     if ckpt not in SAMPLE_CHECKPOINTING and not ckpt.startswith("full:"):
@@ -436,16 +448,13 @@ def _sample_terms(
             "activation_checkpointing",
             f"{ckpt!r}: {model.name} checkpoints whole blocks as diffusers does; use none, full or full:N",
         )
-    shape = sample_shape(model, scenario)
-    assert shape is not None
-    recipe = PRECISIONS[scenario.precision]
     autocast = recipe.autocast_copy_bytes > 0
     mode = replace(mode, residual_bytes=4 if autocast else mode.activation_bytes)
     masks = jepa_masks(scenario.mask_ratio) if model.kind == "jepa" else ()
     acts = denoiser_activations(
         model, shape, mode, fp32_weights=mode.weights_trainable and recipe.weight_bytes == 4, masks=masks
     )
-    tokens = sample_tokens(model, shape)
+    tokens = sample_tokens(shape)
     frozen = scenario.frozen_encoders
     compute = mode.activation_bytes
     # the frozen VAE and text encoders (terms/encoders.py): resident weights, the working set of

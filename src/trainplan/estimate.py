@@ -65,7 +65,6 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
     spec = model if model is not None else resolve_model(scenario.model, scenario.force)
-    shape = sample_shape(spec, scenario)
     gpu = find_gpu(scenario.gpu)
     check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)
@@ -127,7 +126,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "recipe": recipe_summary(scenario),
             **sample_assumptions(spec, scenario),
         },
-        sample=shape,
+        sample=coeffs.sample,
     )
 
 

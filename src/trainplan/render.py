@@ -13,7 +13,7 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
     clip model 'Global batch 16 images = 1 micro x 16 accum x 1 replicas; 1024x1024 px -> 4,096
     tokens + 512 text'."""
     if sample is not None:
-        what = "images" if sample.frames == 1 else "clips"
+        what = samples_word(sample)
         frames = f" x {sample.frames} frames" if sample.frames > 1 else ""
         text = f" + {format_int(sample.text_tokens)} text" if sample.text_tokens else ""
         return (
@@ -78,7 +78,7 @@ def runtime_lines(result: Estimate) -> list[str]:
     if time is None:
         lines.append(f"Time: {result.gpu} has no tensor-core rate for {result.scenario.precision}")
     else:
-        what = _samples_word(result)
+        what = samples_word(result.sample)
         amount = (
             f"{format_count(time.train_samples)} {what}"
             if time.train_samples is not None
@@ -107,7 +107,7 @@ def runtime_lines(result: Estimate) -> list[str]:
                 else f"{cost.pricing} at {rate}"
             )
             unit = (
-                f"${cost.usd_per_thousand_samples:,.3f} per 1,000 {_samples_word(result)}"
+                f"${cost.usd_per_thousand_samples:,.3f} per 1,000 {samples_word(result.sample)}"
                 if cost.usd_per_thousand_samples is not None
                 else f"${cost.usd_per_million_tokens:,.3f} per million tokens"
             )
@@ -124,9 +124,8 @@ def runtime_lines(result: Estimate) -> list[str]:
     return lines
 
 
-def _samples_word(result: Estimate) -> str:
-    """'images' or 'clips' for an image / clip model."""
-    sample = result.sample
+def samples_word(sample: TokenShape | None) -> str:
+    """'images' or 'clips': what an image / clip model's samples are called."""
     return "clips" if sample is not None and sample.frames > 1 else "images"
 
 

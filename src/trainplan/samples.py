@@ -6,6 +6,7 @@ from __future__ import annotations
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 from trainplan.scenario import Scenario
+from trainplan.terms.denoisers import jepa_masks
 from trainplan.terms.geometry import TokenShape, geometry_of, latent_frames, token_shape
 
 __all__ = ["SAMPLE_FIELDS", "resolved_ema", "sample_assumptions", "sample_shape"]
@@ -100,8 +101,6 @@ def sample_assumptions(model: ModelSpec, scenario: Scenario) -> dict[str, object
     model): the EMA copy, the frozen encoders, and a JEPA's mask generators."""
     if model.kind == "llm":
         return {}
-    from trainplan.terms.denoisers import jepa_masks
-
     out: dict[str, object] = {
         "ema": resolved_ema(model, scenario),
         "frozen_encoders": scenario.frozen_encoders,

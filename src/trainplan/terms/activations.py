@@ -64,7 +64,7 @@ def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
     return 4 * width + 4 + kept_output
 
 
-def _linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> float:
+def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> float:
     """Bytes kept of one tensor feeding `consumers` (linear modules).
 
     Trained weights keep the input itself (shared), or under autocast one half-precision copy
@@ -104,11 +104,11 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
         names += [attention.gate_name] if attention.gate_size else []
         latent = attention.q_lora_rank + attention.kv_lora_rank
-        kept = _linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
+        kept = linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     else:
-        kept = _linear_input(mode, attention.input_size or model.hidden_size, names)
+        kept = linear_input(mode, attention.input_size or model.hidden_size, names)
     if attention.gate_size:
         # gated attention: the gate's activation output and the gated product (the out-projection's
         # input, no longer the kernel output itself) are kept for backward
@@ -156,7 +156,7 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     inputs = [gate_name, up_name] if mlp.gated and not mlp.fused_gate_up else [up_name]
 
     def ffn(inner: int) -> float:
-        down_kept = _linear_input(mode, inner, [down_name])
+        down_kept = linear_input(mode, inner, [down_name])
         if mlp.gated:  # gate, act(gate), up (their product is the down projection's input)
             return a * 3 * inner + down_kept
         if mlp.activation == "gelu_new":
@@ -169,10 +169,10 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
         return a * inner + down_kept  # a fused activation keeps its input
 
     if not mlp.is_moe:
-        return _linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
-    shared_input = _linear_input(mode, hidden, ["gate", *inputs])
+        return linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
+    shared_input = linear_input(mode, hidden, ["gate", *inputs])
     routed = mlp.experts_per_token * (
-        _linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + a * hidden
+        linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + a * hidden
     )
     router = 4 * mlp.num_experts + 8 * mlp.experts_per_token
     shared = 0.0
@@ -219,7 +219,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         per_key += cross_key
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
     for linear in block.linears:  # Zamba2's per-layer linear and adapters keep their inputs
-        mlp += _linear_input(mode, linear.in_features, [linear.name])
+        mlp += linear_input(mode, linear.in_features, [linear.name])
     if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
         # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
         mlp -= mode.activation_bytes * hidden

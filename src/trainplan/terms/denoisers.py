@@ -13,7 +13,7 @@ layer keeps for backward), derived from the diffusers and V-JEPA modules as they
   and the normed tensor when the weight trains.
 - A linear keeps its input when its weight trains (under autocast one 16-bit copy per consumer of
   an fp32 input); a frozen one keeps nothing, a LoRA adapter its own copy (terms/activations.py
-  `_linear_input`). SDPA (flash / memory-efficient) keeps q, k, v, its output and an fp32
+  `linear_input`). SDPA (flash / memory-efficient) keeps q, k, v, its output and an fp32
   logsumexp per head and query; eager keeps the softmax over every key.
 - GELU keeps its input. The attention kernel writes its output as (batch, seq, heads, dim) in
   memory, so the reshape before the output projection is a view: a trained projection keeps the
@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from trainplan.errors import InputError
 from trainplan.model import Attention, Block, Linear, ModelSpec, block_linears
-from trainplan.terms.activations import ActivationMode, _linear_input
+from trainplan.terms.activations import ActivationMode, linear_input
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "checkpointed_blocks",
     "denoiser_activations",
     "denoiser_flops",
+    "is_unet",
     "jepa_masks",
     "sample_tokens",
 ]
@@ -114,10 +115,9 @@ def positions(shape: TokenShape, level: int) -> int:
     return (shape.latent_width >> level) * (shape.latent_height >> level) * shape.latent_frames
 
 
-def sample_tokens(model: ModelSpec, shape: TokenShape) -> int:
+def sample_tokens(shape: TokenShape) -> int:
     """Tokens of a sample's main stream (image / video / patch tokens): the unit `seq_len` counts
     for these kinds, so per-token coefficients times micro_batch x tokens give per-sample bytes."""
-    del model
     return shape.image_tokens
 
 
@@ -143,10 +143,10 @@ class _Dims:
     fp32_weights: bool
     mode: ActivationMode
 
-    @property
-    def norm_out(self) -> int:
-        """Bytes of a LayerNorm output (and the modulated tensor)."""
-        return 4 if self.autocast else self.a
+    def norm_bytes(self, fp32: bool = False) -> int:
+        """Bytes per element of a norm's kept input and its output (and the modulated tensor):
+        fp32 under autocast (layer_norm and group_norm are on its fp32 list) or for an fp32 norm."""
+        return 4 if fp32 or self.autocast else self.a
 
 
 def _dims(mode: ActivationMode, fp32_weights: bool) -> _Dims:
@@ -158,7 +158,13 @@ def _inputs(dims: _Dims, width: int, names: list[str], fp32_input: bool) -> floa
     """What the linears `names` keep of their shared input (one copy per consumer of an fp32
     input under autocast)."""
     mode = replace(dims.mode, residual_bytes=4 if fp32_input and dims.autocast else dims.a)
-    return _linear_input(mode, width, names)
+    return linear_input(mode, width, names)
+
+
+def _attn2(attention: Attention) -> Attention:
+    """The second attention of a block (diffusers' `attn2`: cross-attention, or MMDiT-X's second
+    self-attention), shaped as the first."""
+    return replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
 
 
 def _kernel_output_input(dims: _Dims, width: int, name: str) -> float:
@@ -173,12 +179,12 @@ def _kernel_output_input(dims: _Dims, width: int, name: str) -> float:
 
 def _layer_norm(dims: _Dims, width: int, fp32: bool = False) -> float:
     """native_layer_norm: the input (fp32 under autocast or an FP32LayerNorm) + fp32 mean, rstd."""
-    return (4 if fp32 or dims.autocast else dims.a) * width + 8
+    return dims.norm_bytes(fp32) * width + 8
 
 
 def _modulated(dims: _Dims, width: int, trained: bool, fp32: bool = False) -> float:
     """x_norm * (1 + scale): x_norm is kept when scale needs a gradient."""
-    return (4 if fp32 or dims.autocast else dims.a) * width if trained else 0.0
+    return dims.norm_bytes(fp32) * width if trained else 0.0
 
 
 def _rms_norm(dims: _Dims, width: int, rows: int) -> float:
@@ -222,7 +228,7 @@ def _sdpa(dims: _Dims, attention: Attention, queries: float, keys: float) -> flo
     return float(kept)
 
 
-def _trained(dims: _Dims, block: Block, name: str) -> bool:
+def _trained(dims: _Dims, name: str) -> bool:
     """Whether the modulation linear `name` (scale, shift and gate) needs gradients."""
     return dims.trainable or name in dims.mode.lora_targets
 
@@ -242,7 +248,7 @@ def _stream(
     modulation, the q/k/v inputs and q/k norms, the output projection's copy and gate, norm2,
     the GELU FFN and its gate (`pre_only`: SD3's last context stream, only norm1 and q/k/v)."""
     q, k, v, o, up, down = names
-    mod = _trained(dims, block, modulation)
+    mod = _trained(dims, modulation)
     kept = _layer_norm(dims, width) + _modulated(dims, width, mod)
     kept += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, torch_norm)
     if pre_only:
@@ -290,8 +296,8 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
     tokens = shape.image_tokens + shape.text_tokens
     kept = image * shape.image_tokens + text * shape.text_tokens + _sdpa(dims, attention, tokens, tokens)
     if "attn2.to_q" in names:  # MMDiT-X: a second attention on the same normed image tokens
-        second = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
-        mod = _trained(dims, block, "norm1.linear")
+        second = _attn2(attention)
+        mod = _trained(dims, "norm1.linear")
         per_token = _inputs(dims, width, ["attn2.to_q", "attn2.to_k", "attn2.to_v"], dims.autocast)
         per_token += _qk_norms(dims, second, flux) + _kernel_output_input(dims, width, "attn2.to_out.0")
         per_token += dims.a * width if mod else 0
@@ -305,9 +311,8 @@ def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShap
     width = model.hidden_size
     linears = {linear.name: linear for linear in block.linears}
     inner = linears["proj_mlp"].out_features
-    heads = width // _head_dim(block, model)
-    attention = Attention(heads, heads, width // heads, width // heads, qk_norm="head")
-    mod = _trained(dims, block, "norm.linear")
+    attention = _single_attention(block, model)
+    mod = _trained(dims, "norm.linear")
     per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
     per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
     per_token += dims.a * inner + _qk_norms(dims, attention)
@@ -316,9 +321,12 @@ def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShap
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
 
 
-def _head_dim(block: Block, model: ModelSpec) -> int:
-    """FLUX single blocks carry their q/k norms' weights as 2 x head_dim extra parameters."""
-    return block.extra_params // 2 or model.hidden_size
+def _single_attention(block: Block, model: ModelSpec) -> Attention:
+    """A FLUX single-stream block's attention (its q/k/v live in the block's linears): heads of
+    head_dim, read off its q/k norms' weights (2 x head_dim extra parameters)."""
+    head = block.extra_params // 2 or model.hidden_size
+    heads = model.hidden_size // head
+    return Attention(heads, heads, head, head, qk_norm="head")
 
 
 def _video_dit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
@@ -360,10 +368,10 @@ def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> f
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
     width, inner = model.hidden_size, mlp.intermediate_size
-    mod = _trained(dims, block, "adaln_single.linear")
+    mod = _trained(dims, "adaln_single.linear")
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    cross = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
+    cross = _attn2(attention)
     per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
     per_token += _inputs(dims, width, [q, k, v], dims.autocast)
     per_token += _kernel_output_input(dims, attention.q_size, o)
@@ -409,7 +417,7 @@ def _vit(dims: _Dims, block: Block, tokens: float) -> float:
 def _group_norm_silu(dims: _Dims, width: int) -> float:
     """GroupNorm then SiLU: the norm keeps its input (an fp32 copy under autocast, where
     group_norm runs in fp32 and outputs fp32), SiLU keeps the norm's output."""
-    return 2 * (4 if dims.autocast else dims.a) * width
+    return 2 * dims.norm_bytes() * width
 
 
 def _resnet(dims: _Dims, block: Block, shape: TokenShape) -> float:
@@ -435,7 +443,7 @@ def _unet_transformer(dims: _Dims, block: Block, shape: TokenShape) -> float:
     width, inner = block.width, mlp.intermediate_size
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    cross = replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
+    cross = _attn2(attention)
     count = positions(shape, block.level)
     per = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
     per += _kernel_output_input(dims, width, o)
@@ -454,8 +462,7 @@ def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
         name = linear.name
         if name.endswith("proj_in"):
             kept += positions(shape, block.level) * (
-                (4 if dims.autocast else dims.a) * block.width
-                + _inputs(dims, block.width, [name], dims.autocast)
+                dims.norm_bytes() * block.width + _inputs(dims, block.width, [name], dims.autocast)
             )
         elif name.endswith(("proj_out", "downsamplers.0.conv", "upsamplers.0.conv")):
             kept += positions(shape, block.level) * _inputs(dims, block.width, [name], False)
@@ -467,14 +474,23 @@ def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
     return kept
 
 
+def _context_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
+    """Visible tokens a JEPA's context encoder sees, summed over the mask generators."""
+    return sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
+
+
+def _target_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
+    """Masked tokens the predictor predicts, summed over the mask generators."""
+    return sum(shape.image_tokens * mask.masked for mask in masks)
+
+
 def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
     """Tokens a JEPA layer group runs over, summed over the mask generators: the context encoder
     sees each generator's visible tokens, the predictor all tokens (context + one mask token per
     target)."""
-    tokens = shape.image_tokens
     if block.role == "predictor":
-        return float(tokens * len(masks))
-    return sum(tokens * (1 - mask.masked) for mask in masks)
+        return float(shape.image_tokens * len(masks))
+    return _context_tokens(shape, masks)
 
 
 def denoiser_activations(
@@ -516,7 +532,7 @@ def denoiser_activations(
             layers.append((block, _unet_transformer(dims, block, shape)))
             inputs.append(a * block.width * positions(shape, block.level))
         elif block.role in ("proj", "downsample", "upsample") or (
-            block.role == "output" and model.kind == "diffusion" and _is_unet(model)
+            block.role == "output" and model.kind == "diffusion" and is_unet(model)
         ):
             layers.append((block, _unet_weights(dims, block, shape)))
             inputs.append(0.0)
@@ -532,7 +548,7 @@ def denoiser_activations(
     latent = shape.latent_elements * (model.geometry.latent_channels if model.geometry else 1)
     if model.kind == "jepa":
         encoder_width = width
-        targets = sum(shape.image_tokens * mask.masked for mask in masks)
+        targets = _target_tokens(shape, masks)
         # the clip itself; the EMA target encoder's output and its LayerNorm at the loss; the L1
         # loss keeps z - h and |z - h| per target token (vjepa2 app/vjepa/train.py forward_target,
         # loss_fn with loss_exp 1.0)
@@ -571,7 +587,8 @@ _TEXT_INPUTS = (
 )
 
 
-def _is_unet(model: ModelSpec) -> bool:
+def is_unet(model: ModelSpec) -> bool:
+    """Whether a diffusion model is a UNet (it has resnet blocks)."""
     return any(block.role == "resnet" for block in model.blocks)
 
 
@@ -585,8 +602,7 @@ def _weights_block(
     norm runs over every predictor token and its projection over the targets."""
     width = model.hidden_size
     names = {linear.name: linear for linear in block.linears}
-    contexts = sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
-    targets = sum(shape.image_tokens * mask.masked for mask in masks)
+    contexts, targets = _context_tokens(shape, masks), _target_tokens(shape, masks)
     kept = 0.0
     text = names.get("condition_embedder.text_embedder.linear_2") or names.get("caption_projection.linear_2")
     if text is not None:
@@ -631,9 +647,9 @@ def _linear_tokens(
     if name.startswith(_SAMPLE_LINEARS) or linear.role == "modulation":
         return 1.0
     if name == "predictor_embeddings":
-        return sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
+        return _context_tokens(shape, masks)
     if name == "predictor.proj":
-        return sum(shape.image_tokens * mask.masked for mask in masks)
+        return _target_tokens(shape, masks)
     return float(shape.image_tokens)
 
 
@@ -679,10 +695,7 @@ def _attention_forward(
     """Forward FLOPs per sample of one layer's attention cores (no causal mask)."""
     joint = shape.image_tokens + shape.text_tokens
     if block.role == "single_stream":
-        width = model.hidden_size
-        head = _head_dim(block, model)
-        attention = Attention(width // head, width // head, head, head)
-        return core(attention, joint, joint)
+        return core(_single_attention(block, model), joint, joint)
     if block.attention is None:
         return 0.0
     if block.role in ("double_stream", "joint"):
@@ -700,10 +713,8 @@ def _attention_forward(
         return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
     if block.role == "predictor":
         return len(masks) * core(block.attention, shape.image_tokens, shape.image_tokens)
-    return sum(
-        core(block.attention, shape.image_tokens * (1 - m.masked), shape.image_tokens * (1 - m.masked))
-        for m in masks
-    )
+    visible = [shape.image_tokens * (1 - mask.masked) for mask in masks]
+    return sum(core(block.attention, tokens, tokens) for tokens in visible)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from trainplan.arrays import maximum
 from trainplan.errors import InputError
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import FrozenComponent, ModelSpec
-from trainplan.terms.flops import _attention_core, _block_matmul_active
+from trainplan.terms.flops import attention_core, block_matmul_active
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [
@@ -99,7 +99,7 @@ def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
     per_token = sum(
-        block.count * (2 * _block_matmul_active(block, text) + _attention_core(block, tokens))
+        block.count * (2 * block_matmul_active(block, text) + attention_core(block, tokens))
         for block in text.blocks
     )
     return per_token * tokens + sum(2 * extra.params for extra in text.extras)

@@ -36,7 +36,7 @@ class FlopsPerToken:
     palm_model_flops: float
 
 
-def _block_matmul_active(block: Block, model: ModelSpec) -> float:
+def block_matmul_active(block: Block, model: ModelSpec) -> float:
     """Matmul parameters one token touches in one layer (top-k of the routed experts)."""
     total = 0.0
     top_k = block.mlp.experts_per_token if block.mlp is not None else 0
@@ -49,7 +49,7 @@ def _block_matmul_active(block: Block, model: ModelSpec) -> float:
     return total
 
 
-def _attention_core(block: Block, context: float) -> float:
+def attention_core(block: Block, context: float) -> float:
     """Forward FLOPs per token of scores and weighted sum over `context` keys, plus an SSM
     mixer's scan and convolution (terms/ssm.py) or a linear mixer's (terms/mixers.py), the other
     weightless token mixers."""
@@ -75,13 +75,13 @@ def recompute_flops(model: ModelSpec, checkpointing: str, context: float) -> flo
     if every is not None:
         layers = checkpointed_layers(model, every)
         return sum(
-            count * (2 * _block_matmul_active(block, model) + _attention_core(block, context))
+            count * (2 * block_matmul_active(block, model) + attention_core(block, context))
             for count, block in zip(layers, model.blocks, strict=True)
         )
     if checkpointing == "op":
         return sum(block.count * 2 * op_sac_saved(block, model, 2)[1] for block in model.blocks)
     if checkpointing == "selective":
-        return sum(block.count * _attention_core(block, context) for block in model.blocks)
+        return sum(block.count * attention_core(block, context) for block in model.blocks)
     return 0.0
 
 
@@ -94,9 +94,9 @@ def flops_per_token(
     checkpointing: str,
 ) -> FlopsPerToken:
     """Training FLOPs per token: forward, backward (2x, or 1x for frozen matmuls), recompute."""
-    matmul = sum(block.count * _block_matmul_active(block, model) for block in model.blocks)
+    matmul = sum(block.count * block_matmul_active(block, model) for block in model.blocks)
     causal_context = seq_len if model.encoder_decoder else seq_len / 2
-    attention = sum(block.count * _attention_core(block, causal_context) for block in model.blocks)
+    attention = sum(block.count * attention_core(block, causal_context) for block in model.blocks)
     head = model.vocab_size * model.head_width
     matmul_forward = 2 * matmul
     attention_forward = attention
@@ -110,7 +110,7 @@ def flops_per_token(
         + adapters
     )
     recompute = recompute_flops(model, checkpointing, causal_context)
-    unmasked = sum(block.count * _attention_core(block, seq_len) for block in model.blocks)
+    unmasked = sum(block.count * attention_core(block, seq_len) for block in model.blocks)
     palm = 6 * (matmul + head) + 3 * unmasked
     return FlopsPerToken(
         matmul_forward=matmul_forward,

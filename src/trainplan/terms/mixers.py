@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from trainplan.model import Attention, LinearMixer, ModelSpec, mixer_linears
 from trainplan.scenario import SSM_KERNELS
-from trainplan.terms.activations import ActivationMode, _linear_input
+from trainplan.terms.activations import ActivationMode, linear_input
 
 _LOW_RANK_SECOND = ("f_b_proj", "g_b_proj")
 _FLA_CHUNK = 64  # fla's chunk_gated_delta_rule works in chunks of 64 tokens (its A is 64 wide)
@@ -38,8 +38,8 @@ def mixer_bytes(model: ModelSpec, mixer: LinearMixer, mode: ActivationMode, kern
     *inputs, out = mixer_linears(mixer, hidden)
     # the projections reading the layer input (KDA's low-rank second halves read the rank-r one)
     in_names = [linear.name for linear in inputs if linear.name not in _LOW_RANK_SECOND]
-    kept = _linear_input(mode, hidden, in_names)
-    out_input = _linear_input(mode, mixer.value_size, [out.name])
+    kept = linear_input(mode, hidden, in_names)
+    out_input = linear_input(mode, mixer.value_size, [out.name])
     if mixer.kind == "gated_deltanet":
         return kept + gated_deltanet_bytes(mixer, mode, kernel) + out_input
     if mixer.kind == "lightning":
@@ -167,8 +167,8 @@ def rwkv_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str, hidden: in
     """
     a, width = mode.activation_bytes, mixer.value_size
     shifts = 2 * 2 * a * hidden if mode.weights_trainable else 0
-    inputs = sum(_linear_input(mode, hidden, [name]) for name in ("key", "value", "receptance"))
-    time_mixing = inputs + a * width + a * width + _linear_input(mode, width, ["output"])
+    inputs = sum(linear_input(mode, hidden, [name]) for name in ("key", "value", "receptance"))
+    time_mixing = inputs + a * width + a * width + linear_input(mode, width, ["output"])
     core = a * width + 12 * 4 * width if kernel == "naive" else 2 * a * width
     return shifts + time_mixing + core + 2 * a * hidden
 
@@ -198,7 +198,7 @@ def kda_bytes(mixer: LinearMixer, mode: ActivationMode, kernel: str) -> float:
     channels, rank, chunk = mixer.conv_channels, mixer.gate_rank, mixer.chunk_size
     weight_input = a if mode.weights_trainable else 0
     low_rank = (
-        _linear_input(mode, rank, ["f_b_proj"]) + _linear_input(mode, rank, ["g_b_proj"]) if rank else 0.0
+        linear_input(mode, rank, ["f_b_proj"]) + linear_input(mode, rank, ["g_b_proj"]) if rank else 0.0
     )
     forget = 3 * 4 * keys + keys + a * heads
     norm = 4 * values + 4 * heads + (4 * values if mode.weights_trainable else 0) + 2 * 4 * values
@@ -234,7 +234,7 @@ def output_gate_bytes(attention: Attention, mode: ActivationMode) -> float:
     else:
         return 0.0
     output = attention.num_heads * (attention.v_head_dim or attention.head_dim)
-    return mode.activation_bytes * gate + _linear_input(mode, output, [attention.names[3]])
+    return mode.activation_bytes * gate + linear_input(mode, output, [attention.names[3]])
 
 
 def mixer_flops(mixer: LinearMixer) -> float:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from trainplan.model import ModelSpec, Ssm, ssm_linears
 from trainplan.scenario import SSM_KERNELS
-from trainplan.terms.activations import ActivationMode, _linear_input
+from trainplan.terms.activations import ActivationMode, linear_input
 
 _MAMBA_SCAN_CHUNK = 2048  # mamba-ssm's selective_scan_fwd processes 2048 tokens per chunk
 
@@ -59,8 +59,8 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
     assert kernel in SSM_KERNELS, kernel  # the scenario validates the choice
     a, hidden = mode.activation_bytes, model.hidden_size
     inner, state, width = ssm.inner_size, ssm.state_size, in_proj_width(ssm, hidden)
-    kept = _linear_input(mode, hidden, ["in_proj"])
-    out_input = _linear_input(mode, inner, ["out_proj"])
+    kept = linear_input(mode, hidden, ["in_proj"])
+    out_input = linear_input(mode, inner, ["out_proj"])
     if ssm.kind == "mamba":
         x_dbl = ssm.dt_rank + 2 * state
         if kernel == "fused":

@@ -8,7 +8,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from trainplan.options import LORA_FLAGS, flag_name
-from trainplan.render import batch_line, fit_summary, format_duration, params_line, runtime_lines
+from trainplan.render import (
+    batch_line,
+    fit_summary,
+    format_duration,
+    params_line,
+    runtime_lines,
+    samples_word,
+)
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario, scenario_to_mapping
 from trainplan.units import format_count, format_gib, format_percent
@@ -88,6 +95,4 @@ def _budget(result: Estimate) -> str | None:
         return None
     if time.train_samples is None:
         return f"{format_count(time.train_tokens)} tokens"
-    sample = result.sample
-    what = "clips" if sample is not None and sample.frames > 1 else "images"
-    return f"{format_count(time.train_samples)} {what}"
+    return f"{format_count(time.train_samples)} {samples_word(result.sample)}"
