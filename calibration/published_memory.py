@@ -272,3 +272,45 @@ class PublishedMemoryRow:
 def evaluate(case: PublishedMemoryCase) -> PublishedMemoryRow:
     """Estimate one case with no overhead term (the sources report allocator statistics)."""
     return PublishedMemoryRow(case, estimate(scenario_from_mapping({**case.scenario, "overhead_gib": 0})))
+
+
+# Unsloth's Llama 3.1 (8B) max-context table (published.yaml
+# unsloth-readme-unsloth-llama31-8b-qlora-maxctx; the December 2024 version with Apple's Cut
+# Cross-Entropy, unsloth.ai/blog/llama3-3): 4-bit QLoRA on all seven projections, rank 32,
+# batch 1, sequences padded to the length, Unsloth's offloaded checkpointing. A length is the
+# largest that fit, so the card's whole memory is what the peak reached there: the estimate is
+# compared with the card, with the default overhead term (CUDA context, workspaces,
+# fragmentation) included.
+UNSLOTH_8B = {
+    "recipe": "unsloth",
+    "model": "Llama-3.1-8B",
+    "method": "qlora",
+    "micro_batch": 1,
+    "lora": {"rank": 32, "alpha": 32, "targets": ALL_BUT_EMBEDDINGS},
+}
+UNSLOTH_UNSTATED = (
+    "the card behind each memory size is not named (a card of that many GiB assumed; the peak "
+    "does not depend on which, so the scenario names one GPU for all); the "
+    "adapter alpha is not stated (it does not change memory); Unsloth's version of December 2024 "
+    "(Cut Cross-Entropy, fused LoRA MLP/QKV/O, offloaded checkpointing)"
+)
+UNSLOTH_LENGTHS = {8: 2972, 12: 21848, 16: 40724, 24: 78475, 40: 153977, 48: 191728, 80: 342733}
+
+MAX_CONTEXT_CASES: tuple[PublishedMemoryCase, ...] = tuple(
+    PublishedMemoryCase(
+        f"unsloth-llama31-8b-qlora {vram} GB: {length:,} tokens",
+        {**UNSLOTH_8B, "gpu": "A100 80GB SXM4", "seq_len": length},
+        float(vram),
+        0.35,
+        "held-out",
+        UNSLOTH_UNSTATED,
+        "card",
+    )
+    for vram, length in UNSLOTH_LENGTHS.items()
+)
+
+
+def evaluate_card(case: PublishedMemoryCase) -> PublishedMemoryRow:
+    """Estimate a max-context case with the default overhead term: the card's memory is the limit
+    the published length reached, not an allocator statistic."""
+    return PublishedMemoryRow(case, estimate(scenario_from_mapping(case.scenario)))

@@ -38,6 +38,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     "axolotl/qwen-full-fsdp.yml": ("axolotl", {
         "model": "Qwen/Qwen2.5-7B", "method": "full",  # no adapter
         "loss": "fused",  # liger_fused_linear_cross_entropy
+        "kernels": "liger",  # liger_rms_norm and liger_glu_activation
         "seq_len": 8192, "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": "full",
         "optimizer": "adamw-fused", "precision": "bf16", "attention": "flash",
         "zero_stage": 3,  # fsdp: [full_shard, auto_wrap]
@@ -137,7 +138,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     "llama-factory/qwen_full_ds3.yaml": ("llama-factory", {
         "model": "Qwen/Qwen2.5-7B", "method": "full", "seq_len": 2048, "micro_batch": 1, "grad_accum": 2,
         "precision": "bf16-mixed",  # bf16 under DeepSpeed ZeRO-3
-        "loss": "fused", "zero_stage": 3, "recipe": "llama-factory",
+        "loss": "fused", "kernels": "liger", "zero_stage": 3, "recipe": "llama-factory",
     }),
     "llama-factory/qwen_lora_unsloth.yaml": ("llama-factory", {
         "model": "Qwen/Qwen2.5-7B", "method": "lora",
@@ -176,7 +177,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     "hf/fsdp_args.yaml": ("hf", {
         "micro_batch": 2, "grad_accum": 4, "precision": "amp-bf16", "zero_stage": 3,
         "activation_checkpointing": "full",  # fsdp_config.activation_checkpointing
-        "steps": 2000, "loss": "fused", "compile": True, "optimizer": "adamw", "recipe": "hf-trainer",
+        "steps": 2000, "loss": "fused", "kernels": "liger", "compile": True, "optimizer": "adamw",
+        "recipe": "hf-trainer",
     }),
     "hf/sft_fp32.json": ("hf", {
         "seq_len": 4096, "micro_batch": 1, "grad_accum": 16, "activation_checkpointing": "none",

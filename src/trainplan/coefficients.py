@@ -226,6 +226,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ),
         attention=scenario.attention,
         ssm_kernel=scenario.ssm_kernel,
+        kernels=scenario.kernels,
         checkpointing=scenario.activation_checkpointing,
         dropout=model.dropout > 0,
         lora_dropout=not full and scenario.lora.dropout > 0,

@@ -35,6 +35,7 @@ OPTIMIZERS = (
 CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
 SSM_KERNELS = ("fused", "naive")
+KERNELS = ("eager", "liger", "unsloth")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
@@ -246,6 +247,16 @@ class Scenario:
         FieldInfo(
             "attention kernel: flash and sdpa keep no seq x seq scores; eager materialises them",
             ATTENTION,
+        ),
+    )
+    kernels: str = _field(
+        "eager",
+        FieldInfo(
+            "layer kernels: eager (PyTorch / Hugging Face modules), liger (Liger's RMSNorm, RoPE and "
+            "SwiGLU kernels, which save the norm input and the gate and up outputs only), unsloth "
+            "(the same, plus Unsloth's fused LoRA MLP / QKV / O functions, which keep each input once "
+            "and recompute the SwiGLU product)",
+            KERNELS,
         ),
     )
     ssm_kernel: str = _field(

@@ -45,8 +45,8 @@ CONFIG_FIELDS = (
     "model", "method", "recipe", "lora.rank", "lora.alpha", "lora.targets", "lora.dropout", "lora.dora",
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
-    "tensor_parallel", "pipeline_parallel", "offload", "loss", "loss_chunks", "compile",
-    "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps",
+    "tensor_parallel", "pipeline_parallel", "offload", "loss", "loss_chunks", "kernels",
+    "compile", "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps",
 )  # fmt: skip
 
 

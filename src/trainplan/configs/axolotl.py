@@ -37,7 +37,7 @@ TITLE = "axolotl YAML"
 SYNTAX = "yaml"
 EMITS = (
     "method", "micro_batch", "grad_accum", "activation_checkpointing", "activation_offload", "optimizer",
-    "precision", "zero_stage", "offload", "loss", "compile",
+    "precision", "zero_stage", "offload", "loss", "kernels", "compile",
 )  # fmt: skip
 
 
@@ -90,6 +90,14 @@ def _fused_loss(setting: str) -> Convert:
         return {"loss": "fused"} if truthy(setting, value) else Ignore("false")
 
     return convert
+
+
+def _liger_kernels(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("liger_glu_activation", value):
+        return Ignore("false")
+    if not truthy("liger_rms_norm", flat.get("liger_rms_norm", False)):
+        return Ignore("kernels: liger counts Liger's RMSNorm and GLU kernels together; liger_rms_norm is off")
+    return {"kernels": "liger"}
 
 
 def _targets_linear(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -182,8 +190,8 @@ RULES: dict[str, Rule] = {
     "cut_cross_entropy": Rule("Cut Cross-Entropy", _fused_loss("cut_cross_entropy"), sets="loss"),
     "liger_cross_entropy": ignored(f"{NOT_MODELLED}: Liger's unfused cross-entropy"),
     "liger_rope": ignored(f"{NOT_MODELLED}: small fused kernels"),
-    "liger_rms_norm": ignored(f"{NOT_MODELLED}: small fused kernels"),
-    "liger_glu_activation": ignored(f"{NOT_MODELLED}: small fused kernels"),
+    "liger_rms_norm": ignored("read with liger_glu_activation (kernels: liger counts both)"),
+    "liger_glu_activation": Rule("Liger's RMSNorm and GLU kernels", _liger_kernels, sets="kernels"),
     "liger_layer_norm": ignored(f"{NOT_MODELLED}: small fused kernels"),
     "torch_compile": to("compile", "torch.compile", lambda value: truthy("torch_compile", value)),
     "torch_compile_backend": ignored(IRRELEVANT),
@@ -250,11 +258,16 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["fp16"] = True
     else:
         notes.append(f"precision {scenario.precision}: axolotl trains bf16 (bf16: true) or fp16")
-    if scenario.loss == "fused":
+    if scenario.loss == "fused" or scenario.kernels == "liger":
         data["plugins"] = ["axolotl.integrations.liger.LigerPlugin"]
+    if scenario.loss == "fused":
         data["liger_fused_linear_cross_entropy"] = True
     elif scenario.loss != "standard":
         notes.append(f"loss {scenario.loss}: no axolotl switch")
+    if scenario.kernels == "liger":
+        data.update(liger_rope=True, liger_rms_norm=True, liger_glu_activation=True)
+    elif scenario.kernels == "unsloth":
+        notes.append("kernels unsloth: axolotl has no switch for Unsloth's kernels")
     if scenario.compile:
         data["torch_compile"] = True
     if scenario.zero_stage in (2, 3):

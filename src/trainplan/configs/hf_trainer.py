@@ -187,11 +187,13 @@ RULES: dict[str, Rule] = {
     "torch_compile_backend": ignored(IRRELEVANT),
     "torch_compile_mode": ignored(IRRELEVANT),
     "use_liger_kernel": Rule(
-        "Liger's fused linear + cross-entropy",
-        lambda value, flat: {"loss": "fused"} if truthy("use_liger_kernel", value) else Ignore("false"),
-        sets="loss",
+        "Liger's fused linear + cross-entropy and its RMSNorm, RoPE and SwiGLU kernels",
+        lambda value, flat: (
+            {"loss": "fused", "kernels": "liger"} if truthy("use_liger_kernel", value) else Ignore("false")
+        ),
+        sets="loss, kernels",
     ),
-    "liger_kernel_config*": ignored(f"{NOT_MODELLED}: Liger's other kernels"),
+    "liger_kernel_config*": ignored(f"{NOT_MODELLED}: per-kernel Liger switches (all are taken as on)"),
     "activation_offloading": to(
         "activation_offload",
         "TRL's offload of saved activations",

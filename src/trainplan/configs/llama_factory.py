@@ -37,7 +37,7 @@ SYNTAX = "yaml"
 WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
 EMITS = (
     "method", "micro_batch", "grad_accum", "activation_checkpointing", "activation_offload", "optimizer",
-    "precision", "zero_stage", "offload", "loss",
+    "precision", "zero_stage", "offload", "loss", "kernels",
 )  # fmt: skip
 
 
@@ -145,9 +145,11 @@ RULES: dict[str, Rule] = {
     "pure_bf16": Rule("bf16 weights, grads and states", _pure, sets="precision"),
     "flash_attn": Rule("attention kernel", _attention, sets="attention"),
     "enable_liger_kernel": Rule(
-        "Liger's fused linear + cross-entropy",
-        lambda value, flat: {"loss": "fused"} if truthy("enable_liger_kernel", value) else Ignore("false"),
-        sets="loss",
+        "Liger's fused linear + cross-entropy and its RMSNorm, RoPE and SwiGLU kernels",
+        lambda value, flat: (
+            {"loss": "fused", "kernels": "liger"} if truthy("enable_liger_kernel", value) else Ignore("false")
+        ),
+        sets="loss, kernels",
     ),
     "use_unsloth": Rule("Unsloth's kernels and defaults (its recipe)", _unsloth, sets="recipe"),
     "use_unsloth_gc": to(
@@ -229,10 +231,17 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             else "amp-bf16, bf16 (pure_bf16) or amp-fp16"
         )
         notes.append(f"precision {scenario.precision}: LLaMA-Factory trains {where}")
-    if scenario.loss == "fused":
+    if scenario.loss == "fused" or scenario.kernels == "liger":
         data["enable_liger_kernel"] = True
+        together = "enable_liger_kernel turns on Liger's fused loss and its layer kernels together"
+        if scenario.loss != "fused":
+            notes.append(f"loss {scenario.loss}: {together}")
+        if scenario.kernels == "eager":
+            notes.append(f"kernels eager: {together}")
     elif scenario.loss != "standard":
         notes.append(f"loss {scenario.loss}: no LLaMA-Factory switch")
+    if scenario.kernels == "unsloth":
+        notes.append("kernels unsloth: set use_unsloth")
     if scenario.zero_stage or scenario.offload != "none":
         config, ds_notes = deepspeed.emit(scenario)
         for key in (

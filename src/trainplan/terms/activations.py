@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainplan.model import Attention, Block, Mlp, ModelSpec, block_linears
+from trainplan.terms.kernels import fused_glu_bytes, fused_layer_kernels, fused_lora, fused_rms_norm_bytes
 from trainplan.terms.savers import lora_dropout_input_bytes
 
 
@@ -33,6 +34,7 @@ class ActivationMode:
     lora_dropout: bool = False  # peft lora_dropout > 0 (terms/savers.py)
     adapter_bytes: int = 4  # LoRA adapter dtype: fp32 (peft) or the compute dtype (torchtune)
     ssm_kernel: str = "fused"  # fused (mamba-ssm) | naive (transformers' PyTorch path)
+    kernels: str = "eager"  # eager | liger | unsloth layer kernels (terms/kernels.py)
 
     @property
     def casts_inputs(self) -> bool:
@@ -57,9 +59,12 @@ class LayerActivations:
 def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
     """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
     row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
-    its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same)."""
+    its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same).
+    Liger's and Unsloth's RMSNorm keep the input at its dtype and 1/rms (terms/kernels.py)."""
     if model.norm != "rmsnorm":
         return mode.residual_bytes * width + 8
+    if fused_layer_kernels(mode):
+        return fused_rms_norm_bytes(mode, width)
     kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
     return 4 * width + 4 + kept_output
 
@@ -107,6 +112,8 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         kept = linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
+    elif fused_lora(mode, names):  # Unsloth's LoRA_QKV keeps its input once
+        kept = float(a * (attention.input_size or model.hidden_size))
     else:
         kept = linear_input(mode, attention.input_size or model.hidden_size, names)
     if attention.gate_size:
@@ -136,6 +143,8 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
     o_copy = adapter * output / a if adapted_o and not mode.casts_inputs and a < adapter else 0.0
     if adapted_o and mode.lora_dropout:
         o_copy = lora_dropout_input_bytes(a, mode.casts_inputs, int(output // a), adapter)
+    if fused_lora(mode, [o_name]):  # Unsloth's LoRA_W keeps a view of the kernel output
+        o_copy = 0.0
     if mode.attention == "eager":
         # eager keeps no kernel output; the merged heads are kept only for the out-projection
         kept += core_inputs + (output if mode.weights_trainable or adapted_o else 0.0) + o_copy
@@ -157,6 +166,8 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
 
     def ffn(inner: int) -> float:
         down_kept = linear_input(mode, inner, [down_name])
+        if mlp.gated and fused_layer_kernels(mode):  # gate and up; act(gate) is recomputed
+            return fused_glu_bytes(mode, inner) + down_kept
         if mlp.gated:  # gate, act(gate), up (their product is the down projection's input)
             return a * 3 * inner + down_kept
         if mlp.activation == "gelu_new":
@@ -168,6 +179,9 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
             return down_kept if down_kept else a * inner
         return a * inner + down_kept  # a fused activation keeps its input
 
+    if not mlp.is_moe and mlp.gated and fused_lora(mode, [*inputs, down_name]):
+        # Unsloth's LoRA_MLP: the input once, gate and up; the product is recomputed
+        return a * hidden + fused_glu_bytes(mode, mlp.intermediate_size)
     if not mlp.is_moe:
         return linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
     shared_input = linear_input(mode, hidden, ["gate", *inputs])

@@ -73,6 +73,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "activation_offload",
             "attention",
             "ssm_kernel",
+            "kernels",
             "loss",
             "loss_chunks",
             "compile",
