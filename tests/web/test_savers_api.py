@@ -53,3 +53,19 @@ def test_savers_sit_in_the_batch_and_memory_group(client: TestClient) -> None:
         assert name in batch["fields"], name
     names = {field["name"] for field in meta["fields"]}
     assert {"lora.dropout", "lora.dtype", "kbit_upcast", "recipe", "compile"} <= names
+
+
+def test_liger_kernels_are_suggested_where_they_save_memory(client: TestClient) -> None:
+    body: dict[str, Any] = {
+        "model": "Llama-3.1-8B",
+        "method": "lora",
+        "gpu": "RTX 4090",
+        "seq_len": 8192,
+        "micro_batch": 4,
+        "activation_checkpointing": "none",
+    }
+    data = client.post("/api/estimate", json=body).json()
+    hint = next(hint for hint in data["hints"] if hint["id"] == "kernels")
+    assert hint["change"] == {"kernels": "liger"}
+    direct = estimate({**body, "kernels": "liger"})
+    assert hint["total_bytes"] == direct.total_bytes < data["memory"]["per_gpu"]["total_bytes"]

@@ -133,10 +133,12 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def _framework_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
-    """The memory savers of torchtune, torchtitan and peft that this scenario does not use yet."""
+    """The memory savers of torchtune, torchtitan, Liger and peft that this scenario does not use yet."""
     savers: list[tuple[str, str, dict[str, Any]]] = []
     if scenario.loss == "standard":
         savers.append(("chunked_loss", "Chunked cross-entropy (torchtune)", {"loss": "chunked"}))
+    if scenario.kernels == "eager":
+        savers.append(("kernels", "Liger's fused RMSNorm and SwiGLU kernels", {"kernels": "liger"}))
     if scenario.activation_checkpointing in ("none", "selective"):
         savers.append(
             (
