@@ -230,6 +230,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         dropout=model.dropout > 0,
         lora_dropout=not full and scenario.lora.dropout > 0,
         adapter_bytes=adapter_bytes,
+        # the min-cut partition of compiled blocks (terms/activations.py); language models only
+        compiled=scenario.compile and model.kind == "llm",
     )
     ckpt = scenario.activation_checkpointing
     every = checkpoint_every(ckpt)
