@@ -313,8 +313,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     fusion = 0.0
     if mode.compiled:
         # op-level SAC recomputes every block's pointwise ops; full (full:N) the checkpointed layers
-        recomputed = [block.count for block in model.blocks] if ckpt == "op" else checkpointed
-        fusion = compile_fusion_bytes(model, compute_bytes, recomputed)
+        rerun = [block.count for block in model.blocks] if ckpt == "op" else checkpointed
+        fusion = compile_fusion_bytes(model, compute_bytes, rerun)
     fsdp = fsdp_coefficients(
         model,
         counts,

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from trainplan.hf import spec_from_config  # noqa: E402
-from trainplan.measure.compiled import trace_compiled_layer  # noqa: E402
-from trainplan.terms.activations import ActivationMode, layer_activations  # noqa: E402
+from trainplan.hf import spec_from_config
+from trainplan.measure.compiled import trace_compiled_layer
+from trainplan.terms.activations import ActivationMode, layer_activations
 
 LLAMA: dict[str, Any] = {
     "model_type": "llama",

@@ -35,14 +35,11 @@ class LayerSaved:
 def _layer(hf_config: dict[str, Any], method: str, targets: Sequence[str], adapter_fp32: bool) -> Any:
     """One decoder layer of `hf_config` in bf16, with peft LoRA adapters for `method` lora."""
     import torch
-    from transformers import AutoConfig
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.for_model(**hf_config)
-    config._attn_implementation = "sdpa"
-    from transformers import AutoModelForCausalLM
-
-    with torch.device("cpu"):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    auto: Any = AutoModelForCausalLM
+    model = auto.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
     layer = model.model.layers[0]
     if method == "lora":
         import peft
