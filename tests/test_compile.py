@@ -110,3 +110,35 @@ def test_compile_lowers_the_saved_activations(llama8b_config: dict[str, Any]) ->
     compiled = run(llama8b_config, activation_checkpointing="none", compile=True, **fields)
     # 32 layers x 2048 tokens x 61_440 bytes fewer saved (test above); the final norm is eager
     assert activations(none) - activations(compiled) == 32 * 2048 * 61_440
+
+
+def test_fusion_saving_is_bounded_by_the_non_matmul_time(tiny_config: dict[str, Any]) -> None:
+    # a tiny model is memory-bound in eager: its removed traffic would exceed the step, so the
+    # saving stops at the (1 - efficiency) share of compute the efficiency leaves beyond the
+    # matmuls at peak (H100: efficiency 0.47)
+    fields: dict[str, Any] = {"method": "full", "precision": "bf16", "micro_batch": 1, "seq_len": 512}
+    model = spec_from_config(tiny_config, "tiny")
+    compiled = estimate(Scenario(model="x", gpu="H100-SXM", compile=True, **fields), model=model)
+    step = compiled.time.step
+    assert step.compile_fusion == pytest.approx(-(1 - 0.47) * step.compute, rel=1e-12)
+    assert step.total > 0
+
+
+@pytest.mark.parametrize("name", ["Qwen3-30B-A3B", "Gemma-2-2B", "Mixtral-8x7B-v0.1", "Phi-3-mini-4k"])
+@pytest.mark.parametrize("method", ["full", "lora"])
+@pytest.mark.parametrize("checkpointing", ["none", "full", "op"])
+def test_compile_never_adds_memory_or_time(name: str, method: str, checkpointing: str) -> None:
+    # recomputing instead of saving and fusing kernels only ever remove bytes and seconds (MoE,
+    # qk-norms, four norms a block, a fused gate/up projection)
+    from trainplan.catalog import catalog_spec
+
+    fields: dict[str, Any] = {
+        "method": method, "activation_checkpointing": checkpointing, "micro_batch": 1, "seq_len": 1024,
+        "grad_accum": 1,
+    }  # fmt: skip
+    model = catalog_spec(name)
+    eager = estimate(Scenario(model=name, gpu="H100-SXM", **fields), model=model)
+    compiled = estimate(Scenario(model=name, gpu="H100-SXM", compile=True, **fields), model=model)
+    assert activations(compiled) <= activations(eager)
+    assert compiled.total_bytes <= eager.total_bytes
+    assert 0 < compiled.time.step.total < eager.time.step.total

@@ -359,7 +359,10 @@ def step_seconds(
     # compile's fusion: each GPU runs its stage's layers on its micro-batches (tensor parallelism
     # taken to shard the fused tensors too, though without sequence parallelism norms are not)
     fused = v.micro_batch * c.seq_len * c.compile_fusion_bytes_per_token * v.grad_accum
-    fusion = -fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
+    fused_s = fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
+    # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
+    # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
+    fusion = -minimum(fused_s, (1 - hw.efficiency) * compute)
     bubble = pipeline_bubble_seconds(compute + dequant + casts + fusion, pp, v.grad_accum, virtual_stages)
 
     spans = gpus > gpus_per_node

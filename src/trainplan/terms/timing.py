@@ -18,7 +18,8 @@ as the all-in efficiency and nothing is added. Otherwise trainplan adds, each do
 - torchao float8 (fp8-torchao): the dynamic-scaling casts before each fp8 matmul, memory
   traffic at the GPU's memory bandwidth (`float8_cast_bytes`);
 - torch.compile: Inductor's fusion of the norms, RoPE and the gated activation removes memory
-  traffic of the eager step (`compile_fusion_bytes`), subtracted at the memory bandwidth.
+  traffic of the eager step (`compile_fusion_bytes`), subtracted at the memory bandwidth, at
+  most the (1 - efficiency) share of compute that is not matmul work at peak.
 Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated judgements.
 """
 
