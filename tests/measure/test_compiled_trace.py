@@ -33,10 +33,10 @@ LLAMA: dict[str, Any] = {
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-def _predicted(config: dict[str, Any], targets: frozenset[str], compiled: bool) -> float:
+def _predicted(config: dict[str, Any], targets: frozenset[str], compiled: bool, residual: int = 2) -> float:
     model = spec_from_config(config, "trace")
     full = not targets
-    mode = ActivationMode(2, 2, full, targets, "sdpa", "none", adapter_bytes=4, compiled=compiled)
+    mode = ActivationMode(2, residual, full, targets, "sdpa", "none", adapter_bytes=4, compiled=compiled)
     return layer_activations(model, model.blocks[0], mode).per_token(0)
 
 
@@ -63,3 +63,12 @@ def test_lora_layer_with_fp32_adapters() -> None:
     targets = frozenset(ALL_LINEAR)
     assert traced.eager == _predicted(LLAMA, targets, compiled=False) + lora_a_outputs
     assert traced.compiled == _predicted(LLAMA, targets, compiled=True) + lora_a_outputs
+
+
+def test_autocast_layer() -> None:
+    # fp32 weights under bf16 autocast (CUDA's op lists): eager keeps a bf16 input copy per
+    # linear and fp32 norm internals (13720 B/token); compiled one copy per input, the fp32 block
+    # input and the bf16 o-projection output for the norms (8248)
+    traced = trace_compiled_layer(LLAMA, amp=True)
+    assert traced.eager == _predicted(LLAMA, frozenset(), compiled=False, residual=4) == 13720
+    assert traced.compiled == _predicted(LLAMA, frozenset(), compiled=True, residual=4) == 8248

@@ -15,6 +15,7 @@ terms/activations.py layer by layer (tests/measure/test_compiled_trace.py).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,14 +33,18 @@ class LayerSaved:
     compiled: float
 
 
-def _layer(hf_config: dict[str, Any], method: str, targets: Sequence[str], adapter_fp32: bool) -> Any:
-    """One decoder layer of `hf_config` in bf16, with peft LoRA adapters for `method` lora."""
+def _layer(
+    hf_config: dict[str, Any], method: str, targets: Sequence[str], adapter_fp32: bool, amp: bool
+) -> Any:
+    """One decoder layer of `hf_config` in bf16 (fp32 under `amp`), with peft LoRA adapters for
+    `method` lora."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.for_model(**hf_config)
     auto: Any = AutoModelForCausalLM
-    model = auto.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
+    dtype = torch.float32 if amp else torch.bfloat16
+    model = auto.from_config(config, dtype=dtype, attn_implementation="sdpa")
     layer = model.model.layers[0]
     if method == "lora":
         import peft
@@ -55,15 +60,16 @@ def _layer(hf_config: dict[str, Any], method: str, targets: Sequence[str], adapt
     return model, layer
 
 
-def _saved_bytes(layer: Any, rope: Any, hidden: int, seq_len: int, compiled: bool) -> int:
-    """Bytes of the distinct storages one forward of `layer` saves for backward."""
+def _saved_bytes(layer: Any, rope: Any, hidden: int, seq_len: int, compiled: bool, amp: bool) -> int:
+    """Bytes of the distinct storages one forward of `layer` saves for backward (under `amp`,
+    fp32 activations and bf16 autocast with CUDA's fp32 op list, `emulation.cuda_autocast_policy`)."""
     import torch
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch._inductor.decomposition import select_decomp_table
 
     torch.manual_seed(0)
-    x = torch.randn(1, seq_len, hidden, dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(1, seq_len, hidden, dtype=torch.float32 if amp else torch.bfloat16, requires_grad=True)
     cos, sin = rope(x, torch.arange(seq_len)[None])
     skip = {p.untyped_storage().data_ptr() for p in layer.parameters()}
     skip |= {cos.untyped_storage().data_ptr(), sin.untyped_storage().data_ptr()}
@@ -88,7 +94,8 @@ def _saved_bytes(layer: Any, rope: Any, hidden: int, seq_len: int, compiled: boo
             partition_fn=min_cut_rematerialization_partition,
         )
         call = torch.compile(run, backend=backend, fullgraph=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if amp else contextlib.nullcontext()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), autocast:
         out = call(x)
     del out
     return sum(seen.values())
@@ -100,20 +107,25 @@ def trace_compiled_layer(
     method: str = "full",
     lora_targets: Sequence[str] = ("q_proj", "v_proj"),
     adapter_fp32: bool = True,
+    amp: bool = False,
     seq_lens: tuple[int, int] = (48, 96),
 ) -> LayerSaved:
-    """Saved bytes per token of the first decoder layer of `hf_config` (bf16 weights; LoRA
-    adapters in fp32 as peft keeps them, or in bf16), eager and through the min-cut partition."""
+    """Saved bytes per token of the first decoder layer of `hf_config` (bf16 weights, or fp32
+    weights under bf16 autocast with `amp`; LoRA adapters in fp32 as peft keeps them, or in
+    bf16), eager and through the min-cut partition."""
+    from trainplan.measure.emulation import cuda_autocast_policy
+
     if method not in LAYER_METHODS:
         raise InputError("method", f"{method!r} is not supported; use one of {', '.join(LAYER_METHODS)}.")
     short, long = seq_lens
     if not 0 < short < long:
         raise InputError("seq_lens", f"needs two increasing positive lengths, got {seq_lens!r}.")
-    model, layer = _layer(hf_config, method, lora_targets, adapter_fp32)
+    model, layer = _layer(hf_config, method, lora_targets, adapter_fp32, amp)
     rope = model.model.rotary_emb
     hidden = model.config.hidden_size
     per_token = []
-    for compiled in (False, True):
-        low, high = (_saved_bytes(layer, rope, hidden, n, compiled) for n in seq_lens)
-        per_token.append((high - low) / (long - short))
+    with cuda_autocast_policy() if amp else contextlib.nullcontext():
+        for compiled in (False, True):
+            low, high = (_saved_bytes(layer, rope, hidden, n, compiled, amp) for n in seq_lens)
+            per_token.append((high - low) / (long - short))
     return LayerSaved(eager=per_token[0], compiled=per_token[1])
