@@ -62,7 +62,7 @@ from trainplan.terms.savers import (
     offload_resident_fraction,
     op_sac_saved,
 )
-from trainplan.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, float8_cast_bytes
+from trainplan.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, compile_fusion_bytes, float8_cast_bytes
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,8 @@ class Coefficients:
     # torchao float8 casts per micro-batch (terms/timing.py): bytes per token, bytes of weights
     float8_cast_bytes_per_token: float = 0.0
     float8_cast_weight_bytes: float = 0.0
+    # eager memory traffic per token that torch.compile's fusion removes (terms/timing.py)
+    compile_fusion_bytes_per_token: float = 0.0
     # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
     gathered_forward_bytes: float = 0.0  # layers gathered at the end of forward / start of backward
     gathered_backward_bytes: float = 0.0  # layers gathered while backward runs
@@ -231,6 +233,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         dropout=model.dropout > 0,
         lora_dropout=not full and scenario.lora.dropout > 0,
         adapter_bytes=adapter_bytes,
+        # the min-cut partition of compiled blocks (terms/activations.py); language models only
+        compiled=scenario.compile and model.kind == "llm",
     )
     ckpt = scenario.activation_checkpointing
     every = checkpoint_every(ckpt)
@@ -307,6 +311,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         if recipe.name in FLOAT8_DYNAMIC_CAST_RECIPES
         else (0.0, 0.0)
     )
+    fusion = 0.0
+    if mode.compiled:
+        # op-level SAC recomputes every block's pointwise ops; full (full:N) the checkpointed layers
+        rerun = [block.count for block in model.blocks] if ckpt == "op" else checkpointed
+        fusion = compile_fusion_bytes(model, compute_bytes, rerun)
     fsdp = fsdp_coefficients(
         model,
         counts,
@@ -385,6 +394,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         recompute_layer_share=sum(checkpointed) / model.num_layers,
         float8_cast_bytes_per_token=casts[0],
         float8_cast_weight_bytes=casts[1],
+        compile_fusion_bytes_per_token=fusion,
         **fsdp,
     )
 

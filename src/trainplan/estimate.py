@@ -238,10 +238,16 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         notes.append(f"{gpu.name} has no published power figure: energy is not estimated")
     if scenario.loss != "chunked" and scenario.loss_chunks != Scenario().loss_chunks:
         notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
-    if scenario.compile:
+    if scenario.compile and model.kind != "llm":
         notes.append(
-            "compile: only the chunked loss's saved tensors are modelled; torch.compile's savings "
-            "inside the layers and its speed-up are not"
+            f"compile: torch.compile's saved tensors and fusion are modelled for language models; "
+            f"this {model.kind} model is estimated as eager"
+        )
+    elif scenario.compile:
+        notes.append(
+            "compile: the blocks' saved tensors and fused norms, RoPE and gated activations are "
+            "modelled; the final norm and a standard loss are taken as eager, and kernel-launch "
+            "savings are not modelled"
         )
     if scenario.activation_checkpointing == "op" and scenario.method != "full":
         notes.append(

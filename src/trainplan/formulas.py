@@ -282,6 +282,8 @@ class StepSeconds:
     offload: Any
     dequantisation: Any
     float8_casts: Any
+    # torch.compile's fused pointwise kernels: eager memory traffic removed (zero or negative)
+    compile_fusion: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of compute, by name."""
@@ -310,6 +312,7 @@ class StepSeconds:
             + self.offload
             + self.dequantisation
             + self.float8_casts
+            + self.compile_fusion
         )
 
 
@@ -325,8 +328,8 @@ def step_seconds(
 ) -> StepSeconds:
     """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
     bubble, exposed data-parallel and tensor-parallel communication, offload traffic and torchao's
-    float8 casts; QLoRA dequantisation is added either way (see terms/timing.py for each
-    formula's source)."""
+    float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation is
+    added either way (see terms/timing.py for each formula's source)."""
     tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
@@ -353,7 +356,14 @@ def step_seconds(
     # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
     casts_per_micro = v.micro_batch * c.seq_len * c.float8_cast_bytes_per_token + c.float8_cast_weight_bytes
     casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
-    bubble = pipeline_bubble_seconds(compute + dequant + casts, pp, v.grad_accum, virtual_stages)
+    # compile's fusion: each GPU runs its stage's layers on its micro-batches (tensor parallelism
+    # taken to shard the fused tensors too, though without sequence parallelism norms are not)
+    fused = v.micro_batch * c.seq_len * c.compile_fusion_bytes_per_token * v.grad_accum
+    fused_s = fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
+    # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
+    # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
+    fusion = -minimum(fused_s, (1 - hw.efficiency) * compute)
+    bubble = pipeline_bubble_seconds(compute + dequant + casts + fusion, pp, v.grad_accum, virtual_stages)
 
     spans = gpus > gpus_per_node
     bandwidth = link_bytes_per_s(hw, dp, spans)
@@ -391,4 +401,4 @@ def step_seconds(
     # side streams under the compute
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
     offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
-    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts)
+    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts, fusion)

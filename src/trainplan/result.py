@@ -188,6 +188,7 @@ class Estimate:
                     "offload": step.offload,
                     "dequantisation": step.dequantisation,
                     "float8_casts": step.float8_casts,
+                    "compile_fusion": step.compile_fusion,
                 },
                 "dominant_overhead": step.dominant_overhead(),
                 "steps": time.steps,

@@ -341,9 +341,11 @@ class Scenario:
     compile: bool = _field(
         False,
         FieldInfo(
-            "torch.compile: the chunked loss is compiled per chunk and saves its 16-bit logits "
-            "instead of an fp32 log-softmax, and torchao's float8 casts fuse into the kernels "
-            "before them; compile's other savings and speed-up are not modelled"
+            "torch.compile of each block: AOTAutograd's min-cut partition recomputes the norms' "
+            "fp32 copies and the gated activation in backward instead of saving them, and "
+            "Inductor's fused kernels remove their eager memory traffic; the chunked loss saves "
+            "its 16-bit logits instead of an fp32 log-softmax, and torchao's float8 casts fuse "
+            "into the kernels before them"
         ),
     )
     optimizer_in_backward: bool = _field(

@@ -9,11 +9,29 @@ Tensor parallelism shards the head/intermediate-sized tensors; sequence parallel
 the hidden-sized ones (their sec. 4.2.2). Full checkpointing keeps one layer input per layer and
 recomputes the layer in backward (Chen et al. 2016); selective recomputes only core attention.
 All values are bytes per token unless named otherwise.
+
+Compiled layers (`ActivationMode.compiled`, torch.compile of each block as torchtune and
+torchtitan apply it): AOTAutograd's min-cut partitioner decides what the forward saves
+(torch/_functorch/partitioners.py, torch 2.13.0: `min_cut_rematerialization_partition`, its
+`should_ban_recomputation` and `get_default_op_list`). Its rules, and what follows from them:
+1. matmuls and the SDPA kernels are "compute intensive" and never recomputed; an op outside the
+   recomputable allow-list is never recomputed (`ban_recompute_not_in_allowlist`);
+2. a tensor that a non-fusible backward op reads (a matmul's input, needed for its weight
+   gradient) is "materialized in backward" and saved as it is: every linear input stays;
+3. everything else on the allow-list (casts, pow, mean, rsqrt, mul, silu, the RoPE slices) is
+   recomputed from the cheapest saved frontier, which the max-flow min cut finds;
+4. AOTAutograd first runs CSE over the joint graph (functorch config `cse`), so the identical
+   casts autocast or peft make of one tensor, one per consumer, become one.
+So: an RMSNorm keeps its input and the fp32 1/rms, not its fp32 copy or its normalised output;
+a SwiGLU keeps gate and up, not silu(gate); qk-norms keep the projection outputs; one cast copy
+per input tensor. Attention, RoPE (its q and k are SDPA inputs), LayerNorm, dropout masks and
+eager softmax keep what they keep in eager. Checked per layer against an AOTAutograd trace of
+transformers' Llama and Qwen3 decoder layers (tests/measure/test_compiled_trace.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainplan.model import Attention, Block, Mlp, ModelSpec, block_linears
 from trainplan.terms.kernels import fused_glu_bytes, fused_layer_kernels, fused_lora, fused_rms_norm_bytes
@@ -35,6 +53,7 @@ class ActivationMode:
     adapter_bytes: int = 4  # LoRA adapter dtype: fp32 (peft) or the compute dtype (torchtune)
     ssm_kernel: str = "fused"  # fused (mamba-ssm) | naive (transformers' PyTorch path)
     kernels: str = "eager"  # eager | liger | unsloth layer kernels (terms/kernels.py)
+    compiled: bool = False  # torch.compile of each block: the min-cut partition (module docstring)
 
     @property
     def casts_inputs(self) -> bool:
@@ -56,17 +75,33 @@ class LayerActivations:
         return self.norms + self.attention + self.mlp + self.scores_per_key * seq_len
 
 
-def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode) -> float:
+def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode, first: bool = True) -> float:
     """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
     row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
     its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same).
-    Liger's and Unsloth's RMSNorm keep the input at its dtype and 1/rms (terms/kernels.py)."""
+
+    Liger's and Unsloth's RMSNorm keep the input at its dtype and 1/rms (terms/kernels.py);
+    their autograd functions are opaque to torch.compile, so they decide what a norm keeps.
+
+    Compiled (module docstring, rules 2-3): the fp32 copy and the normalised output are
+    recomputed from the input and the saved 1/rms. The block's first norm keeps the block input
+    (residual dtype); a later norm's input is the residual sum of a matmul output, and the cut
+    saves that matmul output at the compute dtype instead (the block input is saved already)."""
     if model.norm != "rmsnorm":
         return mode.residual_bytes * width + 8
     if fused_layer_kernels(mode):
         return fused_rms_norm_bytes(mode, width)
+    if mode.compiled:
+        return (mode.residual_bytes if first else mode.activation_bytes) * width + 4
     kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
     return 4 * width + 4 + kept_output
+
+
+def block_norm_bytes(model: ModelSpec, count: int, width: int, mode: ActivationMode) -> float:
+    """Saved bytes of a block's `count` norms over `width` channels (`_norm_bytes`)."""
+    if count == 0:
+        return 0.0
+    return _norm_bytes(model, width, mode) + (count - 1) * _norm_bytes(model, width, mode, first=False)
 
 
 def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> float:
@@ -77,9 +112,12 @@ def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> floa
     at the adapter's dtype: peft holds adapters in fp32 (`autocast_adapter_dtype`), so on a
     16-bit stream each adapted module keeps a 4-byte copy, under autocast a half copy, and in
     fp32 training the shared input.
+
+    Compiled, CSE merges the per-consumer casts into one copy per input (module docstring,
+    rule 4); peft's per-module dropouts are random ops, neither merged nor recomputed (rule 1).
     """
     if mode.weights_trainable:
-        copies = len(consumers) if mode.casts_inputs else 1
+        copies = len(consumers) if mode.casts_inputs and not mode.compiled else 1
         return copies * mode.activation_bytes * width
     adapted = [name for name in consumers if name in mode.lora_targets]
     if not adapted:
@@ -88,10 +126,11 @@ def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> floa
         return len(adapted) * lora_dropout_input_bytes(
             mode.activation_bytes, mode.casts_inputs, width, mode.adapter_bytes
         )
+    copies = 1 if mode.compiled else len(adapted)
     if mode.casts_inputs:
-        return len(adapted) * mode.activation_bytes * width
+        return copies * mode.activation_bytes * width
     if mode.activation_bytes < mode.adapter_bytes:
-        return len(adapted) * mode.adapter_bytes * width
+        return copies * mode.adapter_bytes * width
     # adapters at the stream's dtype read the input itself, kept once for all its consumers
     return float(mode.activation_bytes * width)
 
@@ -121,7 +160,11 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         # input, no longer the kernel output itself) are kept for backward
         kept += a * (attention.gate_size + attention.num_heads * attention.v_head_dim)
     if attention.qk_norm != "none":
-        kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
+        # eager: the fp32 inputs, 1/rms per head, and with trained norm weights the normalised
+        # output at the projection's dtype (as `_norm_bytes`); compiled: the projections'
+        # outputs only (the rest is recomputed from them, module docstring rule 3)
+        norm_input = a if mode.compiled else 4 + (a if mode.weights_trainable else 0)
+        kept += norm_input * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
     core_inputs = a * (q + kv + v_width)
     output = a * attention.num_heads * (attention.v_head_dim or attention.head_dim)
@@ -159,7 +202,8 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner);
     plain = pre-activation, activation internals and output (4 x inner); MoE = router logits
     plus top-k experts' worth of per-token expert tensors (gathered input, inner tensors,
-    weighted output)."""
+    weighted output). Compiled, act(gate) and a Python-written GELU's intermediates are
+    recomputed from the saved matmul outputs (module docstring, rule 3)."""
     a, hidden = mode.activation_bytes, model.hidden_size
     gate_name, up_name, down_name = mlp.names
     inputs = [gate_name, up_name] if mlp.gated and not mlp.fused_gate_up else [up_name]
@@ -169,8 +213,8 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
         if mlp.gated and fused_layer_kernels(mode):  # gate and up; act(gate) is recomputed
             return fused_glu_bytes(mode, inner) + down_kept
         if mlp.gated:  # gate, act(gate), up (their product is the down projection's input)
-            return a * 3 * inner + down_kept
-        if mlp.activation == "gelu_new":
+            return a * (2 if mode.compiled else 3) * inner + down_kept
+        if mlp.activation == "gelu_new" and not mode.compiled:
             # GPT-2's tanh GELU written in Python ops keeps the pre-activation and three
             # intermediates; under autocast those run in fp32 (pow is on CUDA's fp32 list)
             internal = 4 if mode.casts_inputs else a
@@ -217,7 +261,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     from trainplan.terms.ssm import ssm_bytes
 
     hidden = model.hidden_size
-    norms = block.norms * _norm_bytes(model, hidden, mode)
+    norms = block_norm_bytes(model, block.norms, hidden, mode)
     attention, per_key = 0.0, 0.0
     if block.attention is not None:
         attention, per_key = attention_bytes(model, block.attention, mode)
@@ -234,7 +278,8 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
     for linear in block.linears:  # Zamba2's per-layer linear and adapters keep their inputs
         mlp += linear_input(mode, linear.in_features, [linear.name])
-    if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
+    shared = not mode.casts_inputs or mode.compiled  # compiled, CSE merges the two casts
+    if block.parallel and block.mlp is not None and mode.weights_trainable and shared:
         # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
         mlp -= mode.activation_bytes * hidden
     return LayerActivations(norms, attention, mlp, per_key)
@@ -242,9 +287,10 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
 
 def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool) -> float:
     """Bytes per token kept outside the layers: final norm(s), the LM-head input, the embedding
-    indices, and the embedding dropout mask."""
+    indices, and the embedding dropout mask. The final norm runs outside the compiled blocks
+    (torchtune and torchtitan compile each block) and keeps what it keeps in eager."""
     hidden = model.hidden_size
-    final = model.final_norms * _norm_bytes(model, hidden, mode)
+    final = model.final_norms * _norm_bytes(model, hidden, replace(mode, compiled=False))
     head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = hidden if mode.dropout else 0

@@ -16,7 +16,10 @@ as the all-in efficiency and nothing is added. Otherwise trainplan adds, each do
   Ren et al. 2021, sec. 4), not overlapped;
 - QLoRA: dequantising the 4-bit base before each matmul slows the frozen-weight matmuls;
 - torchao float8 (fp8-torchao): the dynamic-scaling casts before each fp8 matmul, memory
-  traffic at the GPU's memory bandwidth (`float8_cast_bytes`).
+  traffic at the GPU's memory bandwidth (`float8_cast_bytes`);
+- torch.compile: Inductor's fusion of the norms, RoPE and the gated activation removes memory
+  traffic of the eager step (`compile_fusion_bytes`), subtracted at the memory bandwidth, at
+  most the (1 - efficiency) share of compute that is not matmul work at peak.
 Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated judgements.
 """
 
@@ -101,6 +104,57 @@ def float8_cast_bytes(
     forward = (1 + recompute_share) * (input_elements + weight_elements)
     backward = 2 * output_elements + input_elements + weight_elements
     return per_cast * (forward + backward)
+
+
+# Inductor's fusion (torch.compile of each block), bytes per element of the tensor named, at
+# activation dtype a (bytes) and fp32 = 4, eager kernel by kernel from the ops HF and torchtune
+# write (each eager kernel reads its inputs and writes its output once; per-row scalars and the
+# broadcast cos/sin tables are left out), against the fused kernels Inductor generates (each
+# reads its region's inputs and writes its outputs once; matmuls and SDPA stay separate kernels):
+# 1. RMSNorm with the residual add before it, per hidden channel. Eager forward: add (read 2a,
+#    write a), cast to fp32 (a + 4), pow (8), mean (4), x * rsqrt (8), cast back (4 + a), weight
+#    mul (2a): 7a + 28. Fused: read residual and branch, write sum and normed output: 4a.
+#    Eager backward: weight mul (grad_in 2a, grad_w 3a + a), cast (a + 4), x * rsqrt (8 + 12 +
+#    4), mean (4), pow (20), the fp32 grads' sum (12), cast back (4 + a), the residual grads' sum
+#    (3a): 11a + 68. Fused: grad_in with the residual grad (read 3a, write a) and the weight-grad
+#    reduction (read 2a): 6a. Removed: 3a + 28 forward, 5a + 68 backward.
+# 2. RoPE (q * cos + rotate_half(q) * sin), per rotated channel of q and k. Eager forward: two
+#    muls (2a each), neg of one half (a), cat (2a), add (3a): 10a; fused 2a. Eager backward: two
+#    muls (2a each), neg (a), slice_backward's zero-filled halves (4a), the grads' sums (6a):
+#    15a; fused 2a. Removed: 8a forward, 13a backward.
+# 3. SwiGLU act(gate) * up, per inner channel. Eager forward: silu (2a), mul (3a); fused 3a.
+#    Eager backward: two muls (3a each), silu_backward (3a); fused: read grad, gate, up, write
+#    two grads: 5a. Removed: 2a forward, 4a backward.
+# An estimate: the op sequences are read from the modelling code; LayerNorm (already one eager
+# kernel), plain GELU MLPs and the loss are counted as unchanged, and RoPE is counted for the
+# RMSNorm decoders without learned positions or a relative bias (the RoPE families; the ALiBi
+# ones, MPT and Bloom, use LayerNorm), so LayerNorm RoPE models (GPT-NeoX) are undercounted.
+def compile_fusion_bytes(model: ModelSpec, activation_bytes: int, recomputed_layers: Any) -> float:
+    """Eager memory traffic per token that Inductor's fusion removes (derivation above), summed
+    over the layers of `model`; the forward part again for each layer whose forward is
+    recomputed in backward (`recomputed_layers`, one entry per block: how many of its layers)."""
+    a = activation_bytes
+    rmsnorm = model.norm == "rmsnorm"
+    total = 0.0
+    for block, recomputed in zip(model.blocks, recomputed_layers, strict=True):
+        forward = backward = 0.0
+        if rmsnorm:
+            forward += block.norms * model.hidden_size * (3 * a + 28)
+            backward += block.norms * model.hidden_size * (5 * a + 68)
+        attention = block.attention
+        rope = rmsnorm and not model.learned_positions
+        if attention is not None and rope and not attention.relative_bias_params:
+            rotated = attention.q_size + attention.kv_size
+            forward += rotated * 8 * a
+            backward += rotated * 13 * a
+        mlp = block.mlp
+        if mlp is not None and mlp.gated:
+            inner = mlp.intermediate_size * (mlp.experts_per_token if mlp.is_moe else 1)
+            inner += mlp.shared_intermediate_size * mlp.num_shared_experts
+            forward += inner * 2 * a
+            backward += inner * 4 * a
+        total += block.count * (forward + backward) + recomputed * forward
+    return total
 
 
 def ring_allreduce_seconds(num_bytes: Any, ranks: Any, bytes_per_s: Any) -> Any:
