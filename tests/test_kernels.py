@@ -105,3 +105,29 @@ def test_fused_kernels_never_add_memory(method: str, model: str) -> None:
         assert activations[0] > activations[1]
     else:
         assert activations[0] == activations[1]
+
+
+def test_kernels_are_refused_for_a_diffusion_model() -> None:
+    from trainplan.errors import InputError
+
+    with pytest.raises(InputError) as error:
+        estimate(scenario_from_mapping({"model": "FLUX.1-dev", "method": "lora", "kernels": "liger"}))
+    assert error.value.field == "kernels"
+
+
+def test_liger_kernels_remove_the_fused_ops_traffic_without_the_residual_add() -> None:
+    # terms/timing.py: a fused norm removes 2a + 28 forward (Inductor's, with the residual add,
+    # 3a + 28); the backward, RoPE and SwiGLU savings are the same. Llama-3.1-8B, no recompute:
+    # the difference is 32 layers x 2 norms x 4096 channels x a (2 bytes) per token
+    model = resolve_model("Llama-3.1-8B")
+    from trainplan.terms.timing import compile_fusion_bytes
+
+    layers = [block.count for block in model.blocks]
+    none = [0] * len(model.blocks)
+    assert compile_fusion_bytes(model, 2, none) - compile_fusion_bytes(
+        model, 2, none, residual_add=False
+    ) == (sum(layers) * 2 * 4096 * 2)
+    eager = estimate(scenario_from_mapping({"model": "Llama-3.1-8B", "method": "lora"}))
+    liger = estimate(scenario_from_mapping({"model": "Llama-3.1-8B", "method": "lora", "kernels": "liger"}))
+    assert eager.time is not None and liger.time is not None
+    assert liger.time.tokens_per_s > eager.time.tokens_per_s

@@ -312,10 +312,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         else (0.0, 0.0)
     )
     fusion = 0.0
-    if mode.compiled:
+    kernels = scenario.kernels != "eager" and model.kind == "llm"
+    if mode.compiled or kernels:
         # op-level SAC recomputes every block's pointwise ops; full (full:N) the checkpointed layers
         rerun = [block.count for block in model.blocks] if ckpt == "op" else checkpointed
-        fusion = compile_fusion_bytes(model, compute_bytes, rerun)
+        fusion = compile_fusion_bytes(model, compute_bytes, rerun, residual_add=not kernels)
     fsdp = fsdp_coefficients(
         model,
         counts,

@@ -83,6 +83,12 @@ def _check_budget_fields(model: ModelSpec, scenario: Scenario, defaults: Scenari
                     name, f"{model.name} is a language model: give dataset_tokens or train_tokens"
                 )
         return
+    if scenario.kernels != defaults.kernels:
+        raise InputError(
+            "kernels",
+            f"{model.name} is a {model.kind} model: Liger's and Unsloth's kernels patch language "
+            "models' layers; use eager",
+        )
     if scenario.seq_len != defaults.seq_len:
         raise InputError(
             "seq_len",

@@ -129,17 +129,26 @@ def float8_cast_bytes(
 # kernel), plain GELU MLPs and the loss are counted as unchanged, and RoPE is counted for the
 # RMSNorm decoders without learned positions or a relative bias (the RoPE families; the ALiBi
 # ones, MPT and Bloom, use LayerNorm), so LayerNorm RoPE models (GPT-NeoX) are undercounted.
-def compile_fusion_bytes(model: ModelSpec, activation_bytes: int, recomputed_layers: Any) -> float:
+def compile_fusion_bytes(
+    model: ModelSpec, activation_bytes: int, recomputed_layers: Any, residual_add: bool = True
+) -> float:
     """Eager memory traffic per token that Inductor's fusion removes (derivation above), summed
     over the layers of `model`; the forward part again for each layer whose forward is
-    recomputed in backward (`recomputed_layers`, one entry per block: how many of its layers)."""
+    recomputed in backward (`recomputed_layers`, one entry per block: how many of its layers).
+
+    Liger's and Unsloth's Triton kernels (`kernels`, terms/kernels.py) fuse the same three ops one
+    kernel each, but their RMSNorm reads the residual sum an eager add wrote
+    (`residual_add=False`): the add's traffic (3a forward, read two and write one) stays and
+    their fused norm writes only its output, so a norm removes 2a + 28 forward, not 3a + 28; the
+    backward and the other two ops remove what Inductor's do."""
     a = activation_bytes
+    norm_forward = 3 * a + 28 if residual_add else 2 * a + 28
     rmsnorm = model.norm == "rmsnorm"
     total = 0.0
     for block, recomputed in zip(model.blocks, recomputed_layers, strict=True):
         forward = backward = 0.0
         if rmsnorm:
-            forward += block.norms * model.hidden_size * (3 * a + 28)
+            forward += block.norms * model.hidden_size * norm_forward
             backward += block.norms * model.hidden_size * (5 * a + 68)
         attention = block.attention
         rope = rmsnorm and not model.learned_positions

@@ -7,7 +7,7 @@
   // Image, video and JEPA models count samples (images or clips) and derive their tokens.
   const SAMPLE_BUDGET_FIELDS = { tokens: ["train_samples"], dataset: ["dataset_size", "epochs"], steps: ["steps"] };
   const SAMPLE_ONLY = ["resolution", "frames", "text_tokens", "frozen_encoders", "ema", "mask_ratio", "train_samples", "dataset_size"];
-  const LLM_ONLY = ["seq_len", "loss", "loss_chunks", "ssm_kernel", "train_tokens", "dataset_tokens", "sequence_parallel", "tensor_parallel", "pipeline_parallel"];
+  const LLM_ONLY = ["seq_len", "loss", "loss_chunks", "ssm_kernel", "kernels", "train_tokens", "dataset_tokens", "sequence_parallel", "tensor_parallel", "pipeline_parallel"];
   const KIND_ONLY = { mask_ratio: ["jepa"], text_tokens: ["diffusion", "video"], frozen_encoders: ["diffusion", "video"] };
   const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
   const LABELS = {
