@@ -16,6 +16,7 @@ from typing import Any
 
 from trainplan.catalog import resolve_model
 from trainplan.estimate import estimate
+from trainplan.hf import spec_from_config
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
 
@@ -88,9 +89,13 @@ class MemoryRow:
 
 def evaluate(record: dict[str, Any]) -> MemoryRow:
     """Estimate one traced case (a "text-only" case traced the language model of a multimodal
-    config, so its vision tower is left out of the estimate too)."""
+    config, so its vision tower is left out of the estimate too; a case with an inline `config`
+    is read from it)."""
     case = record["case"]
-    spec = resolve_model(case["model"])
+    inline = case.get("config")  # a case with its own config.json (calibration/cases.yaml)
+    spec = (
+        spec_from_config(inline, case["model"]) if isinstance(inline, dict) else resolve_model(case["model"])
+    )
     if "text-only" in case["id"]:
         spec = dataclasses.replace(spec, extras=())
     result = estimate(scenario_from_mapping(scenario_of(case)), model=spec)

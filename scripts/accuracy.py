@@ -16,7 +16,7 @@ from diffusion_time_reference import evaluate as evaluate_diffusion_time  # noqa
 from memory_reference import evaluate as evaluate_memory  # noqa: E402
 from memory_reference import load_records  # noqa: E402
 from published_memory import CASES as PUBLISHED_MEMORY  # noqa: E402
-from published_memory import MAX_CONTEXT_CASES, evaluate_card  # noqa: E402
+from published_memory import MAX_CONTEXT_CASES, PublishedMemoryRow, evaluate_card  # noqa: E402
 from published_memory import evaluate as evaluate_published  # noqa: E402
 from time_reference import CASES, compile_speedups  # noqa: E402
 from time_reference import evaluate as evaluate_time  # noqa: E402
@@ -176,6 +176,18 @@ def published_memory_section() -> str:
     return "\n".join(lines + max_context_lines())
 
 
+def slope(rows: list[PublishedMemoryRow], estimated: bool) -> float:
+    """Bytes per token (decimal KB) between the first and last max-context rows."""
+    first, last = rows[0], rows[-1]
+    gib = (
+        (last.compared_gib - first.compared_gib)
+        if estimated
+        else (last.case.measured_gib - first.case.measured_gib)
+    )
+    tokens = last.case.scenario["seq_len"] - first.case.scenario["seq_len"]
+    return gib * GIB / tokens / 1000
+
+
 def max_context_lines() -> list[str]:
     """Unsloth's max-context table: each published length against the card it filled."""
     rows = [evaluate_card(case) for case in MAX_CONTEXT_CASES]
@@ -201,13 +213,15 @@ def max_context_lines() -> list[str]:
         )
     lines += [
         "",
-        "The estimate falls short as the sequence grows (about 145 KB per token against the table's "
-        "~212 KB). Not modelled, and the likely gap: one layer's backward working set under the fused "
-        "kernels (the MLP's input gradient and the gradient of its inner activation, a x (hidden + "
-        "intermediate), and flash attention's fp32 query-gradient accumulator, 4 x hidden per token, "
-        "which a saved-tensor count does not see), and the caching allocator's fragmentation when "
-        "each tensor is several GB. With the eager modules and the chunked loss (the preset before "
-        "it followed Unsloth's kernels) every row from 12 GB up was overestimated by more.",
+        f"The estimate falls short as the sequence grows: {slope(rows, estimated=True):.0f} KB per token "
+        f"against the table's {slope(rows, estimated=False):.0f} KB (decimal KB, between the first and "
+        "last rows). Each layer's working set is counted (the MLP's backward gradients, a LoRA "
+        "projection's forward transient: terms/activations.py layer_working_bytes, checked on traced "
+        "long sequences). Not modelled, and the likely rest: flash attention's fp32 query-gradient "
+        "accumulator (4 x hidden per token, inside the kernel, where a trace cannot see it) and the "
+        "caching allocator's fragmentation when each tensor is several GB. With the eager modules and "
+        "the chunked loss (the preset before it followed Unsloth's kernels) every row from 12 GB up "
+        "was overestimated by more.",
         "",
     ]
     return lines

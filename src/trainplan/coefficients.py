@@ -20,6 +20,7 @@ from trainplan.terms.activations import (
     ActivationMode,
     grad_carrying_blocks,
     layer_activations,
+    layer_working_bytes,
     outside_layers,
 )
 from trainplan.terms.denoisers import (
@@ -96,6 +97,10 @@ class Coefficients:
     layers_sharded: float
     layers_replicated: float
     recompute_layers: tuple[tuple[float, float], ...]
+    # one layer's working set per token (terms/activations.py layer_working_bytes): the largest
+    # forward transient, and the largest while a layer runs in backward (recomputed or not)
+    layer_working_forward: float
+    layer_working_backward: float
     outside_per_token: float
     logits_held: float
     logits_loss: float
@@ -241,6 +246,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
     recompute: list[tuple[float, float]] = []
     ema_bytes = encoder_bytes = encoder_offload = 0.0
+    working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
     encoder_peak = (0.0, 0.0)
     if model.kind != "llm":
         checkpointed = checkpointed_blocks(model, every)
@@ -261,6 +267,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         skipped = len(model.blocks) - len(carrying)
         for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
             layer = layer_activations(model, block, mode)
+            working = layer_working_bytes(model, block, mode)
+            recomputed = (every is not None and kept_inputs > 0) or ckpt == "op"
+            # a recomputed layer runs its forward again inside backward, so both transients count
+            working_forward = max(working_forward, working[0])
+            working_backward = max(working_backward, max(working) if recomputed else working[1])
             full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
             if every is not None:
                 # checkpointed layers keep their input; the others (full:N) everything
@@ -374,6 +385,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         layers_sharded=sharded,
         layers_replicated=replicated,
         recompute_layers=tuple(recompute),
+        layer_working_forward=working_forward,
+        layer_working_backward=working_backward,
         outside_per_token=outside,
         sample=shape,
         ema_bytes=ema_bytes,

@@ -143,6 +143,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     for sharded, replicated in c.recompute_layers:
         recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
     recompute = recompute + c.frozen_cast_recompute_bytes / tp
+    # one layer's working set (terms/activations.py layer_working_bytes): in forward, and while
+    # the last layer runs (is recomputed) in backward
+    layer_forward = c.layer_working_forward / tp * tokens
+    layer_backward = c.layer_working_backward / tp * tokens
     held = c.logits_held * tokens / tp
     loss = c.logits_loss * tokens / tp
     loss_backward = c.logits_backward * tokens / tp
@@ -167,21 +171,27 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     encode = c.encoder_peak[0] + c.encoder_peak[1] * v.micro_batch
     encoding = maximum(encode - (stored + loss + autocast + gathered + side), 0.0)
     forward = _terms(
-        weights, resident, optimizer, stored, loss, autocast + gathered + side + encoding, overhead
+        weights,
+        resident,
+        optimizer,
+        stored,
+        loss,
+        autocast + gathered + side + maximum(encoding, layer_forward),
+        overhead,
     )
     # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
     # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
     # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
     # (after the head's backward, with that layer's gradients)
-    recompute_first = recompute + held > loss_backward
+    recompute_first = recompute + layer_backward + held > loss_backward
     start = _terms(
         weights,
         maximum(resident, where(recompute_first, maximum(head_grad, head_unsharded), head_grad)),
         optimizer,
         stored + where(recompute_first, recompute, 0.0),
         where(recompute_first, held, loss_backward),
-        where(recompute_first, working_forward, gathered) + side,
+        where(recompute_first, working_forward + layer_backward, gathered) + side,
         overhead,
     )
     # end of backward: every gradient present; the embedding's new gradient and its sum with

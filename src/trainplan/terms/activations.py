@@ -295,3 +295,53 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = hidden if mode.dropout else 0
     return final + head_input + indices + dropout
+
+
+def layer_working_bytes(model: ModelSpec, block: Block, mode: ActivationMode) -> tuple[float, float]:
+    """(forward, backward) bytes per token that one layer allocates and frees while it runs, on
+    top of what it keeps: the layer's peak, not its saved set.
+
+    Forward: a peft LoRA projection computes `base(x) + lora_B(lora_A(x)) * scaling`; the
+    adapter's output and its scaled copy exist together, at the adapter's dtype (peft
+    `lora.Linear.forward`; bf16 under autocast): 2 x dtype x the output width. The layer's last
+    adapted projection (the down projection under all-linear) runs with everything the layer
+    keeps already saved, so its transient is the one on top; an earlier, wider one runs before
+    the tensors after it are saved, which in the traces outweigh it. Unsloth's `matmul_lora`
+    adds the adapter into the output in place (addmm_), Inductor fuses the scale and the add
+    into one kernel that writes the output (compiled), and frozen or fully trained linears return
+    only their output.
+    Backward: a gated MLP's backward has the gradient of the down projection's input and, from
+    the product's `MulBackward`, the gradients of act(gate) and of up alive at once (3 x a x
+    intermediate); a plain MLP has the input and output gradients of its activation (2 x);
+    Liger's and Unsloth's SwiGLU backward write the gate and up gradients into their saved inputs,
+    leaving only the product's gradient (1 x). Compiled, Inductor writes one of the two gradients
+    into the product gradient's buffer, dead after the fused kernel reads it
+    (torch/_inductor/config.py `inplace_buffers`, on by default): 2 x. Checked against traces of
+    long sequences with a small vocabulary (where the logits do not hide the layers). MoE layers:
+    not modelled (0).
+    """
+    a = mode.activation_bytes
+    forward = 0.0
+    if not mode.weights_trainable:
+        adapter = a if mode.casts_inputs else max(a, mode.adapter_bytes)
+        widths = [
+            linear.out_features
+            for linear in block_linears(block, model.hidden_size)
+            if linear.name in mode.lora_targets and not linear.expert
+        ]
+        if widths and not mode.compiled and not _unsloth_fused(model, block, mode):
+            forward = 2.0 * adapter * widths[-1]
+    backward = 0.0
+    mlp = block.mlp
+    if mlp is not None and not mlp.is_moe:
+        if mlp.gated:
+            copies = 1 if fused_layer_kernels(mode) else 2 if mode.compiled else 3
+            backward = copies * a * mlp.intermediate_size
+        else:
+            backward = 2.0 * a * mlp.intermediate_size
+    return forward, backward
+
+
+def _unsloth_fused(model: ModelSpec, block: Block, mode: ActivationMode) -> bool:
+    """Unsloth's fused LoRA functions run every projection of this block (all of them adapted)."""
+    return fused_lora(mode, [linear.name for linear in block_linears(block, model.hidden_size)])
