@@ -33,6 +33,7 @@ LIVE = [
         ({"activation_checkpointing": "full:2"}, "activation_checkpointing"),
         ({"loss": "fused"}, "loss"),
         ({"activation_offload": True}, "activation_offload"),
+        ({"kernels": "liger"}, "kernels"),
     ],
 )
 def test_untraceable_settings_are_clear_errors(fields: dict[str, object], field: str) -> None:

@@ -226,6 +226,7 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
+        "kernels": scenario.kernels != "eager",  # Triton kernels do not run on fake tensors
         "lora.dtype": kind == "llm" and scenario.method != "full" and scenario.lora.dtype != "fp32",
     }
     for name, asked in untraced.items():
