@@ -78,6 +78,9 @@ class Attention:
     gate_bias: bool = False  # a learned gate bias per head (Beam)
     gate_name: str = "gate_proj"
     k_bias: bool = True  # with qkv_bias: False where k_proj alone has none (Whisper)
+    # mixture of attention heads (JetMoE): query and output projections routed over this many expert
+    # pairs of num_kv_heads heads each, num_heads / num_kv_heads of them per token (0: not routed)
+    routed_experts: int = 0
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -89,6 +92,11 @@ class Attention:
     def kv_size(self) -> int:
         """Width of all key heads (= value heads for MHA/GQA)."""
         return self.num_kv_heads * self.head_dim
+
+    @property
+    def routed_top_k(self) -> int:
+        """Expert pairs a token runs in a mixture of attention heads (0 when not routed)."""
+        return self.num_heads // self.num_kv_heads if self.routed_experts else 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,7 @@ class Mlp:
     shared_expert_gate: bool = False
     shared_bias: bool = False  # biased shared experts beside bias-free routed ones (ERNIE 4.5 with use_bias)
     router_bias: bool = False
+    sorted_scatter: bool = False  # JetMoE: tokens sorted by expert, top-k softmax, merged by index_add
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
     activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
@@ -415,6 +424,8 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     bias, q, kv = attention.qkv_bias, attention.q_size, attention.kv_size
     q_name, k_name, v_name, o_name = attention.names
     width = attention.input_size or hidden_size
+    if attention.routed_experts:
+        return mixture_of_heads_linears(attention, width)
     if attention.kind == "mla":
         heads, rope = attention.num_heads, attention.rope_head_dim
         nope, v_dim = attention.head_dim - rope, attention.v_head_dim
@@ -455,6 +466,23 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         *gate,
         out,
         *_head_gate(attention, width),
+    ]
+
+
+def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Linear]:
+    """JetMoE's mixture of attention heads (Shen et al. 2024, "JetMoE", sec. 2.2; transformers'
+    JetMoeAttention and JetMoeMoA): each of E experts holds a query projection h -> K and an output
+    projection K -> h (K = kv heads x head_dim, stored as one E x out x in parameter each), a router
+    h -> E picks top-k of them per token, and one kv_proj h -> 2K gives the keys and values all
+    experts share. Routed with the same expert count and top-k as the layer's MoE MLP (JetMoE reads
+    both from num_local_experts and num_experts_per_tok), so the routed copies are `expert` linears."""
+    q_name, kv_name, _, o_name = attention.names
+    experts, kv = attention.routed_experts, attention.kv_size
+    return [
+        Linear(q_name, "q", hidden_size, kv, copies=experts, expert=True),
+        Linear(kv_name, "qkv", hidden_size, 2 * kv),
+        Linear(q_name.rsplit(".", 1)[0] + ".router.layer", "router", hidden_size, experts),
+        Linear(o_name, "o", kv, hidden_size, copies=experts, expert=True),
     ]
 
 

@@ -1,0 +1,123 @@
+"""JetMoE's mixture of attention heads and its MoE routing: hand-computed parameters, active
+parameters, FLOPs and activations, checked against what autograd saves on real CPU tensors."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from trainplan.errors import ConfigError
+from trainplan.hf import spec_from_config
+from trainplan.model import block_linears
+from trainplan.terms.activations import ActivationMode, attention_bytes, mlp_bytes
+from trainplan.terms.flops import block_matmul_active
+from trainplan.terms.params import block_active_params, block_params, total_params
+
+# h 64; 2 kv heads of 16 (K = 32); 4 expert pairs, 2 per token (H = 4 query heads); MLP 96 wide
+TINY_JETMOE: dict[str, Any] = {
+    "model_type": "jetmoe", "hidden_size": 64, "num_hidden_layers": 1, "num_key_value_heads": 2,
+    "kv_channels": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 96,
+    "vocab_size": 100,
+}  # fmt: skip
+BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
+
+
+def tiny() -> Any:
+    return spec_from_config(TINY_JETMOE, "tiny-jetmoe")
+
+
+def test_params_by_hand() -> None:
+    # attention: input_linear 4 x 64 x 32 = 8,192; output_linear 4 x 32 x 64 = 8,192; kv_proj
+    # 64 x 64 = 4,096; router 64 x 4 = 256; output bias 64                    -> 20,800
+    # MLP: input_linear 4 x 64 x 192 = 49,152; output_linear 4 x 96 x 64 = 24,576; router 256;
+    # bias 64                                                                 -> 74,048
+    # two RMSNorms 128                                        -> 94,976 per layer
+    # tied embedding 100 x 64 = 6,400 and the final norm 64   -> 101,440
+    spec = tiny()
+    (block,) = spec.blocks
+    attention = block.attention
+    assert attention is not None
+    assert (attention.num_heads, attention.num_kv_heads, attention.routed_top_k) == (4, 2, 2)
+    assert block_params(block, spec) == 94_976
+    assert total_params(spec) == 101_440
+
+
+def test_active_params_and_flops_count_top_k_expert_pairs() -> None:
+    spec = tiny()
+    (block,) = spec.blocks
+    # unrouted: kv_proj 4,096, two routers 512, two biases 128, norms 128 = 4,864; routed
+    # 16,384 + 73,728 = 90,112, of which a token runs 2 / 4              -> 4,864 + 45,056
+    assert block_active_params(block, spec) == 49_920
+    # matmul weights a token meets: q 2 x 2,048, kv 4,096, router 256, o 2 x 2,048;
+    # MLP 2 x 12,288, 2 x 6,144, router 256                             -> 49,664
+    assert block_matmul_active(block, spec) == 49_664
+    names = [linear.name for linear in block_linears(block, spec.hidden_size)]
+    assert names[:4] == ["experts.input_linear", "kv_proj", "experts.router.layer", "experts.output_linear"]
+
+
+def test_activations_by_hand() -> None:
+    spec = tiny()
+    (block,) = spec.blocks
+    assert block.attention is not None and block.mlp is not None
+    # attention: normed input 2 x 64 = 128; routing 2 x (4 + 8 + 16 + 2 + 2 x 64) = 316;
+    # per routed copy gathered input 128, query 64, gathered output 64, expert output 128 -> 768;
+    # kernel q, k, v 3 x 2 x 64 = 384, output 128 and logsumexp 4 x 4 = 16   -> 1,740
+    assert attention_bytes(spec, block.attention, BF16_FULL) == (1_740, 0.0)
+    # MLP: input 128; per copy gathered input 128, gate and up 2 x 192, act 192, product 192,
+    # expert output 128 -> 2 x 1,024; routing 316                             -> 2,492
+    assert mlp_bytes(spec, block.mlp, BF16_FULL) == 2_492
+    # eager: no kernel output or logsumexp; per key an fp32 softmax and its bf16 copy per head
+    eager = ActivationMode(2, 2, True, frozenset(), "eager", "none")
+    assert attention_bytes(spec, block.attention, eager) == (1_740 - 144, 4 * 6)
+
+
+def test_formulas_match_saved_tensors() -> None:
+    """Attention and MLP of one tiny JetMoE layer against what autograd saves (bf16, SDPA)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec = tiny()
+    (block,) = spec.blocks
+    assert block.attention is not None and block.mlp is not None
+    seq = 256
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_JETMOE)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, dtype=torch.bfloat16, attn_implementation="sdpa"
+        )
+        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        layer = model.model.layers[0]
+        measured = {}
+        for part in ("attention", "mlp"):
+            saved: dict[int, int] = {}
+
+            def pack(tensor: Any, saved: dict[int, int] = saved) -> Any:
+                storage = tensor.untyped_storage()
+                if storage.data_ptr() not in weights:
+                    saved[storage.data_ptr()] = storage.nbytes()
+                return tensor
+
+            x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+            cos, sin = model.model.rotary_emb(x, torch.arange(seq)[None])
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+                if part == "attention":
+                    layer.self_attention(x, attention_mask=None, position_embeddings=(cos, sin))
+                else:
+                    layer.mlp(x)
+            measured[part] = sum(saved.values()) / seq
+    # the RoPE cos / sin tables (per position, not per sample: 2 x 2 x 16 per position here) are
+    # the only saved tensors the attention formula leaves out
+    rope_tables = 2 * 2 * 16
+    assert attention_bytes(spec, block.attention, BF16_FULL)[0] == measured["attention"] - rope_tables
+    assert mlp_bytes(spec, block.mlp, BF16_FULL) == measured["mlp"]
+
+
+def test_head_count_that_contradicts_the_routing_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_JETMOE, "num_attention_heads": 8}, "x")
+    assert error.value.field == "num_attention_heads"
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_JETMOE, "num_experts_per_tok": 5}, "x")
+    assert error.value.field == "num_experts_per_tok"
