@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate"})
+ATTENTION_ROLES = frozenset(
+    {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask"}
+)
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 # SSM projections, and those of the linear-attention / short-convolution mixers (`LinearMixer`)
@@ -81,6 +83,8 @@ class Attention:
     # mixture of attention heads (JetMoE): query and output projections routed over this many expert
     # pairs of num_kv_heads heads each, num_heads / num_kv_heads of them per token (0: not routed)
     routed_experts: int = 0
+    # Doge's dynamic mask attention: dt_proj over the values and a learned A per kv head give a score bias
+    dynamic_mask: bool = False
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -446,6 +450,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             linears.insert(-1, Linear(attention.gate_name, "attn_gate", hidden_size, attention.gate_size))
         return linears + _head_gate(attention, hidden_size) + indexer_linears(attention, hidden_size)
     v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
+    mask = _dynamic_mask(attention, v)
     out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)
     # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
     # multiplied by an activation of gate_proj(x), one gate per head or per channel
@@ -463,10 +468,21 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         Linear(q_name, "q", width, 2 * q if attention.output_gate else q, bias),
         Linear(k_name, "k", width, kv, bias and attention.k_bias),
         Linear(v_name, "v", width, v, bias),
+        *mask,
         *gate,
         out,
         *_head_gate(attention, width),
     ]
+
+
+def _dynamic_mask(attention: Attention, values: int) -> list[Linear]:
+    """Doge's dynamic mask attention (Shi et al. 2024, "Trainable Dynamic Mask Sparse Attention";
+    transformers' DogeAttention): dt_proj maps the value states (kv heads x head_dim) to one logit
+    per kv head, with the attention bias setting; exp(A x softplus(dt)) becomes the score bias of
+    each key."""
+    if not attention.dynamic_mask:
+        return []
+    return [Linear("dt_proj", "attn_mask", values, attention.num_kv_heads, attention.qkv_bias)]
 
 
 def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -507,8 +523,10 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias)."""
+    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias),
+    the dynamic mask's A (one per kv head)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
+    params += attention.num_kv_heads if attention.dynamic_mask else 0  # Doge's A, one per kv head
     params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":

@@ -270,6 +270,13 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             "FLOPs while its key scoring is left out; attention is counted over all keys, as the "
             "masked eager/SDPA path computes it"
         )
+    if attention is not None and attention.dynamic_mask:
+        approximations.append(
+            "Doge's dynamic mask: its weights are counted exactly; the score bias it materialises is "
+            "counted as the masked SDPA kernel keeps it (heads x keys per token), the top-k window's "
+            "masks past keep_window_size keys are not counted, and attention FLOPs count the causal "
+            "half where the masked kernel computes every key"
+        )
     ssm = ssm_mixer(cfg, family, hidden) if "ssm" in uses else None
     mixer = linear_mixer(cfg, family, hidden) if "mixer" in uses else None
     dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None

@@ -147,6 +147,8 @@ def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
     if num_experts(cfg) == 0:
         return False
     rule: Mapping[str, Any] = family.row.get("moe") or {}
+    if "when" in rule and not cfg.get(rule["when"]):  # MoE only when a config switch says so (Doge)
+        return False
     kinds = cfg.get("mlp_layer_types")
     if isinstance(kinds, list):  # a per-layer list, where the config gives one
         if index >= len(kinds) or kinds[index] not in _MLP_KINDS:

@@ -74,6 +74,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         sinks=flag(family, "attention_sinks", cfg),
         output_gate=flag(family, "attention_output_gate", cfg),
         head_gate=flag(family, "attention_head_gate", cfg),
+        dynamic_mask=flag(family, "dynamic_mask", cfg),
         names=tuple(names),
         gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
         gate_bias=gate_bias,

@@ -119,6 +119,8 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         kept += 4 * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
     core_inputs = a * (q + kv + v_width)
+    if attention.dynamic_mask:  # with a mask, SDPA gets k and v repeated to every head (sdpa_attention.py)
+        core_inputs = a * (q + 2 * attention.num_heads * attention.head_dim)
     output = a * attention.num_heads * (attention.v_head_dim or attention.head_dim)
     if mode.attention == "eager":
         # q @ k^T on heads-expanded k/v, fp32 softmax kept, its half copy kept for probs @ v
@@ -252,7 +254,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
 
     The `attention` slot holds the layer's token mixers: attention and/or an SSM mixer
     (terms/ssm.py, for the kernel the mode names), or a linear mixer (terms/mixers.py)."""
-    from trainplan.terms.mixers import mixer_bytes, output_gate_bytes
+    from trainplan.terms.mixers import dynamic_mask_bytes, mixer_bytes, output_gate_bytes
     from trainplan.terms.ssm import ssm_bytes
 
     hidden = model.hidden_size
@@ -264,8 +266,11 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
     if block.mixer is not None:
         attention += mixer_bytes(model, block.mixer, mode, mode.ssm_kernel)
-    if block.attention is not None:  # gated attention's gate and gated output (terms/mixers.py)
+    if block.attention is not None:  # gated attention's gate and gated output, Doge's dynamic mask
         attention += output_gate_bytes(block.attention, mode)
+        mask, mask_per_key = dynamic_mask_bytes(block.attention, mode)
+        attention += mask
+        per_key += mask_per_key
     if block.cross_attention is not None:
         cross, cross_key = attention_bytes(model, block.cross_attention, mode)
         attention += cross

@@ -1,5 +1,6 @@
-"""JetMoE's mixture of attention heads and its MoE routing: hand-computed parameters, active
-parameters, FLOPs and activations, checked against what autograd saves on real CPU tensors."""
+"""Attention beyond the table's softmax variants: JetMoE's mixture of attention heads and its MoE
+routing, Doge's dynamic mask. Hand-computed parameters, active parameters, FLOPs and activations;
+JetMoE's checked against what autograd saves on real CPU tensors."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
 from trainplan.model import block_linears
-from trainplan.terms.activations import ActivationMode, attention_bytes, mlp_bytes
+from trainplan.terms.activations import ActivationMode, attention_bytes, layer_activations, mlp_bytes
 from trainplan.terms.flops import block_matmul_active
 from trainplan.terms.params import block_active_params, block_params, total_params
 
@@ -121,3 +122,50 @@ def test_head_count_that_contradicts_the_routing_is_refused() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**TINY_JETMOE, "num_experts_per_tok": 5}, "x")
     assert error.value.field == "num_experts_per_tok"
+
+
+# Doge: h 64, 4 heads over 2 kv heads of 16, MLP 96, untied
+TINY_DOGE: dict[str, Any] = {
+    "model_type": "doge", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,
+}  # fmt: skip
+
+
+def test_doge_params_by_hand() -> None:
+    # attention: q 64 x 64 = 4,096, k and v 64 x 32 = 2 x 2,048, dt_proj 32 x 2 = 64, o 4,096,
+    # A 2, q/k norms 2 x 16                                                  -> 12,386
+    # gated MLP 3 x 64 x 96 = 18,432; two norms and two residual scales 4 x 64 = 256
+    #                                                        -> 31,074 per layer
+    # embedding and untied head 2 x 6,400, final norm 64      -> 43,938
+    spec = spec_from_config(TINY_DOGE, "tiny-doge")
+    (block,) = spec.blocks
+    assert block.mlp is not None and not block.mlp.is_moe  # num_experts is set, is_moe is not
+    assert block_params(block, spec) == 31_074
+    assert total_params(spec) == 43_938
+    assert any("dynamic mask" in note for note in spec.approximations)
+
+
+def test_doge_activations_by_hand() -> None:
+    spec = spec_from_config(TINY_DOGE, "tiny-doge")
+    (block,) = spec.blocks
+    layer = layer_activations(spec, block, BF16_FULL)
+    # q/k/v input 128; q/k norms 4 x (64 + 32) + 4 x (4 + 2) = 408; the mask keeps SDPA from GQA:
+    # q and k, v repeated to 4 heads 2 x (64 + 2 x 64) = 384; output 128 and logsumexp 16;
+    # dt_proj's input (the 32 value channels) 64, softplus / A / exp 3 x 2 x 2 = 12  -> 1,140
+    assert layer.attention == 1_140
+    # per key: the causal fill pattern 1 and the bias the kernel keeps, 2 bytes x 4 heads
+    assert layer.scores_per_key == 9
+    eager = layer_activations(spec, block, ActivationMode(2, 2, True, frozenset(), "eager", "none"))
+    # eager: no output or logsumexp, the merged heads 128 for o_proj; per key the fp32 softmax and
+    # its bf16 copy 4 x 6 and the fill pattern, the bias only added
+    assert (eager.attention, eager.scores_per_key) == (1_140 - 144 + 128, 25)
+    # one kv head per head: v reaches the kernel as it is, and dt_proj reads that same tensor:
+    # input 128, norms 4 x 128 + 4 x 8 = 544, kernel 2 x 192 = 384 + 144, dt 3 x 2 x 4 = 24 -> 1,224
+    mha = spec_from_config({**TINY_DOGE, "num_key_value_heads": 4}, "mha")
+    assert layer_activations(mha, mha.blocks[0], BF16_FULL).attention == 1_224
+
+
+def test_doge_cross_domain_moe_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_DOGE, "is_moe": True}, "x")
+    assert error.value.field == "is_moe"
