@@ -169,3 +169,33 @@ def test_doge_cross_domain_moe_is_refused() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**TINY_DOGE, "is_moe": True}, "x")
     assert error.value.field == "is_moe"
+
+
+# LongCat-Flash: h 64; MLA of 2 heads (q latent 16, kv latent 8, nope 8 + rope 4, values 8); dense
+# MLPs 48 wide; 4 experts of 16 and 2 zero-computation experts, 2 per token; one layer, untied
+TINY_LONGCAT: dict[str, Any] = {
+    "model_type": "longcat_flash", "hidden_size": 64, "num_layers": 1, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4, "v_head_dim": 8, "ffn_hidden_size": 48, "n_routed_experts": 4,
+    "zero_expert_num": 2, "expert_ffn_hidden_size": 16, "moe_topk": 2, "vocab_size": 100,
+}  # fmt: skip
+
+
+def test_longcat_params_by_hand() -> None:
+    # MLA per sub-layer: q_a 64 x 16 = 1,024, its norm 16, q_b 16 x 2 x 12 = 384, kv_a 64 x 12
+    # = 768, its norm 8, kv_b 8 x 2 x 16 = 256, o 16 x 64 = 1,024                  -> 3,480
+    # dense MLP 3 x 64 x 48 = 9,216 per sub-layer; MoE: gate_up for all 6 experts 6 x 32 x 64 =
+    # 12,288, down for the 4 real ones 4 x 64 x 16 = 4,096, router 64 x 6 = 384  -> 16,768
+    # four norms 256                          -> 2 x 3,480 + 2 x 9,216 + 16,768 + 256 = 42,416
+    # embedding and untied head 2 x 6,400, final norm 64                            -> 55,280
+    spec = spec_from_config(TINY_LONGCAT, "tiny-longcat")
+    first, second = spec.blocks
+    assert first.mlp is not None and first.mlp.is_moe and first.mlp.zero_experts == 2
+    assert first.mlp.shared_intermediate_size == 48  # the dense MLP beside the shortcut MoE
+    assert second.mlp is not None and not second.mlp.is_moe
+    assert total_params(spec) == 55_280
+    # the MoE sub-layer: 3,480 + 9,216 + 16,768 + 128; a token runs 2 real experts' gate_up and
+    # down (2 x (2,048 + 1,024)) of the 16,384 expert weights             -> 29,592 and 19,352
+    assert block_params(first, spec) == 29_592
+    assert block_active_params(first, spec) == 19_352
+    assert any("zero-computation experts" in note for note in spec.approximations)

@@ -10,7 +10,7 @@ Hugging Face config keys never appear here: the `hf` package is the only adapter
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
@@ -119,6 +119,8 @@ class Mlp:
     shared_bias: bool = False  # biased shared experts beside bias-free routed ones (ERNIE 4.5 with use_bias)
     router_bias: bool = False
     sorted_scatter: bool = False  # JetMoE: tokens sorted by expert, top-k softmax, merged by index_add
+    # zero-computation (identity) experts the router may pick beside the real ones (LongCat-Flash)
+    zero_experts: int = 0
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
     activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
@@ -544,7 +546,13 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if not mlp.is_moe:
         return _ffn(mlp, hidden_size, mlp.intermediate_size, 1, False, (gate_name, up_name, down_name))
     linears = _ffn(mlp, hidden_size, mlp.intermediate_size, mlp.num_experts, True, mlp.names)
-    linears.append(Linear("gate", "router", hidden_size, mlp.num_experts, mlp.router_bias))
+    if mlp.zero_experts:
+        # LongcatFlashExperts allocates gate_up_proj for every expert the router can pick, identity
+        # ones included, and down_proj for the real ones only (models/longcat_flash/modeling_longcat_flash.py)
+        total = mlp.num_experts + mlp.zero_experts
+        linears = [replace(lin, copies=total) if lin.role != "down" else lin for lin in linears]
+    routed = mlp.num_experts + mlp.zero_experts
+    linears.append(Linear("gate", "router", hidden_size, routed, mlp.router_bias))
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")

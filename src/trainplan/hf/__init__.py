@@ -281,6 +281,12 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     mixer = linear_mixer(cfg, family, hidden) if "mixer" in uses else None
     dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
+    if moe is not None and moe.zero_experts:
+        approximations.append(
+            f"zero-computation experts: the router picks {moe.experts_per_token} of {moe.num_experts} "
+            f"experts and {moe.zero_experts} identity ones; active parameters, FLOPs and MoE activations "
+            f"count {moe.experts_per_token} real experts per token, an upper bound (the weights are exact)"
+        )
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
     vectors = layer_vectors(family, cfg, hidden, attention, dense)

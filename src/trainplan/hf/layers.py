@@ -43,7 +43,13 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
             raise ConfigError(listed["key"], "must list the kind of every layer")
         if listed.get("cycle"):  # a pattern repeated over the layers (RecurrentGemma's block_types)
             values = [values[index % len(values)] for index in range(get_int(cfg, *family.key("num_layers")))]
-        layers = get_int(cfg, *family.key("num_layers"), default=len(values))
+        if listed.get("sublayers"):  # each config layer runs these sub-layers in turn (LongCat-Flash)
+            values = list(values) * get_int(cfg, *family.key("num_layers"))
+        layers = (
+            len(values)
+            if listed.get("sublayers")
+            else get_int(cfg, *family.key("num_layers"), default=len(values))
+        )
         if layers != len(values):
             raise ConfigError(listed["key"], f"lists {len(values)} layers, num_hidden_layers is {layers}")
         mapping: Mapping[str, str] = listed["map"]

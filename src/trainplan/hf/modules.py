@@ -218,6 +218,9 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         shared_bias=bool(resolve(rule.get("shared_bias", False), cfg)),
         router_bias=bool(resolve(rule.get("router_bias", False), cfg)),
         sorted_scatter=bool(rule.get("sorted_scatter", False)),
+        zero_experts=get_int(cfg, rule["zero_experts"], default=0, minimum=0)
+        if "zero_experts" in rule
+        else 0,
         names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=template.activation
         if dense
