@@ -5,6 +5,7 @@ JetMoE's checked against what autograd saves on real CPU tensors."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -199,3 +200,83 @@ def test_longcat_params_by_hand() -> None:
     assert block_params(first, spec) == 29_592
     assert block_active_params(first, spec) == 19_352
     assert any("zero-computation experts" in note for note in spec.approximations)
+
+
+# A.X K2: h 64; MLA of 2 heads (q latent 16, kv latent 8, nope 8 + rope 4, values 8) with a DSA
+# indexer of 2 heads of 8; gated norms of rank 4; a dense layer (48 wide), then an MoE layer of 4
+# experts of 16 (2 per token) and one shared expert
+TINY_AXK2: dict[str, Any] = {
+    "model_type": "axk2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4, "v_head_dim": 8, "index_n_heads": 2, "index_head_dim": 8,
+    "gated_norm_rank": 4, "intermediate_size": 48, "moe_intermediate_size": 16, "n_routed_experts": 4,
+    "num_experts_per_tok": 2, "n_shared_experts": 1, "vocab_size": 100,
+    "mlp_layer_types": ["dense", "sparse"], "layer_types": ["indexed_attention", "indexed_attention"],
+}  # fmt: skip
+
+
+def test_axk2_params_by_hand() -> None:
+    # MLA: q_a 64 x 16 = 1,024, its norm 16, q_gate_proj 2 x 16 -> 2 x (12 + 8): 1,280, kv_a 64 x 12
+    # = 768, its norm 8, kv_b 8 x 2 x 16 = 256, o 16 x 64 = 1,024; indexer wq_b 16 x 16 = 256, wk
+    # 64 x 8 = 512, its LayerNorm 16, weights_proj 64 x 2 = 128                     -> 5,288
+    # a gated norm's fc1 and fc2: 2 x 64 x 4 = 512
+    # dense layer: 5,288 + MLP 3 x 64 x 48 = 9,216 + norms 128 + one gated norm 512 -> 15,144
+    # MoE layer: 5,288 + experts 4 x 3 x 64 x 16 = 12,288 + router 256 + shared 3,072 + norms 128
+    # + two gated norms 1,024                                                     -> 22,056
+    # embedding and untied head 2 x 6,400, final norm 64                          -> 50,064
+    spec = spec_from_config(TINY_AXK2, "tiny-axk2")
+    dense, moe = spec.blocks
+    assert (dense.gated_norms, moe.gated_norms, moe.gated_norm_rank) == (1, 2, 4)
+    assert block_params(dense, spec) == 15_144
+    assert block_params(moe, spec) == 22_056
+    assert total_params(spec) == 50_064
+    names = [linear.name for linear in block_linears(moe, spec.hidden_size)]
+    assert "q_gate_proj" in names and "q_b_proj" not in names
+    assert names[-2:] == ["post_attention_layernorm.mlp.fc1", "post_attention_layernorm.mlp.fc2"]
+
+
+def test_axk2_activations_by_hand() -> None:
+    spec = spec_from_config(TINY_AXK2, "tiny-axk2")
+    dense, _ = spec.blocks
+    assert dense.attention is not None
+    plain = replace(dense.attention, query_gate=False)
+    # q_gate_proj reads both q latents (one more, 2 x 16), the gate's fp32 sigmoid 4 x 16 and the
+    # gated product 2 x 16, o_proj's input                                         -> 128 more
+    assert (
+        attention_bytes(spec, dense.attention, BF16_FULL)[0] - attention_bytes(spec, plain, BF16_FULL)[0]
+        == 128
+    )
+    # the dense layer's norms: two RMSNorms (fp32 input 256, 1/rms 4, normalised 128 each) and the
+    # gate of the first: SiLU input 2 x 4 and the fp32 sigmoid 4 x 64 (fc1 keeps y, fc2 its input)
+    assert layer_activations(spec, dense, BF16_FULL).norms == 2 * 388 + 8 + 256
+
+
+def test_axk2_gated_norm_matches_saved_tensors() -> None:
+    """One gated RMSNorm against what autograd saves (bf16, real CPU tensors): 788 bytes a token."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec = spec_from_config(TINY_AXK2, "tiny-axk2")
+    dense, _ = spec.blocks
+    seq = 256
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_AXK2)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        saved: dict[int, int] = {}
+
+        def pack(tensor: Any) -> Any:
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() not in weights:
+                saved[storage.data_ptr()] = storage.nbytes()
+            return tensor
+
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            model.model.layers[0].input_layernorm(x)
+    measured = sum(saved.values()) / seq
+    # one plain norm 388, the gate's 264, and fc1's and fc2's inputs 128 + 8
+    layer = layer_activations(spec, dense, BF16_FULL)
+    ungated = layer_activations(spec, replace(dense, gated_norms=0, linears=()), BF16_FULL)
+    gated = layer.norms - ungated.norms + layer.mlp - ungated.mlp
+    assert 388 + gated == measured == 788

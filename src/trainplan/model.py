@@ -85,6 +85,9 @@ class Attention:
     routed_experts: int = 0
     # Doge's dynamic mask attention: dt_proj over the values and a learned A per kv head give a score bias
     dynamic_mask: bool = False
+    # A.X K2's MLA: q_gate_proj maps the normed and the raw query latent (concatenated) to each head's
+    # query and a per-channel sigmoid gate on its output, in place of q_b_proj
+    query_gate: bool = False
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -253,6 +256,10 @@ class Block:
     extra_params: int = 0
     width: int = 0
     level: int = 0
+    # of the block's norms, this many are gated RMSNorms (A.X K2): y = norm(x), y x sigmoid(fc2(silu(fc1(y))))
+    # through a rank-`gated_norm_rank` bottleneck; their fc1 / fc2 are in `linears`
+    gated_norms: int = 0
+    gated_norm_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -436,7 +443,12 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         heads, rope = attention.num_heads, attention.rope_head_dim
         nope, v_dim = attention.head_dim - rope, attention.v_head_dim
         linears: list[Linear] = []
-        if attention.q_lora_rank:
+        if attention.query_gate:  # AXK2Attention: query and output gate from both query latents
+            linears += [
+                Linear("q_a_proj", "q_a", hidden_size, attention.q_lora_rank, bias),
+                Linear("q_gate_proj", "q_b", 2 * attention.q_lora_rank, heads * (attention.head_dim + v_dim)),
+            ]
+        elif attention.q_lora_rank:
             linears += [
                 Linear("q_a_proj", "q_a", hidden_size, attention.q_lora_rank, bias),
                 Linear("q_b_proj", "q_b", attention.q_lora_rank, heads * attention.head_dim),
@@ -502,6 +514,20 @@ def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Lin
         Linear(q_name.rsplit(".", 1)[0] + ".router.layer", "router", hidden_size, experts),
         Linear(o_name, "o", kv, hidden_size, copies=experts, expert=True),
     ]
+
+
+def gated_norm_linears(names: tuple[str, ...], rank: int, hidden_size: int) -> tuple[Linear, ...]:
+    """The low-rank gates of gated RMSNorms (A.X K2's AXK2GatedRMSNorm, after Megatron's
+    GatedNormWrapper; transformers 5.24 models/axk2/modeling_axk2.py): per norm `name`, fc1
+    h -> rank and fc2 rank -> h, without biases."""
+    return tuple(
+        linear
+        for name in names
+        for linear in (
+            Linear(f"{name}.mlp.fc1", "proj", hidden_size, rank),
+            Linear(f"{name}.mlp.fc2", "proj", rank, hidden_size),
+        )
+    )
 
 
 def _head_gate(attention: Attention, width: int) -> list[Linear]:

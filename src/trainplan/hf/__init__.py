@@ -17,11 +17,13 @@ their own (`diffusers`, `unet`, `jepa`); a pipeline folder's VAE config gives th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
 from trainplan.hf.additions import (
+    GatedNorms,
     head_transform,
     layer_type_attention,
     layer_vectors,
@@ -298,6 +300,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         cfg, family, per_layer_attention(cfg, family, hidden, attention), attention
     )
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
+    gated = GatedNorms.of(cfg, family, hidden)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         block = Block(
@@ -308,13 +311,13 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             ssm=ssm if "ssm" in kind else None,
             mixer=mixer if "mixer" in kind else None,
             parallel=parallel,
-            linears=inputs_linears,
+            linears=inputs_linears + gated.linears(kind),
             extra_params=vectors + (moe_vectors if "moe" in kind else 0),
+            gated_norms=gated.count(kind),
+            gated_norm_rank=gated.rank,
         )
         if blocks and _same_layer(blocks[-1], block):
-            blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, mixer=block.mixer, parallel=parallel,
-                               linears=block.linears, extra_params=block.extra_params)  # fmt: skip
+            blocks[-1] = replace(blocks[-1], count=blocks[-1].count + 1)
         else:
             blocks.append(block)
     return ModelSpec(
@@ -338,7 +341,8 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
 
 def _same_layer(a: Block, b: Block) -> bool:
     return (a.attention is b.attention and a.mlp is b.mlp and a.ssm is b.ssm and a.mixer is b.mixer
-            and a.norms == b.norms)  # fmt: skip
+            and a.norms == b.norms and a.linears == b.linears
+            and a.extra_params == b.extra_params)  # fmt: skip
 
 
 def _positions(cfg: Mapping[str, Any], family: Family) -> int:

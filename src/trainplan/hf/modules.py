@@ -51,6 +51,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             kv_lora_rank=get_int(cfg, "kv_lora_rank"),
             rope_head_dim=rope,
             head_gate=flag(family, "attention_head_gate", cfg),
+            query_gate=flag(family, "query_gate", cfg),
             index_heads=index_heads,
             index_head_dim=index_dim,
             gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),

@@ -107,6 +107,11 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         names += [attention.gate_name] if attention.gate_size else []
         latent = attention.q_lora_rank + attention.kv_lora_rank
         kept = linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
+        if attention.query_gate:
+            # AXK2Attention: q_gate_proj reads both query latents (one more q latent), and its gate
+            # half's fp32 sigmoid and the gated product (o_proj's input) are kept
+            gated = attention.num_heads * attention.v_head_dim
+            kept += a * attention.q_lora_rank + 4 * gated + linear_input(mode, gated, [attention.names[3]])
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     else:
@@ -236,6 +241,16 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     return shared_input + routed + router + shared
 
 
+def gated_norm_bytes(model: ModelSpec, rank: int, mode: ActivationMode) -> float:
+    """What a gated RMSNorm keeps beyond its norm and its fc1 / fc2 inputs (A.X K2's
+    AXK2GatedRMSNorm, transformers 5.24 models/axk2/modeling_axk2.py: y x sigmoid(fc2(silu(fc1(y))))
+    in fp32): SiLU's input (a x rank), the fp32 sigmoid the product keeps (4 h), and y itself for
+    the product where fc1 keeps no such copy (frozen, or its own half copy under autocast)."""
+    hidden = model.hidden_size
+    own_y = 0 if mode.weights_trainable and not mode.casts_inputs else mode.residual_bytes * hidden
+    return mode.activation_bytes * rank + 4 * hidden + own_y
+
+
 def grad_carrying_blocks(model: ModelSpec, mode: ActivationMode) -> list[Block]:
     """The blocks that keep activations: all of them when weights train; under LoRA, none
     before the first layer holding an adapter, since nothing there requires a gradient (the
@@ -278,6 +293,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
     for linear in block.linears:  # Zamba2's per-layer linear and adapters keep their inputs
         mlp += linear_input(mode, linear.in_features, [linear.name])
+    norms += block.gated_norms * gated_norm_bytes(model, block.gated_norm_rank, mode)
     if block.parallel and block.mlp is not None and mode.weights_trainable and not mode.casts_inputs:
         # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once
         mlp -= mode.activation_bytes * hidden
