@@ -572,12 +572,11 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if not mlp.is_moe:
         return _ffn(mlp, hidden_size, mlp.intermediate_size, 1, False, (gate_name, up_name, down_name))
     linears = _ffn(mlp, hidden_size, mlp.intermediate_size, mlp.num_experts, True, mlp.names)
+    routed = mlp.num_experts + mlp.zero_experts  # the experts the router scores
     if mlp.zero_experts:
         # LongcatFlashExperts allocates gate_up_proj for every expert the router can pick, identity
         # ones included, and down_proj for the real ones only (models/longcat_flash/modeling_longcat_flash.py)
-        total = mlp.num_experts + mlp.zero_experts
-        linears = [replace(lin, copies=total) if lin.role != "down" else lin for lin in linears]
-    routed = mlp.num_experts + mlp.zero_experts
+        linears = [replace(lin, copies=routed) if lin.role != "down" else lin for lin in linears]
     linears.append(Linear("gate", "router", hidden_size, routed, mlp.router_bias))
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts

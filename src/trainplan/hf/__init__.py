@@ -285,9 +285,10 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
     if moe is not None and moe.zero_experts:
         approximations.append(
-            f"zero-computation experts: the router picks {moe.experts_per_token} of {moe.num_experts} "
-            f"experts and {moe.zero_experts} identity ones; active parameters, FLOPs and MoE activations "
-            f"count {moe.experts_per_token} real experts per token, an upper bound (the weights are exact)"
+            f"zero-computation experts: the router picks {moe.experts_per_token} per token among "
+            f"{moe.num_experts} experts and {moe.zero_experts} identity ones; active parameters, FLOPs and "
+            f"MoE activations count {moe.experts_per_token} real experts per token, an upper bound (the "
+            "weights are exact)"
         )
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)

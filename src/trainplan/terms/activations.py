@@ -94,6 +94,8 @@ def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> floa
 def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode) -> tuple[float, float]:
     """(projections + rope + kernel inputs and output, scores per key) bytes per token."""
     if attention.routed_experts:
+        from trainplan.terms.variants import mixture_of_heads_bytes
+
         return mixture_of_heads_bytes(model, attention, mode)
     a = mode.activation_bytes
     q, kv = attention.q_size, attention.kv_size
@@ -131,7 +133,7 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         # q @ k^T on heads-expanded k/v, fp32 softmax kept, its half copy kept for probs @ v
         core_inputs = a * (q + 2 * attention.num_heads * attention.head_dim)
         # (Gemma 2's score soft-capping keeps its tanh output too)
-        per_key = _eager_per_key(attention, mode)
+        per_key = eager_per_key(attention, mode)
         core = 0.0  # eager keeps no kernel output
     else:
         per_key = 0.0
@@ -154,54 +156,11 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
     return kept, per_key
 
 
-def _eager_per_key(attention: Attention, mode: ActivationMode) -> float:
+def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
     """Eager attention's score tensors per key: the fp32 softmax kept, its half copy kept for
     probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool)."""
     softcap = mode.activation_bytes if attention.logit_softcap else 0
     return float(attention.num_heads * (4 + mode.activation_bytes + softcap + (1 if mode.dropout else 0)))
-
-
-def sorted_scatter_bytes(mode: ActivationMode, top_k: int, hidden: int) -> float:
-    """JetMoE's routing (transformers 5.24 models/jetmoe/modeling_jetmoe.py, JetMoeTopKGating and
-    the index_add that merges the experts' outputs), per token: the fp32 softmax over the top-k
-    logits (4k), their int64 indices (8k), the sorted expert order and the token index it gives
-    (2 x 8k), the gathered gates (a k), and the weighted expert outputs, which index_add keeps as
-    its source (a h per routed copy)."""
-    a = mode.activation_bytes
-    return top_k * (4 + 8 + 16 + a + a * hidden)
-
-
-def mixture_of_heads_bytes(
-    model: ModelSpec, attention: Attention, mode: ActivationMode
-) -> tuple[float, float]:
-    """JetMoE's mixture of attention heads (transformers 5.24 models/jetmoe/modeling_jetmoe.py,
-    JetMoeAttention.forward with JetMoeMoA.map / reduce), per token, k = top-k, K = kv heads x
-    head_dim, H = k x kv heads:
-    the normed input, read by the router and kv_proj, is kept as any linear input; the routing and
-    the merge of the output projections (`sorted_scatter_bytes`); each routed copy keeps its
-    gathered input (input_linear's weight gradient, h wide), its query, which map's index_add keeps
-    as its source (K), its gathered attention output (output_linear's input, K) and its expert
-    output (for the gate product, h). RoPE multiplies by cos and sin, keeping nothing per token
-    (the cos / sin tables it keeps are per position, not per sample, and left out); keys and
-    values are repeated k times before the kernel, so it keeps q, k and v of H x head_dim each,
-    and (flash / SDPA) its output and fp32 logsumexp, or (eager) the scores per key."""
-    a, hidden, heads = mode.activation_bytes, model.hidden_size, attention.num_heads
-    q_name, kv_name, _, o_name = attention.names
-    top_k, width, kv = attention.routed_top_k, heads * attention.head_dim, attention.kv_size
-    router = q_name.rsplit(".", 1)[0] + ".router.layer"
-    kept = linear_input(mode, hidden, [router, kv_name]) + sorted_scatter_bytes(mode, top_k, hidden)
-    kept += top_k * (
-        linear_input(mode, hidden, [q_name]) + a * kv + linear_input(mode, kv, [o_name]) + a * hidden
-    )
-    kept += a * 3 * width  # rotated q, repeated k and v: the kernel's inputs
-    per_key = 0.0
-    if mode.attention == "eager":
-        per_key = _eager_per_key(attention, mode)
-    else:
-        kept += a * width + 4 * heads  # kernel output + fp32 logsumexp
-    if mode.dropout:
-        kept += 2 * hidden  # dropout masks after attention and after the MLP (bool)
-    return kept, per_key
 
 
 def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
@@ -234,21 +193,13 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     )
     router = float(4 * mlp.num_experts + 8 * mlp.experts_per_token)
     if mlp.sorted_scatter:  # JetMoE's top-k gating and index_add merge
+        from trainplan.terms.variants import sorted_scatter_bytes
+
         router = sorted_scatter_bytes(mode, mlp.experts_per_token, hidden)
     shared = 0.0
     if mlp.num_shared_experts:
         shared = ffn(mlp.shared_intermediate_size * mlp.num_shared_experts)
     return shared_input + routed + router + shared
-
-
-def gated_norm_bytes(model: ModelSpec, rank: int, mode: ActivationMode) -> float:
-    """What a gated RMSNorm keeps beyond its norm and its fc1 / fc2 inputs (A.X K2's
-    AXK2GatedRMSNorm, transformers 5.24 models/axk2/modeling_axk2.py: y x sigmoid(fc2(silu(fc1(y))))
-    in fp32): SiLU's input (a x rank), the fp32 sigmoid the product keeps (4 h), and y itself for
-    the product where fc1 keeps no such copy (frozen, or its own half copy under autocast)."""
-    hidden = model.hidden_size
-    own_y = 0 if mode.weights_trainable and not mode.casts_inputs else mode.residual_bytes * hidden
-    return mode.activation_bytes * rank + 4 * hidden + own_y
 
 
 def grad_carrying_blocks(model: ModelSpec, mode: ActivationMode) -> list[Block]:
@@ -269,8 +220,9 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
 
     The `attention` slot holds the layer's token mixers: attention and/or an SSM mixer
     (terms/ssm.py, for the kernel the mode names), or a linear mixer (terms/mixers.py)."""
-    from trainplan.terms.mixers import dynamic_mask_bytes, mixer_bytes, output_gate_bytes
+    from trainplan.terms.mixers import mixer_bytes, output_gate_bytes
     from trainplan.terms.ssm import ssm_bytes
+    from trainplan.terms.variants import dynamic_mask_bytes, gated_norm_bytes
 
     hidden = model.hidden_size
     norms = block.norms * _norm_bytes(model, hidden, mode)

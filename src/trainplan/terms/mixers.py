@@ -237,28 +237,6 @@ def output_gate_bytes(attention: Attention, mode: ActivationMode) -> float:
     return mode.activation_bytes * gate + linear_input(mode, output, [attention.names[3]])
 
 
-def dynamic_mask_bytes(attention: Attention, mode: ActivationMode) -> tuple[float, float]:
-    """Doge's dynamic mask (transformers 5.24 models/doge/modeling_doge.py, DogeAttention.forward
-    and prepare_dynamic_mask): (bytes per token, bytes per key and token).
-
-    Per token: dt_proj's input, the value states (16-bit already, so autocast makes no copy; the
-    kernel's own v when no head is repeated and the weight trains), then softplus keeps its
-    input, the product with A the softplus output and exp its output, one value per kv head each
-    (3 a kv_heads).
-    Per key: the causal mask's fill pattern (bool, shared by the heads) and the score bias the
-    masked SDPA kernel keeps for its gradient, repeated to every head (a x heads); eager attention
-    adds the bias to the scores, which keeps nothing. Past keep_window_size keys a top-k window
-    adds its own masks; those are not counted (the result says so)."""
-    if not attention.dynamic_mask:
-        return 0.0, 0.0
-    a, kv_heads = mode.activation_bytes, attention.num_kv_heads
-    values = kv_heads * attention.v_head_dim
-    shared = attention.num_heads == kv_heads and mode.weights_trainable
-    dt_input = 0.0 if shared else linear_input(mode, values, ["dt_proj"])
-    bias = 0 if mode.attention == "eager" else a * attention.num_heads
-    return dt_input + 3 * a * kv_heads, float(1 + bias)
-
-
 def mixer_flops(mixer: LinearMixer) -> float:
     """Forward FLOPs per token of the mixer outside its linear layers (exact for the algorithm as
     transformers computes it; elementwise gates and norms, under 1 %, are left out).
