@@ -5,6 +5,7 @@ JetMoE's checked against what autograd saves on real CPU tensors."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +25,24 @@ TINY_JETMOE: dict[str, Any] = {
     "vocab_size": 100,
 }  # fmt: skip
 BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
+
+
+def saved_per_token(model: Any, run: Callable[[], object], seq: int) -> float:
+    """Bytes a token of `run()` leaves saved for backward: every tensor autograd packs, weights
+    left out, each storage counted once."""
+    torch = pytest.importorskip("torch")
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor: Any) -> Any:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in weights:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        run()
+    return sum(saved.values()) / seq
 
 
 def tiny() -> Any:
@@ -89,31 +108,18 @@ def test_formulas_match_saved_tensors() -> None:
         model = transformers.AutoModelForCausalLM.from_config(
             config, dtype=torch.bfloat16, attn_implementation="sdpa"
         )
-        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
         layer = model.model.layers[0]
-        measured = {}
-        for part in ("attention", "mlp"):
-            saved: dict[int, int] = {}
-
-            def pack(tensor: Any, saved: dict[int, int] = saved) -> Any:
-                storage = tensor.untyped_storage()
-                if storage.data_ptr() not in weights:
-                    saved[storage.data_ptr()] = storage.nbytes()
-                return tensor
-
-            x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
-            cos, sin = model.model.rotary_emb(x, torch.arange(seq)[None])
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-                if part == "attention":
-                    layer.self_attention(x, attention_mask=None, position_embeddings=(cos, sin))
-                else:
-                    layer.mlp(x)
-            measured[part] = sum(saved.values()) / seq
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        cos, sin = model.model.rotary_emb(x, torch.arange(seq)[None])
+        attention = saved_per_token(
+            model, lambda: layer.self_attention(x, attention_mask=None, position_embeddings=(cos, sin)), seq
+        )
+        mlp = saved_per_token(model, lambda: layer.mlp(x), seq)
     # the RoPE cos / sin tables (per position, not per sample: 2 x 2 x 16 per position here) are
     # the only saved tensors the attention formula leaves out
     rope_tables = 2 * 2 * 16
-    assert attention_bytes(spec, block.attention, BF16_FULL)[0] == measured["attention"] - rope_tables
-    assert mlp_bytes(spec, block.mlp, BF16_FULL) == measured["mlp"]
+    assert attention_bytes(spec, block.attention, BF16_FULL)[0] == attention - rope_tables
+    assert mlp_bytes(spec, block.mlp, BF16_FULL) == mlp
 
 
 def test_head_count_that_contradicts_the_routing_is_refused() -> None:
@@ -262,19 +268,8 @@ def test_axk2_gated_norm_matches_saved_tensors() -> None:
         warnings.simplefilter("ignore")
         config = transformers.AutoConfig.for_model(**TINY_AXK2)
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
-        saved: dict[int, int] = {}
-
-        def pack(tensor: Any) -> Any:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in weights:
-                saved[storage.data_ptr()] = storage.nbytes()
-            return tensor
-
         x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            model.model.layers[0].input_layernorm(x)
-    measured = sum(saved.values()) / seq
+        measured = saved_per_token(model, lambda: model.model.layers[0].input_layernorm(x), seq)
     # one plain norm 388, the gate's 264, and fc1's and fc2's inputs 128 + 8
     layer = layer_activations(spec, dense, BF16_FULL)
     ungated = layer_activations(spec, replace(dense, gated_norms=0, linears=()), BF16_FULL)
