@@ -490,22 +490,23 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 
 def _dynamic_mask(attention: Attention, values: int) -> list[Linear]:
-    """Doge's dynamic mask attention (Shi et al. 2024, "Trainable Dynamic Mask Sparse Attention";
-    transformers' DogeAttention): dt_proj maps the value states (kv heads x head_dim) to one logit
-    per kv head, with the attention bias setting; exp(A x softplus(dt)) becomes the score bias of
-    each key."""
+    """Doge's dynamic mask attention (Shi et al. 2025, "Trainable Dynamic Mask Sparse Attention",
+    arXiv 2508.02124; transformers' DogeAttention): dt_proj maps the value states (kv heads x
+    head_dim) to one logit per kv head, with the attention bias setting; exp(A x softplus(dt))
+    becomes the score bias of each key."""
     if not attention.dynamic_mask:
         return []
     return [Linear("dt_proj", "attn_mask", values, attention.num_kv_heads, attention.qkv_bias)]
 
 
 def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Linear]:
-    """JetMoE's mixture of attention heads (Shen et al. 2024, "JetMoE", sec. 2.2; transformers'
-    JetMoeAttention and JetMoeMoA): each of E experts holds a query projection h -> K and an output
-    projection K -> h (K = kv heads x head_dim, stored as one E x out x in parameter each), a router
-    h -> E picks top-k of them per token, and one kv_proj h -> 2K gives the keys and values all
-    experts share. Routed with the same expert count and top-k as the layer's MoE MLP (JetMoE reads
-    both from num_local_experts and num_experts_per_tok), so the routed copies are `expert` linears."""
+    """JetMoE's mixture of attention heads (Shen et al. 2024, "JetMoE", arXiv 2404.07413, its
+    attention experts; transformers' JetMoeAttention and JetMoeMoA): each of E experts holds a query
+    projection h -> K and an output projection K -> h (K = kv heads x head_dim, stored as one
+    E x out x in parameter each), a router h -> E picks top-k of them per token, and one kv_proj
+    h -> 2K gives the keys and values all experts share. Routed with the same expert count and
+    top-k as the layer's MoE MLP (JetMoE reads both from num_local_experts and
+    num_experts_per_tok), so the routed copies are `expert` linears."""
     q_name, kv_name, _, o_name = attention.names
     experts, kv = attention.routed_experts, attention.kv_size
     return [
