@@ -268,10 +268,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
             layer = layer_activations(model, block, mode)
             working = layer_working_bytes(model, block, mode)
-            recomputed = (every is not None and kept_inputs > 0) or ckpt == "op"
+            reruns = (every is not None and kept_inputs > 0) or ckpt == "op"
             # a recomputed layer runs its forward again inside backward, so both transients count
             working_forward = max(working_forward, working[0])
-            working_backward = max(working_backward, max(working) if recomputed else working[1])
+            working_backward = max(working_backward, max(working) if reruns else working[1])
             full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
             if every is not None:
                 # checkpointed layers keep their input; the others (full:N) everything

@@ -10,11 +10,13 @@ Hugging Face config keys never appear here: the `hf` package is the only adapter
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
-ATTENTION_ROLES = frozenset({"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate"})
+ATTENTION_ROLES = frozenset(
+    {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask"}
+)
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 # SSM projections, and those of the linear-attention / short-convolution mixers (`LinearMixer`)
@@ -78,6 +80,14 @@ class Attention:
     gate_bias: bool = False  # a learned gate bias per head (Beam)
     gate_name: str = "gate_proj"
     k_bias: bool = True  # with qkv_bias: False where k_proj alone has none (Whisper)
+    # mixture of attention heads (JetMoE): query and output projections routed over this many expert
+    # pairs of num_kv_heads heads each, num_heads / num_kv_heads of them per token (0: not routed)
+    routed_experts: int = 0
+    # Doge's dynamic mask attention: dt_proj over the values and a learned A per kv head give a score bias
+    dynamic_mask: bool = False
+    # A.X K2's MLA: q_gate_proj maps the normed and the raw query latent (concatenated) to each head's
+    # query and a per-channel sigmoid gate on its output, in place of q_b_proj
+    query_gate: bool = False
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -89,6 +99,11 @@ class Attention:
     def kv_size(self) -> int:
         """Width of all key heads (= value heads for MHA/GQA)."""
         return self.num_kv_heads * self.head_dim
+
+    @property
+    def routed_top_k(self) -> int:
+        """Expert pairs a token runs in a mixture of attention heads (0 when not routed)."""
+        return self.num_heads // self.num_kv_heads if self.routed_experts else 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +121,9 @@ class Mlp:
     shared_expert_gate: bool = False
     shared_bias: bool = False  # biased shared experts beside bias-free routed ones (ERNIE 4.5 with use_bias)
     router_bias: bool = False
+    sorted_scatter: bool = False  # JetMoE: tokens sorted by expert, top-k softmax, merged by index_add
+    # zero-computation (identity) experts the router may pick beside the real ones (LongCat-Flash)
+    zero_experts: int = 0
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
     activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
@@ -238,6 +256,10 @@ class Block:
     extra_params: int = 0
     width: int = 0
     level: int = 0
+    # of the block's norms, this many are gated RMSNorms (A.X K2): y = norm(x), y x sigmoid(fc2(silu(fc1(y))))
+    # through a rank-`gated_norm_rank` bottleneck; their fc1 / fc2 are in `linears`
+    gated_norms: int = 0
+    gated_norm_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -415,11 +437,18 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     bias, q, kv = attention.qkv_bias, attention.q_size, attention.kv_size
     q_name, k_name, v_name, o_name = attention.names
     width = attention.input_size or hidden_size
+    if attention.routed_experts:
+        return mixture_of_heads_linears(attention, width)
     if attention.kind == "mla":
         heads, rope = attention.num_heads, attention.rope_head_dim
         nope, v_dim = attention.head_dim - rope, attention.v_head_dim
         linears: list[Linear] = []
-        if attention.q_lora_rank:
+        if attention.query_gate:  # AXK2Attention: query and output gate from both query latents
+            linears += [
+                Linear("q_a_proj", "q_a", hidden_size, attention.q_lora_rank, bias),
+                Linear("q_gate_proj", "q_b", 2 * attention.q_lora_rank, heads * (attention.head_dim + v_dim)),
+            ]
+        elif attention.q_lora_rank:
             linears += [
                 Linear("q_a_proj", "q_a", hidden_size, attention.q_lora_rank, bias),
                 Linear("q_b_proj", "q_b", attention.q_lora_rank, heads * attention.head_dim),
@@ -435,6 +464,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             linears.insert(-1, Linear(attention.gate_name, "attn_gate", hidden_size, attention.gate_size))
         return linears + _head_gate(attention, hidden_size) + indexer_linears(attention, hidden_size)
     v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
+    mask = _dynamic_mask(attention, v)
     out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)
     # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
     # multiplied by an activation of gate_proj(x), one gate per head or per channel
@@ -452,10 +482,53 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
         Linear(q_name, "q", width, 2 * q if attention.output_gate else q, bias),
         Linear(k_name, "k", width, kv, bias and attention.k_bias),
         Linear(v_name, "v", width, v, bias),
+        *mask,
         *gate,
         out,
         *_head_gate(attention, width),
     ]
+
+
+def _dynamic_mask(attention: Attention, values: int) -> list[Linear]:
+    """Doge's dynamic mask attention (Shi et al. 2025, "Trainable Dynamic Mask Sparse Attention",
+    arXiv 2508.02124; transformers' DogeAttention): dt_proj maps the value states (kv heads x
+    head_dim) to one logit per kv head, with the attention bias setting; exp(A x softplus(dt))
+    becomes the score bias of each key."""
+    if not attention.dynamic_mask:
+        return []
+    return [Linear("dt_proj", "attn_mask", values, attention.num_kv_heads, attention.qkv_bias)]
+
+
+def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Linear]:
+    """JetMoE's mixture of attention heads (Shen et al. 2024, "JetMoE", arXiv 2404.07413, its
+    attention experts; transformers' JetMoeAttention and JetMoeMoA): each of E experts holds a query
+    projection h -> K and an output projection K -> h (K = kv heads x head_dim, stored as one
+    E x out x in parameter each), a router h -> E picks top-k of them per token, and one kv_proj
+    h -> 2K gives the keys and values all experts share. Routed with the same expert count and
+    top-k as the layer's MoE MLP (JetMoE reads both from num_local_experts and
+    num_experts_per_tok), so the routed copies are `expert` linears."""
+    q_name, kv_name, _, o_name = attention.names
+    experts, kv = attention.routed_experts, attention.kv_size
+    return [
+        Linear(q_name, "q", hidden_size, kv, copies=experts, expert=True),
+        Linear(kv_name, "qkv", hidden_size, 2 * kv),
+        Linear(q_name.rsplit(".", 1)[0] + ".router.layer", "router", hidden_size, experts),
+        Linear(o_name, "o", kv, hidden_size, copies=experts, expert=True),
+    ]
+
+
+def gated_norm_linears(names: tuple[str, ...], rank: int, hidden_size: int) -> tuple[Linear, ...]:
+    """The low-rank gates of gated RMSNorms (A.X K2's AXK2GatedRMSNorm, after Megatron's
+    GatedNormWrapper; transformers 5.24 models/axk2/modeling_axk2.py): per norm `name`, fc1
+    h -> rank and fc2 rank -> h, without biases."""
+    return tuple(
+        linear
+        for name in names
+        for linear in (
+            Linear(f"{name}.mlp.fc1", "proj", hidden_size, rank),
+            Linear(f"{name}.mlp.fc2", "proj", rank, hidden_size),
+        )
+    )
 
 
 def _head_gate(attention: Attention, width: int) -> list[Linear]:
@@ -479,8 +552,10 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias)."""
+    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias),
+    the dynamic mask's A (one per kv head)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
+    params += attention.num_kv_heads if attention.dynamic_mask else 0  # Doge's A, one per kv head
     params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
@@ -498,7 +573,12 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if not mlp.is_moe:
         return _ffn(mlp, hidden_size, mlp.intermediate_size, 1, False, (gate_name, up_name, down_name))
     linears = _ffn(mlp, hidden_size, mlp.intermediate_size, mlp.num_experts, True, mlp.names)
-    linears.append(Linear("gate", "router", hidden_size, mlp.num_experts, mlp.router_bias))
+    routed = mlp.num_experts + mlp.zero_experts  # the experts the router scores
+    if mlp.zero_experts:
+        # LongcatFlashExperts allocates gate_up_proj for every expert the router can pick, identity
+        # ones included, and down_proj for the real ones only (models/longcat_flash/modeling_longcat_flash.py)
+        linears = [replace(lin, copies=routed) if lin.role != "down" else lin for lin in linears]
+    linears.append(Linear("gate", "router", hidden_size, routed, mlp.router_bias))
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")

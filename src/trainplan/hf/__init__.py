@@ -17,11 +17,13 @@ their own (`diffusers`, `unet`, `jepa`); a pipeline folder's VAE config gives th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
 from trainplan.hf.additions import (
+    GatedNorms,
     head_transform,
     layer_type_attention,
     layer_vectors,
@@ -270,10 +272,24 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             "FLOPs while its key scoring is left out; attention is counted over all keys, as the "
             "masked eager/SDPA path computes it"
         )
+    if attention is not None and attention.dynamic_mask:
+        approximations.append(
+            "Doge's dynamic mask: its weights are counted exactly; the score bias it materialises is "
+            "counted as the masked SDPA kernel keeps it (heads x keys per token), the top-k window's "
+            "masks past keep_window_size keys are not counted, and attention FLOPs count the causal "
+            "half where the masked kernel computes every key"
+        )
     ssm = ssm_mixer(cfg, family, hidden) if "ssm" in uses else None
     mixer = linear_mixer(cfg, family, hidden) if "mixer" in uses else None
     dense = dense_mlp(cfg, family, hidden, approximations) if "dense" in uses else None
     moe = moe_mlp(cfg, family, dense, approximations) if "moe" in uses else None
+    if moe is not None and moe.zero_experts:
+        approximations.append(
+            f"zero-computation experts: the router picks {moe.experts_per_token} per token among "
+            f"{moe.num_experts} experts and {moe.zero_experts} identity ones; active parameters, FLOPs and "
+            f"MoE activations count {moe.experts_per_token} real experts per token, an upper bound (the "
+            "weights are exact)"
+        )
     norms = int(family.setting("norms_per_layer", cfg, 2))
     parallel = flag(family, "parallel", cfg)
     vectors = layer_vectors(family, cfg, hidden, attention, dense)
@@ -285,6 +301,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         cfg, family, per_layer_attention(cfg, family, hidden, attention), attention
     )
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
+    gated = GatedNorms.of(cfg, family, hidden)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         block = Block(
@@ -295,13 +312,13 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             ssm=ssm if "ssm" in kind else None,
             mixer=mixer if "mixer" in kind else None,
             parallel=parallel,
-            linears=inputs_linears,
+            linears=inputs_linears + gated.linears(kind),
             extra_params=vectors + (moe_vectors if "moe" in kind else 0),
+            gated_norms=gated.count(kind),
+            gated_norm_rank=gated.rank,
         )
         if blocks and _same_layer(blocks[-1], block):
-            blocks[-1] = Block(blocks[-1].count + 1, block.attention, block.mlp, block.norms,
-                               ssm=block.ssm, mixer=block.mixer, parallel=parallel,
-                               linears=block.linears, extra_params=block.extra_params)  # fmt: skip
+            blocks[-1] = replace(blocks[-1], count=blocks[-1].count + 1)
         else:
             blocks.append(block)
     return ModelSpec(
@@ -325,7 +342,8 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
 
 def _same_layer(a: Block, b: Block) -> bool:
     return (a.attention is b.attention and a.mlp is b.mlp and a.ssm is b.ssm and a.mixer is b.mixer
-            and a.norms == b.norms)  # fmt: skip
+            and a.norms == b.norms and a.linears == b.linears
+            and a.extra_params == b.extra_params)  # fmt: skip
 
 
 def _positions(cfg: Mapping[str, Any], family: Family) -> int:

@@ -1,17 +1,18 @@
 """Row-declared additions to a decoder read from its config: learned vectors per layer and
 outside the layers, a BERT-style head transform, a wrapper's linear patch embedding, and the
 attention of the layer types a row makes differ or a per-layer config overrides, Gemma 4's
-per-layer inputs (data/architectures.yaml)."""
+per-layer inputs, A.X K2's gated norms (data/architectures.yaml)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import Family, resolve
 from trainplan.hf.values import flag, get_int
-from trainplan.model import Attention, ExtraComponent, Linear, Mlp, norm_param_count
+from trainplan.model import Attention, ExtraComponent, Linear, Mlp, gated_norm_linears, norm_param_count
 
 #: Glossary widths a row's `layer_vectors` may name.
 _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim", "num_heads")
@@ -241,3 +242,31 @@ def per_layer_inputs(
         ),
     )
     return per_layer, 1, extras
+
+
+@dataclass(frozen=True)
+class GatedNorms:
+    """A row's `gated_norms`: which norms of a dense and of an MoE layer are gated RMSNorms with a
+    low-rank gate of config[`rank`] (A.X K2: the input norm of every layer, the post-attention
+    norm of MoE layers; transformers 5.24 models/axk2/modeling_axk2.py, AXK2DecoderLayer)."""
+
+    rank: int = 0
+    dense: tuple[str, ...] = ()
+    moe: tuple[str, ...] = ()
+    hidden: int = 0
+
+    @classmethod
+    def of(cls, cfg: Mapping[str, Any], family: Family, hidden: int) -> GatedNorms:
+        rule: Mapping[str, Any] = family.row.get("gated_norms") or {}
+        if not rule:
+            return cls()
+        return cls(get_int(cfg, rule["rank"]), tuple(rule["dense"]), tuple(rule["moe"]), hidden)
+
+    def names(self, kind: tuple[str, ...]) -> tuple[str, ...]:
+        return self.moe if "moe" in kind else self.dense
+
+    def count(self, kind: tuple[str, ...]) -> int:
+        return len(self.names(kind))
+
+    def linears(self, kind: tuple[str, ...]) -> tuple[Linear, ...]:
+        return gated_norm_linears(self.names(kind), self.rank, self.hidden)

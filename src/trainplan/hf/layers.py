@@ -43,7 +43,13 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
             raise ConfigError(listed["key"], "must list the kind of every layer")
         if listed.get("cycle"):  # a pattern repeated over the layers (RecurrentGemma's block_types)
             values = [values[index % len(values)] for index in range(get_int(cfg, *family.key("num_layers")))]
-        layers = get_int(cfg, *family.key("num_layers"), default=len(values))
+        if listed.get("sublayers"):  # each config layer runs these sub-layers in turn (LongCat-Flash)
+            values = list(values) * get_int(cfg, *family.key("num_layers"))
+        layers = (
+            len(values)
+            if listed.get("sublayers")
+            else get_int(cfg, *family.key("num_layers"), default=len(values))
+        )
         if layers != len(values):
             raise ConfigError(listed["key"], f"lists {len(values)} layers, num_hidden_layers is {layers}")
         mapping: Mapping[str, str] = listed["map"]
@@ -147,6 +153,8 @@ def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
     if num_experts(cfg) == 0:
         return False
     rule: Mapping[str, Any] = family.row.get("moe") or {}
+    if "when" in rule and not cfg.get(rule["when"]):  # MoE only when a config switch says so (Doge)
+        return False
     kinds = cfg.get("mlp_layer_types")
     if isinstance(kinds, list):  # a per-layer list, where the config gives one
         if index >= len(kinds) or kinds[index] not in _MLP_KINDS:

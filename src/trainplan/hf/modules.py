@@ -17,7 +17,10 @@ _SEED_MLP_RATIO = 3.5  # the seed calculator's fallback when the MLP width is no
 
 
 def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Attention:
-    """The attention module: MHA/GQA/MQA (fused or separate q/k/v) or DeepSeek's MLA."""
+    """The attention module: MHA/GQA/MQA (fused or separate q/k/v), DeepSeek's MLA or JetMoE's
+    mixture of attention heads."""
+    if family.row.get("attention") == "moa":
+        return _mixture_of_heads(cfg, family)
     heads = get_int(cfg, *family.key("num_heads"))
     kv_heads = get_int(cfg, *family.key("num_kv_heads"), default=heads)
     if flag(family, "multi_query", cfg):
@@ -48,6 +51,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             kv_lora_rank=get_int(cfg, "kv_lora_rank"),
             rope_head_dim=rope,
             head_gate=flag(family, "attention_head_gate", cfg),
+            query_gate=flag(family, "query_gate", cfg),
             index_heads=index_heads,
             index_head_dim=index_dim,
             gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),
@@ -71,11 +75,35 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         sinks=flag(family, "attention_sinks", cfg),
         output_gate=flag(family, "attention_output_gate", cfg),
         head_gate=flag(family, "attention_head_gate", cfg),
+        dynamic_mask=flag(family, "dynamic_mask", cfg),
         names=tuple(names),
         gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
         gate_bias=gate_bias,
         gate_name=gate_name,
     )
+
+
+def _mixture_of_heads(cfg: Mapping[str, Any], family: Family) -> Attention:
+    """JetMoE's attention (JetMoeConfig, JetMoeAttention): num_experts_per_tok of the
+    num_local_experts query/output expert pairs run per token, each with num_key_value_heads heads
+    of kv_channels, so the kernel sees kv heads x top-k query heads (JetMoeConfig sets
+    num_attention_heads to that product; a config that says otherwise is refused)."""
+    kv_heads = get_int(cfg, *family.key("num_kv_heads"))
+    experts = get_int(cfg, "num_local_experts")
+    top_k = get_int(cfg, "num_experts_per_tok")
+    if top_k > experts:
+        raise ConfigError("num_experts_per_tok", f"{top_k} experts per token exceeds the {experts} experts")
+    heads = kv_heads * top_k
+    stated = cfg.get("num_attention_heads")
+    if stated is not None and stated != heads:
+        raise ConfigError(
+            "num_attention_heads",
+            f"{stated!r}, but the mixture of attention heads runs num_key_value_heads x "
+            f"num_experts_per_tok = {heads} heads per token",
+        )
+    names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
+    head_dim = get_int(cfg, *family.key("head_dim"))
+    return Attention(heads, kv_heads, head_dim, head_dim, names=tuple(names), routed_experts=experts)
 
 
 def _check_uniform_heads(cfg: Mapping[str, Any], family: Family, heads: int) -> None:
@@ -190,8 +218,14 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         bias=bool(resolve(rule.get("expert_bias", False), cfg)),
         shared_bias=bool(resolve(rule.get("shared_bias", False), cfg)),
         router_bias=bool(resolve(rule.get("router_bias", False), cfg)),
+        sorted_scatter=bool(rule.get("sorted_scatter", False)),
+        zero_experts=get_int(cfg, rule["zero_experts"], default=0, minimum=0)
+        if "zero_experts" in rule
+        else 0,
         names=template.names if dense else tuple(family.row.get("mlp_names") or _MLP_NAMES),
-        activation=template.activation if dense else str(cfg.get("hidden_act", "silu")),
+        activation=template.activation
+        if dense
+        else str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
     )
 
 

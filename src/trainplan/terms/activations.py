@@ -137,6 +137,10 @@ def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> floa
 
 def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode) -> tuple[float, float]:
     """(projections + rope + kernel inputs and output, scores per key) bytes per token."""
+    if attention.routed_experts:
+        from trainplan.terms.variants import mixture_of_heads_bytes
+
+        return mixture_of_heads_bytes(model, attention, mode)
     a = mode.activation_bytes
     q, kv = attention.q_size, attention.kv_size
     v_width = (
@@ -149,6 +153,11 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         names += [attention.gate_name] if attention.gate_size else []
         latent = attention.q_lora_rank + attention.kv_lora_rank
         kept = linear_input(mode, model.hidden_size, names) + a * latent + 8 * 2
+        if attention.query_gate:
+            # AXK2Attention: q_gate_proj reads both query latents (one more q latent), and its gate
+            # half's fp32 sigmoid and the gated product (o_proj's input) are kept
+            gated = attention.num_heads * attention.v_head_dim
+            kept += a * attention.q_lora_rank + 4 * gated + linear_input(mode, gated, [attention.names[3]])
         kv = q  # MLA expands keys to every head
         v_width = attention.num_heads * attention.v_head_dim
     elif fused_lora(mode, names):  # Unsloth's LoRA_QKV keeps its input once
@@ -167,13 +176,14 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         kept += norm_input * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
     # rotated q and k, and v, are the saved inputs of the attention kernel
     core_inputs = a * (q + kv + v_width)
+    if attention.dynamic_mask:  # with a mask, SDPA gets k and v repeated to every head (sdpa_attention.py)
+        core_inputs = a * (q + 2 * attention.num_heads * attention.head_dim)
     output = a * attention.num_heads * (attention.v_head_dim or attention.head_dim)
     if mode.attention == "eager":
         # q @ k^T on heads-expanded k/v, fp32 softmax kept, its half copy kept for probs @ v
         core_inputs = a * (q + 2 * attention.num_heads * attention.head_dim)
         # (Gemma 2's score soft-capping keeps its tanh output too)
-        softcap = a if attention.logit_softcap else 0
-        per_key = float(attention.num_heads * (4 + a + softcap + (1 if mode.dropout else 0)))
+        per_key = eager_per_key(attention, mode)
         core = 0.0  # eager keeps no kernel output
     else:
         per_key = 0.0
@@ -198,12 +208,20 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
     return kept, per_key
 
 
+def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
+    """Eager attention's score tensors per key: the fp32 softmax kept, its half copy kept for
+    probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool)."""
+    softcap = mode.activation_bytes if attention.logit_softcap else 0
+    return float(attention.num_heads * (4 + mode.activation_bytes + softcap + (1 if mode.dropout else 0)))
+
+
 def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner);
     plain = pre-activation, activation internals and output (4 x inner); MoE = router logits
     plus top-k experts' worth of per-token expert tensors (gathered input, inner tensors,
-    weighted output). Compiled, act(gate) and a Python-written GELU's intermediates are
-    recomputed from the saved matmul outputs (module docstring, rule 3)."""
+    weighted output), or JetMoE's routing and merge (`sorted_scatter_bytes`). Compiled,
+    act(gate) and a Python-written GELU's intermediates are recomputed from the saved matmul
+    outputs (module docstring, rule 3)."""
     a, hidden = mode.activation_bytes, model.hidden_size
     gate_name, up_name, down_name = mlp.names
     inputs = [gate_name, up_name] if mlp.gated and not mlp.fused_gate_up else [up_name]
@@ -232,7 +250,11 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     routed = mlp.experts_per_token * (
         linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + a * hidden
     )
-    router = 4 * mlp.num_experts + 8 * mlp.experts_per_token
+    router = float(4 * mlp.num_experts + 8 * mlp.experts_per_token)
+    if mlp.sorted_scatter:  # JetMoE's top-k gating and index_add merge
+        from trainplan.terms.variants import sorted_scatter_bytes
+
+        router = sorted_scatter_bytes(mode, mlp.experts_per_token, hidden)
     shared = 0.0
     if mlp.num_shared_experts:
         shared = ffn(mlp.shared_intermediate_size * mlp.num_shared_experts)
@@ -259,6 +281,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     (terms/ssm.py, for the kernel the mode names), or a linear mixer (terms/mixers.py)."""
     from trainplan.terms.mixers import mixer_bytes, output_gate_bytes
     from trainplan.terms.ssm import ssm_bytes
+    from trainplan.terms.variants import dynamic_mask_bytes, gated_norm_bytes
 
     hidden = model.hidden_size
     norms = block_norm_bytes(model, block.norms, hidden, mode)
@@ -269,8 +292,11 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention += ssm_bytes(model, block.ssm, mode, mode.ssm_kernel)
     if block.mixer is not None:
         attention += mixer_bytes(model, block.mixer, mode, mode.ssm_kernel)
-    if block.attention is not None:  # gated attention's gate and gated output (terms/mixers.py)
+    if block.attention is not None:  # gated attention's gate and gated output, Doge's dynamic mask
         attention += output_gate_bytes(block.attention, mode)
+        mask, mask_per_key = dynamic_mask_bytes(block.attention, mode)
+        attention += mask
+        per_key += mask_per_key
     if block.cross_attention is not None:
         cross, cross_key = attention_bytes(model, block.cross_attention, mode)
         attention += cross
@@ -278,6 +304,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     mlp = 0.0 if block.mlp is None else mlp_bytes(model, block.mlp, mode)
     for linear in block.linears:  # Zamba2's per-layer linear and adapters keep their inputs
         mlp += linear_input(mode, linear.in_features, [linear.name])
+    norms += block.gated_norms * gated_norm_bytes(model, block.gated_norm_rank, mode)
     shared = not mode.casts_inputs or mode.compiled  # compiled, CSE merges the two casts
     if block.parallel and block.mlp is not None and mode.weights_trainable and shared:
         # attention and MLP read the same normed tensor (GPT-J, Falcon): it is kept once

@@ -76,8 +76,13 @@ def block_active_params(block: Block, model: ModelSpec) -> int:
     mlp = block.mlp
     if mlp is None or not mlp.is_moe:
         return total
-    expert_params = sum(linear.params for linear in block_linears(block, model.hidden_size) if linear.expert)
-    return total - expert_params + expert_params * mlp.experts_per_token // mlp.num_experts
+    experts = [linear for linear in block_linears(block, model.hidden_size) if linear.expert]
+    expert_params = sum(linear.params for linear in experts)
+    return (
+        total
+        - expert_params
+        + sum(linear.params // linear.copies for linear in experts) * mlp.experts_per_token
+    )
 
 
 def embedding_params(model: ModelSpec) -> int:

@@ -1,0 +1,84 @@
+"""Activation memory of the attention, routing and norm variants beyond the common layer
+(terms/activations.py): JetMoE's mixture of attention heads and its routing, Doge's dynamic
+mask, A.X K2's gated RMSNorms. Each is derived from the transformers module's forward, in bytes
+per token (and per key where the term grows with the sequence)."""
+
+from __future__ import annotations
+
+from trainplan.model import Attention, ModelSpec
+from trainplan.terms.activations import ActivationMode, eager_per_key, linear_input
+
+
+def sorted_scatter_bytes(mode: ActivationMode, top_k: int, hidden: int) -> float:
+    """JetMoE's routing (transformers 5.24 models/jetmoe/modeling_jetmoe.py, JetMoeTopKGating and
+    the index_add that merges the experts' outputs), per token: the fp32 softmax over the top-k
+    logits (4k), their int64 indices (8k), the sorted expert order and the token index it gives
+    (2 x 8k), the gathered gates (a k), and the weighted expert outputs, which index_add keeps as
+    its source (a h per routed copy)."""
+    a = mode.activation_bytes
+    return top_k * (4 + 8 + 16 + a + a * hidden)
+
+
+def mixture_of_heads_bytes(
+    model: ModelSpec, attention: Attention, mode: ActivationMode
+) -> tuple[float, float]:
+    """JetMoE's mixture of attention heads (transformers 5.24 models/jetmoe/modeling_jetmoe.py,
+    JetMoeAttention.forward with JetMoeMoA.map / reduce), per token, k = top-k, K = kv heads x
+    head_dim, H = k x kv heads:
+    the normed input, read by the router and kv_proj, is kept as any linear input; the routing and
+    the merge of the output projections (`sorted_scatter_bytes`); each routed copy keeps its
+    gathered input (input_linear's weight gradient, h wide), its query, which map's index_add keeps
+    as its source (K), its gathered attention output (output_linear's input, K) and its expert
+    output (for the gate product, h). RoPE multiplies by cos and sin, keeping nothing per token
+    (the cos / sin tables it keeps are per position, not per sample, and left out); keys and
+    values are repeated k times before the kernel, so it keeps q, k and v of H x head_dim each,
+    and (flash / SDPA) its output and fp32 logsumexp, or (eager) the scores per key."""
+    a, hidden, heads = mode.activation_bytes, model.hidden_size, attention.num_heads
+    q_name, kv_name, _, o_name = attention.names
+    top_k, width, kv = attention.routed_top_k, heads * attention.head_dim, attention.kv_size
+    router = q_name.rsplit(".", 1)[0] + ".router.layer"
+    kept = linear_input(mode, hidden, [router, kv_name]) + sorted_scatter_bytes(mode, top_k, hidden)
+    kept += top_k * (
+        linear_input(mode, hidden, [q_name]) + a * kv + linear_input(mode, kv, [o_name]) + a * hidden
+    )
+    kept += a * 3 * width  # rotated q, repeated k and v: the kernel's inputs
+    per_key = 0.0
+    if mode.attention == "eager":
+        per_key = eager_per_key(attention, mode)
+    else:
+        kept += a * width + 4 * heads  # kernel output + fp32 logsumexp
+    if mode.dropout:
+        kept += 2 * hidden  # dropout masks after attention and after the MLP (bool)
+    return kept, per_key
+
+
+def dynamic_mask_bytes(attention: Attention, mode: ActivationMode) -> tuple[float, float]:
+    """Doge's dynamic mask (transformers 5.24 models/doge/modeling_doge.py, DogeAttention.forward
+    and prepare_dynamic_mask): (bytes per token, bytes per key and token).
+
+    Per token: dt_proj's input, the value states (16-bit already, so autocast makes no copy; the
+    kernel's own v when no head is repeated and the weight trains), then softplus keeps its
+    input, the product with A the softplus output and exp its output, one value per kv head each
+    (3 a kv_heads).
+    Per key: the causal mask's fill pattern (bool, shared by the heads) and the score bias the
+    masked SDPA kernel keeps for its gradient, repeated to every head (a x heads); eager attention
+    adds the bias to the scores, which keeps nothing. Past keep_window_size keys a top-k window
+    adds its own masks; those are not counted (the result says so)."""
+    if not attention.dynamic_mask:
+        return 0.0, 0.0
+    a, kv_heads = mode.activation_bytes, attention.num_kv_heads
+    values = kv_heads * attention.v_head_dim
+    shared = attention.num_heads == kv_heads and mode.weights_trainable
+    dt_input = 0.0 if shared else linear_input(mode, values, ["dt_proj"])
+    bias = 0 if mode.attention == "eager" else a * attention.num_heads
+    return dt_input + 3 * a * kv_heads, float(1 + bias)
+
+
+def gated_norm_bytes(model: ModelSpec, rank: int, mode: ActivationMode) -> float:
+    """What a gated RMSNorm keeps beyond its norm and its fc1 / fc2 inputs (A.X K2's
+    AXK2GatedRMSNorm, transformers 5.24 models/axk2/modeling_axk2.py: y x sigmoid(fc2(silu(fc1(y))))
+    in fp32): SiLU's input (a x rank), the fp32 sigmoid the product keeps (4 h), and y itself for
+    the product where fc1 keeps no such copy (frozen, or its own half copy under autocast)."""
+    hidden = model.hidden_size
+    own_y = 0 if mode.weights_trainable and not mode.casts_inputs else mode.residual_bytes * hidden
+    return mode.activation_bytes * rank + 4 * hidden + own_y

@@ -1,0 +1,279 @@
+"""Attention beyond the table's softmax variants: JetMoE's mixture of attention heads and its MoE
+routing, Doge's dynamic mask. Hand-computed parameters, active parameters, FLOPs and activations;
+JetMoE's checked against what autograd saves on real CPU tensors."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from trainplan.errors import ConfigError
+from trainplan.hf import spec_from_config
+from trainplan.model import block_linears
+from trainplan.terms.activations import ActivationMode, attention_bytes, layer_activations, mlp_bytes
+from trainplan.terms.flops import block_matmul_active
+from trainplan.terms.params import block_active_params, block_params, total_params
+
+# h 64; 2 kv heads of 16 (K = 32); 4 expert pairs, 2 per token (H = 4 query heads); MLP 96 wide
+TINY_JETMOE: dict[str, Any] = {
+    "model_type": "jetmoe", "hidden_size": 64, "num_hidden_layers": 1, "num_key_value_heads": 2,
+    "kv_channels": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 96,
+    "vocab_size": 100,
+}  # fmt: skip
+BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
+
+
+def saved_per_token(model: Any, run: Callable[[], object], seq: int) -> float:
+    """Bytes a token of `run()` leaves saved for backward: every tensor autograd packs, weights
+    left out, each storage counted once."""
+    torch = pytest.importorskip("torch")
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor: Any) -> Any:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in weights:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        run()
+    return sum(saved.values()) / seq
+
+
+def tiny() -> Any:
+    return spec_from_config(TINY_JETMOE, "tiny-jetmoe")
+
+
+def test_params_by_hand() -> None:
+    # attention: input_linear 4 x 64 x 32 = 8,192; output_linear 4 x 32 x 64 = 8,192; kv_proj
+    # 64 x 64 = 4,096; router 64 x 4 = 256; output bias 64                    -> 20,800
+    # MLP: input_linear 4 x 64 x 192 = 49,152; output_linear 4 x 96 x 64 = 24,576; router 256;
+    # bias 64                                                                 -> 74,048
+    # two RMSNorms 128                                        -> 94,976 per layer
+    # tied embedding 100 x 64 = 6,400 and the final norm 64   -> 101,440
+    spec = tiny()
+    (block,) = spec.blocks
+    attention = block.attention
+    assert attention is not None
+    assert (attention.num_heads, attention.num_kv_heads, attention.routed_top_k) == (4, 2, 2)
+    assert block_params(block, spec) == 94_976
+    assert total_params(spec) == 101_440
+
+
+def test_active_params_and_flops_count_top_k_expert_pairs() -> None:
+    spec = tiny()
+    (block,) = spec.blocks
+    # unrouted: kv_proj 4,096, two routers 512, two biases 128, norms 128 = 4,864; routed
+    # 16,384 + 73,728 = 90,112, of which a token runs 2 / 4              -> 4,864 + 45,056
+    assert block_active_params(block, spec) == 49_920
+    # matmul weights a token meets: q 2 x 2,048, kv 4,096, router 256, o 2 x 2,048;
+    # MLP 2 x 12,288, 2 x 6,144, router 256                             -> 49,664
+    assert block_matmul_active(block, spec) == 49_664
+    names = [linear.name for linear in block_linears(block, spec.hidden_size)]
+    assert names[:4] == ["experts.input_linear", "kv_proj", "experts.router.layer", "experts.output_linear"]
+
+
+def test_activations_by_hand() -> None:
+    spec = tiny()
+    (block,) = spec.blocks
+    assert block.attention is not None and block.mlp is not None
+    # attention: normed input 2 x 64 = 128; routing 2 x (4 + 8 + 16 + 2 + 2 x 64) = 316;
+    # per routed copy gathered input 128, query 64, gathered output 64, expert output 128 -> 768;
+    # kernel q, k, v 3 x 2 x 64 = 384, output 128 and logsumexp 4 x 4 = 16   -> 1,740
+    assert attention_bytes(spec, block.attention, BF16_FULL) == (1_740, 0.0)
+    # MLP: input 128; per copy gathered input 128, gate and up 2 x 192, act 192, product 192,
+    # expert output 128 -> 2 x 1,024; routing 316                             -> 2,492
+    assert mlp_bytes(spec, block.mlp, BF16_FULL) == 2_492
+    # eager: no kernel output or logsumexp; per key an fp32 softmax and its bf16 copy per head
+    eager = ActivationMode(2, 2, True, frozenset(), "eager", "none")
+    assert attention_bytes(spec, block.attention, eager) == (1_740 - 144, 4 * 6)
+
+
+def test_formulas_match_saved_tensors() -> None:
+    """Attention and MLP of one tiny JetMoE layer against what autograd saves (bf16, SDPA)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec = tiny()
+    (block,) = spec.blocks
+    assert block.attention is not None and block.mlp is not None
+    seq = 256
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_JETMOE)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, dtype=torch.bfloat16, attn_implementation="sdpa"
+        )
+        layer = model.model.layers[0]
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        cos, sin = model.model.rotary_emb(x, torch.arange(seq)[None])
+        attention = saved_per_token(
+            model, lambda: layer.self_attention(x, attention_mask=None, position_embeddings=(cos, sin)), seq
+        )
+        mlp = saved_per_token(model, lambda: layer.mlp(x), seq)
+    # the RoPE cos / sin tables (per position, not per sample: 2 x 2 x 16 per position here) are
+    # the only saved tensors the attention formula leaves out
+    rope_tables = 2 * 2 * 16
+    assert attention_bytes(spec, block.attention, BF16_FULL)[0] == attention - rope_tables
+    assert mlp_bytes(spec, block.mlp, BF16_FULL) == mlp
+
+
+def test_head_count_that_contradicts_the_routing_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_JETMOE, "num_attention_heads": 8}, "x")
+    assert error.value.field == "num_attention_heads"
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_JETMOE, "num_experts_per_tok": 5}, "x")
+    assert error.value.field == "num_experts_per_tok"
+
+
+# Doge: h 64, 4 heads over 2 kv heads of 16, MLP 96, untied
+TINY_DOGE: dict[str, Any] = {
+    "model_type": "doge", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,
+}  # fmt: skip
+
+
+def test_doge_params_by_hand() -> None:
+    # attention: q 64 x 64 = 4,096, k and v 64 x 32 = 2 x 2,048, dt_proj 32 x 2 = 64, o 4,096,
+    # A 2, q/k norms 2 x 16                                                  -> 12,386
+    # gated MLP 3 x 64 x 96 = 18,432; two norms and two residual scales 4 x 64 = 256
+    #                                                        -> 31,074 per layer
+    # embedding and untied head 2 x 6,400, final norm 64      -> 43,938
+    spec = spec_from_config(TINY_DOGE, "tiny-doge")
+    (block,) = spec.blocks
+    assert block.mlp is not None and not block.mlp.is_moe  # num_experts is set, is_moe is not
+    assert block_params(block, spec) == 31_074
+    assert total_params(spec) == 43_938
+    assert any("dynamic mask" in note for note in spec.approximations)
+
+
+def test_doge_activations_by_hand() -> None:
+    spec = spec_from_config(TINY_DOGE, "tiny-doge")
+    (block,) = spec.blocks
+    layer = layer_activations(spec, block, BF16_FULL)
+    # q/k/v input 128; q/k norms: fp32 inputs 4 x (64 + 32), their normed outputs for the trained
+    # norm weights 2 x (64 + 32), 1/rms 4 x (4 + 2) = 600; the mask keeps SDPA from GQA: q and k,
+    # v repeated to 4 heads 2 x (64 + 2 x 64) = 384; output 128 and logsumexp 16; dt_proj's input
+    # (the 32 value channels) 64, softplus / A / exp 3 x 2 x 2 = 12  -> 1,332
+    assert layer.attention == 1_332
+    # per key: the causal fill pattern 1 and the bias the kernel keeps, 2 bytes x 4 heads
+    assert layer.scores_per_key == 9
+    eager = layer_activations(spec, block, ActivationMode(2, 2, True, frozenset(), "eager", "none"))
+    # eager: no output or logsumexp, the merged heads 128 for o_proj; per key the fp32 softmax and
+    # its bf16 copy 4 x 6 and the fill pattern, the bias only added
+    assert (eager.attention, eager.scores_per_key) == (1_332 - 144 + 128, 25)
+    # one kv head per head: v reaches the kernel as it is, and dt_proj reads that same tensor:
+    # input 128, norms 4 x 128 + 2 x 128 (normed outputs) + 4 x 8 = 800, kernel 2 x 192 = 384 + 144,
+    # dt 3 x 2 x 4 = 24 -> 1,480
+    mha = spec_from_config({**TINY_DOGE, "num_key_value_heads": 4}, "mha")
+    assert layer_activations(mha, mha.blocks[0], BF16_FULL).attention == 1_480
+
+
+def test_doge_cross_domain_moe_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_DOGE, "is_moe": True}, "x")
+    assert error.value.field == "is_moe"
+
+
+# LongCat-Flash: h 64; MLA of 2 heads (q latent 16, kv latent 8, nope 8 + rope 4, values 8); dense
+# MLPs 48 wide; 4 experts of 16 and 2 zero-computation experts, 2 per token; one layer, untied
+TINY_LONGCAT: dict[str, Any] = {
+    "model_type": "longcat_flash", "hidden_size": 64, "num_layers": 1, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4, "v_head_dim": 8, "ffn_hidden_size": 48, "n_routed_experts": 4,
+    "zero_expert_num": 2, "expert_ffn_hidden_size": 16, "moe_topk": 2, "vocab_size": 100,
+}  # fmt: skip
+
+
+def test_longcat_params_by_hand() -> None:
+    # MLA per sub-layer: q_a 64 x 16 = 1,024, its norm 16, q_b 16 x 2 x 12 = 384, kv_a 64 x 12
+    # = 768, its norm 8, kv_b 8 x 2 x 16 = 256, o 16 x 64 = 1,024                  -> 3,480
+    # dense MLP 3 x 64 x 48 = 9,216 per sub-layer; MoE: gate_up for all 6 experts 6 x 32 x 64 =
+    # 12,288, down for the 4 real ones 4 x 64 x 16 = 4,096, router 64 x 6 = 384  -> 16,768
+    # four norms 256                          -> 2 x 3,480 + 2 x 9,216 + 16,768 + 256 = 42,416
+    # embedding and untied head 2 x 6,400, final norm 64                            -> 55,280
+    spec = spec_from_config(TINY_LONGCAT, "tiny-longcat")
+    first, second = spec.blocks
+    assert first.mlp is not None and first.mlp.is_moe and first.mlp.zero_experts == 2
+    assert first.mlp.shared_intermediate_size == 48  # the dense MLP beside the shortcut MoE
+    assert second.mlp is not None and not second.mlp.is_moe
+    assert total_params(spec) == 55_280
+    # the MoE sub-layer: 3,480 + 9,216 + 16,768 + 128; a token runs 2 real experts' gate_up and
+    # down (2 x (2,048 + 1,024)) of the 16,384 expert weights             -> 29,592 and 19,352
+    assert block_params(first, spec) == 29_592
+    assert block_active_params(first, spec) == 19_352
+    assert any("zero-computation experts" in note for note in spec.approximations)
+
+
+# A.X K2: h 64; MLA of 2 heads (q latent 16, kv latent 8, nope 8 + rope 4, values 8) with a DSA
+# indexer of 2 heads of 8; gated norms of rank 4; a dense layer (48 wide), then an MoE layer of 4
+# experts of 16 (2 per token) and one shared expert
+TINY_AXK2: dict[str, Any] = {
+    "model_type": "axk2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "num_key_value_heads": 2, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 4, "v_head_dim": 8, "index_n_heads": 2, "index_head_dim": 8,
+    "gated_norm_rank": 4, "intermediate_size": 48, "moe_intermediate_size": 16, "n_routed_experts": 4,
+    "num_experts_per_tok": 2, "n_shared_experts": 1, "vocab_size": 100,
+    "mlp_layer_types": ["dense", "sparse"], "layer_types": ["indexed_attention", "indexed_attention"],
+}  # fmt: skip
+
+
+def test_axk2_params_by_hand() -> None:
+    # MLA: q_a 64 x 16 = 1,024, its norm 16, q_gate_proj 2 x 16 -> 2 x (12 + 8): 1,280, kv_a 64 x 12
+    # = 768, its norm 8, kv_b 8 x 2 x 16 = 256, o 16 x 64 = 1,024; indexer wq_b 16 x 16 = 256, wk
+    # 64 x 8 = 512, its LayerNorm 16, weights_proj 64 x 2 = 128                     -> 5,288
+    # a gated norm's fc1 and fc2: 2 x 64 x 4 = 512
+    # dense layer: 5,288 + MLP 3 x 64 x 48 = 9,216 + norms 128 + one gated norm 512 -> 15,144
+    # MoE layer: 5,288 + experts 4 x 3 x 64 x 16 = 12,288 + router 256 + shared 3,072 + norms 128
+    # + two gated norms 1,024                                                     -> 22,056
+    # embedding and untied head 2 x 6,400, final norm 64                          -> 50,064
+    spec = spec_from_config(TINY_AXK2, "tiny-axk2")
+    dense, moe = spec.blocks
+    assert (dense.gated_norms, moe.gated_norms, moe.gated_norm_rank) == (1, 2, 4)
+    assert block_params(dense, spec) == 15_144
+    assert block_params(moe, spec) == 22_056
+    assert total_params(spec) == 50_064
+    names = [linear.name for linear in block_linears(moe, spec.hidden_size)]
+    assert "q_gate_proj" in names and "q_b_proj" not in names
+    assert names[-2:] == ["post_attention_layernorm.mlp.fc1", "post_attention_layernorm.mlp.fc2"]
+
+
+def test_axk2_activations_by_hand() -> None:
+    spec = spec_from_config(TINY_AXK2, "tiny-axk2")
+    dense, _ = spec.blocks
+    assert dense.attention is not None
+    plain = replace(dense.attention, query_gate=False)
+    # q_gate_proj reads both q latents (one more, 2 x 16), the gate's fp32 sigmoid 4 x 16 and the
+    # gated product 2 x 16, o_proj's input                                         -> 128 more
+    assert (
+        attention_bytes(spec, dense.attention, BF16_FULL)[0] - attention_bytes(spec, plain, BF16_FULL)[0]
+        == 128
+    )
+    # the dense layer's norms: two RMSNorms (fp32 input 256, 1/rms 4, normalised 128 each) and the
+    # gate of the first: SiLU input 2 x 4 and the fp32 sigmoid 4 x 64 (fc1 keeps y, fc2 its input)
+    assert layer_activations(spec, dense, BF16_FULL).norms == 2 * 388 + 8 + 256
+
+
+def test_axk2_gated_norm_matches_saved_tensors() -> None:
+    """One gated RMSNorm against what autograd saves (bf16, real CPU tensors): 788 bytes a token."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spec = spec_from_config(TINY_AXK2, "tiny-axk2")
+    dense, _ = spec.blocks
+    seq = 256
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_AXK2)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        measured = saved_per_token(model, lambda: model.model.layers[0].input_layernorm(x), seq)
+    # one plain norm 388, the gate's 264, and fc1's and fc2's inputs 128 + 8
+    layer = layer_activations(spec, dense, BF16_FULL)
+    ungated = layer_activations(spec, replace(dense, gated_norms=0, linears=()), BF16_FULL)
+    gated = layer.norms - ungated.norms + layer.mlp - ungated.mlp
+    assert 388 + gated == measured == 788
