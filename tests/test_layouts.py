@@ -283,33 +283,14 @@ def test_zamba_activations_by_hand() -> None:
 
 def test_zamba_naive_formula_matches_saved_tensors() -> None:
     """The naive Zamba mixer derivation against what autograd saves (real CPU tensors)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    import warnings
+    from test_mixers import saved_bytes_per_token
 
     spec = spec_from_config(TINY_ZAMBA, "zamba")
     ssm = spec.blocks[0].ssm
     assert ssm is not None
-    raw = {key: value for key, value in TINY_ZAMBA.items() if key != "model_type"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = transformers.AutoConfig.for_model("zamba", **raw)
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-        assert sum(p.numel() for p in model.parameters()) == total_params(spec)
-        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
-        saved: dict[int, int] = {}
-
-        def pack(tensor: Any) -> Any:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in weights:
-                saved[storage.data_ptr()] = storage.nbytes()
-            return tensor
-
-        seq = 128
-        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            model.model.layers[0].mamba(x)
-    measured = sum(saved.values()) / seq
+    measured = saved_bytes_per_token(
+        TINY_ZAMBA, lambda model: model.model.layers[0].mamba, lambda *_: (), 128
+    )
     # tolerance 1 %: the conv output's K - 1 padding rows and fp32 copies of A (per layer, not per
     # token) are left out
     assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == pytest.approx(measured, rel=0.01)
