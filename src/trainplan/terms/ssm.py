@@ -121,8 +121,8 @@ def _zamba_bytes(ssm: Ssm, a: int, kernel: str) -> float:
     per head, which saves u, delta, B, C, z, its scan intermediates and, with z, its ungated output
     `out`; mamba_ssm/ops/selective_scan_interface.py): delta (a D), `out` (a D) and fp32
     intermediates of D x 2N per 2048-token chunk: a (6 D + x_dbl) + 4 D 2N / 2048.
-    naive (transformers' mamba_selective_scan, its sequential loop): the conv output before the
-    SiLU and after it, softplus's input and output, SiLU(z) (a D each), so a (8 D + x_dbl); B and
+    naive (transformers' mamba_selective_scan, its sequential loop) adds the conv output before
+    the SiLU, softplus's input and output and SiLU(z) (a D each), so a (8 D + x_dbl); B and
     x in fp32 (4 H N + 4 D); exp(delta A) and delta B (2 x 4 D N); the running state each step in
     fp32 and cast for C ((4 + a) D N); the fp32 scan output the gate multiplies (4 D).
     Checked against the tensors autograd saves for one bf16 mixer on CPU (saved-tensor hooks,
