@@ -265,6 +265,23 @@ def test_bert_cross_attention_matches_transformers() -> None:
                 ],
             },
         ),
+        # Zamba (v1) without a layer list: ZambaConfig's period and offset place the hybrid layers (2 and
+        # 7 of 8); the attention width, head width and dt rank follow the smaller hidden size
+        (
+            "zamba",
+            {
+                "hidden_size": 64,
+                "num_hidden_layers": 8,
+                "intermediate_size": 128,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 4,
+                "layers_block_type": None,
+                "attention_hidden_size": None,
+                "attention_head_dim": None,
+                "mamba_dt_rank": None,
+                "vocab_size": 100,
+            },
+        ),
         # RemBERT's decoupled input and output embedding widths
         ("rembert", {"input_embedding_size": 128, "output_embedding_size": 512, "num_hidden_layers": 2}),
         # CPM-Ant's prompt rows, segment table and shared relative position bias at other sizes

@@ -236,6 +236,66 @@ def test_weight_matrices_of_a_shared_block_exist_once_per_copy() -> None:
     assert shared_matrices + 2 * (512 + 256) == spec.extras[0].params
 
 
+# Zamba (v1): h 64, expand 2 -> D 128 in 2 Mamba heads, state 16, conv 4, dt rank 8; 8 layers, of
+# which ZambaConfig makes layers 2 and 7 hybrid (i % 6 == 4 after the first three); the shared block's
+# attention reads 2 h = 128 channels in 4 heads of 32
+TINY_ZAMBA: dict[str, Any] = {
+    "model_type": "zamba", "hidden_size": 64, "num_hidden_layers": 8, "num_attention_heads": 4,
+    "num_key_value_heads": 4, "n_mamba_heads": 2, "mamba_d_state": 16, "mamba_expand": 2,
+    "mamba_d_conv": 4, "mamba_dt_rank": 8, "intermediate_size": 128, "vocab_size": 100,
+    "attn_layer_period": 6, "attn_layer_offset": 4,
+}  # fmt: skip
+
+
+def test_zamba_params_by_hand() -> None:
+    from trainplan.model import block_linears
+    from trainplan.terms.flops import block_matmul_active
+
+    spec = spec_from_config(TINY_ZAMBA, "zamba")
+    # Mamba layer: in_proj 64 x 256 = 16,384; conv 128 x 4 + 128 = 640; x_proj_weight (8 + 32) x 128
+    # = 5,120; dt_proj_weight 8 x 128 = 1,024 and its bias 128; A_log 128 x 16 = 2,048; D 128;
+    # out_proj 128 x 64 = 8,192; input norm 64                                   -> 33,728
+    mamba = spec.blocks[0]
+    assert mamba.ssm is not None and mamba.ssm.num_heads == 2
+    assert block_params(mamba, spec) == 33_728
+    # shared block once: q, k, v 128 x 128, o 128 x 64, gate, up, down 64 x 128, norms 128 + 64 = 82,112
+    (shared,) = spec.extras
+    assert shared.params == 3 * 128 * 128 + 128 * 64 + 3 * 64 * 128 + 192
+    # 8 Mamba layers + 2 hybrid linears 64 x 64 + shared block + tied embedding 6,400 + final norm 64
+    assert total_params(spec) == 8 * 33_728 + 2 * 4_096 + 82_112 + 6_400 + 64
+    # the per-head projections are matmuls a token runs (6,144 MACs) but not linear layers
+    assert block_matmul_active(mamba, spec) == 16_384 + 8_192 + 6_144
+    assert [linear.name for linear in block_linears(mamba, 64)] == ["in_proj", "out_proj"]
+
+
+def test_zamba_activations_by_hand() -> None:
+    spec = spec_from_config(TINY_ZAMBA, "zamba")
+    ssm = spec.blocks[0].ssm
+    assert ssm is not None
+    # x_dbl = 2 heads x (8 + 2 x 16) = 80
+    # fused: in_proj input 128 + 2 x (6 x 128 + 80) + 4 x 128 x 32 / 2048 (scan chunks) + out_proj input
+    # 256 = 2,088
+    assert ssm_bytes(spec, ssm, BF16_FULL, "fused") == 2_088
+    # naive: 128 + 2 x (8 x 128 + 80) + 4 x 2 x 16 + 4 x 128 + 2 x 4 x 128 x 16 + 6 x 128 x 16
+    # + 4 x 128 + 256 = 32,416
+    assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == 32_416
+
+
+def test_zamba_naive_formula_matches_saved_tensors() -> None:
+    """The naive Zamba mixer derivation against what autograd saves (real CPU tensors)."""
+    from test_mixers import saved_bytes_per_token
+
+    spec = spec_from_config(TINY_ZAMBA, "zamba")
+    ssm = spec.blocks[0].ssm
+    assert ssm is not None
+    measured = saved_bytes_per_token(
+        TINY_ZAMBA, lambda model: model.model.layers[0].mamba, lambda *_: (), 128
+    )
+    # tolerance 1 %: the conv output's K - 1 padding rows and fp32 copies of A (per layer, not per
+    # token) are left out
+    assert ssm_bytes(spec, ssm, BF16_FULL, "naive") == pytest.approx(measured, rel=0.01)
+
+
 def test_mlp_layer_types_decide_dense_and_moe_layers() -> None:
     cfg = {"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
            "intermediate_size": 128, "vocab_size": 10, "num_local_experts": 4, "num_experts_per_tok": 2,

@@ -140,7 +140,10 @@ class Ssm:
 
     `inner_size` is the expanded width (expand x hidden); Mamba-2 splits it into `num_heads` of
     `head_dim` and shares B and C across `n_groups`; Mamba keeps one state of `state_size` per
-    inner channel and projects the step size through a rank-`dt_rank` bottleneck.
+    inner channel and projects the step size through a rank-`dt_rank` bottleneck. A Mamba mixer
+    with `num_heads` > 0 is Zamba's multi-head one (ZambaMambaMixer): the inner channels split into
+    that many independent heads, each with its own dt, B and C, its x_proj and dt_proj batched
+    per-head weight tensors (nn.Parameter, not nn.Linear) rather than two linear layers.
     """
 
     kind: str  # "mamba" | "mamba2"
@@ -617,9 +620,17 @@ def ssm_linears(ssm: Ssm, hidden_size: int) -> list[Linear]:
     Mamba: in_proj h -> 2 inner (x and gate z); x_proj inner -> dt_rank + 2 state (dt, B, C);
     dt_proj dt_rank -> inner, always with a bias; out_proj inner -> h.
     Mamba-2: in_proj h -> z (inner) + x, B, C (conv channels) + dt (one per head); out_proj.
-    (transformers' MambaMixer and Mamba2Mixer; Gu & Dao 2023, alg. 2; Dao & Gu 2024, sec. 7.)
+    Zamba's multi-head Mamba: in_proj and out_proj only (its per-head projections are
+    `ssm_head_weights`).
+    (transformers' MambaMixer, Mamba2Mixer and ZambaMambaMixer; Gu & Dao 2023, alg. 2; Dao & Gu
+    2024, sec. 7.)
     """
     bias, inner = ssm.proj_bias, ssm.inner_size
+    if ssm.kind == "mamba" and ssm.num_heads:  # Zamba: x_proj and dt_proj are per-head tensors
+        return [
+            Linear("in_proj", "ssm_in", hidden_size, 2 * inner, bias),
+            Linear("out_proj", "ssm_out", inner, hidden_size, bias),
+        ]
     if ssm.kind == "mamba":
         return [
             Linear("in_proj", "ssm_in", hidden_size, 2 * inner, bias),
@@ -633,14 +644,26 @@ def ssm_linears(ssm: Ssm, hidden_size: int) -> list[Linear]:
     ]
 
 
+def ssm_head_weights(ssm: Ssm) -> int:
+    """Weights of Zamba's per-head projections, batched matmuls of nn.Parameter tensors
+    (models/zamba/modeling_zamba.py, ZambaMambaMixer): x_proj_weight, H heads x (R + 2N) x D / H,
+    and dt_proj_weight, H x D / H x R -- (R + 2N) D + R D in all, as many as Mamba's x_proj and
+    dt_proj matrices and as many multiply-accumulates a token; 0 for other mixers."""
+    if ssm.kind != "mamba" or not ssm.num_heads:
+        return 0
+    return (ssm.dt_rank + 2 * ssm.state_size) * ssm.inner_size + ssm.dt_rank * ssm.inner_size
+
+
 def ssm_extra_params(ssm: Ssm) -> int:
     """Non-matrix SSM parameters: the depthwise conv (channels x kernel, + bias), A_log and D
     (per channel x state and per channel for Mamba; per head for Mamba-2), Mamba-2's dt_bias
-    and gated RMSNorm, Jamba's dt/B/C RMSNorms."""
+    and gated RMSNorm, Jamba's dt/B/C RMSNorms; Zamba's per-head projection weights and its
+    dt_proj_bias (one per channel)."""
     conv = ssm.conv_channels * ssm.conv_kernel + (ssm.conv_channels if ssm.conv_bias else 0)
     if ssm.kind == "mamba":
         norms = ssm.dt_rank + 2 * ssm.state_size if ssm.dt_bc_norms else 0
-        return conv + ssm.inner_size * ssm.state_size + ssm.inner_size + norms
+        heads = ssm_head_weights(ssm) + ssm.inner_size if ssm.num_heads else 0
+        return conv + ssm.inner_size * ssm.state_size + ssm.inner_size + norms + heads
     return conv + 3 * ssm.num_heads + (ssm.inner_size if ssm.gated_norm else 0)
 
 

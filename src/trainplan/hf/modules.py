@@ -251,12 +251,16 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
     if kind == "mamba":
         dt_rank = get(cfg, rule["dt_rank"])
         if dt_rank == "auto":
-            dt_rank = math.ceil(hidden / 16)  # transformers' MambaConfig / JambaConfig
+            dt_rank = math.ceil(hidden / 16)  # transformers' MambaConfig / JambaConfig / ZambaConfig
+        heads = get_int(cfg, rule["num_heads"]) if "num_heads" in rule else 0  # Zamba's Mamba heads
+        if heads and inner % heads:
+            raise ConfigError(rule["num_heads"], f"{heads} does not divide the {inner} inner channels")
         return Ssm(
             "mamba",
             inner,
             state,
             kernel,
+            num_heads=heads,
             dt_rank=get_int({rule["dt_rank"]: dt_rank}, rule["dt_rank"]),
             proj_bias=proj_bias,
             conv_bias=conv_bias,

@@ -1,4 +1,4 @@
-"""Zamba2: Mamba-2 layers, some of which also run one of a few shared transformer blocks.
+"""Zamba and Zamba2: Mamba layers, some of which also run one of a few shared transformer blocks.
 
 As transformers' Zamba2Model builds it (models/zamba2/modeling_zamba2.py): every layer is a
 Mamba-2 mixer after an RMSNorm; a "hybrid" layer (`layers_block_type`) first runs shared block
@@ -7,6 +7,12 @@ Mamba-2 mixer after an RMSNorm; a "hybrid" layer (`layers_block_type`) first run
 LoRA-style adapters on the MLP's gate_up (and on q/k/v with `use_shared_attention_adapter`),
 then a per-layer `linear` (hidden x hidden), then its Mamba-2 layer. The shared blocks' weights
 exist once per block, however many layers run them.
+
+Zamba (v1, models/zamba/modeling_zamba.py) has the same layout with one shared block: every
+hybrid layer builds its own ZambaAttentionDecoderLayer, tied to the first one's weights; its MLP
+has separate gate and up projections, there are no adapters, and its mixers are Zamba's
+multi-head Mamba (`Ssm.num_heads`). The table row says which (`fused_gate_up`, `mlp_bias`,
+`adapters`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) 
     """The ModelSpec of a Zamba2 config: its layers in order, the shared blocks as one extra."""
     hidden = get_int(cfg, "hidden_size")
     kinds = cfg.get("layers_block_type")
+    if kinds is None and "attn_layer_period" in cfg:
+        kinds = _period_kinds(cfg)
     if not isinstance(kinds, list) or not kinds:
         raise ConfigError("layers_block_type", "must list the kind of every layer (mamba or hybrid)")
     for index, kind in enumerate(kinds):
@@ -44,7 +52,9 @@ def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) 
                 f"layers_block_type[{index}]", f"layer kind {kind!r} is not modelled; modelled: mamba, hybrid"
             )
     ssm = ssm_mixer(cfg, family, hidden)
-    bias = bool(cfg.get("add_bias_linear", False))  # the MLP's and the Mamba projections' biases
+    # Zamba2: add_bias_linear is the MLP's and the Mamba projections' bias
+    bias = bool(family.setting("mlp_bias", cfg, bool(cfg.get("add_bias_linear", False))))
+    fused = bool(family.setting("fused_gate_up", cfg, True))
     heads = get_int(cfg, "num_attention_heads")
     width = get_int(cfg, "attention_hidden_size", default=2 * hidden)
     head_dim = get_int(cfg, "attention_head_dim", default=width // heads)
@@ -59,19 +69,23 @@ def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) 
     mlp = Mlp(
         intermediate_size=inner,
         bias=bias,
-        fused_gate_up=True,
-        names=("gate_up_proj", "gate_up_proj", "down_proj"),
+        fused_gate_up=fused,
+        names=("gate_up_proj", "gate_up_proj", "down_proj")
+        if fused
+        else ("gate_proj", "up_proj", "down_proj"),
         activation=str(cfg.get("hidden_act", "gelu")),
     )
     hybrids = sum(kind == "hybrid" for kind in kinds)
     copies = min(get_int(cfg, "num_mem_blocks", default=1), hybrids)
-    rank = get_int(cfg, "adapter_rank", default=128)
+    adapters = bool(family.setting("adapters", cfg, True))
+    rank = get_int(cfg, "adapter_rank", default=128) if adapters else 0
     per_layer = [Linear("linear", "proj", hidden, hidden)]  # attention and this linear have no bias
-    per_layer += [
-        Linear("gate_up_proj_adapter.0", "adapter", hidden, rank),
-        Linear("gate_up_proj_adapter.1", "adapter", rank, 2 * inner),
-    ]
-    if cfg.get("use_shared_attention_adapter"):
+    if adapters:
+        per_layer += [
+            Linear("gate_up_proj_adapter.0", "adapter", hidden, rank),
+            Linear("gate_up_proj_adapter.1", "adapter", rank, 2 * inner),
+        ]
+    if adapters and cfg.get("use_shared_attention_adapter"):
         for part in "qkv":
             per_layer += [
                 Linear(f"linear_{part}_adapter.0", "adapter", width, rank),
@@ -113,7 +127,19 @@ def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) 
             "LoRA all-linear: peft wraps a shared block's adapter list once per layer that runs the "
             "block, so adapters on the adapters exceed the one-per-layer count here",
         )
-        if hybrids > copies
+        if hybrids > copies and adapters
         else (),
         source=source,
     )
+
+
+def _period_kinds(cfg: Mapping[str, Any]) -> list[str]:
+    """ZambaConfig's layer kinds when a config lists none: two Mamba layers, a hybrid one, then a
+    hybrid layer wherever i % attn_layer_period == attn_layer_offset over the remaining layers
+    (models/zamba/configuration_zamba.py, ZambaConfig.__post_init__)."""
+    period = get_int(cfg, "attn_layer_period")
+    offset = get_int(cfg, "attn_layer_offset", default=4, minimum=0)
+    rest = get_int(cfg, "num_hidden_layers") - 3
+    if rest < 0:
+        raise ConfigError("num_hidden_layers", "must be at least 3 (Zamba's first three layers are fixed)")
+    return ["mamba", "mamba", "hybrid"] + ["hybrid" if i % period == offset else "mamba" for i in range(rest)]

@@ -23,6 +23,9 @@ Two kernels, stated separately because they differ by orders of magnitude:
   sequence is a whole number of chunks (padding to a chunk multiple adds up to Q - 1 tokens).
   Under autocast the einsums run in 16 bits, so their operand copies are 16-bit (within 1 % of
   the tensors saved under the emulated CUDA autocast policy).
+
+Zamba's multi-head Mamba runs neither MambaInnerFn nor MambaMixer.slow_forward but a path of
+its own (the conv, per-head projections and one selective scan per head): `_zamba_bytes`.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
     inner, state, width = ssm.inner_size, ssm.state_size, in_proj_width(ssm, hidden)
     kept = linear_input(mode, hidden, ["in_proj"])
     out_input = linear_input(mode, inner, ["out_proj"])
+    if ssm.kind == "mamba" and ssm.num_heads:
+        return kept + _zamba_bytes(ssm, a, kernel) + out_input
     if ssm.kind == "mamba":
         x_dbl = ssm.dt_rank + 2 * state
         if kernel == "fused":
@@ -102,6 +107,39 @@ def ssm_bytes(model: ModelSpec, ssm: Ssm, mode: ActivationMode, kernel: str = "f
         + 4 * groups
     )
     return kept + naive + out_input
+
+
+def _zamba_bytes(ssm: Ssm, a: int, kernel: str) -> float:
+    """Zamba's multi-head Mamba (models/zamba/modeling_zamba.py, ZambaMambaMixer.forward), between
+    in_proj's input and out_proj's: H heads, each with its own dt, B and C (x_dbl = H (R + 2N)).
+
+    Both kernels keep: the contiguous copy of x split off the in_proj output that the conv saves
+    (a D); the conv output x (a D); the copy of x that the per-head x_proj matmul's broadcast
+    makes for bmm (a D); x_dbl itself (a x_dbl), kept alive by dt_proj's input and by B and C,
+    views of it; the gate z, copied out of the interleaved in_proj output by its reshape (a D).
+    fused (the causal-conv1d kernel with the SiLU inside, then mamba-ssm's `SelectiveScanFn` once
+    per head, which saves u, delta, B, C, z, its scan intermediates and, with z, its ungated output
+    `out`; mamba_ssm/ops/selective_scan_interface.py): delta (a D), `out` (a D) and fp32
+    intermediates of D x 2N per 2048-token chunk: a (6 D + x_dbl) + 4 D 2N / 2048.
+    naive (transformers' mamba_selective_scan, its sequential loop) adds the conv output before
+    the SiLU, softplus's input and output and SiLU(z) (a D each), so a (8 D + x_dbl); B and
+    x in fp32 (4 H N + 4 D); exp(delta A) and delta B (2 x 4 D N); the running state each step in
+    fp32 and cast for C ((4 + a) D N); the fp32 scan output the gate multiplies (4 D).
+    Checked against the tensors autograd saves for one bf16 mixer on CPU (saved-tensor hooks,
+    transformers 5.24): within 0.5 % (tests/test_layouts.py).
+    """
+    inner, state, heads = ssm.inner_size, ssm.state_size, ssm.num_heads
+    x_dbl = heads * (ssm.dt_rank + 2 * state)
+    if kernel == "fused":
+        return a * (6 * inner + x_dbl) + 4 * inner * 2 * state / _MAMBA_SCAN_CHUNK
+    return (
+        a * (8 * inner + x_dbl)
+        + 4 * heads * state
+        + 4 * inner
+        + 2 * 4 * inner * state
+        + (4 + a) * inner * state
+        + 4 * inner
+    )
 
 
 def ssm_scan_flops(ssm: Ssm) -> float:
