@@ -39,6 +39,12 @@ def causal_lm_types() -> list[str]:
 #: makes each build: model_type -> (the keys it sets, why). Each sets what every published config of
 #: the type has and the modeling file reads without a fallback.
 BUILD_PATCHES: dict[str, tuple[dict[str, Any], str]] = {
+    "dots1": (
+        {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
+        "n_routed_experts, n_shared_experts and num_experts_per_tok default to None and the experts "
+        "call torch.empty(None, ...) (TypeError); dots.llm1 routes each token to 6 of 128 experts "
+        "beside 2 shared ones (dots.llm1 technical report, arXiv:2506.05767)",
+    ),
     "hunyuan_v1_dense": (
         {"head_dim": 128},
         "head_dim defaults to None and the attention takes head_dim**-0.5 (TypeError); "
@@ -330,6 +336,8 @@ def test_bert_cross_attention_matches_transformers() -> None:
             "nemotron",
             {"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 2, "tie_word_embeddings": True},
         ),
+        # dots.llm1 with its first layer dense, as its checkpoints have it
+        ("dots1", {"num_hidden_layers": 3, "first_k_dense_replace": 1, "layer_types": None}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",
