@@ -39,6 +39,11 @@ def causal_lm_types() -> list[str]:
 #: makes each build: model_type -> (the keys it sets, why). Each sets what every published config of
 #: the type has and the modeling file reads without a fallback.
 BUILD_PATCHES: dict[str, tuple[dict[str, Any], str]] = {
+    "dbrx": (
+        {"attn_config": {"rope_theta": 500000}},
+        "DbrxAttentionConfig has no rope_theta and the attention reads attn_config.rope_theta "
+        "(AttributeError); databricks/dbrx-instruct's config.json sets it in attn_config",
+    ),
     "dots1": (
         {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
         "n_routed_experts, n_shared_experts and num_experts_per_tok default to None and the experts "
@@ -78,7 +83,9 @@ def default_config(model_type: str) -> dict[str, Any] | None:
             config = dict(transformers.AutoConfig.for_model(model_type).to_dict())
     except Exception:  # a config class that rejects its own defaults
         return None
-    config.update(BUILD_PATCHES.get(model_type, ({}, ""))[0])
+    for key, value in BUILD_PATCHES.get(model_type, ({}, ""))[0].items():
+        sub = config.get(key)  # a sub-config gets the patched keys, keeping its other defaults
+        config[key] = {**sub, **value} if isinstance(sub, dict) and isinstance(value, dict) else value
     return config
 
 
@@ -338,6 +345,18 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ),
         # dots.llm1 with its first layer dense, as its checkpoints have it
         ("dots1", {"num_hidden_layers": 3, "first_k_dense_replace": 1, "layer_types": None}),
+        # DBRX's published shape in two layers: 8 key/value heads, 16 experts, top-4
+        (
+            "dbrx",
+            {
+                "n_layers": 2,
+                "d_model": 6144,
+                "n_heads": 48,
+                "vocab_size": 100352,
+                "attn_config": {"kv_n_heads": 8, "clip_qkv": 8, "rope_theta": 500000},
+                "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
+            },
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",
