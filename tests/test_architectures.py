@@ -39,6 +39,11 @@ def causal_lm_types() -> list[str]:
 #: makes each build: model_type -> (the keys it sets, why). Each sets what every published config of
 #: the type has and the modeling file reads without a fallback.
 BUILD_PATCHES: dict[str, tuple[dict[str, Any], str]] = {
+    "cohere_compass_text": (
+        {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+        "rope_parameters defaults to {} and the rotary embedding reads one entry per layer type "
+        "(KeyError 'full_attention'); the default's only layer type gets the default rope",
+    ),
     "dbrx": (
         {"attn_config": {"rope_theta": 500000}},
         "DbrxAttentionConfig has no rope_theta and the attention reads attn_config.rope_theta "
