@@ -417,3 +417,17 @@ def test_per_layer_overrides_beyond_attention_widths_are_refused() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config(config, "gemma4_text")
     assert error.value.field == "per_layer_config.05.intermediate_size"
+
+
+def test_mllama_image_layers_elsewhere_match_transformers() -> None:
+    # image layers first and last, in a five-layer text model
+    config = default_config("mllama")
+    assert config is not None
+    config["text_config"] = {
+        **config["text_config"],
+        "num_hidden_layers": 5,
+        "cross_attention_layers": [0, 4],
+    }
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "mllama")) == expected

@@ -23,6 +23,8 @@ from trainplan.errors import ConfigError
 from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
 from trainplan.hf.additions import (
     head_transform,
+    image_layer_weights,
+    image_layers,
     layer_type_attention,
     layer_vectors,
     model_vectors,
@@ -285,8 +287,11 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         cfg, family, per_layer_attention(cfg, family, hidden, attention), attention
     )
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
+    skipped = image_layers(family, cfg)  # layers a text-only step skips: weights only, as extras
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
+        if index in skipped:
+            continue
         block = Block(
             1,
             attention=variants.get(index, attention) if "attention" in kind else None,
@@ -304,7 +309,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
                                linears=block.linears, extra_params=block.extra_params)  # fmt: skip
         else:
             blocks.append(block)
-    return ModelSpec(
+    spec = ModelSpec(
         name=name,
         hidden_size=hidden,
         vocab_size=vocab,
@@ -321,6 +326,9 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         approximations=tuple(approximations),
         source=source,
     )
+    if not skipped:
+        return spec
+    return _with_extras(spec, list(image_layer_weights(family, cfg, spec, attention, dense, norms)), "text")
 
 
 def _same_layer(a: Block, b: Block) -> bool:

@@ -1,0 +1,69 @@
+"""Layers a text-only step skips: Mllama's cross-attention image layers are weights only
+(hand-computed), and the step's activations and FLOPs are those of its self-attention layers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainplan.errors import ConfigError
+from trainplan.estimate import estimate
+from trainplan.hf import spec_from_config
+from trainplan.scenario import Scenario
+from trainplan.terms.params import total_params
+
+# Mllama's text model: h 64, 4 heads of 16 (2 key/value heads), MLP 128, 4 layers of which 1 and 3
+# are cross-attention image layers, vocabulary 100
+TINY_MLLAMA: dict[str, Any] = {
+    "model_type": "mllama",
+    "text_config": {
+        "model_type": "mllama_text_model", "hidden_size": 64, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 128, "num_hidden_layers": 4,
+        "cross_attention_layers": [1, 3], "vocab_size": 100, "tie_word_embeddings": False,
+    },
+    "vision_config": {"hidden_size": 32, "num_hidden_layers": 2},
+}  # fmt: skip
+# the same two self-attention layers as a Llama
+TINY_LLAMA: dict[str, Any] = {
+    "model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "intermediate_size": 128, "num_hidden_layers": 2, "vocab_size": 100, "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_image_layers_params_by_hand() -> None:
+    # self-attention layer: q 64x64 4,096 + k, v 2 x 32x64 4,096 + o 4,096 + MLP 3 x 64x128 24,576
+    #   + 2 norms 128                                                      -> 36,992 (x 2 = 73,984)
+    # image layer: the same matrices + q/k norms 2 x 16 + 2 tanh gates     -> 37,026 (x 2 = 74,052)
+    # embedding (100 + 8) x 64 = 6,912; head 100 x 64 = 6,400; final norm 64
+    # total 73,984 + 74,052 + 6,912 + 6,400 + 64                           -> 161,412
+    spec = spec_from_config(TINY_MLLAMA, "tiny-mllama")
+    assert total_params(spec) == 161_412
+    assert spec.num_layers == 2
+    (image,) = [extra for extra in spec.extras if extra.name == "image_cross_attention_layers"]
+    assert image.params == 74_052
+    assert not image.trainable
+    # the vision tower is not part of the causal LM
+    assert [extra.name for extra in spec.extras] == ["learned_vectors", "image_cross_attention_layers"]
+
+
+def test_text_only_step_runs_the_self_attention_layers_only() -> None:
+    scenario = Scenario(model="x", method="full", seq_len=256, micro_batch=2, grad_accum=1)
+    mllama = estimate(scenario, model=spec_from_config(TINY_MLLAMA, "tiny-mllama"))
+    llama = estimate(scenario, model=spec_from_config(TINY_LLAMA, "tiny-llama"))
+    # the image layers hold weights; no gradient or optimizer state (a skipped layer gets no grad)
+    assert mllama.params.total - llama.params.total == 74_052 + 8 * 64
+    assert mllama.params.trainable - llama.params.trainable == 8 * 64
+    forward = {p.name: p for p in mllama.phases}["forward"]
+    llama_forward = {p.name: p for p in llama.phases}["forward"]
+    assert forward.term("activations").value == llama_forward.term("activations").value
+    assert mllama.time is not None and llama.time is not None
+    assert mllama.time.flops.total == llama.time.flops.total
+
+
+@pytest.mark.parametrize("layers", [[0, 4], [0, 1, 2, 3], "3", [1, 1]])
+def test_image_layer_indices_are_checked(layers: Any) -> None:
+    config = {**TINY_MLLAMA, "text_config": {**TINY_MLLAMA["text_config"], "cross_attention_layers": layers}}
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "tiny-mllama")
+    assert error.value.field == "cross_attention_layers"
