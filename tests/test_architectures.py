@@ -362,6 +362,8 @@ def test_bert_cross_attention_matches_transformers() -> None:
                 "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
             },
         ),
+        # GIT over 6 frames (a temporal embedding each) with a tied head
+        ("git", {"num_image_with_embedding": 6, "tie_word_embeddings": True}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

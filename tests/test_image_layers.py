@@ -1,5 +1,6 @@
-"""Layers a text-only step skips: Mllama's cross-attention image layers are weights only
-(hand-computed), and the step's activations and FLOPs are those of its self-attention layers."""
+"""Image parts a causal-LM class holds beside its text layers: Mllama's cross-attention image
+layers, which a text-only step skips (weights only; the step's activations and FLOPs are those of
+its self-attention layers), and GIT's CLIP image encoder (hand-computed counts)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,29 @@ def test_image_layer_indices_are_checked(layers: Any) -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config(config, "tiny-mllama")
     assert error.value.field == "cross_attention_layers"
+
+
+# GitConfig's defaults: BERT-base text layers (6) over a CLIP ViT-B/16 at 224 px
+GIT_BASE: dict[str, Any] = {
+    "model_type": "git", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 6,
+    "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 1024,
+    "tie_word_embeddings": False,
+    "vision_config": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12,
+                      "num_attention_heads": 12, "num_channels": 3, "image_size": 224, "patch_size": 16},
+}  # fmt: skip
+
+
+def test_git_params_by_hand() -> None:
+    # a layer (text or vision): q/k/v/o 4 x (768^2 + 768) 2,362,368 + fc 2 x 768 x 3072 + 3072 + 768
+    #   + 2 LayerNorms 3,072                                                -> 7,087,872
+    # CLIP: patch conv 3 x 16^2 x 768 589,824 + class 768 + (196 + 1) x 768 positions 151,296
+    #   + pre- and post-LayerNorm 3,072 + 12 layers 85,054,464              -> 85,799,424
+    # projection 768^2 + 768 + LayerNorm 1,536                              -> 592,128
+    # text: words 30522 x 768 23,440,896 + positions 1024 x 768 786,432 + LayerNorm 1,536
+    #   + 6 layers 42,527,232 + head 30522 x 768 + 30522 23,471,418         -> 90,227,514
+    # total                                                                 -> 176,619,066
+    spec = spec_from_config(GIT_BASE, "git-base")
+    assert total_params(spec) == 176_619_066
+    extras = {extra.name: extra.params for extra in spec.extras}
+    assert extras == {"image_encoder": 85_799_424, "visual_projection": 592_128}
+    assert spec.num_layers == 6

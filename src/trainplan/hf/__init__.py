@@ -39,7 +39,7 @@ from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
-from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.readers import clip_image_encoder, gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
@@ -151,7 +151,10 @@ def _spec_and_notes(
     if family.row.get("reader") == "gpt2":
         return gpt2_spec(cfg, name, source, family), forced
     if family.row.get("reader") == "bert":
-        return bert_spec(text, name, source, family), forced
+        spec = bert_spec(text, name, source, family)
+        if family.row.get("image_encoder") == "clip":  # GIT's causal LM holds its image encoder
+            spec = _with_extras(spec, clip_image_encoder(cfg, spec.hidden_size), "text+vision")
+        return spec, forced
     if family.row.get("reader") == "bart":
         return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":

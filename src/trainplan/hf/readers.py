@@ -131,3 +131,39 @@ def vision_extras(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCompone
     if model_type == "gemma3":
         extras.append(ExtraComponent("multi_modal_projector", hidden * text_hidden + hidden, note="Gemma 3"))
     return extras
+
+
+def clip_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
+    """GIT's CLIP image encoder and its projection (transformers 5.24 models/git/modeling_git.py,
+    GitVisionModel / GitProjection): a bias-free patch convolution, a class embedding, positions
+    for the patches and the class token, pre- and post-LayerNorms, pre-norm layers of biased
+    q/k/v/o and fc1/fc2 with two LayerNorms; then Linear(vision -> text hidden) + LayerNorm, and
+    one temporal embedding of the vision width per frame when num_image_with_embedding is set."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise ConfigError("vision_config", "must give the image encoder's sizes")
+    hidden = get_int(vision, "hidden_size")
+    inner = get_int(vision, "intermediate_size")
+    layers = get_int(vision, "num_hidden_layers")
+    patch = get_int(vision, "patch_size")
+    channels = get_int(vision, "num_channels", default=3)
+    image = get_int(vision, "image_size")
+    patches = (image // patch) ** 2
+    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 2 * 2 * hidden
+    embeddings = channels * patch * patch * hidden + hidden + (patches + 1) * hidden
+    tower = embeddings + 2 * hidden + layers * per_layer + 2 * hidden
+    frames = get_int(cfg, "num_image_with_embedding", default=0, minimum=0)
+    projection = hidden * text_hidden + text_hidden + 2 * text_hidden + frames * hidden
+    return [
+        ExtraComponent(
+            "image_encoder",
+            tower,
+            note=f"CLIP ViT: {layers} layers x {hidden} hidden, {patches} patches and a class token",
+        ),
+        ExtraComponent(
+            "visual_projection",
+            projection,
+            note="Linear vision -> hidden + LayerNorm"
+            + (f", {frames} temporal embeddings" if frames else ""),
+        ),
+    ]
