@@ -433,3 +433,20 @@ def test_mllama_image_layers_elsewhere_match_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "mllama")) == expected
+
+
+def test_got_ocr2_image_encoder_variants_match_transformers() -> None:
+    # a smaller SAM encoder: global attention in layers 0 and 3, no qkv bias, a 32 x 32 grid
+    config = default_config("got_ocr2")
+    assert config is not None
+    config["vision_config"] = {
+        **config["vision_config"],
+        "num_hidden_layers": 4,
+        "global_attn_indexes": [0, 3],
+        "qkv_bias": False,
+        "image_size": 512,
+        "output_channels": 128,
+    }
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "got_ocr2")) == expected

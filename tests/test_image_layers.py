@@ -1,6 +1,6 @@
 """Image parts a causal-LM class holds beside its text layers: Mllama's cross-attention image
 layers, which a text-only step skips (weights only; the step's activations and FLOPs are those of
-its self-attention layers), and GIT's CLIP image encoder (hand-computed counts)."""
+its self-attention layers), GIT's CLIP and GOT-OCR 2.0's SAM image encoders (hand-computed counts)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,34 @@ def test_git_params_by_hand() -> None:
     extras = {extra.name: extra.params for extra in spec.extras}
     assert extras == {"image_encoder": 85_799_424, "visual_projection": 592_128}
     assert spec.num_layers == 6
+
+
+# GotOcr2Config's defaults: a SAM ViT-B at 1024 px before a Qwen 2 text model (tied head)
+GOT_OCR2: dict[str, Any] = {
+    "model_type": "got_ocr2",
+    "text_config": {
+        "model_type": "qwen2", "vocab_size": 151860, "hidden_size": 1024, "intermediate_size": 2816,
+        "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "tie_word_embeddings": True,
+    },
+    "vision_config": {
+        "model_type": "got_ocr2_vision", "hidden_size": 768, "output_channels": 256, "num_hidden_layers": 12,
+        "num_attention_heads": 12, "num_channels": 3, "image_size": 1024, "patch_size": 16, "qkv_bias": True,
+        "use_abs_pos": True, "use_rel_pos": True, "window_size": 14, "global_attn_indexes": [2, 5, 8, 11],
+        "mlp_dim": 3072,
+    },
+}  # fmt: skip
+
+
+def test_got_ocr2_params_by_hand() -> None:
+    # SAM layer: 2 LayerNorms 3,072 + qkv 768 x 2304 + 2304 1,771,776 + proj 590,592
+    #   + lin1/lin2 2 x 768 x 3072 + 3072 + 768 4,722,432                  -> 7,087,872 (x 12)
+    # relative positions (head_dim 64): 8 windowed layers 2 x 27 x 64, 4 global 2 x 127 x 64 -> 92,672
+    # positions 64 x 64 x 768 3,145,728 + patch conv 3 x 16^2 x 768 + 768 590,592
+    # neck: 768 x 256 + LN 512 + 256 x 256 x 9 + LN 512 787,456            -> encoder 89,670,912
+    # projector: 256 x 512 x 9 1,179,648 + 512 x 1024 x 9 4,718,592 + 1024^2 + 1024 -> 6,947,840
+    # Qwen 2: 151860 x 1024 155,504,640 + 24 x 12,850,176 + final norm 1,024 -> 463,909,888
+    spec = spec_from_config(GOT_OCR2, "got-ocr2")
+    extras = {extra.name: extra.params for extra in spec.extras}
+    assert extras == {"image_encoder": 89_670_912, "multi_modal_projector": 6_947_840}
+    assert total_params(spec) == 560_528_640  # 463,909,888 + 89,670,912 + 6,947,840

@@ -39,7 +39,7 @@ from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
-from trainplan.hf.readers import clip_image_encoder, gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.readers import IMAGE_ENCODERS, gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
@@ -151,10 +151,7 @@ def _spec_and_notes(
     if family.row.get("reader") == "gpt2":
         return gpt2_spec(cfg, name, source, family), forced
     if family.row.get("reader") == "bert":
-        spec = bert_spec(text, name, source, family)
-        if family.row.get("image_encoder") == "clip":  # GIT's causal LM holds its image encoder
-            spec = _with_extras(spec, clip_image_encoder(cfg, spec.hidden_size), "text+vision")
-        return spec, forced
+        return _with_image_encoder(bert_spec(text, name, source, family), cfg, family), forced
     if family.row.get("reader") == "bart":
         return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":
@@ -170,6 +167,8 @@ def _spec_and_notes(
             "multimodal fine-tune also holds them"
         )
         return _with_notes(spec, note), forced
+    if wrapper is not None and wrapper.row.get("image_encoder"):
+        return _with_image_encoder(spec, cfg, wrapper), forced
     patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
     if patches:
         return _with_extras(spec, [patch_projection(cfg, patches, spec.hidden_size)], "text+vision"), forced
@@ -177,6 +176,17 @@ def _spec_and_notes(
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
     return spec, forced
+
+
+def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
+    """The spec with the image encoder the row's `image_encoder` names (GIT's CLIP, GOT-OCR 2.0's
+    SAM), which the causal-LM class holds beside the text layers."""
+    encoder = family.row.get("image_encoder")
+    if not encoder:
+        return spec
+    if encoder not in IMAGE_ENCODERS:
+        raise RuntimeError(f"architectures.yaml {family.name}: image_encoder {encoder!r} is unknown")
+    return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), "text+vision")
 
 
 def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:

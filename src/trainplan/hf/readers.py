@@ -167,3 +167,54 @@ def clip_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCo
             + (f", {frames} temporal embeddings" if frames else ""),
         ),
     ]
+
+
+def sam_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
+    """GOT-OCR 2.0's SAM ViT image encoder and its projector (transformers 5.24
+    models/got_ocr2/modeling_got_ocr2.py, GotOcr2VisionEncoder / GotOcr2MultiModalProjector): a
+    biased patch convolution, an absolute position table over the patch grid (use_abs_pos);
+    layers of two LayerNorms, a fused qkv (bias: qkv_bias), a biased proj, a biased lin1/lin2 MLP
+    of mlp_dim and, with use_rel_pos, relative position tables rel_pos_h and rel_pos_w of
+    2 s - 1 rows of head_dim, s the window (window_size) or the whole grid side in the
+    global_attn_indexes layers; a neck of a bias-free 1x1 and 3x3 conv to output_channels, each
+    followed by a LayerNorm; then two bias-free stride-2 3x3 convs to 2 x output_channels and the
+    text width, and a biased Linear over the text width."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise ConfigError("vision_config", "must give the image encoder's sizes")
+    hidden = get_int(vision, "hidden_size")
+    heads = get_int(vision, "num_attention_heads")
+    inner = get_int(vision, "mlp_dim")
+    layers = get_int(vision, "num_hidden_layers")
+    patch = get_int(vision, "patch_size")
+    channels = get_int(vision, "num_channels", default=3)
+    grid = get_int(vision, "image_size") // patch
+    window = get_int(vision, "window_size", minimum=0)
+    out = get_int(vision, "output_channels")
+    global_layers = vision.get("global_attn_indexes") or []
+    if not isinstance(global_layers, list) or not all(isinstance(i, int) for i in global_layers):
+        raise ConfigError("vision_config.global_attn_indexes", "must list layer indices")
+    qkv_bias = 3 * hidden if vision.get("qkv_bias", True) else 0
+    per_layer = 2 * 2 * hidden + 3 * hidden * hidden + qkv_bias + hidden * hidden + hidden
+    per_layer += 2 * hidden * inner + inner + hidden
+    relative = 0
+    if vision.get("use_rel_pos", True):
+        for index in range(layers):
+            side = grid if index in global_layers or window == 0 else window
+            relative += 2 * (2 * side - 1) * (hidden // heads)
+    positions = grid * grid * hidden if vision.get("use_abs_pos", True) else 0
+    neck = hidden * out + 2 * out + out * out * 9 + 2 * out
+    tower = positions + channels * patch * patch * hidden + hidden + layers * per_layer + relative + neck
+    projector = out * 2 * out * 9 + 2 * out * text_hidden * 9 + text_hidden * text_hidden + text_hidden
+    return [
+        ExtraComponent(
+            "image_encoder",
+            tower,
+            note=f"SAM ViT: {layers} layers x {hidden} hidden over a {grid} x {grid} patch grid, a neck",
+        ),
+        ExtraComponent("multi_modal_projector", projector, note="two stride-2 3x3 convs and a Linear"),
+    ]
+
+
+#: `image_encoder` values of the architecture table -> the reader of that encoder's weights.
+IMAGE_ENCODERS = {"clip": clip_image_encoder, "sam": sam_image_encoder}
