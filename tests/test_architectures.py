@@ -364,6 +364,8 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ),
         # GIT over 6 frames (a temporal embedding each) with a tied head
         ("git", {"num_image_with_embedding": 6, "tie_word_embeddings": True}),
+        # Moshi's text transformer with grouped key/value heads and a narrower gated MLP
+        ("moshi", {"num_key_value_heads": 8, "num_hidden_layers": 2, "ffn_dim": 1024}),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",
