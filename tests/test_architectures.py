@@ -452,3 +452,26 @@ def test_got_ocr2_image_encoder_variants_match_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "got_ocr2")) == expected
+
+
+@pytest.mark.parametrize(
+    ("model_type", "drop"),
+    [("hunyuan_v1_moe", ["num_experts", "moe_topk"]), ("mllama", []), ("dbrx", [])],
+)
+def test_config_class_defaults_fill_what_a_config_leaves_out(model_type: str, drop: list[str]) -> None:
+    # a saved config.json omits values equal to the config class's defaults; the table's defaults
+    # must give the same count (DBRX's sub-dicts emptied, Mllama without cross_attention_layers)
+    config = default_config(model_type)
+    assert config is not None
+    for key in drop:
+        config.pop(key)
+    if model_type == "dbrx":
+        config.update(attn_config={"rope_theta": 500000}, ffn_config={})
+        config.pop("num_key_value_heads")
+    if model_type == "mllama":
+        config["text_config"] = {
+            k: v for k, v in config["text_config"].items() if k != "cross_attention_layers"
+        }
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, model_type)) == expected

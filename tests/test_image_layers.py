@@ -62,6 +62,16 @@ def test_text_only_step_runs_the_self_attention_layers_only() -> None:
     assert mllama.time.flops.total == llama.time.flops.total
 
 
+def test_image_layers_default_to_the_config_class_list() -> None:
+    # MllamaTextConfig's cross_attention_layers when a config leaves it out: 8 of 40 layers
+    text = {**TINY_MLLAMA["text_config"], "num_hidden_layers": 40}
+    del text["cross_attention_layers"]
+    spec = spec_from_config({**TINY_MLLAMA, "text_config": text}, "tiny-mllama")
+    assert spec.num_layers == 32
+    (image,) = [extra for extra in spec.extras if extra.name == "image_cross_attention_layers"]
+    assert image.params == 8 * 37_026
+
+
 @pytest.mark.parametrize("layers", [[0, 4], [0, 1, 2, 3], "3", [1, 1]])
 def test_image_layer_indices_are_checked(layers: Any) -> None:
     config = {**TINY_MLLAMA, "text_config": {**TINY_MLLAMA["text_config"], "cross_attention_layers": layers}}
@@ -125,3 +135,10 @@ def test_got_ocr2_params_by_hand() -> None:
     extras = {extra.name: extra.params for extra in spec.extras}
     assert extras == {"image_encoder": 89_670_912, "multi_modal_projector": 6_947_840}
     assert total_params(spec) == 560_528_640  # 463,909,888 + 89,670,912 + 6,947,840
+
+
+def test_sam_global_layers_default_to_the_config_class_list() -> None:
+    # a config.json saved without global_attn_indexes gets GotOcr2VisionConfig's [2, 5, 8, 11]
+    vision = {key: value for key, value in GOT_OCR2["vision_config"].items() if key != "global_attn_indexes"}
+    spec = spec_from_config({**GOT_OCR2, "vision_config": vision}, "got-ocr2")
+    assert total_params(spec) == 560_528_640

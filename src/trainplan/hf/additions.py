@@ -250,9 +250,7 @@ def image_layers(family: Family, cfg: Mapping[str, Any]) -> frozenset[int]:
     if not rule:
         return frozenset()
     layers = get_int(cfg, *family.key("num_layers"))
-    indices = cfg.get(rule["key"])
-    if indices is None:
-        return frozenset()
+    indices = cfg.get(rule["key"])  # the row's defaults give the config class's list
     valid = isinstance(indices, list) and all(
         isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in indices
     )

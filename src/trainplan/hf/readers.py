@@ -169,6 +169,10 @@ def clip_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCo
     ]
 
 
+#: GotOcr2VisionConfig's global_attn_indexes, which a saved config.json leaves out when unchanged.
+_SAM_GLOBAL_LAYERS = [2, 5, 8, 11]
+
+
 def sam_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
     """GOT-OCR 2.0's SAM ViT image encoder and its projector (transformers 5.24
     models/got_ocr2/modeling_got_ocr2.py, GotOcr2VisionEncoder / GotOcr2MultiModalProjector): a
@@ -191,8 +195,8 @@ def sam_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCom
     grid = get_int(vision, "image_size") // patch
     window = get_int(vision, "window_size", minimum=0)
     out = get_int(vision, "output_channels")
-    global_layers = vision.get("global_attn_indexes") or []
-    if not isinstance(global_layers, list) or not all(isinstance(i, int) for i in global_layers):
+    global_layers = vision.get("global_attn_indexes", _SAM_GLOBAL_LAYERS)
+    if not isinstance(global_layers, list | tuple) or not all(isinstance(i, int) for i in global_layers):
         raise ConfigError("vision_config.global_attn_indexes", "must list layer indices")
     qkv_bias = 3 * hidden if vision.get("qkv_bias", True) else 0
     per_layer = 2 * 2 * hidden + 3 * hidden * hidden + qkv_bias + hidden * hidden + hidden
