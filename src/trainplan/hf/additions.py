@@ -250,8 +250,9 @@ def image_layers(family: Family, cfg: Mapping[str, Any]) -> frozenset[int]:
     if not rule:
         return frozenset()
     layers = get_int(cfg, *family.key("num_layers"))
-    indices = cfg.get(rule["key"])  # the row's defaults give the config class's list
-    valid = isinstance(indices, list) and all(
+    value = cfg.get(rule["key"])  # the row's defaults give the config class's list
+    indices: list[int] = value if isinstance(value, list) else []
+    valid = isinstance(value, list) and all(
         isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in indices
     )
     if not valid or len(set(indices)) != len(indices) or len(indices) == layers:
