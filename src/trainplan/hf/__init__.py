@@ -39,8 +39,9 @@ from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
-from trainplan.hf.readers import IMAGE_ENCODERS, gpt2_spec, t5_spec, vision_extras
+from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
+from trainplan.hf.towers import IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec

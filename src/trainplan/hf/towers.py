@@ -1,0 +1,125 @@
+"""Image and audio encoders that a causal-LM class holds beside its text layers, counted from the
+config (transformers 5.24 modeling files): SigLIP / ViT towers, GIT's CLIP encoder, GOT-OCR 2.0's
+SAM encoder, Phi-4-multimodal's image and Conformer speech embedders. Each is a frozen component:
+its weights are counted, its activations are not (a step is planned on text tokens)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.errors import ConfigError
+from trainplan.hf.values import get_int
+from trainplan.model import ExtraComponent
+
+
+def siglip_tower(vision: Mapping[str, Any], head: bool) -> int:
+    """A SigLIP-layout ViT (models/siglip/modeling_siglip.py): a biased patch convolution, a
+    position per patch, layers of biased q/k/v/o and fc1/fc2 with two LayerNorms, a post-LayerNorm;
+    with `head` the attention-pooling head (probe, in/out projections, LayerNorm, MLP)."""
+    hidden = get_int(vision, "hidden_size")
+    if "intermediate_size" not in vision and "mlp_ratio" in vision:
+        inner = round(float(vision["mlp_ratio"]) * hidden)  # Janus' SigLIP config
+    else:
+        inner = get_int(vision, "intermediate_size")
+    layers = get_int(vision, "num_hidden_layers")
+    patch = get_int(vision, "patch_size")
+    image = get_int(vision, "image_size")
+    channels = get_int(vision, "num_channels", default=3)
+    patches = (image // patch) ** 2
+    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 2 * 2 * hidden
+    tower = channels * patch * patch * hidden + hidden + patches * hidden + layers * per_layer + 2 * hidden
+    if head:
+        tower += hidden + 4 * (hidden * hidden + hidden) + 2 * hidden + 2 * hidden * inner + inner + hidden
+    return tower
+
+
+def clip_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
+    """GIT's CLIP image encoder and its projection (transformers 5.24 models/git/modeling_git.py,
+    GitVisionModel / GitProjection): a bias-free patch convolution, a class embedding, positions
+    for the patches and the class token, pre- and post-LayerNorms, pre-norm layers of biased
+    q/k/v/o and fc1/fc2 with two LayerNorms; then Linear(vision -> text hidden) + LayerNorm, and
+    one temporal embedding of the vision width per frame when num_image_with_embedding is set."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise ConfigError("vision_config", "must give the image encoder's sizes")
+    hidden = get_int(vision, "hidden_size")
+    inner = get_int(vision, "intermediate_size")
+    layers = get_int(vision, "num_hidden_layers")
+    patch = get_int(vision, "patch_size")
+    channels = get_int(vision, "num_channels", default=3)
+    image = get_int(vision, "image_size")
+    patches = (image // patch) ** 2
+    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 2 * 2 * hidden
+    embeddings = channels * patch * patch * hidden + hidden + (patches + 1) * hidden
+    tower = embeddings + 2 * hidden + layers * per_layer + 2 * hidden
+    frames = get_int(cfg, "num_image_with_embedding", default=0, minimum=0)
+    projection = hidden * text_hidden + text_hidden + 2 * text_hidden + frames * hidden
+    return [
+        ExtraComponent(
+            "image_encoder",
+            tower,
+            note=f"CLIP ViT: {layers} layers x {hidden} hidden, {patches} patches and a class token",
+        ),
+        ExtraComponent(
+            "visual_projection",
+            projection,
+            note="Linear vision -> hidden + LayerNorm"
+            + (f", {frames} temporal embeddings" if frames else ""),
+        ),
+    ]
+
+
+#: GotOcr2VisionConfig's global_attn_indexes, which a saved config.json leaves out when unchanged.
+_SAM_GLOBAL_LAYERS = [2, 5, 8, 11]
+
+
+def sam_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
+    """GOT-OCR 2.0's SAM ViT image encoder and its projector (transformers 5.24
+    models/got_ocr2/modeling_got_ocr2.py, GotOcr2VisionEncoder / GotOcr2MultiModalProjector): a
+    biased patch convolution, an absolute position table over the patch grid (use_abs_pos);
+    layers of two LayerNorms, a fused qkv (bias: qkv_bias), a biased proj, a biased lin1/lin2 MLP
+    of mlp_dim and, with use_rel_pos, relative position tables rel_pos_h and rel_pos_w of
+    2 s - 1 rows of head_dim, s the window (window_size) or the whole grid side in the
+    global_attn_indexes layers; a neck of a bias-free 1x1 and 3x3 conv to output_channels, each
+    followed by a LayerNorm; then two bias-free stride-2 3x3 convs to 2 x output_channels and the
+    text width, and a biased Linear over the text width."""
+    vision = cfg.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise ConfigError("vision_config", "must give the image encoder's sizes")
+    hidden = get_int(vision, "hidden_size")
+    heads = get_int(vision, "num_attention_heads")
+    inner = get_int(vision, "mlp_dim")
+    layers = get_int(vision, "num_hidden_layers")
+    patch = get_int(vision, "patch_size")
+    channels = get_int(vision, "num_channels", default=3)
+    grid = get_int(vision, "image_size") // patch
+    window = get_int(vision, "window_size", minimum=0)
+    out = get_int(vision, "output_channels")
+    global_layers = vision.get("global_attn_indexes", _SAM_GLOBAL_LAYERS)
+    if not isinstance(global_layers, list | tuple) or not all(isinstance(i, int) for i in global_layers):
+        raise ConfigError("vision_config.global_attn_indexes", "must list layer indices")
+    qkv_bias = 3 * hidden if vision.get("qkv_bias", True) else 0
+    per_layer = 2 * 2 * hidden + 3 * hidden * hidden + qkv_bias + hidden * hidden + hidden
+    per_layer += 2 * hidden * inner + inner + hidden
+    relative = 0
+    if vision.get("use_rel_pos", True):
+        for index in range(layers):
+            side = grid if index in global_layers or window == 0 else window
+            relative += 2 * (2 * side - 1) * (hidden // heads)
+    positions = grid * grid * hidden if vision.get("use_abs_pos", True) else 0
+    neck = hidden * out + 2 * out + out * out * 9 + 2 * out
+    tower = positions + channels * patch * patch * hidden + hidden + layers * per_layer + relative + neck
+    projector = out * 2 * out * 9 + 2 * out * text_hidden * 9 + text_hidden * text_hidden + text_hidden
+    return [
+        ExtraComponent(
+            "image_encoder",
+            tower,
+            note=f"SAM ViT: {layers} layers x {hidden} hidden over a {grid} x {grid} patch grid, a neck",
+        ),
+        ExtraComponent("multi_modal_projector", projector, note="two stride-2 3x3 convs and a Linear"),
+    ]
+
+
+#: `image_encoder` values of the architecture table -> the reader of that encoder's weights.
+IMAGE_ENCODERS = {"clip": clip_image_encoder, "sam": sam_image_encoder}
