@@ -475,3 +475,25 @@ def test_config_class_defaults_fill_what_a_config_leaves_out(model_type: str, dr
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_phi4_multimodal_embedder_variants_match_transformers() -> None:
+    # fewer subsampling stages, a symmetric bias table, a wider depthwise conv, smaller towers
+    config = default_config("phi4_multimodal")
+    assert config is not None
+    config["audio_config"] = {
+        **config["audio_config"],
+        "time_reduction": 4,
+        "bias_symmetric": True,
+        "num_blocks": 2,
+        "depthwise_multiplier": 2,
+        "depthwise_separable_out_channel": 512,
+        "ext_pw_out_channel": 768,
+        "kernel_size": 5,
+        "downsample_rate": 2,
+    }
+    config["vision_config"] = {**config["vision_config"], "num_hidden_layers": 2, "image_size": 224}
+    config["num_hidden_layers"] = 2
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "phi4_multimodal")) == expected

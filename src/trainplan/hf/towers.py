@@ -121,5 +121,62 @@ def sam_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCom
     ]
 
 
+def phi4_multimodal_embedders(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
+    """Phi-4-multimodal's image and speech embedders (models/phi4_multimodal/modeling_phi4_multimodal.py,
+    Phi4MultimodalImageEmbedding / Phi4MultimodalAudioEmbedding).
+
+    Image: a SigLIP tower with its pooling head (`siglip_tower`), two extensor vectors of the vision
+    width, img_projection_up (vision -> text, biased) and img_projection_down (text -> text, biased).
+    Speech: NeMo conv subsampling - a 3x3 conv from 1 channel, then log2(time_reduction) - 1 stages of
+    a depthwise 3x3 and a pointwise 1x1 conv of nemo_conv_channels (all biased), and a biased Linear
+    from channels x nemo_final_size to the width h; a relative attention bias table of
+    bias_max_distance (x 2 unless bias_symmetric) buckets per head; num_blocks Conformer layers, each
+    two MLPs (LayerNorm, biased gate_up h -> 2 i, biased down), biased q/k/v/o, a conv module
+    (LayerNorm; a GLU pointwise conv h -> 2 E with b1, b2; a depthwise conv of kernel_size with
+    depthwise_multiplier and a pointwise conv to depthwise_separable_out_channel D; a pointwise
+    conv h -> E; all biased) and two LayerNorms; then biased up (h x downsample_rate -> text) and
+    down (text -> text) projections, once for speech and once for vision-speech."""
+    vision, audio = cfg.get("vision_config"), cfg.get("audio_config")
+    if not isinstance(vision, Mapping) or not isinstance(audio, Mapping):
+        raise ConfigError("vision_config", "must give the image and audio encoders' sizes (and audio_config)")
+    width = get_int(vision, "hidden_size")
+    image = siglip_tower(vision, head=True) + 2 * width
+    image += width * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    h = get_int(audio, "hidden_size")
+    inner = get_int(audio, "intermediate_size")
+    heads = get_int(audio, "num_attention_heads")
+    channels = get_int(audio, "nemo_conv_channels")
+    stages = max(get_int(audio, "time_reduction").bit_length() - 2, 0)  # log2(time_reduction) - 1
+    subsampling = (
+        9 * channels + channels + stages * (9 * channels + channels + channels * channels + channels)
+    )
+    subsampling += channels * get_int(audio, "nemo_final_size") * h + h
+    buckets = get_int(audio, "bias_max_distance") * (1 if audio.get("bias_symmetric") else 2)
+    glu = get_int(audio, "ext_pw_out_channel")
+    multiplier = get_int(audio, "depthwise_multiplier")
+    separable = get_int(audio, "depthwise_separable_out_channel")
+    kernel = get_int(audio, "kernel_size")
+    mlp = 2 * h + h * 2 * inner + 2 * inner + inner * h + h
+    conv = 2 * h + (h * 2 * glu + 2 * glu + 2 * glu)
+    conv += h * multiplier * kernel + h * multiplier + h * multiplier * separable + separable
+    conv += h * glu + glu
+    layer = 2 * mlp + 4 * (h * h + h) + conv + 2 * 2 * h
+    rate = get_int(audio, "downsample_rate")
+    projections = 2 * (h * rate * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden)
+    speech = subsampling + buckets * heads + get_int(audio, "num_blocks") * layer + projections
+    return [
+        ExtraComponent(
+            "image_embed", image, note="SigLIP tower with pooling head, extensors, up/down projection"
+        ),
+        ExtraComponent(
+            "audio_embed", speech, note="Conformer speech encoder and its two up/down projections"
+        ),
+    ]
+
+
 #: `image_encoder` values of the architecture table -> the reader of that encoder's weights.
-IMAGE_ENCODERS = {"clip": clip_image_encoder, "sam": sam_image_encoder}
+IMAGE_ENCODERS = {
+    "clip": clip_image_encoder,
+    "sam": sam_image_encoder,
+    "phi4_multimodal": phi4_multimodal_embedders,
+}
