@@ -46,12 +46,12 @@ def test_force_changes_nothing_for_a_modelled_config() -> None:
 
 
 def test_forced_multimodal_wrapper_reads_its_language_model_alone() -> None:
-    # Phi-4-multimodal is refused for its audio encoder; here a wrapper of a Qwen2 language model
+    # MusicGen is refused for its codebook decoder; here a wrapper of a Qwen2 language model
     text = {**TINY_LLAMA, "model_type": "qwen2"}
     wrapper = {
-        "model_type": "phi4_multimodal",
+        "model_type": "musicgen",
         "text_config": text,
-        "audio_config": {"model_type": "phi4_multimodal_audio"},
+        "audio_encoder": {"model_type": "encodec"},
     }
     with pytest.raises(ConfigError):
         spec_from_config(wrapper, "w")
