@@ -13,6 +13,14 @@ from trainplan.hf.values import get_int
 from trainplan.model import ExtraComponent
 
 
+def _sub_config(cfg: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The encoder's own config dict; ConfigError when the config does not give it."""
+    sub = cfg.get(key)
+    if not isinstance(sub, Mapping):
+        raise ConfigError(key, "must give the encoder's sizes as an object")
+    return sub
+
+
 def siglip_tower(vision: Mapping[str, Any], head: bool) -> int:
     """A SigLIP-layout ViT (models/siglip/modeling_siglip.py): a biased patch convolution, a
     position per patch, layers of biased q/k/v/o and fc1/fc2 with two LayerNorms, a post-LayerNorm;
@@ -40,19 +48,13 @@ def clip_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCo
     for the patches and the class token, pre- and post-LayerNorms, pre-norm layers of biased
     q/k/v/o and fc1/fc2 with two LayerNorms; then Linear(vision -> text hidden) + LayerNorm, and
     one temporal embedding of the vision width per frame when num_image_with_embedding is set."""
-    vision = cfg.get("vision_config")
-    if not isinstance(vision, Mapping):
-        raise ConfigError("vision_config", "must give the image encoder's sizes")
+    vision = _sub_config(cfg, "vision_config")
     hidden = get_int(vision, "hidden_size")
-    inner = get_int(vision, "intermediate_size")
     layers = get_int(vision, "num_hidden_layers")
-    patch = get_int(vision, "patch_size")
-    channels = get_int(vision, "num_channels", default=3)
-    image = get_int(vision, "image_size")
-    patches = (image // patch) ** 2
-    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 2 * 2 * hidden
-    embeddings = channels * patch * patch * hidden + hidden + (patches + 1) * hidden
-    tower = embeddings + 2 * hidden + layers * per_layer + 2 * hidden
+    patches = (get_int(vision, "image_size") // get_int(vision, "patch_size")) ** 2
+    # the SigLIP layout without the patch bias, plus a class embedding, its position and the
+    # pre-LayerNorm: - h + h + h + 2 h
+    tower = siglip_tower(vision, head=False) + 3 * hidden
     frames = get_int(cfg, "num_image_with_embedding", default=0, minimum=0)
     projection = hidden * text_hidden + text_hidden + 2 * text_hidden + frames * hidden
     return [
@@ -84,9 +86,7 @@ def sam_image_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCom
     global_attn_indexes layers; a neck of a bias-free 1x1 and 3x3 conv to output_channels, each
     followed by a LayerNorm; then two bias-free stride-2 3x3 convs to 2 x output_channels and the
     text width, and a biased Linear over the text width."""
-    vision = cfg.get("vision_config")
-    if not isinstance(vision, Mapping):
-        raise ConfigError("vision_config", "must give the image encoder's sizes")
+    vision = _sub_config(cfg, "vision_config")
     hidden = get_int(vision, "hidden_size")
     heads = get_int(vision, "num_attention_heads")
     inner = get_int(vision, "mlp_dim")
@@ -136,9 +136,7 @@ def phi4_multimodal_embedders(cfg: Mapping[str, Any], text_hidden: int) -> list[
     depthwise_multiplier and a pointwise conv to depthwise_separable_out_channel D; a pointwise
     conv h -> E; all biased) and two LayerNorms; then biased up (h x downsample_rate -> text) and
     down (text -> text) projections, once for speech and once for vision-speech."""
-    vision, audio = cfg.get("vision_config"), cfg.get("audio_config")
-    if not isinstance(vision, Mapping) or not isinstance(audio, Mapping):
-        raise ConfigError("vision_config", "must give the image and audio encoders' sizes (and audio_config)")
+    vision, audio = _sub_config(cfg, "vision_config"), _sub_config(cfg, "audio_config")
     width = get_int(vision, "hidden_size")
     image = siglip_tower(vision, head=True) + 2 * width
     image += width * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
