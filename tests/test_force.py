@@ -46,12 +46,12 @@ def test_force_changes_nothing_for_a_modelled_config() -> None:
 
 
 def test_forced_multimodal_wrapper_reads_its_language_model_alone() -> None:
-    # GOT-OCR2 is refused for its vision tower; its language model is a Qwen2
+    # MusicGen is refused for its codebook decoder; here a wrapper of a Qwen2 language model
     text = {**TINY_LLAMA, "model_type": "qwen2"}
     wrapper = {
-        "model_type": "got_ocr2",
+        "model_type": "musicgen",
         "text_config": text,
-        "vision_config": {"model_type": "got_ocr2_vision"},
+        "audio_encoder": {"model_type": "encodec"},
     }
     with pytest.raises(ConfigError):
         spec_from_config(wrapper, "w")

@@ -49,7 +49,7 @@ _FIELDS = {
     "embedding_widths",
     "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
     "value_head_dim", "sliding_layers", "per_layer_inputs", "full_layer_overrides", "unindexed_layers",
-    "dynamic_mask", "query_gate", "gated_norms", "adapters",
+    "dynamic_mask", "query_gate", "gated_norms", "adapters", "image_layers", "image_encoder",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

@@ -25,6 +25,8 @@ from trainplan.families import GENERIC, Family, find_family, refusal, resolve, s
 from trainplan.hf.additions import (
     GatedNorms,
     head_transform,
+    image_layer_weights,
+    image_layers,
     layer_type_attention,
     layer_vectors,
     model_vectors,
@@ -41,6 +43,7 @@ from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
+from trainplan.hf.towers import IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
@@ -151,7 +154,7 @@ def _spec_and_notes(
     if family.row.get("reader") == "gpt2":
         return gpt2_spec(cfg, name, source, family), forced
     if family.row.get("reader") == "bert":
-        return bert_spec(text, name, source, family), forced
+        return _with_image_encoder(bert_spec(text, name, source, family), cfg, family), forced
     if family.row.get("reader") == "bart":
         return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":
@@ -167,6 +170,8 @@ def _spec_and_notes(
             "multimodal fine-tune also holds them"
         )
         return _with_notes(spec, note), forced
+    if wrapper is not None and wrapper.row.get("image_encoder"):
+        return _with_image_encoder(spec, cfg, wrapper), forced
     patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
     if patches:
         return _with_extras(spec, [patch_projection(cfg, patches, spec.hidden_size)], "text+vision"), forced
@@ -174,6 +179,17 @@ def _spec_and_notes(
     if extras:
         spec = _with_extras(spec, extras, modality="text+vision")
     return spec, forced
+
+
+def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
+    """The spec with the image encoder the row's `image_encoder` names (GIT's CLIP, GOT-OCR 2.0's
+    SAM), which the causal-LM class holds beside the text layers."""
+    encoder = family.row.get("image_encoder")
+    if not encoder:
+        return spec
+    if encoder not in IMAGE_ENCODERS:
+        raise RuntimeError(f"architectures.yaml {family.name}: image_encoder {encoder!r} is unknown")
+    return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), "text+vision")
 
 
 def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:
@@ -302,8 +318,11 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     )
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
     gated = GatedNorms.of(cfg, family, hidden)
+    skipped = image_layers(family, cfg)  # layers a text-only step skips: weights only, as extras
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
+        if index in skipped:
+            continue
         block = Block(
             1,
             attention=variants.get(index, attention) if "attention" in kind else None,
@@ -321,7 +340,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             blocks[-1] = replace(blocks[-1], count=blocks[-1].count + 1)
         else:
             blocks.append(block)
-    return ModelSpec(
+    spec = ModelSpec(
         name=name,
         hidden_size=hidden,
         vocab_size=vocab,
@@ -338,6 +357,9 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         approximations=tuple(approximations),
         source=source,
     )
+    if not skipped:
+        return spec
+    return _with_extras(spec, list(image_layer_weights(family, cfg, spec, attention, dense, norms)), "text")
 
 
 def _same_layer(a: Block, b: Block) -> bool:

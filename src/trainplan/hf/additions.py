@@ -12,7 +12,16 @@ from typing import Any
 from trainplan.errors import ConfigError
 from trainplan.families import Family, resolve
 from trainplan.hf.values import flag, get_int
-from trainplan.model import Attention, ExtraComponent, Linear, Mlp, gated_norm_linears, norm_param_count
+from trainplan.model import (
+    Attention,
+    Block,
+    ExtraComponent,
+    Linear,
+    Mlp,
+    ModelSpec,
+    gated_norm_linears,
+    norm_param_count,
+)
 
 #: Glossary widths a row's `layer_vectors` may name.
 _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim", "num_heads")
@@ -270,3 +279,62 @@ class GatedNorms:
 
     def linears(self, kind: tuple[str, ...]) -> tuple[Linear, ...]:
         return gated_norm_linears(self.names(kind), self.rank, self.hidden)
+
+
+def image_layers(family: Family, cfg: Mapping[str, Any]) -> frozenset[int]:
+    """Indices of the layers the row's `image_layers` rule names (Mllama's cross_attention_layers):
+    layers a text-only step skips, so they leave the layer stack (see `image_layer_weights`)."""
+    rule: Mapping[str, Any] | None = family.row.get("image_layers")
+    if not rule:
+        return frozenset()
+    layers = get_int(cfg, *family.key("num_layers"))
+    value = cfg.get(rule["key"])  # the row's defaults give the config class's list
+    indices: list[int] = value if isinstance(value, list) else []
+    valid = isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in indices
+    )
+    if not valid or len(set(indices)) != len(indices) or len(indices) == layers:
+        raise ConfigError(
+            rule["key"], f"must list distinct layer indices between 0 and {layers - 1}, not all"
+        )
+    return frozenset(indices)
+
+
+def image_layer_weights(
+    family: Family,
+    cfg: Mapping[str, Any],
+    spec: ModelSpec,
+    attention: Attention | None,
+    dense: Mlp | None,
+    norms: int,
+) -> tuple[ExtraComponent, ...]:
+    """The weights of the skipped image layers, counted frozen: each a cross-attention over the
+    image features (projected to the hidden size, so its k/v read that width) with the row's q/k
+    norms, a tanh gate per sub-layer (`gates` scalars), the layer's MLP and norms
+    (MllamaCrossAttentionDecoderLayer). MllamaTextModel skips these layers when a step has no
+    cross_attention_states, so they hold no activations, FLOPs, gradients or optimizer states."""
+    from dataclasses import replace
+
+    from trainplan.terms.params import block_params
+
+    indices = image_layers(family, cfg)
+    if not indices:
+        return ()
+    rule: Mapping[str, Any] = family.row["image_layers"]
+    if attention is None or dense is None:
+        raise ConfigError(
+            rule["key"], "image layers are modelled beside attention layers with a dense MLP only"
+        )
+    cross = replace(attention, qk_norm=str(rule.get("qk_norm", "none")))
+    layer = Block(1, None, dense, norms, cross_attention=cross, extra_params=int(rule.get("gates", 0)))
+    return (
+        ExtraComponent(
+            "image_cross_attention_layers",
+            len(indices) * block_params(layer, spec),
+            trainable=False,
+            note=(
+                f"{len(indices)} cross-attention layers ({rule['key']} {sorted(indices)}) that run only "
+                "on image features: a text-only step skips them (no activations, FLOPs or adapters)"
+            ),
+        ),
+    )

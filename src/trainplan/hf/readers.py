@@ -7,6 +7,7 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.families import Family
+from trainplan.hf.towers import siglip_tower
 from trainplan.hf.values import flag, get_int
 from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
@@ -105,20 +106,10 @@ def vision_extras(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCompone
             f"{vision_type!r} is not modelled; modelled vision towers: " + ", ".join(sorted(_VISION_TYPES)),
         )
     hidden = get_int(vision, "hidden_size")
-    if "intermediate_size" not in vision and "mlp_ratio" in vision:
-        inner = round(float(vision["mlp_ratio"]) * hidden)  # Janus' SigLIP config
-    else:
-        inner = get_int(vision, "intermediate_size")
     layers = get_int(vision, "num_hidden_layers")
-    patch = get_int(vision, "patch_size")
-    image = get_int(vision, "image_size")
-    channels = get_int(vision, "num_channels", default=3)
-    patches = (image // patch) ** 2
-    per_layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 2 * 2 * hidden
-    tower = channels * patch * patch * hidden + hidden + patches * hidden + layers * per_layer + 2 * hidden
-    if vision_type == "siglip_vision_model" and vision.get("vision_use_head", True):
-        # SigLIP's attention-pooling head: probe, in/out projections, LayerNorm, MLP
-        tower += hidden + 4 * (hidden * hidden + hidden) + 2 * hidden + 2 * hidden * inner + inner + hidden
+    patches = (get_int(vision, "image_size") // get_int(vision, "patch_size")) ** 2
+    head = vision_type == "siglip_vision_model" and bool(vision.get("vision_use_head", True))
+    tower = siglip_tower(vision, head)
     extras = [
         ExtraComponent(
             "vision_tower",
