@@ -39,6 +39,8 @@ def test_catalog_has_the_diffusion_and_jepa_models() -> None:
         "FLUX.1-dev": "diffusion", "FLUX.1-schnell": "diffusion", "SD3.5-Large": "diffusion",
         "SD3.5-Medium": "diffusion", "SDXL-base-1.0": "diffusion", "SD-1.5": "diffusion",
         "PixArt-Sigma-XL-2-1024": "diffusion",
+        "Sana-1600M-1024px": "diffusion",
+        "LTX-Video-2B": "video",
         "Wan2.1-T2V-1.3B": "video", "Wan2.1-T2V-14B": "video", "V-JEPA-2-ViT-L": "jepa",
         "V-JEPA-2-ViT-H": "jepa", "V-JEPA-2-ViT-g": "jepa",
     }  # fmt: skip

@@ -49,6 +49,14 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
             "frozen_encoders",
             f"{model.name} is a JEPA: it reads pixels, with no VAE or text encoder to precompute",
         )
+    uncounted = [component.architecture for component in model.frozen if not component.counted]
+    if uncounted and scenario.frozen_encoders != "precomputed":
+        raise InputError(
+            "frozen_encoders",
+            f"{scenario.frozen_encoders}: {model.name}'s {', '.join(uncounted)} is read for its latent "
+            "geometry only, its weights are not counted; give precomputed (cached latents and text "
+            "embeddings)",
+        )
     frames = scenario.frames
     if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
         rule = (
