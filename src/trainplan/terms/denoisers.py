@@ -491,6 +491,15 @@ def _ltx_video(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     )
 
 
+#: Blocks that self-attend over the image or video tokens and cross-attend to the text, by role.
+_CROSS_ATTENTION_DITS = {
+    "video_dit": _video_dit,
+    "pixart": _pixart,
+    "sana": _sana,
+    "ltx_video": _ltx_video,
+}
+
+
 def _vit(dims: _Dims, block: Block, tokens: float) -> float:
     """A pre-norm V-JEPA 2 ViT layer over `tokens` (transformers' VJEPA2Layer): LayerNorm (trained
     weight), the query / key / value inputs (one cast each under autocast), 3-D RoPE, SDPA, the
@@ -618,17 +627,8 @@ def denoiser_activations(
         elif block.role == "single_stream":
             layers.append((block, _single_stream(dims, block, model, shape)))
             inputs.append(a * width * joint)
-        elif block.role == "video_dit":
-            layers.append((block, _video_dit(dims, block, model, shape)))
-            inputs.append(a * width * shape.image_tokens)
-        elif block.role == "pixart":
-            layers.append((block, _pixart(dims, block, model, shape)))
-            inputs.append(a * width * shape.image_tokens)
-        elif block.role == "sana":
-            layers.append((block, _sana(dims, block, model, shape)))
-            inputs.append(a * width * shape.image_tokens)
-        elif block.role == "ltx_video":
-            layers.append((block, _ltx_video(dims, block, model, shape)))
+        elif block.role in _CROSS_ATTENTION_DITS:  # over the image / video tokens only
+            layers.append((block, _CROSS_ATTENTION_DITS[block.role](dims, block, model, shape)))
             inputs.append(a * width * shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
@@ -794,7 +794,7 @@ def _streams(
         elif block.role in ("double_stream", "joint"):
             text = name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
             tokens = float(shape.text_tokens if text else shape.image_tokens)
-        elif block.role in ("video_dit", "pixart", "sana", "ltx_video"):
+        elif block.role in _CROSS_ATTENTION_DITS:
             cross_kv = name in ("attn2.to_k", "attn2.to_v")
             tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
@@ -841,7 +841,7 @@ def _attention_forward(
         return linear_attention_core(block.attention, shape.image_tokens) + core(
             block.cross_attention, shape.image_tokens, shape.text_tokens
         )
-    if block.role in ("video_dit", "pixart", "ltx_video"):  # self-, then cross-attention to the text
+    if block.role in _CROSS_ATTENTION_DITS:  # self-, then cross-attention to the text
         cross = block.cross_attention or block.attention
         return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
             cross, shape.image_tokens, shape.text_tokens
