@@ -53,9 +53,9 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
     if uncounted and scenario.frozen_encoders != "precomputed":
         raise InputError(
             "frozen_encoders",
-            f"{scenario.frozen_encoders}: {model.name}'s {', '.join(uncounted)} is read for its latent "
-            "geometry only, its weights are not counted; give precomputed (cached latents and text "
-            "embeddings)",
+            f"{scenario.frozen_encoders}: {model.name}'s {' and '.join(uncounted)} "
+            f"{'is' if len(uncounted) == 1 else 'are'} read for the latent geometry and widths only, "
+            "their weights not counted; give precomputed (latents and text embeddings cached beforehand)",
         )
     frames = scenario.frames
     if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
