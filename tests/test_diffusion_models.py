@@ -329,3 +329,11 @@ def test_unmodelled_sana_and_ltx_configs_are_refused_by_field(config: dict[str, 
     with pytest.raises(ConfigError) as error:
         spec_from_config(config, "x")
     assert error.value.field == field
+
+
+def test_sana_latents_must_match_the_vae() -> None:
+    vae = {"_class_name": "AutoencoderDC", "encoder_block_out_channels": [8, 8, 8], "latent_channels": 8}
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_SANA, "_pipeline": {"vae": vae}}, "x")  # in_channels 4 vs 8 latents
+    assert error.value.field == "in_channels"
+    assert "need 8" in error.value.message

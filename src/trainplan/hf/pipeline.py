@@ -153,7 +153,16 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
         patch = get_int(cfg, "patch_size", default=2)
     elif class_name in ("SanaTransformer2DModel", "LTXVideoTransformer3DModel"):
         patch = get_int(cfg, "patch_size", default=1)
-        patch_t = get_int(cfg, "patch_size_t", default=1) if class_name == "LTXVideoTransformer3DModel" else 1
+        ltx = class_name == "LTXVideoTransformer3DModel"
+        patch_t = get_int(cfg, "patch_size_t", default=1) if ltx else 1
+        # LTXPipeline packs patch x patch x patch_t latents into each token's channels; Sana's
+        # PatchEmbed convolves the latents themselves
+        packed = latent * patch * patch * patch_t if ltx else latent
+        channels = get_int(cfg, "in_channels", default=128 if ltx else 32)
+        if channels != packed:
+            raise ConfigError(
+                "in_channels", f"{channels} does not match the VAE's {latent} latent channels (need {packed})"
+            )
     elif class_name == "WanTransformer3DModel":
         patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))
     resolution, frames = DEFAULT_SAMPLES.get(class_name, (0, 1))
