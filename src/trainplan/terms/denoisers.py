@@ -25,7 +25,10 @@ Block types: FLUX double-stream (`FluxTransformerBlock`) and SD3 joint blocks
 attention) keep per-token tensors in an image and a text stream around one joint attention over
 both; FLUX single-stream blocks run on the concatenated tokens with one fused input projection;
 Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cross-attend to the
-text, whose keys and values are projected in every block from one shared text tensor. A V-JEPA
+text, whose keys and values are projected in every block from one shared text tensor; PixArt,
+Sana (`SanaTransformerBlock`: ReLU linear self-attention and the GLUMBConv FFN) and LTX-Video
+(`LTXVideoTransformerBlock`: RMSNorms, q/k norms, RoPE) blocks follow the same self- then
+cross-attention pattern under adaLN-single. A V-JEPA
 ViT layer (transformers' VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a
 pre-norm transformer layer with trainable LayerNorms.
 
