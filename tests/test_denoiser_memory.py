@@ -456,3 +456,122 @@ def test_wan_always_has_its_qk_norms() -> None:
     default = total_params(denoiser_spec(wan, "wan"))
     without = total_params(denoiser_spec({**wan, "qk_norm": None}, "wan"))
     assert default == without == 37_336
+
+
+# d = 2 heads x 8 = 16, cross-attention 2 x 8, GLUMBConv h = int(2.5 x 16) = 40; a 3-stage DC-AE
+# (stride 4): 16 px -> 4 x 4 latents -> 16 tokens (patch 1); 4 caption tokens
+TINY_SANA: dict[str, Any] = {
+    "_class_name": "SanaTransformer2DModel",
+    "num_attention_heads": 2,
+    "attention_head_dim": 8,
+    "num_layers": 1,
+    "num_cross_attention_heads": 2,
+    "cross_attention_head_dim": 8,
+    "cross_attention_dim": 16,
+    "caption_channels": 32,
+    "in_channels": 8,
+    "out_channels": 8,
+    "sample_size": 4,
+    "_pipeline": {
+        "vae": {
+            "_class_name": "AutoencoderDC",
+            "encoder_block_out_channels": [8, 8, 8],
+            "latent_channels": 8,
+        },
+        "text_tokens": 4,
+    },
+}
+SELF_ATTENTION = frozenset({"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0"})
+
+
+def test_sana_block_by_hand() -> None:
+    """A Sana block, bf16 adapters on attn1's q/k/v/out over a frozen bf16 base, per image token:
+    LayerNorm 2*16 + 8 = 40 (twice); the shared q/k/v input 32; the linear attention: ReLU(q),
+    ReLU(k) 2*(16 + 16) = 64, the matmuls' 16-bit copies of their fp32 upcasts 64, V padded to
+    d + 1 = 9 rows, the un-normalised output (9 rows) and the denominator per head
+    2*2*(9 + 9 + 1) = 76; to_out's adapted input 32 (a strided view, copied); cross-attention
+    frozen and read off the residual (nothing); GLUMBConv 2*(16 + 8*40) = 672 (conv_inverted's
+    input, SiLU's and conv_depth's inputs and conv_depth's output at 2h, SiLU(gate) and
+    conv_point's input at h; a conv keeps its input though frozen) = 1020. Per sample: the
+    (d + 1) x d scores per head 2*2*9*8 = 288; cross SDPA over 4 text tokens: q + out + lse
+    (32 + 32 + 8) x 16 and k, v 64 x 4 = 1408."""
+    model = denoiser_spec(TINY_SANA, "tiny-sana")
+    shape = token_shape(model, 16)
+    assert (shape.image_tokens, shape.text_tokens) == (16, 4)
+    acts = denoiser_activations(model, shape, _mode(False, SELF_ATTENTION), fp32_weights=False)
+    block = next(value for block, value in acts.layers if block.role == "sana")
+    assert block == 1020 * 16 + 288 + 1408 == 18016
+    # frozen caption projection and caption_norm: only the projection's GELU input, 2*16 x 4
+    assert next(value for block, value in acts.layers if block.role == "embed") == 2 * 16 * 4
+
+
+def test_sana_flops_by_hand() -> None:
+    """Linear attention costs 4 x heads x N x d x (d + 1) = 4*2*16*8*9 = 9216, the cross-attention
+    core 2 x heads x N x T x (d_k + d_v) = 2*2*16*4*16 = 4096; the depthwise conv 9 taps x 2h =
+    720 multiply-adds per token, the 1x1 convs 16*80 and 40*16."""
+    model = denoiser_spec(TINY_SANA, "tiny-sana")
+    shape = token_shape(model, 16)
+    checkpointed = [0] * len(model.blocks)
+    flops = denoiser_flops(
+        model, shape, frozen_base=False, adapted=frozenset(), rank=0, checkpointed=checkpointed
+    )
+    assert flops.attention_forward == 9216 + 4096
+    block = next(block for block in model.blocks if block.role == "sana")
+    macs = {linear.name: linear.in_features * linear.out_features for linear in block.linears}
+    assert macs == {"ff.conv_inverted": 16 * 80, "ff.conv_depth": 9 * 80, "ff.conv_point": 40 * 16}
+
+
+# d = 2 heads x 8 = 16, FFN 64; an LTX VAE of patch 2 and one scaling step: 4 px per latent,
+# 2 frames per latent frame after the first; 16 px x 5 frames -> 4 x 4 x 3 = 48 tokens
+TINY_LTX: dict[str, Any] = {
+    "_class_name": "LTXVideoTransformer3DModel",
+    "num_attention_heads": 2,
+    "attention_head_dim": 8,
+    "num_layers": 1,
+    "cross_attention_dim": 16,
+    "caption_channels": 32,
+    "in_channels": 8,
+    "out_channels": 8,
+    "_pipeline": {
+        "vae": {
+            "_class_name": "AutoencoderKLLTXVideo",
+            "latent_channels": 8,
+            "patch_size": 2,
+            "spatio_temporal_scaling": [True],
+        },
+        "text_tokens": 4,
+    },
+}
+
+
+def test_ltx_video_block_by_hand() -> None:
+    """An LTX-Video block, bf16 adapters on attn1 over a frozen bf16 base, per video token: norm1
+    (diffusers RMSNorm, no weight): the fp32 copy `pow` keeps 64, the input 32, 1/rms 4 = 100
+    (norm2 the same); the shared q/k/v input 32; q and k torch.nn.RMSNorms over all heads (the
+    fused kernel: input 32 + 1/rms 4) 72; attn2's q norm 36 (its k norm 36 per text token); the
+    GELU input 2*64 = 128; RoPE keeps only the shared cos/sin tables = 468. Self SDPA over 48
+    tokens 136 per token; cross SDPA (32 + 32 + 8) x 48 + 64 x 4 = 3712. The embedder keeps the
+    fp32 cos and sin tables, 2*4*16 per token, and the caption projection's GELU input 2*16 x 4."""
+    model = denoiser_spec(TINY_LTX, "tiny-ltx")
+    shape = token_shape(model, 16, frames=5)
+    assert (shape.latent_frames, shape.image_tokens, shape.text_tokens) == (3, 48, 4)
+    acts = denoiser_activations(model, shape, _mode(False, SELF_ATTENTION), fp32_weights=False)
+    by_role = {block.role: value for block, value in acts.layers}
+    assert by_role["ltx_video"] == 468 * 48 + 36 * 4 + 136 * 48 + 3712 == 32848
+    assert by_role["embed"] == 2 * 4 * 16 * 48 + 2 * 16 * 4
+
+
+@pytest.mark.parametrize("model", ["Sana-1600M-1024px", "LTX-Video-2B"])
+def test_geometry_only_vaes_refuse_running_the_encoders(model: str) -> None:
+    """Their VAEs give the latent geometry but are not counted: gpu and offload are refused."""
+    for where in ("gpu", "offload"):
+        with pytest.raises(InputError) as error:
+            estimate(
+                {
+                    "model": model,
+                    "method": "lora",
+                    "frozen_encoders": where,
+                    "frames": 49 if "LTX" in model else None,
+                }
+            )
+        assert error.value.field == "frozen_encoders"

@@ -39,6 +39,8 @@ def test_catalog_has_the_diffusion_and_jepa_models() -> None:
         "FLUX.1-dev": "diffusion", "FLUX.1-schnell": "diffusion", "SD3.5-Large": "diffusion",
         "SD3.5-Medium": "diffusion", "SDXL-base-1.0": "diffusion", "SD-1.5": "diffusion",
         "PixArt-Sigma-XL-2-1024": "diffusion",
+        "Sana-1600M-1024px": "diffusion",
+        "LTX-Video-2B": "video",
         "Wan2.1-T2V-1.3B": "video", "Wan2.1-T2V-14B": "video", "V-JEPA-2-ViT-L": "jepa",
         "V-JEPA-2-ViT-H": "jepa", "V-JEPA-2-ViT-g": "jepa",
     }  # fmt: skip
@@ -276,3 +278,62 @@ def test_a_pasted_unet_config_is_bounded_before_any_work() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config(config, "x")
     assert error.value.field == "layers_per_block" and "4,096" in error.value.message
+
+
+TINY_SANA = {
+    "_class_name": "SanaTransformer2DModel", "num_attention_heads": 2, "attention_head_dim": 4,
+    "num_layers": 1, "num_cross_attention_heads": 2, "cross_attention_head_dim": 4,
+    "cross_attention_dim": 8, "caption_channels": 6, "in_channels": 4, "out_channels": 4,
+    "mlp_ratio": 2.5, "sample_size": 2,
+}  # fmt: skip
+
+
+def test_tiny_sana_hand_count() -> None:
+    # width 8 (2 heads x 4), GLUMBConv h = int(2.5 x 8) = 20
+    # embed: patch conv 4->8 (40), timestep 256->8->8 (2056 + 72), modulation 8->48 (432),
+    #   caption 6->8->8 (56 + 72), caption_norm weight 8                                  = 2736
+    # block: attn1 q/k/v without bias 3 x 64, out 72; attn2 q/k/v/out biased 4 x 72;
+    #   conv_inverted 8->40 (360), depthwise 3x3 over 40 (360 + 40), conv_point 20->8 (160);
+    #   scale_shift_table 6 x 8 (48)                                                       = 1520
+    # output: scale_shift_table 2 x 8 (16), proj_out 8->4 (36)                             = 52
+    assert total_params(spec_from_config(TINY_SANA, "tiny")) == 2736 + 1520 + 52 == 4308
+    assert _meta_device_count(TINY_SANA) == 4308
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({**TINY_SANA, "cross_attention_dim": 6}, "cross_attention_dim"),
+        ({**TINY_SANA, "cross_attention_head_dim": 2}, "cross_attention_head_dim"),
+        ({**TINY_SANA, "qk_norm": "layer_norm"}, "qk_norm"),
+        ({**TINY_SANA, "mlp_ratio": 0}, "mlp_ratio"),
+        ({**TINY_SANA, "norm_elementwise_affine": True}, "norm_elementwise_affine"),
+        (
+            {"_class_name": "LTXVideoTransformer3DModel", "num_attention_heads": 2, "attention_head_dim": 4,
+             "activation_fn": "geglu"},
+            "activation_fn",
+        ),
+        (
+            {"_class_name": "LTXVideoTransformer3DModel", "num_attention_heads": 2, "attention_head_dim": 4,
+             "qk_norm": "rms_norm"},
+            "qk_norm",
+        ),
+        (
+            {"_class_name": "LTXVideoTransformer3DModel", "num_attention_heads": 2, "attention_head_dim": 4,
+             "cross_attention_dim": 16},
+            "cross_attention_dim",
+        ),
+    ],
+)  # fmt: skip
+def test_unmodelled_sana_and_ltx_configs_are_refused_by_field(config: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config(config, "x")
+    assert error.value.field == field
+
+
+def test_sana_latents_must_match_the_vae() -> None:
+    vae = {"_class_name": "AutoencoderDC", "encoder_block_out_channels": [8, 8, 8], "latent_channels": 8}
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_SANA, "_pipeline": {"vae": vae}}, "x")  # in_channels 4 vs 8 latents
+    assert error.value.field == "in_channels"
+    assert "need 8" in error.value.message

@@ -76,3 +76,33 @@ def test_geometry_errors_name_the_field(
         token_shape(resolve_model(name), resolution, frames, text)
     assert error.value.field == field
     assert message in error.value.message
+
+
+def test_sana_and_ltx_video_token_shapes() -> None:
+    # Sana: the DC-AE's 32x compression, patch 1: 1024 px -> 32 x 32 latents = 1024 tokens, next
+    # to SanaPipeline's 300 Gemma-2 tokens
+    sana = token_shape(resolve_model("Sana-1600M-1024px"), 1024)
+    assert (sana.latent_width, sana.latent_height, sana.image_tokens, sana.text_tokens) == (32, 32, 1024, 300)
+    # LTX-Video: 32 x 32 x 8 pixels per token (VAE patch 4 x three 2x stages; patch 1); 768x512 and
+    # 49 frames: 1 + 48 / 8 = 7 latent frames of 24 x 16 = 2,688 tokens, 128 T5 tokens
+    ltx = token_shape(resolve_model("LTX-Video-2B"), "768x512", 49)
+    assert (ltx.latent_width, ltx.latent_height, ltx.latent_frames) == (24, 16, 7)
+    assert (ltx.image_tokens, ltx.text_tokens) == (2688, 128)
+
+
+@pytest.mark.parametrize(
+    ("name", "resolution", "frames", "field", "message"),
+    [
+        ("Sana-1600M-1024px", 1000, 1, "resolution", "not a multiple of 32 (pixels per latent 32 x latents "
+         "per token 1); valid sides are multiples of 32, e.g. 992 or 1024"),
+        ("LTX-Video-2B", "768x500", 49, "resolution", "e.g. 480 or 512"),
+        ("LTX-Video-2B", "768x512", 48, "frames", "frames must be 1 + 8 x k, e.g. 41 or 49"),
+    ],
+)  # fmt: skip
+def test_sana_and_ltx_video_geometry_errors(
+    name: str, resolution: int | str, frames: int, field: str, message: str
+) -> None:
+    with pytest.raises(InputError) as error:
+        token_shape(resolve_model(name), resolution, frames)
+    assert error.value.field == field
+    assert message in error.value.message

@@ -351,6 +351,7 @@ class FrozenComponent:
     context_tokens: int = 0
     text_offset: int = 0
     source: str = ""
+    counted: bool = True  # False: known for its geometry only; its weights and FLOPs are not counted
 
 
 @dataclass(frozen=True)

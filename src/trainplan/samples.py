@@ -49,6 +49,14 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
             "frozen_encoders",
             f"{model.name} is a JEPA: it reads pixels, with no VAE or text encoder to precompute",
         )
+    uncounted = [component.architecture for component in model.frozen if not component.counted]
+    if uncounted and scenario.frozen_encoders != "precomputed":
+        raise InputError(
+            "frozen_encoders",
+            f"{scenario.frozen_encoders}: {model.name}'s {' and '.join(uncounted)} "
+            f"{'is' if len(uncounted) == 1 else 'are'} read for the latent geometry and widths only, "
+            "their weights not counted; give precomputed (latents and text embeddings cached beforehand)",
+        )
     frames = scenario.frames
     if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
         rule = (

@@ -415,3 +415,68 @@ def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
     real = measure_sample_step(config, shape, fake=False, **kwargs)
     assert (fake.peak_bytes, fake.breakdown()) == (real.peak_bytes, real.breakdown())
     assert fake.phase_peaks_bytes == real.phase_peaks_bytes
+
+
+@pytest.mark.parametrize(
+    ("config", "resolution", "frames"),
+    [
+        (
+            {
+                "_class_name": "SanaTransformer2DModel",
+                "num_attention_heads": 2,
+                "attention_head_dim": 32,
+                "num_layers": 1,
+                "num_cross_attention_heads": 2,
+                "cross_attention_head_dim": 32,
+                "cross_attention_dim": 64,
+                "caption_channels": 32,
+                "in_channels": 8,
+                "out_channels": 8,
+                "sample_size": 4,
+                "_pipeline": {
+                    "vae": {
+                        "_class_name": "AutoencoderDC",
+                        "encoder_block_out_channels": [8, 8, 8],
+                        "latent_channels": 8,
+                    }
+                },
+            },
+            32,
+            1,
+        ),
+        (
+            {
+                "_class_name": "LTXVideoTransformer3DModel",
+                "num_attention_heads": 2,
+                "attention_head_dim": 32,
+                "num_layers": 1,
+                "cross_attention_dim": 64,
+                "caption_channels": 32,
+                "in_channels": 8,
+                "out_channels": 8,
+                "_pipeline": {
+                    "vae": {
+                        "_class_name": "AutoencoderKLLTXVideo",
+                        "latent_channels": 8,
+                        "patch_size": 2,
+                        "spatio_temporal_scaling": [True],
+                    }
+                },
+            },
+            32,
+            5,
+        ),
+    ],
+    ids=["sana", "ltx-video"],
+)
+def test_sana_and_ltx_video_trace_a_full_step(config: dict[str, Any], resolution: int, frames: int) -> None:
+    # Sana's 4D latents and caption; LTX-Video's packed video tokens (1 + (5 - 1) / 2 = 3 latent
+    # frames of 8 x 8): each runs forward, backward and two optimizer steps
+    spec = spec_from_config(config, "tiny")
+    shape = token_shape(spec, resolution, frames, 8)
+    m = measure_sample_step(
+        {k: v for k, v in config.items() if k != "_pipeline"}, shape, precision="amp-bf16"
+    )
+    assert m.total_params == total_params(spec)
+    assert _at_optimizer(m)["grads"] >= 4 * m.total_params  # fp32 grads, each storage rounded up
+    assert m.phase_breakdowns_bytes["step2.forward_end"]["activations"] > 0

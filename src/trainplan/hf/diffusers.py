@@ -17,6 +17,12 @@ in*k*k x out matrices. Norms without affine parameters (the LayerNorms under ada
 - Wan 2.1 (`WanTransformer3DModel`, `transformer_wan.py`; Wan Team 2025, sec. 3.2): video DiT,
   self-attention over frames x height x width tokens, cross-attention to the text, adaLN from one
   shared time projection plus a learned per-block table.
+- Sana (`SanaTransformer2DModel`, `sana_transformer.py`; Xie et al. 2024, "SANA", sec. 2.2):
+  adaLN-single blocks of ReLU linear self-attention, softmax cross-attention to the Gemma-2
+  caption and the GLUMBConv FFN (1x1 conv, 3x3 depthwise conv, SiLU gate, 1x1 conv).
+- LTX-Video (`LTXVideoTransformer3DModel`, `transformer_ltx.py`; HaCohen et al. 2024,
+  "LTX-Video", sec. 2.2): video DiT over the packed latents of its 32x / 8x VAE (patch 1), with
+  RMSNorms, q/k RMSNorms over all heads, 3-D RoPE, cross-attention to the T5 text, adaLN-single.
 """
 
 from __future__ import annotations
@@ -307,6 +313,134 @@ def pixart_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     return replace(spec, buffer_elements=(sample // patch) ** 2 * dim)
 
 
+def _adaln_single(prefix: str, dim: int) -> list[Linear]:
+    """diffusers `AdaLayerNormSingle` without the size conditions: `emb.timestep_embedder`
+    (256 -> dim -> dim) and `linear` (dim -> 6 dim), the modulation every block reads."""
+    return [
+        *timestep_embedding(f"{prefix}.emb.timestep_embedder", 256, dim),
+        linear(f"{prefix}.linear", "modulation", dim, 6 * dim),
+    ]
+
+
+def _same_width(cfg: Mapping[str, Any], key: str, width: int, what: str) -> None:
+    """Refuse a config width that the class's forward requires to equal `width`."""
+    value = get_int(cfg, key, default=width)
+    if value != width:
+        raise ConfigError(key, f"is {value}; {what} needs it to equal heads x head_dim = {width}")
+
+
+def sana_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """Sana (`SanaTransformer2DModel`, `sana_transformer.py`; Xie et al. 2024, "SANA: Efficient
+    High-Resolution Image Synthesis with Linear Diffusion Transformers", sec. 2.2): a patch
+    embedder (patch 1 on the 32x DC-AE latents), adaLN-single (`time_embed`; Sana-Sprint's
+    guidance embedder instead where `guidance_embeds`), the caption projection of the Gemma-2
+    embeddings and its RMSNorm (`caption_norm`, a weight), `num_layers` SanaTransformerBlocks and
+    a learned output modulation. A block: linear self-attention `attn1` (q/k/v without bias
+    unless `attention_bias`, ReLU kernels), cross-attention `attn2` (biased) to the caption,
+    GLUMBConv (`conv_inverted` dim -> 2h with h = int(mlp_ratio x dim), the depthwise 3x3
+    `conv_depth` over 2h channels, `conv_point` h -> dim without bias), a (6, dim) table; no
+    affine norms. `qk_norm: rms_norm_across_heads` (Sana 1.5, Sprint) adds q/k RMSNorm weights
+    over all heads in both attentions."""
+    heads, head_dim, dim = _dims(cfg)
+    qk_norm = _qk_norm(cfg, ("rms_norm_across_heads", None))
+    if cfg.get("norm_elementwise_affine", False):
+        raise ConfigError("norm_elementwise_affine", "affine block norms are not modelled (Sana's are not)")
+    cross_heads = get_int(cfg, "num_cross_attention_heads", default=20)
+    cross_head_dim = get_int(cfg, "cross_attention_head_dim", default=112)
+    if cfg.get("cross_attention_dim", 2240) is None:
+        raise ConfigError("cross_attention_dim", "null (no cross-attention) is not modelled")
+    # the caption is projected to dim before attn2 reads it, and attn2's output joins the residual
+    _same_width(cfg, "cross_attention_dim", dim, "attn2's keys and values read the projected caption: it")
+    if cross_heads * cross_head_dim != dim:
+        raise ConfigError(
+            "cross_attention_head_dim",
+            f"{cross_heads} x {cross_head_dim} != {dim}: cross-attention as wide as the residual is modelled",
+        )
+    in_channels = get_int(cfg, "in_channels", default=32)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    patch = get_int(cfg, "patch_size", default=1)
+    ratio = cfg.get("mlp_ratio", 2.5)
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 64:
+        raise ConfigError("mlp_ratio", f"{ratio!r} must be a number in (0, 64]")
+    hidden = int(ratio * dim)  # GLUMBConv: hidden_channels = int(expand_ratio * in_channels)
+    bias = bool(cfg.get("attention_bias", False))
+    norm = "full" if qk_norm else "none"
+    embed = [linear("patch_embed.proj", "conv", in_channels * patch * patch, dim)]
+    if cfg.get("guidance_embeds"):  # SanaCombinedTimestepGuidanceEmbeddings
+        embed += timestep_embedding("time_embed.timestep_embedder", 256, dim)
+        embed += timestep_embedding("time_embed.guidance_embedder", 256, dim)
+        embed.append(linear("time_embed.linear", "modulation", dim, 6 * dim))
+    else:
+        embed += _adaln_single("time_embed", dim)
+    embed += timestep_embedding("caption_projection", get_int(cfg, "caption_channels", default=2304), dim)
+    block = Block(
+        get_int(cfg, "num_layers", default=20),
+        attention=_attention("attn1", heads, head_dim, norm, bias),
+        cross_attention=_attention("attn2", cross_heads, cross_head_dim, norm),
+        mlp=None,
+        norms=0,
+        role="sana",
+        linears=(
+            linear("ff.conv_inverted", "conv", dim, 2 * hidden),
+            linear("ff.conv_depth", "conv", 9, 2 * hidden),  # depthwise: 9 taps per channel
+            linear("ff.conv_point", "conv", hidden, dim, bias=False),
+        ),
+        extra_params=6 * dim,  # scale_shift_table (6, dim)
+    )
+    output = weights_block(  # scale_shift_table (2, dim) and proj_out
+        "output", linear("proj_out", "output", dim, patch * patch * out_channels), extra_params=2 * dim
+    )
+    spec = denoiser_model(
+        name,
+        source,
+        dim,
+        (weights_block("embed", *embed, extra_params=dim), block, output),  # + caption_norm's weight
+        "diffusion",
+    )
+    if cfg.get("interpolation_scale") is None:  # PatchEmbed(pos_embed_type=None): no table
+        return spec
+    sample = get_int(cfg, "sample_size", default=32)
+    return replace(spec, buffer_elements=(sample // patch) ** 2 * dim)  # PatchEmbed's sin-cos table
+
+
+def ltx_video_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """LTX-Video (`LTXVideoTransformer3DModel`, `transformer_ltx.py`; HaCohen et al. 2024,
+    "LTX-Video: Realtime Video Latent Diffusion", sec. 2.2): `proj_in` over the packed latent
+    channels, adaLN-single (`time_embed`), the caption projection of the T5 embeddings,
+    `num_layers` LTXVideoTransformerBlocks (RMSNorm, self-attention with q/k RMSNorms over all
+    heads and 3-D RoPE, cross-attention to the caption with its own q/k RMSNorms, RMSNorm, GELU
+    FFN of 4 x dim, a (6, dim) table) and a learned output modulation before `proj_out`."""
+    heads, head_dim, dim = _dims(cfg)
+    _qk_norm(cfg, ("rms_norm_across_heads",), "rms_norm_across_heads")  # LTXAttention allows no other
+    activation = cfg.get("activation_fn", "gelu-approximate")
+    if activation != "gelu-approximate":
+        raise ConfigError("activation_fn", f"{activation!r} is not modelled (modelled: 'gelu-approximate')")
+    in_channels = get_int(cfg, "in_channels", default=128)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    bias = bool(cfg.get("attention_bias", True))
+    out_bias = bool(cfg.get("attention_out_bias", True))
+    _same_width(cfg, "cross_attention_dim", dim, "attn2's keys and values read the projected caption: it")
+    embed = [linear("proj_in", "embed", in_channels, dim)]
+    embed += _adaln_single("time_embed", dim)
+    embed += timestep_embedding("caption_projection", get_int(cfg, "caption_channels", default=4096), dim)
+    self_attention = replace(_attention("attn1", heads, head_dim, "full", bias), out_bias=out_bias)
+    cross_attention = replace(_attention("attn2", heads, head_dim, "full", bias), out_bias=out_bias)
+    affine = 2 * dim if cfg.get("norm_elementwise_affine", False) else 0  # norm1 / norm2 weights
+    block = Block(
+        get_int(cfg, "num_layers", default=28),
+        attention=self_attention,
+        cross_attention=cross_attention,
+        mlp=_gelu_mlp("ff", 4 * dim),
+        norms=0,
+        role="ltx_video",
+        extra_params=6 * dim + affine,  # scale_shift_table (6, dim)
+    )
+    output = weights_block(  # scale_shift_table (2, dim) and proj_out; norm_out has no weights
+        "output", linear("proj_out", "output", dim, out_channels), extra_params=2 * dim
+    )
+    return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "video")
+
+
 def weights_block(role: str, *linears: Linear, extra_params: int = 0, width: int = 0) -> Block:
     """One layer of listed matrices and parameters only: an embedder, a conv, an output head."""
     return Block(1, None, None, norms=0, role=role, linears=linears, extra_params=extra_params, width=width)
@@ -351,4 +485,6 @@ TRANSFORMER_READERS = {
     "SD3Transformer2DModel": sd3_spec,
     "WanTransformer3DModel": wan_spec,
     "PixArtTransformer2DModel": pixart_spec,
+    "SanaTransformer2DModel": sana_spec,
+    "LTXVideoTransformer3DModel": ltx_video_spec,
 }

@@ -21,7 +21,7 @@ from trainplan.hf.vae import component_int, vae_component
 from trainplan.model import Attention, Block, ExtraComponent, FrozenComponent, Mlp, ModelSpec
 from trainplan.terms.params import total_params
 
-__all__ = ["TEXT_ENCODER_FOLDERS", "frozen_components", "text_encoder_component"]
+__all__ = ["TEXT_ENCODER_FOLDERS", "UNCOUNTED_TEXT_ENCODERS", "frozen_components", "text_encoder_component"]
 
 #: Pipeline folders that hold text encoders, in the order diffusers pipelines name them.
 TEXT_ENCODER_FOLDERS = ("text_encoder", "text_encoder_2", "text_encoder_3")
@@ -79,6 +79,12 @@ TEXT_ENCODER_CLASSES = {
 }
 
 
+#: Text encoders a pipeline may name whose weights are not counted yet (Sana's Gemma-2 decoder,
+#: `Gemma2Model`): they stand in the pipeline as uncounted components, so running them each step
+#: (frozen_encoders gpu / offload) is refused rather than costed at zero.
+UNCOUNTED_TEXT_ENCODERS = ("Gemma2Model",)
+
+
 def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     """A text encoder from its `config.json`; `architectures` (or model_index.json's class)
     names the transformers class."""
@@ -86,6 +92,8 @@ def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = ""
     if not isinstance(architectures, list) or len(architectures) != 1:
         raise ConfigError(f"{folder}.architectures", f"{architectures!r}: name one transformers class")
     architecture = str(architectures[0])
+    if architecture in UNCOUNTED_TEXT_ENCODERS:
+        return FrozenComponent(folder, "text", architecture, 0, 0, source=source, counted=False)
     model_type = TEXT_ENCODER_CLASSES.get(architecture)
     if model_type is None:
         raise ConfigError(

@@ -10,9 +10,19 @@ VAE's config gives the latent geometry:
 - `AutoencoderKLWan` (Wan 2.1): the spatial stride is 2 ** len(temperal_downsample) and the
   temporal stride 2 ** (number of true entries); the first frame is encoded alone (a causal 3-D
   VAE: 1 + (frames - 1) / 4 latent frames), `z_dim` channels (WanPipeline's vae_scale_factor_*).
+- `AutoencoderDC` (Sana's deep-compression autoencoder; Chen et al. 2024, "Deep Compression
+  Autoencoder"): 2 ** (len(encoder_block_out_channels) - 1) (32 for DC-AE f32c32), with
+  `latent_channels` (SanaPipeline's vae_scale_factor).
+- `AutoencoderKLLTXVideo` (LTX-Video's causal video VAE): `patch_size` x 2 ** (number of true
+  `spatio_temporal_scaling` entries) spatially (4 x 8 = 32) and `patch_size_t` x the same in time
+  (8), the first frame alone (1 + (frames - 1) / 8 latent frames), unless the config states
+  `spatial_compression_ratio` / `temporal_compression_ratio` (AutoencoderKLLTXVideo.__init__,
+  LTXPipeline's vae_*_compression_ratio).
 Tokens per latent frame come from the denoiser: FLUX packs 2x2 latents into one 64-channel token
 (FluxPipeline `_pack_latents`: in_channels = 4 x latent channels), SD3 and Wan patchify with
-`patch_size`, a UNet attends over every latent pixel at its first stage.
+`patch_size`, a UNet attends over every latent pixel at its first stage; Sana patchifies with
+`patch_size` (1), LTX-Video packs `patch_size` x `patch_size` x `patch_size_t` latents per token
+(LTXPipeline `_pack_latents`; 1 x 1 x 1 in the released model).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ __all__ = [
     "DENOISER_FOLDERS",
     "JOINED_CLIP_TOKENS",
     "PIPELINE_KEY",
+    "VAE_STRIDES",
     "latent_geometry",
     "pipeline_config",
     "with_geometry",
@@ -50,25 +61,60 @@ JOINED_CLIP_TOKENS = {"SD3Transformer2DModel": 77}
 #: Text tokens the denoiser sees by default, per denoiser class: FluxPipeline and WanPipeline's
 #: `max_sequence_length` (512), StableDiffusion3Pipeline's 77 CLIP tokens concatenated with its
 #: 256 T5 tokens, the 77-token CLIP context of the UNet pipelines, and PixArtSigmaPipeline's
-#: 300 T5 tokens (its `max_sequence_length`; PixArt-alpha's pipeline uses 120).
+#: 300 T5 tokens (its `max_sequence_length`; PixArt-alpha's pipeline uses 120), SanaPipeline's
+#: 300 Gemma-2 tokens (`max_sequence_length`; its complex-human-instruction prefix is cut off
+#: before the denoiser) and LTXPipeline's 128 T5 tokens.
 DEFAULT_TEXT_TOKENS = {
     "FluxTransformer2DModel": 512,
     "SD3Transformer2DModel": JOINED_CLIP_TOKENS["SD3Transformer2DModel"] + 256,
     "WanTransformer3DModel": 512,
     "UNet2DConditionModel": 77,
     "PixArtTransformer2DModel": 300,
+    "SanaTransformer2DModel": 300,
+    "LTXVideoTransformer3DModel": 128,
 }
 
 #: The pipelines' default sample size, where the denoiser config does not give it as
 #: `sample_size` latents: FluxPipeline's default_sample_size 128 x its VAE stride 8, and
-#: WanPipeline's __call__ defaults (height 480, width 832, num_frames 81).
+#: WanPipeline's __call__ defaults (height 480, width 832, num_frames 81), and LTXPipeline's
+#: (height 512, width 704, num_frames 161).
 DEFAULT_SAMPLES: dict[str, tuple[int | str, int]] = {
     "FluxTransformer2DModel": (1024, 1),
     "WanTransformer3DModel": ("832x480", 81),
+    "LTXVideoTransformer3DModel": ("704x512", 161),
 }
 
 #: The key under which a denoiser config carries its pipeline's settings (`vae`, `text_tokens`).
 PIPELINE_KEY = "_pipeline"
+
+
+def _dc_ae_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
+    """AutoencoderDC: (spatial, temporal, latent channels) = (2 ** (stages - 1), 1, latent_channels)."""
+    stages = vae.get("encoder_block_out_channels", [128, 256, 512, 512, 1024, 1024])
+    if not isinstance(stages, list) or not stages:
+        raise ConfigError("vae.encoder_block_out_channels", f"{stages!r} must list the encoder stages")
+    return 2 ** (len(stages) - 1), 1, get_int(vae, "latent_channels", default=32)
+
+
+def _ltx_vae_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
+    """AutoencoderKLLTXVideo: patch_size x 2 ** scalings spatially, patch_size_t x 2 ** scalings
+    in time, or the ratios the config states; `latent_channels` (default 128)."""
+    scaling = vae.get("spatio_temporal_scaling", [True, True, True, False])
+    if not isinstance(scaling, list) or not all(isinstance(value, bool) for value in scaling):
+        raise ConfigError("vae.spatio_temporal_scaling", f"{scaling!r} must be a list of booleans")
+    steps = 2 ** sum(scaling)
+    spatial = get_int(vae, "spatial_compression_ratio", default=get_int(vae, "patch_size", default=4) * steps)
+    temporal = get_int(
+        vae, "temporal_compression_ratio", default=get_int(vae, "patch_size_t", default=1) * steps
+    )
+    return spatial, temporal, get_int(vae, "latent_channels", default=128)
+
+
+#: VAE classes read for their geometry alone, -> (spatial stride, temporal stride, latent channels).
+VAE_STRIDES: dict[str, Callable[[Mapping[str, Any]], tuple[int, int, int]]] = {
+    "AutoencoderDC": _dc_ae_strides,
+    "AutoencoderKLLTXVideo": _ltx_vae_strides,
+}
 
 
 def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens: int) -> LatentGeometry:
@@ -85,9 +131,13 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
             raise ConfigError("vae.temperal_downsample", f"{downsample!r} must be a list of booleans")
         spatial, temporal = 2 ** len(downsample), 2 ** sum(bool(d) for d in downsample)
         latent = get_int(vae, "z_dim", default=16)
+    elif vae_class in VAE_STRIDES:
+        spatial, temporal, latent = VAE_STRIDES[vae_class](vae)
     else:
         raise ConfigError(
-            "vae._class_name", f"{vae_class!r} is not modelled; modelled: AutoencoderKL, AutoencoderKLWan"
+            "vae._class_name",
+            f"{vae_class!r} is not modelled; modelled: AutoencoderKL, AutoencoderKLWan, "
+            + ", ".join(VAE_STRIDES),
         )
     class_name = str(cfg.get("_class_name", ""))
     patch, patch_t = 1, 1
@@ -101,6 +151,18 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
         patch = side * get_int(cfg, "patch_size", default=1)
     elif class_name in ("SD3Transformer2DModel", "PixArtTransformer2DModel"):
         patch = get_int(cfg, "patch_size", default=2)
+    elif class_name in ("SanaTransformer2DModel", "LTXVideoTransformer3DModel"):
+        patch = get_int(cfg, "patch_size", default=1)
+        ltx = class_name == "LTXVideoTransformer3DModel"
+        patch_t = get_int(cfg, "patch_size_t", default=1) if ltx else 1
+        # LTXPipeline packs patch x patch x patch_t latents into each token's channels; Sana's
+        # PatchEmbed convolves the latents themselves
+        packed = latent * patch * patch * patch_t if ltx else latent
+        channels = get_int(cfg, "in_channels", default=128 if ltx else 32)
+        if channels != packed:
+            raise ConfigError(
+                "in_channels", f"{channels} does not match the VAE's {latent} latent channels (need {packed})"
+            )
     elif class_name == "WanTransformer3DModel":
         patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))
     resolution, frames = DEFAULT_SAMPLES.get(class_name, (0, 1))

@@ -28,7 +28,14 @@ from trainplan.errors import ConfigError
 from trainplan.hf.values import config_limit, get_int
 from trainplan.model import EncoderLayer, FrozenComponent
 
-__all__ = ["VAE_READERS", "autoencoder_kl", "autoencoder_kl_wan", "component_int", "vae_component"]
+__all__ = [
+    "UNCOUNTED_VAES",
+    "VAE_READERS",
+    "autoencoder_kl",
+    "autoencoder_kl_wan",
+    "component_int",
+    "vae_component",
+]
 
 _KL_DOWN, _KL_UP = "DownEncoderBlock2D", "UpDecoderBlock2D"
 
@@ -255,11 +262,19 @@ def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenCompon
 #: diffusers VAE class -> its reader.
 VAE_READERS = {"AutoencoderKL": autoencoder_kl, "AutoencoderKLWan": autoencoder_kl_wan}
 
+#: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
+#: yet: Sana's deep-compression autoencoder and LTX-Video's causal video VAE. They stand in the
+#: pipeline as uncounted components, so running them each step (frozen_encoders gpu / offload)
+#: is refused rather than costed at zero.
+UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo")
+
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     """The VAE of a pipeline from its `vae/config.json` (`_class_name` picks the layout)."""
     class_name = str(cfg.get("_class_name", "AutoencoderKL"))
     reader = VAE_READERS.get(class_name)
+    if reader is None and class_name in UNCOUNTED_VAES:
+        return FrozenComponent("vae", "vae", class_name, 0, 0, source=source, counted=False)
     if reader is None:
         raise ConfigError(
             "vae._class_name", f"{class_name!r} is not modelled; modelled: " + ", ".join(VAE_READERS)

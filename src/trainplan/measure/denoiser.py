@@ -17,6 +17,11 @@ fp32 on the latent target:
 - Wan 2.1 (the same flow-matching objective on video latents, frames x height x width).
 - PixArt-Sigma: DDPM noise prediction as the UNets, on the first half of its output (the
   other half is the learned variance), with the caption's T5 embeddings.
+- Sana (train_dreambooth_lora_sana.py): rectified flow on the DC-AE latents, target
+  noise - latents, with the Gemma-2 caption embeddings.
+- LTX-Video (the same flow-matching objective, as LTX-Video-Trainer runs it): the video latents
+  packed into tokens (LTXPipeline `_pack_latents`, patch 1), the frames, height and width and
+  the RoPE scale given to the transformer, target noise - latents.
 - UNets (train_text_to_image.py, train_text_to_image_sdxl.py): DDPM epsilon prediction, integer
   timesteps, SDXL's `add_time_ids` and pooled `text_embeds`; loss F.mse_loss(pred, noise).
 
@@ -45,7 +50,12 @@ DENOISERS: dict[str, tuple[str, int, int, int]] = {
     "WanTransformer3DModel": ("text_dim", 4096, 0, 16),
     "UNet2DConditionModel": ("cross_attention_dim", 1280, 0, 4),
     "PixArtTransformer2DModel": ("caption_channels", 4096, 0, 4),
+    "SanaTransformer2DModel": ("caption_channels", 2304, 0, 32),
+    "LTXVideoTransformer3DModel": ("caption_channels", 4096, 0, 128),
 }
+
+#: Denoisers whose latents are video: (batch, channels, frames, height, width).
+_VIDEO = ("WanTransformer3DModel", "LTXVideoTransformer3DModel")
 
 #: Config keys the tracer drops: the pipeline settings trainplan carries beside the denoiser's own.
 _OWN_KEYS = ("_class_name", "_pipeline", "_diffusers_version", "_name_or_path")
@@ -114,7 +124,11 @@ def denoiser_step(
         channels = in_channels // (side * side)
     else:
         channels = in_channels
-    spatial = (b, channels, lf, lh, lw) if name == "WanTransformer3DModel" else (b, channels, lh, lw)
+    spatial = (b, channels, lf, lh, lw) if name in _VIDEO else (b, channels, lh, lw)
+    if name == "LTXVideoTransformer3DModel" and (
+        get_int(config, "patch_size", default=1) != 1 or get_int(config, "patch_size_t", default=1) != 1
+    ):
+        raise ConfigError("patch_size", "a trace packs LTX-Video latents with patch 1 (the released models)")
 
     def make_batch() -> Batch:
         batch: Batch = {
@@ -201,6 +215,23 @@ def denoiser_step(
             inputs["pooled_projections"] = batch["pooled_projections"]
             pred = forward(model, **inputs) * (-sigmas) + noisy  # precondition_outputs
             return flow_loss(pred, x, sigmas)
+        if name == "LTXVideoTransformer3DModel":
+            # LTXPipeline._pack_latents with patch 1: (b, c, f, h, w) -> (b, f h w, c); no text
+            # padding mask (every caption token valid)
+            packed = noisy.permute(0, 2, 3, 4, 1).reshape(b, lf * lh * lw, in_channels)
+            out = forward(
+                model,
+                hidden_states=packed,
+                encoder_hidden_states=text_states,
+                timestep=timesteps,
+                encoder_attention_mask=None,
+                num_frames=lf,
+                height=lh,
+                width=lw,
+                rope_interpolation_scale=(8 / 25, 32, 32),  # temporal stride / fps, spatial strides
+            )
+            pred = out.reshape(b, lf, lh, lw, in_channels).permute(0, 4, 1, 2, 3)
+            return flow_loss(pred, noise - x, sigmas)
         pred = forward(model, **inputs)
         return flow_loss(pred, noise - x, sigmas)
 

@@ -25,7 +25,10 @@ Block types: FLUX double-stream (`FluxTransformerBlock`) and SD3 joint blocks
 attention) keep per-token tensors in an image and a text stream around one joint attention over
 both; FLUX single-stream blocks run on the concatenated tokens with one fused input projection;
 Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cross-attend to the
-text, whose keys and values are projected in every block from one shared text tensor. A V-JEPA
+text, whose keys and values are projected in every block from one shared text tensor; PixArt,
+Sana (`SanaTransformerBlock`: ReLU linear self-attention and the GLUMBConv FFN) and LTX-Video
+(`LTXVideoTransformerBlock`: RMSNorms, q/k norms, RoPE) blocks follow the same self- then
+cross-attention pattern under adaLN-single. A V-JEPA
 ViT layer (transformers' VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a
 pre-norm transformer layer with trainable LayerNorms.
 
@@ -53,7 +56,7 @@ __all__ = [
     "sample_tokens",
 ]
 
-DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit", "pixart"})
+DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit", "pixart", "sana", "ltx_video"})
 UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkpoints in a UNet
 UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
 JEPA_ROLES = frozenset({"encoder", "predictor"})
@@ -388,6 +391,118 @@ def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> f
     return per_token * image + _sdpa(dims, attention, image, image) + _sdpa(dims, cross, image, text)
 
 
+def _linear_attention(dims: _Dims, attention: Attention) -> float:
+    """Per-token bytes of Sana's ReLU linear attention kernel (diffusers
+    `SanaLinearAttnProcessor2_0`, attention_processor.py): ReLU keeps its output for q and k;
+    the two matmuls (V_pad K, then (V_pad K) Q, with V padded by a row of ones) keep their
+    operands; the division by the last row keeps the un-normalised output (a view of it) and the
+    denominator, one per head. The kernel upcasts q, k, v with `.float()`, but matmul is on
+    autocast's lower-precision list and the diffusers scripts train under accelerate's autocast,
+    so with 16-bit compute the matmuls cast them back and keep 16-bit copies (the fp32 upcasts
+    are kept by nothing); with fp32 compute the upcasts are the ReLU outputs themselves. The
+    (d + 1) x d scores per head and sample are in `_sana`."""
+    a, heads, head = dims.a, attention.num_heads, attention.head_dim
+    kernels = a * (attention.q_size + attention.kv_size)  # ReLU(q), ReLU(k)
+    casts = kernels if a < 4 else 0.0  # the matmuls' 16-bit copies of the fp32 q, k
+    return kernels + casts + a * heads * (2 * (head + 1) + 1)  # V_pad, output, denominator
+
+
+def _glumbconv(dims: _Dims, block: Block, width: int) -> float:
+    """Per-token bytes of Sana's GLUMBConv (`sana_transformer.py`): conv_inverted (1x1, dim ->
+    2h), SiLU, the depthwise 3x3 conv_depth over 2h, chunk into value and gate, value x
+    SiLU(gate), conv_point (1x1, h -> dim). A convolution keeps its input whether or not its
+    weight trains (its backward formula reads input and weight together; only linears split
+    them): conv_inverted's input (the modulated tensor, a 16-bit copy under autocast), SiLU's
+    input and conv_depth's input (2h each), conv_depth's output (2h, which the gate's SiLU and
+    the product keep through their views), SiLU(gate) (h) and conv_point's input (h): w + 8h."""
+    hidden = next(linear for linear in block.linears if linear.name.endswith("conv_point")).in_features
+    adapters = sum(
+        _inputs(dims, features, [name], False)
+        for name, features in (("ff.conv_inverted", width), ("ff.conv_point", hidden))
+        if name in dims.mode.lora_targets
+    )
+    return dims.a * (width + 8 * hidden) + adapters
+
+
+def _sana(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A SanaTransformerBlock (`sana_transformer.py`) under adaLN-single: LayerNorm and
+    modulation, the ReLU linear self-attention (`_linear_attention`; its output reaches to_out
+    through a strided view, which the projection copies when it trains) and its gate;
+    cross-attention read straight off the residual, SDPA over the caption tokens (their keys and
+    values per text token); LayerNorm and modulation, GLUMBConv (`_glumbconv`) and its gate.
+    Sana 1.5's q/k norms (diffusers RMSNorm over all heads) where the config has them."""
+    attention, cross = block.attention, block.cross_attention
+    assert attention is not None and cross is not None
+    width = model.hidden_size
+    mod = _trained(dims, "time_embed.linear")
+    q, k, v, o = attention.names
+    cq, _, _, co = cross.names
+    per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, False)
+    per_token += _linear_attention(dims, attention) + _inputs(dims, attention.q_size, [o], False)
+    per_token += dims.a * width if mod else 0
+    per_token += _inputs(dims, width, [cq], False) + _kernel_output_input(dims, cross.q_size, co)
+    per_text = 0.0
+    if cross.qk_norm != "none":
+        per_token += _diffusers_rms_norm(dims, cross.q_size, 1)
+        per_text = _diffusers_rms_norm(dims, cross.kv_size, 1)
+    per_token += _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += _glumbconv(dims, block, width) + (dims.a * width if mod else 0)
+    image, text = shape.image_tokens, shape.text_tokens
+    scores = dims.a * attention.num_heads * (attention.head_dim + 1) * attention.head_dim
+    return per_token * image + per_text * text + scores + _sdpa(dims, cross, image, text)
+
+
+def _unweighted_rms_norm(dims: _Dims, width: int) -> float:
+    """diffusers' RMSNorm without a weight (LTX-Video's norm1 / norm2) over the residual: `pow`
+    keeps the fp32 copy of the input (the input itself when the stream is fp32), `x * rsqrt`
+    keeps the input and the fp32 1/rms per row."""
+    if dims.autocast:  # an fp32 residual: its fp32 "copy" is the input itself
+        return 4 * width + 4
+    return 4 * width + dims.a * width + 4
+
+
+def _ltx_video(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """An LTXVideoTransformerBlock (`transformer_ltx.py`): RMSNorm and modulation, q/k/v inputs,
+    q/k RMSNorms over all heads (torch.nn.RMSNorm), RoPE (`x * cos + rotated * sin` keeps only
+    the shared cos / sin tables, counted once in the embedder), SDPA, the output projection and
+    its gate; cross-attention read straight off the residual with its own q/k RMSNorms (keys per
+    text token), no gate; RMSNorm and modulation, the GELU FFN and its gate."""
+    attention, cross, mlp = block.attention, block.cross_attention, block.mlp
+    assert attention is not None and cross is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = _trained(dims, "time_embed.linear")
+    q, k, v, o = attention.names
+    cq, _, _, co = cross.names
+    up, _, down = mlp.names
+    per_token = _unweighted_rms_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention)
+    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += _inputs(dims, width, [cq], False) + _rms_norm(dims, cross.q_size, 1)
+    per_token += _kernel_output_input(dims, cross.q_size, co)
+    per_token += _unweighted_rms_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += (
+        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+    )
+    per_token += dims.a * width if mod else 0
+    image, text = shape.image_tokens, shape.text_tokens
+    return (
+        per_token * image
+        + _rms_norm(dims, cross.kv_size, 1) * text
+        + _sdpa(dims, attention, image, image)
+        + _sdpa(dims, cross, image, text)
+    )
+
+
+#: Blocks that self-attend over the image or video tokens and cross-attend to the text, by role.
+_CROSS_ATTENTION_DITS = {
+    "video_dit": _video_dit,
+    "pixart": _pixart,
+    "sana": _sana,
+    "ltx_video": _ltx_video,
+}
+
+
 def _vit(dims: _Dims, block: Block, tokens: float) -> float:
     """A pre-norm V-JEPA 2 ViT layer over `tokens` (transformers' VJEPA2Layer): LayerNorm (trained
     weight), the query / key / value inputs (one cast each under autocast), 3-D RoPE, SDPA, the
@@ -515,11 +630,8 @@ def denoiser_activations(
         elif block.role == "single_stream":
             layers.append((block, _single_stream(dims, block, model, shape)))
             inputs.append(a * width * joint)
-        elif block.role == "video_dit":
-            layers.append((block, _video_dit(dims, block, model, shape)))
-            inputs.append(a * width * shape.image_tokens)
-        elif block.role == "pixart":
-            layers.append((block, _pixart(dims, block, model, shape)))
+        elif block.role in _CROSS_ATTENTION_DITS:  # over the image / video tokens only
+            layers.append((block, _CROSS_ATTENTION_DITS[block.role](dims, block, model, shape)))
             inputs.append(a * width * shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
@@ -609,8 +721,14 @@ def _weights_block(
         kept += shape.text_tokens * (
             dims.a * text.in_features + _inputs(dims, text.in_features, [text.name], False)
         )
+    if "caption_projection.linear_2" in names and _has_role(model, "sana") and _caption_trains(dims):
+        # Sana's caption_norm (diffusers RMSNorm with a weight) over the projected caption
+        kept += shape.text_tokens * _diffusers_rms_norm(dims, width, 1)
+    if "proj_in" in names and _has_role(model, "ltx_video"):
+        # LTX-Video's RoPE: fp32 cos and sin tables over the video tokens, kept by every block
+        kept += shape.image_tokens * 2 * 4 * width
     if block.role == "output" and model.kind != "jepa":
-        video = model.kind == "video"
+        video = _has_role(model, "video_dit")  # Wan's FP32LayerNorm
         kept += shape.image_tokens * (
             _layer_norm(dims, width, video)
             + _modulated(dims, width, dims.trainable, video)
@@ -626,6 +744,15 @@ def _weights_block(
     return kept
 
 
+def _has_role(model: ModelSpec, role: str) -> bool:
+    return any(block.role == role for block in model.blocks)
+
+
+def _caption_trains(dims: _Dims) -> bool:
+    """Whether the caption projection's output needs a gradient (it trains, or carries adapters)."""
+    return dims.trainable or any(name.startswith("caption_projection.") for name in dims.mode.lora_targets)
+
+
 #: Embedder linears by the tokens they run over (the rest of an embed block runs once per sample).
 _TEXT_LINEARS = ("context_embedder", "condition_embedder.text_embedder.", "caption_projection.")
 _SAMPLE_LINEARS = (
@@ -634,6 +761,7 @@ _SAMPLE_LINEARS = (
     "time_embedding.",
     "add_embedding.",
     "adaln_single.",
+    "time_embed.",
 )
 
 
@@ -669,7 +797,7 @@ def _streams(
         elif block.role in ("double_stream", "joint"):
             text = name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
             tokens = float(shape.text_tokens if text else shape.image_tokens)
-        elif block.role in ("video_dit", "pixart"):
+        elif block.role in _CROSS_ATTENTION_DITS:
             cross_kv = name in ("attn2.to_k", "attn2.to_v")
             tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
@@ -689,6 +817,14 @@ def core(attention: Attention, queries: float, keys: float) -> float:
     return 2 * attention.num_heads * queries * keys * (attention.head_dim + attention.v_head_dim)
 
 
+def linear_attention_core(attention: Attention, tokens: float) -> float:
+    """Sana's linear attention per head: V_pad K is (d + 1) x tokens x d multiply-adds, and
+    (V_pad K) Q the same again, so 4 x heads x tokens x d x (d + 1) FLOPs (Katharopoulos et al.
+    2020, "Transformers are RNNs", sec. 3.2: linear in the tokens)."""
+    head = attention.head_dim
+    return 4 * attention.num_heads * tokens * head * (head + 1)
+
+
 def _attention_forward(
     model: ModelSpec, block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
 ) -> float:
@@ -703,7 +839,12 @@ def _attention_forward(
         if any(linear.name == "attn2.to_q" for linear in block.linears):
             flops += core(block.attention, shape.image_tokens, shape.image_tokens)
         return flops
-    if block.role in ("video_dit", "pixart"):  # self-attention, then cross-attention to the text
+    if block.role == "sana":  # ReLU linear self-attention, then cross-attention to the text
+        assert block.cross_attention is not None
+        return linear_attention_core(block.attention, shape.image_tokens) + core(
+            block.cross_attention, shape.image_tokens, shape.text_tokens
+        )
+    if block.role in _CROSS_ATTENTION_DITS:  # self-, then cross-attention to the text
         cross = block.cross_attention or block.attention
         return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
             cross, shape.image_tokens, shape.text_tokens

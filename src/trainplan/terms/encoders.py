@@ -292,6 +292,8 @@ def frozen_encoder_cost(
     compute_bytes: int = 2,
 ) -> FrozenEncoderCost:
     """Everything above for one scenario, weights and activations at the compute dtype."""
+    # samples.sample_shape refuses gpu / offload for a pipeline with geometry-only components
+    assert frozen_encoders == "precomputed" or all(c.counted for c in model.frozen), model.name
     return FrozenEncoderCost(
         resident_bytes=resident_bytes(model, frozen_encoders, compute_bytes),
         peak_bytes=peak_bytes(model, shape, micro_batch, frozen_encoders, compute_bytes, compute_bytes),
