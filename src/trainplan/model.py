@@ -354,6 +354,8 @@ class ModelSpec:
     modality: str = "text"
     notes: tuple[str, ...] = field(default=())
     frozen: tuple[FrozenComponent, ...] = ()  # a pipeline's VAE and text encoders, not in the counts
+    # frozen components read but not counted (hf/encoders.py UNCOUNTED_CLASSES): "folder (class)"
+    uncounted_frozen: tuple[str, ...] = ()
     # registered buffers on the GPU, not parameters: the sin-cos position table of SD3's and
     # PixArt's patch embedders (diffusers PatchEmbed), at the weights' dtype
     buffer_elements: int = 0

@@ -49,6 +49,12 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
             "frozen_encoders",
             f"{model.name} is a JEPA: it reads pixels, with no VAE or text encoder to precompute",
         )
+    if model.uncounted_frozen and scenario.frozen_encoders != defaults.frozen_encoders:
+        raise InputError(
+            "frozen_encoders",
+            f"{model.name}: {', '.join(model.uncounted_frozen)} not counted yet; plan with "
+            f"frozen_encoders {defaults.frozen_encoders} (latents and text embeddings cached beforehand)",
+        )
     frames = scenario.frames
     if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
         rule = (

@@ -21,7 +21,13 @@ from trainplan.hf.vae import component_int, vae_component
 from trainplan.model import Attention, Block, ExtraComponent, FrozenComponent, Mlp, ModelSpec
 from trainplan.terms.params import total_params
 
-__all__ = ["TEXT_ENCODER_FOLDERS", "frozen_components", "text_encoder_component"]
+__all__ = [
+    "TEXT_ENCODER_FOLDERS",
+    "UNCOUNTED_CLASSES",
+    "frozen_components",
+    "text_encoder_component",
+    "uncounted_components",
+]
 
 #: Pipeline folders that hold text encoders, in the order diffusers pipelines name them.
 TEXT_ENCODER_FOLDERS = ("text_encoder", "text_encoder_2", "text_encoder_3")
@@ -105,6 +111,33 @@ def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = ""
 
 _PIPELINE_KEYS = {"vae", "text_tokens", "text_encoders"}
 
+#: Frozen components whose layout is known but not yet counted: the causal 3-D VAEs of CogVideoX
+#: and HunyuanVideo (their strides are read, `hf/pipeline.py`) and HunyuanVideo's LLaMA text
+#: encoder. A pipeline with one of them plans with precomputed latents and embeddings only
+#: (samples.py refuses `frozen_encoders` gpu and offload for it, naming the component).
+UNCOUNTED_CLASSES = frozenset({"AutoencoderKLCogVideoX", "AutoencoderKLHunyuanVideo", "LlamaModel"})
+
+
+def _class_of(cfg: Mapping[str, Any], default: str) -> str:
+    architectures = cfg.get("architectures")
+    if isinstance(architectures, list) and len(architectures) == 1:
+        return str(architectures[0])
+    return str(cfg.get("_class_name", default))
+
+
+def uncounted_components(pipeline: Mapping[str, Any]) -> tuple[str, ...]:
+    """`folder (class)` of each component of `pipeline` in UNCOUNTED_CLASSES."""
+    found = []
+    vae = pipeline.get("vae")
+    if isinstance(vae, Mapping) and _class_of(vae, "AutoencoderKL") in UNCOUNTED_CLASSES:
+        found.append(f"vae ({_class_of(vae, '')})")
+    encoders = pipeline.get("text_encoders") or {}
+    if isinstance(encoders, Mapping):
+        for folder, cfg in encoders.items():
+            if isinstance(cfg, Mapping) and _class_of(cfg, "") in UNCOUNTED_CLASSES:
+                found.append(f"{folder} ({_class_of(cfg, '')})")
+    return tuple(found)
+
 
 def frozen_components(
     pipeline: Mapping[str, Any], source: str = "", text_offset: int = 0
@@ -119,7 +152,7 @@ def frozen_components(
         )
     components = []
     vae = pipeline.get("vae")
-    if isinstance(vae, Mapping):
+    if isinstance(vae, Mapping) and _class_of(vae, "AutoencoderKL") not in UNCOUNTED_CLASSES:
         components.append(vae_component(vae, source))
     encoders = pipeline.get("text_encoders") or {}
     if not isinstance(encoders, Mapping):
@@ -130,6 +163,8 @@ def frozen_components(
                 f"pipeline.text_encoders.{folder}",
                 f"must be one of {', '.join(TEXT_ENCODER_FOLDERS)}, mapped to its config.json",
             )
+        if _class_of(cfg, "") in UNCOUNTED_CLASSES:
+            continue
         component = text_encoder_component(str(folder), cfg, source)
         if not component.context_tokens:
             component = replace(component, text_offset=text_offset)

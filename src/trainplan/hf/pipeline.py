@@ -10,9 +10,16 @@ VAE's config gives the latent geometry:
 - `AutoencoderKLWan` (Wan 2.1): the spatial stride is 2 ** len(temperal_downsample) and the
   temporal stride 2 ** (number of true entries); the first frame is encoded alone (a causal 3-D
   VAE: 1 + (frames - 1) / 4 latent frames), `z_dim` channels (WanPipeline's vae_scale_factor_*).
+- `AutoencoderKLCogVideoX` (CogVideoX): spatial stride 2 ** (len(block_out_channels) - 1), temporal
+  stride `temporal_compression_ratio`, causal (CogVideoXPipeline's vae_scale_factor_spatial and
+  _temporal; Yang et al. 2024, sec. 2.1: "4 x 8 x 8 compression"), `latent_channels` channels.
+- `AutoencoderKLHunyuanVideo` (HunyuanVideo): `spatial_compression_ratio` and
+  `temporal_compression_ratio` (8 and 4), causal, `latent_channels` channels
+  (HunyuanVideoPipeline's vae_scale_factor_spatial and _temporal).
 Tokens per latent frame come from the denoiser: FLUX packs 2x2 latents into one 64-channel token
 (FluxPipeline `_pack_latents`: in_channels = 4 x latent channels), SD3 and Wan patchify with
-`patch_size`, a UNet attends over every latent pixel at its first stage.
+`patch_size`, a UNet attends over every latent pixel at its first stage. CogVideoX and
+HunyuanVideo patchify each latent frame 2 x 2 (`patch_size`; `patch_size_t` 1).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.hf.encoders import TEXT_ENCODER_FOLDERS, frozen_components
+from trainplan.hf.encoders import TEXT_ENCODER_FOLDERS, frozen_components, uncounted_components
 from trainplan.hf.values import get_int
 from trainplan.model import LatentGeometry, ModelSpec
 
@@ -57,6 +64,11 @@ DEFAULT_TEXT_TOKENS = {
     "WanTransformer3DModel": 512,
     "UNet2DConditionModel": 77,
     "PixArtTransformer2DModel": 300,
+    # CogVideoXPipeline's max_sequence_length (226 T5 tokens, the transformer's
+    # max_text_seq_length); HunyuanVideoPipeline's max_sequence_length 256 (LLaMA tokens after
+    # the prompt template's first 95 are cropped; CLIP-L gives the pooled embedding only)
+    "CogVideoXTransformer3DModel": 226,
+    "HunyuanVideoTransformer3DModel": 256,
 }
 
 #: The pipelines' default sample size, where the denoiser config does not give it as
@@ -65,10 +77,34 @@ DEFAULT_TEXT_TOKENS = {
 DEFAULT_SAMPLES: dict[str, tuple[int | str, int]] = {
     "FluxTransformer2DModel": (1024, 1),
     "WanTransformer3DModel": ("832x480", 81),
+    # CogVideoXPipeline: 480 x 720, 49 frames; HunyuanVideoPipeline: 720 x 1280, 129 frames
+    "CogVideoXTransformer3DModel": ("720x480", 49),
+    "HunyuanVideoTransformer3DModel": ("1280x720", 129),
 }
 
 #: The key under which a denoiser config carries its pipeline's settings (`vae`, `text_tokens`).
 PIPELINE_KEY = "_pipeline"
+
+
+def _cogvideox_strides(vae: Mapping[str, Any]) -> tuple[int, int]:
+    stages = vae.get("block_out_channels", [128, 256, 256, 512])
+    if not isinstance(stages, list) or not stages:
+        raise ConfigError("vae.block_out_channels", f"{stages!r} must list the encoder stages")
+    return 2 ** (len(stages) - 1), get_int(vae, "temporal_compression_ratio", default=4)
+
+
+def _hunyuan_video_strides(vae: Mapping[str, Any]) -> tuple[int, int]:
+    return (
+        get_int(vae, "spatial_compression_ratio", default=8),
+        get_int(vae, "temporal_compression_ratio", default=4),
+    )
+
+
+#: Causal video VAEs whose strides are read here: class -> (spatial, temporal) stride of a config.
+VIDEO_VAE_STRIDES: dict[str, Callable[[Mapping[str, Any]], tuple[int, int]]] = {
+    "AutoencoderKLCogVideoX": _cogvideox_strides,
+    "AutoencoderKLHunyuanVideo": _hunyuan_video_strides,
+}
 
 
 def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens: int) -> LatentGeometry:
@@ -85,10 +121,12 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
             raise ConfigError("vae.temperal_downsample", f"{downsample!r} must be a list of booleans")
         spatial, temporal = 2 ** len(downsample), 2 ** sum(bool(d) for d in downsample)
         latent = get_int(vae, "z_dim", default=16)
+    elif vae_class in VIDEO_VAE_STRIDES:
+        spatial, temporal = VIDEO_VAE_STRIDES[vae_class](vae)
+        latent = get_int(vae, "latent_channels", default=16)
     else:
-        raise ConfigError(
-            "vae._class_name", f"{vae_class!r} is not modelled; modelled: AutoencoderKL, AutoencoderKLWan"
-        )
+        modelled = ", ".join(["AutoencoderKL", "AutoencoderKLWan", *VIDEO_VAE_STRIDES])
+        raise ConfigError("vae._class_name", f"{vae_class!r} is not modelled; modelled: {modelled}")
     class_name = str(cfg.get("_class_name", ""))
     patch, patch_t = 1, 1
     if class_name == "FluxTransformer2DModel":
@@ -103,6 +141,9 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
         patch = get_int(cfg, "patch_size", default=2)
     elif class_name == "WanTransformer3DModel":
         patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))
+    elif class_name in ("CogVideoXTransformer3DModel", "HunyuanVideoTransformer3DModel"):
+        patch = get_int(cfg, "patch_size", default=2)
+        patch_t = get_int(cfg, "patch_size_t", default=1)
     resolution, frames = DEFAULT_SAMPLES.get(class_name, (0, 1))
     if not resolution:  # SD3 and UNet pipelines: the config's sample_size latents per side
         resolution = get_int(cfg, "sample_size", default=128) * spatial
@@ -177,4 +218,5 @@ def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
         frozen=frozen_components(
             pipeline, spec.source, JOINED_CLIP_TOKENS.get(str(cfg.get("_class_name")), 0)
         ),
+        uncounted_frozen=uncounted_components(pipeline),
     )
