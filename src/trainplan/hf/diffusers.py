@@ -389,7 +389,7 @@ def cogvideox_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         extra_params=2 * affine,  # norm1.norm, norm2.norm
     )
     output = weights_block(  # norm_final and norm_out.norm (affine LayerNorms)
-        "output",
+        "cogvideox_output",
         linear("norm_out.linear", "modulation", time_dim, 2 * dim),
         linear("proj_out", "output", dim, patch * patch * out_channels),
         extra_params=2 * affine,

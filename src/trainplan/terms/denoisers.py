@@ -25,7 +25,11 @@ Block types: FLUX double-stream (`FluxTransformerBlock`) and SD3 joint blocks
 attention) keep per-token tensors in an image and a text stream around one joint attention over
 both; FLUX single-stream blocks run on the concatenated tokens with one fused input projection;
 Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cross-attend to the
-text, whose keys and values are projected in every block from one shared text tensor. A V-JEPA
+text, whose keys and values are projected in every block from one shared text tensor. CogVideoX
+blocks (`CogVideoXBlock`) run text and video tokens as one sequence through shared weights, with
+expert adaLN (separate modulation of each kind of token) and affine LayerNorms on each head of q
+and k. HunyuanVideo's dual- and single-stream blocks are FLUX's; its token refiner runs
+pre-norm self-attention blocks over the text alone. A V-JEPA
 ViT layer (transformers' VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a
 pre-norm transformer layer with trainable LayerNorms.
 
@@ -53,11 +57,13 @@ __all__ = [
     "sample_tokens",
 ]
 
-DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit", "pixart"})
+DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit", "pixart", "cogvideox"})
 UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkpoints in a UNet
 UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
 JEPA_ROLES = frozenset({"encoder", "predictor"})
 WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
+# run outside the checkpointed layers: HunyuanVideo's token refiner over the text, CogVideoX's head
+OUTSIDE_LAYER_ROLES = frozenset({"text_refiner", "cogvideox_output"})
 
 
 @dataclass(frozen=True)
@@ -314,11 +320,77 @@ def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShap
     attention = _single_attention(block, model)
     mod = _trained(dims, "norm.linear")
     per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
+    if _rejoins_single_stream_rows(model):
+        per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v"], dims.autocast)
+        per_token += _inputs(dims, width, ["proj_mlp"], dims.autocast)
+    else:
+        per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
     per_token += dims.a * inner + _qk_norms(dims, attention)
     per_token += _inputs(dims, width + inner, ["proj_out"], False) + (dims.a * width if mod else 0)
     tokens = shape.image_tokens + shape.text_tokens
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+
+
+def _rejoins_single_stream_rows(model: ModelSpec) -> bool:
+    """HunyuanVideo (the model with a token refiner): its single-stream block splits the normed
+    tokens into video and text rows and its attention processor concatenates them again
+    (HunyuanVideoAttnProcessor2_0), so to_q/k/v read a copy that proj_mlp does not share."""
+    return any(block.role == "text_refiner" for block in model.blocks)
+
+
+def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A CogVideoXBlock (diffusers `cogvideox_transformer_3d.py`) over text + video tokens, the
+    same per token for both kinds (one set of weights; only their modulations differ):
+    norm1 (affine LayerNorm + modulation; CogVideoXLayerNormZero), q/k/v on the concatenated
+    tokens, affine LayerNorms over each head of q and k (`qk_norm="layer_norm"`: each keeps its
+    input and an fp32 mean and rstd per head; CogVideoX-5b's RoPE then rotates in place, keeping
+    only the shared cos/sin tables), the attention kernel, to_out and the gated residual; norm2
+    and its modulation, the shared GELU-tanh FFN on the concatenated tokens and its gate."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = _trained(dims, "norm1.linear")
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    heads = attention.num_heads
+    per_token = 2 * (_layer_norm(dims, width) + _modulated(dims, width, mod))  # norm1, norm2
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += dims.norm_bytes() * (attention.q_size + attention.kv_size) + 2 * 8 * heads
+    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += (
+        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+    )
+    per_token += dims.a * width if mod else 0
+    tokens = shape.image_tokens + shape.text_tokens
+    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+
+
+def _cogvideox_output(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """CogVideoX's head over the video tokens: norm_final (affine LayerNorm), norm_out's affine
+    LayerNorm and modulation (AdaLayerNorm), proj_out's input."""
+    width = model.hidden_size
+    mod = _trained(dims, "norm_out.linear")
+    per_token = 2 * _layer_norm(dims, width) + _modulated(dims, width, mod)
+    return shape.image_tokens * (per_token + _inputs(dims, width, ["proj_out"], dims.autocast))
+
+
+def _text_refiner(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A HunyuanVideoIndividualTokenRefinerBlock over the text tokens (diffusers
+    `transformer_hunyuan_video.py`): affine LayerNorm, self-attention (AttnProcessor2_0, no q/k
+    norms), the output gated by the refiner's adaNorm, affine LayerNorm, the SiLU FFN
+    (`linear-silu`: net.0.proj then SiLU, which keeps its input) and its gate."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = _trained(dims, "norm_out.linear")
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    per_token = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
+    per_token += dims.a * inner + _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
+    text = shape.text_tokens
+    return per_token * text + _sdpa(dims, attention, text, text)
 
 
 def _single_attention(block: Block, model: ModelSpec) -> Attention:
@@ -521,6 +593,13 @@ def denoiser_activations(
         elif block.role == "pixart":
             layers.append((block, _pixart(dims, block, model, shape)))
             inputs.append(a * width * shape.image_tokens)
+        elif block.role == "cogvideox":
+            layers.append((block, _cogvideox(dims, block, model, shape)))
+            inputs.append(a * width * joint)
+        elif block.role in OUTSIDE_LAYER_ROLES:
+            recipe = _text_refiner if block.role == "text_refiner" else _cogvideox_output
+            layers.append((block, recipe(dims, block, model, shape)))
+            inputs.append(0.0)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
             layers.append((block, _vit(dims, block, tokens)))
@@ -583,6 +662,8 @@ _TEXT_INPUTS = (
     "context_embedder",
     "condition_embedder.text_embedder.linear_1",
     "caption_projection.linear_1",
+    "patch_embed.text_proj",
+    "context_embedder.proj_in",
     "attn2.to_k",
 )
 
@@ -610,7 +691,8 @@ def _weights_block(
             dims.a * text.in_features + _inputs(dims, text.in_features, [text.name], False)
         )
     if block.role == "output" and model.kind != "jepa":
-        video = model.kind == "video"
+        # Wan's head: an FP32LayerNorm modulated by its learned table (no norm_out linear)
+        video = model.kind == "video" and "norm_out.linear" not in names
         kept += shape.image_tokens * (
             _layer_norm(dims, width, video)
             + _modulated(dims, width, dims.trainable, video)
@@ -627,9 +709,15 @@ def _weights_block(
 
 
 #: Embedder linears by the tokens they run over (the rest of an embed block runs once per sample).
-_TEXT_LINEARS = ("context_embedder", "condition_embedder.text_embedder.", "caption_projection.")
+_TEXT_LINEARS = (
+    "context_embedder",
+    "condition_embedder.text_embedder.",
+    "caption_projection.",
+    "patch_embed.text_proj",
+)
 _SAMPLE_LINEARS = (
     "time_text_embed.",
+    "context_embedder.time_text_embed.",  # HunyuanVideo's refiner: on the pooled text
     "condition_embedder.time_",
     "time_embedding.",
     "add_embedding.",
@@ -642,10 +730,10 @@ def _linear_tokens(
 ) -> float:
     """Tokens one linear of an embedder or head runs over, per sample."""
     name = linear.name
-    if name.startswith(_TEXT_LINEARS):
-        return float(shape.text_tokens)
     if name.startswith(_SAMPLE_LINEARS) or linear.role == "modulation":
         return 1.0
+    if name.startswith(_TEXT_LINEARS):
+        return float(shape.text_tokens)
     if name == "predictor_embeddings":
         return _context_tokens(shape, masks)
     if name == "predictor.proj":
@@ -672,6 +760,10 @@ def _streams(
         elif block.role in ("video_dit", "pixart"):
             cross_kv = name in ("attn2.to_k", "attn2.to_v")
             tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
+        elif block.role == "cogvideox":
+            tokens = float(joint)
+        elif block.role == "text_refiner":
+            tokens = float(shape.text_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
         elif block.role in UNET_ROLES:
@@ -703,6 +795,10 @@ def _attention_forward(
         if any(linear.name == "attn2.to_q" for linear in block.linears):
             flops += core(block.attention, shape.image_tokens, shape.image_tokens)
         return flops
+    if block.role == "cogvideox":
+        return core(block.attention, joint, joint)
+    if block.role == "text_refiner":
+        return core(block.attention, shape.text_tokens, shape.text_tokens)
     if block.role in ("video_dit", "pixart"):  # self-attention, then cross-attention to the text
         cross = block.cross_attention or block.attention
         return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
