@@ -485,8 +485,9 @@ def test_cogvideox_block_by_hand() -> None:
     """A CogVideoX block over 8 video + 4 text tokens (one sequence), bf16 LoRA on attn1's
     q/k/v/out, per token: norm1 and norm2 LayerNorms 2 x (2*16 + 8) = 80 (frozen modulation keeps
     no normed x); the adapted q/k/v share one input 32; the LayerNorms over each head of q and k
-    keep their input 2 x 2*16 and an fp32 mean and rstd per head 2 x 2 x 8 = 96; the adapted
-    to_out reads the kernel's output; GELU input 2*64 = 128 (frozen ff keeps no input): 336.
+    keep their input 2 x 2*16 and an fp32 mean and rstd per head 2 x 2 x 8 = 96; the normed q
+    leaves the kernel's output laid out (batch, heads, seq, head_dim), so the adapted to_out
+    keeps the reshaped copy 32; GELU input 2*64 = 128 (frozen ff keeps no input): 368.
     SDPA over 12 tokens: q 32 + k, v 64 + out 32 + lse 8 = 136 per token."""
     model = denoiser_spec(TINY_COGVIDEOX, "tiny-cogvideox")
     shape = token_shape(model, 32, 5)
@@ -494,16 +495,17 @@ def test_cogvideox_block_by_hand() -> None:
     targets = frozenset({"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0"})
     acts = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
     by_role = {block.role: value for block, value in acts.layers}
-    assert by_role["cogvideox"] == (336 + 136) * 12
+    assert by_role["cogvideox"] == (368 + 136) * 12
     # the head: norm_final and norm_out's LayerNorm, 2 x 40 per video token (frozen: no more)
     assert by_role["cogvideox_output"] == 80 * 8
     # checkpointing keeps the block's input: 12 tokens x 16 x 2 B
     assert acts.block_inputs[1] == 12 * 16 * 2
-    # full bf16 fine-tune adds per token the modulated x twice (2 x 32), the q/k/v input already
-    # counted, the attention gate's input 32, the ff input 32, down's input 128, the ff gate 32
+    # full bf16 fine-tune adds per token the modulated x twice (2 x 32), the q/k/v input and
+    # to_out's copy already counted, the attention gate's input 32, the ff input 32, down's input
+    # 128, the ff gate 32
     full = denoiser_activations(model, shape, _mode(True), fp32_weights=False)
     by_role = {block.role: value for block, value in full.layers}
-    assert by_role["cogvideox"] == (336 + 64 + 32 + 32 + 128 + 32 + 136) * 12
+    assert by_role["cogvideox"] == (368 + 64 + 32 + 32 + 128 + 32 + 136) * 12
 
 
 def test_cogvideox_flops_by_hand() -> None:
@@ -545,10 +547,13 @@ TINY_HUNYUAN_VIDEO: dict[str, Any] = {
 
 
 def test_hunyuan_video_reuses_the_flux_blocks() -> None:
-    """HunyuanVideo's dual- and single-stream blocks are FLUX's modules: over the same 16 image
-    and 4 text tokens they keep the same bytes (test_flux_lora_blocks_by_hand). Its token
-    refiner runs over the 4 text tokens, per token: LayerNorm 40, the adapted attn q/k/v input 32
-    (its attention matches the `to_q` targets too), LayerNorm 40, SiLU input 2*64 = 128; SDPA 136."""
+    """HunyuanVideo's dual- and single-stream blocks have FLUX's weights and keep what FLUX's keep
+    over the same 16 image and 4 text tokens (test_flux_lora_blocks_by_hand), except their q/k
+    norms: diffusers' RMSNorm (in diffusers' generic Attention) also keeps an fp32 copy of its
+    input, 4 x 16 = 64 more per norm, two norms per token: 2 x 64 x 20 per block. Its token
+    refiner runs over the 4 text tokens, per token: LayerNorm 40, the adapted attn q/k/v input
+    32 (its attention matches the `to_q` targets too), LayerNorm 40, SiLU input 2*64 = 128; SDPA
+    136; and the prompt mask repeated per head, 2 heads x 4 x 4 at 2 B."""
     model = denoiser_spec(TINY_HUNYUAN_VIDEO, "tiny-hunyuan")
     shape = token_shape(model, "64x32", 5)
     assert (shape.image_tokens, shape.text_tokens) == (16, 4)
@@ -559,10 +564,10 @@ def test_hunyuan_video_reuses_the_flux_blocks() -> None:
         theirs = denoiser_activations(flux, flux_shape, _mode(False, targets), fp32_weights=False)
         by_role = {block.role: value for block, value in ours.layers}
         flux_roles = {block.role: value for block, value in theirs.layers}
-        assert by_role["double_stream"] == flux_roles["double_stream"]
-        assert by_role["single_stream"] == flux_roles["single_stream"]
+        assert by_role["double_stream"] == flux_roles["double_stream"] + 2 * 64 * 20
+        assert by_role["single_stream"] == flux_roles["single_stream"] + 2 * 64 * 20
     lora = denoiser_activations(model, shape, _mode(False, ATTENTION), fp32_weights=False)
-    assert {block.role: value for block, value in lora.layers}["text_refiner"] == (240 + 136) * 4
+    assert {block.role: value for block, value in lora.layers}["text_refiner"] == (240 + 136) * 4 + 2 * 2 * 16
     # with proj_mlp adapted too, the attention reads its own concatenated copy of the normed
     # tokens (HunyuanVideoAttnProcessor2_0), where FLUX's to_q/k/v and proj_mlp share one:
     # 2 x 16 more per token over the 20 tokens
@@ -579,7 +584,7 @@ def test_hunyuan_video_reuses_the_flux_blocks() -> None:
         ).layers
         if block.role == "single_stream"
     )
-    assert ours_single == flux_single + 32 * 20
+    assert ours_single == flux_single + 32 * 20 + 2 * 64 * 20
 
 
 def test_uncounted_vaes_plan_with_precomputed_latents_only() -> None:

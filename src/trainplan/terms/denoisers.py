@@ -275,7 +275,8 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
     names = {linear.name for linear in block.linears}
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    flux = block.role == "double_stream"  # FluxAttention: torch.nn.RMSNorm; SD3: diffusers' RMSNorm
+    # FluxAttention: torch.nn.RMSNorm; SD3 and HunyuanVideo: diffusers' RMSNorm
+    flux = block.role == "double_stream" and not _hunyuan_video(model)
     image = _stream(
         dims, block, attention, (q, k, v, o, up, down), "norm1.linear", inner, width, torch_norm=flux
     )
@@ -320,21 +321,24 @@ def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShap
     attention = _single_attention(block, model)
     mod = _trained(dims, "norm.linear")
     per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    if _rejoins_single_stream_rows(model):
+    hunyuan = _hunyuan_video(model)
+    if hunyuan:
         per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v"], dims.autocast)
         per_token += _inputs(dims, width, ["proj_mlp"], dims.autocast)
     else:
         per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
-    per_token += dims.a * inner + _qk_norms(dims, attention)
+    per_token += dims.a * inner + _qk_norms(dims, attention, torch_norm=not hunyuan)
     per_token += _inputs(dims, width + inner, ["proj_out"], False) + (dims.a * width if mod else 0)
     tokens = shape.image_tokens + shape.text_tokens
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
 
 
-def _rejoins_single_stream_rows(model: ModelSpec) -> bool:
-    """HunyuanVideo (the model with a token refiner): its single-stream block splits the normed
-    tokens into video and text rows and its attention processor concatenates them again
-    (HunyuanVideoAttnProcessor2_0), so to_q/k/v read a copy that proj_mlp does not share."""
+def _hunyuan_video(model: ModelSpec) -> bool:
+    """HunyuanVideo (the model with a token refiner). Its dual- and single-stream blocks carry
+    FLUX's weights but run diffusers' generic `Attention`, whose q/k norms are diffusers' RMSNorm
+    (an fp32 copy for the variance, as SD3's), not torch.nn.RMSNorm; and its single-stream block
+    splits the normed tokens into video and text rows that its attention processor concatenates
+    again (HunyuanVideoAttnProcessor2_0), so to_q/k/v read a copy that proj_mlp does not share."""
     return any(block.role == "text_refiner" for block in model.blocks)
 
 
@@ -344,7 +348,8 @@ def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     norm1 (affine LayerNorm + modulation; CogVideoXLayerNormZero), q/k/v on the concatenated
     tokens, affine LayerNorms over each head of q and k (`qk_norm="layer_norm"`: each keeps its
     input and an fp32 mean and rstd per head; CogVideoX-5b's RoPE then rotates in place, keeping
-    only the shared cos/sin tables), the attention kernel, to_out and the gated residual; norm2
+    only the shared cos/sin tables), the attention kernel, to_out's input (a copy of the kernel's
+    output) and the gated residual; norm2
     and its modulation, the shared GELU-tanh FFN on the concatenated tokens and its gate."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
@@ -356,7 +361,10 @@ def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     per_token = 2 * (_layer_norm(dims, width) + _modulated(dims, width, mod))  # norm1, norm2
     per_token += _inputs(dims, width, [q, k, v], dims.autocast)
     per_token += dims.norm_bytes() * (attention.q_size + attention.kv_size) + 2 * 8 * heads
-    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    # the per-head norms leave q contiguous as (batch, heads, seq, head_dim); flash attention
+    # allocates its output like q, so the reshape before to_out copies it, and a trained or
+    # adapted to_out keeps that copy
+    per_token += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
     per_token += (
         _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
     )
@@ -377,8 +385,9 @@ def _cogvideox_output(dims: _Dims, block: Block, model: ModelSpec, shape: TokenS
 def _text_refiner(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A HunyuanVideoIndividualTokenRefinerBlock over the text tokens (diffusers
     `transformer_hunyuan_video.py`): affine LayerNorm, self-attention (AttnProcessor2_0, no q/k
-    norms), the output gated by the refiner's adaNorm, affine LayerNorm, the SiLU FFN
-    (`linear-silu`: net.0.proj then SiLU, which keeps its input) and its gate."""
+    norms; the prompt mask per head), the output gated by the refiner's adaNorm, affine
+    LayerNorm, the SiLU FFN (`linear-silu`: net.0.proj then SiLU, which keeps its input) and its
+    gate."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
     width, inner = model.hidden_size, mlp.intermediate_size
@@ -390,7 +399,10 @@ def _text_refiner(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape
     per_token += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
     per_token += dims.a * inner + _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
     text = shape.text_tokens
-    return per_token * text + _sdpa(dims, attention, text, text)
+    # the prompt mask, repeated per head by Attention.prepare_attention_mask and cast to the
+    # queries' dtype, is kept by the attention kernel for backward: heads x text x text
+    mask = dims.a * attention.num_heads * text * text
+    return per_token * text + _sdpa(dims, attention, text, text) + mask
 
 
 def _single_attention(block: Block, model: ModelSpec) -> Attention:
