@@ -176,11 +176,14 @@ def test_flux_lora_at_1024_is_reported_per_image() -> None:
         "SD-1.5",
         "PixArt-Sigma-XL-2-1024",
         "Wan2.1-T2V-1.3B",
+        "CogVideoX-2b",
+        "HunyuanVideo",
         "V-JEPA-2-ViT-L",
     ],
 )
 def test_invariants_on_the_catalog(model: str) -> None:
-    video = {"frames": 17, "resolution": "480x272"} if model.startswith("Wan") else {}
+    clips = ("Wan", "CogVideoX", "Hunyuan")
+    video = {"frames": 17, "resolution": "480x272"} if model.startswith(clips) else {}
     base = {"model": model, "precision": "bf16", **video}
     if model.startswith("V-JEPA"):
         base.update(frames=16, resolution=256)
