@@ -379,7 +379,7 @@ def cogvideox_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     block = Block(
         get_int(cfg, "num_layers", default=30),
         attention=attention,
-        mlp=_gelu_mlp("ff", get_int(cfg, "ff_inner_dim", default=4 * dim)),
+        mlp=_gelu_mlp("ff", 4 * dim),  # CogVideoXTransformer3DModel passes its blocks no ff_inner_dim
         norms=0,
         role="cogvideox",
         linears=(

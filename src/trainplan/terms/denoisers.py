@@ -28,8 +28,8 @@ Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cro
 text, whose keys and values are projected in every block from one shared text tensor. CogVideoX
 blocks (`CogVideoXBlock`) run text and video tokens as one sequence through shared weights, with
 expert adaLN (separate modulation of each kind of token) and affine LayerNorms on each head of q
-and k. HunyuanVideo's dual- and single-stream blocks are FLUX's; its token refiner runs
-pre-norm self-attention blocks over the text alone. A V-JEPA
+and k. HunyuanVideo's dual- and single-stream blocks have FLUX's weights (with diffusers'
+RMSNorm on q and k); its token refiner runs pre-norm self-attention blocks over the text alone. A V-JEPA
 ViT layer (transformers' VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a
 pre-norm transformer layer with trainable LayerNorms.
 
@@ -348,9 +348,9 @@ def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     norm1 (affine LayerNorm + modulation; CogVideoXLayerNormZero), q/k/v on the concatenated
     tokens, affine LayerNorms over each head of q and k (`qk_norm="layer_norm"`: each keeps its
     input and an fp32 mean and rstd per head; CogVideoX-5b's RoPE then rotates in place, keeping
-    only the shared cos/sin tables), the attention kernel, to_out's input (a copy of the kernel's
-    output) and the gated residual; norm2
-    and its modulation, the shared GELU-tanh FFN on the concatenated tokens and its gate."""
+    only the shared cos/sin tables), the attention kernel, to_out's input (a copy of the
+    kernel's output) and the gated residual; norm2 and its modulation, the shared GELU-tanh FFN
+    on the concatenated tokens and its gate."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
     width, inner = model.hidden_size, mlp.intermediate_size
