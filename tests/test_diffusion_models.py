@@ -135,6 +135,22 @@ def test_flux_lora_on_the_attention_projections() -> None:
     assert lora_params(spec, LoraSettings(rank=16, targets="attention")) == (19 * 8 + 38 * 3) * 98_304
 
 
+@pytest.mark.parametrize(
+    ("name", "published"),
+    [
+        # finetrainers docs/training/cogvideox.md and hunyuan_video.md, "Memory Usage": LoRA rank
+        # 128 on to_q, to_k, to_v, to_out.0, the logged "trainable parameters" (exact)
+        ("CogVideoX-5b", 132_120_576),  # 42 blocks x 4 matrices x 128 x (3072 + 3072)
+        # 20 dual-stream blocks x 4 + 40 single-stream x 3 (no to_out) + 2 refiner blocks x 4
+        # matrices, each 128 x (3072 + 3072): (80 + 120 + 8) x 786,432
+        ("HunyuanVideo", 163_577_856),
+    ],
+)
+def test_video_lora_counts_equal_the_published_trainable_parameters(name: str, published: int) -> None:
+    lora = LoraSettings(rank=128, targets=("to_q", "to_k", "to_v", "to_out.0"))
+    assert lora_params(resolve_model(name), lora) == published
+
+
 def test_unet_lora_on_the_attention_projections() -> None:
     # SD 1.5: 16 transformer blocks (6 down, 1 mid, 9 up) at widths 320 (5), 640 (5), 1280 (6);
     # per block: self-attention q/k/v/out C x C, cross-attention q/out C x C, k/v 768 -> C;
