@@ -104,7 +104,13 @@ def diffusion_memory_section() -> str:
         "traces, each from the module's own behaviour checked on a single block, not fitted: "
         "torch.nn.RMSNorm's fused kernel keeps its input, not an fp32 copy; SDPA's output is "
         "already laid out for the output projection, so there is no copy; V-JEPA 2's RoPE tables "
-        "are fp32 under autocast. No overhead term on either side.",
+        "are fp32 under autocast. The CogVideoX and HunyuanVideo cases (first traced at -5.0% and "
+        "-14.9%) were corrected the same way, from the saved tensors of one- and two-block traces "
+        "read against the diffusers modules: CogVideoX's per-head q/k LayerNorms leave the "
+        "attention output laid out per head, so the reshape before to_out is a copy that to_out "
+        "keeps; HunyuanVideo's blocks run diffusers' RMSNorm (an fp32 copy kept), not "
+        "torch.nn.RMSNorm as FLUX's, and its token refiner keeps the prompt mask per head. No "
+        "overhead term on either side.",
         "",
         f"**{len(rows)} cases: median error {statistics.median(errors):.1%}, worst {max(errors):.1%}.**",
         "",

@@ -176,11 +176,14 @@ def test_flux_lora_at_1024_is_reported_per_image() -> None:
         "SD-1.5",
         "PixArt-Sigma-XL-2-1024",
         "Wan2.1-T2V-1.3B",
+        "CogVideoX-2b",
+        "HunyuanVideo",
         "V-JEPA-2-ViT-L",
     ],
 )
 def test_invariants_on_the_catalog(model: str) -> None:
-    video = {"frames": 17, "resolution": "480x272"} if model.startswith("Wan") else {}
+    clips = ("Wan", "CogVideoX", "Hunyuan")
+    video = {"frames": 17, "resolution": "480x272"} if model.startswith(clips) else {}
     base = {"model": model, "precision": "bf16", **video}
     if model.startswith("V-JEPA"):
         base.update(frames=16, resolution=256)
@@ -544,6 +547,29 @@ TINY_LTX: dict[str, Any] = {
 }
 
 
+# d = 2 heads x 8 = 16, FFN 64, time embedding 5; 32 px -> 4 x 4 latents -> 2 x 2 tokens per
+# latent frame; 5 frames -> 1 + 4 / 4 = 2 latent frames -> 8 video tokens; 4 text tokens
+TINY_COGVIDEOX: dict[str, Any] = {
+    "_class_name": "CogVideoXTransformer3DModel",
+    "num_attention_heads": 2,
+    "attention_head_dim": 8,
+    "num_layers": 1,
+    "in_channels": 4,
+    "out_channels": 4,
+    "text_embed_dim": 32,
+    "time_embed_dim": 5,
+    "use_rotary_positional_embeddings": True,
+    "_pipeline": {
+        "vae": {
+            "_class_name": "AutoencoderKLCogVideoX",
+            "block_out_channels": [8, 8, 8, 8],
+            "latent_channels": 4,
+        },
+        "text_tokens": 4,
+    },
+}
+
+
 def test_ltx_video_block_by_hand() -> None:
     """An LTX-Video block, bf16 adapters on attn1 over a frozen bf16 base, per video token: norm1
     (diffusers RMSNorm, no weight): the fp32 copy `pow` keeps 64, the input 32, 1/rms 4 = 100
@@ -575,3 +601,119 @@ def test_geometry_only_vaes_refuse_running_the_encoders(model: str) -> None:
                 }
             )
         assert error.value.field == "frozen_encoders"
+
+
+def test_cogvideox_block_by_hand() -> None:
+    """A CogVideoX block over 8 video + 4 text tokens (one sequence), bf16 LoRA on attn1's
+    q/k/v/out, per token: norm1 and norm2 LayerNorms 2 x (2*16 + 8) = 80 (frozen modulation keeps
+    no normed x); the adapted q/k/v share one input 32; the LayerNorms over each head of q and k
+    keep their input 2 x 2*16 and an fp32 mean and rstd per head 2 x 2 x 8 = 96; the normed q
+    leaves the kernel's output laid out (batch, heads, seq, head_dim), so the adapted to_out
+    keeps the reshaped copy 32; GELU input 2*64 = 128 (frozen ff keeps no input): 368.
+    SDPA over 12 tokens: q 32 + k, v 64 + out 32 + lse 8 = 136 per token."""
+    model = denoiser_spec(TINY_COGVIDEOX, "tiny-cogvideox")
+    shape = token_shape(model, 32, 5)
+    assert (shape.image_tokens, shape.text_tokens, shape.latent_frames) == (8, 4, 2)
+    targets = frozenset({"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0"})
+    acts = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
+    by_role = {block.role: value for block, value in acts.layers}
+    assert by_role["cogvideox"] == (368 + 136) * 12
+    # the head: norm_final and norm_out's LayerNorm, 2 x 40 per video token (frozen: no more)
+    assert by_role["cogvideox_output"] == 80 * 8
+    # checkpointing keeps the block's input: 12 tokens x 16 x 2 B
+    assert acts.block_inputs[1] == 12 * 16 * 2
+    # full bf16 fine-tune adds per token the modulated x twice (2 x 32), the q/k/v input and
+    # to_out's copy already counted, the attention gate's input 32, the ff input 32, down's input
+    # 128, the ff gate 32
+    full = denoiser_activations(model, shape, _mode(True), fp32_weights=False)
+    by_role = {block.role: value for block, value in full.layers}
+    assert by_role["cogvideox"] == (368 + 64 + 32 + 32 + 128 + 32 + 136) * 12
+
+
+def test_cogvideox_flops_by_hand() -> None:
+    """Forward multiply-accumulates: the block's q/k/v/out (4 x 256) and FFN (2 x 1024) over all
+    12 tokens, its two modulations 2 x 5 x 96 once; patch_embed.proj 16 x 16 over 8 video tokens,
+    text_proj 32 x 16 over 4 text tokens, time_embedding 16 x 5 + 5 x 5 once; norm_out.linear
+    5 x 32 once, proj_out 16 x 16 over the video tokens. Attention 2 x 2 heads x 12 x 12 x 16."""
+    model = denoiser_spec(TINY_COGVIDEOX, "tiny-cogvideox")
+    shape = token_shape(model, 32, 5)
+    flops = denoiser_flops(
+        model, shape, frozen_base=True, adapted=frozenset(), rank=4, checkpointed=[0] * len(model.blocks)
+    )
+    block = (4 * 256 + 2 * 1024) * 12 + 2 * 5 * 96
+    embed = 256 * 8 + 32 * 16 * 4 + 16 * 5 + 5 * 5
+    output = 5 * 32 + 256 * 8
+    assert flops.matmul_forward == 2 * (block + embed + output)
+    assert flops.attention_forward == 2 * 2 * 12 * 12 * 16
+
+
+# the same widths as TINY_FLUX (16 = 2 x 8, MLP 64) with HunyuanVideo's 1 x 2 x 2 patches: 32 x 64 px
+# -> 4 x 8 latents -> 2 x 4 tokens per latent frame; 5 frames -> 2 latent frames: 16 video tokens
+TINY_HUNYUAN_VIDEO: dict[str, Any] = {
+    "_class_name": "HunyuanVideoTransformer3DModel",
+    "num_attention_heads": 2,
+    "attention_head_dim": 8,
+    "num_layers": 1,
+    "num_single_layers": 1,
+    "num_refiner_layers": 1,
+    "in_channels": 4,
+    "out_channels": 4,
+    "text_embed_dim": 32,
+    "pooled_projection_dim": 8,
+    "guidance_embeds": False,
+    "_pipeline": {
+        "vae": {"_class_name": "AutoencoderKLHunyuanVideo", "latent_channels": 4},
+        "text_tokens": 4,
+    },
+}
+
+
+def test_hunyuan_video_reuses_the_flux_blocks() -> None:
+    """HunyuanVideo's dual- and single-stream blocks have FLUX's weights and keep what FLUX's keep
+    over the same 16 image and 4 text tokens (test_flux_lora_blocks_by_hand), except their q/k
+    norms: diffusers' RMSNorm (in diffusers' generic Attention) also keeps an fp32 copy of its
+    input, 4 x 16 = 64 more per norm, two norms per token: 2 x 64 x 20 per block. Its token
+    refiner runs over the 4 text tokens, per token: LayerNorm 40, the adapted attn q/k/v input
+    32 (its attention matches the `to_q` targets too), LayerNorm 40, SiLU input 2*64 = 128; SDPA
+    136; and the prompt mask repeated per head, 2 heads x 4 x 4 at 2 B."""
+    model = denoiser_spec(TINY_HUNYUAN_VIDEO, "tiny-hunyuan")
+    shape = token_shape(model, "64x32", 5)
+    assert (shape.image_tokens, shape.text_tokens) == (16, 4)
+    flux = _flux()
+    flux_shape = token_shape(flux, 64)
+    for targets in (ATTENTION, frozenset()):
+        ours = denoiser_activations(model, shape, _mode(False, targets), fp32_weights=False)
+        theirs = denoiser_activations(flux, flux_shape, _mode(False, targets), fp32_weights=False)
+        by_role = {block.role: value for block, value in ours.layers}
+        flux_roles = {block.role: value for block, value in theirs.layers}
+        assert by_role["double_stream"] == flux_roles["double_stream"] + 2 * 64 * 20
+        assert by_role["single_stream"] == flux_roles["single_stream"] + 2 * 64 * 20
+    lora = denoiser_activations(model, shape, _mode(False, ATTENTION), fp32_weights=False)
+    assert {block.role: value for block, value in lora.layers}["text_refiner"] == (240 + 136) * 4 + 2 * 2 * 16
+    # with proj_mlp adapted too, the attention reads its own concatenated copy of the normed
+    # tokens (HunyuanVideoAttnProcessor2_0), where FLUX's to_q/k/v and proj_mlp share one:
+    # 2 x 16 more per token over the 20 tokens
+    both = ATTENTION | {"proj_mlp"}
+    ours_single = next(
+        value
+        for block, value in denoiser_activations(model, shape, _mode(False, both), fp32_weights=False).layers
+        if block.role == "single_stream"
+    )
+    flux_single = next(
+        value
+        for block, value in denoiser_activations(
+            flux, flux_shape, _mode(False, both), fp32_weights=False
+        ).layers
+        if block.role == "single_stream"
+    )
+    assert ours_single == flux_single + 32 * 20 + 2 * 64 * 20
+
+
+def test_uncounted_vaes_plan_with_precomputed_latents_only() -> None:
+    """CogVideoX's and HunyuanVideo's VAEs are read for their strides but not counted: with the
+    encoders on the GPU or offloaded the estimate is refused, naming the field and the component."""
+    with pytest.raises(InputError, match="AutoencoderKLCogVideoX") as error:
+        _estimate(model="CogVideoX-2b", method="lora", frozen_encoders="gpu")
+    assert error.value.field == "frozen_encoders"
+    result = _estimate(model="HunyuanVideo", method="lora", resolution="848x480", frames=61)
+    assert result.peak.total > 0

@@ -41,7 +41,8 @@ def test_catalog_has_the_diffusion_and_jepa_models() -> None:
         "PixArt-Sigma-XL-2-1024": "diffusion",
         "Sana-1600M-1024px": "diffusion",
         "LTX-Video-2B": "video",
-        "Wan2.1-T2V-1.3B": "video", "Wan2.1-T2V-14B": "video", "V-JEPA-2-ViT-L": "jepa",
+        "Wan2.1-T2V-1.3B": "video", "Wan2.1-T2V-14B": "video", "CogVideoX-2b": "video",
+        "CogVideoX-5b": "video", "HunyuanVideo": "video", "V-JEPA-2-ViT-L": "jepa",
         "V-JEPA-2-ViT-H": "jepa", "V-JEPA-2-ViT-g": "jepa",
     }  # fmt: skip
 
@@ -77,6 +78,54 @@ def test_tiny_flux_meta_device_count() -> None:
     assert _meta_device_count(TINY_FLUX) == 6140
 
 
+TINY_COGVIDEOX = {
+    "_class_name": "CogVideoXTransformer3DModel", "num_attention_heads": 2, "attention_head_dim": 8,
+    "num_layers": 1, "in_channels": 4, "out_channels": 4, "text_embed_dim": 6, "time_embed_dim": 5,
+    "sample_width": 8, "sample_height": 8, "sample_frames": 9, "max_text_seq_length": 3,
+}  # fmt: skip
+
+
+def test_tiny_cogvideox_hand_count() -> None:
+    # width 16 (2 heads x 8), FFN 64, time embedding 5; every linear has a bias: in x out + out
+    # embedders: patch conv 4 x 2 x 2 -> 16 (272), text_proj 6 -> 16 (112), time_embedding
+    #   16 -> 5 -> 5 (85 + 30)                                                       = 499
+    # block: norm1/norm2 linears 5 -> 96 (2 x 576) and LayerNorms (2 x 32); q/k/v/out 16 -> 16
+    #   (4 x 272); q/k LayerNorms over a head with bias (2 x 16); FFN 16 -> 64 -> 16 (1088 + 1040)
+    #                                                                                = 4464
+    # output: norm_final, norm_out.norm (2 x 32), norm_out.linear 5 -> 32 (192), proj_out
+    #   16 -> 2 x 2 x 4 (272)                                                        = 528
+    spec = spec_from_config(TINY_COGVIDEOX, "tiny")
+    assert total_params(spec) == 499 + 4464 + 528 == 5491
+    assert _meta_device_count(TINY_COGVIDEOX) == 5491
+    # the sin-cos table (a buffer): 3 text rows + (8 / 2)^2 patches x (1 + 8 / 4) latent frames
+    assert spec.buffer_elements == (3 + 16 * 3) * 16
+
+
+TINY_HUNYUAN_VIDEO = {
+    "_class_name": "HunyuanVideoTransformer3DModel", "num_attention_heads": 2, "attention_head_dim": 8,
+    "num_layers": 1, "num_single_layers": 1, "num_refiner_layers": 1, "text_embed_dim": 12,
+    "pooled_projection_dim": 6, "in_channels": 4, "out_channels": 4, "rope_axes_dim": [2, 2, 4],
+    "mlp_ratio": 3.0, "guidance_embeds": False,
+}  # fmt: skip
+
+
+def test_tiny_hunyuan_video_hand_count() -> None:
+    # width 16, MLP 48 (mlp_ratio 3), refiner FFN 64 (its fixed ratio 4); biased linears
+    # embedders: x_embedder conv 4 x 1 x 2 x 2 -> 16 (272); refiner time 256 -> 16 -> 16
+    #   (4112 + 272), refiner pooled text 12 -> 16 -> 16 (208 + 272), proj_in 12 -> 16 (208);
+    #   time 256 -> 16 -> 16 (4384), pooled CLIP 6 -> 16 -> 16 (112 + 272)          = 10112
+    # refiner block: 2 affine LayerNorms (64), q/k/v/out (4 x 272), FFN 16 -> 64 -> 16
+    #   (1088 + 1040), norm_out.linear 16 -> 32 (544)                                = 3824
+    # dual-stream block: 2 modulations 16 -> 96 (2 x 1632), 8 projections (8 x 272), 4 head
+    #   RMSNorms (32), 2 FFNs 16 -> 48 -> 16 (2 x (816 + 784))                       = 8672
+    # single-stream block: 16 -> 48 (816), q/k/v (816), proj_mlp 16 -> 48 (816), proj_out
+    #   64 -> 16 (1040), 2 head norms (16)                                           = 3504
+    # output: norm_out 16 -> 32 (544), proj_out 16 -> 16 (272)                       = 816
+    spec = spec_from_config(TINY_HUNYUAN_VIDEO, "tiny")
+    assert total_params(spec) == 10112 + 3824 + 8672 + 3504 + 816 == 26928
+    assert _meta_device_count(TINY_HUNYUAN_VIDEO) == 26928
+
+
 def test_flux_lora_on_the_attention_projections() -> None:
     # diffusers' FLUX LoRA scripts target to_k, to_q, to_v, to_out.0; rank 16 adds 16 x (3072 + 3072)
     # per matrix: 4 matrices in each of 19 double-stream blocks, 3 (no to_out) in each of 38 single
@@ -86,6 +135,22 @@ def test_flux_lora_on_the_attention_projections() -> None:
     assert lora_params(spec, lora) == (19 * 4 + 38 * 3) * 16 * (3072 + 3072) == 18_677_760
     # the "attention" preset also takes the text stream's add_*_proj and to_add_out in double blocks
     assert lora_params(spec, LoraSettings(rank=16, targets="attention")) == (19 * 8 + 38 * 3) * 98_304
+
+
+@pytest.mark.parametrize(
+    ("name", "published"),
+    [
+        # finetrainers docs/training/cogvideox.md and hunyuan_video.md, "Memory Usage": LoRA rank
+        # 128 on to_q, to_k, to_v, to_out.0, the logged "trainable parameters" (exact)
+        ("CogVideoX-5b", 132_120_576),  # 42 blocks x 4 matrices x 128 x (3072 + 3072)
+        # 20 dual-stream blocks x 4 + 40 single-stream x 3 (no to_out) + 2 refiner blocks x 4
+        # matrices, each 128 x (3072 + 3072): (80 + 120 + 8) x 786,432
+        ("HunyuanVideo", 163_577_856),
+    ],
+)
+def test_video_lora_counts_equal_the_published_trainable_parameters(name: str, published: int) -> None:
+    lora = LoraSettings(rank=128, targets=("to_q", "to_k", "to_v", "to_out.0"))
+    assert lora_params(resolve_model(name), lora) == published
 
 
 def test_unet_lora_on_the_attention_projections() -> None:
@@ -107,6 +172,8 @@ def test_unet_lora_on_the_attention_projections() -> None:
         ("SD3.5-Large", 8, 16, 2, 1, 333),
         ("SDXL-base-1.0", 8, 4, 1, 1, 77),
         ("Wan2.1-T2V-14B", 8, 16, 2, 4, 512),
+        ("CogVideoX-5b", 8, 16, 2, 4, 226),  # CogVideoXPipeline: 4 x 8 x 8, 226 T5 tokens
+        ("HunyuanVideo", 8, 16, 2, 4, 256),  # HunyuanVideoPipeline: 256 LLaMA tokens
         ("V-JEPA-2-ViT-L", 1, 3, 16, 2, 0),  # tubelets of 2 frames x 16 x 16 pixels
     ],
 )
@@ -147,7 +214,9 @@ def test_pipeline_folder_without_a_denoiser(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "field"),
     [
-        ({"_class_name": "HunyuanVideoTransformer3DModel"}, "_class_name"),
+        ({"_class_name": "MochiTransformer3DModel"}, "_class_name"),
+        ({**TINY_COGVIDEOX, "patch_size_t": 2}, "patch_size_t"),
+        ({**TINY_HUNYUAN_VIDEO, "image_condition_type": "token_replace"}, "image_condition_type"),
         (
             {
                 "_class_name": "PixArtTransformer2DModel",

@@ -196,12 +196,48 @@ def test_larger_images_keep_more_activations() -> None:
             64,
             1,
         ),
+        (
+            {
+                "_class_name": "CogVideoXTransformer3DModel",
+                "num_attention_heads": 2,
+                "attention_head_dim": 64,
+                "num_layers": 1,
+                "in_channels": 16,
+                "out_channels": 16,
+                "text_embed_dim": 128,
+                "time_embed_dim": 64,
+                "use_rotary_positional_embeddings": True,
+                "_pipeline": {"vae": {"_class_name": "AutoencoderKLCogVideoX", "latent_channels": 16}},
+            },
+            64,
+            5,
+        ),
+        (
+            {
+                "_class_name": "HunyuanVideoTransformer3DModel",
+                "num_attention_heads": 2,
+                "attention_head_dim": 64,
+                "num_layers": 1,
+                "num_single_layers": 1,
+                "num_refiner_layers": 1,
+                "in_channels": 16,
+                "out_channels": 16,
+                "text_embed_dim": 128,
+                "pooled_projection_dim": 64,
+                "rope_axes_dim": [16, 24, 24],
+                "_pipeline": {"vae": {"_class_name": "AutoencoderKLHunyuanVideo", "latent_channels": 16}},
+            },
+            64,
+            5,
+        ),
     ],
-    ids=["flux-dev", "wan", "sdxl-unet"],
+    ids=["flux-dev", "wan", "sdxl-unet", "cogvideox", "hunyuanvideo"],
 )
 def test_each_denoiser_traces_a_full_step(config: dict[str, Any], resolution: int, frames: int) -> None:
     # packing (FLUX), video latents (Wan: 1 + (5 - 1) / 4 = 2 latent frames), SDXL's time ids and
-    # pooled text embeddings (UNet): each runs forward, backward and two optimizer steps
+    # pooled text embeddings (UNet), CogVideoX's frames-first latents, v-prediction and RoPE
+    # tables, HunyuanVideo's text mask and guidance: each runs forward, backward and two
+    # optimizer steps
     spec = spec_from_config(config, "tiny")
     shape = token_shape(spec, resolution, frames, 8)
     m = measure_sample_step(

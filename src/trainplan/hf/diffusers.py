@@ -23,6 +23,13 @@ in*k*k x out matrices. Norms without affine parameters (the LayerNorms under ada
 - LTX-Video (`LTXVideoTransformer3DModel`, `transformer_ltx.py`; HaCohen et al. 2024,
   "LTX-Video", sec. 2.2): video DiT over the packed latents of its 32x / 8x VAE (patch 1), with
   RMSNorms, q/k RMSNorms over all heads, 3-D RoPE, cross-attention to the T5 text, adaLN-single.
+- CogVideoX (`CogVideoXTransformer3DModel`, `cogvideox_transformer_3d.py`; Yang et al. 2024,
+  "CogVideoX", sec. 2.2): the text tokens join the video tokens in one sequence; each block's
+  expert adaLN (`CogVideoXLayerNormZero`) modulates the two kinds of token separately around one
+  full 3-D attention and one shared FFN.
+- HunyuanVideo (`HunyuanVideoTransformer3DModel`, `transformer_hunyuan_video.py`; Kong et al.
+  2024, "HunyuanVideo", sec. 4.1): a token refiner over the text, then FLUX-style dual-stream and
+  single-stream blocks over the video and text tokens.
 """
 
 from __future__ import annotations
@@ -35,7 +42,15 @@ from trainplan.errors import ConfigError
 from trainplan.hf.values import get_int
 from trainplan.model import Attention, Block, LatentGeometry, Linear, Mlp, ModelSpec
 
-__all__ = ["TRANSFORMER_READERS", "denoiser_model", "linear", "timestep_embedding", "weights_block"]
+__all__ = [
+    "TRANSFORMER_READERS",
+    "denoiser_model",
+    "flux_double_block",
+    "flux_single_block",
+    "linear",
+    "timestep_embedding",
+    "weights_block",
+]
 
 
 def linear(name: str, role: str, in_features: int, out_features: int, bias: bool = True) -> Linear:
@@ -102,8 +117,22 @@ def flux_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         linear("context_embedder", "embed", get_int(cfg, "joint_attention_dim", default=4096), dim),
         linear("x_embedder", "embed", in_channels, dim),
     ]
-    double = Block(
-        get_int(cfg, "num_layers", default=19),
+    double = flux_double_block(get_int(cfg, "num_layers", default=19), heads, head_dim, inner)
+    single = flux_single_block(get_int(cfg, "num_single_layers", default=38), head_dim, dim, inner)
+    output = _output_block(dim, patch * patch * out_channels)
+    return denoiser_model(
+        name, source, dim, (weights_block("embed", *embed), double, single, output), "diffusion"
+    )
+
+
+def flux_double_block(count: int, heads: int, head_dim: int, inner: int) -> Block:
+    """FLUX's double-stream block (`FluxTransformerBlock`; HunyuanVideo's dual-stream
+    `HunyuanVideoTransformerBlock` is laid out the same): adaLN-Zero modulations of the image and
+    the text stream, joint attention with per-head RMSNorms on q and k of both streams, a GELU
+    FFN per stream."""
+    dim = heads * head_dim
+    return Block(
+        count,
         attention=_attention("attn", heads, head_dim, "head"),
         mlp=_gelu_mlp("ff", inner),
         norms=0,
@@ -120,8 +149,14 @@ def flux_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         ),
         extra_params=2 * head_dim,  # attn.norm_added_q / norm_added_k (RMSNorm over a head)
     )
-    single = Block(
-        get_int(cfg, "num_single_layers", default=38),
+
+
+def flux_single_block(count: int, head_dim: int, dim: int, inner: int) -> Block:
+    """FLUX's single-stream block (`FluxSingleTransformerBlock`; HunyuanVideo's
+    `HunyuanVideoSingleTransformerBlock` has the same weights): adaLN-Zero-single modulation, one
+    input read by to_q/k/v and proj_mlp, a fused output projection over [attention, MLP]."""
+    return Block(
+        count,
         attention=None,
         mlp=None,
         norms=0,
@@ -135,10 +170,6 @@ def flux_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
             linear("proj_out", "fused_out", dim + inner, dim),
         ),
         extra_params=2 * head_dim,  # attn.norm_q / norm_k
-    )
-    output = _output_block(dim, patch * patch * out_channels)
-    return denoiser_model(
-        name, source, dim, (weights_block("embed", *embed), double, single, output), "diffusion"
     )
 
 
@@ -441,6 +472,133 @@ def ltx_video_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     return denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "video")
 
 
+def cogvideox_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """CogVideoX-2b / 5b: the patch embedder (a 2-D conv per latent frame) and the text
+    projection, the time embedding (dim -> time_embed_dim), `num_layers` CogVideoXBlocks (two
+    expert adaLN norms `norm1`, `norm2` with affine LayerNorms and a time_embed_dim -> 6 x dim
+    modulation each; self-attention over text + video with affine LayerNorms over each head of q
+    and k; a GELU-tanh FFN), then norm_final, the AdaLayerNorm output modulation and proj_out."""
+    heads, head_dim, dim = _dims(cfg)
+    for key in ("patch_size_t", "ofs_embed_dim"):
+        if cfg.get(key) is not None:
+            raise ConfigError(
+                key, f"{cfg[key]!r}: CogVideoX 1.5 layouts are not modelled (CogVideoX 1.0 only)"
+            )
+    if cfg.get("activation_fn", "gelu-approximate") != "gelu-approximate":
+        raise ConfigError("activation_fn", f"{cfg['activation_fn']!r} is not modelled (gelu-approximate)")
+    in_channels = get_int(cfg, "in_channels", default=16)
+    out_channels = get_int(cfg, "out_channels", default=16)
+    patch = get_int(cfg, "patch_size", default=2)
+    time_dim = get_int(cfg, "time_embed_dim", default=512)
+    affine = 2 * dim if cfg.get("norm_elementwise_affine", True) else 0  # a LayerNorm's weight and bias
+    bias = bool(cfg.get("attention_bias", True))
+    embed = [
+        linear(
+            "patch_embed.proj", "conv", in_channels * patch * patch, dim, bool(cfg.get("patch_bias", True))
+        ),
+        linear("patch_embed.text_proj", "embed", get_int(cfg, "text_embed_dim", default=4096), dim),
+        *timestep_embedding("time_embedding", dim, time_dim),
+    ]
+    attention = Attention(
+        heads,
+        heads,
+        head_dim,
+        head_dim,
+        qkv_bias=bias,
+        out_bias=True,
+        qk_norm="head",  # nn.LayerNorm(head_dim) with weight and bias over each head of q and k
+        qk_norm_bias=True,
+        names=("attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0"),
+    )
+    block = Block(
+        get_int(cfg, "num_layers", default=30),
+        attention=attention,
+        mlp=_gelu_mlp("ff", 4 * dim),  # CogVideoXTransformer3DModel passes its blocks no ff_inner_dim
+        norms=0,
+        role="cogvideox",
+        linears=(
+            linear("norm1.linear", "modulation", time_dim, 6 * dim),
+            linear("norm2.linear", "modulation", time_dim, 6 * dim),
+        ),
+        extra_params=2 * affine,  # norm1.norm, norm2.norm
+    )
+    output = weights_block(  # norm_final and norm_out.norm (affine LayerNorms)
+        "cogvideox_output",
+        linear("norm_out.linear", "modulation", time_dim, 2 * dim),
+        linear("proj_out", "output", dim, patch * patch * out_channels),
+        extra_params=2 * affine,
+    )
+    spec = denoiser_model(name, source, dim, (weights_block("embed", *embed), block, output), "video")
+    if cfg.get("use_rotary_positional_embeddings", False) and not cfg.get(
+        "use_learned_positional_embeddings"
+    ):
+        return spec
+    # CogVideoXPatchEmbed's joint position table: max_text_seq_length text rows (zeros) and the
+    # sin-cos rows of the default sample's patches, (H / p) x (W / p) x (1 + (F - 1) / 4)
+    frames = (get_int(cfg, "sample_frames", default=49) - 1) // get_int(
+        cfg, "temporal_compression_ratio", default=4
+    ) + 1
+    patches = (get_int(cfg, "sample_height", default=60) // patch) * (
+        get_int(cfg, "sample_width", default=90) // patch
+    )
+    rows = get_int(cfg, "max_text_seq_length", default=226) + patches * frames
+    return replace(spec, buffer_elements=rows * dim)
+
+
+def hunyuan_video_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
+    """HunyuanVideo text-to-video: the 3-D patch embedder, the token refiner over the text
+    (`context_embedder`: its own time + pooled-text embedding, proj_in, `num_refiner_layers`
+    blocks of affine LayerNorm, self-attention, LayerNorm, SiLU FFN and adaNorm gates), the time,
+    guidance and pooled CLIP embedders, `num_layers` dual-stream and `num_single_layers`
+    single-stream blocks laid out as FLUX's (`flux_spec`), AdaLayerNormContinuous and proj_out."""
+    heads, head_dim, dim = _dims(cfg)
+    if cfg.get("image_condition_type") is not None:
+        raise ConfigError(
+            "image_condition_type",
+            f"{cfg['image_condition_type']!r}: image-to-video is not modelled; text-to-video only",
+        )
+    _qk_norm(cfg, ("rms_norm",), "rms_norm")
+    in_channels = get_int(cfg, "in_channels", default=16)
+    out_channels = get_int(cfg, "out_channels", default=in_channels)
+    patch, patch_t = get_int(cfg, "patch_size", default=2), get_int(cfg, "patch_size_t", default=1)
+    ratio = cfg.get("mlp_ratio", 4.0)
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or ratio <= 0:
+        raise ConfigError("mlp_ratio", f"{ratio!r} must be a positive number")
+    inner = int(dim * ratio)
+    text = get_int(cfg, "text_embed_dim", default=4096)
+    volume = patch_t * patch * patch
+    embed = [linear("x_embedder.proj", "conv", in_channels * volume, dim)]
+    embed += timestep_embedding("context_embedder.time_text_embed.timestep_embedder", 256, dim)
+    embed += timestep_embedding("context_embedder.time_text_embed.text_embedder", text, dim)
+    embed.append(linear("context_embedder.proj_in", "embed", text, dim))
+    embed += timestep_embedding("time_text_embed.timestep_embedder", 256, dim)
+    embed += timestep_embedding(
+        "time_text_embed.text_embedder", get_int(cfg, "pooled_projection_dim", default=768), dim
+    )
+    if cfg.get("guidance_embeds", True):
+        embed += timestep_embedding("time_text_embed.guidance_embedder", 256, dim)
+    refiner = Block(
+        get_int(cfg, "num_refiner_layers", default=2),
+        attention=_attention("attn", heads, head_dim, "none"),
+        mlp=Mlp(
+            4 * dim,  # HunyuanVideoTokenRefiner: mlp_width_ratio 4.0, FeedForward "linear-silu"
+            gated=False,
+            bias=True,
+            names=("ff.net.0.proj",) * 2 + ("ff.net.2",),
+            activation="silu",
+        ),
+        norms=0,
+        role="text_refiner",
+        linears=(linear("norm_out.linear", "modulation", dim, 2 * dim),),
+        extra_params=4 * dim,  # norm1, norm2: affine LayerNorms
+    )
+    double = flux_double_block(get_int(cfg, "num_layers", default=20), heads, head_dim, inner)
+    single = flux_single_block(get_int(cfg, "num_single_layers", default=40), head_dim, dim, inner)
+    output = _output_block(dim, volume * out_channels)
+    blocks = (weights_block("embed", *embed), refiner, double, single, output)
+    return denoiser_model(name, source, dim, blocks, "video")
+
+
 def weights_block(role: str, *linears: Linear, extra_params: int = 0, width: int = 0) -> Block:
     """One layer of listed matrices and parameters only: an embedder, a conv, an output head."""
     return Block(1, None, None, norms=0, role=role, linears=linears, extra_params=extra_params, width=width)
@@ -487,4 +645,6 @@ TRANSFORMER_READERS = {
     "PixArtTransformer2DModel": pixart_spec,
     "SanaTransformer2DModel": sana_spec,
     "LTXVideoTransformer3DModel": ltx_video_spec,
+    "CogVideoXTransformer3DModel": cogvideox_spec,
+    "HunyuanVideoTransformer3DModel": hunyuan_video_spec,
 }

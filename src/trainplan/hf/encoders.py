@@ -80,9 +80,10 @@ TEXT_ENCODER_CLASSES = {
 
 
 #: Text encoders a pipeline may name whose weights are not counted yet (Sana's Gemma-2 decoder,
-#: `Gemma2Model`): they stand in the pipeline as uncounted components, so running them each step
-#: (frozen_encoders gpu / offload) is refused rather than costed at zero.
-UNCOUNTED_TEXT_ENCODERS = ("Gemma2Model",)
+#: `Gemma2Model`, and HunyuanVideo's LLaMA, `LlamaModel`): they stand in the pipeline as
+#: uncounted components, so running them each step (frozen_encoders gpu / offload) is refused
+#: rather than costed at zero.
+UNCOUNTED_TEXT_ENCODERS = ("Gemma2Model", "LlamaModel")
 
 
 def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:

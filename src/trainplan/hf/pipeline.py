@@ -18,11 +18,18 @@ VAE's config gives the latent geometry:
   (8), the first frame alone (1 + (frames - 1) / 8 latent frames), unless the config states
   `spatial_compression_ratio` / `temporal_compression_ratio` (AutoencoderKLLTXVideo.__init__,
   LTXPipeline's vae_*_compression_ratio).
+- `AutoencoderKLCogVideoX` (CogVideoX): spatial stride 2 ** (len(block_out_channels) - 1), temporal
+  stride `temporal_compression_ratio`, causal (CogVideoXPipeline's vae_scale_factor_spatial and
+  _temporal; Yang et al. 2024, sec. 2.1: "4 x 8 x 8 compression"), `latent_channels` channels.
+- `AutoencoderKLHunyuanVideo` (HunyuanVideo): `spatial_compression_ratio` and
+  `temporal_compression_ratio` (8 and 4), causal, `latent_channels` channels
+  (HunyuanVideoPipeline's vae_scale_factor_spatial and _temporal).
 Tokens per latent frame come from the denoiser: FLUX packs 2x2 latents into one 64-channel token
 (FluxPipeline `_pack_latents`: in_channels = 4 x latent channels), SD3 and Wan patchify with
 `patch_size`, a UNet attends over every latent pixel at its first stage; Sana patchifies with
 `patch_size` (1), LTX-Video packs `patch_size` x `patch_size` x `patch_size_t` latents per token
-(LTXPipeline `_pack_latents`; 1 x 1 x 1 in the released model).
+(LTXPipeline `_pack_latents`; 1 x 1 x 1 in the released model); CogVideoX and HunyuanVideo
+patchify each latent frame 2 x 2 (`patch_size`; `patch_size_t` 1).
 """
 
 from __future__ import annotations
@@ -72,6 +79,11 @@ DEFAULT_TEXT_TOKENS = {
     "PixArtTransformer2DModel": 300,
     "SanaTransformer2DModel": 300,
     "LTXVideoTransformer3DModel": 128,
+    # CogVideoXPipeline's max_sequence_length (226 T5 tokens, the transformer's
+    # max_text_seq_length); HunyuanVideoPipeline's max_sequence_length 256 (LLaMA tokens after
+    # the prompt template's first 95 are cropped; CLIP-L gives the pooled embedding only)
+    "CogVideoXTransformer3DModel": 226,
+    "HunyuanVideoTransformer3DModel": 256,
 }
 
 #: The pipelines' default sample size, where the denoiser config does not give it as
@@ -82,10 +94,31 @@ DEFAULT_SAMPLES: dict[str, tuple[int | str, int]] = {
     "FluxTransformer2DModel": (1024, 1),
     "WanTransformer3DModel": ("832x480", 81),
     "LTXVideoTransformer3DModel": ("704x512", 161),
+    # CogVideoXPipeline: 480 x 720, 49 frames; HunyuanVideoPipeline: 720 x 1280, 129 frames
+    "CogVideoXTransformer3DModel": ("720x480", 49),
+    "HunyuanVideoTransformer3DModel": ("1280x720", 129),
 }
 
 #: The key under which a denoiser config carries its pipeline's settings (`vae`, `text_tokens`).
 PIPELINE_KEY = "_pipeline"
+
+
+def _cogvideox_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
+    """AutoencoderKLCogVideoX: 2 ** (stages - 1) spatially, `temporal_compression_ratio` in time."""
+    stages = vae.get("block_out_channels", [128, 256, 256, 512])
+    if not isinstance(stages, list) or not stages:
+        raise ConfigError("vae.block_out_channels", f"{stages!r} must list the encoder stages")
+    temporal = get_int(vae, "temporal_compression_ratio", default=4)
+    return 2 ** (len(stages) - 1), temporal, get_int(vae, "latent_channels", default=16)
+
+
+def _hunyuan_video_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
+    """AutoencoderKLHunyuanVideo: the compression ratios its config states (8 and 4)."""
+    return (
+        get_int(vae, "spatial_compression_ratio", default=8),
+        get_int(vae, "temporal_compression_ratio", default=4),
+        get_int(vae, "latent_channels", default=16),
+    )
 
 
 def _dc_ae_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -114,6 +147,8 @@ def _ltx_vae_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
 VAE_STRIDES: dict[str, Callable[[Mapping[str, Any]], tuple[int, int, int]]] = {
     "AutoencoderDC": _dc_ae_strides,
     "AutoencoderKLLTXVideo": _ltx_vae_strides,
+    "AutoencoderKLCogVideoX": _cogvideox_strides,
+    "AutoencoderKLHunyuanVideo": _hunyuan_video_strides,
 }
 
 
@@ -165,6 +200,9 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
             )
     elif class_name == "WanTransformer3DModel":
         patch_t, patch, _ = (int(p) for p in cfg.get("patch_size", [1, 2, 2]))
+    elif class_name in ("CogVideoXTransformer3DModel", "HunyuanVideoTransformer3DModel"):
+        patch = get_int(cfg, "patch_size", default=2)
+        patch_t = get_int(cfg, "patch_size_t", default=1)
     resolution, frames = DEFAULT_SAMPLES.get(class_name, (0, 1))
     if not resolution:  # SD3 and UNet pipelines: the config's sample_size latents per side
         resolution = get_int(cfg, "sample_size", default=128) * spatial

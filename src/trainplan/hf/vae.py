@@ -263,10 +263,16 @@ def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenCompon
 VAE_READERS = {"AutoencoderKL": autoencoder_kl, "AutoencoderKLWan": autoencoder_kl_wan}
 
 #: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
-#: yet: Sana's deep-compression autoencoder and LTX-Video's causal video VAE. They stand in the
+#: yet: Sana's deep-compression autoencoder and the causal video VAEs of LTX-Video, CogVideoX and
+#: HunyuanVideo. They stand in the
 #: pipeline as uncounted components, so running them each step (frozen_encoders gpu / offload)
 #: is refused rather than costed at zero.
-UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo")
+UNCOUNTED_VAES = (
+    "AutoencoderDC",
+    "AutoencoderKLLTXVideo",
+    "AutoencoderKLCogVideoX",
+    "AutoencoderKLHunyuanVideo",
+)
 
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:

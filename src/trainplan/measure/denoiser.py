@@ -15,6 +15,12 @@ fp32 on the latent target:
 - SD3 / SD3.5 (train_dreambooth_lora_sd3.py): rectified flow on unpacked latents,
   `precondition_outputs` (prediction x (-sigma) + noisy input), target the latents.
 - Wan 2.1 (the same flow-matching objective on video latents, frames x height x width).
+- CogVideoX (diffusers examples/cogvideo/train_cogvideox_lora.py): latents as (batch, frames,
+  channels, height, width), DDPM v-prediction (`CogVideoXDPMScheduler.get_velocity`), the loss
+  weighted by 1 / (1 - alphas_cumprod) on the latents; CogVideoX-5b's 3-D RoPE tables computed
+  outside the model (`prepare_rotary_positional_embeddings`), in fp32.
+- HunyuanVideo (the flow-matching objective of Wan, with its text mask, pooled CLIP embedding and
+  guidance x 1000 for the guidance-distilled transformer).
 - PixArt-Sigma: DDPM noise prediction as the UNets, on the first half of its output (the
   other half is the learned variance), with the caption's T5 embeddings.
 - Sana (train_dreambooth_lora_sana.py): rectified flow on the DC-AE latents, target
@@ -52,10 +58,17 @@ DENOISERS: dict[str, tuple[str, int, int, int]] = {
     "PixArtTransformer2DModel": ("caption_channels", 4096, 0, 4),
     "SanaTransformer2DModel": ("caption_channels", 2304, 0, 32),
     "LTXVideoTransformer3DModel": ("caption_channels", 4096, 0, 128),
+    "CogVideoXTransformer3DModel": ("text_embed_dim", 4096, 0, 16),
+    "HunyuanVideoTransformer3DModel": ("text_embed_dim", 4096, 768, 16),
 }
 
-#: Denoisers whose latents are video: (batch, channels, frames, height, width).
-_VIDEO = ("WanTransformer3DModel", "LTXVideoTransformer3DModel")
+#: Video denoisers that read latents as (batch, channels, frames, height, width); CogVideoX reads
+#: (batch, frames, channels, height, width).
+_CHANNELS_FIRST_VIDEO = (
+    "WanTransformer3DModel",
+    "LTXVideoTransformer3DModel",
+    "HunyuanVideoTransformer3DModel",
+)
 
 #: Config keys the tracer drops: the pipeline settings trainplan carries beside the denoiser's own.
 _OWN_KEYS = ("_class_name", "_pipeline", "_diffusers_version", "_name_or_path")
@@ -124,7 +137,12 @@ def denoiser_step(
         channels = in_channels // (side * side)
     else:
         channels = in_channels
-    spatial = (b, channels, lf, lh, lw) if name in _VIDEO else (b, channels, lh, lw)
+    if name in _CHANNELS_FIRST_VIDEO:
+        spatial: tuple[int, ...] = (b, channels, lf, lh, lw)
+    elif name == "CogVideoXTransformer3DModel":
+        spatial = (b, lf, channels, lh, lw)
+    else:
+        spatial = (b, channels, lh, lw)
     if name == "LTXVideoTransformer3DModel" and (
         get_int(config, "patch_size", default=1) != 1 or get_int(config, "patch_size_t", default=1) != 1
     ):
@@ -135,7 +153,7 @@ def denoiser_step(
             "latents": torch.randn(spatial, dtype=data_dtype),
             "encoder_hidden_states": torch.randn(b, text, width, dtype=data_dtype),
         }
-        if name in ("FluxTransformer2DModel", "SD3Transformer2DModel"):
+        if name in ("FluxTransformer2DModel", "SD3Transformer2DModel", "HunyuanVideoTransformer3DModel"):
             pooled = get_int(config, "pooled_projection_dim", default=pooled_default)
             batch["pooled_projections"] = torch.randn(b, pooled, dtype=data_dtype)
         if name == "UNet2DConditionModel" and config.get("addition_embed_type") == "text_time":
@@ -160,6 +178,8 @@ def denoiser_step(
         x = batch["latents"]
         noise = torch.randn_like(x)
         text_states = batch["encoder_hidden_states"]
+        if name == "CogVideoXTransformer3DModel":
+            return _cogvideox_loss(model, forward, config, shape, x, noise, text_states)
         if name in ("UNet2DConditionModel", "PixArtTransformer2DModel"):
             t = torch.randint(0, 1000, (b,))
             alphas = torch.rand(1000)  # the scheduler's alphas_cumprod, on the device
@@ -232,7 +252,42 @@ def denoiser_step(
             )
             pred = out.reshape(b, lf, lh, lw, in_channels).permute(0, 4, 1, 2, 3)
             return flow_loss(pred, noise - x, sigmas)
+        if name == "HunyuanVideoTransformer3DModel":
+            inputs["pooled_projections"] = batch["pooled_projections"]
+            inputs["encoder_attention_mask"] = torch.ones(b, text, dtype=torch.bool)
+            if config.get("guidance_embeds", True):
+                inputs["guidance"] = torch.full((b,), 6.0 * 1000, dtype=x.dtype)
         pred = forward(model, **inputs)
         return flow_loss(pred, noise - x, sigmas)
 
     return make_batch, loss_of
+
+
+def _cogvideox_loss(
+    model: torch.nn.Module,
+    forward: Callable[..., torch.Tensor],
+    config: dict[str, Any],
+    shape: TokenShape,
+    x: torch.Tensor,
+    noise: torch.Tensor,
+    text_states: torch.Tensor,
+) -> torch.Tensor:
+    """CogVideoX's v-prediction step (train_cogvideox_lora.py): DDPM noising, the velocity from the
+    model output, the loss weighted by 1 / (1 - alphas_cumprod) against the latents."""
+    b = x.shape[0]
+    t = torch.randint(0, 1000, (b,))
+    alphas = torch.rand(1000)  # the scheduler's alphas_cumprod, on the device
+    view = (b, 1, 1, 1, 1)
+    a = alphas[t].sqrt().to(x.dtype).view(view)
+    s = (1 - alphas[t]).sqrt().to(x.dtype).view(view)
+    noisy = a * x + s * noise
+    rotary = None
+    if config.get("use_rotary_positional_embeddings"):
+        tokens, head_dim = shape.image_tokens, get_int(config, "attention_head_dim", default=64)
+        rotary = (torch.randn(tokens, head_dim), torch.randn(tokens, head_dim))  # fp32 cos, sin
+    output = forward(
+        model, hidden_states=noisy, encoder_hidden_states=text_states, timestep=t, image_rotary_emb=rotary
+    )
+    pred = a * noisy - s * output  # CogVideoXDPMScheduler.get_velocity
+    weights = (1 / (1 - alphas[t])).view(view)
+    return torch.mean((weights * (pred - x) ** 2).reshape(b, -1), dim=1).mean()

@@ -28,9 +28,13 @@ Wan 2.1 blocks (`WanTransformerBlock`) self-attend over the video tokens and cro
 text, whose keys and values are projected in every block from one shared text tensor; PixArt,
 Sana (`SanaTransformerBlock`: ReLU linear self-attention and the GLUMBConv FFN) and LTX-Video
 (`LTXVideoTransformerBlock`: RMSNorms, q/k norms, RoPE) blocks follow the same self- then
-cross-attention pattern under adaLN-single. A V-JEPA
-ViT layer (transformers' VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a
-pre-norm transformer layer with trainable LayerNorms.
+cross-attention pattern under adaLN-single. CogVideoX blocks (`CogVideoXBlock`) run text and
+video tokens as one sequence through shared weights, with expert adaLN (separate modulation of
+each kind of token) and affine LayerNorms on each head of q and k. HunyuanVideo's dual- and
+single-stream blocks have FLUX's weights (with diffusers' RMSNorm on q and k); its token refiner
+runs pre-norm self-attention blocks over the text alone. A V-JEPA ViT layer (transformers'
+VJEPA2Layer: query/key/value, 3-D RoPE, SDPA, proj, fc1/GELU/fc2) is a pre-norm transformer
+layer with trainable LayerNorms.
 
 All figures are bytes per sample (one image or clip): estimates, checked against traces.
 """
@@ -56,11 +60,15 @@ __all__ = [
     "sample_tokens",
 ]
 
-DIT_ROLES = frozenset({"double_stream", "single_stream", "joint", "video_dit", "pixart", "sana", "ltx_video"})
+DIT_ROLES = frozenset(
+    {"double_stream", "single_stream", "joint", "video_dit", "pixart", "sana", "ltx_video", "cogvideox"}
+)
 UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkpoints in a UNet
 UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
 JEPA_ROLES = frozenset({"encoder", "predictor"})
 WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
+# run outside the checkpointed layers: HunyuanVideo's token refiner over the text, CogVideoX's head
+OUTSIDE_LAYER_ROLES = frozenset({"text_refiner", "cogvideox_output"})
 
 
 @dataclass(frozen=True)
@@ -272,7 +280,8 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
     names = {linear.name for linear in block.linears}
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    flux = block.role == "double_stream"  # FluxAttention: torch.nn.RMSNorm; SD3: diffusers' RMSNorm
+    # FluxAttention: torch.nn.RMSNorm; SD3 and HunyuanVideo: diffusers' RMSNorm
+    flux = block.role == "double_stream" and not _hunyuan_video(model)
     image = _stream(
         dims, block, attention, (q, k, v, o, up, down), "norm1.linear", inner, width, torch_norm=flux
     )
@@ -317,11 +326,88 @@ def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShap
     attention = _single_attention(block, model)
     mod = _trained(dims, "norm.linear")
     per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
-    per_token += dims.a * inner + _qk_norms(dims, attention)
+    hunyuan = _hunyuan_video(model)
+    if hunyuan:
+        per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v"], dims.autocast)
+        per_token += _inputs(dims, width, ["proj_mlp"], dims.autocast)
+    else:
+        per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
+    per_token += dims.a * inner + _qk_norms(dims, attention, torch_norm=not hunyuan)
     per_token += _inputs(dims, width + inner, ["proj_out"], False) + (dims.a * width if mod else 0)
     tokens = shape.image_tokens + shape.text_tokens
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+
+
+def _hunyuan_video(model: ModelSpec) -> bool:
+    """HunyuanVideo (the model with a token refiner). Its dual- and single-stream blocks carry
+    FLUX's weights but run diffusers' generic `Attention`, whose q/k norms are diffusers' RMSNorm
+    (an fp32 copy for the variance, as SD3's), not torch.nn.RMSNorm; and its single-stream block
+    splits the normed tokens into video and text rows that its attention processor concatenates
+    again (HunyuanVideoAttnProcessor2_0), so to_q/k/v read a copy that proj_mlp does not share."""
+    return any(block.role == "text_refiner" for block in model.blocks)
+
+
+def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A CogVideoXBlock (diffusers `cogvideox_transformer_3d.py`) over text + video tokens, the
+    same per token for both kinds (one set of weights; only their modulations differ):
+    norm1 (affine LayerNorm + modulation; CogVideoXLayerNormZero), q/k/v on the concatenated
+    tokens, affine LayerNorms over each head of q and k (`qk_norm="layer_norm"`: each keeps its
+    input and an fp32 mean and rstd per head; CogVideoX-5b's RoPE then rotates in place, keeping
+    only the shared cos/sin tables), the attention kernel, to_out's input (a copy of the
+    kernel's output) and the gated residual; norm2 and its modulation, the shared GELU-tanh FFN
+    on the concatenated tokens and its gate."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = _trained(dims, "norm1.linear")
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    heads = attention.num_heads
+    per_token = 2 * (_layer_norm(dims, width) + _modulated(dims, width, mod))  # norm1, norm2
+    per_token += _inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += dims.norm_bytes() * (attention.q_size + attention.kv_size) + 2 * 8 * heads
+    # the per-head norms leave q contiguous as (batch, heads, seq, head_dim); flash attention
+    # allocates its output like q, so the reshape before to_out copies it, and a trained or
+    # adapted to_out keeps that copy
+    per_token += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
+    per_token += (
+        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+    )
+    per_token += dims.a * width if mod else 0
+    tokens = shape.image_tokens + shape.text_tokens
+    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+
+
+def _cogvideox_output(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """CogVideoX's head over the video tokens: norm_final (affine LayerNorm), norm_out's affine
+    LayerNorm and modulation (AdaLayerNorm), proj_out's input."""
+    width = model.hidden_size
+    mod = _trained(dims, "norm_out.linear")
+    per_token = 2 * _layer_norm(dims, width) + _modulated(dims, width, mod)
+    return shape.image_tokens * (per_token + _inputs(dims, width, ["proj_out"], dims.autocast))
+
+
+def _text_refiner(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+    """A HunyuanVideoIndividualTokenRefinerBlock over the text tokens (diffusers
+    `transformer_hunyuan_video.py`): affine LayerNorm, self-attention (AttnProcessor2_0, no q/k
+    norms; the prompt mask per head), the output gated by the refiner's adaNorm, affine
+    LayerNorm, the SiLU FFN (`linear-silu`: net.0.proj then SiLU, which keeps its input) and its
+    gate."""
+    attention, mlp = block.attention, block.mlp
+    assert attention is not None and mlp is not None
+    width, inner = model.hidden_size, mlp.intermediate_size
+    mod = _trained(dims, "norm_out.linear")
+    q, k, v, o = attention.names
+    up, _, down = mlp.names
+    per_token = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
+    per_token += dims.a * inner + _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
+    text = shape.text_tokens
+    # the prompt mask, repeated per head by Attention.prepare_attention_mask and cast to the
+    # queries' dtype, is kept by the attention kernel for backward: heads x text x text
+    mask = dims.a * attention.num_heads * text * text
+    return per_token * text + _sdpa(dims, attention, text, text) + mask
 
 
 def _single_attention(block: Block, model: ModelSpec) -> Attention:
@@ -633,6 +719,13 @@ def denoiser_activations(
         elif block.role in _CROSS_ATTENTION_DITS:  # over the image / video tokens only
             layers.append((block, _CROSS_ATTENTION_DITS[block.role](dims, block, model, shape)))
             inputs.append(a * width * shape.image_tokens)
+        elif block.role == "cogvideox":
+            layers.append((block, _cogvideox(dims, block, model, shape)))
+            inputs.append(a * width * joint)
+        elif block.role in OUTSIDE_LAYER_ROLES:
+            recipe = _text_refiner if block.role == "text_refiner" else _cogvideox_output
+            layers.append((block, recipe(dims, block, model, shape)))
+            inputs.append(0.0)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
             layers.append((block, _vit(dims, block, tokens)))
@@ -695,6 +788,8 @@ _TEXT_INPUTS = (
     "context_embedder",
     "condition_embedder.text_embedder.linear_1",
     "caption_projection.linear_1",
+    "patch_embed.text_proj",
+    "context_embedder.proj_in",
     "attn2.to_k",
 )
 
@@ -754,9 +849,15 @@ def _caption_trains(dims: _Dims) -> bool:
 
 
 #: Embedder linears by the tokens they run over (the rest of an embed block runs once per sample).
-_TEXT_LINEARS = ("context_embedder", "condition_embedder.text_embedder.", "caption_projection.")
+_TEXT_LINEARS = (
+    "context_embedder",
+    "condition_embedder.text_embedder.",
+    "caption_projection.",
+    "patch_embed.text_proj",
+)
 _SAMPLE_LINEARS = (
     "time_text_embed.",
+    "context_embedder.time_text_embed.",  # HunyuanVideo's refiner: on the pooled text
     "condition_embedder.time_",
     "time_embedding.",
     "add_embedding.",
@@ -770,10 +871,10 @@ def _linear_tokens(
 ) -> float:
     """Tokens one linear of an embedder or head runs over, per sample."""
     name = linear.name
-    if name.startswith(_TEXT_LINEARS):
-        return float(shape.text_tokens)
     if name.startswith(_SAMPLE_LINEARS) or linear.role == "modulation":
         return 1.0
+    if name.startswith(_TEXT_LINEARS):
+        return float(shape.text_tokens)
     if name == "predictor_embeddings":
         return _context_tokens(shape, masks)
     if name == "predictor.proj":
@@ -800,6 +901,10 @@ def _streams(
         elif block.role in _CROSS_ATTENTION_DITS:
             cross_kv = name in ("attn2.to_k", "attn2.to_v")
             tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
+        elif block.role == "cogvideox":
+            tokens = float(joint)
+        elif block.role == "text_refiner":
+            tokens = float(shape.text_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
         elif block.role in UNET_ROLES:
@@ -844,6 +949,10 @@ def _attention_forward(
         return linear_attention_core(block.attention, shape.image_tokens) + core(
             block.cross_attention, shape.image_tokens, shape.text_tokens
         )
+    if block.role == "cogvideox":
+        return core(block.attention, joint, joint)
+    if block.role == "text_refiner":
+        return core(block.attention, shape.text_tokens, shape.text_tokens)
     if block.role in _CROSS_ATTENTION_DITS:  # self-, then cross-attention to the text
         cross = block.cross_attention or block.attention
         return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
