@@ -40,16 +40,14 @@ from trainplan.errors import InputError
 from trainplan.model import Attention, Block, Linear, ModelSpec, block_linears
 from trainplan.terms.activations import ActivationMode, linear_input
 from trainplan.terms.geometry import TokenShape
+from trainplan.terms.jepa_masks import JepaRecipe, MaskGenerator, jepa_recipe
 
 __all__ = [
-    "JEPA_MASKS",
     "DenoiserActivations",
-    "MaskGenerator",
     "checkpointed_blocks",
     "denoiser_activations",
     "denoiser_flops",
     "is_unet",
-    "jepa_masks",
     "sample_tokens",
 ]
 
@@ -58,33 +56,6 @@ UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkp
 UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
 JEPA_ROLES = frozenset({"encoder", "predictor"})
 WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
-
-
-@dataclass(frozen=True)
-class MaskGenerator:
-    """One JEPA mask generator: the share of patch tokens it hides (the predictor's targets)."""
-
-    masked: float
-    note: str
-
-
-#: V-JEPA 2 pretraining masks (Assran et al. 2025, app. A; vjepa2 configs/train/*/pretrain-*.yaml:
-#: 8 short-range blocks at 15% spatial scale and 2 long-range blocks at 70%, full temporal extent).
-#: The masked share of a generator is the union of its blocks, taken as independent placements:
-#: 1 - (1 - scale) ** blocks (an estimate; the paper states masking ratios of about 90%).
-JEPA_MASKS = (
-    MaskGenerator(1 - (1 - 0.15) ** 8, "8 blocks at 15% spatial scale"),
-    MaskGenerator(1 - (1 - 0.70) ** 2, "2 blocks at 70% spatial scale"),
-)
-
-
-def jepa_masks(mask_ratio: float | None) -> tuple[MaskGenerator, ...]:
-    """The published generators, or one generator hiding `mask_ratio` of the tokens."""
-    if mask_ratio is None:
-        return JEPA_MASKS
-    if not 0 < mask_ratio < 1:
-        raise InputError("mask_ratio", f"{mask_ratio} is outside (0, 1)")
-    return (MaskGenerator(mask_ratio, f"one generator hiding {mask_ratio:.0%} of the tokens"),)
 
 
 def checkpointed_blocks(model: ModelSpec, every: int | None) -> list[int]:
@@ -388,29 +359,46 @@ def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> f
     return per_token * image + _sdpa(dims, attention, image, image) + _sdpa(dims, cross, image, text)
 
 
-def _vit(dims: _Dims, block: Block, tokens: float) -> float:
-    """A pre-norm V-JEPA 2 ViT layer over `tokens` (transformers' VJEPA2Layer): LayerNorm (trained
-    weight), the query / key / value inputs (one cast each under autocast), 3-D RoPE, SDPA, the
-    proj input, LayerNorm, fc1 input, GELU, fc2 input.
+def _vit(dims: _Dims, block: Block, recipe: JepaRecipe, sequences: list[tuple[float, float]]) -> float:
+    """A pre-norm JEPA ViT layer over `sequences` ((tokens, count) per sample): LayerNorm
+    (trained weight), the q/k/v inputs (one cast each under autocast, or one for the repos'
+    fused qkv), the attention, the proj input, LayerNorm, fc1 input, GELU, fc2 input.
 
-    The RoPE (VJEPA2RopeAttention.apply_rotary_embeddings) rotates 2 x (head_dim // 3 // 2)
-    channels of each head per axis (frames, height, width) with per-token cos and sin tables,
-    which `x * cos + rotated * sin` keeps for q and for k: 4 tables of heads x rotated channels,
-    in fp32 under autocast (their frequencies come from a `pow`, which CUDA autocast runs in fp32).
-    Checked against one traced VJEPA2Layer (ViT-L and predictor widths) to the byte per token."""
+    V-JEPA 2's RoPE (transformers' VJEPA2RopeAttention.apply_rotary_embeddings) rotates
+    2 x (head_dim // 3 // 2) channels of each head per axis (frames, height, width) with
+    per-token cos and sin tables, which `x * cos + rotated * sin` keeps for q and for k: 4 tables
+    of heads x rotated channels, in fp32 under autocast (their frequencies come from a `pow`,
+    which CUDA autocast runs in fp32); checked against one traced VJEPA2Layer to the byte per
+    token. I-JEPA and V-JEPA add fixed sin-cos tables to the embeddings instead: nothing kept in
+    the layer. `merge_copy`: the head-merged output is copied for proj, which keeps the copy
+    (transformers' VJEPA2 `contiguous()`, I-JEPA's transpose of `attn @ v`); V-JEPA's SDPA
+    output transposes back to a view. Eager attention (I-JEPA's Attention.forward) keeps the
+    contiguous copies matmul makes of the strided q, k and v views, and per head and key the
+    fp32 softmax (softmax is on autocast's fp32 list) and its 16-bit cast for `attn @ v`."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
     width, inner = block.width, mlp.intermediate_size
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    rotated = 3 * 2 * (attention.head_dim // 3 // 2)
-    tables = 4 if dims.autocast else dims.a  # `10000 ** omega` is on autocast's fp32 list
-    per_token = 2 * _layer_norm(dims, width) + 4 * tables * attention.num_heads * rotated
-    # transformers' SDPA path makes the head-merged output contiguous for proj: a copy it keeps
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
+    tokens = sum(length * count for length, count in sequences)
+    per_token = 2 * _layer_norm(dims, width)
+    if recipe.positions == "rope-3d":
+        rotated = 3 * 2 * (attention.head_dim // 3 // 2)
+        tables = 4 if dims.autocast else dims.a  # `10000 ** omega` is on autocast's fp32 list
+        per_token += 4 * tables * attention.num_heads * rotated
+    qkv = [attention.fused_qkv] if attention.fused_qkv else [q, k, v]
+    per_token += _inputs(dims, width, qkv, dims.autocast)
+    if recipe.merge_copy:
+        per_token += _inputs(dims, attention.q_size, [o], False)
+    else:
+        per_token += _kernel_output_input(dims, attention.q_size, o)
     per_token += (
         _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
     )
+    if recipe.attention == "eager":
+        copies = dims.a * (attention.q_size + 2 * attention.kv_size) * tokens
+        scores = sum(attention.num_heads * n * n * count * (4 + dims.a) for n, count in sequences)
+        return per_token * tokens + copies + scores
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
 
 
@@ -476,12 +464,28 @@ def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
 
 def _context_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
     """Visible tokens a JEPA's context encoder sees, summed over the mask generators."""
-    return sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
+    return sum(shape.image_tokens * mask.context for mask in masks)
 
 
 def _target_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
-    """Masked tokens the predictor predicts, summed over the mask generators."""
-    return sum(shape.image_tokens * mask.masked for mask in masks)
+    """Masked tokens the predictor predicts, summed over the generators and their passes."""
+    return sum(shape.image_tokens * mask.target * mask.passes for mask in masks)
+
+
+def _predictor_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
+    """Tokens the predictor runs over: per pass the context plus one mask token per target."""
+    return sum(shape.image_tokens * (mask.context + mask.target) * mask.passes for mask in masks)
+
+
+def _jepa_sequences(
+    block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+) -> list[tuple[float, float]]:
+    """(tokens, count) of the sequences a JEPA layer group runs per sample: the context encoder
+    one per generator over its visible tokens, the predictor one per pass over the context and
+    that pass's mask tokens."""
+    if block.role == "predictor":
+        return [(shape.image_tokens * (m.context + m.target), float(m.passes)) for m in masks]
+    return [(shape.image_tokens * m.context, 1.0) for m in masks]
 
 
 def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
@@ -489,7 +493,7 @@ def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ..
     sees each generator's visible tokens, the predictor all tokens (context + one mask token per
     target)."""
     if block.role == "predictor":
-        return float(shape.image_tokens * len(masks))
+        return _predictor_tokens(shape, masks)
     return _context_tokens(shape, masks)
 
 
@@ -499,7 +503,7 @@ def denoiser_activations(
     mode: ActivationMode,
     *,
     fp32_weights: bool,
-    masks: tuple[MaskGenerator, ...] = JEPA_MASKS,
+    masks: tuple[MaskGenerator, ...] = (),
 ) -> DenoiserActivations:
     """Per-sample saved bytes of every block of a diffusion, video or JEPA model, the inputs one
     checkpointed layer keeps, the sample's inputs and the loss buffers."""
@@ -523,7 +527,8 @@ def denoiser_activations(
             inputs.append(a * width * shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
-            layers.append((block, _vit(dims, block, tokens)))
+            recipe = jepa_recipe(model.geometry.recipe if model.geometry else "")
+            layers.append((block, _vit(dims, block, recipe, _jepa_sequences(block, shape, masks))))
             inputs.append(a * block.width * tokens)
         elif block.role == "resnet":
             layers.append((block, _resnet(dims, block, shape)))
@@ -621,7 +626,7 @@ def _weights_block(
     if "predictor_embeddings" in names:
         kept += contexts * _inputs(dims, width, ["predictor_embeddings"], False)
     if "predictor.proj" in names:
-        kept += shape.image_tokens * len(masks) * _layer_norm(dims, block.width)
+        kept += _predictor_tokens(shape, masks) * _layer_norm(dims, block.width)
         kept += targets * _inputs(dims, block.width, ["predictor.proj"], dims.autocast)
     return kept
 
@@ -711,10 +716,8 @@ def _attention_forward(
     if block.role == "transformer":  # a UNet's self-attention over its positions, cross to the text
         count = positions(shape, block.level)
         return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
-    if block.role == "predictor":
-        return len(masks) * core(block.attention, shape.image_tokens, shape.image_tokens)
-    visible = [shape.image_tokens * (1 - mask.masked) for mask in masks]
-    return sum(core(block.attention, tokens, tokens) for tokens in visible)
+    sequences = _jepa_sequences(block, shape, masks)
+    return sum(count * core(block.attention, tokens, tokens) for tokens, count in sequences)
 
 
 @dataclass(frozen=True)
@@ -736,7 +739,7 @@ def denoiser_flops(
     adapted: frozenset[str],
     rank: int,
     checkpointed: list[int],
-    masks: tuple[MaskGenerator, ...] = JEPA_MASKS,
+    masks: tuple[MaskGenerator, ...] = (),
 ) -> DenoiserFlops:
     """Training FLOPs per sample: 2 per multiply-accumulate forward; backward 2x (input and
     weight gradients) or 1x for frozen weights, plus 6 x rank x (in + out) per adapted token
