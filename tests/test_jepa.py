@@ -173,3 +173,48 @@ def test_vjepa_config_errors_name_the_field() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**TINY_IJEPA, "image_size": 50}, "bad")
     assert error.value.field == "image_size"
+
+
+# The sections of facebookresearch/ijepa configs/in1k_vith14_ep300.yaml and facebookresearch/jepa
+# configs/pretrain/vitl16.yaml that shape the model (the rest: schedule, data paths, logging).
+IJEPA_YAML = """
+data: {batch_size: 128, crop_size: 224}
+mask: {allow_overlap: false, aspect_ratio: [0.75, 1.5], enc_mask_scale: [0.85, 1.0], min_keep: 10,
+       num_enc_masks: 1, num_pred_masks: 4, patch_size: 14, pred_mask_scale: [0.15, 0.2]}
+meta: {model_name: vit_huge, pred_depth: 12, pred_emb_dim: 384, use_bfloat16: true}
+"""
+VJEPA_YAML = """
+app: vjepa
+data: {batch_size: 24, num_frames: 16, tubelet_size: 2, crop_size: 224, patch_size: 16}
+mask:
+  - {aspect_ratio: [0.75, 1.5], num_blocks: 8, spatial_scale: [0.15, 0.15], temporal_scale: [1.0, 1.0]}
+  - {aspect_ratio: [0.75, 1.5], num_blocks: 2, spatial_scale: [0.7, 0.7], temporal_scale: [1.0, 1.0]}
+model: {model_name: vit_large, pred_depth: 12, pred_embed_dim: 384, use_mask_tokens: true}
+"""
+
+
+def test_repo_yaml_configs_read_as_the_catalog_models(tmp_path: Any) -> None:
+    # the published pretraining configs give the catalog records' counts exactly
+    for text, name in ((IJEPA_YAML, "I-JEPA-ViT-H-14"), (VJEPA_YAML, "V-JEPA-ViT-L-16")):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        assert total_params(resolve_model(str(path))) == total_params(resolve_model(name))
+
+
+def test_repo_yaml_errors_name_the_field(tmp_path: Any) -> None:
+    cases = {
+        VJEPA_YAML.replace("vit_large", "vit_colossal"): "model.model_name",
+        VJEPA_YAML.replace("num_blocks: 8", "num_blocks: 6"): "mask",
+        IJEPA_YAML.replace("num_pred_masks: 4", "num_pred_masks: 3"): "mask",
+        IJEPA_YAML.replace(
+            "enc_mask_scale: [0.85, 1.0]", "enc_mask_scale: [0.5, 1.0]"
+        ): "mask.enc_mask_scale",
+        VJEPA_YAML.replace("use_mask_tokens: true", "use_mask_tokens: false"): "model.use_mask_tokens",
+        "data: {batch_size: 4}\n": "model",
+    }
+    for index, (text, field) in enumerate(cases.items()):
+        path = tmp_path / f"bad{index}.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as error:
+            resolve_model(str(path))
+        assert error.value.field == field, text

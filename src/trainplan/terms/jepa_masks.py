@@ -28,7 +28,7 @@ from trainplan.datafiles import load_yaml, require
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 
-__all__ = ["JepaRecipe", "MaskGenerator", "jepa_masks", "jepa_recipe"]
+__all__ = ["JepaRecipe", "MaskGenerator", "jepa_masks", "jepa_recipe", "jepa_recipe_rows"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,12 @@ def _recipe(raw: Mapping[str, Any], index: int) -> JepaRecipe:
         bool(raw["merge_copy"]),
         generators,
     )
+
+
+def jepa_recipe_rows() -> dict[str, Any]:
+    """The rows of data/jepa_recipes.yaml by name, as written (a config reader compares a
+    training config's mask section with them)."""
+    return {row["name"]: row for row in load_yaml("jepa_recipes.yaml")}
 
 
 @cache
