@@ -368,13 +368,21 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         gradient_checkpointing=scenario.activation_checkpointing == "full",
         ema=resolved_ema(spec, scenario),
         mask_ratios=_mask_ratios(spec, scenario),
+        jepa_masks=_repo_masks(spec, scenario),
     )
+
+
+def _repo_masks(spec: ModelSpec, scenario: Scenario) -> tuple[tuple[float, float, int], ...]:
+    """An I-JEPA or V-JEPA model's generators as its trace runs them (measure/jepa_repo.py)."""
+    if spec.kind != "jepa" or spec.geometry is None or spec.geometry.recipe == "vjepa2":
+        return ()
+    return tuple((mask.context, mask.target, mask.passes) for mask in jepa_masks(spec, scenario.mask_ratio))
 
 
 def _mask_ratios(spec: ModelSpec, scenario: Scenario) -> tuple[float, ...]:
     """A JEPA's mask generators as the trace runs them (terms/jepa_masks.py: the published ones,
     or the scenario's one): one hidden share per generator, the predictor run once on each."""
-    if spec.kind != "jepa":
+    if spec.kind != "jepa" or spec.geometry is None or spec.geometry.recipe != "vjepa2":
         return ()
     masks = jepa_masks(spec, scenario.mask_ratio)
     if any(mask.passes != 1 or abs(mask.context + mask.target - 1) > 1e-9 for mask in masks):

@@ -554,10 +554,18 @@ def denoiser_activations(
     if model.kind == "jepa":
         encoder_width = width
         targets = _target_tokens(shape, masks)
-        # the clip itself; the EMA target encoder's output and its LayerNorm at the loss; the L1
-        # loss keeps z - h and |z - h| per target token (vjepa2 app/vjepa/train.py forward_target,
-        # loss_fn with loss_exp 1.0)
-        outside = float(a * latent)
+        recipe = jepa_recipe(model.geometry.recipe if model.geometry else "")
+        # the clip (or image) as the data loader hands it over, fp32 (`clips.to(device)` in the
+        # repos' train.py); per mask generator the whole patch embedding, which the gather of the
+        # context tokens (apply_masks: torch.gather, whose backward formula reads its input)
+        # keeps: fp32 where a fixed sin-cos table of the fp32 weights is added, else the
+        # convolution's output dtype; the EMA target encoder's output and its LayerNorm at the
+        # loss; the L1 loss keeps z - h and |z - h| per target token (vjepa2 app/vjepa/train.py
+        # forward_target, loss_fn with loss_exp 1.0). Under autocast the patch convolution of each
+        # generator's context pass keeps its own 16-bit cast of the fp32 clip.
+        embedding = 4 if recipe.positions == "sincos" and dims.fp32_weights else a
+        cast = a * latent if dims.autocast else 0.0
+        outside = 4.0 * latent + len(masks) * (cast + embedding * encoder_width * shape.image_tokens)
         held = 2.0 * a * encoder_width * targets
         peak = held + 2.0 * a * encoder_width * shape.image_tokens
         backward = held + a * encoder_width * targets
