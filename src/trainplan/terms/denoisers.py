@@ -40,7 +40,7 @@ from trainplan.errors import InputError
 from trainplan.model import Attention, Block, Linear, ModelSpec, block_linears
 from trainplan.terms.activations import ActivationMode, linear_input
 from trainplan.terms.geometry import TokenShape
-from trainplan.terms.jepa_masks import JepaRecipe, MaskGenerator, jepa_recipe
+from trainplan.terms.jepa_masks import JepaRecipe, MaskGenerator, model_recipe
 
 __all__ = [
     "DenoiserActivations",
@@ -527,7 +527,7 @@ def denoiser_activations(
             inputs.append(a * width * shape.image_tokens)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
-            recipe = jepa_recipe(model.geometry.recipe if model.geometry else "")
+            recipe = model_recipe(model)
             layers.append((block, _vit(dims, block, recipe, _jepa_sequences(block, shape, masks))))
             inputs.append(a * block.width * tokens)
         elif block.role == "resnet":
@@ -554,7 +554,7 @@ def denoiser_activations(
     if model.kind == "jepa":
         encoder_width = width
         targets = _target_tokens(shape, masks)
-        recipe = jepa_recipe(model.geometry.recipe if model.geometry else "")
+        recipe = model_recipe(model)
         # the clip (or image) as the data loader hands it over, fp32 (`clips.to(device)` in the
         # repos' train.py); per mask generator the whole patch embedding, which the gather of the
         # context tokens (apply_masks: torch.gather, whose backward formula reads its input)

@@ -28,7 +28,7 @@ from trainplan.datafiles import load_yaml, require
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 
-__all__ = ["JepaRecipe", "MaskGenerator", "jepa_masks", "jepa_recipe", "jepa_recipe_rows"]
+__all__ = ["JepaRecipe", "MaskGenerator", "jepa_masks", "jepa_recipe", "jepa_recipe_rows", "model_recipe"]
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,16 @@ def jepa_recipe(name: str) -> JepaRecipe:
     return _recipes()[name]
 
 
+def model_recipe(model: ModelSpec) -> JepaRecipe:
+    """The recipe a JEPA model's reader named (`LatentGeometry.recipe`)."""
+    return jepa_recipe(model.geometry.recipe if model.geometry else "")
+
+
 def jepa_masks(model: ModelSpec, mask_ratio: float | None) -> tuple[MaskGenerator, ...]:
     """The published generators of the model's recipe, or one generator hiding `mask_ratio` of
     the tokens (the context encoder sees the rest, the predictor runs once over all of them)."""
     if mask_ratio is None:
-        return jepa_recipe(model.geometry.recipe if model.geometry else "").generators
+        return model_recipe(model).generators
     if not 0 < mask_ratio < 1:
         raise InputError("mask_ratio", f"{mask_ratio} is outside (0, 1)")
     return (
