@@ -218,3 +218,20 @@ def test_repo_yaml_errors_name_the_field(tmp_path: Any) -> None:
         with pytest.raises(ConfigError) as error:
             resolve_model(str(path))
         assert error.value.field == field, text
+
+
+def test_recipe_rows_are_validated_strictly() -> None:
+    from trainplan.terms import jepa_masks as recipes
+
+    rows = recipes.jepa_recipe_rows()
+    assert set(rows) == {"ijepa", "vjepa", "vjepa2"}
+    assert all(row["source"] and row["as_of"] for row in rows.values())
+    good = dict(rows["vjepa"])
+    for bad in (
+        {**good, "unknown": 1},
+        {**good, "attention": "flash"},
+        {**good, "context_scale": [0.9, 1.2]},
+        {**good, "generators": [{**good["generators"][0], "blocks_per_frame": 2}]},
+    ):
+        with pytest.raises(RuntimeError):
+            recipes._recipe(bad, 0)
