@@ -203,7 +203,8 @@ def repo_jepa_step(
                 prediction = model.predictor(model.encoder(x, ids), ids, targets, i)
                 wanted = _gather(h.repeat(passes, 1, 1), targets)
                 if video:
-                    loss = loss + torch.mean(torch.abs(prediction - wanted))
+                    # app/vjepa/train.py loss_fn: mean(|z - h| ** loss_exp) / loss_exp, loss_exp 1.0
+                    loss = loss + torch.mean(torch.abs(prediction - wanted) ** 1.0)
                 else:
                     loss = loss + F.smooth_l1_loss(prediction, wanted)
         return loss / len(counts)

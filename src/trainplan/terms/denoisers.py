@@ -560,15 +560,20 @@ def denoiser_activations(
         # context tokens (apply_masks: torch.gather, whose backward formula reads its input)
         # keeps: fp32 where a fixed sin-cos table of the fp32 weights is added, else the
         # convolution's output dtype; the EMA target encoder's output and its LayerNorm at the
-        # loss; the L1 loss keeps z - h and |z - h| per target token (vjepa2 app/vjepa/train.py
-        # forward_target, loss_fn with loss_exp 1.0). Under autocast the patch convolution of each
-        # generator's context pass keeps its own 16-bit cast of the fp32 clip.
+        # loss (vjepa2 app/vjepa/train.py forward_target, loss_fn with loss_exp 1.0). Under
+        # autocast the patch convolution of each generator's context pass keeps its own 16-bit
+        # cast of the fp32 clip.
         embedding = 4 if recipe.positions == "sincos" and dims.fp32_weights else a
         cast = a * latent if dims.autocast else 0.0
         outside = 4.0 * latent + len(masks) * (cast + embedding * encoder_width * shape.image_tokens)
-        held = 2.0 * a * encoder_width * targets
-        peak = held + 2.0 * a * encoder_width * shape.image_tokens
-        backward = held + a * encoder_width * targets
+        # The loss runs in fp32 under autocast: the target encoder's LayerNorm outputs fp32, so
+        # `prediction - h` is fp32 (V-JEPA's |.| ** loss_exp keeps the difference and its abs;
+        # I-JEPA's smooth_l1_loss, on autocast's fp32 list, keeps the fp32 cast of the prediction
+        # and the target): two tensors per target element either way.
+        loss_bytes = 4 if dims.autocast else a
+        held = 2.0 * loss_bytes * encoder_width * targets
+        peak = held + 2.0 * loss_bytes * encoder_width * shape.image_tokens
+        backward = held + loss_bytes * encoder_width * targets
     else:
         # the noisy latents, the noise and the target at the model's dtype; the text embeddings
         # (and their projection in the text-stream embedder); the fp32 loss: pred.float() and the
