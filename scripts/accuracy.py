@@ -96,7 +96,7 @@ def diffusion_memory_section() -> str:
     lines = [
         "## Diffusion, video and JEPA peak memory: estimate vs traced steps",
         "",
-        "Each case ran a diffusers denoiser (or transformers' V-JEPA 2 modules) for two training steps "
+        "Each case ran a diffusers denoiser (or a JEPA's modules) for two training steps "
         "on fake tensors as the diffusers scripts (and the V-JEPA 2 code) train it, with CUDA's "
         "autocast, SDPA and fused RMSNorm emulated (calibration/diffusion_trace.json, "
         "`scripts/trace_diffusion.py`). No coefficient was fitted to these cases: the block formulas "
@@ -109,8 +109,13 @@ def diffusion_memory_section() -> str:
         "read against the diffusers modules: CogVideoX's per-head q/k LayerNorms leave the "
         "attention output laid out per head, so the reshape before to_out is a copy that to_out "
         "keeps; HunyuanVideo's blocks run diffusers' RMSNorm (an fp32 copy kept), not "
-        "torch.nn.RMSNorm as FLUX's, and its token refiner keeps the prompt mask per head. No "
-        "overhead term on either side.",
+        "torch.nn.RMSNorm as FLUX's, and its token refiner keeps the prompt mask per head. "
+        "I-JEPA and V-JEPA 1 run on modules laid out as their repos build "
+        "them (measure/jepa_repo.py); the V-JEPA ViT-L/16 case's first trace (-3.3%) showed three "
+        "JEPA terms the estimate lacked, then derived from the repos' code and added for every "
+        "JEPA (the fp32 clip, the patch embedding the context gather keeps per generator, the "
+        "convolution's 16-bit cast of the clip), so that case is not held out. No overhead term "
+        "on either side.",
         "",
         f"**{len(rows)} cases: median error {statistics.median(errors):.1%}, worst {max(errors):.1%}.**",
         "",
@@ -293,7 +298,7 @@ def diffusion_time_section() -> str:
     lines = [
         "## Diffusion and JEPA training time",
         "",
-        "Published, measured diffusion and video training runs (sources, raw figures and the date read "
+        "Published, measured diffusion, video and JEPA training runs (sources, raw figures and the date read "
         "in calibration/published.yaml, section 'Diffusion, video and JEPA training throughput'), run "
         "through trainplan's own efficiency (no MFU given): the GPU architecture's figure times one "
         "factor per model kind (terms/timing.py `EFFICIENCY_FACTOR_BY_MODEL_KIND`). Each factor was "
@@ -315,7 +320,7 @@ def diffusion_time_section() -> str:
             f"{row.efficiency:.3f} | {row.dominant_overhead} | {note} |"
         )
     factors = EFFICIENCY_FACTOR_BY_MODEL_KIND
-    unet, video = factors["unet"], factors["video"]
+    unet, video, jepa = factors["unet"], factors["video"], factors["jepa"]
     hopper, ampere = EFFICIENCY_BY_ARCHITECTURE["Hopper"], EFFICIENCY_BY_ARCHITECTURE["Ampere"]
     held_out = next(case for case in DIFFUSION_TIME if case.id == "mlperf-v40-sd2-h100-64gpu")
     del factors["unet"]
@@ -328,8 +333,10 @@ def diffusion_time_section() -> str:
         f"Fitted: UNet {unet:.2f} (so {hopper * unet:.2f} of the dense peak on Hopper, against "
         f"{hopper:.2f} for language models) from the MLPerf Training v4.0 Stable Diffusion run on one "
         f"8 x H200 node; video {video:.2f} ({ampere * video:.2f} on Ampere) from a Wan 2.1 1.3B LoRA "
-        "run on an A100. Without the UNet factor the held-out 64 x H100 run is over-predicted by "
-        f"{uncalibrated:.0%}. A diffusion transformer keeps the language models' "
+        f"run on an A100; JEPA {jepa:.2f} ({ampere * jepa:.2f} on Ampere) from I-JEPA ViT-H/14's "
+        "300 ImageNet epochs on 16 A100s in 'under 72 hours' (a bound, so the factor is a lower "
+        "bound, and it has no held-out run). Without the UNet factor the held-out 64 x H100 run is "
+        f"over-predicted by {uncalibrated:.0%}. A diffusion transformer keeps the language models' "
         "figure: the one usable run (FLUX.1-dev QLoRA on an RTX 4090) is a whole-run wall time and "
         "its error is dominated by the QLoRA dequantisation term, so it checks rather than fits.",
         "",
@@ -338,12 +345,17 @@ def diffusion_time_section() -> str:
         "which trainplan does not model yet); a Wan 2.1 I2V 14B LoRA profile on an H200 (size given "
         "only as '~480p', and at 832x480 it would need ~76% of peak); Stability AI's SD3 2B MMDiT "
         "benchmark on 16 H100s (595 images/s, resolution not stated, and not the catalog's "
-        "SD3.5-Medium); V-JEPA 2 pretraining (no primary GPU count and wall time found). PixArt and "
-        "Sana report GPU-days, but neither is in the catalog.",
+        "SD3.5-Medium); V-JEPA and V-JEPA 2 pretraining (their configs give 128 or more GPUs and the "
+        "iterations, but no primary wall time or GPU-hours was found); I-JEPA's arXiv v1 figure "
+        "(ViT-H/16 on 32 A100s in under 38 hours: no config of that run in the repo). PixArt-alpha "
+        "and PixArt-Sigma report GPU-days for the whole schedule (675 A100-days for PixArt-alpha), "
+        "but the steps, batch and resolution of each stage were not read from a primary source, "
+        "so no stage can be made a scenario without guessing; Sana is not in the catalog.",
         "",
         "Left to do: a second fit and held-out run for each kind (SDXL and SD 1.5 fine-tunes, FLUX "
-        "bf16 LoRA step times, Wan 14B and HunyuanVideo with stated sizes); any JEPA throughput (the "
-        "warning stays for JEPA and diffusion transformers); the frozen encoders' time when they run "
+        "bf16 LoRA step times, Wan 14B and HunyuanVideo with stated sizes; a V-JEPA run with its "
+        "wall time); a diffusion-transformer fit (the warning stays for diffusion transformers); "
+        "the frozen encoders' time when they run "
         "on the GPU; the 512-GPU MLPerf run's error is mostly the gradient all-reduce model (NCCL "
         "with in-network reduction is faster than the ring formula).",
         "",

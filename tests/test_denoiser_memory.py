@@ -16,8 +16,9 @@ from trainplan.hf import denoiser_spec
 from trainplan.model import ModelSpec
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.activations import ActivationMode
-from trainplan.terms.denoisers import JEPA_MASKS, denoiser_activations, denoiser_flops, jepa_masks
+from trainplan.terms.denoisers import denoiser_activations, denoiser_flops
 from trainplan.terms.geometry import token_shape
+from trainplan.terms.jepa_masks import jepa_masks
 from trainplan.terms.params import block_params
 from trainplan.units import GIB
 
@@ -133,11 +134,14 @@ def test_flux_flops_by_hand() -> None:
 
 
 def test_jepa_masks_follow_the_published_generators() -> None:
-    short, long = JEPA_MASKS
-    assert short.masked == pytest.approx(1 - 0.85**8) and long.masked == pytest.approx(1 - 0.3**2)
-    assert jepa_masks(0.75)[0].masked == 0.75
+    model = resolve_model("V-JEPA-2-ViT-L")
+    short, long = jepa_masks(model, None)
+    # the union of 8 blocks at 15% and of 2 at 70%, placed independently, the context the rest
+    assert short.target == pytest.approx(1 - 0.85**8) and long.target == pytest.approx(1 - 0.3**2)
+    assert short.context == pytest.approx(0.85**8) and (short.passes, long.passes) == (1, 1)
+    assert jepa_masks(model, 0.75)[0].target == 0.75
     with pytest.raises(InputError) as error:
-        jepa_masks(1.0)
+        jepa_masks(model, 1.0)
     assert error.value.field == "mask_ratio"
 
 

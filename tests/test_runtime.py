@@ -223,9 +223,10 @@ def test_unknown_region_and_load_source() -> None:
         # the architecture's figure (terms/timing.py) times the kind's fitted factor
         ("SD-1.5", "H100 SXM 80GB", "unet", 0.47 * 0.67),
         ("Wan2.1-T2V-1.3B", "A100 80GB SXM4", "video", 0.58 * 0.70),
+        ("V-JEPA-2-ViT-L", "H100 SXM 80GB", "jepa", 0.47 * 0.43),
+        ("I-JEPA-ViT-H-14", "A100 80GB SXM4", "jepa", 0.58 * 0.43),
         # no factor: the language models' figure
         ("FLUX.1-dev", "H100 SXM 80GB", "diffusion-transformer", 0.47),
-        ("V-JEPA-2-ViT-L", "H100 SXM 80GB", "jepa", 0.47),
         ("Qwen2.5-0.5B", "H100 SXM 80GB", "llm", 0.47),
     ],
 )
@@ -240,7 +241,7 @@ def test_efficiency_per_model_kind(model: str, gpu: str, kind: str, expected: fl
     calibrated = [w for w in result.warnings if "fitted to few published training runs" in w]
     uncalibrated = [w for w in result.warnings if "not yet calibrated" in w]
     assert (len(calibrated), len(uncalibrated)) == {
-        "unet": (1, 0), "video": (1, 0), "diffusion-transformer": (0, 1), "jepa": (0, 1), "llm": (0, 0)
+        "unet": (1, 0), "video": (1, 0), "diffusion-transformer": (0, 1), "jepa": (1, 0), "llm": (0, 0)
     }[kind]  # fmt: skip
     given = estimate(Scenario(model=model, gpu=gpu, method="lora", mfu=0.3))
     assert given.time is not None and given.time.efficiency == 0.3

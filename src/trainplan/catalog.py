@@ -159,6 +159,8 @@ def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
         return pipeline_config(path), path.name, str(path)
     if path.is_dir():
         path = path / "config.json"
+    if path.is_file() and path.suffix in (".yaml", ".yml"):  # an I-JEPA / V-JEPA pretraining config
+        return _jepa_yaml(path), path.stem, str(path)
     if path.is_file():
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
         return read_config_file(path), name, str(path)
@@ -178,6 +180,24 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError("model", f"{path} is not a JSON object")
     return data
+
+
+def _jepa_yaml(path: Path) -> dict[str, Any]:
+    """The model config of an I-JEPA or V-JEPA pretraining YAML (hf/jepa_yaml.py)."""
+    from trainplan.hf.jepa_yaml import is_jepa_yaml, jepa_yaml_config
+    from trainplan.userfiles import parse_yaml, read_text
+
+    try:
+        data = parse_yaml(read_text(path, "model"), str(path), "model")
+    except InputError as error:
+        raise ConfigError("model", error.message) from None
+    if not is_jepa_yaml(data):
+        raise ConfigError(
+            "model",
+            f"{path} is not an I-JEPA or V-JEPA pretraining config (a model is a config.json, a "
+            "pipeline folder, a Hub id, or such a YAML)",
+        )
+    return jepa_yaml_config(data)
 
 
 HUB_TIMEOUT_S = 5.0  # seconds to wait for the Hub before reporting it unreachable

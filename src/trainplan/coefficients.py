@@ -27,7 +27,6 @@ from trainplan.terms.denoisers import (
     checkpointed_blocks,
     denoiser_activations,
     denoiser_flops,
-    jepa_masks,
     sample_tokens,
 )
 from trainplan.terms.encoders import flops_per_sample as encoder_flops
@@ -37,6 +36,7 @@ from trainplan.terms.encoders import resident_bytes as encoder_resident_bytes
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.fsdp import fsdp_coefficients
 from trainplan.terms.geometry import TokenShape
+from trainplan.terms.jepa_masks import jepa_masks
 from trainplan.terms.memory import (
     fused_loss_bytes,
     layer_weight_bytes,
@@ -475,7 +475,7 @@ def _sample_terms(
         )
     autocast = recipe.autocast_copy_bytes > 0
     mode = replace(mode, residual_bytes=4 if autocast else mode.activation_bytes)
-    masks = jepa_masks(scenario.mask_ratio) if model.kind == "jepa" else ()
+    masks = jepa_masks(model, scenario.mask_ratio) if model.kind == "jepa" else ()
     acts = denoiser_activations(
         model, shape, mode, fp32_weights=mode.weights_trainable and recipe.weight_bytes == 4, masks=masks
     )

@@ -297,6 +297,7 @@ class LatentGeometry:
     source: str = ""
     resolution: int | str = 0  # the pipeline's default sample size (pixels, or "WxH")
     frames: int = 1  # its default frames per clip
+    recipe: str = ""  # a JEPA's pretraining recipe: a row of data/jepa_recipes.yaml
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 from trainplan.scenario import Scenario
-from trainplan.terms.denoisers import jepa_masks
 from trainplan.terms.geometry import TokenShape, geometry_of, latent_frames, token_shape
+from trainplan.terms.jepa_masks import jepa_masks
 
 __all__ = ["SAMPLE_FIELDS", "resolved_ema", "sample_assumptions", "sample_shape"]
 
@@ -20,7 +20,8 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
 
     A language model takes none of them (each given one is refused, naming it). A diffusion,
     video or JEPA model's resolution and frames must fit its strides (`terms/geometry.py`);
-    frames default to 1 for image models and must be given for video and JEPA clips;
+    frames default to 1 for image models (I-JEPA's too) and must be given for video and
+    video-JEPA clips;
     text_tokens default to the pipeline's. `mask_ratio` is JEPA masking; a JEPA has no frozen
     VAE or text encoders, and its EMA target encoder is always there (`ema` gives its dtype).
     Without a resolution the pipeline's default sample size is used (and its default frames
@@ -58,7 +59,7 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
             "their weights not counted; give precomputed (latents and text embeddings cached beforehand)",
         )
     frames = scenario.frames
-    if frames is None and model.kind != "diffusion" and scenario.resolution is not None:
+    if frames is None and model.modality != "image" and scenario.resolution is not None:
         rule = (
             f"1 + {geometry.temporal_stride} x k"
             if geometry.temporal_causal
@@ -121,6 +122,12 @@ def sample_assumptions(model: ModelSpec, scenario: Scenario) -> dict[str, object
     }
     if model.kind == "jepa":
         out["jepa_masks"] = [
-            {"masked_fraction": mask.masked, "note": mask.note} for mask in jepa_masks(scenario.mask_ratio)
+            {
+                "context_fraction": mask.context,
+                "target_fraction": mask.target,
+                "predictor_passes": mask.passes,
+                "note": mask.note,
+            }
+            for mask in jepa_masks(model, scenario.mask_ratio)
         ]
     return out

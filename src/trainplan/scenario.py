@@ -179,7 +179,7 @@ class Scenario:
     frames: int | None = _field(
         None,
         FieldInfo(
-            "pixel frames per sample (null: 1 for image models; video and JEPA models need it)",
+            "pixel frames per sample (null: 1 for image models; video models and video JEPAs need it)",
             None,
             1,
             MAX_FRAMES,

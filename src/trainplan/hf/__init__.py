@@ -37,7 +37,7 @@ from trainplan.hf.additions import (
 from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
-from trainplan.hf.jepa import vjepa2_spec
+from trainplan.hf.jepa import ijepa_spec, vjepa2_spec, vjepa_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
@@ -127,8 +127,9 @@ def _spec_and_notes(
     if "_class_name" in cfg:
         return denoiser_spec(cfg, name, source), []
     model_type = str(cfg.get("model_type", "")).lower()
-    if model_type == "vjepa2":
-        return vjepa2_spec(cfg, name, source), []
+    jepa = {"vjepa2": vjepa2_spec, "ijepa": ijepa_spec, "vjepa": vjepa_spec}.get(model_type)
+    if jepa is not None:
+        return jepa(cfg, name, source), []
     listed = find_family(model_type) is not None or refusal(model_type) is not None
     t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed
     if model_type in ("t5", "mt5", "umt5") or t5_like:

@@ -22,7 +22,7 @@ from trainplan.measure.result import MeasuredStep
 from trainplan.model import ModelSpec, block_linears
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
-from trainplan.terms.denoisers import jepa_masks
+from trainplan.terms.jepa_masks import jepa_masks
 from trainplan.terms.params import targeted
 
 NOT_TRACED = (
@@ -368,18 +368,31 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         micro_batch=scenario.micro_batch,
         gradient_checkpointing=scenario.activation_checkpointing == "full",
         ema=resolved_ema(spec, scenario),
-        # the published mask generators (terms/denoisers.py), or the scenario's one
-        mask_ratios=tuple(mask.masked for mask in jepa_masks(scenario.mask_ratio))
-        if spec.kind == "jepa"
-        else (),
+        mask_ratios=_mask_ratios(spec, scenario),
+        jepa_masks=_repo_masks(spec, scenario),
     )
 
 
-def _mask_ratios(spec: ModelSpec, scenario: Scenario) -> tuple[float, ...]:
-    """A JEPA's mask generators as the trace runs them: one hidden share per generator."""
-    if spec.kind != "jepa":
+def _repo_masks(spec: ModelSpec, scenario: Scenario) -> tuple[tuple[float, float, int], ...]:
+    """An I-JEPA or V-JEPA model's generators as its trace runs them (measure/jepa_repo.py)."""
+    if spec.kind != "jepa" or spec.geometry is None or spec.geometry.recipe == "vjepa2":
         return ()
-    return tuple(mask.masked for mask in jepa_masks(scenario.mask_ratio))
+    return tuple((mask.context, mask.target, mask.passes) for mask in jepa_masks(spec, scenario.mask_ratio))
+
+
+def _mask_ratios(spec: ModelSpec, scenario: Scenario) -> tuple[float, ...]:
+    """A JEPA's mask generators as the trace runs them (terms/jepa_masks.py: the published ones,
+    or the scenario's one): one hidden share per generator, the predictor run once on each."""
+    if spec.kind != "jepa" or spec.geometry is None or spec.geometry.recipe != "vjepa2":
+        return ()
+    masks = jepa_masks(spec, scenario.mask_ratio)
+    if any(mask.passes != 1 or abs(mask.context + mask.target - 1) > 1e-9 for mask in masks):
+        raise InputError(
+            "mask_ratio",
+            f"{spec.name}'s published masks ({masks[0].note}) are not traced yet: give mask_ratio "
+            "for one generator the trace can run",
+        )
+    return tuple(mask.target for mask in masks)
 
 
 def _measure_sample(scenario: Scenario, spec: ModelSpec) -> Comparison:

@@ -45,6 +45,7 @@ def measure_sample_step(
     gradient_checkpointing: bool = False,
     ema: str = "none",
     mask_ratios: Sequence[float] = (),
+    jepa_masks: Sequence[tuple[float, float, int]] = (),
     steps: int = 2,
     fake: bool = True,
 ) -> MeasuredStep:
@@ -59,7 +60,9 @@ def measure_sample_step(
     bf16 (fp32 under fp32), as the scripts hold them at the frozen encoders' `weight_dtype`.
     `ema` keeps diffusers' EMAModel copy of the trainable weights (full fine-tuning; stepped after
     the optimizer); for a JEPA it is the target encoder's dtype ("none" means fp32) and
-    `mask_ratios` lists one share of hidden tokens per mask generator.
+    `mask_ratios` lists one share of hidden tokens per mask generator. An I-JEPA (`ijepa`) or
+    V-JEPA (`vjepa`) config runs on the original repos' module layout (measure/jepa_repo.py),
+    its generators given as `jepa_masks`: (context share, target share, predictor passes) each.
     """
     _check_choice("method", method, SAMPLE_METHODS)
     _check_choice("precision", precision, SAMPLE_PRECISIONS)
@@ -69,7 +72,17 @@ def measure_sample_step(
     _check_choice("lora.dtype", adapter_dtype, WEIGHT_DTYPES)
     for name, value in (("micro_batch", micro_batch), ("steps", steps)):
         _check_positive(name, value)
-    jepa = str(hf_config.get("model_type", "")).lower() == "vjepa2"
+    model_type = str(hf_config.get("model_type", "")).lower()
+    repo_jepa = model_type in ("ijepa", "vjepa")
+    if repo_jepa:
+        if method != "full":
+            raise InputError("method", "a JEPA is traced pretraining: set method full")
+        if not jepa_masks or any(
+            round(c * shape.image_tokens) < 1 or round(t * shape.image_tokens) < 1 or p < 1
+            for c, t, p in jepa_masks
+        ):
+            raise InputError("mask_ratio", "each mask generator must leave context and target tokens")
+    jepa = model_type == "vjepa2"
     if jepa:
         if method != "full":
             raise InputError("method", "a JEPA is traced pretraining: set method full")
@@ -86,7 +99,7 @@ def measure_sample_step(
                     f"{ratio} must be in (0, 1) and leave visible and hidden tokens among the "
                     f"{shape.image_tokens} patches",
                 )
-    elif mask_ratios:
+    elif mask_ratios and not repo_jepa:
         raise InputError("mask_ratio", "applies to JEPA models")
     if method != "full":
         _check_positive("lora.rank", lora_rank)
@@ -115,7 +128,20 @@ def measure_sample_step(
                 "ignore", category=category, module=r"(transformers|diffusers|peft|torch)\b"
             )
         notes += emulation_notes
-        if jepa:
+        if repo_jepa:
+            from trainplan.measure.jepa_repo import repo_jepa_step
+
+            step = repo_jepa_step(
+                hf_config,
+                shape,
+                micro_batch,
+                jepa_masks,
+                dtype,
+                dtypes["fp32" if ema == "none" else ema],
+                amp,
+                gradient_checkpointing,
+            )
+        elif jepa:
             from trainplan.measure.jepa import vjepa2_step
 
             target_dtype = dtypes["fp32" if ema == "none" else ema]
@@ -164,11 +190,11 @@ def measure_sample_step(
         micro_batch=micro_batch,
         seq_len=shape.image_tokens,
         gradient_checkpointing=gradient_checkpointing,
-        attention="sdpa",
+        attention="eager" if model_type == "ijepa" else "sdpa",
         steps=steps,
         sample={key: int(value) for key, value in asdict(shape).items()},
-        ema=("fp32" if ema == "none" else ema) if jepa else ema,
-        mask_ratios=tuple(mask_ratios),
+        ema=("fp32" if ema == "none" else ema) if jepa or repo_jepa else ema,
+        mask_ratios=tuple(t * p for _, t, p in jepa_masks) if repo_jepa else tuple(mask_ratios),
     )
 
 

@@ -47,16 +47,14 @@ from trainplan.errors import InputError
 from trainplan.model import Attention, Block, Linear, ModelSpec, block_linears
 from trainplan.terms.activations import ActivationMode, linear_input
 from trainplan.terms.geometry import TokenShape
+from trainplan.terms.jepa_masks import JepaRecipe, MaskGenerator, model_recipe
 
 __all__ = [
-    "JEPA_MASKS",
     "DenoiserActivations",
-    "MaskGenerator",
     "checkpointed_blocks",
     "denoiser_activations",
     "denoiser_flops",
     "is_unet",
-    "jepa_masks",
     "sample_tokens",
 ]
 
@@ -69,33 +67,6 @@ JEPA_ROLES = frozenset({"encoder", "predictor"})
 WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
 # run outside the checkpointed layers: HunyuanVideo's token refiner over the text, CogVideoX's head
 OUTSIDE_LAYER_ROLES = frozenset({"text_refiner", "cogvideox_output"})
-
-
-@dataclass(frozen=True)
-class MaskGenerator:
-    """One JEPA mask generator: the share of patch tokens it hides (the predictor's targets)."""
-
-    masked: float
-    note: str
-
-
-#: V-JEPA 2 pretraining masks (Assran et al. 2025, app. A; vjepa2 configs/train/*/pretrain-*.yaml:
-#: 8 short-range blocks at 15% spatial scale and 2 long-range blocks at 70%, full temporal extent).
-#: The masked share of a generator is the union of its blocks, taken as independent placements:
-#: 1 - (1 - scale) ** blocks (an estimate; the paper states masking ratios of about 90%).
-JEPA_MASKS = (
-    MaskGenerator(1 - (1 - 0.15) ** 8, "8 blocks at 15% spatial scale"),
-    MaskGenerator(1 - (1 - 0.70) ** 2, "2 blocks at 70% spatial scale"),
-)
-
-
-def jepa_masks(mask_ratio: float | None) -> tuple[MaskGenerator, ...]:
-    """The published generators, or one generator hiding `mask_ratio` of the tokens."""
-    if mask_ratio is None:
-        return JEPA_MASKS
-    if not 0 < mask_ratio < 1:
-        raise InputError("mask_ratio", f"{mask_ratio} is outside (0, 1)")
-    return (MaskGenerator(mask_ratio, f"one generator hiding {mask_ratio:.0%} of the tokens"),)
 
 
 def checkpointed_blocks(model: ModelSpec, every: int | None) -> list[int]:
@@ -589,29 +560,46 @@ _CROSS_ATTENTION_DITS = {
 }
 
 
-def _vit(dims: _Dims, block: Block, tokens: float) -> float:
-    """A pre-norm V-JEPA 2 ViT layer over `tokens` (transformers' VJEPA2Layer): LayerNorm (trained
-    weight), the query / key / value inputs (one cast each under autocast), 3-D RoPE, SDPA, the
-    proj input, LayerNorm, fc1 input, GELU, fc2 input.
+def _vit(dims: _Dims, block: Block, recipe: JepaRecipe, sequences: list[tuple[float, float]]) -> float:
+    """A pre-norm JEPA ViT layer over `sequences` ((tokens, count) per sample): LayerNorm
+    (trained weight), the q/k/v inputs (one cast each under autocast, or one for the repos'
+    fused qkv), the attention, the proj input, LayerNorm, fc1 input, GELU, fc2 input.
 
-    The RoPE (VJEPA2RopeAttention.apply_rotary_embeddings) rotates 2 x (head_dim // 3 // 2)
-    channels of each head per axis (frames, height, width) with per-token cos and sin tables,
-    which `x * cos + rotated * sin` keeps for q and for k: 4 tables of heads x rotated channels,
-    in fp32 under autocast (their frequencies come from a `pow`, which CUDA autocast runs in fp32).
-    Checked against one traced VJEPA2Layer (ViT-L and predictor widths) to the byte per token."""
+    V-JEPA 2's RoPE (transformers' VJEPA2RopeAttention.apply_rotary_embeddings) rotates
+    2 x (head_dim // 3 // 2) channels of each head per axis (frames, height, width) with
+    per-token cos and sin tables, which `x * cos + rotated * sin` keeps for q and for k: 4 tables
+    of heads x rotated channels, in fp32 under autocast (their frequencies come from a `pow`,
+    which CUDA autocast runs in fp32); checked against one traced VJEPA2Layer to the byte per
+    token. I-JEPA and V-JEPA add fixed sin-cos tables to the embeddings instead: nothing kept in
+    the layer. `merge_copy`: the head-merged output is copied for proj, which keeps the copy
+    (transformers' VJEPA2 `contiguous()`, I-JEPA's transpose of `attn @ v`); V-JEPA's SDPA
+    output transposes back to a view. Eager attention (I-JEPA's Attention.forward) keeps the
+    contiguous copies matmul makes of the strided q, k and v views, and per head and key the
+    fp32 softmax (softmax is on autocast's fp32 list) and its 16-bit cast for `attn @ v`."""
     attention, mlp = block.attention, block.mlp
     assert attention is not None and mlp is not None
     width, inner = block.width, mlp.intermediate_size
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    rotated = 3 * 2 * (attention.head_dim // 3 // 2)
-    tables = 4 if dims.autocast else dims.a  # `10000 ** omega` is on autocast's fp32 list
-    per_token = 2 * _layer_norm(dims, width) + 4 * tables * attention.num_heads * rotated
-    # transformers' SDPA path makes the head-merged output contiguous for proj: a copy it keeps
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _inputs(dims, attention.q_size, [o], False)
+    tokens = sum(length * count for length, count in sequences)
+    per_token = 2 * _layer_norm(dims, width)
+    if recipe.positions == "rope-3d":
+        rotated = 3 * 2 * (attention.head_dim // 3 // 2)
+        tables = 4 if dims.autocast else dims.a  # `10000 ** omega` is on autocast's fp32 list
+        per_token += 4 * tables * attention.num_heads * rotated
+    qkv = [attention.fused_qkv] if attention.fused_qkv else [q, k, v]
+    per_token += _inputs(dims, width, qkv, dims.autocast)
+    if recipe.merge_copy:
+        per_token += _inputs(dims, attention.q_size, [o], False)
+    else:
+        per_token += _kernel_output_input(dims, attention.q_size, o)
     per_token += (
         _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
     )
+    if recipe.attention == "eager":
+        copies = dims.a * (attention.q_size + 2 * attention.kv_size) * tokens
+        scores = sum(attention.num_heads * n * n * count * (4 + dims.a) for n, count in sequences)
+        return per_token * tokens + copies + scores
     return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
 
 
@@ -677,12 +665,28 @@ def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
 
 def _context_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
     """Visible tokens a JEPA's context encoder sees, summed over the mask generators."""
-    return sum(shape.image_tokens * (1 - mask.masked) for mask in masks)
+    return sum(shape.image_tokens * mask.context for mask in masks)
 
 
 def _target_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
-    """Masked tokens the predictor predicts, summed over the mask generators."""
-    return sum(shape.image_tokens * mask.masked for mask in masks)
+    """Masked tokens the predictor predicts, summed over the generators and their passes."""
+    return sum(shape.image_tokens * mask.target * mask.passes for mask in masks)
+
+
+def _predictor_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
+    """Tokens the predictor runs over: per pass the context plus one mask token per target."""
+    return sum(shape.image_tokens * (mask.context + mask.target) * mask.passes for mask in masks)
+
+
+def _jepa_sequences(
+    block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+) -> list[tuple[float, float]]:
+    """(tokens, count) of the sequences a JEPA layer group runs per sample: the context encoder
+    one per generator over its visible tokens, the predictor one per pass over the context and
+    that pass's mask tokens."""
+    if block.role == "predictor":
+        return [(shape.image_tokens * (m.context + m.target), float(m.passes)) for m in masks]
+    return [(shape.image_tokens * m.context, 1.0) for m in masks]
 
 
 def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
@@ -690,7 +694,7 @@ def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ..
     sees each generator's visible tokens, the predictor all tokens (context + one mask token per
     target)."""
     if block.role == "predictor":
-        return float(shape.image_tokens * len(masks))
+        return _predictor_tokens(shape, masks)
     return _context_tokens(shape, masks)
 
 
@@ -700,7 +704,7 @@ def denoiser_activations(
     mode: ActivationMode,
     *,
     fp32_weights: bool,
-    masks: tuple[MaskGenerator, ...] = JEPA_MASKS,
+    masks: tuple[MaskGenerator, ...] = (),
 ) -> DenoiserActivations:
     """Per-sample saved bytes of every block of a diffusion, video or JEPA model, the inputs one
     checkpointed layer keeps, the sample's inputs and the loss buffers."""
@@ -723,12 +727,13 @@ def denoiser_activations(
             layers.append((block, _cogvideox(dims, block, model, shape)))
             inputs.append(a * width * joint)
         elif block.role in OUTSIDE_LAYER_ROLES:
-            recipe = _text_refiner if block.role == "text_refiner" else _cogvideox_output
-            layers.append((block, recipe(dims, block, model, shape)))
+            outside_recipe = _text_refiner if block.role == "text_refiner" else _cogvideox_output
+            layers.append((block, outside_recipe(dims, block, model, shape)))
             inputs.append(0.0)
         elif block.role in JEPA_ROLES and block.attention is not None:
             tokens = _jepa_tokens(block, shape, masks)
-            layers.append((block, _vit(dims, block, tokens)))
+            recipe = model_recipe(model)
+            layers.append((block, _vit(dims, block, recipe, _jepa_sequences(block, shape, masks))))
             inputs.append(a * block.width * tokens)
         elif block.role == "resnet":
             layers.append((block, _resnet(dims, block, shape)))
@@ -754,13 +759,26 @@ def denoiser_activations(
     if model.kind == "jepa":
         encoder_width = width
         targets = _target_tokens(shape, masks)
-        # the clip itself; the EMA target encoder's output and its LayerNorm at the loss; the L1
-        # loss keeps z - h and |z - h| per target token (vjepa2 app/vjepa/train.py forward_target,
-        # loss_fn with loss_exp 1.0)
-        outside = float(a * latent)
-        held = 2.0 * a * encoder_width * targets
-        peak = held + 2.0 * a * encoder_width * shape.image_tokens
-        backward = held + a * encoder_width * targets
+        recipe = model_recipe(model)
+        # the clip (or image) as the data loader hands it over, fp32 (`clips.to(device)` in the
+        # repos' train.py); per mask generator the whole patch embedding, which the gather of the
+        # context tokens (apply_masks: torch.gather, whose backward formula reads its input)
+        # keeps: fp32 where a fixed sin-cos table of the fp32 weights is added, else the
+        # convolution's output dtype; the EMA target encoder's output and its LayerNorm at the
+        # loss (vjepa2 app/vjepa/train.py forward_target, loss_fn with loss_exp 1.0). Under
+        # autocast the patch convolution of each generator's context pass keeps its own 16-bit
+        # cast of the fp32 clip.
+        embedding = 4 if recipe.positions == "sincos" and dims.fp32_weights else a
+        cast = a * latent if dims.autocast else 0.0
+        outside = 4.0 * latent + len(masks) * (cast + embedding * encoder_width * shape.image_tokens)
+        # The loss runs in fp32 under autocast: the target encoder's LayerNorm outputs fp32, so
+        # `prediction - h` is fp32 (V-JEPA's |.| ** loss_exp keeps the difference and its abs;
+        # I-JEPA's smooth_l1_loss, on autocast's fp32 list, keeps the fp32 cast of the prediction
+        # and the target): two tensors per target element either way.
+        loss_bytes = 4 if dims.autocast else a
+        held = 2.0 * loss_bytes * encoder_width * targets
+        peak = held + 2.0 * loss_bytes * encoder_width * shape.image_tokens
+        backward = held + loss_bytes * encoder_width * targets
     else:
         # the noisy latents, the noise and the target at the model's dtype; the text embeddings
         # (and their projection in the text-stream embedder); the fp32 loss: pred.float() and the
@@ -834,7 +852,7 @@ def _weights_block(
     if "predictor_embeddings" in names:
         kept += contexts * _inputs(dims, width, ["predictor_embeddings"], False)
     if "predictor.proj" in names:
-        kept += shape.image_tokens * len(masks) * _layer_norm(dims, block.width)
+        kept += _predictor_tokens(shape, masks) * _layer_norm(dims, block.width)
         kept += targets * _inputs(dims, block.width, ["predictor.proj"], dims.autocast)
     return kept
 
@@ -961,10 +979,8 @@ def _attention_forward(
     if block.role == "transformer":  # a UNet's self-attention over its positions, cross to the text
         count = positions(shape, block.level)
         return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
-    if block.role == "predictor":
-        return len(masks) * core(block.attention, shape.image_tokens, shape.image_tokens)
-    visible = [shape.image_tokens * (1 - mask.masked) for mask in masks]
-    return sum(core(block.attention, tokens, tokens) for tokens in visible)
+    sequences = _jepa_sequences(block, shape, masks)
+    return sum(count * core(block.attention, tokens, tokens) for tokens, count in sequences)
 
 
 @dataclass(frozen=True)
@@ -986,7 +1002,7 @@ def denoiser_flops(
     adapted: frozenset[str],
     rank: int,
     checkpointed: list[int],
-    masks: tuple[MaskGenerator, ...] = JEPA_MASKS,
+    masks: tuple[MaskGenerator, ...] = (),
 ) -> DenoiserFlops:
     """Training FLOPs per sample: 2 per multiply-accumulate forward; backward 2x (input and
     weight gradients) or 1x for frozen weights, plus 6 x rank x (in + out) per adapted token
