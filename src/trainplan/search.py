@@ -15,7 +15,7 @@ from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu
 from trainplan.model import ModelSpec
-from trainplan.result import Estimate
+from trainplan.result import JSON_SHAPES, Estimate, JsonShape, json_tree
 from trainplan.scenario import Scenario
 from trainplan.units import format_gib
 
@@ -41,13 +41,8 @@ class Largest:
 
     def to_dict(self) -> dict[str, Any]:
         """The `max` object of `estimate --max --json` and `POST /api/estimate?max=`."""
-        return {
-            "field": self.field,
-            "value": self.value,
-            "exact": self.exact,
-            "headroom": self.headroom,
-            "multiple": self.multiple,
-        }
+        tree: dict[str, Any] = json_tree(self)
+        return tree
 
     def sentence(self) -> str:
         """'Largest micro_batch that fits on H100 SXM 80GB with 5% of its memory free: 24 (the
@@ -59,6 +54,10 @@ class Largest:
             else ""
         )
         return f"Largest {self.field} that fits on {self.estimate.gpu}{free}: {self.value:,}{rounded}"
+
+
+# The `max` object sits beside the estimate tree it was searched for.
+JSON_SHAPES[Largest] = JsonShape(elsewhere={"estimate": "the estimate tree around the max object"})
 
 
 def useful_multiple(field: str, value: int) -> int:
