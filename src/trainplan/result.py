@@ -109,6 +109,16 @@ class Estimate:
         """Peak memory per GPU, overhead included."""
         return self.peak.total
 
+    @property
+    def chosen_fit(self) -> FitRow:
+        """The fit table's row of the scenario's GPU."""
+        return next(row for row in self.fit if row.gpu == self.gpu)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the per-GPU peak fits the scenario's GPU."""
+        return self.chosen_fit.fits
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON output contract (see docs/cli.md): the tree as `json_tree` writes it."""
         tree: dict[str, Any] = json_tree(self)
