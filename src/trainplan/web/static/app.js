@@ -3,13 +3,11 @@
 "use strict";
 (() => {
   const GIB = 1024 ** 3;
-  const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
-  // Image, video and JEPA models count samples (images or clips) and derive their tokens.
-  const SAMPLE_BUDGET_FIELDS = { tokens: ["train_samples"], dataset: ["dataset_size", "epochs"], steps: ["steps"] };
-  const SAMPLE_ONLY = ["resolution", "frames", "text_tokens", "frozen_encoders", "ema", "mask_ratio", "train_samples", "dataset_size"];
-  const LLM_ONLY = ["seq_len", "loss", "loss_chunks", "ssm_kernel", "train_tokens", "dataset_tokens", "sequence_parallel", "tensor_parallel", "pipeline_parallel"];
-  const KIND_ONLY = { mask_ratio: ["jepa"], text_tokens: ["diffusion", "video"], frozen_encoders: ["diffusion", "video"] };
-  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
+  // The budget modes; a language model counts tokens, image, video and JEPA models count samples
+  // (images or clips): which of a mode's fields applies to the model comes from /api/fields.
+  const BUDGET_FIELDS = {
+    tokens: ["train_tokens", "train_samples"], dataset: ["dataset_tokens", "dataset_size", "epochs"], steps: ["steps"],
+  };
   const LABELS = {
     model: "Model", force: "Estimate a refused architecture (approximate)", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
     "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
@@ -165,10 +163,15 @@
     }
     return state.config && state.config._class_name ? "diffusion" : "llm";
   }
+  // Which model kinds a field applies to is the field table's (/api/fields `families`).
   function appliesTo(name, kind) {
-    if (kind === "llm") return !SAMPLE_ONLY.includes(name);
-    if (LLM_ONLY.includes(name)) return false;
-    return !KIND_ONLY[name] || KIND_ONLY[name].includes(kind);
+    const field = state.fields[name];
+    return !field || !field.families || field.families.includes(kind);
+  }
+  // ... and which methods (`methods`: the LoRA parts, the base weights, kbit_upcast)
+  function appliesToMethod(name, method) {
+    const field = state.fields[name];
+    return !field || !field.methods || field.methods.includes(method);
   }
   function buildBody(values) {
     const body = {};
@@ -608,7 +611,7 @@
     for (const [mode, text] of modes) {
       const radio = h("input", { type: "radio", name: "budget-mode", value: mode, id: `budget-${mode}`, checked: mode === current });
       radio.addEventListener("change", () => {
-        for (const [other, names] of [...Object.entries(BUDGET_FIELDS), ...Object.entries(SAMPLE_BUDGET_FIELDS)]) {
+        for (const [other, names] of Object.entries(BUDGET_FIELDS)) {
           if (other === mode) continue;
           for (const name of names) {
             if (name !== "epochs" && state.values[name]) setValue(name, "", false);
@@ -623,26 +626,21 @@
   }
 
   function applyVisibility() {
-    const full = state.values.method === "full";
     const kind = modelKind();
     document.body.dataset.kind = kind;
+    const method = state.values.method;
     for (const field of state.meta.fields) {
       const node = document.querySelector(`[data-field="${field.name}"]`);
-      if (node) node.hidden = !appliesTo(field.name, kind);
-    }
-    for (const name of LORA_ONLY) {
-      const node = document.querySelector(`[data-field="${name}"]`);
-      if (node && full) node.hidden = true;
+      if (node) node.hidden = !appliesTo(field.name, kind) || !appliesToMethod(field.name, method);
     }
     const sample = document.querySelector('[data-section="sample"]');
     if (sample) sample.hidden = kind === "llm";
     const checked = document.querySelector('input[name="budget-mode"]:checked');
     if (checked) {
-      const modes = kind === "llm" ? BUDGET_FIELDS : SAMPLE_BUDGET_FIELDS;
-      for (const [mode, names] of Object.entries(modes)) {
+      for (const [mode, names] of Object.entries(BUDGET_FIELDS)) {
         for (const name of names) {
           const node = document.querySelector(`[data-field="${name}"]`);
-          if (node) node.hidden = mode !== checked.value;
+          if (node) node.hidden = mode !== checked.value || !appliesTo(name, kind);
         }
       }
     }
