@@ -4,20 +4,20 @@ value or home. These tests hold the declarations to the types and to hand-comput
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import pytest
 
 from trainplan import estimate
 from trainplan.gpus import GPU_CLASSES
-from trainplan.result import JSON_SHAPES, json_tree
+from trainplan.result import JSON_SHAPES, field_names, json_tree
 from trainplan.search import largest_that_fits
 
 
 def test_every_declared_name_is_a_field_of_its_type() -> None:
     """A renamed or removed field cannot leave a stale declaration behind."""
     for kind, shape in JSON_SHAPES.items():
-        names = {item.name for item in fields(kind)}
+        names = set(field_names(kind))
         declared = set(shape.keys) | set(shape.values) | set(shape.elsewhere)
         assert declared <= names, (kind.__name__, declared - names)
         assert not set(shape.derived) & names, kind.__name__  # a derived key never hides a field

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainplan.runtime import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 from trainplan.scenario import Scenario, scenario_to_mapping
@@ -12,9 +12,10 @@ from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
 
 
-@dataclass(frozen=True)
-class Term:
-    """One figure: `value` in base units (bytes), exact arithmetic or an estimate, with its formula."""
+class Term(NamedTuple):
+    """One figure: `value` in base units (bytes), exact arithmetic or an estimate, with its formula.
+    (Immutable records like the dataclasses; a named tuple because one estimate makes some seventy
+    of them with the fit rows, and a tuple is built at half the cost of a frozen dataclass.)"""
 
     name: str
     value: float
@@ -39,8 +40,7 @@ class Phase:
         return next(term for term in self.terms if term.name == name)
 
 
-@dataclass(frozen=True)
-class FitRow:
+class FitRow(NamedTuple):
     """Whether the per-GPU peak fits one catalog GPU."""
 
     gpu: str
@@ -229,16 +229,24 @@ JSON_SHAPES: dict[type, JsonShape] = {
 }
 
 
+def field_names(kind: type) -> tuple[str, ...]:
+    """The fields of a result type (a dataclass or a named tuple), in order."""
+    names: tuple[str, ...] = getattr(kind, "_fields", None) or tuple(item.name for item in fields(kind))
+    return names
+
+
 def json_tree(value: Any) -> Any:
-    """`value` as JSON data: a result dataclass as an object of its fields (as JSON_SHAPES
-    declares where it differs), tuples and lists as lists, mappings with their values converted."""
-    if is_dataclass(value) and not isinstance(value, type):
+    """`value` as JSON data: a result dataclass or named tuple as an object of its fields (as
+    JSON_SHAPES declares where it differs), other tuples and lists as lists, mappings with their
+    values converted."""
+    record = (is_dataclass(value) and not isinstance(value, type)) or hasattr(value, "_fields")
+    if record:
         shape = JSON_SHAPES.get(type(value))
+        names = field_names(type(value))
         if shape is None:
-            return {item.name: json_tree(getattr(value, item.name)) for item in fields(value)}
+            return {name: json_tree(getattr(value, name)) for name in names}
         out: dict[str, Any] = {}
-        for item in fields(value):
-            name = item.name
+        for name in names:
             if name in shape.elsewhere:
                 continue
             convert = shape.values.get(name)

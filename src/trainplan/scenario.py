@@ -497,6 +497,12 @@ SCENARIO_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Scen
 
 
 @cache
+def default_scenario() -> Scenario:
+    """The default scenario, built once (it is immutable, so every reader shares it)."""
+    return Scenario()
+
+
+@cache
 def field_infos() -> dict[str, FieldInfo]:
     """Field name -> its documentation record, in declaration order (built once; do not mutate)."""
     return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
@@ -509,7 +515,7 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
     keep the value from `base` (or the default). With `recipe`, that framework's defaults fill the
     fields `data` does not set (presets.py).
     """
-    base = base or Scenario()
+    base = base or default_scenario()
     recipe = data.get("recipe")
     if recipe is not None:
         name = _coerce("recipe", recipe, None, field_infos()["recipe"])
@@ -541,7 +547,7 @@ def _build(data: Mapping[str, Any], base: Scenario) -> Scenario:
         elif raw is None and name in ("base_weights", "recipe"):
             values[name] = None
         else:
-            values[name] = _coerce(name, raw, getattr(Scenario(), name), infos[name])
+            values[name] = _coerce(name, raw, getattr(default_scenario(), name), infos[name])
     scenario = dataclasses.replace(base, **values)
     _check_combinations(scenario)
     return scenario

@@ -11,7 +11,7 @@ with gradient accumulation, gradients resident from the first micro-batch on.
 
 from __future__ import annotations
 
-from trainplan.model import ModelSpec, block_linears
+from trainplan.model import ModelSpec, block_linears, derived
 from trainplan.terms.recipes import OptimizerRecipe, PrecisionRecipe
 
 
@@ -51,11 +51,16 @@ def optimizer_transient_bytes(
 
 def layer_weight_bytes(model: ModelSpec, bytes_per_param: float) -> float:
     """Weights of the largest single layer (what ZeRO-3 gathers at a time)."""
+    return derived(model, _largest_layer_linear_params) * bytes_per_param
+
+
+def _largest_layer_linear_params(model: ModelSpec) -> int:
+    """Linear-layer parameters of the largest single layer."""
     largest = 0
     for block in model.blocks:
         params = sum(linear.params for linear in block_linears(block, model.hidden_size))
         largest = max(largest, params)
-    return largest * bytes_per_param
+    return largest
 
 
 def logits_bytes(vocab_size: int, activation_bytes: int, softcap: bool = False) -> tuple[float, float, float]:
