@@ -4,7 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.render import batch_line, format_duration, with_article
+from trainplan import estimate
+from trainplan.render import (
+    APPROXIMATE,
+    NOTE,
+    batch_line,
+    fit_group_lines,
+    fit_verdict,
+    format_duration,
+    format_kwh,
+    format_usd,
+    free_text,
+    note_lines,
+    trainable_detail,
+    weights_detail,
+    with_article,
+)
 from trainplan.result import Batch
 from trainplan.units import format_count, format_gb, format_gib, format_percent
 
@@ -63,3 +78,50 @@ def test_durations() -> None:
 )
 def test_gpu_names_take_the_right_article(name: str, phrase: str) -> None:
     assert with_article(name) == phrase
+
+
+def test_money_and_energy_figures() -> None:
+    assert format_usd(1234.4) == "$1,234"
+    assert format_usd(99.994) == "$99.99"
+    assert format_usd(2.5) == "$2.50"
+    assert format_kwh(12.34) == "12.3"
+    assert format_kwh(1234.4) == "1,234"
+
+
+def test_free_or_short() -> None:
+    assert free_text(2**30) == "1.00 GiB free"
+    assert free_text(0.0) == "0.00 GiB free"
+    assert free_text(-1.5 * 2**30) == "short 1.50 GiB"
+
+
+def test_the_chosen_gpu_verdict_and_the_class_counts() -> None:
+    """Llama-3.1-8B full fine-tune on one H100 (79.65 GiB) does not fit; QLoRA does. The class
+    lines count the fit table's own rows, and the verdict is the chosen GPU's row."""
+    full = estimate({"model": "Llama-3.1-8B", "method": "full"})
+    row = full.chosen_fit
+    assert row.gpu == "H100 SXM 80GB" and not full.fits
+    assert (
+        fit_verdict(full)
+        == f"does not fit H100 SXM 80GB (short {format_gib(full.total_bytes - 85_520_809_984)})"
+    )
+    qlora = estimate({"model": "Llama-3.1-8B", "method": "qlora"})
+    assert qlora.fits
+    assert fit_verdict(qlora) == f"fits H100 SXM 80GB ({format_gib(85_520_809_984 - qlora.total_bytes)} free)"
+    lines = fit_group_lines(qlora)
+    for gpu_class, line in lines.items():
+        rows = [r for r in qlora.fit if r.gpu_class == gpu_class]
+        assert line == f"{gpu_class.capitalize()}: {sum(r.fits for r in rows)} of {len(rows)} fit"
+    assert sum(int(line.split(": ")[1].split(" of ")[1].split()[0]) for line in lines.values()) == len(
+        qlora.fit
+    )
+
+
+def test_notes_and_details() -> None:
+    result = estimate({"model": "Llama-3.1-8B", "method": "qlora", "zero_stage": 2})
+    labels = note_lines(result)
+    assert (NOTE, "zero_stage has no effect with a single data-parallel replica") in labels
+    assert all(label in (NOTE, APPROXIMATE) for label, _ in labels)
+    assert trainable_detail(result).endswith(" params (QLoRA adapters)")
+    assert weights_detail(result) == "frozen base in nf4, plus adapters"
+    sharded = estimate({"model": "Llama-3.1-8B", "method": "full", "gpus": 8, "zero_stage": 3})
+    assert weights_detail(sharded) == "trainable weights, bf16-mixed; this GPU's share"

@@ -19,6 +19,9 @@ def _is_array(*values: Any) -> bool:
 
 def where(condition: Any, if_true: Any, if_false: Any) -> Any:
     """`if_true` where `condition` holds, else `if_false`."""
+    scalars = _SCALARS  # one estimate calls this some fifty times: Python numbers first, inline
+    if condition.__class__ in scalars and if_true.__class__ in scalars and if_false.__class__ in scalars:
+        return if_true if condition else if_false
     if _is_array(condition, if_true, if_false):
         import numpy as np
 
@@ -28,7 +31,8 @@ def where(condition: Any, if_true: Any, if_false: Any) -> Any:
 
 def maximum(first: Any, second: Any) -> Any:
     """Element-wise maximum."""
-    if _is_array(first, second):
+    scalars = first.__class__ in _SCALARS and second.__class__ in _SCALARS  # the common case, inline
+    if not scalars and _is_array(first, second):
         import numpy as np
 
         return np.maximum(first, second)
@@ -37,7 +41,8 @@ def maximum(first: Any, second: Any) -> Any:
 
 def minimum(first: Any, second: Any) -> Any:
     """Element-wise minimum."""
-    if _is_array(first, second):
+    scalars = first.__class__ in _SCALARS and second.__class__ in _SCALARS  # the common case, inline
+    if not scalars and _is_array(first, second):
         import numpy as np
 
         return np.minimum(first, second)

@@ -130,7 +130,9 @@ def run_estimate(**kwargs: Any) -> None:
     except TrainplanError as error:
         fail(error)
     if found is not None and not as_json:
-        print(found.sentence())
+        from trainplan.render import largest_line
+
+        print(largest_line(found))
     if as_json:
         data = result.to_dict()
         if found is not None:

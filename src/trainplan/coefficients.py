@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from trainplan.errors import InputError
-from trainplan.model import ModelSpec, block_linears, weight_linears
+from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
 from trainplan.samples import sample_shape
 from trainplan.scenario import Scenario, resolved_base_weights
 from trainplan.terms.activations import (
@@ -174,11 +174,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     shape = sample_shape(model, scenario)  # checks the sample fields; None for a language model
     recipe = PRECISIONS[scenario.precision]
     optimizer = OPTIMIZERS[scenario.optimizer]
-    counts = count_params(model, scenario.method, scenario.lora)
+    counts = derived(model, count_params, scenario.method, scenario.lora)
     base = resolved_base_weights(scenario)
     full = scenario.method == "full"
-    linears = [(b.count, lin) for b in model.blocks for lin in block_linears(b, model.hidden_size)]
-    weights = weight_linears(model)  # shared blocks once per copy (Zamba2); `linears` per layer run
+    largest_matrix = derived(model, _largest_matrix)
+    weights = weight_linears(model)  # shared blocks once per copy (Zamba2); `_layer_linears` per layer run
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
     # base precision (`autocast_adapter_dtype`, on by default); torchtune at the compute dtype
@@ -191,9 +191,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes
         frozen_weights: float = (counts.total - counts.trainable) * compute_bytes
-        rows_cols = sum(n * lin.copies * (lin.in_features + lin.out_features) for n, lin in weights)
-        rows_cols += counts.total - counts.linear_weights
-        largest = max([lin.in_features * lin.out_features for _, lin in linears] + [counts.embedding])
+        rows_cols = derived(model, _weight_rows_and_columns) + counts.total - counts.linear_weights
+        largest = max(largest_matrix, counts.embedding)
         layer_bytes = layer_weight_bytes(model, recipe.weight_bytes)
         layer_grads = layer_weight_bytes(model, recipe.grad_bytes)
         gathered_bytes: float = recipe.weight_bytes
@@ -213,7 +212,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             frozen_weights += kbit_bytes
         trainable_weights = counts.lora * states.weight_bytes
         rank = scenario.lora.rank
-        adapted = [(n, lin) for n, lin in linears if targeted(lin, scenario.lora.targets)]
+        adapted = derived(model, _adapted_linears, scenario.lora.targets)
         rows_cols = sum(
             n * lin.copies * (2 * rank + lin.in_features + lin.out_features) for n, lin in adapted
         )
@@ -228,9 +227,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         activation_bytes=compute_bytes,
         residual_bytes=residual,
         weights_trainable=full,
-        lora_targets=frozenset(
-            lin.name for _, lin in linears if not full and targeted(lin, scenario.lora.targets)
-        ),
+        lora_targets=frozenset() if full else frozenset(lin.name for _, lin in adapted),
         attention=scenario.attention,
         ssm_kernel=scenario.ssm_kernel,
         kernels=scenario.kernels,
@@ -303,8 +300,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             )
         else:
             held, loss, backward = logits_bytes(model.vocab_size, compute_bytes, model.final_logit_softcap)
-        flops = flops_per_token(
+        flops = derived(
             model,
+            flops_per_token,
             seq,
             frozen_base=not full,
             lora_params=counts.lora,
@@ -359,11 +357,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             recipe.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
         ),
         dequant_bytes=max(
-            (
-                2 * max(lin.in_features * lin.out_features for _, lin in linears)
-                if base in QUANTISED_BASES
-                else 0.0
-            ),
+            (2 * largest_matrix if base in QUANTISED_BASES else 0.0),
             # autocast casts the frozen fp32 head for each use, without caching it
             2.0 * head_matrix if kbit_bytes else 0.0,
         ),
@@ -411,6 +405,26 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         compile_fusion_bytes_per_token=fusion,
         **fsdp,
     )
+
+
+def _layer_linears(model: ModelSpec) -> tuple[tuple[int, Linear], ...]:
+    """(layers, matrix) for every matrix of every layer group, in forward order."""
+    return tuple((b.count, lin) for b in model.blocks for lin in block_linears(b, model.hidden_size))
+
+
+def _largest_matrix(model: ModelSpec) -> int:
+    """Elements of the largest single weight matrix of a layer."""
+    return max(lin.in_features * lin.out_features for _, lin in derived(model, _layer_linears))
+
+
+def _weight_rows_and_columns(model: ModelSpec) -> int:
+    """Sum of rows + columns over every weight matrix (factored optimizers keep one of each)."""
+    return sum(n * lin.copies * (lin.in_features + lin.out_features) for n, lin in weight_linears(model))
+
+
+def _adapted_linears(model: ModelSpec, targets: str | tuple[str, ...]) -> tuple[tuple[int, Linear], ...]:
+    """The (layers, matrix) pairs LoRA `targets` selects."""
+    return tuple((n, lin) for n, lin in derived(model, _layer_linears) if targeted(lin, targets))
 
 
 def _float8_casts(model: ModelSpec, recompute_share: float, compiled: bool) -> tuple[float, float]:

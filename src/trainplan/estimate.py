@@ -16,7 +16,13 @@ from trainplan.presets import recipe_summary
 from trainplan.result import Batch, Estimate, FitRow, Phase, Term
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
-from trainplan.scenario import Scenario, data_parallel, resolved_base_weights, scenario_from_mapping
+from trainplan.scenario import (
+    Scenario,
+    data_parallel,
+    default_scenario,
+    resolved_base_weights,
+    scenario_from_mapping,
+)
 from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
@@ -202,7 +208,7 @@ def _fsdp_notes(scenario: Scenario) -> list[str]:
     """FSDP2 settings changed from their defaults where no weights are sharded."""
     if scenario.zero_stage == 3 and data_parallel(scenario) > 1:
         return []
-    defaults = Scenario()
+    defaults = default_scenario()
     changed = [
         name
         for name in (
@@ -236,7 +242,7 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         )
     if gpu.tdp_w is None:
         notes.append(f"{gpu.name} has no published power figure: energy is not estimated")
-    if scenario.loss != "chunked" and scenario.loss_chunks != Scenario().loss_chunks:
+    if scenario.loss != "chunked" and scenario.loss_chunks != default_scenario().loss_chunks:
         notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
     if scenario.compile and model.kind != "llm":
         notes.append(

@@ -10,8 +10,10 @@ Hugging Face config keys never appear here: the `hf` package is the only adapter
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any, TypeVar
 
 # Roles of linear layers; LoRA target presets select by role.
 ATTENTION_ROLES = frozenset(
@@ -29,6 +31,9 @@ EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer 
 DENOISER_ROLES = frozenset({"modulation", "embed", "fused_out", "output"})
 # What a model is trained to do; `trainplan models --family` filters by it.
 MODEL_KINDS = ("llm", "diffusion", "video", "jepa")
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -784,10 +789,26 @@ def mixer_extra_params(mixer: LinearMixer) -> int:
     return conv
 
 
-def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
+def derived(model: ModelSpec, compute: Callable[..., T], *args: Hashable, **kwargs: Hashable) -> T:
+    """`compute(model, *args, **kwargs)`, worked out once per ModelSpec object and arguments. A spec
+    is immutable, so what it derives never changes; the result is kept on the object itself (not
+    in a table keyed by the spec, whose hash walks every block), and goes with it."""
+    store: dict[Any, Any] = model.__dict__.setdefault("_derived", {})
+    key = (compute, args, tuple(sorted(kwargs.items()))) if kwargs else (compute, args)
+    if key not in store:
+        store[key] = compute(model, *args, **kwargs)
+    value: T = store[key]
+    return value
+
+
+def weight_linears(model: ModelSpec) -> tuple[tuple[int, Linear], ...]:
     """(copies in the model, matrix) for every weight matrix: a layer group's `count` times, a
     shared block's (Zamba2) once per copy however many layers run it. Compute and adapters
     follow the layers instead (`block_linears` x count)."""
+    return derived(model, _weight_linears)
+
+
+def _weight_linears(model: ModelSpec) -> tuple[tuple[int, Linear], ...]:
     weights: list[tuple[int, Linear]] = []
     shared_seen = False
     for block in model.blocks:
@@ -800,7 +821,7 @@ def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
             weights += [(block.shared_copies, linear) for linear in linears if linear not in own]
             shared_seen = True
         weights += [(block.count, linear) for linear in own]
-    return weights
+    return tuple(weights)
 
 
 @lru_cache(maxsize=4096)

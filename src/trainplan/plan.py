@@ -21,7 +21,7 @@ from typing import Any
 from trainplan.catalog import resolve_model
 from trainplan.coefficients import Coefficients, coefficients
 from trainplan.errors import InputError
-from trainplan.estimate import estimate, sample_shape
+from trainplan.estimate import estimate
 from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
@@ -356,7 +356,8 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     plan_option("objective", request.objective)
     plan_option("max_gpus", str(request.max_gpus))
     spec = model if model is not None else resolve_model(request.base.model, request.base.force)
-    sample_shape(spec, request.base)
+    # the sample fields are checked where every estimate checks them: coefficients(), the first
+    # thing evaluate_group runs
     if spec.kind != "llm" and request.target_global_tokens:
         raise InputError(
             "target_global_tokens",

@@ -98,11 +98,11 @@ def with_recipe(
 def recipe_defaults(scenario: Any) -> dict[str, Any]:
     """The recipe's defaults that the scenario carries and that differ from trainplan's own
     defaults (field -> value); {} without a recipe."""
-    from trainplan.scenario import Scenario
+    from trainplan.scenario import default_scenario
 
     if scenario.recipe is None:
         return {}
-    plain = Scenario()
+    plain = default_scenario()
     used = {}
     for key, value in recipes()[scenario.recipe].fields(scenario.method).items():
         if key.startswith("lora."):

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from trainplan.result import Batch, Estimate
+from typing import TYPE_CHECKING
+
+from trainplan.result import Batch, Estimate, FitRow
 from trainplan.runtime import CostFigures
 from trainplan.terms.geometry import TokenShape
 from trainplan.units import format_count, format_gib, format_int, format_percent
+
+if TYPE_CHECKING:
+    from trainplan.search import Largest
+
+#: What a searchable field is called in a sentence.
+FIELD_NOUNS = {"micro_batch": "micro-batch", "seq_len": "sequence length"}
+#: The labels of a result's notes: a setting with no effect here, and an approximate model reading.
+NOTE, APPROXIMATE = "note", "approximate"
 
 
 def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
@@ -30,7 +40,7 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
 def params_line(result: Estimate) -> str:
     """'Trainable 6.82M of 8.03B params (0.08% of base)'."""
     params = result.params
-    approx = " (approximate: see the notes)" if result.approximations else ""
+    approx = f" ({APPROXIMATE}: see the notes)" if result.approximations else ""
     return (
         f"Trainable {format_count(params.trainable)} of {format_count(params.total)} params "
         f"({format_percent(params.trainable_fraction)} of base){approx}"
@@ -41,6 +51,91 @@ def fit_summary(result: Estimate) -> str:
     """'Fits 9 of 30 catalog GPUs'."""
     fitting = sum(row.fits for row in result.fit)
     return f"Fits {fitting} of {len(result.fit)} catalog GPUs at {format_gib(result.total_bytes)} per GPU"
+
+
+def free_text(free_bytes: float) -> str:
+    """'12.34 GiB free', or 'short 1.20 GiB' when the peak is over the GPU's memory."""
+    return f"{format_gib(free_bytes)} free" if free_bytes >= 0 else f"short {format_gib(-free_bytes)}"
+
+
+def fit_verdict(result: Estimate) -> str:
+    """'fits H100 SXM 80GB (12.34 GiB free)' or 'does not fit T4 (short 1.20 GiB)': the chosen GPU."""
+    row = result.chosen_fit
+    verb = "fits" if row.fits else "does not fit"
+    return f"{verb} {row.gpu} ({free_text(row.free_bytes)})"
+
+
+def fit_group_lines(result: Estimate) -> dict[str, str]:
+    """'Consumer: 3 of 10 fit' for each GPU class, in the fit table's order."""
+    groups: dict[str, list[FitRow]] = {}
+    for row in result.fit:
+        groups.setdefault(row.gpu_class, []).append(row)
+    return {
+        name: f"{name.capitalize()}: {sum(row.fits for row in rows)} of {len(rows)} fit"
+        for name, rows in groups.items()
+    }
+
+
+def note_lines(result: Estimate) -> list[tuple[str, str]]:
+    """(label, text) for every warning and every approximation of the result, in that order."""
+    return [(NOTE, text) for text in result.warnings] + [
+        (APPROXIMATE, text) for text in result.approximations
+    ]
+
+
+def trainable_detail(result: Estimate) -> str:
+    """'0.08% of 8.03B params (LoRA adapters)'."""
+    params, method = result.params, result.scenario.method
+    what = "every weight" if method == "full" else f"{'QLoRA' if method == 'qlora' else 'LoRA'} adapters"
+    approx = f"; {APPROXIMATE}: see the notes" if result.approximations else ""
+    return (
+        f"{format_percent(params.trainable_fraction)} of {format_count(params.total)} params ({what}){approx}"
+    )
+
+
+def weights_detail(result: Estimate) -> str:
+    """'frozen base in nf4, plus adapters' or 'trainable weights, bf16', and "; this GPU's share"
+    where ZeRO-3, tensor or pipeline parallelism splits the weights over several GPUs."""
+    s = result.scenario
+    base = result.assumptions.get("base_weights")
+    text = f"frozen base in {base}, plus adapters" if base else f"trainable weights, {s.precision}"
+    sharded = s.zero_stage == 3 or s.tensor_parallel > 1 or s.pipeline_parallel > 1
+    return text + ("; this GPU's share" if sharded and s.gpus > 1 else "")
+
+
+def largest_line(found: Largest) -> str:
+    """'Largest micro-batch that fits on H100 SXM 80GB with 5% of its memory free: 24 (61.20 GiB of
+    79.65 GiB); the limit is 27, rounded down to a multiple of 8'."""
+    result = found.estimate
+    free = f" with {found.headroom:.0%} of its memory free" if found.headroom else ""
+    held = f" ({format_gib(result.total_bytes)} of {format_gib(result.chosen_fit.memory_bytes)})"
+    rounded = (
+        f"; the limit is {found.exact:,}, rounded down to a multiple of {found.multiple}"
+        if found.value != found.exact
+        else ""
+    )
+    return (
+        f"Largest {FIELD_NOUNS[found.field]} that fits on {result.gpu}{free}: {found.value:,}{held}{rounded}"
+    )
+
+
+def recipe_line(result: Estimate) -> str | None:
+    """'recipe torchtune (0.6) set: lora.dtype=bf16'; None without a recipe."""
+    recipe = result.assumptions.get("recipe")
+    if not recipe:
+        return None
+    applied = ", ".join(f"{key}={value}" for key, value in recipe["defaults"].items()) or "nothing new"
+    return f"recipe {recipe['name']} ({recipe['version']}) set: {applied}"
+
+
+def format_usd(usd: float) -> str:
+    """'$1,234' from $100 up, '$12.34' below."""
+    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
+
+
+def format_kwh(kwh: float) -> str:
+    """'12.3' below 1,000 kWh, '1,234' from there."""
+    return f"{kwh:,.1f}" if kwh < 1000 else f"{kwh:,.0f}"
 
 
 _VOWEL_SOUND_LETTERS = frozenset("AEFHILMNORSX")  # letter names that start with a vowel sound
@@ -76,7 +171,7 @@ def runtime_lines(result: Estimate) -> list[str]:
     lines = []
     time, cost, energy, load = result.time, result.cost, result.energy, result.load
     if time is None:
-        lines.append(f"Time: {result.gpu} has no tensor-core rate for {result.scenario.precision}")
+        lines.append(f"Time: {no_time_text(result)}")
     else:
         what = samples_word(result.sample)
         amount = (
@@ -100,18 +195,8 @@ def runtime_lines(result: Estimate) -> list[str]:
         if cost.usd is None:
             lines.append(f"Cost: {cost.rate_source}")
         else:
-            rate = f"${cost.usd_per_gpu_hour:,.2f}/GPU-h"
-            price = (
-                f"{cost.pricing}: {rate} on-demand less {cost.discount:.0%}"
-                if round(cost.discount, 2) > 0
-                else f"{cost.pricing} at {rate}"
-            )
-            unit = (
-                f"${cost.usd_per_thousand_samples:,.3f} per 1,000 {samples_word(result.sample)}"
-                if cost.usd_per_thousand_samples is not None
-                else f"${cost.usd_per_million_tokens:,.3f} per million tokens"
-            )
-            lines.append(f"Cost on {gpus_phrase(result)}: ${cost.usd:,.0f} {price}, {unit}")
+            price, unit = _price_and_unit_cost(result, cost)
+            lines.append(f"Cost on {gpus_phrase(result)}: {format_usd(cost.usd)} {price}, {unit}")
             lines.append(f"  rate: {rate_line(cost)}")
     if energy is not None and energy.kwh is not None and energy.co2e_kg is not None:
         lines.append(
@@ -119,9 +204,48 @@ def runtime_lines(result: Estimate) -> list[str]:
             f"({energy.gco2e_per_kwh:.0f} g/kWh; PUE {energy.pue}, host +{energy.host_overhead:.0%})"
         )
     if load is not None:
-        mode = "sharded parallel" if load.parallel else "single stream"
-        lines.append(f"Load weights: {format_duration(load.seconds)} from {load.source} ({mode})")
+        lines.append(
+            f"Load weights: {format_duration(load.seconds)} from {load.source} ({load_mode(result)})"
+        )
     return lines
+
+
+def no_time_text(result: Estimate) -> str:
+    """Why there is no time: 'T4 has no tensor-core rate for bf16'."""
+    return f"{result.gpu} has no tensor-core rate for {result.scenario.precision}"
+
+
+def load_mode(result: Estimate) -> str:
+    """'sharded parallel' or 'single stream': how the checkpoint is read."""
+    return "sharded parallel" if result.load is not None and result.load.parallel else "single stream"
+
+
+def _price_and_unit_cost(result: Estimate, cost: CostFigures) -> tuple[str, str]:
+    """('spot: $2.69/GPU-h on-demand less 30%', '$0.123 per million tokens')."""
+    rate = f"${cost.usd_per_gpu_hour:,.2f}/GPU-h"
+    price = (
+        f"{cost.pricing}: {rate} on-demand less {cost.discount:.0%}"
+        if round(cost.discount, 2) > 0
+        else f"{cost.pricing} at {rate}"
+    )
+    unit = (
+        f"${cost.usd_per_thousand_samples:,.3f} per 1,000 {samples_word(result.sample)}"
+        if cost.usd_per_thousand_samples is not None
+        else f"${cost.usd_per_million_tokens:,.3f} per million tokens"
+    )
+    return price, unit
+
+
+def cost_detail(result: Estimate) -> str:
+    """The price and the unit cost of a priced run ('on-demand at $2.69/GPU-h; $0.123 per million
+    tokens'), or where a price would come from when there is none."""
+    cost = result.cost
+    if cost is None:
+        return ""
+    if cost.usd is None:
+        return cost.rate_source
+    price, unit = _price_and_unit_cost(result, cost)
+    return f"{price}; {unit}"
 
 
 def samples_word(sample: TokenShape | None) -> str:

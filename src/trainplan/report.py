@@ -10,7 +10,20 @@ from rich.console import Console
 from rich.table import Table
 
 from trainplan.errors import InputError
-from trainplan.render import batch_line, fit_summary, params_line, runtime_lines
+from trainplan.render import (
+    APPROXIMATE,
+    NOTE,
+    batch_line,
+    fit_summary,
+    fit_verdict,
+    format_kwh,
+    format_usd,
+    free_text,
+    note_lines,
+    params_line,
+    recipe_line,
+    runtime_lines,
+)
 from trainplan.result import Estimate
 from trainplan.units import format_count, format_gib
 
@@ -70,19 +83,16 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
             row.gpu,
             row.gpu_class,
             format_gib(row.memory_bytes),
-            format_gib(row.free_bytes),
+            free_text(row.free_bytes),
             "[green]fits[/]" if row.fits else "[red]does not fit[/]",
         )
     console.print(fit)
-    console.print(fit_summary(result))
-    recipe = result.assumptions.get("recipe")
+    console.print(f"{fit_summary(result)}; the chosen GPU: {fit_verdict(result)}")
+    recipe = recipe_line(result)
     if recipe:
-        applied = ", ".join(f"{key}={value}" for key, value in recipe["defaults"].items()) or "nothing new"
-        console.print(f"recipe {recipe['name']} ({recipe['version']}) set: {applied}")
-    for warning in result.warnings:
-        console.print(f"[yellow]note:[/] {warning}")
-    for note in result.approximations:
-        console.print(f"[yellow]approximate:[/] {note}")
+        console.print(recipe)
+    for label, text in note_lines(result):
+        console.print(f"[yellow]{label}:[/] {text}")
 
 
 def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
@@ -205,7 +215,7 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
         where += f"; estimated peak during {(estimate.allocated_peak or estimate.peak).name}"
     console.print(where + ".")
     for note in (*comparison.notes, *measured.notes):
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]{NOTE}:[/] {note}")
 
 
 def print_plan(result: Any, console: Console | None = None) -> None:
@@ -243,18 +253,18 @@ def print_plan(result: Any, console: Console | None = None) -> None:
             savers_text(s.activation_checkpointing, s.offload),
             f"{plan.estimate.total_bytes / 2**30:,.1f}",
             format_duration(plan.total_s),
-            f"${plan.usd:,.0f}" if plan.usd is not None else "-",
+            format_usd(plan.usd) if plan.usd is not None else "-",
         ]
         if wide:
-            row.append(f"{plan.kwh:,.0f}" if plan.kwh else "-")
+            row.append(format_kwh(plan.kwh) if plan.kwh else "-")
         table.add_row(*row)
     console.print(table)
     for line in explain(result):
         console.print(line)
-    for note in (
-        result.plans[0].estimate.approximations if result.plans else ()
-    ):  # one model, one set of notes
-        console.print(f"[yellow]approximate:[/] {note}")
+    # one model, one set of notes
+    for label, text in note_lines(result.plans[0].estimate) if result.plans else ():
+        if label == APPROXIMATE:
+            console.print(f"[yellow]{label}:[/] {text}")
 
 
 def print_regions(query: str, as_json: bool) -> None:
@@ -309,7 +319,7 @@ def print_prices(names: list[str], as_json: bool, today: date, max_age_days: int
             for line in _quote_lines(row):
                 console.print(line, soft_wrap=True, highlight=False)
             for flag in row["flags"]:
-                console.print(f"[yellow]note:[/] {flag}")
+                console.print(f"[yellow]{NOTE}:[/] {flag}")
             used = {quote["source_key"]: quote["source"] for quote in row["quotes"]}
             for key, address in used.items():
                 console.print(f"  [bold]{key}[/]: {address}", soft_wrap=True)
@@ -367,7 +377,7 @@ def plan_header(plan: Any) -> list[str]:
     from trainplan.render import format_duration
 
     s = plan.scenario
-    cost = f", ${plan.usd:,.0f}" if plan.usd is not None else ""
+    cost = f", {format_usd(plan.usd)}" if plan.usd is not None else ""
     return [
         f"trainplan plan: {s.model}, {s.method}, {s.gpus} x {s.gpu}, {s.precision}, seq_len {s.seq_len}",
         f"estimated: peak {format_gib(plan.estimate.total_bytes)} per GPU, "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, NamedTuple
 
 from trainplan.runtime import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 from trainplan.scenario import Scenario, scenario_to_mapping
@@ -11,9 +12,10 @@ from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
 
 
-@dataclass(frozen=True)
-class Term:
-    """One figure: `value` in base units (bytes), exact arithmetic or an estimate, with its formula."""
+class Term(NamedTuple):
+    """One figure: `value` in base units (bytes), exact arithmetic or an estimate, with its formula.
+    (Immutable records like the dataclasses; a named tuple because one estimate makes some seventy
+    of them with the fit rows, and a tuple is built at half the cost of a frozen dataclass.)"""
 
     name: str
     value: float
@@ -38,8 +40,7 @@ class Phase:
         return next(term for term in self.terms if term.name == name)
 
 
-@dataclass(frozen=True)
-class FitRow:
+class FitRow(NamedTuple):
     """Whether the per-GPU peak fits one catalog GPU."""
 
     gpu: str
@@ -108,147 +109,153 @@ class Estimate:
         """Peak memory per GPU, overhead included."""
         return self.peak.total
 
+    @property
+    def chosen_fit(self) -> FitRow:
+        """The fit table's row of the scenario's GPU."""
+        return next(row for row in self.fit if row.gpu == self.gpu)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the per-GPU peak fits the scenario's GPU."""
+        return self.chosen_fit.fits
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON output contract (see docs/cli.md)."""
-        per_gpu: dict[str, Any] = {f"{t.name}_bytes": t.value for t in self.peak.terms}
-        per_gpu["total_bytes"] = self.peak.total
-        per_gpu["kinds"] = {t.name: t.kind for t in self.peak.terms}
-        per_gpu["notes"] = {t.name: t.note for t in self.peak.terms}
-        return {
-            "model": {"name": self.model_name, "source": self.model_source},
-            "scenario": scenario_to_mapping(self.scenario),
-            "params": {
-                "total": self.params.total,
-                "trainable": self.params.trainable,
-                "trainable_fraction": self.params.trainable_fraction,
-                "active": self.params.active,
-                "embedding": self.params.embedding,
-                "lora": self.params.lora,
-                "approximate": bool(self.approximations),
-            },
-            "memory": {
-                "per_gpu": per_gpu,
-                "peak_phase": self.peak.name,
-                "phases": {
-                    phase.name: {
-                        "total_bytes": phase.total,
-                        **{f"{t.name}_bytes": t.value for t in phase.terms},
-                    }
-                    for phase in self.phases
-                },
-                "states": {f"{t.name}_bytes": t.value for t in self.states},
-                "cpu_offload_bytes": self.cpu_offload_bytes,
-                "paged_bytes": self.paged_bytes,
-                "stream_pool_bytes": self.stream_pool_bytes,
-                "allocated_peak_bytes": self.allocated_peak_bytes,
-            },
-            "fit": [
-                {
-                    "gpu": row.gpu,
-                    "class": row.gpu_class,
-                    "memory_bytes": row.memory_bytes,
-                    "free_bytes": row.free_bytes,
-                    "fits": row.fits,
-                }
-                for row in self.fit
-            ],
-            "batch": {
-                "micro_batch": self.batch.micro_batch,
-                "grad_accum": self.batch.grad_accum,
-                "replicas": self.batch.replicas,
-                "seq_len": self.batch.seq_len,
-                "global_sequences": self.batch.global_sequences,
-                "global_tokens": self.batch.global_tokens,
-            },
-            "sample": _sample_dict(self.sample),
-            **self._runtime_dict(),
-            "warnings": list(self.warnings),
-            "approximations": list(self.approximations),
-            "assumptions": self.assumptions,
-        }
-
-    def _runtime_dict(self) -> dict[str, Any]:
-        """The time / cost / energy / load part of the JSON contract."""
-        time, cost, energy, load = self.time, self.cost, self.energy, self.load
-        out: dict[str, Any] = {"gpu": self.gpu}
-        if time is not None:
-            step = time.step
-            out["time"] = {
-                "flops_per_token": time.flops.total,
-                "model_flops_per_token": time.flops.total - time.flops.recompute,
-                "palm_model_flops_per_token": time.flops.palm_model_flops,
-                "tokens_per_s": time.tokens_per_s,
-                "tokens_per_s_per_gpu": time.tokens_per_s / self.scenario.gpus,
-                "step_s": step.total,
-                "step_breakdown_s": {
-                    "compute": step.compute,
-                    "pipeline_bubble": step.pipeline_bubble,
-                    "data_parallel_comm": step.data_parallel_comm,
-                    "tensor_parallel_comm": step.tensor_parallel_comm,
-                    "offload": step.offload,
-                    "dequantisation": step.dequantisation,
-                    "float8_casts": step.float8_casts,
-                    "compile_fusion": step.compile_fusion,
-                },
-                "dominant_overhead": step.dominant_overhead(),
-                "steps": time.steps,
-                "train_tokens": time.train_tokens,
-                "samples_per_s_per_gpu": time.samples_per_s_per_gpu,
-                "train_samples": time.train_samples,
-                "total_s": time.total_s,
-                "gpu_hours": time.gpu_hours,
-                "mfu": time.mfu,
-                "hfu": time.hfu,
-                "efficiency": time.efficiency,
-                "peak_flops_per_s": time.peak_flops_per_s,
-                "compute_precision": time.compute_precision,
-            }
-        else:
-            out["time"] = None
-        if cost is not None:
-            out["cost"] = {
-                "usd": cost.usd,
-                "usd_per_million_tokens": cost.usd_per_million_tokens,
-                "usd_per_gpu_hour": cost.usd_per_gpu_hour,
-                "pricing": cost.pricing,
-                "discount": cost.discount,
-                "rate_source": cost.rate_source,
-                "quotes": cost.quotes,
-                "price_as_of": cost.price_as_of,
-                "price_stale": cost.price_stale,
-                "discount_range": list(cost.discount_range) if cost.discount_range else None,
-                "usd_per_thousand_samples": cost.usd_per_thousand_samples,
-            }
-        if energy is not None:
-            out["energy"] = {
-                "kwh": energy.kwh,
-                "co2e_kg": energy.co2e_kg,
-                "region": energy.region,
-                "gco2e_per_kwh": energy.gco2e_per_kwh,
-                "gpu_power_w": energy.gpu_power_w,
-            }
-        if load is not None:
-            out["load"] = {
-                "seconds": load.seconds,
-                "source": load.source,
-                "bytes_per_node": load.bytes_per_node,
-                "bandwidth_bytes_per_s": load.bandwidth_bytes_per_s,
-                "parallel": load.parallel,
-            }
-        return out
+        """The JSON output contract (see docs/cli.md): the tree as `json_tree` writes it."""
+        tree: dict[str, Any] = json_tree(self)
+        return tree
 
 
-def _sample_dict(sample: TokenShape | None) -> dict[str, Any] | None:
-    """One sample's geometry (null for a language model)."""
-    if sample is None:
-        return None
+#: How a result type's JSON object is made from its value (see `json_tree`).
+Converter = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class JsonShape:
+    """Where one result type's JSON object differs from its fields. Every field not named here
+    is written under its own name, so a field added to a result type reaches the JSON without
+    a line here; only a different key, a different value or a figure kept elsewhere is declared."""
+
+    keys: Mapping[str, str] = field(default_factory=dict)  # field -> its public key
+    values: Mapping[str, Converter] = field(default_factory=dict)  # field -> JSON value, from the object
+    elsewhere: Mapping[str, str] = field(default_factory=dict)  # field -> where the JSON has it instead
+    derived: Mapping[str, Converter] = field(default_factory=dict)  # key -> figure added after the fields
+
+
+def _term_bytes(terms: tuple[Term, ...]) -> dict[str, float]:
+    """{'weights_bytes': ..., ...}: each term's value under its name with the unit."""
+    return {f"{term.name}_bytes": term.value for term in terms}
+
+
+def _memory(result: Estimate) -> dict[str, Any]:
+    """The `memory` object: the peak's terms with their kinds and notes, each phase, the states."""
+    peak = result.peak
     return {
-        "width_px": sample.width_px,
-        "height_px": sample.height_px,
-        "frames": sample.frames,
-        "latent_width": sample.latent_width,
-        "latent_height": sample.latent_height,
-        "latent_frames": sample.latent_frames,
-        "image_tokens": sample.image_tokens,
-        "text_tokens": sample.text_tokens,
+        "per_gpu": {
+            **_term_bytes(peak.terms),
+            "total_bytes": peak.total,
+            "kinds": {term.name: term.kind for term in peak.terms},
+            "notes": {term.name: term.note for term in peak.terms},
+        },
+        "peak_phase": peak.name,
+        "phases": {
+            phase.name: {"total_bytes": phase.total, **_term_bytes(phase.terms)} for phase in result.phases
+        },
+        "states": _term_bytes(result.states),
+        "cpu_offload_bytes": result.cpu_offload_bytes,
+        "paged_bytes": result.paged_bytes,
+        "stream_pool_bytes": result.stream_pool_bytes,
+        "allocated_peak_bytes": result.allocated_peak_bytes,
     }
+
+
+_IN_MEMORY = "under memory"
+_IN_ASSUMPTIONS = "under assumptions"
+
+#: The declared differences between the result types and their JSON objects; a type not listed
+#: is written field by field.
+JSON_SHAPES: dict[type, JsonShape] = {
+    Estimate: JsonShape(
+        keys={"model_name": "model", "peak": "memory"},
+        values={
+            "scenario": lambda result: scenario_to_mapping(result.scenario),
+            "model_name": lambda result: {"name": result.model_name, "source": result.model_source},
+            "params": lambda result: {**json_tree(result.params), "approximate": bool(result.approximations)},
+            "peak": _memory,
+        },
+        elsewhere={
+            "model_source": "under model",
+            **dict.fromkeys(
+                (
+                    "phases",
+                    "states",
+                    "cpu_offload_bytes",
+                    "paged_bytes",
+                    "stream_pool_bytes",
+                    "allocated_peak",
+                ),
+                _IN_MEMORY,
+            ),
+        },
+    ),
+    ParamCounts: JsonShape(
+        elsewhere=dict.fromkeys(("head", "layers", "linear_weights", "extras"), "not in the contract"),
+        derived={"trainable_fraction": lambda counts: counts.trainable_fraction},
+    ),
+    FitRow: JsonShape(keys={"gpu_class": "class"}),
+    Batch: JsonShape(
+        derived={
+            "global_sequences": lambda batch: batch.global_sequences,
+            "global_tokens": lambda batch: batch.global_tokens,
+        }
+    ),
+    TimeFigures: JsonShape(
+        elsewhere={
+            "flops": "as flops_per_token, model_flops_per_token, palm_model_flops_per_token",
+            "step": "as step_s, step_breakdown_s, dominant_overhead",
+            "efficiency_source": _IN_ASSUMPTIONS,
+        },
+        derived={
+            "flops_per_token": lambda time: time.flops.total,
+            "model_flops_per_token": lambda time: time.flops.total - time.flops.recompute,
+            "palm_model_flops_per_token": lambda time: time.flops.palm_model_flops,
+            "step_s": lambda time: time.step.total,
+            "step_breakdown_s": lambda time: time.step,
+            "dominant_overhead": lambda time: time.step.dominant_overhead(),
+        },
+    ),
+    EnergyFigures: JsonShape(
+        elsewhere=dict.fromkeys(("pue", "host_overhead", "idle_fraction", "region_source"), _IN_ASSUMPTIONS)
+    ),
+}
+
+
+def field_names(kind: type) -> tuple[str, ...]:
+    """The fields of a result type (a dataclass or a named tuple), in order."""
+    names: tuple[str, ...] = getattr(kind, "_fields", None) or tuple(item.name for item in fields(kind))
+    return names
+
+
+def json_tree(value: Any) -> Any:
+    """`value` as JSON data: a result dataclass or named tuple as an object of its fields (as
+    JSON_SHAPES declares where it differs), other tuples and lists as lists, mappings with their
+    values converted."""
+    record = (is_dataclass(value) and not isinstance(value, type)) or hasattr(value, "_fields")
+    if record:
+        shape = JSON_SHAPES.get(type(value))
+        names = field_names(type(value))
+        if shape is None:
+            return {name: json_tree(getattr(value, name)) for name in names}
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in shape.elsewhere:
+                continue
+            convert = shape.values.get(name)
+            out[shape.keys.get(name, name)] = json_tree(convert(value) if convert else getattr(value, name))
+        for key, derive in shape.derived.items():
+            out[key] = json_tree(derive(value))
+        return out
+    if isinstance(value, tuple | list):
+        return [json_tree(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: json_tree(item) for key, item in value.items()}
+    return value

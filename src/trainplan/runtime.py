@@ -45,6 +45,7 @@ class TimeFigures:
     steps: int
     train_tokens: float
     tokens_per_s: float
+    tokens_per_s_per_gpu: float
     total_s: float
     gpu_hours: float
     mfu: float
@@ -190,6 +191,7 @@ def time_figures(
         steps=steps,
         train_tokens=train_tokens,
         tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / scenario.gpus,
         total_s=total_s,
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),

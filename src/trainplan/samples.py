@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
-from trainplan.scenario import Scenario
+from trainplan.scenario import Scenario, default_scenario
 from trainplan.terms.geometry import TokenShape, geometry_of, latent_frames, token_shape
 from trainplan.terms.jepa_masks import jepa_masks
 
@@ -27,7 +27,7 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
     Without a resolution the pipeline's default sample size is used (and its default frames
     when frames are not given either). None for a language model.
     """
-    defaults = Scenario()
+    defaults = default_scenario()
     _check_budget_fields(model, scenario, defaults)
     given = [name for name in SAMPLE_FIELDS if getattr(scenario, name) is not None]
     if scenario.frozen_encoders != defaults.frozen_encoders:

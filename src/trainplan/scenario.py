@@ -71,6 +71,11 @@ class FieldInfo:
     kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
     web_help: str | None = None  # the help where the web API accepts less (it reads no paths)
     exclusive: bool = False  # minimum and maximum themselves are outside the range
+    # the model kinds (model.MODEL_KINDS) the field applies to, and the methods; None: every one.
+    # The form shows a field only where it applies and sends it only then; the engine refuses a
+    # value where it applies to nothing, or the value changes nothing (a test holds both).
+    families: tuple[str, ...] | None = None
+    methods: tuple[str, ...] | None = None
 
 
 LORA_FIELDS: dict[str, FieldInfo] = {
@@ -101,6 +106,11 @@ LORA_FIELDS: dict[str, FieldInfo] = {
         kind="str",
     ),
 }
+
+
+LLM_ONLY = ("llm",)
+SAMPLE_KINDS = ("diffusion", "video", "jepa")  # the kinds that train on images or clips
+ADAPTER_METHODS = ("lora", "qlora")
 
 
 def _field(default: Any, info: FieldInfo) -> Any:
@@ -152,7 +162,8 @@ class Scenario:
         LoraSettings(),
         FieldInfo(
             "LoRA rank, alpha, targets (qv | attention | all-linear | module names), dora, dropout "
-            "and the adapters' dtype"
+            "and the adapters' dtype",
+            methods=ADAPTER_METHODS,
         ),
     )
     base_weights: str | None = _field(
@@ -161,12 +172,13 @@ class Scenario:
             "precision of the frozen base for lora/qlora (default: the precision's weight "
             "dtype for lora, nf4 for qlora)",
             BASE_WEIGHTS,
+            methods=ADAPTER_METHODS,
         ),
     )
     precision: str = _field("bf16-mixed", FieldInfo("training precision recipe", PRECISIONS))
     optimizer: str = _field("adamw", FieldInfo("optimizer", OPTIMIZERS))
     micro_batch: int = _field(1, FieldInfo("sequences per GPU per forward pass", None, 1, 65536))
-    seq_len: int = _field(2048, FieldInfo("tokens per sequence", None, 1, 10_000_000))
+    seq_len: int = _field(2048, FieldInfo("tokens per sequence", None, 1, 10_000_000, families=LLM_ONLY))
     grad_accum: int = _field(16, FieldInfo("micro-batches accumulated per step", None, 1, 65536))
     resolution: str | None = _field(
         None,
@@ -174,6 +186,7 @@ class Scenario:
             "diffusion, video and JEPA models: pixels per side (1024) or WxH (832x480), each side a "
             "multiple of the VAE stride x patch; not for language models",
             kind="str",
+            families=SAMPLE_KINDS,
         ),
     )
     frames: int | None = _field(
@@ -184,6 +197,7 @@ class Scenario:
             1,
             MAX_FRAMES,
             "int",
+            families=SAMPLE_KINDS,
         ),
     )
     text_tokens: int | None = _field(
@@ -195,6 +209,7 @@ class Scenario:
             0,
             1_000_000,
             "int",
+            families=("diffusion", "video"),
         ),
     )
     frozen_encoders: str = _field(
@@ -204,6 +219,7 @@ class Scenario:
             "beforehand, only the denoiser on the GPU), gpu (resident, run every step) or offload "
             "(kept on the CPU)",
             FROZEN_ENCODERS,
+            families=("diffusion", "video"),
         ),
     )
     ema: str | None = _field(
@@ -212,6 +228,7 @@ class Scenario:
             "EMA copy of the trainable weights (the diffusers full fine-tune scripts' use_ema); for "
             "a JEPA the target encoder's dtype (null: none for diffusion, fp32 for a JEPA)",
             EMA_DTYPES,
+            families=SAMPLE_KINDS,
         ),
     )
     mask_ratio: float | None = _field(
@@ -224,6 +241,7 @@ class Scenario:
             1.0,
             "float",
             exclusive=True,
+            families=("jepa",),
         ),
     )
     activation_checkpointing: str = _field(
@@ -257,6 +275,7 @@ class Scenario:
             "(the same, plus Unsloth's fused LoRA MLP / QKV / O functions, which keep each input once "
             "and recompute the SwiGLU product)",
             KERNELS,
+            families=LLM_ONLY,
         ),
     )
     ssm_kernel: str = _field(
@@ -265,6 +284,7 @@ class Scenario:
             "Mamba / Mamba-2 and linear-attention kernels: fused (mamba-ssm, flash-linear-attention, "
             "causal-conv1d) or naive (the PyTorch fallback, which keeps far more for backward)",
             SSM_KERNELS,
+            families=LLM_ONLY,
         ),
     )
     gpu: str = _field("H100-SXM", FieldInfo("GPU type (name or alias, see `trainplan gpus`)"))
@@ -316,13 +336,15 @@ class Scenario:
             "layer gathered from forward until its backward)"
         ),
     )
-    tensor_parallel: int = _field(1, FieldInfo("tensor-parallel degree", None, 1, 1024))
-    pipeline_parallel: int = _field(1, FieldInfo("pipeline-parallel degree", None, 1, 1024))
+    tensor_parallel: int = _field(1, FieldInfo("tensor-parallel degree", None, 1, 1024, families=LLM_ONLY))
+    pipeline_parallel: int = _field(
+        1, FieldInfo("pipeline-parallel degree", None, 1, 1024, families=LLM_ONLY)
+    )
     virtual_stages: int = _field(
         1, FieldInfo("interleaved pipeline: model chunks per GPU (Megatron virtual stages)", None, 1, 64)
     )
     sequence_parallel: bool = _field(
-        False, FieldInfo("shard norm/dropout activations over the tensor-parallel group")
+        False, FieldInfo("shard norm/dropout activations over the tensor-parallel group", families=LLM_ONLY)
     )
     offload: str = _field("none", FieldInfo("CPU offload of model states", OFFLOAD))
     loss: str = _field(
@@ -332,11 +354,14 @@ class Scenario:
             "(Liger, Cut Cross-Entropy), which never holds the full logits; chunked upcasts the "
             "logits to fp32 one chunk at a time (torchtune)",
             LOSSES,
+            families=LLM_ONLY,
         ),
     )
     loss_chunks: int = _field(
         DEFAULT_LOSS_CHUNKS,
-        FieldInfo("chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024),
+        FieldInfo(
+            "chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024, families=LLM_ONLY
+        ),
     )
     compile: bool = _field(
         False,
@@ -359,7 +384,8 @@ class Scenario:
         False,
         FieldInfo(
             "cast the parameters a quantised base leaves unquantised (embeddings, norms, LM head) "
-            "to fp32, as peft's prepare_model_for_kbit_training does"
+            "to fp32, as peft's prepare_model_for_kbit_training does",
+            methods=ADAPTER_METHODS,
         ),
     )
     overhead_gib: float = _field(
@@ -375,11 +401,19 @@ class Scenario:
     train_tokens: float | None = _field(
         None,
         FieldInfo(
-            "tokens to train on (2e9 when neither steps nor dataset_tokens is given)", None, 1, 1e16, "float"
+            "tokens to train on (2e9 when neither steps nor dataset_tokens is given)",
+            None,
+            1,
+            1e16,
+            "float",
+            families=LLM_ONLY,
         ),
     )
     dataset_tokens: float | None = _field(
-        None, FieldInfo("tokens in the dataset; times epochs gives the budget", None, 1, 1e16, "float")
+        None,
+        FieldInfo(
+            "tokens in the dataset; times epochs gives the budget", None, 1, 1e16, "float", families=LLM_ONLY
+        ),
     )
     epochs: float = _field(1.0, FieldInfo("passes over dataset_tokens or dataset_size", None, 0.001, 10000))
     dataset_size: float | None = _field(
@@ -390,6 +424,7 @@ class Scenario:
             1,
             1e13,
             "float",
+            families=SAMPLE_KINDS,
         ),
     )
     train_samples: float | None = _field(
@@ -401,6 +436,7 @@ class Scenario:
             1,
             1e13,
             "float",
+            families=SAMPLE_KINDS,
         ),
     )
     steps: int | None = _field(
@@ -475,6 +511,12 @@ SCENARIO_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Scen
 
 
 @cache
+def default_scenario() -> Scenario:
+    """The default scenario, built once (it is immutable, so every reader shares it)."""
+    return Scenario()
+
+
+@cache
 def field_infos() -> dict[str, FieldInfo]:
     """Field name -> its documentation record, in declaration order (built once; do not mutate)."""
     return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
@@ -487,7 +529,7 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
     keep the value from `base` (or the default). With `recipe`, that framework's defaults fill the
     fields `data` does not set (presets.py).
     """
-    base = base or Scenario()
+    base = base or default_scenario()
     recipe = data.get("recipe")
     if recipe is not None:
         name = _coerce("recipe", recipe, None, field_infos()["recipe"])
@@ -519,7 +561,7 @@ def _build(data: Mapping[str, Any], base: Scenario) -> Scenario:
         elif raw is None and name in ("base_weights", "recipe"):
             values[name] = None
         else:
-            values[name] = _coerce(name, raw, getattr(Scenario(), name), infos[name])
+            values[name] = _coerce(name, raw, getattr(default_scenario(), name), infos[name])
     scenario = dataclasses.replace(base, **values)
     _check_combinations(scenario)
     return scenario

@@ -15,7 +15,8 @@ from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu
 from trainplan.model import ModelSpec
-from trainplan.result import Estimate
+from trainplan.render import FIELD_NOUNS
+from trainplan.result import JSON_SHAPES, Estimate, JsonShape, json_tree
 from trainplan.scenario import Scenario
 from trainplan.units import format_gib
 
@@ -41,24 +42,12 @@ class Largest:
 
     def to_dict(self) -> dict[str, Any]:
         """The `max` object of `estimate --max --json` and `POST /api/estimate?max=`."""
-        return {
-            "field": self.field,
-            "value": self.value,
-            "exact": self.exact,
-            "headroom": self.headroom,
-            "multiple": self.multiple,
-        }
+        tree: dict[str, Any] = json_tree(self)
+        return tree
 
-    def sentence(self) -> str:
-        """'Largest micro_batch that fits on H100 SXM 80GB with 5% of its memory free: 24 (the
-        limit is 27, rounded down to a multiple of 8).'"""
-        free = f" with {self.headroom:.0%} of its memory free" if self.headroom else ""
-        rounded = (
-            f" (the limit is {self.exact:,}, rounded down to a multiple of {self.multiple})"
-            if self.value != self.exact
-            else ""
-        )
-        return f"Largest {self.field} that fits on {self.estimate.gpu}{free}: {self.value:,}{rounded}"
+
+# The `max` object sits beside the estimate tree it was searched for.
+JSON_SHAPES[Largest] = JsonShape(elsewhere={"estimate": "the estimate tree around the max object"})
 
 
 def useful_multiple(field: str, value: int) -> int:
@@ -129,7 +118,7 @@ def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> Inp
     advice = ", ".join(tips[:-1]) + f" or {tips[-1]}"
     return InputError(
         "max",
-        f"not even {field} = 1 fits on {gpu.name} ({format_gib(at_one.total_bytes)} per GPU; "
+        f"not even a {FIELD_NOUNS[field]} of 1 fits on {gpu.name} ({format_gib(at_one.total_bytes)} per GPU; "
         f"it holds {format_gib(gpu.memory_bytes)}): try {advice}",
     )
 

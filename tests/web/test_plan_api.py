@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from trainplan import catalog
 from trainplan.plan import plan, request_from_options, result_to_dict
+from trainplan.render import format_duration, format_usd
 from trainplan.scenario import scenario_from_mapping
 from trainplan.web import routes
 from trainplan.web.app import create_app
@@ -39,6 +40,13 @@ def test_plan_is_the_cli_json(client: TestClient) -> None:
     data = plan_json(client, SMALL)
     base = scenario_from_mapping({"model": "Qwen2.5-0.5B", "method": "lora"})
     expected = result_to_dict(plan(request_from_options(base, {"max_gpus": "8"})))
+    # each plan with the display strings of the CLI's plan table beside the CLI's JSON
+    for item in (*data["plans"], *data["pareto"]):
+        shown, figures = item.pop("display"), item["estimate"]
+        assert shown["duration"] == format_duration(figures["time"]["total_s"])
+        assert shown["usd"] == (
+            format_usd(figures["cost"]["usd"]) if figures["cost"]["usd"] is not None else None
+        )
     assert data == json.loads(json.dumps(expected))
     assert set(data) == {
         "objective",

@@ -46,7 +46,8 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from trainplan.model import ModelSpec, block_linears
+from trainplan.model import ModelSpec, derived
+from trainplan.terms.memory import block_linear_params
 
 if TYPE_CHECKING:
     from trainplan.scenario import Scenario
@@ -100,9 +101,7 @@ def fsdp_coefficients(
     `grad_bytes` per 16-bit gradient, `master_bytes` per parameter of the fp32 master (0 without).
     """
     full = scenario.method == "full"
-    layer_params = [
-        sum(linear.params for linear in block_linears(block, model.hidden_size)) for block in model.blocks
-    ]
+    layer_params = derived(model, block_linear_params)
     largest = max(layer_params) * weight_bytes
     backward = gathered_layer_bytes(largest, scenario.fsdp_prefetch)
     every_layer = sum(p * block.count for p, block in zip(layer_params, model.blocks, strict=True))

@@ -11,7 +11,7 @@ with gradient accumulation, gradients resident from the first micro-batch on.
 
 from __future__ import annotations
 
-from trainplan.model import ModelSpec, block_linears
+from trainplan.model import ModelSpec, block_linears, derived
 from trainplan.terms.recipes import OptimizerRecipe, PrecisionRecipe
 
 
@@ -51,11 +51,14 @@ def optimizer_transient_bytes(
 
 def layer_weight_bytes(model: ModelSpec, bytes_per_param: float) -> float:
     """Weights of the largest single layer (what ZeRO-3 gathers at a time)."""
-    largest = 0
-    for block in model.blocks:
-        params = sum(linear.params for linear in block_linears(block, model.hidden_size))
-        largest = max(largest, params)
-    return largest * bytes_per_param
+    return max(derived(model, block_linear_params), default=0) * bytes_per_param
+
+
+def block_linear_params(model: ModelSpec) -> tuple[int, ...]:
+    """Linear-layer parameters of one layer of each block group, in forward order."""
+    return tuple(
+        sum(linear.params for linear in block_linears(block, model.hidden_size)) for block in model.blocks
+    )
 
 
 def logits_bytes(vocab_size: int, activation_bytes: int, softcap: bool = False) -> tuple[float, float, float]:

@@ -10,11 +10,22 @@ from urllib.parse import urlencode
 from trainplan.options import LORA_FLAGS, flag_name
 from trainplan.render import (
     batch_line,
+    cost_detail,
+    fit_group_lines,
     fit_summary,
+    fit_verdict,
     format_duration,
+    format_kwh,
+    format_usd,
+    free_text,
+    load_mode,
+    no_time_text,
+    note_lines,
     params_line,
     runtime_lines,
     samples_word,
+    trainable_detail,
+    weights_detail,
 )
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario, scenario_to_mapping
@@ -77,11 +88,21 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "trainable": format_count(params.trainable),
         "total_params": format_count(params.total),
         "trainable_percent": format_percent(params.trainable_fraction),
+        "trainable_detail": trainable_detail(result),
+        "weights_detail": weights_detail(result),
         "params_line": params_line(result),
         "batch_line": batch_line(result.batch, result.sample),
         "fit_summary": fit_summary(result),
+        "fit_verdict": fit_verdict(result),
+        "fit_groups": fit_group_lines(result),
+        "fit_free": {row.gpu: free_text(row.free_bytes) for row in result.fit},
+        "notes": [f"{label.capitalize()}: {text}" for label, text in note_lines(result)],
         "runtime_lines": runtime_lines(result),
         "duration": format_duration(time.total_s) if time else None,
+        "no_time": no_time_text(result) if time is None else None,
+        "cost_detail": cost_detail(result),
+        "load_mode": load_mode(result),
+        "usd": format_usd(result.cost.usd) if result.cost and result.cost.usd is not None else None,
         "budget": _budget(result),
         "load_duration": format_duration(result.load.seconds) if result.load else None,
         "cli": cli_command(result.scenario, uploaded),
@@ -96,3 +117,14 @@ def _budget(result: Estimate) -> str | None:
     if time.train_samples is None:
         return f"{format_count(time.train_tokens)} tokens"
     return f"{format_count(time.train_samples)} {samples_word(result.sample)}"
+
+
+def plan_display(plan: dict[str, Any]) -> dict[str, str | None]:
+    """A plan row's figures as the CLI's plan table writes them (from the plan's estimate JSON)."""
+    estimate = plan["estimate"]
+    time, cost, energy = estimate["time"], estimate.get("cost"), estimate.get("energy")
+    return {
+        "duration": format_duration(time["total_s"]) if time else None,
+        "usd": format_usd(cost["usd"]) if cost and cost["usd"] is not None else None,
+        "kwh": format_kwh(energy["kwh"]) if energy and energy["kwh"] else None,
+    }

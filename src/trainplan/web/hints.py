@@ -44,16 +44,6 @@ class Hint:
         return data
 
 
-def capacity_bytes(result: Estimate) -> int:
-    """Memory of the scenario's GPU, from the result's fit table."""
-    return next(row.memory_bytes for row in result.fit if row.gpu == result.gpu)
-
-
-def fits(result: Estimate) -> bool:
-    """Whether the per-GPU peak fits the scenario's GPU."""
-    return result.total_bytes <= capacity_bytes(result)
-
-
 class _Trier:
     """Runs estimate() for changed scenarios, reusing the resolved model."""
 
@@ -79,7 +69,7 @@ def _pct(new: float, old: float) -> str:
 
 
 def _memory_text(result: Estimate, base: Estimate) -> str:
-    verdict = "fits" if fits(result) else "still does not fit"
+    verdict = "fits" if result.fits else "still does not fit"
     return (
         f"saves {format_gib(base.total_bytes - result.total_bytes)} here: "
         f"{format_gib(result.total_bytes)} per GPU ({_pct(result.total_bytes, base.total_bytes)}), "
@@ -94,7 +84,7 @@ def _hint(hint_id: str, title: str, text: str, change: dict[str, Any], result: E
         text,
         change,
         result.total_bytes,
-        fits(result),
+        result.fits,
         result.time.total_s if result.time else None,
         result.cost.usd if result.cost else None,
         tags,
@@ -177,7 +167,7 @@ def _more_gpus(scenario: Scenario, trier: Callable[[dict[str, Any]], Estimate | 
         gpus *= 2
         change = {"gpus": gpus, "zero_stage": 3}
         result = trier(change)
-        if result is not None and fits(result):
+        if result is not None and result.fits:
             text = f"{format_gib(result.total_bytes)} per GPU on {gpus} x {result.gpu}"
             if result.time:
                 text += f"; the run takes {format_duration(result.time.total_s)}"
@@ -243,7 +233,7 @@ def _when_fits(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]:
     if scenario.activation_checkpointing != "none":
         change = {"activation_checkpointing": "none"}
         result = trier(change)
-        if result is not None and fits(result):
+        if result is not None and result.fits:
             text = f"{format_gib(result.total_bytes)} per GPU still fits{_faster(result, base)}: no recompute"
             hints.append(
                 _hint("no_checkpointing", "Checkpointing off still fits", text, change, result, "speed")
@@ -255,7 +245,7 @@ def _when_fits(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]:
         accum = scenario.micro_batch * scenario.grad_accum // micro
         change = {"micro_batch": micro, "grad_accum": accum}
         result = trier(change)
-        if result is None or not fits(result):
+        if result is None or not result.fits:
             break
         largest = (change, result)
     if largest is not None and _saves_time(largest[1], base):
@@ -299,5 +289,5 @@ def _cost_hints(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]
 def hints(scenario: Scenario, base: Estimate, model: ModelSpec | None = None) -> list[Hint]:
     """The hints for `scenario`, whose estimate is `base`; `model` skips re-resolving it."""
     trier = _Trier(scenario, model)
-    found = _when_short(scenario, base, trier) if not fits(base) else _when_fits(scenario, base, trier)
+    found = _when_short(scenario, base, trier) if not base.fits else _when_fits(scenario, base, trier)
     return found + _cost_hints(scenario, base, trier)

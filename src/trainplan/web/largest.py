@@ -8,12 +8,11 @@ and the answer rounded down to a useful multiple.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from trainplan.model import ModelSpec
-from trainplan.result import Estimate
 from trainplan.scenario import Scenario
-from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
+from trainplan.search import DEFAULT_HEADROOM, Largest, largest_that_fits
 
 MaxField = Literal["micro_batch", "seq_len"]
 MAX_FIELDS: tuple[str, ...] = get_args(MaxField)  # the keys of search.SEARCHABLE (a test checks)
@@ -21,8 +20,7 @@ MAX_FIELDS: tuple[str, ...] = get_args(MaxField)  # the keys of search.SEARCHABL
 
 def largest(
     scenario: Scenario, field: str, model: ModelSpec | None, headroom: float = DEFAULT_HEADROOM
-) -> tuple[Estimate, dict[str, Any]]:
-    """The estimate at the largest `field` value that fits, and the `max` object of the CLI's
-    `--json`; an InputError on `max` when not even 1 fits."""
-    found = largest_that_fits(scenario, field, model, headroom)
-    return found.estimate, found.to_dict()
+) -> Largest:
+    """The answer at the largest `field` value that fits (its estimate, and the `max` object of
+    the CLI's `--json`); an InputError on `max` when not even 1 fits."""
+    return largest_that_fits(scenario, field, model, headroom)

@@ -25,6 +25,7 @@ from trainplan.plan import (
     result_to_dict,
 )
 from trainplan.scenario import Scenario
+from trainplan.web.display import plan_display
 from trainplan.web.inputs import EngineInputs
 from trainplan.web.schemas import estimate_body_schema
 
@@ -164,8 +165,12 @@ def plan_request(base: Scenario, options: PlanOptions) -> PlanRequest:
 
 
 def plan_payload(inputs: EngineInputs, request: PlanRequest) -> dict[str, Any]:
-    """The JSON of `trainplan plan --json` for a checked request."""
-    return result_to_dict(plan(request, model=inputs.model))
+    """The JSON of `trainplan plan --json` for a checked request, each plan with the `display`
+    strings of its figures."""
+    payload = result_to_dict(plan(request, model=inputs.model))
+    for item in (*payload["plans"], *payload["pareto"]):
+        item["display"] = plan_display(item)
+    return payload
 
 
 def _option_schema(key: str) -> dict[str, Any]:

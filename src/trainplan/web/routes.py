@@ -17,6 +17,7 @@ from trainplan.catalog import catalog_spec, model_records
 from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu, gpu_catalog
 from trainplan.prices import index_to_dict, parse_today
+from trainplan.render import largest_line
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
 from trainplan.search import DEFAULT_HEADROOM
@@ -205,9 +206,10 @@ def estimate_payload(
 
 def largest_payload(inputs: EngineInputs, field: str, with_hints: bool, headroom: float) -> dict[str, Any]:
     """The estimate payload at the largest `field` that fits, with the CLI's `max` object."""
-    result, found = largest(inputs.scenario, field, inputs.model, headroom)
-    payload = estimate_payload(inputs, with_hints, result)
-    payload["max"] = found
+    found = largest(inputs.scenario, field, inputs.model, headroom)
+    payload = estimate_payload(inputs, with_hints, found.estimate)
+    payload["max"] = found.to_dict()
+    payload["display"]["largest"] = largest_line(found)
     return payload
 
 

@@ -160,6 +160,8 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
         "minimum": info.minimum,
         "maximum": info.maximum,
         "exclusive": info.exclusive,
+        "families": list(info.families) if info.families else None,
+        "methods": list(info.methods) if info.methods else None,
     }
 
 
@@ -172,8 +174,10 @@ def field_metadata() -> dict[str, Any]:
         if name == "lora":
             lora_flags = {part: flag for flag, part in LORA_FLAGS.items()}
             for part, part_info in LORA_PARTS.items():
+                # each part applies where the adapters do
+                scoped = dataclasses.replace(part_info, families=info.families, methods=info.methods)
                 fields.append(
-                    _entry(f"lora.{part}", flag_name(lora_flags[part]), part_info, defaults["lora"][part])
+                    _entry(f"lora.{part}", flag_name(lora_flags[part]), scoped, defaults["lora"][part])
                 )
         else:
             fields.append(_entry(name, flag_name(name), info, defaults[name]))

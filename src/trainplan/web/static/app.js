@@ -3,13 +3,11 @@
 "use strict";
 (() => {
   const GIB = 1024 ** 3;
-  const BUDGET_FIELDS = { tokens: ["train_tokens"], dataset: ["dataset_tokens", "epochs"], steps: ["steps"] };
-  // Image, video and JEPA models count samples (images or clips) and derive their tokens.
-  const SAMPLE_BUDGET_FIELDS = { tokens: ["train_samples"], dataset: ["dataset_size", "epochs"], steps: ["steps"] };
-  const SAMPLE_ONLY = ["resolution", "frames", "text_tokens", "frozen_encoders", "ema", "mask_ratio", "train_samples", "dataset_size"];
-  const LLM_ONLY = ["seq_len", "loss", "loss_chunks", "ssm_kernel", "kernels", "train_tokens", "dataset_tokens", "sequence_parallel", "tensor_parallel", "pipeline_parallel"];
-  const KIND_ONLY = { mask_ratio: ["jepa"], text_tokens: ["diffusion", "video"], frozen_encoders: ["diffusion", "video"] };
-  const LORA_ONLY = ["lora.rank", "lora.targets", "lora.alpha", "lora.dora", "lora.dropout", "lora.dtype", "base_weights", "kbit_upcast"];
+  // The budget modes; a language model counts tokens, image, video and JEPA models count samples
+  // (images or clips): which of a mode's fields applies to the model comes from /api/fields.
+  const BUDGET_FIELDS = {
+    tokens: ["train_tokens", "train_samples"], dataset: ["dataset_tokens", "dataset_size", "epochs"], steps: ["steps"],
+  };
   const LABELS = {
     model: "Model", force: "Estimate a refused architecture (approximate)", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
     "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
@@ -165,10 +163,15 @@
     }
     return state.config && state.config._class_name ? "diffusion" : "llm";
   }
+  // Which model kinds a field applies to is the field table's (/api/fields `families`).
   function appliesTo(name, kind) {
-    if (kind === "llm") return !SAMPLE_ONLY.includes(name);
-    if (LLM_ONLY.includes(name)) return false;
-    return !KIND_ONLY[name] || KIND_ONLY[name].includes(kind);
+    const field = state.fields[name];
+    return !field || !field.families || field.families.includes(kind);
+  }
+  // ... and which methods (`methods`: the LoRA parts, the base weights, kbit_upcast)
+  function appliesToMethod(name, method) {
+    const field = state.fields[name];
+    return !field || !field.methods || field.methods.includes(method);
   }
   function buildBody(values) {
     const body = {};
@@ -608,7 +611,7 @@
     for (const [mode, text] of modes) {
       const radio = h("input", { type: "radio", name: "budget-mode", value: mode, id: `budget-${mode}`, checked: mode === current });
       radio.addEventListener("change", () => {
-        for (const [other, names] of [...Object.entries(BUDGET_FIELDS), ...Object.entries(SAMPLE_BUDGET_FIELDS)]) {
+        for (const [other, names] of Object.entries(BUDGET_FIELDS)) {
           if (other === mode) continue;
           for (const name of names) {
             if (name !== "epochs" && state.values[name]) setValue(name, "", false);
@@ -623,26 +626,21 @@
   }
 
   function applyVisibility() {
-    const full = state.values.method === "full";
     const kind = modelKind();
     document.body.dataset.kind = kind;
+    const method = state.values.method;
     for (const field of state.meta.fields) {
       const node = document.querySelector(`[data-field="${field.name}"]`);
-      if (node) node.hidden = !appliesTo(field.name, kind);
-    }
-    for (const name of LORA_ONLY) {
-      const node = document.querySelector(`[data-field="${name}"]`);
-      if (node && full) node.hidden = true;
+      if (node) node.hidden = !appliesTo(field.name, kind) || !appliesToMethod(field.name, method);
     }
     const sample = document.querySelector('[data-section="sample"]');
     if (sample) sample.hidden = kind === "llm";
     const checked = document.querySelector('input[name="budget-mode"]:checked');
     if (checked) {
-      const modes = kind === "llm" ? BUDGET_FIELDS : SAMPLE_BUDGET_FIELDS;
-      for (const [mode, names] of Object.entries(modes)) {
+      for (const [mode, names] of Object.entries(BUDGET_FIELDS)) {
         for (const name of names) {
           const node = document.querySelector(`[data-field="${name}"]`);
-          if (node) node.hidden = mode !== checked.value;
+          if (node) node.hidden = mode !== checked.value || !appliesTo(name, kind);
         }
       }
     }
@@ -697,7 +695,6 @@
   function render(result) {
     const display = result.display;
     const row = capacityOf(result);
-    const scenario = result.scenario;
     const fits = row ? row.fits : false;
 
     // summary strip
@@ -705,14 +702,14 @@
     if (row) {
       summary.push(h("span", {
         className: fits ? "fits" : "nofit",
-        text: fits ? `fits ${row.gpu} (${gib(row.free_bytes)} free)` : `does not fit ${row.gpu} (short ${gib(-row.free_bytes)})`,
+        text: display.fit_verdict,
       }));
     }
     if (display.duration) {
       const tokens = display.budget ? ` for ${display.budget}` : "";
       summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: `${display.duration}${tokens}` }));
     }
-    if (result.cost && result.cost.usd !== null) summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: usd(result.cost.usd) }));
+    if (display.usd) summary.push(h("span", { className: "sep", text: "·" }), h("span", { text: display.usd }));
     $("summary").replaceChildren(...summary);
 
     // headline cards
@@ -725,16 +722,9 @@
       ` ${row ? `${row.gpu} holds ${gib(row.memory_bytes)}` : ""}; peak during ${result.memory.peak_phase}`,
     );
     $("trainable").textContent = display.trainable;
-    $("trainable-detail").textContent =
-      `${display.trainable_percent} of ${display.total_params} params` +
-      (scenario.method === "full" ? " (every weight)" : ` (${scenario.method === "qlora" ? "QLoRA" : "LoRA"} adapters)`) +
-      (result.params.approximate ? "; approximate: see the notes" : "");
+    $("trainable-detail").textContent = display.trainable_detail;
     $("weights").textContent = display.weights;
-    const base = result.assumptions.base_weights;
-    const sharded = scenario.zero_stage === 3 || scenario.tensor_parallel > 1 || scenario.pipeline_parallel > 1;
-    $("weights-detail").textContent =
-      (base ? `frozen base in ${base}, plus adapters` : `trainable weights, ${scenario.precision}`) +
-      (sharded && scenario.gpus > 1 ? "; this GPU's share" : "");
+    $("weights-detail").textContent = display.weights_detail;
     $("batch-line").textContent = display.batch_line;
 
     renderBreakdown(result, row);
@@ -874,11 +864,7 @@
         })));
     if (!items.length) items.push(h("li", { className: "empty-note", text: "Nothing to add for this scenario." }));
     list.replaceChildren(...items);
-    const notes = [
-      ...result.warnings.map((text) => h("li", { text: `Note: ${text}` })),
-      ...result.approximations.map((text) => h("li", { text: `Approximate: ${text}` })),
-    ];
-    $("notes").replaceChildren(...notes);
+    $("notes").replaceChildren(...result.display.notes.map((text) => h("li", { text })));
   }
 
   function applyChange(change) {
@@ -892,7 +878,7 @@
     $("fit-summary").textContent = result.display.fit_summary;
     const groups = groupBy(result.fit, "class").map(([cls, rows]) =>
       h("div", { className: "fit-group" },
-        h("h3", { text: `${cls.charAt(0).toUpperCase()}${cls.slice(1)}: ${rows.filter((row) => row.fits).length} of ${rows.length} fit` }),
+        h("h3", { text: result.display.fit_groups[cls] }),
         h("ul", { className: "fit-list", "aria-label": `${cls} GPUs` }, rows.map((row) =>
           h("li", { className: row.gpu === result.gpu ? "current" : "", "data-gpu": row.gpu, "data-fits": String(row.fits) },
             h("div", { className: "gpu-line" },
@@ -905,7 +891,7 @@
               `${gib(row.memory_bytes)} · `,
               h("span", {
                 className: `free${row.fits ? "" : " short"}`,
-                text: row.fits ? `${gib(row.free_bytes)} free` : `short ${gib(-row.free_bytes)}`,
+                text: result.display.fit_free[row.gpu],
               })))))));
     $("fit").replaceChildren(...groups);
   }
@@ -926,22 +912,16 @@
         ? card("Throughput", `${nf2.format(time.samples_per_s_per_gpu)} ${what}/s`, `per GPU; MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput")
         : card("Throughput", `${compact.format(time.tokens_per_s)} tok/s`, `MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput"));
     } else {
-      cards.push(card("Time", "–", `${result.gpu} cannot run ${scenario.precision} as assumed`, "time"));
+      cards.push(card("Time", "–", display.no_time, "time"));
     }
     if (cost) {
-      cards.push(cost.usd === null
-        ? card("Cost", "–", cost.rate_source, "cost")
-        : card("Cost", usd(cost.usd), `${Math.round(cost.discount * 100) > 0
-          ? `${cost.pricing}: ${usd(cost.usd_per_gpu_hour)}/GPU-h on-demand less ${nf0.format(cost.discount * 100)}%`
-          : `${cost.pricing} at ${usd(cost.usd_per_gpu_hour)}/GPU-h`}; ${cost.usd_per_thousand_samples !== null && cost.usd_per_thousand_samples !== undefined
-          ? `${usd(cost.usd_per_thousand_samples)} per 1,000 ${result.sample && result.sample.frames > 1 ? "clips" : "images"}`
-          : `${usd(cost.usd_per_million_tokens)} per M tokens`}`, "cost"));
+      cards.push(card("Cost", display.usd || "–", display.cost_detail, "cost"));
     }
     if (energy && energy.kwh !== null) {
       cards.push(card("Energy", `${nf0.format(energy.kwh)} kWh`, `PUE ${energy.pue ?? result.assumptions.pue}; ${nf0.format(energy.gpu_power_w || 0)} W per GPU`, "energy"));
       cards.push(card("CO2e", `${nf1.format(energy.co2e_kg)} kg`, `${energy.region}: ${nf0.format(energy.gco2e_per_kwh)} g/kWh`, "co2"));
     }
-    if (load) cards.push(card("Load weights", display.load_duration, `from ${load.source}, ${load.parallel ? "sharded parallel" : "single stream"}`, "load"));
+    if (load) cards.push(card("Load weights", display.load_duration, `from ${load.source}, ${display.load_mode}`, "load"));
     $("run-cards").replaceChildren(...cards);
     renderQuotes(result);
 
@@ -1081,7 +1061,6 @@
     const status = $(`${id}-status`);
     const box = button.closest(".largest");
     if (box.dataset.state === "busy" || !state.meta) return;
-    const noun = LARGEST[field];
     const body = largestBody(field);
     const sent = JSON.stringify(body);
     box.dataset.state = "busy";
@@ -1109,8 +1088,7 @@
       let text;
       if (data.field === "max") {
         const message = String(data.message || "");
-        const plain = message.replace(`not even ${field} = 1`, `Not even a ${noun} of 1`);
-        text = plain === message ? message.charAt(0).toUpperCase() + message.slice(1) : plain;
+        text = message.charAt(0).toUpperCase() + message.slice(1);
       } else if (data.field) {
         text = `Fix the calculator first: ${label(data.field)} (${data.field}): ${data.message}`;
       } else {
@@ -1128,15 +1106,9 @@
     }
     const value = data.max.value;
     setValue(field, String(value), true);
-    const row = capacityOf(data);
     const maximum = state.fields[field] ? state.fields[field].maximum : null;
     status.className = "largest-status fits";
-    const found = data.max;
-    const free = found.headroom ? ` with ${Math.round(found.headroom * 100)}% of its memory free` : "";
-    status.textContent = `Largest ${noun} that fits on ${data.gpu}${free}: ${nf0.format(value)}` +
-      (row ? ` (${data.display.total} of ${gib(row.memory_bytes)})` : "") +
-      (found.exact !== value ? `; the limit is ${nf0.format(found.exact)}, rounded down to a multiple of ${found.multiple}` : "") +
-      (value === maximum ? "; the most the calculator accepts" : "");
+    status.textContent = data.display.largest + (value === maximum ? "; the most the calculator accepts" : "");
     box.dataset.state = "ready";
     box.dataset.value = String(value);
   }
@@ -1155,14 +1127,6 @@
   // labels, defaults and the server's caps of the planner's options come from /api/fields
   const planOption = (key) => (state.meta && state.meta.plan_options.find((option) => option.name === key)) || null;
 
-  function duration(value) {
-    if (value < 90) return `${nf0.format(value)} s`;
-    if (value < 90 * 60) return `${nf0.format(value / 60)} min`;
-    if (value < 72 * 3600) return `${nf1.format(value / 3600)} h`;
-    return `${nf1.format(value / 86400)} days`;
-  }
-  const fixed1 = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
-  const energy = (kwh) => (kwh < 1000 ? fixed1.format(kwh) : nf0.format(kwh));
   function gpuBoxes() {
     return [...document.querySelectorAll("#plan-gpu-list input[type=checkbox]")];
   }
@@ -1281,9 +1245,7 @@
     grad_accum: "accumulation", activation_checkpointing: "checkpointing", offload: "offload",
   };
   function planFigures(item) {
-    const { estimate } = item;
-    return [estimate.time ? duration(estimate.time.total_s) : "",
-      estimate.cost && estimate.cost.usd !== null ? usd(estimate.cost.usd) : ""].join("|");
+    return [item.display.duration || "", item.display.usd || ""].join("|");
   }
   function sameFiguresAs(item, index, items) {
     const earlier = items.slice(0, index).findIndex((other) => planFigures(other) === planFigures(item));
@@ -1292,10 +1254,10 @@
     return `same time and cost as #${earlier + 1}; differs in ${differs.map((key) => PLAN_SETTINGS[key]).join(", ") || "nothing shown"}`;
   }
   function planRow(item, index, list, items) {
-    const { scenario, estimate } = item;
-    const cost = estimate.cost && estimate.cost.usd !== null ? usd(estimate.cost.usd) : "–";
-    const kwh = estimate.energy && estimate.energy.kwh !== null ? energy(estimate.energy.kwh) : "–";
-    const time = estimate.time ? duration(estimate.time.total_s) : "–";
+    const { scenario, estimate, display } = item;
+    const cost = display.usd || "–";
+    const kwh = display.kwh || "–";
+    const time = display.duration || "–";
     const what = `${METHOD_NAMES[scenario.method] || scenario.method} on ${scenario.gpus} × ${scenario.gpu}`;
     const same = sameFiguresAs(item, index, items);
     return h("tr", { "data-plan": String(index), "data-list": list },
@@ -1374,8 +1336,8 @@
       };
     };
     const describePoint = (point) => {
-      const s = data.pareto[point.index].scenario;
-      return `${METHOD_NAMES[s.method] || s.method} on ${s.gpus} × ${s.gpu}: ${duration(point.x * 3600)}, ${usd(point.y)}`;
+      const { scenario: s, display: shown } = data.pareto[point.index];
+      return `${METHOD_NAMES[s.method] || s.method} on ${s.gpus} × ${s.gpu}: ${shown.duration}, ${shown.usd}`;
     };
     state.planChart = new window.Chart(canvas, {
       type: "scatter",

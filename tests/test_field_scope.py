@@ -1,0 +1,108 @@
+"""The field table says which model kinds and methods each field applies to (`FieldInfo.families`,
+`FieldInfo.methods`); the page shows and sends a field only there (it reads them from /api/fields).
+Outside its scope a field must not matter: the engine refuses a value naming the field, or the
+value changes no figure. Each declared field is tried on a catalog model of every kind (or with
+the method) it does not apply to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainplan import InputError, estimate
+from trainplan.model import MODEL_KINDS
+from trainplan.scenario import METHODS, field_infos
+
+# One catalog model of each kind.
+MODELS = {
+    "llm": "Llama-3.2-1B",
+    "diffusion": "SDXL-base-1.0",
+    "video": "Wan2.1-T2V-1.3B",
+    "jepa": "V-JEPA-2-ViT-L",
+}
+# A valid value other than the default, for every field with a declared scope.
+VALUES: dict[str, Any] = {
+    "resolution": 512,
+    "frames": 17,
+    "text_tokens": 77,
+    "frozen_encoders": "gpu",
+    "ema": "bf16",
+    "mask_ratio": 0.5,
+    "train_samples": 5000,
+    "dataset_size": 5000,
+    "seq_len": 4096,
+    "loss": "fused",
+    "loss_chunks": 4,
+    "ssm_kernel": "naive",
+    "kernels": "liger",
+    "train_tokens": 1e9,
+    "dataset_tokens": 1e9,
+    "sequence_parallel": True,
+    "tensor_parallel": 2,
+    "pipeline_parallel": 2,
+    "lora": {"rank": 64, "dora": True},
+    "base_weights": "nf4",
+    "kbit_upcast": True,
+}
+FIGURES = ("params", "memory", "time", "cost", "energy")
+
+
+def scoped() -> dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]:
+    return {
+        name: (info.families, info.methods)
+        for name, info in field_infos().items()
+        if info.families is not None or info.methods is not None
+    }
+
+
+def test_every_scope_names_known_kinds_and_methods_and_has_a_case() -> None:
+    assert set(scoped()) == set(VALUES)
+    for families, methods in scoped().values():
+        assert set(families or ()) <= set(MODEL_KINDS)
+        assert set(methods or ()) <= set(METHODS)
+
+
+def _refused_or_inert(base: dict[str, Any], name: str) -> None:
+    """`name` set on `base` is refused, naming it, or leaves every figure as it was."""
+    gpus = {"gpus": 4} if name in ("tensor_parallel", "pipeline_parallel", "sequence_parallel") else {}
+    changed = {**base, **gpus, name: VALUES[name]}
+    if name == "sequence_parallel":
+        changed["tensor_parallel"] = 2
+    try:
+        result = estimate(changed).to_dict()
+    except InputError as error:
+        assert error.field in (name, f"{name}.rank", "tensor_parallel"), (base, name, error)
+        return
+    before = estimate({**base, **gpus}).to_dict()
+    for key in FIGURES:
+        assert result[key] == before[key], (base, name, key)
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_outside_its_scope_a_field_is_refused_or_changes_nothing(name: str) -> None:
+    families, methods = scoped()[name]
+    for kind in MODEL_KINDS:
+        if families is not None and kind not in families:
+            method = "full" if kind != "llm" else "lora"
+            _refused_or_inert({"model": MODELS[kind], "method": method}, name)
+    for method in METHODS:
+        if methods is not None and method not in methods:
+            _refused_or_inert({"model": MODELS["llm"], "method": method}, name)
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_inside_its_scope_the_field_is_taken(name: str) -> None:
+    """The same values are accepted where the field applies (so the cases above test the scope,
+    not a bad value)."""
+    families, methods = scoped()[name]
+    kind = (families or ("llm",))[0]
+    method = (methods or ("lora",))[-1] if kind == "llm" else "full"
+    extra: dict[str, Any] = {}
+    if name in ("tensor_parallel", "pipeline_parallel", "sequence_parallel"):
+        extra = {"gpus": 4, "tensor_parallel": 2} if name == "sequence_parallel" else {"gpus": 4}
+    if name == "frames":
+        kind = "video"  # 17 frames: a clip (1 + 4 x 4), not an image model's single frame
+    if name == "kbit_upcast":
+        method = "qlora"
+    estimate({"model": MODELS[kind], "method": method, **extra, name: VALUES[name]})
