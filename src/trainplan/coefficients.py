@@ -244,6 +244,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     recompute: list[tuple[float, float]] = []
     ema_bytes = encoder_bytes = encoder_offload = 0.0
     working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
+    last_backward = recomputed_working = 0.0
     encoder_peak = (0.0, 0.0)
     if model.kind != "llm":
         checkpointed = checkpointed_blocks(model, every)
@@ -266,9 +267,12 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             layer = layer_activations(model, block, mode)
             working = layer_working_bytes(model, block, mode)
             reruns = (every is not None and kept_inputs > 0) or ckpt == "op"
-            # a recomputed layer runs its forward again inside backward, so both transients count
-            working_forward = max(working_forward, working[0])
-            working_backward = max(working_backward, max(working) if reruns else working[1])
+            # forward ends, and backward starts, with the last layer (the others' transients come
+            # with fewer tensors saved); a recomputed layer runs its forward again inside
+            # backward, so both its transients count wherever it sits
+            working_forward, last_backward = working
+            if reruns:
+                recomputed_working = max(recomputed_working, *working)
             full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
             if every is not None:
                 # checkpointed layers keep their input; the others (full:N) everything
@@ -288,6 +292,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             else:
                 sharded += block.count * full_layer[0]
                 replicated += block.count * layer.norms
+        working_backward = max(recomputed_working, last_backward)
         if scenario.loss == "fused":
             held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
         elif scenario.loss == "chunked":
