@@ -18,6 +18,7 @@ from trainplan.datafiles import require as _require
 from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
 from trainplan.hf import spec_from_config
 from trainplan.model import ExtraComponent, ModelSpec
+from trainplan.userfiles import read_config_file
 
 
 def normalise(name: str) -> str:
@@ -167,19 +168,6 @@ def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
     if looks_like_hub_id(reference):
         return fetch_hub_config(reference), reference, f"hub:{reference}"
     raise UnknownNameError("model", reference, [r.name for r in model_records()], "model")
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Parse a config.json, naming the file in the error."""
-    from trainplan.userfiles import parse_json, read_text
-
-    try:
-        data = parse_json(read_text(path, "model"), str(path), "model")
-    except InputError as error:
-        raise ConfigError("model", error.message) from None
-    if not isinstance(data, dict):
-        raise ConfigError("model", f"{path} is not a JSON object")
-    return data
 
 
 def _jepa_yaml(path: Path) -> dict[str, Any]:

@@ -2,33 +2,25 @@
 
 The `estimate` flags are generated from the Scenario fields (see scenario.py and options.py), so
 the CLI, the scenario file and the API accept the same names. This module is the entry point and
-what every command shares (flags to a scenario, the error exit); the typer application with its
-commands is commands.py, imported only when a command needs it, so `trainplan estimate --json`
-starts without typer or rich.
+the `estimate --json` short path; what every command shares (flags to a scenario, the error exit)
+is invocation.py; the typer application with its commands is commands.py, imported only when a
+command needs it, so `trainplan estimate --json` starts without typer or rich.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
-from trainplan.errors import InputError, TrainplanError
+from trainplan.invocation import fail, run_estimate, scenario_and_reading, scenario_from_flags
 from trainplan.options import (
     FROM_FLAG,
     HEADROOM_FLAG,
     JSON_FLAG,
-    LORA_FLAGS,
     MAX_FLAG,
-    PLAN_OPTIONS,
     estimate_options,
     flag_name,
 )
-from trainplan.scenario import SCENARIO_FIELDS, Scenario
-
-if TYPE_CHECKING:
-    from trainplan.configs import ConfigReading
 
 __all__ = ["fail", "flag_name", "main", "run_estimate", "scenario_and_reading", "scenario_from_flags"]
 
@@ -69,101 +61,6 @@ def json_estimate_arguments(argv: list[str]) -> dict[str, Any] | None:
         except ValueError:
             return None
     return kwargs
-
-
-def load_scenario_file(path: str) -> dict[str, Any]:
-    """Read a YAML or JSON scenario file into a dict (size-limited; errors name `scenario`)."""
-    from trainplan.userfiles import read_mapping
-
-    return read_mapping(Path(path), "scenario")
-
-
-def scenario_from_flags(kwargs: dict[str, Any]) -> Scenario:
-    """The scenario file (if any) overridden by the flags given; raises on bad input."""
-    return scenario_and_reading(kwargs)[0]
-
-
-def scenario_and_reading(kwargs: dict[str, Any]) -> tuple[Scenario, ConfigReading | None]:
-    """The training configs of --from (if any), then the scenario file, then the flags; with
-    how the configs were read (None without --from)."""
-    from trainplan.scenario import scenario_from_mapping
-
-    from_files = kwargs.pop("from_files", None)
-    scenario_path = kwargs.pop("scenario")
-    data = load_scenario_file(scenario_path) if scenario_path else {}
-    lora = dict(data.get("lora") or {}) if isinstance(data.get("lora", {}), dict) else data.get("lora")
-    for flag, key in LORA_FLAGS.items():
-        value = kwargs.pop(flag)
-        if value is not None and isinstance(lora, dict):
-            lora[key] = value
-    if lora:
-        data["lora"] = lora
-    data.update({name: value for name, value in kwargs.items() if value is not None})
-    if not from_files:
-        return scenario_from_mapping(data), None
-    from trainplan.configs import scenario_from_config
-
-    reading = scenario_from_config(from_files, data)
-    return scenario_from_mapping(reading.mapping), reading
-
-
-def run_estimate(**kwargs: Any) -> None:
-    """`trainplan estimate`: the scenario of the flags, its estimate (or the largest micro-batch
-    or sequence that fits), printed as JSON or as tables."""
-    from trainplan.estimate import estimate
-
-    as_json = kwargs.pop("as_json")
-    maximise = kwargs.pop("maximise")
-    headroom = kwargs.pop("headroom")
-    found = None
-    try:
-        scenario, reading = scenario_and_reading(kwargs)
-        if maximise is not None:
-            from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
-
-            found = largest_that_fits(
-                scenario, maximise, headroom=DEFAULT_HEADROOM if headroom is None else headroom
-            )
-            result = found.estimate
-        else:
-            result = estimate(scenario)
-    except TrainplanError as error:
-        fail(error)
-    if found is not None and not as_json:
-        from trainplan.render import largest_line
-
-        print(largest_line(found))
-    if as_json:
-        data = result.to_dict()
-        if found is not None:
-            data["max"] = found.to_dict()
-        if reading is not None:
-            data["config"] = reading.to_dict()
-        print(json.dumps(data, indent=2))
-    else:
-        from trainplan.report import print_config_reading, print_estimate
-
-        if reading is not None:
-            print_config_reading(reading)
-        print_estimate(result)
-
-
-def fail(error: TrainplanError) -> NoReturn:
-    """Print a user error, naming the flag as well as the field, and exit 2."""
-    message = str(error)
-    if isinstance(error, InputError):
-        field = error.field
-        flag = flag_name(field.replace("lora.", "lora_")) if field.split(".")[0] in SCENARIO_FIELDS else None
-        if field in PLAN_OPTIONS:
-            flag = flag_name(field)
-        if field == "lora.dora":
-            flag = "--dora"
-        if field in ("from", "emit"):
-            flag = f"--{field}"
-        where = f"{field} ({flag})" if flag else field
-        message = f"{where}: {error.message}"
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def main() -> None:

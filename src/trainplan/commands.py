@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from trainplan.cli import fail, run_estimate, scenario_and_reading
 from trainplan.errors import InputError, TrainplanError
+from trainplan.invocation import fail, run_estimate, scenario_and_reading
 from trainplan.model import MODEL_KINDS
 from trainplan.options import (
     FROM_FLAG,

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trainplan.result import Batch, Estimate, FitRow
+from trainplan.result import Batch, Estimate, FitRow, Largest
 from trainplan.runtime import CostFigures
 from trainplan.terms.geometry import TokenShape
 from trainplan.units import format_count, format_gib, format_int, format_percent
-
-if TYPE_CHECKING:
-    from trainplan.search import Largest
 
 #: What a searchable field is called in a sentence.
 FIELD_NOUNS = {"micro_batch": "micro-batch", "seq_len": "sequence length"}
@@ -116,6 +111,16 @@ def largest_line(found: Largest) -> str:
     )
     return (
         f"Largest {FIELD_NOUNS[found.field]} that fits on {result.gpu}{free}: {found.value:,}{held}{rounded}"
+    )
+
+
+def nothing_fits_line(field: str, gpu: str, at_one_bytes: float, gpu_bytes: float, tips: list[str]) -> str:
+    """'not even a micro-batch of 1 fits on RTX 4090 (30.12 GiB per GPU; it holds 23.99 GiB):
+    try QLoRA, ... or a GPU with more memory'."""
+    advice = ", ".join(tips[:-1]) + f" or {tips[-1]}"
+    return (
+        f"not even a {FIELD_NOUNS[field]} of 1 fits on {gpu} ({format_gib(at_one_bytes)} per GPU; "
+        f"it holds {format_gib(gpu_bytes)}): try {advice}"
     )
 
 

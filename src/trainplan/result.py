@@ -259,3 +259,25 @@ def json_tree(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key: json_tree(item) for key, item in value.items()}
     return value
+
+
+@dataclass(frozen=True)
+class Largest:
+    """The answer of a largest-that-fits search: `value` is what to use, `exact` the largest value
+    whose peak stays within (1 - headroom) of the GPU's memory, rounded down to `multiple`."""
+
+    estimate: Estimate
+    field: str
+    value: int
+    exact: int
+    headroom: float
+    multiple: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `max` object of `estimate --max --json` and `POST /api/estimate?max=`."""
+        tree: dict[str, Any] = json_tree(self)
+        return tree
+
+
+# The `max` object sits beside the estimate tree it was searched for.
+JSON_SHAPES[Largest] = JsonShape(elsewhere={"estimate": "the estimate tree around the max object"})

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu
 from trainplan.model import ModelSpec
-from trainplan.render import FIELD_NOUNS
-from trainplan.result import JSON_SHAPES, Estimate, JsonShape, json_tree
+from trainplan.render import nothing_fits_line
+from trainplan.result import Estimate, Largest
 from trainplan.scenario import Scenario
-from trainplan.units import format_gib
 
 SEARCHABLE = {"micro_batch": 65536, "seq_len": 10_000_000}
 DEFAULT_HEADROOM = (
@@ -26,28 +23,6 @@ DEFAULT_HEADROOM = (
 )
 # Useful multiples, largest first: (from this value up, round down to a multiple of this).
 MULTIPLES = {"micro_batch": ((16, 8), (4, 2)), "seq_len": ((2048, 256), (256, 64))}
-
-
-@dataclass(frozen=True)
-class Largest:
-    """The answer of a largest-that-fits search: `value` is what to use, `exact` the largest value
-    whose peak stays within (1 - headroom) of the GPU's memory, rounded down to `multiple`."""
-
-    estimate: Estimate
-    field: str
-    value: int
-    exact: int
-    headroom: float
-    multiple: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The `max` object of `estimate --max --json` and `POST /api/estimate?max=`."""
-        tree: dict[str, Any] = json_tree(self)
-        return tree
-
-
-# The `max` object sits beside the estimate tree it was searched for.
-JSON_SHAPES[Largest] = JsonShape(elsewhere={"estimate": "the estimate tree around the max object"})
 
 
 def useful_multiple(field: str, value: int) -> int:
@@ -115,12 +90,7 @@ def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> Inp
         tips.append("a shorter sequence length")
     tips.append("more GPUs with ZeRO-3" if scenario.zero_stage < 3 else "more GPUs")
     tips.append("a GPU with more memory")
-    advice = ", ".join(tips[:-1]) + f" or {tips[-1]}"
-    return InputError(
-        "max",
-        f"not even a {FIELD_NOUNS[field]} of 1 fits on {gpu.name} ({format_gib(at_one.total_bytes)} per GPU; "
-        f"it holds {format_gib(gpu.memory_bytes)}): try {advice}",
-    )
+    return InputError("max", nothing_fits_line(field, gpu.name, at_one.total_bytes, gpu.memory_bytes, tips))
 
 
 def _largest(fits: Callable[[int], bool], ceiling: int) -> int:

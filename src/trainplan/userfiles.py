@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trainplan.errors import InputError
+from trainplan.errors import ConfigError, InputError
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a scenario or config.json is kilobytes; 8 MiB is generous
 MAX_INT_DIGITS = 400  # longer integer literals are read as floats (inf past float range)
@@ -103,3 +103,14 @@ def parse_any(text: str, where: str, field: str) -> Any:
     if suffix == ".toml" or (suffix not in (".yaml", ".yml") and _TOML_TABLE.search(text)):
         return parse_toml(text, where, field)
     return parse_yaml(text, where, field)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a model's config.json, naming the file in the error (a ConfigError on `model`)."""
+    try:
+        data = parse_json(read_text(path, "model"), str(path), "model")
+    except InputError as error:
+        raise ConfigError("model", error.message) from None
+    if not isinstance(data, dict):
+        raise ConfigError("model", f"{path} is not a JSON object")
+    return data

@@ -255,7 +255,7 @@ def pipeline_config_from(read: Callable[[str], dict[str, Any] | None], where: st
 
 def pipeline_config(folder: Path) -> dict[str, Any]:
     """The denoiser config (with its VAE config) of a diffusers pipeline folder."""
-    from trainplan.catalog import read_config_file
+    from trainplan.userfiles import read_config_file
 
     def read(name: str) -> dict[str, Any] | None:
         return read_config_file(folder / name) if (folder / name).is_file() else None

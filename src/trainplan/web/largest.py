@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 from trainplan.model import ModelSpec
+from trainplan.result import Largest
 from trainplan.scenario import Scenario
-from trainplan.search import DEFAULT_HEADROOM, Largest, largest_that_fits
+from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
 
 MaxField = Literal["micro_batch", "seq_len"]
 MAX_FIELDS: tuple[str, ...] = get_args(MaxField)  # the keys of search.SEARCHABLE (a test checks)
