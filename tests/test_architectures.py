@@ -514,3 +514,24 @@ def test_phi4_multimodal_embedder_variants_match_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "phi4_multimodal")) == expected
+
+
+_SLIDING, _FULL = "sliding_attention", "full_attention"
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_text", "gemma4_unified_text"])
+@pytest.mark.parametrize("double_wide", [False, True])
+def test_gemma4_kv_shared_layers_match_transformers(model_type: str, double_wide: bool) -> None:
+    # the last 3 of 6 layers reuse the keys and values of the last earlier layer of their kind
+    # (no k_proj, v_proj, k_norm), with twice the MLP width under use_double_wide_mlp
+    config = default_config(model_type)
+    assert config is not None
+    config.update(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, global_head_dim=32, vocab_size=512,
+        vocab_size_per_layer_input=512, layer_types=[_SLIDING, _SLIDING, _FULL] * 2,
+        num_kv_shared_layers=3, use_double_wide_mlp=double_wide, per_layer_config=None,
+    )  # fmt: skip
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, model_type)) == expected

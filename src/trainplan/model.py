@@ -88,6 +88,9 @@ class Attention:
     # A.X K2's MLA: q_gate_proj maps the normed and the raw query latent (concatenated) to each head's
     # query and a per-channel sigmoid gate on its output, in place of q_b_proj
     query_gate: bool = False
+    # a KV-shared layer (Gemma 4's last num_kv_shared_layers, its assistant's every layer): it attends
+    # to keys and values an earlier layer (or the backbone) computed, with no k/v projections or norms
+    kv_shared: bool = False
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -99,6 +102,11 @@ class Attention:
     def kv_size(self) -> int:
         """Width of all key heads (= value heads for MHA/GQA)."""
         return self.num_kv_heads * self.head_dim
+
+    @property
+    def own_kv_size(self) -> int:
+        """Width of the keys this layer projects itself: `kv_size`, or 0 in a KV-shared layer."""
+        return 0 if self.kv_shared else self.kv_size
 
     @property
     def routed_top_k(self) -> int:
@@ -474,6 +482,8 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     gate = (
         [Linear(attention.gate_name, "attn_gate", width, attention.gate_size)] if attention.gate_size else []
     )
+    if attention.kv_shared:  # Gemma4TextAttention with is_kv_shared_layer: q_proj and o_proj only
+        return [Linear(q_name, "q", width, q, bias), *gate, out, *_head_gate(attention, width)]
     if attention.fused_qkv:
         return [
             Linear(attention.fused_qkv, "qkv", width, q + kv + v, bias),
@@ -554,17 +564,17 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 
 def attention_extra_params(attention: Attention) -> int:
-    """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias),
-    the dynamic mask's A (one per kv head)."""
+    """Non-matrix attention parameters: q/k norms (the query's alone in a KV-shared layer), MLA's
+    latent norms, relative position bias, one sink logit per head, a gate bias per head, the DSA
+    indexer's key LayerNorm (weight and bias), the dynamic mask's A (one per kv head)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
     params += attention.num_kv_heads if attention.dynamic_mask else 0  # Doge's A, one per kv head
     params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
-        params += 2 * attention.head_dim * per_norm
+        params += (1 if attention.kv_shared else 2) * attention.head_dim * per_norm
     elif attention.qk_norm == "full":
-        params += (attention.q_size + attention.kv_size) * per_norm
+        params += (attention.q_size + attention.own_kv_size) * per_norm
     if attention.kind == "mla":
         params += attention.kv_lora_rank + attention.q_lora_rank
     return params + 2 * attention.index_head_dim

@@ -142,11 +142,15 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
 
         return mixture_of_heads_bytes(model, attention, mode)
     a = mode.activation_bytes
-    q, kv = attention.q_size, attention.kv_size
+    # a KV-shared layer projects, norms and rotates queries only; the keys and values its kernel
+    # reads are tensors the producing layer (or the backbone) already keeps (Gemma4TextAttention)
+    q, kv = attention.q_size, attention.own_kv_size
     v_width = (
         attention.num_heads if attention.kind == "mla" else attention.num_kv_heads
     ) * attention.v_head_dim
+    v_width = 0 if attention.kv_shared else v_width
     names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
+    names = names[:1] if attention.kv_shared else names
     names += [attention.gate_name] if attention.gate_size else []
     if attention.kind == "mla":
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
@@ -173,7 +177,8 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         # output at the projection's dtype (as `_norm_bytes`); compiled: the projections'
         # outputs only (the rest is recomputed from them, module docstring rule 3)
         norm_input = a if mode.compiled else 4 + (a if mode.weights_trainable else 0)
-        kept += norm_input * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
+        norm_rows = attention.num_heads + (0 if attention.kv_shared else attention.num_kv_heads)
+        kept += norm_input * (q + kv) + 4 * norm_rows
     # rotated q and k, and v, are the saved inputs of the attention kernel
     core_inputs = a * (q + kv + v_width)
     if attention.dynamic_mask:  # with a mask, SDPA gets k and v repeated to every head (sdpa_attention.py)

@@ -153,7 +153,7 @@ def compile_fusion_bytes(
         attention = block.attention
         rope = rmsnorm and not model.learned_positions
         if attention is not None and rope and not attention.relative_bias_params:
-            rotated = attention.q_size + attention.kv_size
+            rotated = attention.q_size + attention.own_kv_size
             forward += rotated * 8 * a
             backward += rotated * 13 * a
         mlp = block.mlp
