@@ -535,3 +535,16 @@ def test_gemma4_kv_shared_layers_match_transformers(model_type: str, double_wide
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_hrm_stacks_match_transformers() -> None:
+    # two stacks of 3 layers, whatever the cycles: the weights exist once
+    config = default_config("hrm_text")
+    assert config is not None
+    config.update(
+        hidden_size=64, intermediate_size=96, num_attention_heads=4, head_dim=16, vocab_size=100,
+        num_layers_per_stack=3, num_hidden_layers=3 * 3 * 3, H_cycles=3, L_cycles=2, L_bp_cycles=[1, 2],
+    )  # fmt: skip
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "hrm_text")) == expected

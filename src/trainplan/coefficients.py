@@ -44,7 +44,7 @@ from trainplan.terms.memory import (
     optimizer_state_bytes,
     optimizer_transient_bytes,
 )
-from trainplan.terms.params import ParamCounts, block_params, count_params, targeted
+from trainplan.terms.params import ParamCounts, block_params, count_params, lora_run_params, targeted
 from trainplan.terms.recipes import (
     ADAPTER_RECIPE,
     BASE_WEIGHT_BYTES,
@@ -266,8 +266,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         carrying = grad_carrying_blocks(model, mode)  # a suffix of model.blocks
         skipped = len(model.blocks) - len(carrying)
         for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
-            layer = layer_activations(model, block, mode)
             working = layer_working_bytes(model, block, mode)
+            if block.no_grad:  # a pass under no_grad keeps nothing; its forward transient counts
+                working_forward = max(working_forward, working[0])
+                continue
+            layer = layer_activations(model, block, mode)
             reruns = (every is not None and kept_inputs > 0) or ckpt == "op"
             # a recomputed layer runs its forward again inside backward, so both transients count
             working_forward = max(working_forward, working[0])
@@ -309,6 +312,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             frozen_base=not full,
             lora_params=counts.lora,
             checkpointing=scenario.activation_checkpointing,
+            lora_runs=None if full else lora_run_params(model, scenario.lora),
         )
         outside = outside_layers(model, mode, full)
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
@@ -398,7 +402,8 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         logits_loss=loss,
         logits_backward=backward,
         flops=flops,
-        attention_flops=3 * flops.attention_forward + (flops.attention_forward if flops.recompute else 0.0),
+        attention_flops=flops.attention_training
+        + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
         quantised_weights=counts.linear_weights if base in QUANTISED_BASES else 0.0,
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,

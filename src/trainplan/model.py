@@ -271,6 +271,12 @@ class Block:
     # through a rank-`gated_norm_rank` bottleneck; their fc1 / fc2 are in `linears`
     gated_norms: int = 0
     gated_norm_rank: int = 0
+    # a later pass over layers whose weights an earlier block holds (HRM's cycles over its two
+    # stacks): its compute and activations count, its weights (and LoRA adapters) do not
+    rerun: bool = False
+    # the pass runs under torch.no_grad (HRM's earlier low-level cycles): forward compute only,
+    # no backward and nothing kept for it
+    no_grad: bool = False
 
 
 @dataclass(frozen=True)
@@ -371,7 +377,7 @@ class ModelSpec:
     blocks: tuple[Block, ...]
     tied_embeddings: bool = False
     head_bias: bool = False
-    norm: str = "rmsnorm"  # rmsnorm | layernorm | layernorm-no-bias | parameter-free
+    norm: str = "rmsnorm"  # rmsnorm | rmsnorm-no-weight | layernorm | layernorm-no-bias | parameter-free
     final_norms: int = 1
     learned_positions: int = 0
     embedding_inputs: int = 1
@@ -438,8 +444,9 @@ class ModelSpec:
 
 def norm_param_count(norm: str, width: int) -> int:
     """Parameters of one norm over `width` channels: RMSNorm (and LayerNorm without bias) a
-    weight, LayerNorm a weight and a bias, a parameter-free norm none."""
-    return width * {"layernorm": 2, "parameter-free": 0}.get(norm, 1)
+    weight, LayerNorm a weight and a bias, a parameter-free norm (and an RMSNorm without a
+    weight) none."""
+    return width * {"layernorm": 2, "parameter-free": 0, "rmsnorm-no-weight": 0}.get(norm, 1)
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -799,6 +806,8 @@ def weight_linears(model: ModelSpec) -> list[tuple[int, Linear]]:
     weights: list[tuple[int, Linear]] = []
     shared_seen = False
     for block in model.blocks:
+        if block.rerun:  # its weights are an earlier block's
+            continue
         linears = block_linears(block, model.hidden_size)
         if not block.shared_copies:
             weights += [(block.count, linear) for linear in linears]

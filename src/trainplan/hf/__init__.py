@@ -39,6 +39,7 @@ from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
+from trainplan.hf.loops import hrm_spec
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
@@ -160,6 +161,8 @@ def _spec_and_notes(
         return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":
         return rwkv_spec(text, name, source, family), forced
+    if family.row.get("reader") == "hrm":
+        return hrm_spec(text, name, source, family), forced
     spec = _decoder(text, name, source, family)
     if text is not cfg and flag(family, "text_only", cfg):
         return spec, forced  # the causal LM of this multimodal wrapper has no vision tower

@@ -77,7 +77,8 @@ class LayerActivations:
 
 def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode, first: bool = True) -> float:
     """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
-    row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
+    row); the normalised output is kept only when the norm weight is trained (never for an
+    RMSNorm without a weight, HRM's: x.float() x rsqrt(mean(x^2) + eps)). LayerNorm keeps
     its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same).
 
     Liger's and Unsloth's RMSNorm keep the input at its dtype and 1/rms (terms/kernels.py);
@@ -87,13 +88,14 @@ def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode, first: bool 
     recomputed from the input and the saved 1/rms. The block's first norm keeps the block input
     (residual dtype); a later norm's input is the residual sum of a matmul output, and the cut
     saves that matmul output at the compute dtype instead (the block input is saved already)."""
-    if model.norm != "rmsnorm":
+    if model.norm not in ("rmsnorm", "rmsnorm-no-weight"):
         return mode.residual_bytes * width + 8
     if fused_layer_kernels(mode):
         return fused_rms_norm_bytes(mode, width)
     if mode.compiled:
         return (mode.residual_bytes if first else mode.activation_bytes) * width + 4
-    kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
+    trained = mode.weights_trainable and model.norm == "rmsnorm"  # a weightless one multiplies nothing
+    kept_output = mode.residual_bytes * width if trained else 0
     return 4 * width + 4 + kept_output
 
 

@@ -143,7 +143,7 @@ def compile_fusion_bytes(
     backward and the other two ops remove what Inductor's do."""
     a = activation_bytes
     norm_forward = 3 * a + 28 if residual_add else 2 * a + 28
-    rmsnorm = model.norm == "rmsnorm"
+    rmsnorm = model.norm in ("rmsnorm", "rmsnorm-no-weight")
     total = 0.0
     for block, recomputed in zip(model.blocks, recomputed_layers, strict=True):
         forward = backward = 0.0
@@ -162,7 +162,7 @@ def compile_fusion_bytes(
             inner += mlp.shared_intermediate_size * mlp.num_shared_experts
             forward += inner * 2 * a
             backward += inner * 4 * a
-        total += block.count * (forward + backward) + recomputed * forward
+        total += block.count * (forward + (0.0 if block.no_grad else backward)) + recomputed * forward
     return total
 
 
