@@ -93,3 +93,11 @@ def test_biased_gate_is_refused() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**TINY_HRM, "attention_bias": True}, "hrm")
     assert error.value.field == "attention_bias"
+
+
+def test_qlora_dequantises_per_pass() -> None:
+    # a forward + backward dequantises each weight twice: 16 layer runs forward and 10 backward are
+    # (16 + 10) / 2 = 13 units of the 38,912 linear weights of one layer -> 505,856 (155,648 once)
+    spec = spec_from_config(TINY_HRM, "hrm")
+    qlora = scenario_from_mapping({"model": "Llama-3.1-8B", "seq_len": 64, "method": "qlora"})
+    assert coefficients(spec, qlora).quantised_weights == 13 * 38_912

@@ -404,7 +404,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         flops=flops,
         attention_flops=flops.attention_training
         + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
-        quantised_weights=counts.linear_weights if base in QUANTISED_BASES else 0.0,
+        quantised_weights=_dequantised_weights(model, counts) if base in QUANTISED_BASES else 0.0,
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
         optimizer_in_backward=scenario.optimizer_in_backward,
@@ -416,6 +416,23 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         compile_fusion_bytes_per_token=fusion,
         **fsdp,
     )
+
+
+def _dequantised_weights(model: ModelSpec, counts: ParamCounts) -> float:
+    """Quantised weights a step dequantises, in units of one forward + backward each: every linear
+    weight once, plus half a unit per later forward pass over the same weights (`Block.rerun`) and a
+    whole one per later pass with grad; a pass under no_grad has no backward, so its weights count
+    half (HRM's stack passes; other models: the linear weights)."""
+    extra = 0.0
+    for block in model.blocks:
+        if not (block.rerun or block.no_grad):
+            continue
+        weights = block.count * sum(
+            lin.copies * lin.in_features * lin.out_features for lin in block_linears(block, model.hidden_size)
+        )
+        runs = 0.5 if block.no_grad else 1.0  # forward, and with grad backward too (2 halves)
+        extra += weights * runs - (0.0 if block.rerun else weights)
+    return counts.linear_weights + extra
 
 
 def _float8_casts(model: ModelSpec, recompute_share: float, compiled: bool) -> tuple[float, float]:
