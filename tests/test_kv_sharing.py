@@ -11,6 +11,7 @@ import pytest
 from trainplan.errors import ConfigError
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
+from trainplan.model import block_linears
 from trainplan.scenario import LoraSettings
 from trainplan.terms.activations import ActivationMode, attention_bytes
 from trainplan.terms.flops import block_matmul_active
@@ -98,6 +99,19 @@ def test_assistant_is_a_kv_shared_text_model_between_projections() -> None:
     text = spec_from_config({**ASSISTANT["text_config"], "num_kv_shared_layers": 0}, "t")
     assert total_params(spec) - total_params(text) == -16_512 + 16_384 + 8_192
     assert spec.tied_embeddings and "backbone's weights, forward and the keys" in spec.approximations[0]
+    # the projections run once, on the first and last layer: FLOPs and peft's all-linear adapters
+    first, last = spec.blocks[0], spec.blocks[-1]
+    assert (first.count, last.count) == (1, 1)
+    assert block_matmul_active(first, spec) - block_matmul_active(spec.blocks[1], spec) == 16_384
+    # LoRA r 8 all-linear adds 8 x (256 + 64) = 2,560 and 8 x (64 + 128) = 1,536 for them
+    with_projections = lora_params(spec, LoraSettings(rank=8, targets="all-linear"))
+    without = sum(
+        8 * (linear.in_features + linear.out_features) * block.count
+        for block in spec.blocks
+        for linear in block_linears(block, spec.hidden_size)
+        if linear.role != "proj"
+    )
+    assert with_projections - without == 2_560 + 1_536
     result = estimate({"model": "Llama-3.1-8B", "method": "lora"}, model=spec)
     assert spec.approximations[0] in result.approximations
 

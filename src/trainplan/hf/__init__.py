@@ -44,7 +44,7 @@ from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
-from trainplan.hf.sharing import drafter_projections, kv_shared_layers, kv_shared_parts
+from trainplan.hf.sharing import kv_shared_layers, kv_shared_parts, with_drafter_projections
 from trainplan.hf.towers import IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
@@ -201,15 +201,13 @@ def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family)
 def _drafter(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
     """A drafter's text model with its projections from and to the backbone (hf/sharing.py), its
     LM head tied as the wrapper's tie_word_embeddings says."""
-    extras = drafter_projections(cfg, family, spec.hidden_size)
     note = (
         f"{family.name}: a drafter trained beside its backbone; the backbone's weights, forward and the "
-        "keys and values it passes to every layer are not counted, and the projections from and to "
-        "the backbone are counted as weights, not in FLOPs"
+        "keys and values it passes to every layer are not counted"
     )
     return replace(
         spec,
-        extras=spec.extras + extras,
+        blocks=with_drafter_projections(spec.blocks, cfg, family, spec.hidden_size),
         tied_embeddings=flag(family, "tied", cfg, bool(cfg.get("tie_word_embeddings", True))),
         approximations=(*spec.approximations, note),
     )

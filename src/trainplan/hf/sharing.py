@@ -23,7 +23,7 @@ from typing import Any
 from trainplan.errors import ConfigError
 from trainplan.families import Family
 from trainplan.hf.values import get_int
-from trainplan.model import Attention, ExtraComponent, Mlp
+from trainplan.model import Attention, Block, Linear, Mlp
 
 
 def kv_shared_layers(cfg: Mapping[str, Any], family: Family, layers: int) -> frozenset[int]:
@@ -61,28 +61,36 @@ def kv_shared_parts(
     return shared, mlp
 
 
-def drafter_projections(cfg: Mapping[str, Any], family: Family, hidden: int) -> tuple[ExtraComponent, ...]:
-    """The assistant's pre_projection (2 x backbone -> hidden) and post_projection (hidden ->
-    backbone), bias-free, from the wrapper row's `drafter` rule (none without one)."""
+def with_drafter_projections(
+    blocks: tuple[Block, ...], cfg: Mapping[str, Any], family: Family, hidden: int
+) -> tuple[Block, ...]:
+    """The layers with the assistant's bias-free pre_projection (2 x backbone -> hidden, run before
+    the first layer) and post_projection (hidden -> backbone, after the last), from the wrapper
+    row's `drafter` rule: each a linear of the first / last layer's block, split off to one layer,
+    so its weights, FLOPs, LoRA adapter (peft's all-linear takes it) and input count once."""
     rule: Mapping[str, Any] = family.row.get("drafter") or {}
-    if not rule:
-        return ()
     refuse: Mapping[str, str] = rule.get("refuse") or {}
     for key, why in refuse.items():
         if cfg.get(key):
             raise ConfigError(key, f"{cfg[key]!r}: {why} ({family.name})")
     backbone = get_int(cfg, rule["backbone"])
-    return (
-        ExtraComponent(
-            "pre_projection",
-            2 * backbone * hidden,
-            trainable=True,
-            note=f"the backbone's embedding and hidden state, 2 x {backbone} -> {hidden}",
-        ),
-        ExtraComponent(
-            "post_projection",
-            hidden * backbone,
-            trainable=True,
-            note=f"{hidden} -> the backbone's {backbone}",
-        ),
-    )
+    pre = Linear("pre_projection", "proj", 2 * backbone, hidden)
+    post = Linear("post_projection", "proj", hidden, backbone)
+    layers = _split(_split(blocks, 0), -1)
+    if len(layers) == 1:  # a single layer runs both
+        (only,) = layers
+        return (replace(only, linears=(pre, *only.linears, post)),)
+    first = replace(layers[0], linears=(pre, *layers[0].linears))
+    last = replace(layers[-1], linears=(*layers[-1].linears, post))
+    return (first, *layers[1:-1], last)
+
+
+def _split(blocks: tuple[Block, ...], end: int) -> tuple[Block, ...]:
+    """`blocks` with the first (end 0) or last (end -1) layer split off into a block of its own."""
+    block = blocks[end]
+    if block.count == 1:
+        return blocks
+    one, others = replace(block, count=1), replace(block, count=block.count - 1)
+    if end == 0:
+        return (one, others, *blocks[1:])
+    return (*blocks[:-1], others, one)
