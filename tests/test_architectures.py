@@ -548,3 +548,18 @@ def test_hrm_stacks_match_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "hrm_text")) == expected
+
+
+def test_gemma4_assistant_without_sharing_in_its_text_config_matches_transformers() -> None:
+    # the assistant's config class makes every layer KV-shared when text_config leaves it 0
+    text = default_config("gemma4_unified_text")
+    assert text is not None
+    text.update(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, global_head_dim=32, vocab_size=512,
+        layer_types=[_SLIDING, _SLIDING, _FULL], num_kv_shared_layers=0, per_layer_config=None,
+    )  # fmt: skip
+    config = {"model_type": "gemma4_unified_assistant", "backbone_hidden_size": 128, "text_config": text}
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "gemma4_unified_assistant")) == expected

@@ -116,6 +116,14 @@ def test_assistant_is_a_kv_shared_text_model_between_projections() -> None:
     assert spec.approximations[0] in result.approximations
 
 
+def test_assistant_text_config_without_sharing_shares_every_layer() -> None:
+    # Gemma4UnifiedAssistantConfig sets num_kv_shared_layers to the layer count when it is 0 or unset
+    text = {key: value for key, value in ASSISTANT["text_config"].items() if key != "num_kv_shared_layers"}
+    for text_config in (text, {**text, "num_kv_shared_layers": 0}):
+        spec = spec_from_config({**ASSISTANT, "text_config": text_config}, "a")
+        assert total_params(spec) == total_params(spec_from_config(ASSISTANT, "a"))
+
+
 def test_assistant_ordered_embeddings_are_refused() -> None:
     with pytest.raises(ConfigError) as error:
         spec_from_config({**ASSISTANT, "use_ordered_embeddings": True}, "a")

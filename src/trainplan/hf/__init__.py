@@ -44,7 +44,7 @@ from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
-from trainplan.hf.sharing import kv_shared_layers, kv_shared_parts, with_drafter_projections
+from trainplan.hf.sharing import drafter_text, kv_shared_layers, kv_shared_parts, with_drafter_projections
 from trainplan.hf.towers import IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
@@ -163,10 +163,12 @@ def _spec_and_notes(
         return rwkv_spec(text, name, source, family), forced
     if family.row.get("reader") == "hrm":
         return hrm_spec(text, name, source, family), forced
+    wrapper = find_family(model_type)
+    if text is not cfg:
+        text = drafter_text(text, wrapper)
     spec = _decoder(text, name, source, family)
     if text is not cfg and flag(family, "text_only", cfg):
         return spec, forced  # the causal LM of this multimodal wrapper has no vision tower
-    wrapper = find_family(model_type)
     if wrapper is not None and wrapper.row.get("language_only") and text is not cfg:
         note = (
             f"{model_type}: transformers' causal-LM class builds the language model ({text_type}) alone; "

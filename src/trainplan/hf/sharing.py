@@ -61,6 +61,17 @@ def kv_shared_parts(
     return shared, mlp
 
 
+def drafter_text(text: Mapping[str, Any], wrapper: Family | None) -> Mapping[str, Any]:
+    """A drafter's text config as its config class completes it: a falsy value of the rule's
+    `shares_all` key (num_kv_shared_layers) becomes every layer
+    (Gemma4UnifiedAssistantConfig.__post_init__); other configs unchanged."""
+    rule: Mapping[str, Any] = (wrapper.row.get("drafter") or {}) if wrapper is not None else {}
+    key = rule.get("shares_all")
+    if not key or text.get(key):
+        return text
+    return {**text, key: text.get("num_hidden_layers")}
+
+
 def with_drafter_projections(
     blocks: tuple[Block, ...], cfg: Mapping[str, Any], family: Family, hidden: int
 ) -> tuple[Block, ...]:
