@@ -514,3 +514,52 @@ def test_phi4_multimodal_embedder_variants_match_transformers() -> None:
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "phi4_multimodal")) == expected
+
+
+_SLIDING, _FULL = "sliding_attention", "full_attention"
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_text", "gemma4_unified_text"])
+@pytest.mark.parametrize("double_wide", [False, True])
+def test_gemma4_kv_shared_layers_match_transformers(model_type: str, double_wide: bool) -> None:
+    # the last 3 of 6 layers reuse the keys and values of the last earlier layer of their kind
+    # (no k_proj, v_proj, k_norm), with twice the MLP width under use_double_wide_mlp
+    config = default_config(model_type)
+    assert config is not None
+    config.update(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, global_head_dim=32, vocab_size=512,
+        vocab_size_per_layer_input=512, layer_types=[_SLIDING, _SLIDING, _FULL] * 2,
+        num_kv_shared_layers=3, use_double_wide_mlp=double_wide, per_layer_config=None,
+    )  # fmt: skip
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, model_type)) == expected
+
+
+def test_hrm_stacks_match_transformers() -> None:
+    # two stacks of 3 layers, whatever the cycles: the weights exist once
+    config = default_config("hrm_text")
+    assert config is not None
+    config.update(
+        hidden_size=64, intermediate_size=96, num_attention_heads=4, head_dim=16, vocab_size=100,
+        num_layers_per_stack=3, num_hidden_layers=3 * 3 * 3, H_cycles=3, L_cycles=2, L_bp_cycles=[1, 2],
+    )  # fmt: skip
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "hrm_text")) == expected
+
+
+def test_gemma4_assistant_without_sharing_in_its_text_config_matches_transformers() -> None:
+    # the assistant's config class makes every layer KV-shared when text_config leaves it 0
+    text = default_config("gemma4_unified_text")
+    assert text is not None
+    text.update(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, global_head_dim=32, vocab_size=512,
+        layer_types=[_SLIDING, _SLIDING, _FULL], num_kv_shared_layers=0, per_layer_config=None,
+    )  # fmt: skip
+    config = {"model_type": "gemma4_unified_assistant", "backbone_hidden_size": 128, "text_config": text}
+    expected = meta_device_params(config)
+    assert expected is not None
+    assert total_params(spec_from_config(config, "gemma4_unified_assistant")) == expected

@@ -44,7 +44,7 @@ from trainplan.terms.memory import (
     optimizer_state_bytes,
     optimizer_transient_bytes,
 )
-from trainplan.terms.params import ParamCounts, block_params, count_params, targeted
+from trainplan.terms.params import ParamCounts, block_params, count_params, lora_run_params, targeted
 from trainplan.terms.recipes import (
     ADAPTER_RECIPE,
     BASE_WEIGHT_BYTES,
@@ -264,8 +264,11 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         carrying = grad_carrying_blocks(model, mode)  # a suffix of model.blocks
         skipped = len(model.blocks) - len(carrying)
         for block, kept_inputs in zip(carrying, checkpointed[skipped:], strict=True):
-            layer = layer_activations(model, block, mode)
             working = layer_working_bytes(model, block, mode)
+            if block.no_grad:  # a pass under no_grad keeps nothing and has no backward
+                working_forward = working[0]
+                continue
+            layer = layer_activations(model, block, mode)
             reruns = (every is not None and kept_inputs > 0) or ckpt == "op"
             # forward ends, and backward starts, with the last layer (the others' transients come
             # with fewer tensors saved); a recomputed layer runs its forward again inside
@@ -312,6 +315,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             frozen_base=not full,
             lora_params=counts.lora,
             checkpointing=scenario.activation_checkpointing,
+            lora_runs=None if full else lora_run_params(model, scenario.lora),
         )
         outside = outside_layers(model, mode, full)
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
@@ -397,8 +401,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         logits_loss=loss,
         logits_backward=backward,
         flops=flops,
-        attention_flops=3 * flops.attention_forward + (flops.attention_forward if flops.recompute else 0.0),
-        quantised_weights=counts.linear_weights if base in QUANTISED_BASES else 0.0,
+        attention_flops=flops.attention_training
+        + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
+        quantised_weights=_dequantised_weights(model, counts) if base in QUANTISED_BASES else 0.0,
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
         optimizer_in_backward=scenario.optimizer_in_backward,
@@ -430,6 +435,23 @@ def _weight_rows_and_columns(model: ModelSpec) -> int:
 def _adapted_linears(model: ModelSpec, targets: str | tuple[str, ...]) -> tuple[tuple[int, Linear], ...]:
     """The (layers, matrix) pairs LoRA `targets` selects."""
     return tuple((n, lin) for n, lin in derived(model, _layer_linears) if targeted(lin, targets))
+
+
+def _dequantised_weights(model: ModelSpec, counts: ParamCounts) -> float:
+    """Quantised weights a step dequantises, in units of one forward + backward each: every linear
+    weight once, plus half a unit per later forward pass over the same weights (`Block.rerun`) and a
+    whole one per later pass with grad; a pass under no_grad has no backward, so its weights count
+    half (HRM's stack passes; other models: the linear weights)."""
+    extra = 0.0
+    for block in model.blocks:
+        if not (block.rerun or block.no_grad):
+            continue
+        weights = block.count * sum(
+            lin.copies * lin.in_features * lin.out_features for lin in block_linears(block, model.hidden_size)
+        )
+        runs = 0.5 if block.no_grad else 1.0  # forward, and with grad backward too (2 halves)
+        extra += weights * runs - (0.0 if block.rerun else weights)
+    return counts.linear_weights + extra
 
 
 def _float8_casts(model: ModelSpec, recompute_share: float, compiled: bool) -> tuple[float, float]:

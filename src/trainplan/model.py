@@ -93,6 +93,9 @@ class Attention:
     # A.X K2's MLA: q_gate_proj maps the normed and the raw query latent (concatenated) to each head's
     # query and a per-channel sigmoid gate on its output, in place of q_b_proj
     query_gate: bool = False
+    # a KV-shared layer (Gemma 4's last num_kv_shared_layers, its assistant's every layer): it attends
+    # to keys and values an earlier layer (or the backbone) computed, with no k/v projections or norms
+    kv_shared: bool = False
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -104,6 +107,11 @@ class Attention:
     def kv_size(self) -> int:
         """Width of all key heads (= value heads for MHA/GQA)."""
         return self.num_kv_heads * self.head_dim
+
+    @property
+    def own_kv_size(self) -> int:
+        """Width of the keys this layer projects itself: `kv_size`, or 0 in a KV-shared layer."""
+        return 0 if self.kv_shared else self.kv_size
 
     @property
     def routed_top_k(self) -> int:
@@ -268,6 +276,12 @@ class Block:
     # through a rank-`gated_norm_rank` bottleneck; their fc1 / fc2 are in `linears`
     gated_norms: int = 0
     gated_norm_rank: int = 0
+    # a later pass over layers whose weights an earlier block holds (HRM's cycles over its two
+    # stacks): its compute and activations count, its weights (and LoRA adapters) do not
+    rerun: bool = False
+    # the pass runs under torch.no_grad (HRM's earlier low-level cycles): forward compute only,
+    # no backward and nothing kept for it
+    no_grad: bool = False
 
 
 @dataclass(frozen=True)
@@ -370,7 +384,7 @@ class ModelSpec:
     blocks: tuple[Block, ...]
     tied_embeddings: bool = False
     head_bias: bool = False
-    norm: str = "rmsnorm"  # rmsnorm | layernorm | layernorm-no-bias | parameter-free
+    norm: str = "rmsnorm"  # rmsnorm | rmsnorm-no-weight | layernorm | layernorm-no-bias | parameter-free
     final_norms: int = 1
     learned_positions: int = 0
     embedding_inputs: int = 1
@@ -437,8 +451,9 @@ class ModelSpec:
 
 def norm_param_count(norm: str, width: int) -> int:
     """Parameters of one norm over `width` channels: RMSNorm (and LayerNorm without bias) a
-    weight, LayerNorm a weight and a bias, a parameter-free norm none."""
-    return width * {"layernorm": 2, "parameter-free": 0}.get(norm, 1)
+    weight, LayerNorm a weight and a bias, a parameter-free norm (and an RMSNorm without a
+    weight) none."""
+    return width * {"layernorm": 2, "parameter-free": 0, "rmsnorm-no-weight": 0}.get(norm, 1)
 
 
 def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -481,6 +496,8 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     gate = (
         [Linear(attention.gate_name, "attn_gate", width, attention.gate_size)] if attention.gate_size else []
     )
+    if attention.kv_shared:  # Gemma4TextAttention with is_kv_shared_layer: q_proj and o_proj only
+        return [Linear(q_name, "q", width, q, bias), *gate, out, *_head_gate(attention, width)]
     if attention.fused_qkv:
         return [
             Linear(attention.fused_qkv, "qkv", width, q + kv + v, bias),
@@ -561,17 +578,17 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 
 
 def attention_extra_params(attention: Attention) -> int:
-    """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
-    one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias),
-    the dynamic mask's A (one per kv head)."""
+    """Non-matrix attention parameters: q/k norms (the query's alone in a KV-shared layer), MLA's
+    latent norms, relative position bias, one sink logit per head, a gate bias per head, the DSA
+    indexer's key LayerNorm (weight and bias), the dynamic mask's A (one per kv head)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
     params += attention.num_kv_heads if attention.dynamic_mask else 0  # Doge's A, one per kv head
     params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
     if attention.qk_norm == "head":
-        params += 2 * attention.head_dim * per_norm
+        params += (1 if attention.kv_shared else 2) * attention.head_dim * per_norm
     elif attention.qk_norm == "full":
-        params += (attention.q_size + attention.kv_size) * per_norm
+        params += (attention.q_size + attention.own_kv_size) * per_norm
     if attention.kind == "mla":
         params += attention.kv_lora_rank + attention.q_lora_rank
     return params + 2 * attention.index_head_dim
@@ -812,6 +829,8 @@ def _weight_linears(model: ModelSpec) -> tuple[tuple[int, Linear], ...]:
     weights: list[tuple[int, Linear]] = []
     shared_seen = False
     for block in model.blocks:
+        if block.rerun:  # its weights are an earlier block's
+            continue
         linears = block_linears(block, model.hidden_size)
         if not block.shared_copies:
             weights += [(block.count, linear) for linear in linears]

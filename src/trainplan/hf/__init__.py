@@ -39,15 +39,17 @@ from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import ijepa_spec, vjepa2_spec, vjepa_spec
 from trainplan.hf.layers import layer_kinds
+from trainplan.hf.loops import hrm_spec
 from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
+from trainplan.hf.sharing import drafter_text, kv_shared_layers, kv_shared_parts, with_drafter_projections
 from trainplan.hf.towers import IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
-from trainplan.model import Block, ExtraComponent, ModelSpec
+from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
 __all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
@@ -160,10 +162,14 @@ def _spec_and_notes(
         return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":
         return rwkv_spec(text, name, source, family), forced
+    if family.row.get("reader") == "hrm":
+        return hrm_spec(text, name, source, family), forced
+    wrapper = find_family(model_type)
+    if text is not cfg:
+        text = drafter_text(text, wrapper)
     spec = _decoder(text, name, source, family)
     if text is not cfg and flag(family, "text_only", cfg):
         return spec, forced  # the causal LM of this multimodal wrapper has no vision tower
-    wrapper = find_family(model_type)
     if wrapper is not None and wrapper.row.get("language_only") and text is not cfg:
         note = (
             f"{model_type}: transformers' causal-LM class builds the language model ({text_type}) alone; "
@@ -171,6 +177,8 @@ def _spec_and_notes(
             "multimodal fine-tune also holds them"
         )
         return _with_notes(spec, note), forced
+    if wrapper is not None and wrapper.row.get("drafter") and text is not cfg:
+        return _drafter(spec, cfg, wrapper), forced
     if wrapper is not None and wrapper.row.get("image_encoder"):
         return _with_image_encoder(spec, cfg, wrapper), forced
     patches = wrapper.row.get("patch_projection") if wrapper is not None and text is not cfg else None
@@ -191,6 +199,21 @@ def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family)
     if encoder not in IMAGE_ENCODERS:
         raise RuntimeError(f"architectures.yaml {family.name}: image_encoder {encoder!r} is unknown")
     return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), "text+vision")
+
+
+def _drafter(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
+    """A drafter's text model with its projections from and to the backbone (hf/sharing.py), its
+    LM head tied as the wrapper's tie_word_embeddings says."""
+    note = (
+        f"{family.name}: a drafter trained beside its backbone; the backbone's weights, forward and the "
+        "keys and values it passes to every layer are not counted"
+    )
+    return replace(
+        spec,
+        blocks=with_drafter_projections(spec.blocks, cfg, family, spec.hidden_size),
+        tied_embeddings=flag(family, "tied", cfg, bool(cfg.get("tie_word_embeddings", True))),
+        approximations=(*spec.approximations, note),
+    )
 
 
 def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:
@@ -320,14 +343,23 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
     gated = GatedNorms.of(cfg, family, hidden)
     skipped = image_layers(family, cfg)  # layers a text-only step skips: weights only, as extras
+    kv_shared = kv_shared_layers(cfg, family, len(kinds))
+    shared_parts: dict[tuple[int, int], tuple[Attention | None, Mlp | None]] = {}
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         if index in skipped:
             continue
+        layer_attention = variants.get(index, attention) if "attention" in kind else None
+        layer_mlp = dense if "dense" in kind else moe if "moe" in kind else None
+        if index in kv_shared:  # one shared variant per module, so equal layers still merge
+            parts = (id(layer_attention), id(layer_mlp))
+            if parts not in shared_parts:
+                shared_parts[parts] = kv_shared_parts(cfg, family, layer_attention, layer_mlp)
+            layer_attention, layer_mlp = shared_parts[parts]
         block = Block(
             1,
-            attention=variants.get(index, attention) if "attention" in kind else None,
-            mlp=dense if "dense" in kind else moe if "moe" in kind else None,
+            attention=layer_attention,
+            mlp=layer_mlp,
             norms=norms + inputs_norms + (moe_norms if "moe" in kind else 0),
             ssm=ssm if "ssm" in kind else None,
             mixer=mixer if "mixer" in kind else None,

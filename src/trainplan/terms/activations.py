@@ -77,7 +77,8 @@ class LayerActivations:
 
 def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode, first: bool = True) -> float:
     """A norm over `width` channels: HF RMSNorm keeps the fp32 input (4 B) and 1/rms (4 B per
-    row); the normalised output is kept only when the norm weight is trained. LayerNorm keeps
+    row); the normalised output is kept only when the norm weight is trained (never for an
+    RMSNorm without a weight, HRM's: x.float() x rsqrt(mean(x^2) + eps)). LayerNorm keeps
     its input at the residual dtype plus mean and rstd (a parameter-free one keeps the same).
 
     Liger's and Unsloth's RMSNorm keep the input at its dtype and 1/rms (terms/kernels.py);
@@ -87,13 +88,14 @@ def _norm_bytes(model: ModelSpec, width: int, mode: ActivationMode, first: bool 
     recomputed from the input and the saved 1/rms. The block's first norm keeps the block input
     (residual dtype); a later norm's input is the residual sum of a matmul output, and the cut
     saves that matmul output at the compute dtype instead (the block input is saved already)."""
-    if model.norm != "rmsnorm":
+    if model.norm not in ("rmsnorm", "rmsnorm-no-weight"):
         return mode.residual_bytes * width + 8
     if fused_layer_kernels(mode):
         return fused_rms_norm_bytes(mode, width)
     if mode.compiled:
         return (mode.residual_bytes if first else mode.activation_bytes) * width + 4
-    kept_output = mode.residual_bytes * width if mode.weights_trainable else 0
+    trained = mode.weights_trainable and model.norm == "rmsnorm"  # a weightless one multiplies nothing
+    kept_output = mode.residual_bytes * width if trained else 0
     return 4 * width + 4 + kept_output
 
 
@@ -142,11 +144,15 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
 
         return mixture_of_heads_bytes(model, attention, mode)
     a = mode.activation_bytes
-    q, kv = attention.q_size, attention.kv_size
+    # a KV-shared layer projects, norms and rotates queries only; the keys and values its kernel
+    # reads are tensors the producing layer (or the backbone) already keeps (Gemma4TextAttention)
+    q, kv = attention.q_size, attention.own_kv_size
     v_width = (
         attention.num_heads if attention.kind == "mla" else attention.num_kv_heads
     ) * attention.v_head_dim
+    v_width = 0 if attention.kv_shared else v_width
     names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
+    names = names[:1] if attention.kv_shared else names
     names += [attention.gate_name] if attention.gate_size else []
     if attention.kind == "mla":
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
@@ -173,7 +179,8 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         # output at the projection's dtype (as `_norm_bytes`); compiled: the projections'
         # outputs only (the rest is recomputed from them, module docstring rule 3)
         norm_input = a if mode.compiled else 4 + (a if mode.weights_trainable else 0)
-        kept += norm_input * (q + kv) + 4 * (attention.num_heads + attention.num_kv_heads)
+        norm_rows = attention.num_heads + (0 if attention.kv_shared else attention.num_kv_heads)
+        kept += norm_input * (q + kv) + 4 * norm_rows
     # rotated q and k, and v, are the saved inputs of the attention kernel
     core_inputs = a * (q + kv + v_width)
     if attention.dynamic_mask:  # with a mask, SDPA gets k and v repeated to every head (sdpa_attention.py)

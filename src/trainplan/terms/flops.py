@@ -12,6 +12,8 @@ Full activation checkpointing re-runs every layer's forward once more (+1 forwar
 layers); selective recompute re-runs only the attention core (Korthikanti et al. 2022, sec. 5);
 `full:N` re-runs the checkpointed layers only, and torchtitan's op-level selective AC only the
 matmuls it does not save (terms/savers.py).
+A block that runs under no_grad (`Block.no_grad`, HRM's earlier low-level cycles) costs its
+forward only: no input or weight gradients, nothing to recompute.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ class FlopsPerToken:
     total: float
     recompute: float
     palm_model_flops: float
+    # attention forward of the layers that run with grad (all of them but no_grad passes)
+    attention_grad_forward: float | None = None
+
+    @property
+    def attention_training(self) -> float:
+        """Attention FLOPs of a step before recompute: forward everywhere, input gradients (2x)
+        where the layer runs with grad."""
+        grad = self.attention_forward if self.attention_grad_forward is None else self.attention_grad_forward
+        return self.attention_forward + 2 * grad
 
 
 def block_matmul_active(block: Block, model: ModelSpec) -> float:
@@ -79,10 +90,11 @@ def recompute_flops(model: ModelSpec, checkpointing: str, context: float) -> flo
             count * (2 * block_matmul_active(block, model) + attention_core(block, context))
             for count, block in zip(layers, model.blocks, strict=True)
         )
+    grad_blocks = [block for block in model.blocks if not block.no_grad]
     if checkpointing == "op":
-        return sum(block.count * 2 * op_sac_saved(block, model, 2)[1] for block in model.blocks)
+        return sum(block.count * 2 * op_sac_saved(block, model, 2)[1] for block in grad_blocks)
     if checkpointing == "selective":
-        return sum(block.count * attention_core(block, context) for block in model.blocks)
+        return sum(block.count * attention_core(block, context) for block in grad_blocks)
     return 0.0
 
 
@@ -93,26 +105,41 @@ def flops_per_token(
     frozen_base: bool,
     lora_params: int,
     checkpointing: str,
+    lora_runs: tuple[int, int] | None = None,
 ) -> FlopsPerToken:
-    """Training FLOPs per token: forward, backward (2x, or 1x for frozen matmuls), recompute."""
+    """Training FLOPs per token: forward, backward (2x, or 1x for frozen matmuls), recompute.
+
+    Adapters cost 2 FLOPs per parameter forward and 4 backward (6 x `lora_params`), or with
+    `lora_runs` (`params.lora_run_params`: adapter parameters over every layer run, over the runs
+    with grad) 2 x the first plus 4 x the second, for layers that run more than once."""
+    grad_blocks = [block for block in model.blocks if not block.no_grad]
     matmul = sum(block.count * block_matmul_active(block, model) for block in model.blocks)
+    matmul_grad = sum(block.count * block_matmul_active(block, model) for block in grad_blocks)
     causal_context = seq_len if model.encoder_decoder else seq_len / 2
     attention = sum(block.count * attention_core(block, causal_context) for block in model.blocks)
+    attention_grad = sum(block.count * attention_core(block, causal_context) for block in grad_blocks)
     head = model.vocab_size * model.head_width
     matmul_forward = 2 * matmul
     attention_forward = attention
     head_forward = 2 * head
-    weight_grad = 0.0 if frozen_base else 2 * (matmul + head)
-    adapters = 6 * lora_params
+    weight_grad = 0.0 if frozen_base else 2 * (matmul_grad + head)
+    adapter_runs, adapter_grad = lora_runs if lora_runs is not None else (lora_params, lora_params)
+    adapters = 2 * adapter_runs + 4 * adapter_grad
     total = (
-        3 * attention_forward  # forward + input grads (2x): attention has no weights
-        + 2 * (matmul_forward + head_forward)  # forward + input grads
+        attention_forward
+        + 2 * attention_grad  # input grads (2x): attention has no weights
+        + matmul_forward
+        + head_forward
+        + 2 * (matmul_grad + head)  # input grads
         + weight_grad
         + adapters
     )
     recompute = recompute_flops(model, checkpointing, causal_context)
     unmasked = sum(block.count * attention_core(block, seq_len) for block in model.blocks)
-    palm = 6 * (matmul + head) + 3 * unmasked
+    unmasked_grad = sum(block.count * attention_core(block, seq_len) for block in grad_blocks)
+    # PaLM's 6N + 12LHQT for the layers with grad; 2N + 4LHQT (the forward) for the others
+    palm = 6 * (matmul_grad + head) + 2 * (matmul - matmul_grad) + 3 * unmasked_grad
+    palm += unmasked - unmasked_grad
     return FlopsPerToken(
         matmul_forward=matmul_forward,
         attention_forward=attention_forward,
@@ -120,4 +147,5 @@ def flops_per_token(
         total=total + recompute,
         recompute=recompute,
         palm_model_flops=palm,
+        attention_grad_forward=attention_grad,
     )

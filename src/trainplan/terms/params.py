@@ -54,7 +54,10 @@ class ParamCounts:
 
 def block_params(block: Block, model: ModelSpec) -> int:
     """Parameters of one layer of `block`: matrices, norms, attention and SSM extras; only its
-    own extra linears for a layer running a shared block (those weights are model extras)."""
+    own extra linears for a layer running a shared block (those weights are model extras); none
+    for a later pass over an earlier block's layers."""
+    if block.rerun:
+        return 0
     if block.shared_copies:
         return sum(linear.params for linear in block.linears)
     matrices = sum(linear.params for linear in block_linears(block, model.hidden_size))
@@ -133,6 +136,8 @@ def lora_params(model: ModelSpec, lora: LoraSettings) -> int:
     """Adapter parameters: sum over targeted matrices of rank x (in + out) (+ out for DoRA)."""
     total = 0
     for block in model.blocks:
+        if block.rerun:  # an adapter per module, however many passes run it
+            continue
         for linear in block_linears(block, model.hidden_size):
             if targeted(linear, lora.targets):
                 per_matrix = lora.rank * (linear.in_features + linear.out_features)
@@ -145,6 +150,21 @@ def lora_params(model: ModelSpec, lora: LoraSettings) -> int:
             f"selects no linear layer of {model.name}; module names here: " + ", ".join(module_names(model)),
         )
     return total
+
+
+def lora_run_params(model: ModelSpec, lora: LoraSettings) -> tuple[int, int]:
+    """Adapter parameters summed over every layer a step runs, and over the layers it runs with
+    grad: what adapter FLOPs scale with (forward on every run, backward on the runs with grad).
+    Equal to `lora_params` twice when each layer runs once with grad."""
+    runs = grad = 0
+    for block in model.blocks:
+        for linear in block_linears(block, model.hidden_size):
+            if targeted(linear, lora.targets):
+                per_matrix = lora.rank * (linear.in_features + linear.out_features)
+                per_matrix += linear.out_features if lora.dora else 0
+                runs += block.count * linear.copies * per_matrix
+                grad += 0 if block.no_grad else block.count * linear.copies * per_matrix
+    return runs, grad
 
 
 def module_names(model: ModelSpec) -> list[str]:

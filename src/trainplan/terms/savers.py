@@ -104,12 +104,12 @@ def checkpoint_every(mode: str) -> int | None:
 def checkpointed_layers(model: ModelSpec, every: int) -> list[int]:
     """Per block of `model.blocks`, how many of its layers are checkpointed when every
     `every`-th layer is (torchtitan counts layers from 1 in forward order and checkpoints a
-    layer whose count is a multiple of N)."""
+    layer whose count is a multiple of N). A block under no_grad keeps nothing to checkpoint."""
     counts: list[int] = []
     start = 0  # layers before this block
     for block in model.blocks:
         end = start + block.count
-        counts.append(end // every - start // every)
+        counts.append(0 if block.no_grad else end // every - start // every)
         start = end
     return counts
 

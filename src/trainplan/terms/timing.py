@@ -147,7 +147,7 @@ def compile_fusion_bytes(
     backward and the other two ops remove what Inductor's do."""
     a = activation_bytes
     norm_forward = 3 * a + 28 if residual_add else 2 * a + 28
-    rmsnorm = model.norm == "rmsnorm"
+    rmsnorm = model.norm in ("rmsnorm", "rmsnorm-no-weight")
     total = 0.0
     for block, recomputed in zip(model.blocks, recomputed_layers, strict=True):
         forward = backward = 0.0
@@ -157,7 +157,7 @@ def compile_fusion_bytes(
         attention = block.attention
         rope = rmsnorm and not model.learned_positions
         if attention is not None and rope and not attention.relative_bias_params:
-            rotated = attention.q_size + attention.kv_size
+            rotated = attention.q_size + attention.own_kv_size
             forward += rotated * 8 * a
             backward += rotated * 13 * a
         mlp = block.mlp
@@ -166,7 +166,7 @@ def compile_fusion_bytes(
             inner += mlp.shared_intermediate_size * mlp.num_shared_experts
             forward += inner * 2 * a
             backward += inner * 4 * a
-        total += block.count * (forward + backward) + recomputed * forward
+        total += block.count * (forward + (0.0 if block.no_grad else backward)) + recomputed * forward
     return total
 
 
