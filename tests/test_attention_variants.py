@@ -1,6 +1,7 @@
 """Attention beyond the table's softmax variants: JetMoE's mixture of attention heads and its MoE
-routing, Doge's dynamic mask. Hand-computed parameters, active parameters, FLOPs and activations;
-JetMoE's checked against what autograd saves on real CPU tensors."""
+routing, Doge's dynamic mask, Inkling's relative-position logits and short convolutions.
+Hand-computed parameters, active parameters, FLOPs and activations; JetMoE's and Inkling's checked
+against what autograd saves on real CPU tensors."""
 
 from __future__ import annotations
 
@@ -277,3 +278,88 @@ def test_axk2_gated_norm_matches_saved_tensors() -> None:
     ungated = layer_activations(spec, replace(dense, gated_norms=0, linears=()), BF16_FULL)
     gated = layer.norms - ungated.norms + layer.mlp - ungated.mlp
     assert 388 + gated == measured == 788
+
+
+# Inkling: h 64; full layer 4 heads over 2 kv heads of 16, relative logits 4 wide over 32 keys;
+# sliding layer 4 kv heads, relative extent = its 16-key window; 4-tap convolutions; layer 0 dense
+# (96 wide), layer 1 MoE (4 experts of 32, top 2, 2 shared experts the router also scores); untied
+TINY_INKLING: dict[str, Any] = {
+    "model_type": "inkling_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "swa_num_attention_heads": 4, "swa_num_key_value_heads": 4,
+    "swa_head_dim": 16, "sliding_window_size": 16, "d_rel": 4, "rel_extent": 32,
+    "layer_types": ["hybrid", "hybrid_sliding"], "mlp_layer_types": ["dense", "sparse"],
+    "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "n_shared_experts": 2, "vocab_size": 100, "conv_kernel_size": 4,
+}  # fmt: skip
+
+
+def test_inkling_params_by_hand() -> None:
+    spec = spec_from_config(TINY_INKLING, "tiny-inkling")
+    full, sliding = spec.blocks
+    assert full.attention is not None and sliding.attention is not None
+    assert (sliding.attention.num_kv_heads, sliding.attention.relative_extent) == (4, 16)
+    # layer 0: q 4,096, k and v 2 x 2,048, r_proj 64 x (4 x 4) = 1,024, o 4,096; q/k norms 32; the
+    # bias bank 4 x 32 = 128; key and value convolutions 2 x 32 x 4 = 256              -> 13,728
+    # dense MLP 3 x 64 x 96 = 18,432 and its scale 1; two norms 128; the sub-layer convolutions
+    # 2 x 64 x 4 = 512                                                               -> 32,801
+    assert block_params(full, spec) == 32_801
+    # layer 1: q, k, v, o 4 x 4,096, r_proj 1,024, norms 32, bank 4 x 16 = 64, convolutions
+    # 2 x 64 x 4 = 512 -> 18,016; experts 4 x (64 x 64 + 32 x 64) = 24,576, router (4 + 2) x 64
+    # = 384 and its scale 1, shared experts 2 x 3 x 32 x 64 = 12,288; norms 128, convolutions 512
+    assert block_params(sliding, spec) == 18_016 + 37_249 + 640
+    # embedding and head 2 x 6,400, the embedding norm and the final norm 2 x 64  -> 101,634, the
+    # count transformers 5.24 builds for this config
+    assert total_params(spec) == 101_634
+
+
+def test_inkling_flops_count_convolutions_and_relative_logits() -> None:
+    spec = spec_from_config(TINY_INKLING, "tiny-inkling")
+    full, sliding = spec.blocks
+    # layer 0: linears 13,312 + 18,432; taps 2 x 64 x 4 + 2 x 32 x 4 = 768; each head mixes its 4
+    # states into 32 logits: 4 x 128 = 512                                       -> 33,024
+    assert block_matmul_active(full, spec) == 33_024
+    # layer 1: attention linears 17,408; router 384, shared 12,288, top-2 experts 2 x 6,144;
+    # taps 2 x 64 x 4 x 2 = 1,024; logits 4 x 64 = 256                           -> 43,648
+    assert block_matmul_active(sliding, spec) == 43_648
+
+
+def test_inkling_activations_match_saved_tensors() -> None:
+    """Each layer's attention, convolutions and MLP against what autograd saves (bf16, eager
+    attention, real CPU tensors). CPU SDPA with a float mask that needs a gradient falls back to
+    the math path, so the memory-efficient CUDA kernel's copy of the bias is not checked here."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.masking_utils import create_causal_mask
+
+    spec = spec_from_config(TINY_INKLING, "tiny-inkling")
+    eager = ActivationMode(2, 2, True, frozenset(), "eager", "none")
+    seq = 64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_INKLING)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, dtype=torch.bfloat16, attn_implementation="eager"
+        )
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        mask = create_causal_mask(
+            config=config, inputs_embeds=x, attention_mask=None, past_key_values=None,
+            position_ids=torch.arange(seq)[None],
+        )  # fmt: skip
+
+        def mixers(layer: Any) -> float:
+            attention = saved_per_token(model, lambda: layer.self_attn(x, attention_mask=mask), seq)
+            return attention + saved_per_token(model, lambda: (layer.attn_sconv(x), layer.mlp_sconv(x)), seq)
+
+        measured = [
+            (mixers(layer), saved_per_token(model, lambda: layer.mlp(x), seq))  # noqa: B023
+            for layer in model.model.layers
+        ]
+    kept = [layer_activations(spec, block, eager) for block in spec.blocks]
+    for (mixer, _), ours in zip(measured, kept, strict=True):
+        assert ours.attention + ours.scores_per_key * seq == mixer
+    # layer 0: the dense MLP with its scale's saved output; layer 1: the MoE less two things the
+    # formula leaves out: the router weight's fp32 copy (per layer, (4 + 2) x 64 x 4 B = 1,536,
+    # 24 a token here) and the dispatch bookkeeping the common MoE term does not count (per routed
+    # copy two int64 indices and index_add's, and the bf16 weight: 2 x 26; the int32 counts 0.25)
+    assert kept[0].mlp == measured[0][1] == 1_024
+    assert kept[1].mlp == measured[1][1] - 24 - 52.25

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 # Roles of linear layers; LoRA target presets select by role.
 ATTENTION_ROLES = frozenset(
-    {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask"}
+    {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask", "attn_rel"}
 )
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
@@ -88,6 +88,12 @@ class Attention:
     # A.X K2's MLA: q_gate_proj maps the normed and the raw query latent (concatenated) to each head's
     # query and a per-channel sigmoid gate on its output, in place of q_b_proj
     query_gate: bool = False
+    # Inkling's learned relative-position logits: r_proj h -> heads x `relative_width` mixes a bank of
+    # relative_width x extent bias profiles (`relative_bias_params`) into one score bias per key
+    relative_width: int = 0
+    relative_extent: int = 0
+    # Inkling's causal depthwise short convolutions of this many taps on the keys and on the values
+    kv_conv_kernel: int = 0
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -127,6 +133,8 @@ class Mlp:
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
     activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
+    output_scale: bool = False  # one learned scalar scales the MLP's output (Inkling's global_scale)
+    shared_scores: bool = False  # the router also scores the shared experts, weighting them (Inkling)
 
     @property
     def is_moe(self) -> bool:
@@ -263,6 +271,9 @@ class Block:
     # through a rank-`gated_norm_rank` bottleneck; their fc1 / fc2 are in `linears`
     gated_norms: int = 0
     gated_norm_rank: int = 0
+    # Inkling: a causal depthwise convolution of this many taps (no bias, a residual inside) on the
+    # attention output and on the MLP output, each over the hidden width
+    sublayer_conv_kernel: int = 0
 
 
 @dataclass(frozen=True)
@@ -467,7 +478,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             linears.insert(-1, Linear(attention.gate_name, "attn_gate", hidden_size, attention.gate_size))
         return linears + _head_gate(attention, hidden_size) + indexer_linears(attention, hidden_size)
     v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
-    mask = _dynamic_mask(attention, v)
+    mask = _dynamic_mask(attention, v) + _relative_projection(attention, width)
     out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)
     # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
     # multiplied by an activation of gate_proj(x), one gate per head or per channel
@@ -500,6 +511,14 @@ def _dynamic_mask(attention: Attention, values: int) -> list[Linear]:
     if not attention.dynamic_mask:
         return []
     return [Linear("dt_proj", "attn_mask", values, attention.num_kv_heads, attention.qkv_bias)]
+
+
+def _relative_projection(attention: Attention, width: int) -> list[Linear]:
+    """Inkling's r_proj (transformers 5.24 models/inkling/modeling_inkling.py, InklingAttention):
+    h -> heads x relative_width, each head's mix of the relative-position bias profiles."""
+    if not attention.relative_width:
+        return []
+    return [Linear("r_proj", "attn_rel", width, attention.num_heads * attention.relative_width)]
 
 
 def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -556,8 +575,10 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms, MLA's latent norms, relative position bias,
     one sink logit per head, a gate bias per head, the DSA indexer's key LayerNorm (weight and bias),
-    the dynamic mask's A (one per kv head)."""
+    the dynamic mask's A (one per kv head), the key and value short convolutions' depthwise taps
+    (kv width x taps each, no bias: InklingShortConvolution)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
+    params += 2 * attention.kv_size * attention.kv_conv_kernel
     params += attention.num_kv_heads if attention.dynamic_mask else 0  # Doge's A, one per kv head
     params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
@@ -576,12 +597,13 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if not mlp.is_moe:
         return _ffn(mlp, hidden_size, mlp.intermediate_size, 1, False, (gate_name, up_name, down_name))
     linears = _ffn(mlp, hidden_size, mlp.intermediate_size, mlp.num_experts, True, mlp.names)
-    routed = mlp.num_experts + mlp.zero_experts  # the experts the router scores
+    routed = mlp.num_experts + mlp.zero_experts  # the experts the router picks from
     if mlp.zero_experts:
         # LongcatFlashExperts allocates gate_up_proj for every expert the router can pick, identity
         # ones included, and down_proj for the real ones only (models/longcat_flash/modeling_longcat_flash.py)
         linears = [replace(lin, copies=routed) if lin.role != "down" else lin for lin in linears]
-    linears.append(Linear("gate", "router", hidden_size, routed, mlp.router_bias))
+    scored = routed + (mlp.num_shared_experts if mlp.shared_scores else 0)  # Inkling scores shared ones too
+    linears.append(Linear("gate", "router", hidden_size, scored, mlp.router_bias))
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")

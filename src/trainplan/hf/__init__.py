@@ -39,7 +39,14 @@ from trainplan.hf.bert import bert_spec
 from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import vjepa2_spec
 from trainplan.hf.layers import layer_kinds
-from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
+from trainplan.hf.modules import (
+    attention_module,
+    dense_mlp,
+    linear_mixer,
+    moe_mlp,
+    short_conv_kernel,
+    ssm_mixer,
+)
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
@@ -319,6 +326,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     inputs_linears, inputs_norms, inputs_extras = per_layer_inputs(cfg, family, hidden)
     gated = GatedNorms.of(cfg, family, hidden)
     skipped = image_layers(family, cfg)  # layers a text-only step skips: weights only, as extras
+    sublayer_conv = short_conv_kernel(cfg, family)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         if index in skipped:
@@ -335,6 +343,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             extra_params=vectors + (moe_vectors if "moe" in kind else 0),
             gated_norms=gated.count(kind),
             gated_norm_rank=gated.rank,
+            sublayer_conv_kernel=sublayer_conv,
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = replace(blocks[-1], count=blocks[-1].count + 1)

@@ -123,14 +123,16 @@ def layer_type_attention(
     """Layer index -> its attention: a per-layer override where `per_layer` has one, changed as the
     row's `sliding_layers` / `unindexed_layers` rules say for the layer types of `layer_types`
     (MiMo-V2-Flash's sliding layers: twice the key/value heads and a sink per head; dots3's
-    sliding layers: no indexer). Equal layers share one module."""
+    sliding layers: no indexer; Inkling's hybrid_sliding layers: the attention read again with their
+    own keys, `keys`: key read -> key read in its place). Equal layers share one module."""
     kinds = cfg.get("layer_types")
     if attention is None or not isinstance(kinds, list):
         return dict(per_layer)
     from dataclasses import replace
 
+    sliding: Mapping[str, Any] = family.row.get("sliding_layers") or {}
     rules = {
-        "sliding_attention": family.row.get("sliding_layers") or {},
+        str(sliding.get("kind", "sliding_attention")): sliding,
         **{kind: {"indexer": False} for kind in family.row.get("unindexed_layers") or ()},
     }
     made: dict[tuple[int, str], Attention] = {}
@@ -141,6 +143,8 @@ def layer_type_attention(
             continue
         base = per_layer.get(index, attention)
         key = (id(base), kind)
+        if key not in made and rule.get("keys"):
+            made[key] = _reread_attention(cfg, family, rule["keys"])
         if key not in made:
             made[key] = replace(
                 base,
@@ -151,6 +155,16 @@ def layer_type_attention(
             )
         variants[index] = made[key]
     return variants
+
+
+def _reread_attention(cfg: Mapping[str, Any], family: Family, keys: Mapping[str, str]) -> Attention:
+    """The attention of a layer kind whose widths come from keys of its own (Inkling's sliding
+    layers: swa_num_key_value_heads for num_key_value_heads, sliding_window_size for rel_extent)."""
+    from trainplan.hf.modules import attention_module
+
+    hidden = get_int(cfg, *family.key("hidden_size"))
+    swapped = {key: cfg[other] for key, other in keys.items() if cfg.get(other) is not None}
+    return attention_module({**cfg, **swapped}, family, hidden)
 
 
 #: Keys a `per_layer_config` entry may override: the attention widths (Gemma 4's full-attention

@@ -61,6 +61,9 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     _check_uniform_heads(cfg, family, heads)
     value_key = family.row.get("value_head_dim")  # values narrower than keys (MiMo-V2-Flash)
+    relative: Mapping[str, Any] = family.row.get("relative_logits") or {}
+    rel_width = get_int(cfg, relative["width"]) if relative else 0
+    rel_extent = get_int(cfg, relative["extent"]) if relative else 0
     return Attention(
         num_heads=heads,
         num_kv_heads=kv_heads,
@@ -76,11 +79,22 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         output_gate=flag(family, "attention_output_gate", cfg),
         head_gate=flag(family, "attention_head_gate", cfg),
         dynamic_mask=flag(family, "dynamic_mask", cfg),
+        relative_width=rel_width,
+        relative_extent=rel_extent,
+        relative_bias_params=rel_width * rel_extent,
+        kv_conv_kernel=short_conv_kernel(cfg, family),
         names=tuple(names),
         gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
         gate_bias=gate_bias,
         gate_name=gate_name,
     )
+
+
+def short_conv_kernel(cfg: Mapping[str, Any], family: Family) -> int:
+    """Taps of the row's `short_convs` (Inkling's causal depthwise convolutions on keys, values and
+    each sub-layer's output; the config key or keys of their kernel size), 0 where it has none."""
+    rule: Mapping[str, Any] = family.row.get("short_convs") or {}
+    return get_int(cfg, *key_tuple(rule["kernel"])) if rule else 0
 
 
 def _mixture_of_heads(cfg: Mapping[str, Any], family: Family) -> Attention:
@@ -148,6 +162,7 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
         names=tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
         activation_params=int(family.setting("activation_params", cfg, 0)),
+        output_scale=flag(family, "mlp_output_scale", cfg),
     )
 
 
@@ -226,6 +241,8 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         activation=template.activation
         if dense
         else str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
+        shared_scores=bool(rule.get("shared_scores", False)) and shared_count > 0,
+        output_scale=flag(family, "mlp_output_scale", cfg),
     )
 
 
