@@ -363,3 +363,80 @@ def test_inkling_activations_match_saved_tensors() -> None:
     # copy two int64 indices and index_add's, and the bf16 weight: 2 x 26; the int32 counts 0.25)
     assert kept[0].mlp == measured[0][1] == 1_024
     assert kept[1].mlp == measured[1][1] - 24 - 52.25
+
+
+# Hy-V4: h 64; MLA of 4 heads (q latent 32, kv latent 16, rope 8 + nope 8, v 8) with sinks and a
+# per-channel output gate; a 2-head indexer of 8 on layers 0 and 2, layer 1 sharing layer 0's;
+# 4 residual streams; layer 0 dense (96), layers 1-2 MoE (4 experts of 16, top 2, 1 shared)
+TINY_HY_V4: dict[str, Any] = {
+    "model_type": "hy_v4", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 32, "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "index_n_heads": 2,
+    "index_head_dim": 8, "index_topk": 8, "hc_mult": 4, "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "layer_types": ["indexed_attention"] * 3, "indexer_types": ["full", "shared", "full"],
+    "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1,
+    "topk_group": 1, "n_shared_experts": 1, "moe_intermediate_size": 16, "vocab_size": 100,
+    "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+}  # fmt: skip
+
+
+def test_hy_v4_params_by_hand() -> None:
+    spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
+    first, shared, full = spec.blocks
+    # MLA: q_a 64 x 32 = 2,048 and its norm 32, q_b 32 x 64 = 2,048, kv_a 64 x 24 = 1,536 and its
+    # norm 16, kv_b 16 x 64 = 1,024, o 32 x 64 = 2,048, gate_proj 64 x 32 = 2,048, 4 sinks -> 10,804;
+    # the indexer: wq_b 32 x 16 = 512, wk 64 x 8 = 512, weights_proj 64 x 2 = 128, its LayerNorm
+    # 16 -> 1,168; two hyper-connection mixers 2 x (8 x 256 + 8 + 2) = 4,116; two norms 128
+    assert block_params(first, spec) == 10_804 + 1_168 + 4_116 + 128 + 3 * 64 * 96
+    # MoE: experts 4 x (64 x 32 + 16 x 64) = 12,288, router 256, shared 3 x 64 x 16 = 3,072; the
+    # shared-indexer layer has no indexer of its own
+    assert block_params(shared, spec) == 10_804 + 4_116 + 128 + 15_616
+    assert block_params(full, spec) == block_params(shared, spec) + 1_168
+    # embedding and head 2 x 6,400, final norm 64, the head's mixer 4 x 256 + 4 + 1 = 1,029
+    # -> 111,037, the count transformers 5.24 builds for this config
+    assert total_params(spec) == 111_037
+    assert spec.stream_width == 4 * 64
+
+
+def test_hy_v4_hyper_connection_flops_and_indexer_order() -> None:
+    spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
+    first, shared, _ = spec.blocks
+    # the two mixers' fn, 8 x 256 each, are 4,096 multiply-adds a token beside the layer's linears
+    without = replace(shared, hyper_streams=0)
+    assert block_matmul_active(shared, spec) - block_matmul_active(without, spec) == 4_096
+    assert first.attention is not None and first.attention.index_heads == 2
+    assert shared.attention is not None and shared.attention.index_heads == 0
+    with pytest.raises(ConfigError) as error:  # a shared indexer needs a full one before it
+        spec_from_config({**TINY_HY_V4, "indexer_types": ["shared", "full", "full"]}, "x")
+    assert error.value.field == "indexer_types[0]"
+
+
+def test_hy_v4_hyper_connections_match_saved_tensors() -> None:
+    """A mixer with the residual update after its sub-layer, and the head, against what autograd
+    saves (bf16 streams, real CPU tensors)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from trainplan.terms.variants import hyper_connection_bytes, hyper_head_bytes
+
+    seq = 64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_HY_V4)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        streams = torch.randn(1, seq, 4, 64, dtype=torch.bfloat16, requires_grad=True)
+        mixer = model.model.layers[0].attn_hc
+        post, _ = mixer(streams)
+        sublayer = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+
+        def update() -> object:  # HYV4DecoderLayer.forward's residual update
+            weights = post.detach().requires_grad_()
+            return (weights.float().unsqueeze(-1) * sublayer.float().unsqueeze(-2) + streams.float()).to(
+                torch.bfloat16
+            )
+
+        measured = saved_per_token(model, lambda: mixer(streams), seq) + saved_per_token(model, update, seq)
+        head = saved_per_token(model, lambda: model.model.hc_head(streams), seq)
+    # mixer: fp32 streams 4 x 256 = 1,024, 1/rms 4, mixes 32 twice, sigmoids 32, bf16 streams 512,
+    # input weights 16; update: fp32 sub-layer output 256, output weights 16        -> 1,924
+    assert hyper_connection_bytes(BF16_FULL, 4, 64) == measured == 1_924
+    assert hyper_head_bytes(BF16_FULL, 4, 64) == head == 1_604

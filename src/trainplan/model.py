@@ -274,6 +274,9 @@ class Block:
     # Inkling: a causal depthwise convolution of this many taps (no bias, a residual inside) on the
     # attention output and on the MLP output, each over the hidden width
     sublayer_conv_kernel: int = 0
+    # hyper-connections (Hy-V4, after DeepSeek-V4): the residual stream is this many copies of the hidden
+    # state; before attention and before the MLP a mixer reads them all and weights them in and back out
+    hyper_streams: int = 0
 
 
 @dataclass(frozen=True)
@@ -284,7 +287,8 @@ class ExtraComponent:
     params: int
     trainable: bool = False
     note: str = ""
-    in_layers: bool = False  # weights the layers run (Zamba2's shared blocks): activations modelled
+    # weights whose activations are modelled (Zamba2's shared blocks, Hy-V4's hyper-connection head)
+    in_layers: bool = False
 
 
 @dataclass(frozen=True)
@@ -395,11 +399,18 @@ class ModelSpec:
     buffer_elements: int = 0
     embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
     head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
+    residual_streams: int = 1  # copies of the hidden state the residual stream carries (hyper-connections)
 
     @property
     def num_layers(self) -> int:
         """All transformer layers (encoder + decoder)."""
         return sum(block.count for block in self.blocks)
+
+    @property
+    def stream_width(self) -> int:
+        """Width of the residual stream between layers: the hidden size, times the streams of
+        hyper-connections (what a checkpointed layer keeps as its input)."""
+        return self.hidden_size * self.residual_streams
 
     @property
     def embedding_width(self) -> int:
@@ -437,6 +448,13 @@ class ModelSpec:
             if block.mixer is not None:
                 return block.mixer.num_heads, block.mixer.num_key_heads or block.mixer.num_heads
         raise AssertionError("a model has attention or SSM layers")
+
+
+def hyper_connection_params(streams: int, hidden_size: int) -> int:
+    """One hyper-connection mixer (transformers 5.24 models/hy_v4/modeling_hy_v4.py,
+    HYV4HyperConnection): `fn` maps the N streams (N x h, flattened) to N input and N output
+    weights (2N x N h), a bias `base` for each (2N) and two scales."""
+    return 2 * streams * streams * hidden_size + 2 * streams + 2
 
 
 def norm_param_count(norm: str, width: int) -> int:

@@ -25,6 +25,8 @@ from trainplan.families import GENERIC, Family, find_family, refusal, resolve, s
 from trainplan.hf.additions import (
     GatedNorms,
     head_transform,
+    hyper_head,
+    hyper_streams,
     image_layer_weights,
     image_layers,
     layer_type_attention,
@@ -327,6 +329,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     gated = GatedNorms.of(cfg, family, hidden)
     skipped = image_layers(family, cfg)  # layers a text-only step skips: weights only, as extras
     sublayer_conv = short_conv_kernel(cfg, family)
+    hyper = hyper_streams(cfg, family)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         if index in skipped:
@@ -344,6 +347,7 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             gated_norms=gated.count(kind),
             gated_norm_rank=gated.rank,
             sublayer_conv_kernel=sublayer_conv,
+            hyper_streams=hyper,
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = replace(blocks[-1], count=blocks[-1].count + 1)
@@ -362,7 +366,9 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
         extras=model_vectors(family, cfg, hidden, attention, dense)
         + head_transform(family, cfg, hidden)
-        + inputs_extras,
+        + inputs_extras
+        + hyper_head(hyper, hidden),
+        residual_streams=max(hyper, 1),
         approximations=tuple(approximations),
         source=source,
     )

@@ -103,6 +103,30 @@ def _vector_count(count: Any, cfg: Mapping[str, Any], width: str) -> int:
     return total
 
 
+def hyper_streams(cfg: Mapping[str, Any], family: Family) -> int:
+    """Residual streams of the row's `hyper_connections` (the config key of their count; Hy-V4's
+    hc_mult), 0 without hyper-connections."""
+    rule: Mapping[str, str] = family.row.get("hyper_connections") or {}
+    return get_int(cfg, rule["streams"], minimum=1) if rule else 0
+
+
+def hyper_head(streams: int, hidden: int) -> tuple[ExtraComponent, ...]:
+    """The last hyper-connection, which folds the streams into one before the final norm
+    (HYV4HyperHead: hc_fn N x N h, hc_base N, one hc_scale). Its activations are counted outside
+    the layers (terms/variants.py `hyper_head_bytes`); its FLOPs, one layer mixer's worth, are not."""
+    if not streams:
+        return ()
+    return (
+        ExtraComponent(
+            "hc_head",
+            streams * streams * hidden + streams + 1,
+            trainable=True,
+            note=f"hyper-connection head: {streams} streams folded into one",
+            in_layers=True,
+        ),
+    )
+
+
 def patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: int) -> ExtraComponent:
     """Fuyu's image input: one biased linear from a flattened patch (patch x patch x channels) to
     the hidden size, the patches then read by the decoder as tokens (transformers' FuyuModel)."""
@@ -129,6 +153,14 @@ def layer_type_attention(
     if attention is None or not isinstance(kinds, list):
         return dict(per_layer)
     from dataclasses import replace
+
+    if (family.row.get("indexer") or {}).get("shared") and isinstance(cfg.get("indexer_types"), list):
+        # Hy-V4: a layer whose indexer is shared has none of its own
+        unindexed = replace(attention, index_heads=0, index_head_dim=0)
+        per_layer = {
+            **{i: unindexed for i, kind in enumerate(cfg["indexer_types"]) if kind == "shared"},
+            **per_layer,
+        }
 
     sliding: Mapping[str, Any] = family.row.get("sliding_layers") or {}
     rules = {

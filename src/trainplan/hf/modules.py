@@ -52,6 +52,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             rope_head_dim=rope,
             head_gate=flag(family, "attention_head_gate", cfg),
             query_gate=flag(family, "query_gate", cfg),
+            sinks=flag(family, "attention_sinks", cfg),
             index_heads=index_heads,
             index_head_dim=index_dim,
             gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),
@@ -354,17 +355,21 @@ def _projections(rule: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
 
 def _indexer(cfg: Mapping[str, Any], family: Family) -> tuple[int, int]:
     """(heads, head_dim) of the DSA indexer the row's `indexer` rule names, (0, 0) without one.
-    Every layer must have its own indexer: layers that reuse another's (`indexer_types: shared`)
-    are refused by name."""
+    Every layer must have its own indexer, unless the rule allows `shared` ones (Hy-V4: a layer of
+    `indexer_types: shared` has none and reuses the top-k keys of the last full one, so the first
+    must be full); any other kind is refused by name."""
     rule: Mapping[str, Any] | None = family.row.get("indexer")
     if not rule:
         return 0, 0
     kinds = cfg.get("indexer_types")
+    modelled = ("full", "shared") if rule.get("shared") else ("full",)
     if isinstance(kinds, list):
         for index, kind in enumerate(kinds):
-            if kind != "full":
+            if kind not in modelled or (index == 0 and kind != "full"):
+                allowed = "full" if index == 0 else ", ".join(modelled)
                 raise ConfigError(
-                    f"indexer_types[{index}]", f"indexer kind {kind!r} is not modelled; modelled: full"
+                    f"indexer_types[{index}]",
+                    f"indexer kind {kind!r} is not modelled here; modelled: {allowed}",
                 )
     if not get_int(cfg, "q_lora_rank", default=0, minimum=0):
         raise ConfigError("q_lora_rank", "the sparse-attention indexer reads the query latent: must be >= 1")

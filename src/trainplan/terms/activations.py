@@ -296,6 +296,7 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     from trainplan.terms.variants import (
         dynamic_mask_bytes,
         gated_norm_bytes,
+        hyper_connection_bytes,
         relative_logits_bytes,
         short_conv_bytes,
     )
@@ -318,6 +319,8 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
             attention += kept
             per_key += kept_per_key
     attention += short_conv_bytes(model, block)  # Inkling's key, value and sub-layer convolutions
+    if block.hyper_streams:  # Hy-V4's two hyper-connection mixers and residual updates
+        norms += 2 * hyper_connection_bytes(mode, block.hyper_streams, hidden)
     if block.cross_attention is not None:
         cross, cross_key = attention_bytes(model, block.cross_attention, mode)
         attention += cross
@@ -342,6 +345,10 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = hidden if mode.dropout else 0
+    if model.residual_streams > 1:  # the hyper-connection head folding the streams (Hy-V4)
+        from trainplan.terms.variants import hyper_head_bytes
+
+        final += hyper_head_bytes(mode, model.residual_streams, hidden)
     return final + head_input + indices + dropout
 
 

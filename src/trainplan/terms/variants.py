@@ -1,8 +1,8 @@
 """Activation memory of the attention, routing and norm variants beyond the common layer
 (terms/activations.py): JetMoE's mixture of attention heads and its routing, Doge's dynamic
 mask, A.X K2's gated RMSNorms, Inkling's relative-position logits, short convolutions and
-shared-expert weights. Each is derived from the transformers module's forward, in bytes
-per token (and per key where the term grows with the sequence)."""
+shared-expert weights, Hy-V4's hyper-connections. Each is derived from the transformers module's
+forward, in bytes per token (and per key where the term grows with the sequence)."""
 
 from __future__ import annotations
 
@@ -158,3 +158,34 @@ def output_scale_bytes(mode: ActivationMode, hidden: int) -> float:
     """A learned scalar on the MLP's output (InklingMLP.global_scale): the product keeps the MLP
     output for the scalar's gradient (a x h) when it trains."""
     return float(mode.activation_bytes * hidden) if mode.weights_trainable else 0.0
+
+
+def hyper_connection_bytes(mode: ActivationMode, streams: int, hidden: int) -> float:
+    """One of Hy-V4's hyper-connection mixers and the residual update after its sub-layer
+    (transformers 5.24 models/hy_v4/modeling_hy_v4.py, HYV4HyperConnection.forward and
+    HYV4DecoderLayer.forward; autocast off, fp32), per token, N streams of h:
+    the streams' fp32 copy `F.linear` and the norm keep (4 N h) and 1/rms (4); the 2N mixes before
+    the norm's factor (4 x 2N), and after it, for the two scales' gradients (4 x 2N, when they
+    train); both sigmoid outputs (4 x 2N); the streams themselves at their dtype and the input
+    weights (a N h + 4 N) for the weighted sum. The update post x sublayer + residual keeps the
+    sub-layer's output in fp32 (4 h) and the output weights (4 N)."""
+    mixes = 4 * 2 * streams
+    scales = mixes if mode.weights_trainable else 0
+    mixer = 4 * streams * hidden + 4 + mixes + scales + mixes + mode.activation_bytes * streams * hidden
+    return float(mixer + 4 * streams + 4 * hidden + 4 * streams)
+
+
+def hyper_head_bytes(mode: ActivationMode, streams: int, hidden: int) -> float:
+    """The hyper-connection head (HYV4HyperHead.forward) before the final norm, per token: the
+    streams' fp32 copy (4 N h), 1/rms (4), the N mixes before and after the norm's factor and the
+    sigmoid output (3 x 4 N), the streams at their dtype and the weights for the sum (a N h + 4 N)."""
+    return float(
+        4 * streams * hidden + 4 + 12 * streams + mode.activation_bytes * streams * hidden + 4 * streams
+    )
+
+
+def hyper_connection_weights(block: Block, hidden: int) -> int:
+    """Multiply-adds per token of a layer's two hyper-connection mixers, each `fn` (2N x N h) over
+    the flattened streams, counted like matmul weights; their weighted sums are elementwise."""
+    streams = block.hyper_streams
+    return 2 * 2 * streams * streams * (block.width or hidden)
