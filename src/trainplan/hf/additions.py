@@ -156,11 +156,15 @@ def layer_type_attention(
 
     if (family.row.get("indexer") or {}).get("shared") and isinstance(cfg.get("indexer_types"), list):
         # Hy-V4: a layer whose indexer is shared has none of its own
-        unindexed = replace(attention, index_heads=0, index_head_dim=0)
-        per_layer = {
-            **{i: unindexed for i, kind in enumerate(cfg["indexer_types"]) if kind == "shared"},
-            **per_layer,
-        }
+        stripped: dict[int, Attention] = {}  # id of the layer's attention -> the same without an indexer
+        unindexed: dict[int, Attention] = {}
+        for index, kind in enumerate(cfg["indexer_types"]):
+            base = per_layer.get(index, attention)
+            if kind == "shared":
+                if id(base) not in stripped:
+                    stripped[id(base)] = replace(base, index_heads=0, index_head_dim=0)
+                unindexed[index] = stripped[id(base)]
+        per_layer = {**per_layer, **unindexed}
 
     sliding: Mapping[str, Any] = family.row.get("sliding_layers") or {}
     rules = {
