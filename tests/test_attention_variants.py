@@ -440,3 +440,30 @@ def test_hy_v4_hyper_connections_match_saved_tensors() -> None:
     # input weights 16; update: fp32 sub-layer output 256, output weights 16        -> 1,924
     assert hyper_connection_bytes(BF16_FULL, 4, 64) == measured == 1_924
     assert hyper_head_bytes(BF16_FULL, 4, 64) == head == 1_604
+
+
+def test_hy_v4_checkpointed_layers_keep_every_stream() -> None:
+    from trainplan.estimate import estimate
+    from trainplan.scenario import scenario_from_mapping
+    from trainplan.terms.variants import hyper_head_bytes
+
+    spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
+    one_stream = replace(spec, residual_streams=1)
+    seq = 256
+
+    def forward_activations(model: Any, checkpointing: str) -> float:
+        scenario = scenario_from_mapping(
+            {"model": "x", "overhead_gib": 0.0, "grad_accum": 1, "method": "full", "precision": "bf16",
+             "optimizer": "adamw-fused", "seq_len": seq, "activation_checkpointing": checkpointing}
+        )  # fmt: skip
+        phase = next(p for p in estimate(scenario, model=model).phases if p.name == "forward")
+        return float(phase.term("activations").value)
+
+    head = hyper_head_bytes(BF16_FULL, 4, 64) * seq  # the streams' head, outside the layers
+    # full checkpointing: each of the 3 layers keeps its input, 4 streams of 64 in bf16, not one:
+    # 3 x 2 x (4 - 1) x 64 bytes a token more
+    assert (
+        forward_activations(spec, "full") - forward_activations(one_stream, "full")
+        == 3 * 2 * 3 * 64 * seq + head
+    )
+    assert forward_activations(spec, "none") - forward_activations(one_stream, "none") == head
