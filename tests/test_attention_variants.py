@@ -1,6 +1,7 @@
 """Attention beyond the table's softmax variants: JetMoE's mixture of attention heads and its MoE
-routing, Doge's dynamic mask. Hand-computed parameters, active parameters, FLOPs and activations;
-JetMoE's checked against what autograd saves on real CPU tensors."""
+routing, Doge's dynamic mask, Inkling's relative-position logits and short convolutions.
+Hand-computed parameters, active parameters, FLOPs and activations; JetMoE's and Inkling's checked
+against what autograd saves on real CPU tensors."""
 
 from __future__ import annotations
 
@@ -277,3 +278,192 @@ def test_axk2_gated_norm_matches_saved_tensors() -> None:
     ungated = layer_activations(spec, replace(dense, gated_norms=0, linears=()), BF16_FULL)
     gated = layer.norms - ungated.norms + layer.mlp - ungated.mlp
     assert 388 + gated == measured == 788
+
+
+# Inkling: h 64; full layer 4 heads over 2 kv heads of 16, relative logits 4 wide over 32 keys;
+# sliding layer 4 kv heads, relative extent = its 16-key window; 4-tap convolutions; layer 0 dense
+# (96 wide), layer 1 MoE (4 experts of 32, top 2, 2 shared experts the router also scores); untied
+TINY_INKLING: dict[str, Any] = {
+    "model_type": "inkling_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 16, "swa_num_attention_heads": 4, "swa_num_key_value_heads": 4,
+    "swa_head_dim": 16, "sliding_window_size": 16, "d_rel": 4, "rel_extent": 32,
+    "layer_types": ["hybrid", "hybrid_sliding"], "mlp_layer_types": ["dense", "sparse"],
+    "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "n_shared_experts": 2, "vocab_size": 100, "conv_kernel_size": 4,
+}  # fmt: skip
+
+
+def test_inkling_params_by_hand() -> None:
+    spec = spec_from_config(TINY_INKLING, "tiny-inkling")
+    full, sliding = spec.blocks
+    assert full.attention is not None and sliding.attention is not None
+    assert (sliding.attention.num_kv_heads, sliding.attention.relative_extent) == (4, 16)
+    # layer 0: q 4,096, k and v 2 x 2,048, r_proj 64 x (4 x 4) = 1,024, o 4,096; q/k norms 32; the
+    # bias bank 4 x 32 = 128; key and value convolutions 2 x 32 x 4 = 256              -> 13,728
+    # dense MLP 3 x 64 x 96 = 18,432 and its scale 1; two norms 128; the sub-layer convolutions
+    # 2 x 64 x 4 = 512                                                               -> 32,801
+    assert block_params(full, spec) == 32_801
+    # layer 1: q, k, v, o 4 x 4,096, r_proj 1,024, norms 32, bank 4 x 16 = 64, convolutions
+    # 2 x 64 x 4 = 512 -> 18,016; experts 4 x (64 x 64 + 32 x 64) = 24,576, router (4 + 2) x 64
+    # = 384 and its scale 1, shared experts 2 x 3 x 32 x 64 = 12,288; norms 128, convolutions 512
+    assert block_params(sliding, spec) == 18_016 + 37_249 + 640
+    # embedding and head 2 x 6,400, the embedding norm and the final norm 2 x 64  -> 101,634, the
+    # count transformers 5.24 builds for this config
+    assert total_params(spec) == 101_634
+
+
+def test_inkling_flops_count_convolutions_and_relative_logits() -> None:
+    spec = spec_from_config(TINY_INKLING, "tiny-inkling")
+    full, sliding = spec.blocks
+    # layer 0: linears 13,312 + 18,432; taps 2 x 64 x 4 + 2 x 32 x 4 = 768; each head mixes its 4
+    # states into 32 logits: 4 x 128 = 512                                       -> 33,024
+    assert block_matmul_active(full, spec) == 33_024
+    # layer 1: attention linears 17,408; router 384, shared 12,288, top-2 experts 2 x 6,144;
+    # taps 2 x 64 x 4 x 2 = 1,024; logits 4 x 64 = 256                           -> 43,648
+    assert block_matmul_active(sliding, spec) == 43_648
+
+
+def test_inkling_activations_match_saved_tensors() -> None:
+    """Each layer's attention, convolutions and MLP against what autograd saves (bf16, eager
+    attention, real CPU tensors). CPU SDPA with a float mask that needs a gradient falls back to
+    the math path, so the memory-efficient CUDA kernel's copy of the bias is not checked here."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.masking_utils import create_causal_mask
+
+    spec = spec_from_config(TINY_INKLING, "tiny-inkling")
+    eager = ActivationMode(2, 2, True, frozenset(), "eager", "none")
+    seq = 64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_INKLING)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, dtype=torch.bfloat16, attn_implementation="eager"
+        )
+        x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+        mask = create_causal_mask(
+            config=config, inputs_embeds=x, attention_mask=None, past_key_values=None,
+            position_ids=torch.arange(seq)[None],
+        )  # fmt: skip
+
+        def mixers(layer: Any) -> float:
+            attention = saved_per_token(model, lambda: layer.self_attn(x, attention_mask=mask), seq)
+            return attention + saved_per_token(model, lambda: (layer.attn_sconv(x), layer.mlp_sconv(x)), seq)
+
+        measured = [
+            (mixers(layer), saved_per_token(model, lambda: layer.mlp(x), seq))  # noqa: B023
+            for layer in model.model.layers
+        ]
+    kept = [layer_activations(spec, block, eager) for block in spec.blocks]
+    for (mixer, _), ours in zip(measured, kept, strict=True):
+        assert ours.attention + ours.scores_per_key * seq == mixer
+    # layer 0: the dense MLP with its scale's saved output; layer 1: the MoE less two things the
+    # formula leaves out: the router weight's fp32 copy (per layer, (4 + 2) x 64 x 4 B = 1,536,
+    # 24 a token here) and the dispatch bookkeeping the common MoE term does not count (per routed
+    # copy two int64 indices and index_add's, and the bf16 weight: 2 x 26; the int32 counts 0.25)
+    assert kept[0].mlp == measured[0][1] == 1_024
+    assert kept[1].mlp == measured[1][1] - 24 - 52.25
+
+
+# Hy-V4: h 64; MLA of 4 heads (q latent 32, kv latent 16, rope 8 + nope 8, v 8) with sinks and a
+# per-channel output gate; a 2-head indexer of 8 on layers 0 and 2, layer 1 sharing layer 0's;
+# 4 residual streams; layer 0 dense (96), layers 1-2 MoE (4 experts of 16, top 2, 1 shared)
+TINY_HY_V4: dict[str, Any] = {
+    "model_type": "hy_v4", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 32, "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "index_n_heads": 2,
+    "index_head_dim": 8, "index_topk": 8, "hc_mult": 4, "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "layer_types": ["indexed_attention"] * 3, "indexer_types": ["full", "shared", "full"],
+    "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1,
+    "topk_group": 1, "n_shared_experts": 1, "moe_intermediate_size": 16, "vocab_size": 100,
+    "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+}  # fmt: skip
+
+
+def test_hy_v4_params_by_hand() -> None:
+    spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
+    first, shared, full = spec.blocks
+    # MLA: q_a 64 x 32 = 2,048 and its norm 32, q_b 32 x 64 = 2,048, kv_a 64 x 24 = 1,536 and its
+    # norm 16, kv_b 16 x 64 = 1,024, o 32 x 64 = 2,048, gate_proj 64 x 32 = 2,048, 4 sinks -> 10,804;
+    # the indexer: wq_b 32 x 16 = 512, wk 64 x 8 = 512, weights_proj 64 x 2 = 128, its LayerNorm
+    # 16 -> 1,168; two hyper-connection mixers 2 x (8 x 256 + 8 + 2) = 4,116; two norms 128
+    assert block_params(first, spec) == 10_804 + 1_168 + 4_116 + 128 + 3 * 64 * 96
+    # MoE: experts 4 x (64 x 32 + 16 x 64) = 12,288, router 256, shared 3 x 64 x 16 = 3,072; the
+    # shared-indexer layer has no indexer of its own
+    assert block_params(shared, spec) == 10_804 + 4_116 + 128 + 15_616
+    assert block_params(full, spec) == block_params(shared, spec) + 1_168
+    # embedding and head 2 x 6,400, final norm 64, the head's mixer 4 x 256 + 4 + 1 = 1,029
+    # -> 111,037, the count transformers 5.24 builds for this config
+    assert total_params(spec) == 111_037
+    assert spec.stream_width == 4 * 64
+
+
+def test_hy_v4_hyper_connection_flops_and_indexer_order() -> None:
+    spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
+    first, shared, _ = spec.blocks
+    # the two mixers' fn, 8 x 256 each, are 4,096 multiply-adds a token beside the layer's linears
+    without = replace(shared, hyper_streams=0)
+    assert block_matmul_active(shared, spec) - block_matmul_active(without, spec) == 4_096
+    assert first.attention is not None and first.attention.index_heads == 2
+    assert shared.attention is not None and shared.attention.index_heads == 0
+    with pytest.raises(ConfigError) as error:  # a shared indexer needs a full one before it
+        spec_from_config({**TINY_HY_V4, "indexer_types": ["shared", "full", "full"]}, "x")
+    assert error.value.field == "indexer_types[0]"
+
+
+def test_hy_v4_hyper_connections_match_saved_tensors() -> None:
+    """A mixer with the residual update after its sub-layer, and the head, against what autograd
+    saves (bf16 streams, real CPU tensors)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from trainplan.terms.variants import hyper_connection_bytes, hyper_head_bytes
+
+    seq = 64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = transformers.AutoConfig.for_model(**TINY_HY_V4)
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        streams = torch.randn(1, seq, 4, 64, dtype=torch.bfloat16, requires_grad=True)
+        mixer = model.model.layers[0].attn_hc
+        post, _ = mixer(streams)
+        sublayer = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
+
+        def update() -> object:  # HYV4DecoderLayer.forward's residual update
+            weights = post.detach().requires_grad_()
+            return (weights.float().unsqueeze(-1) * sublayer.float().unsqueeze(-2) + streams.float()).to(
+                torch.bfloat16
+            )
+
+        measured = saved_per_token(model, lambda: mixer(streams), seq) + saved_per_token(model, update, seq)
+        head = saved_per_token(model, lambda: model.model.hc_head(streams), seq)
+    # mixer: fp32 streams 4 x 256 = 1,024, 1/rms 4, mixes 32 twice, sigmoids 32, bf16 streams 512,
+    # input weights 16; update: fp32 sub-layer output 256, output weights 16        -> 1,924
+    assert hyper_connection_bytes(BF16_FULL, 4, 64) == measured == 1_924
+    assert hyper_head_bytes(BF16_FULL, 4, 64) == head == 1_604
+
+
+def test_hy_v4_checkpointed_layers_keep_every_stream() -> None:
+    from trainplan.estimate import estimate
+    from trainplan.scenario import scenario_from_mapping
+    from trainplan.terms.variants import hyper_head_bytes
+
+    spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
+    one_stream = replace(spec, residual_streams=1)
+    seq = 256
+
+    def forward_activations(model: Any, checkpointing: str) -> float:
+        scenario = scenario_from_mapping(
+            {"model": "x", "overhead_gib": 0.0, "grad_accum": 1, "method": "full", "precision": "bf16",
+             "optimizer": "adamw-fused", "seq_len": seq, "activation_checkpointing": checkpointing}
+        )  # fmt: skip
+        phase = next(p for p in estimate(scenario, model=model).phases if p.name == "forward")
+        return float(phase.term("activations").value)
+
+    head = hyper_head_bytes(BF16_FULL, 4, 64) * seq  # the streams' head, outside the layers
+    # full checkpointing: each of the 3 layers keeps its input, 4 streams of 64 in bf16, not one:
+    # 3 x 2 x (4 - 1) x 64 bytes a token more
+    assert (
+        forward_activations(spec, "full") - forward_activations(one_stream, "full")
+        == 3 * 2 * 3 * 64 * seq + head
+    )
+    assert forward_activations(spec, "none") - forward_activations(one_stream, "none") == head

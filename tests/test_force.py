@@ -21,7 +21,7 @@ from trainplan.terms.params import total_params
 
 # A Llama-shaped config under a refused model type whose closest modelled reading is Qwen 3's
 # (data/architectures.yaml: the MoE / MLA group names qwen3_moe).
-INKLING = {**TINY_LLAMA, "model_type": "inkling_text"}
+INKLING = {**TINY_LLAMA, "model_type": "inkling2_text"}
 
 
 def test_refused_without_force_and_the_error_says_how_to_force() -> None:
@@ -37,8 +37,8 @@ def test_forced_reading_is_the_closest_family_with_the_reason_attached() -> None
     # Qwen 3's reading: the Llama layout plus per-head q/k norms (2 x head_dim 16 per layer, 2 layers)
     assert total_params(spec) == total_params(closest) == total_params(spec_from_config(TINY_LLAMA, "t")) + 64
     (note,) = spec.approximations
-    assert note.startswith("force: model_type 'inkling_text' is not modelled")
-    assert refused_model_types()["inkling_text"] in note and "Qwen 3 reading" in note
+    assert note.startswith("force: model_type 'inkling2_text' is not modelled")
+    assert refused_model_types()["inkling2_text"] in note and "Qwen 3 reading" in note
 
 
 def test_force_changes_nothing_for_a_modelled_config() -> None:
@@ -72,7 +72,7 @@ def test_forced_unknown_layout_is_read_with_the_llama_keys_and_names_the_key() -
 
 def test_forced_reading_that_cannot_read_the_config_is_still_an_error() -> None:
     with pytest.raises(ConfigError) as error:
-        spec_from_config({"model_type": "inkling_text", "vocab_size": 10}, "x", force=True)
+        spec_from_config({"model_type": "inkling2_text", "vocab_size": 10}, "x", force=True)
     assert error.value.field == "hidden_size"
     assert "force: the closest modelled reading cannot read this config either" in error.value.message
 
@@ -101,7 +101,7 @@ def test_cli_force_flag(inkling_file: Path) -> None:
     assert forced.exit_code == 0, forced.output
     data: dict[str, Any] = json.loads(forced.output)
     assert data["params"]["approximate"] is True
-    assert data["approximations"][0].startswith("force: model_type 'inkling_text'")
+    assert data["approximations"][0].startswith("force: model_type 'inkling2_text'")
 
 
 def test_cli_plan_with_force_says_it_is_approximate(inkling_file: Path) -> None:
@@ -111,7 +111,7 @@ def test_cli_plan_with_force_says_it_is_approximate(inkling_file: Path) -> None:
         app, ["plan", "--model", str(inkling_file), "--max-gpus", "1", "--force", "true"]
     )
     assert forced.exit_code == 0, forced.output
-    assert "approximate: force: model_type 'inkling_text' is not modelled" in " ".join(forced.output.split())
+    assert "approximate: force: model_type 'inkling2_text' is not modelled" in " ".join(forced.output.split())
 
 
 def test_web_api_force_field() -> None:
@@ -125,6 +125,6 @@ def test_web_api_force_field() -> None:
         assert refused.status_code == 422 and refused.json()["field"] == "model_config.model_type"
         forced = client.post("/api/estimate", json={"model_config": INKLING, "force": True})
         assert forced.status_code == 200, forced.text
-        assert forced.json()["approximations"][0].startswith("force: model_type 'inkling_text'")
+        assert forced.json()["approximations"][0].startswith("force: model_type 'inkling2_text'")
         bad = client.post("/api/estimate", json={"model_config": INKLING, "force": "maybe"})
         assert bad.status_code == 422 and bad.json()["field"] == "force"

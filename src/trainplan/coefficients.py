@@ -279,14 +279,14 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             full_layer = (layer.attention + layer.mlp + layer.scores_per_key * seq, layer.norms)
             if every is not None:
                 # checkpointed layers keep their input; the others (full:N) everything
-                replicated += kept_inputs * residual * model.hidden_size
+                replicated += kept_inputs * residual * model.stream_width
                 sharded += (block.count - kept_inputs) * full_layer[0]
                 replicated += (block.count - kept_inputs) * layer.norms
                 if kept_inputs:
                     recompute.append(full_layer)
             elif ckpt == "op":
                 saved, _ = op_sac_saved(block, model, compute_bytes)
-                replicated += block.count * residual * model.hidden_size
+                replicated += block.count * residual * model.stream_width
                 sharded += block.count * saved
                 recompute.append(full_layer)
             elif ckpt == "selective":

@@ -50,7 +50,7 @@ _FIELDS = {
     "k_bias", "language_only", "head_transform_bias", "refuse_when", "patch_projection",
     "value_head_dim", "sliding_layers", "per_layer_inputs", "full_layer_overrides", "unindexed_layers",
     "dynamic_mask", "query_gate", "gated_norms", "adapters", "image_layers", "image_encoder",
-    "kv_shared_layers", "drafter",
+    "kv_shared_layers", "drafter", "relative_logits", "short_convs", "mlp_output_scale", "hyper_connections",
 }  # fmt: skip
 _REQUIRED = ("family", "model_types", "source", "as_of")
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 # Roles of linear layers; LoRA target presets select by role.
 ATTENTION_ROLES = frozenset(
-    {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask"}
+    {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask", "attn_rel"}
 )
 QUERY_VALUE_ROLES = frozenset({"q", "v", "qkv", "q_b", "kv_b"})
 MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
@@ -96,6 +96,12 @@ class Attention:
     # a KV-shared layer (Gemma 4's last num_kv_shared_layers, its assistant's every layer): it attends
     # to keys and values an earlier layer (or the backbone) computed, with no k/v projections or norms
     kv_shared: bool = False
+    # Inkling's learned relative-position logits: r_proj h -> heads x `relative_width` mixes a bank of
+    # relative_width x extent bias profiles (`relative_bias_params`) into one score bias per key
+    relative_width: int = 0
+    relative_extent: int = 0
+    # Inkling's causal depthwise short convolutions of this many taps on the keys and on the values
+    kv_conv_kernel: int = 0
     names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
     @property
@@ -140,6 +146,8 @@ class Mlp:
     names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
     activation: str = "silu"
     activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
+    output_scale: bool = False  # one learned scalar scales the MLP's output (Inkling's global_scale)
+    shared_scores: bool = False  # the router also scores the shared experts, weighting them (Inkling)
 
     @property
     def is_moe(self) -> bool:
@@ -282,6 +290,12 @@ class Block:
     # the pass runs under torch.no_grad (HRM's earlier low-level cycles): forward compute only,
     # no backward and nothing kept for it
     no_grad: bool = False
+    # Inkling: a causal depthwise convolution of this many taps (no bias, a residual inside) on the
+    # attention output and on the MLP output, each over the hidden width
+    sublayer_conv_kernel: int = 0
+    # hyper-connections (Hy-V4, after DeepSeek-V4): the residual stream is this many copies of the hidden
+    # state; before attention and before the MLP a mixer reads them all and weights them in and back out
+    hyper_streams: int = 0
 
 
 @dataclass(frozen=True)
@@ -292,7 +306,8 @@ class ExtraComponent:
     params: int
     trainable: bool = False
     note: str = ""
-    in_layers: bool = False  # weights the layers run (Zamba2's shared blocks): activations modelled
+    # weights whose activations are modelled (Zamba2's shared blocks, Hy-V4's hyper-connection head)
+    in_layers: bool = False
 
 
 @dataclass(frozen=True)
@@ -405,11 +420,18 @@ class ModelSpec:
     buffer_elements: int = 0
     embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
     head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
+    residual_streams: int = 1  # copies of the hidden state the residual stream carries (hyper-connections)
 
     @property
     def num_layers(self) -> int:
         """All transformer layers (encoder + decoder)."""
         return sum(block.count for block in self.blocks)
+
+    @property
+    def stream_width(self) -> int:
+        """Width of the residual stream between layers: the hidden size, times the streams of
+        hyper-connections (what a checkpointed layer keeps as its input)."""
+        return self.hidden_size * self.residual_streams
 
     @property
     def embedding_width(self) -> int:
@@ -447,6 +469,13 @@ class ModelSpec:
             if block.mixer is not None:
                 return block.mixer.num_heads, block.mixer.num_key_heads or block.mixer.num_heads
         raise AssertionError("a model has attention or SSM layers")
+
+
+def hyper_connection_params(streams: int, hidden_size: int) -> int:
+    """One hyper-connection mixer (transformers 5.24 models/hy_v4/modeling_hy_v4.py,
+    HYV4HyperConnection): `fn` maps the N streams (N x h, flattened) to N input and N output
+    weights (2N x N h), a bias `base` for each (2N) and two scales."""
+    return 2 * streams * streams * hidden_size + 2 * streams + 2
 
 
 def norm_param_count(norm: str, width: int) -> int:
@@ -489,7 +518,7 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
             linears.insert(-1, Linear(attention.gate_name, "attn_gate", hidden_size, attention.gate_size))
         return linears + _head_gate(attention, hidden_size) + indexer_linears(attention, hidden_size)
     v = attention.num_kv_heads * attention.v_head_dim  # = kv unless values are narrower (MiMo-V2)
-    mask = _dynamic_mask(attention, v)
+    mask = _dynamic_mask(attention, v) + _relative_projection(attention, width)
     out = Linear(o_name, "o", attention.num_heads * attention.v_head_dim, hidden_size, attention.out_bias)
     # gated attention (Qiu et al. 2025, "Gated Attention for Large Language Models"): the output is
     # multiplied by an activation of gate_proj(x), one gate per head or per channel
@@ -524,6 +553,14 @@ def _dynamic_mask(attention: Attention, values: int) -> list[Linear]:
     if not attention.dynamic_mask:
         return []
     return [Linear("dt_proj", "attn_mask", values, attention.num_kv_heads, attention.qkv_bias)]
+
+
+def _relative_projection(attention: Attention, width: int) -> list[Linear]:
+    """Inkling's r_proj (transformers 5.24 models/inkling/modeling_inkling.py, InklingAttention):
+    h -> heads x relative_width, each head's mix of the relative-position bias profiles."""
+    if not attention.relative_width:
+        return []
+    return [Linear("r_proj", "attn_rel", width, attention.num_heads * attention.relative_width)]
 
 
 def mixture_of_heads_linears(attention: Attention, hidden_size: int) -> list[Linear]:
@@ -580,8 +617,10 @@ def indexer_linears(attention: Attention, hidden_size: int) -> list[Linear]:
 def attention_extra_params(attention: Attention) -> int:
     """Non-matrix attention parameters: q/k norms (the query's alone in a KV-shared layer), MLA's
     latent norms, relative position bias, one sink logit per head, a gate bias per head, the DSA
-    indexer's key LayerNorm (weight and bias), the dynamic mask's A (one per kv head)."""
+    indexer's key LayerNorm (weight and bias), the dynamic mask's A (one per kv head), the key and
+    value short convolutions' depthwise taps (kv width x taps each, no bias: InklingShortConvolution)."""
     params = attention.relative_bias_params + (attention.num_heads if attention.sinks else 0)
+    params += 2 * attention.kv_size * attention.kv_conv_kernel
     params += attention.num_kv_heads if attention.dynamic_mask else 0  # Doge's A, one per kv head
     params += attention.num_heads if attention.gate_bias else 0
     per_norm = 2 if attention.qk_norm_bias else 1
@@ -600,12 +639,13 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
     if not mlp.is_moe:
         return _ffn(mlp, hidden_size, mlp.intermediate_size, 1, False, (gate_name, up_name, down_name))
     linears = _ffn(mlp, hidden_size, mlp.intermediate_size, mlp.num_experts, True, mlp.names)
-    routed = mlp.num_experts + mlp.zero_experts  # the experts the router scores
+    routed = mlp.num_experts + mlp.zero_experts  # the experts the router picks from
     if mlp.zero_experts:
         # LongcatFlashExperts allocates gate_up_proj for every expert the router can pick, identity
         # ones included, and down_proj for the real ones only (models/longcat_flash/modeling_longcat_flash.py)
         linears = [replace(lin, copies=routed) if lin.role != "down" else lin for lin in linears]
-    linears.append(Linear("gate", "router", hidden_size, routed, mlp.router_bias))
+    scored = routed + (mlp.num_shared_experts if mlp.shared_scores else 0)  # Inkling scores shared ones too
+    linears.append(Linear("gate", "router", hidden_size, scored, mlp.router_bias))
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")

@@ -25,6 +25,8 @@ from trainplan.families import GENERIC, Family, find_family, refusal, resolve, s
 from trainplan.hf.additions import (
     GatedNorms,
     head_transform,
+    hyper_head,
+    hyper_streams,
     image_layer_weights,
     image_layers,
     layer_type_attention,
@@ -40,7 +42,14 @@ from trainplan.hf.diffusers import TRANSFORMER_READERS
 from trainplan.hf.jepa import ijepa_spec, vjepa2_spec, vjepa_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.loops import hrm_spec
-from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_mlp, ssm_mixer
+from trainplan.hf.modules import (
+    attention_module,
+    dense_mlp,
+    linear_mixer,
+    moe_mlp,
+    short_conv_kernel,
+    ssm_mixer,
+)
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
@@ -345,6 +354,8 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     skipped = image_layers(family, cfg)  # layers a text-only step skips: weights only, as extras
     kv_shared = kv_shared_layers(cfg, family, len(kinds))
     shared_parts: dict[tuple[int, int], tuple[Attention | None, Mlp | None]] = {}
+    sublayer_conv = short_conv_kernel(cfg, family)
+    hyper = hyper_streams(cfg, family)
     blocks: list[Block] = []
     for index, kind in enumerate(kinds):
         if index in skipped:
@@ -368,6 +379,8 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
             extra_params=vectors + (moe_vectors if "moe" in kind else 0),
             gated_norms=gated.count(kind),
             gated_norm_rank=gated.rank,
+            sublayer_conv_kernel=sublayer_conv,
+            hyper_streams=hyper,
         )
         if blocks and _same_layer(blocks[-1], block):
             blocks[-1] = replace(blocks[-1], count=blocks[-1].count + 1)
@@ -386,7 +399,9 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
         final_logit_softcap=bool(cfg.get("final_logit_softcapping")),
         extras=model_vectors(family, cfg, hidden, attention, dense)
         + head_transform(family, cfg, hidden)
-        + inputs_extras,
+        + inputs_extras
+        + hyper_head(hyper, hidden),
+        residual_streams=max(hyper, 1),
         approximations=tuple(approximations),
         source=source,
     )

@@ -103,6 +103,30 @@ def _vector_count(count: Any, cfg: Mapping[str, Any], width: str) -> int:
     return total
 
 
+def hyper_streams(cfg: Mapping[str, Any], family: Family) -> int:
+    """Residual streams of the row's `hyper_connections` (the config key of their count; Hy-V4's
+    hc_mult), 0 without hyper-connections."""
+    rule: Mapping[str, str] = family.row.get("hyper_connections") or {}
+    return get_int(cfg, rule["streams"], minimum=1) if rule else 0
+
+
+def hyper_head(streams: int, hidden: int) -> tuple[ExtraComponent, ...]:
+    """The last hyper-connection, which folds the streams into one before the final norm
+    (HYV4HyperHead: hc_fn N x N h, hc_base N, one hc_scale). Its activations are counted outside
+    the layers (terms/variants.py `hyper_head_bytes`); its FLOPs, one layer mixer's worth, are not."""
+    if not streams:
+        return ()
+    return (
+        ExtraComponent(
+            "hc_head",
+            streams * streams * hidden + streams + 1,
+            trainable=True,
+            note=f"hyper-connection head: {streams} streams folded into one",
+            in_layers=True,
+        ),
+    )
+
+
 def patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: int) -> ExtraComponent:
     """Fuyu's image input: one biased linear from a flattened patch (patch x patch x channels) to
     the hidden size, the patches then read by the decoder as tokens (transformers' FuyuModel)."""
@@ -123,14 +147,28 @@ def layer_type_attention(
     """Layer index -> its attention: a per-layer override where `per_layer` has one, changed as the
     row's `sliding_layers` / `unindexed_layers` rules say for the layer types of `layer_types`
     (MiMo-V2-Flash's sliding layers: twice the key/value heads and a sink per head; dots3's
-    sliding layers: no indexer). Equal layers share one module."""
+    sliding layers: no indexer; Inkling's hybrid_sliding layers: the attention read again with their
+    own keys, `keys`: key read -> key read in its place). Equal layers share one module."""
     kinds = cfg.get("layer_types")
     if attention is None or not isinstance(kinds, list):
         return dict(per_layer)
     from dataclasses import replace
 
+    if (family.row.get("indexer") or {}).get("shared") and isinstance(cfg.get("indexer_types"), list):
+        # Hy-V4: a layer whose indexer is shared has none of its own
+        stripped: dict[int, Attention] = {}  # id of the layer's attention -> the same without an indexer
+        unindexed: dict[int, Attention] = {}
+        for index, kind in enumerate(cfg["indexer_types"]):
+            base = per_layer.get(index, attention)
+            if kind == "shared":
+                if id(base) not in stripped:
+                    stripped[id(base)] = replace(base, index_heads=0, index_head_dim=0)
+                unindexed[index] = stripped[id(base)]
+        per_layer = {**per_layer, **unindexed}
+
+    sliding: Mapping[str, Any] = family.row.get("sliding_layers") or {}
     rules = {
-        "sliding_attention": family.row.get("sliding_layers") or {},
+        str(sliding.get("kind", "sliding_attention")): sliding,
         **{kind: {"indexer": False} for kind in family.row.get("unindexed_layers") or ()},
     }
     made: dict[tuple[int, str], Attention] = {}
@@ -141,6 +179,8 @@ def layer_type_attention(
             continue
         base = per_layer.get(index, attention)
         key = (id(base), kind)
+        if key not in made and rule.get("keys"):
+            made[key] = _reread_attention(cfg, family, rule["keys"])
         if key not in made:
             made[key] = replace(
                 base,
@@ -151,6 +191,16 @@ def layer_type_attention(
             )
         variants[index] = made[key]
     return variants
+
+
+def _reread_attention(cfg: Mapping[str, Any], family: Family, keys: Mapping[str, str]) -> Attention:
+    """The attention of a layer kind whose widths come from keys of its own (Inkling's sliding
+    layers: swa_num_key_value_heads for num_key_value_heads, sliding_window_size for rel_extent)."""
+    from trainplan.hf.modules import attention_module
+
+    hidden = get_int(cfg, *family.key("hidden_size"))
+    swapped = {key: cfg[other] for key, other in keys.items() if cfg.get(other) is not None}
+    return attention_module({**cfg, **swapped}, family, hidden)
 
 
 #: Keys a `per_layer_config` entry may override: the attention widths (Gemma 4's full-attention

@@ -52,6 +52,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             rope_head_dim=rope,
             head_gate=flag(family, "attention_head_gate", cfg),
             query_gate=flag(family, "query_gate", cfg),
+            sinks=flag(family, "attention_sinks", cfg),
             index_heads=index_heads,
             index_head_dim=index_dim,
             gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),
@@ -61,6 +62,9 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     _check_uniform_heads(cfg, family, heads)
     value_key = family.row.get("value_head_dim")  # values narrower than keys (MiMo-V2-Flash)
+    relative: Mapping[str, Any] = family.row.get("relative_logits") or {}
+    rel_width = get_int(cfg, relative["width"]) if relative else 0
+    rel_extent = get_int(cfg, relative["extent"]) if relative else 0
     return Attention(
         num_heads=heads,
         num_kv_heads=kv_heads,
@@ -76,11 +80,22 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         output_gate=flag(family, "attention_output_gate", cfg),
         head_gate=flag(family, "attention_head_gate", cfg),
         dynamic_mask=flag(family, "dynamic_mask", cfg),
+        relative_width=rel_width,
+        relative_extent=rel_extent,
+        relative_bias_params=rel_width * rel_extent,
+        kv_conv_kernel=short_conv_kernel(cfg, family),
         names=tuple(names),
         gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
         gate_bias=gate_bias,
         gate_name=gate_name,
     )
+
+
+def short_conv_kernel(cfg: Mapping[str, Any], family: Family) -> int:
+    """Taps of the row's `short_convs` (Inkling's causal depthwise convolutions on keys, values and
+    each sub-layer's output; the config key or keys of their kernel size), 0 where it has none."""
+    rule: Mapping[str, Any] = family.row.get("short_convs") or {}
+    return get_int(cfg, *key_tuple(rule["kernel"])) if rule else 0
 
 
 def _mixture_of_heads(cfg: Mapping[str, Any], family: Family) -> Attention:
@@ -148,6 +163,7 @@ def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximation
         names=tuple(family.row.get("mlp_names") or _MLP_NAMES),
         activation=str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
         activation_params=int(family.setting("activation_params", cfg, 0)),
+        output_scale=flag(family, "mlp_output_scale", cfg),
     )
 
 
@@ -226,6 +242,8 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         activation=template.activation
         if dense
         else str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
+        shared_scores=bool(rule.get("shared_scores", False)) and shared_count > 0,
+        output_scale=flag(family, "mlp_output_scale", cfg),
     )
 
 
@@ -337,17 +355,21 @@ def _projections(rule: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
 
 def _indexer(cfg: Mapping[str, Any], family: Family) -> tuple[int, int]:
     """(heads, head_dim) of the DSA indexer the row's `indexer` rule names, (0, 0) without one.
-    Every layer must have its own indexer: layers that reuse another's (`indexer_types: shared`)
-    are refused by name."""
+    Every layer must have its own indexer, unless the rule allows `shared` ones (Hy-V4: a layer of
+    `indexer_types: shared` has none and reuses the top-k keys of the last full one, so the first
+    must be full); any other kind is refused by name."""
     rule: Mapping[str, Any] | None = family.row.get("indexer")
     if not rule:
         return 0, 0
     kinds = cfg.get("indexer_types")
+    modelled = ("full", "shared") if rule.get("shared") else ("full",)
     if isinstance(kinds, list):
         for index, kind in enumerate(kinds):
-            if kind != "full":
+            if kind not in modelled or (index == 0 and kind != "full"):
+                allowed = "full" if index == 0 else ", ".join(modelled)
                 raise ConfigError(
-                    f"indexer_types[{index}]", f"indexer kind {kind!r} is not modelled; modelled: full"
+                    f"indexer_types[{index}]",
+                    f"indexer kind {kind!r} is not modelled here; modelled: {allowed}",
                 )
     if not get_int(cfg, "q_lora_rank", default=0, minimum=0):
         raise ConfigError("q_lora_rank", "the sparse-attention indexer reads the query latent: must be >= 1")

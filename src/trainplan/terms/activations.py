@@ -154,6 +154,7 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
     names = list(attention.names[:3]) if not attention.fused_qkv else [attention.fused_qkv]
     names = names[:1] if attention.kv_shared else names
     names += [attention.gate_name] if attention.gate_size else []
+    names += ["r_proj"] if attention.relative_width else []  # Inkling's relative-logit mix
     if attention.kind == "mla":
         names = ["q_a_proj" if attention.q_lora_rank else attention.names[0], "kv_a_proj_with_mqa"]
         names += [attention.gate_name] if attention.gate_size else []
@@ -252,7 +253,12 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
         # Unsloth's LoRA_MLP: the input once, gate and up; the product is recomputed
         return a * hidden + fused_glu_bytes(mode, mlp.intermediate_size)
     if not mlp.is_moe:
-        return linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
+        dense = linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
+        if mlp.output_scale:
+            from trainplan.terms.variants import output_scale_bytes
+
+            dense += output_scale_bytes(mode, hidden)
+        return dense
     shared_input = linear_input(mode, hidden, ["gate", *inputs])
     routed = mlp.experts_per_token * (
         linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + a * hidden
@@ -265,6 +271,12 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
     shared = 0.0
     if mlp.num_shared_experts:
         shared = ffn(mlp.shared_intermediate_size * mlp.num_shared_experts)
+    if mlp.shared_scores:  # the router scores the shared experts too and weights them (Inkling)
+        from trainplan.terms.variants import scored_router_bytes, shared_weight_bytes
+
+        count = mlp.num_shared_experts
+        router = scored_router_bytes(mode, hidden, mlp.num_experts + count, mlp.experts_per_token, count)
+        shared += shared_weight_bytes(mode, mlp.shared_intermediate_size * count, count)
     return shared_input + routed + router + shared
 
 
@@ -288,7 +300,13 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
     (terms/ssm.py, for the kernel the mode names), or a linear mixer (terms/mixers.py)."""
     from trainplan.terms.mixers import mixer_bytes, output_gate_bytes
     from trainplan.terms.ssm import ssm_bytes
-    from trainplan.terms.variants import dynamic_mask_bytes, gated_norm_bytes
+    from trainplan.terms.variants import (
+        dynamic_mask_bytes,
+        gated_norm_bytes,
+        hyper_connection_bytes,
+        relative_logits_bytes,
+        short_conv_bytes,
+    )
 
     hidden = model.hidden_size
     norms = block_norm_bytes(model, block.norms, hidden, mode)
@@ -301,9 +319,15 @@ def layer_activations(model: ModelSpec, block: Block, mode: ActivationMode) -> L
         attention += mixer_bytes(model, block.mixer, mode, mode.ssm_kernel)
     if block.attention is not None:  # gated attention's gate and gated output, Doge's dynamic mask
         attention += output_gate_bytes(block.attention, mode)
-        mask, mask_per_key = dynamic_mask_bytes(block.attention, mode)
-        attention += mask
-        per_key += mask_per_key
+        for kept, kept_per_key in (
+            dynamic_mask_bytes(block.attention, mode),
+            relative_logits_bytes(block.attention, mode),
+        ):
+            attention += kept
+            per_key += kept_per_key
+    attention += short_conv_bytes(model, block)  # Inkling's key, value and sub-layer convolutions
+    if block.hyper_streams:  # Hy-V4's two hyper-connection mixers and residual updates
+        norms += 2 * hyper_connection_bytes(mode, block.hyper_streams, hidden)
     if block.cross_attention is not None:
         cross, cross_key = attention_bytes(model, block.cross_attention, mode)
         attention += cross
@@ -328,6 +352,10 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = hidden if mode.dropout else 0
+    if model.residual_streams > 1:  # the hyper-connection head folding the streams (Hy-V4)
+        from trainplan.terms.variants import hyper_head_bytes
+
+        final += hyper_head_bytes(mode, model.residual_streams, hidden)
     return final + head_input + indices + dropout
 
 

@@ -24,6 +24,7 @@ from trainplan.model import Block, ModelSpec, block_linears, ssm_head_weights
 from trainplan.terms.mixers import mixer_flops
 from trainplan.terms.savers import checkpoint_every, checkpointed_layers, op_sac_saved
 from trainplan.terms.ssm import ssm_scan_flops
+from trainplan.terms.variants import hyper_connection_weights, short_conv_weights
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ def block_matmul_active(block: Block, model: ModelSpec) -> float:
     """Matmul parameters one token touches in one layer (top-k of the routed experts), Zamba's
     per-head SSM projections included (batched matmuls of weight tensors, not linear layers)."""
     total = 0.0 if block.ssm is None else float(ssm_head_weights(block.ssm))
+    total += short_conv_weights(block, model.hidden_size)  # Inkling's convolutions, relative logits
+    total += hyper_connection_weights(block, model.hidden_size)  # Hy-V4's hyper-connection mixers
     top_k = block.mlp.experts_per_token if block.mlp is not None else 0
     for linear in block_linears(block, model.hidden_size):
         per_copy = linear.in_features * linear.out_features

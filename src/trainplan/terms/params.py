@@ -25,6 +25,7 @@ from trainplan.model import (
     ModelSpec,
     attention_extra_params,
     block_linears,
+    hyper_connection_params,
     mixer_extra_params,
     ssm_extra_params,
     weight_linears,
@@ -67,7 +68,10 @@ def block_params(block: Block, model: ModelSpec) -> int:
     if block.mixer is not None:
         extra += mixer_extra_params(block.mixer)
     if block.mlp is not None:
-        extra += block.mlp.activation_params
+        extra += block.mlp.activation_params + (1 if block.mlp.output_scale else 0)
+    extra += 2 * model.hidden_size * block.sublayer_conv_kernel  # Inkling's attn_sconv, mlp_sconv
+    if block.hyper_streams:  # one hyper-connection mixer before attention, one before the MLP
+        extra += 2 * hyper_connection_params(block.hyper_streams, model.hidden_size)
     if block.cross_attention is not None:
         extra += attention_extra_params(block.cross_attention)
     return matrices + extra + block.extra_params + block.norms * model.norm_params

@@ -1,11 +1,12 @@
 """Activation memory of the attention, routing and norm variants beyond the common layer
 (terms/activations.py): JetMoE's mixture of attention heads and its routing, Doge's dynamic
-mask, A.X K2's gated RMSNorms. Each is derived from the transformers module's forward, in bytes
-per token (and per key where the term grows with the sequence)."""
+mask, A.X K2's gated RMSNorms, Inkling's relative-position logits, short convolutions and
+shared-expert weights, Hy-V4's hyper-connections. Each is derived from the transformers module's
+forward, in bytes per token (and per key where the term grows with the sequence)."""
 
 from __future__ import annotations
 
-from trainplan.model import Attention, ModelSpec
+from trainplan.model import Attention, Block, ModelSpec
 from trainplan.terms.activations import ActivationMode, eager_per_key, linear_input
 
 
@@ -82,3 +83,109 @@ def gated_norm_bytes(model: ModelSpec, rank: int, mode: ActivationMode) -> float
     hidden = model.hidden_size
     own_y = 0 if mode.weights_trainable and not mode.casts_inputs else mode.residual_bytes * hidden
     return mode.activation_bytes * rank + 4 * hidden + own_y
+
+
+def relative_logits_bytes(attention: Attention, mode: ActivationMode) -> tuple[float, float]:
+    """Inkling's relative-position logits (transformers 5.24 models/inkling/modeling_inkling.py,
+    InklingAttention.forward and InklingRelativeLogits.forward), as (per token, per key) bytes.
+
+    Per token: `relative_states @ proj` keeps relative_states, r_proj's output (a x heads x
+    relative_width), for the gradient of the trained bias bank, and `gather` keeps its input, the
+    logits of every head over the extent (a x heads x extent); r_proj's input is the normed hidden
+    state q/k/v read, counted with theirs (`attention_bytes`).
+    Per key: `gather` keeps its int64 index (8) and `masked_fill` its bool mask (1), the clamped
+    distance of each query-key pair, expanded (a view) to the heads and the batch, so counted per
+    token they are exact at micro-batch 1 and an upper bound above it. Eager attention adds the
+    bias to the scores, which keeps nothing more; SDPA (integrations/sdpa_attention.py,
+    create_position_bias_mask) turns it into a float mask with `torch.where` over the bool causal
+    mask (1), and the memory-efficient CUDA kernel keeps that mask for the bias gradient, one
+    value per head (a x heads)."""
+    if not attention.relative_width:
+        return 0.0, 0.0
+    a, heads = mode.activation_bytes, attention.num_heads
+    states = a * heads * attention.relative_width if mode.weights_trainable else 0.0
+    per_key = 8.0 + 1.0
+    if mode.attention != "eager":
+        per_key += 1.0 + a * heads
+    return states + a * heads * attention.relative_extent, per_key
+
+
+def short_conv_bytes(model: ModelSpec, block: Block) -> float:
+    """Inkling's causal depthwise short convolutions (InklingShortConvolution.forward, run in fp32):
+    each casts its input to fp32 and conv1d keeps that copy (4 B per channel) for its weight and
+    input gradients; the residual add and the cast back keep nothing. Per token: the key and value
+    convolutions over the kv width and the two over the hidden width after attention and the MLP."""
+    kv = 2 * block.attention.kv_size if block.attention is not None and block.attention.kv_conv_kernel else 0
+    hidden = 2 * (block.width or model.hidden_size) if block.sublayer_conv_kernel else 0
+    return 4.0 * (kv + hidden)
+
+
+def short_conv_weights(block: Block, hidden: int) -> int:
+    """Multiply-adds per token of Inkling's convolutions outside the linears, counted like matmul
+    weights (each tap is a weight a token multiplies once; it has input and weight gradients):
+    the key and value convolutions (2 kv x taps), the two sub-layer output convolutions (2 h x taps)
+    and the relative logits, each head's relative_width states against the relative_width x extent
+    bias bank (heads x relative_width x extent)."""
+    attention = block.attention
+    total = 2 * (block.width or hidden) * block.sublayer_conv_kernel
+    if attention is not None:
+        total += 2 * attention.kv_size * attention.kv_conv_kernel
+        total += attention.num_heads * attention.relative_bias_params if attention.relative_width else 0
+    return total
+
+
+def scored_router_bytes(mode: ActivationMode, hidden: int, scored: int, top_k: int, shared: int) -> float:
+    """Inkling's router (InklingTopkRouter.forward, in fp32), per token, E + S = `scored` experts
+    and shared experts scored, k = top_k: the fp32 copy of its input F.linear keeps for the weight
+    gradient (4 h, when the weight trains), the logits `gather` keeps (4 (E + S)) and the sigmoid
+    output (4 (E + S)), the top-k indices (8 k), then over the k + S chosen logits `logsigmoid`'s
+    input, buffer and output, `exp`'s output and the scaled weights global_scale's gradient reads
+    (5 x 4 (k + S)) and the logsumexp (4). (The fp32 copy of the router weight is per layer, not
+    per token, and left out.)"""
+    own_input = 4 * hidden if mode.weights_trainable else 0
+    return float(own_input + 8 * scored + 8 * top_k + 20 * (top_k + shared) + 4)
+
+
+def shared_weight_bytes(mode: ActivationMode, inner: int, shared: int) -> float:
+    """Inkling's shared experts weighted by their router scores (InklingSharedExperts.forward,
+    act(gate) x up x gammas): the product before the weight, kept for the weights' gradient
+    (a x the shared experts' width), and the weights themselves (a x S); the weighted product is
+    the down input, kept as any."""
+    return float(mode.activation_bytes * (inner + shared))
+
+
+def output_scale_bytes(mode: ActivationMode, hidden: int) -> float:
+    """A learned scalar on the MLP's output (InklingMLP.global_scale): the product keeps the MLP
+    output for the scalar's gradient (a x h) when it trains."""
+    return float(mode.activation_bytes * hidden) if mode.weights_trainable else 0.0
+
+
+def hyper_connection_bytes(mode: ActivationMode, streams: int, hidden: int) -> float:
+    """One of Hy-V4's hyper-connection mixers and the residual update after its sub-layer
+    (transformers 5.24 models/hy_v4/modeling_hy_v4.py, HYV4HyperConnection.forward and
+    HYV4DecoderLayer.forward; autocast off, fp32), per token, N streams of h:
+    the streams' fp32 copy `F.linear` and the norm keep (4 N h) and 1/rms (4); the 2N mixes before
+    the norm's factor (4 x 2N), and after it, for the two scales' gradients (4 x 2N, when they
+    train); both sigmoid outputs (4 x 2N); the streams themselves at their dtype and the input
+    weights (a N h + 4 N) for the weighted sum. The update post x sublayer + residual keeps the
+    sub-layer's output in fp32 (4 h) and the output weights (4 N)."""
+    mixes = 4 * 2 * streams
+    scales = mixes if mode.weights_trainable else 0
+    mixer = 4 * streams * hidden + 4 + mixes + scales + mixes + mode.activation_bytes * streams * hidden
+    return float(mixer + 4 * streams + 4 * hidden + 4 * streams)
+
+
+def hyper_head_bytes(mode: ActivationMode, streams: int, hidden: int) -> float:
+    """The hyper-connection head (HYV4HyperHead.forward) before the final norm, per token: the
+    streams' fp32 copy (4 N h), 1/rms (4), the N mixes before and after the norm's factor and the
+    sigmoid output (3 x 4 N), the streams at their dtype and the weights for the sum (a N h + 4 N)."""
+    return float(
+        4 * streams * hidden + 4 + 12 * streams + mode.activation_bytes * streams * hidden + 4 * streams
+    )
+
+
+def hyper_connection_weights(block: Block, hidden: int) -> int:
+    """Multiply-adds per token of a layer's two hyper-connection mixers, each `fn` (2N x N h) over
+    the flattened streams, counted like matmul weights; their weighted sums are elementwise."""
+    streams = block.hyper_streams
+    return 2 * 2 * streams * streams * (block.width or hidden)
