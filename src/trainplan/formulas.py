@@ -184,16 +184,22 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     stepping = transient if c.optimizer_in_backward else 0.0
     # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
     # (after the head's backward, with that layer's gradients)
-    recompute_first = recompute + layer_backward + held > loss_backward
-    start = _terms(
+    # two moments: the loss's backward over the vocabulary, and right after it the last layer's
+    # backward (recomputed first where checkpointed) with the head's gradient; the larger one
+    loss_moment = _terms(
+        weights, maximum(resident, head_grad), optimizer, stored, loss_backward, gathered + side, overhead
+    )
+    layer_moment = _terms(
         weights,
-        maximum(resident, where(recompute_first, maximum(head_grad, head_unsharded), head_grad)),
+        maximum(resident, maximum(head_grad, head_unsharded)),
         optimizer,
-        stored + where(recompute_first, recompute, 0.0),
-        where(recompute_first, held, loss_backward),
-        where(recompute_first, working_forward + layer_backward, gathered) + side,
+        stored + recompute,
+        held,
+        working_forward + layer_backward + side,
         overhead,
     )
+    recompute_first = sum(layer_moment.values()) > sum(loss_moment.values())
+    start = {name: where(recompute_first, layer_moment[name], loss_moment[name]) for name in TERMS}
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
     embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
