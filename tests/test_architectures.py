@@ -383,6 +383,11 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ("git", {"num_image_with_embedding": 6, "tie_word_embeddings": True}),
         # Moshi's text transformer with grouped key/value heads and a narrower gated MLP
         ("moshi", {"num_key_value_heads": 8, "num_hidden_layers": 2, "ffn_dim": 1024}),
+        # MOSS-Transcribe-Diarize untied by the wrapper's flag, two frames merged, a bias-free projector
+        (
+            "moss_transcribe_diarize",
+            {"tie_word_embeddings": False, "audio_merge_size": 2, "projector_bias": False},
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

@@ -43,7 +43,7 @@ from trainplan.hf.modules import attention_module, dense_mlp, linear_mixer, moe_
 from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
-from trainplan.hf.towers import IMAGE_ENCODERS
+from trainplan.hf.towers import ENCODER_MODALITIES, IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.zamba import zamba2_spec
@@ -183,13 +183,19 @@ def _spec_and_notes(
 
 def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
     """The spec with the image encoder the row's `image_encoder` names (GIT's CLIP, GOT-OCR 2.0's
-    SAM), which the causal-LM class holds beside the text layers."""
+    SAM; MOSS-Transcribe-Diarize's audio encoder), which the causal-LM class holds beside the text
+    layers; a `tied` rule of the wrapper's row reads the wrapper's config, not its text_config."""
     encoder = family.row.get("image_encoder")
     if not encoder:
         return spec
     if encoder not in IMAGE_ENCODERS:
         raise RuntimeError(f"architectures.yaml {family.name}: image_encoder {encoder!r} is unknown")
-    return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), "text+vision")
+    if "tied" in family.row:  # the wrapper's own tie_word_embeddings wins over its text_config's
+        from dataclasses import replace
+
+        spec = replace(spec, tied_embeddings=flag(family, "tied", cfg, spec.tied_embeddings))
+    modality = ENCODER_MODALITIES.get(str(encoder), "text+vision")
+    return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), modality)
 
 
 def _with_notes(spec: ModelSpec, note: str) -> ModelSpec:
