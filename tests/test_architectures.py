@@ -383,6 +383,11 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ("git", {"num_image_with_embedding": 6, "tie_word_embeddings": True}),
         # Moshi's text transformer with grouped key/value heads and a narrower gated MLP
         ("moshi", {"num_key_value_heads": 8, "num_hidden_layers": 2, "ffn_dim": 1024}),
+        # XLNet untied, with another head width and a ReLU feed-forward
+        (
+            "xlnet",
+            {"tie_word_embeddings": False, "n_layer": 3, "d_head": 32, "n_head": 32, "ff_activation": "relu"},
+        ),
         # MOSS-Transcribe-Diarize untied by the wrapper's flag, two frames merged, a bias-free projector
         (
             "moss_transcribe_diarize",

@@ -46,6 +46,7 @@ from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.towers import ENCODER_MODALITIES, IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
+from trainplan.hf.xlnet import xlnet_spec
 from trainplan.hf.zamba import zamba2_spec
 from trainplan.model import Block, ExtraComponent, ModelSpec
 
@@ -159,6 +160,8 @@ def _spec_and_notes(
         return bart_spec(text, name, source, family), forced
     if family.row.get("reader") == "rwkv":
         return rwkv_spec(text, name, source, family), forced
+    if family.row.get("reader") == "xlnet":
+        return xlnet_spec(text, name, source, family), forced
     spec = _decoder(text, name, source, family)
     if text is not cfg and flag(family, "text_only", cfg):
         return spec, forced  # the causal LM of this multimodal wrapper has no vision tower
@@ -191,8 +194,6 @@ def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family)
     if encoder not in IMAGE_ENCODERS:
         raise RuntimeError(f"architectures.yaml {family.name}: image_encoder {encoder!r} is unknown")
     if "tied" in family.row:  # the wrapper's own tie_word_embeddings wins over its text_config's
-        from dataclasses import replace
-
         spec = replace(spec, tied_embeddings=flag(family, "tied", cfg, spec.tied_embeddings))
     modality = ENCODER_MODALITIES.get(str(encoder), "text+vision")
     return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), modality)

@@ -141,6 +141,10 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         from trainplan.terms.variants import mixture_of_heads_bytes
 
         return mixture_of_heads_bytes(model, attention, mode)
+    if attention.kind == "xlnet":
+        from trainplan.terms.variants import xlnet_attention_bytes
+
+        return xlnet_attention_bytes(model, attention, mode)
     a = mode.activation_bytes
     q, kv = attention.q_size, attention.kv_size
     v_width = (
@@ -241,11 +245,13 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
             return down_kept if down_kept else a * inner
         return a * inner + down_kept  # a fused activation keeps its input
 
+    inner_mask = mlp.intermediate_size if mlp.inner_dropout and mode.dropout else 0  # bool, XLNet
+
     if not mlp.is_moe and mlp.gated and fused_lora(mode, [*inputs, down_name]):
         # Unsloth's LoRA_MLP: the input once, gate and up; the product is recomputed
         return a * hidden + fused_glu_bytes(mode, mlp.intermediate_size)
     if not mlp.is_moe:
-        return linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
+        return linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + inner_mask
     shared_input = linear_input(mode, hidden, ["gate", *inputs])
     routed = mlp.experts_per_token * (
         linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + a * hidden
@@ -320,7 +326,11 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     final = model.final_norms * _norm_bytes(model, hidden, replace(mode, compiled=False))
     head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
-    dropout = hidden if mode.dropout else 0
+    dropout = float(hidden if mode.dropout else 0)
+    if any(block.attention is not None and block.attention.kind == "xlnet" for block in model.blocks):
+        from trainplan.terms.variants import xlnet_outside_bytes
+
+        dropout += xlnet_outside_bytes(model, mode)
     return final + head_input + indices + dropout
 
 
