@@ -220,7 +220,8 @@ def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
 
 
 def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
-    """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner);
+    """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner;
+    MiniMax-M3's clamped SwiGLU 7 x inner);
     plain = pre-activation, activation internals and output (4 x inner); MoE = router logits
     plus top-k experts' worth of per-token expert tensors (gathered input, inner tensors,
     weighted output), or JetMoE's routing and merge (`sorted_scatter_bytes`). Compiled,
@@ -232,6 +233,13 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
 
     def ffn(inner: int) -> float:
         down_kept = linear_input(mode, inner, [down_name])
+        if mlp.activation == "clamped_swiglu":
+            # MiniMax-M3's (transformers 5.24 models/minimax_m3_vl/modeling_minimax_m3_vl.py,
+            # MiniMaxM3VLDenseMLP.forward, MiniMaxM3VLExperts._apply_gate): both clamps keep their
+            # input, the gate_up output (2 I); the clamped gate, sigmoid's output, up + 1 and the
+            # glu product are kept by the two multiplies (4 I). No fused kernel covers it;
+            # compiled, the chain is recomputed from gate_up (rule 3)
+            return a * (2 if mode.compiled else 6) * inner + down_kept
         if mlp.gated and fused_layer_kernels(mode):  # gate and up; act(gate) is recomputed
             return fused_glu_bytes(mode, inner) + down_kept
         if mlp.gated:  # gate, act(gate), up (their product is the down projection's input)
@@ -247,7 +255,8 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
 
     inner_mask = mlp.intermediate_size if mlp.inner_dropout and mode.dropout else 0  # bool, XLNet
 
-    if not mlp.is_moe and mlp.gated and fused_lora(mode, [*inputs, down_name]):
+    clamped = mlp.activation == "clamped_swiglu"
+    if not mlp.is_moe and mlp.gated and not clamped and fused_lora(mode, [*inputs, down_name]):
         # Unsloth's LoRA_MLP: the input once, gate and up; the product is recomputed
         return a * hidden + fused_glu_bytes(mode, mlp.intermediate_size)
     if not mlp.is_moe:
