@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from trainplan.coefficients import BASE_WEIGHT_BYTES
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
@@ -126,6 +127,23 @@ def test_einsum_weights_take_no_lora_preset() -> None:
     assert error.value.field == "lora.targets"
     # all-linear: layer_1 and layer_2, rank 16 x (64 + 96) each, in 2 layers
     assert lora_params(spec, LoraSettings(targets="all-linear")) == 2 * 2 * 16 * 160
+
+
+def test_explicit_names_do_not_select_einsum_weights() -> None:
+    # peft's target_modules=["q", "v"] finds no module in XLNet: refused, naming the modules there
+    with pytest.raises(InputError) as error:
+        lora_params(tiny(), LoraSettings(targets=("q", "v")))
+    assert error.value.message.endswith("module names here: layer_1, layer_2")
+
+
+def test_qlora_leaves_einsum_weights_unquantised() -> None:
+    # bitsandbytes replaces nn.Linear only: layer_1 and layer_2 (2 x 2 x 6,144 = 24,576) are nf4,
+    # the other 48,996 parameters (q/k/v/o/r among them) stay bf16; adapters 10,240 in fp32
+    scenario = Scenario(
+        model="x", method="qlora", seq_len=128, lora=LoraSettings(targets="all-linear"), kbit_upcast=False
+    )
+    weights = next(term for term in estimate(scenario, model=tiny()).states if term.name == "weights")
+    assert weights.value == 24_576 * BASE_WEIGHT_BYTES["nf4"] + 48_996 * 2 + 10_240 * 4
 
 
 def test_estimate_runs_on_the_default_config() -> None:
