@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from trainplan.coefficients import BASE_WEIGHT_BYTES
-from trainplan.errors import InputError
+from trainplan.errors import ConfigError, InputError
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.scenario import LoraSettings, Scenario
@@ -127,6 +127,13 @@ def test_einsum_weights_take_no_lora_preset() -> None:
     assert error.value.field == "lora.targets"
     # all-linear: layer_1 and layer_2, rank 16 x (64 + 96) each, in 2 layers
     assert lora_params(spec, LoraSettings(targets="all-linear")) == 2 * 2 * 16 * 160
+
+
+@pytest.mark.parametrize(("key", "value"), [("attn_type", "uni"), ("bi_data", True), ("clamp_len", 100)])
+def test_unmodelled_position_settings_are_refused(key: str, value: object) -> None:
+    with pytest.raises(ConfigError) as error:
+        spec_from_config({**TINY_XLNET, key: value}, "tiny-xlnet")
+    assert error.value.field == key
 
 
 def test_explicit_names_do_not_select_einsum_weights() -> None:

@@ -36,8 +36,11 @@ def xlnet_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -
         raise ConfigError(
             "attn_type", f"{attn_type!r} is not modelled; supported: 'bi' (XLNetConfig's default)"
         )
-    if cfg.get("bi_data") or int(cfg.get("clamp_len", -1) or -1) > 0:
-        raise ConfigError("bi_data", "bi_data and clamp_len > 0 are not modelled; supported: false and -1")
+    if cfg.get("bi_data"):  # forward and backward position streams over two halves of the batch
+        raise ConfigError("bi_data", f"{cfg['bi_data']!r} is not modelled; supported: false")
+    clamp = cfg.get("clamp_len", -1)
+    if not isinstance(clamp, int) or clamp > 0:  # clamped relative distances
+        raise ConfigError("clamp_len", f"{clamp!r} is not modelled; supported: -1 or 0 (no clamping)")
     attention = Attention(
         num_heads=heads,
         num_kv_heads=heads,
