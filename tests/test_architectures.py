@@ -383,6 +383,26 @@ def test_bert_cross_attention_matches_transformers() -> None:
         ("git", {"num_image_with_embedding": 6, "tie_word_embeddings": True}),
         # Moshi's text transformer with grouped key/value heads and a narrower gated MLP
         ("moshi", {"num_key_value_heads": 8, "num_hidden_layers": 2, "ffn_dim": 1024}),
+        # MiniMax-M3 with a dense first layer (dense_intermediate_size) before two MoE layers
+        (
+            "minimax_m3_vl_text",
+            {
+                "num_hidden_layers": 3,
+                "mlp_layer_types": ["dense", "sparse", "sparse"],
+                "layer_types": ["full_attention"] * 3,
+                "num_local_experts": 8,
+            },
+        ),
+        # XLNet untied, with another head width and a ReLU feed-forward
+        (
+            "xlnet",
+            {"tie_word_embeddings": False, "n_layer": 3, "d_head": 32, "n_head": 32, "ff_activation": "relu"},
+        ),
+        # MOSS-Transcribe-Diarize untied by the wrapper's flag, two frames merged, a bias-free projector
+        (
+            "moss_transcribe_diarize",
+            {"tie_word_embeddings": False, "audio_merge_size": 2, "projector_bias": False},
+        ),
         # the sparse-attention indexer on a smaller DeepSeek-V3.2 (4 layers, 1 dense)
         (
             "deepseek_v32",

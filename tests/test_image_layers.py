@@ -1,6 +1,7 @@
 """Image parts a causal-LM class holds beside its text layers: Mllama's cross-attention image
 layers, which a text-only step skips (weights only; the step's activations and FLOPs are those of
-its self-attention layers), GIT's CLIP and GOT-OCR 2.0's SAM image encoders (hand-computed counts)."""
+its self-attention layers), GIT's CLIP and GOT-OCR 2.0's SAM image encoders and MOSS-Transcribe-Diarize's
+audio encoder (hand-computed counts)."""
 
 from __future__ import annotations
 
@@ -142,3 +143,40 @@ def test_sam_global_layers_default_to_the_config_class_list() -> None:
     vision = {key: value for key, value in GOT_OCR2["vision_config"].items() if key != "global_attn_indexes"}
     spec = spec_from_config({**GOT_OCR2, "vision_config": vision}, "got-ocr2")
     assert total_params(spec) == 560_528_640
+
+
+# MossTranscribeDiarizeConfig's defaults: a Whisper-style audio encoder before a Qwen 3 text model; the
+# wrapper ties the head (tie_word_embeddings true) though its text_config says false
+MOSS: dict[str, Any] = {
+    "model_type": "moss_transcribe_diarize", "audio_merge_size": 4, "projector_bias": True,
+    "tie_word_embeddings": True,
+    "text_config": {
+        "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072,
+        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+        "tie_word_embeddings": False,
+    },
+    "audio_config": {
+        "model_type": "moss_transcribe_diarize_audio", "hidden_size": 1024, "intermediate_size": 4096,
+        "num_hidden_layers": 24, "num_attention_heads": 16, "num_mel_bins": 80, "max_source_positions": 1500,
+    },
+}  # fmt: skip
+
+
+def test_moss_transcribe_diarize_params_by_hand() -> None:
+    # audio: conv1 80 x 1024 x 3 + 1024 246,784 + conv2 1024 x 1024 x 3 + 1024 3,146,752
+    #   + positions 1500 x 1024 1,536,000 + final LayerNorm 2,048
+    #   layer: q/v/out 3 x (1024^2 + 1024) + k 1024^2 4,197,376 + 2 LayerNorms 4,096
+    #   + fc1/fc2 2 x 1024 x 4096 + 4096 + 1024 8,393,728                  -> 12,595,200 (x 24)
+    #                                                                        -> encoder 307,216,384
+    # projector: (1024 x 4) x 1024 4,194,304 + 1024^2 1,048,576 + 2 biases 2,048 + LayerNorm 2,048
+    #                                                                        -> 5,246,976
+    # Qwen 3: 151936 x 1024 155,582,464 + 28 x (q/o 2 x 2048 x 1024 + k/v 2 x 1024^2 + q/k norms 256
+    #   + MLP 3 x 3072 x 1024 + 2 norms 2,048 = 15,730,944) + final norm 1,024 -> 596,049,920 (tied)
+    spec = spec_from_config(MOSS, "moss")
+    extras = {extra.name: extra.params for extra in spec.extras}
+    assert extras == {"audio_encoder": 307_216_384, "multi_modal_projector": 5_246_976}
+    assert total_params(spec) == 908_513_280  # 596,049,920 + 307,216,384 + 5,246,976
+    assert spec.modality == "text+audio"
+    # the wrapper's flag unties the head: + 151936 x 1024; no projector biases: - 2,048
+    untied = spec_from_config({**MOSS, "tie_word_embeddings": False, "projector_bias": False}, "moss")
+    assert total_params(untied) == 908_513_280 + 155_582_464 - 2_048

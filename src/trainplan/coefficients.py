@@ -187,6 +187,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
     )
     head_matrix = model.vocab_size * model.head_width
+    # bitsandbytes quantises nn.Linear modules only: weight tensors applied by einsum (XLNet) stay
+    # at the compute dtype under an int8 / nf4 base
+    quantisable = [(n, lin) for n, lin in weights if lin.role != "einsum"]
+    quantisable_weights = sum(n * lin.copies * lin.in_features * lin.out_features for n, lin in quantisable)
     kbit_bytes = 0.0  # what prepare_model_for_kbit_training's fp32 casts add
     if full:
         trainable_weights: float = counts.trainable * recipe.weight_bytes
@@ -199,16 +203,15 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         edge_bytes: float = recipe.weight_bytes
     else:
         base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
-        scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in weights) if base == "int8" else 0
+        scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in quantisable) if base == "int8" else 0
         other_bytes: float = compute_bytes if base in QUANTISED_BASES else base_bytes
-        frozen_weights = (
-            counts.linear_weights * base_bytes + scales + (counts.total - counts.linear_weights) * other_bytes
-        )
+        matrices = quantisable_weights if base in QUANTISED_BASES else counts.linear_weights
+        frozen_weights = matrices * base_bytes + scales + (counts.total - matrices) * other_bytes
         if scenario.kbit_upcast:
             # the unquantised rest (embeddings, norms, head) in fp32; the embedding output, and
             # with it the residual stream, is then fp32 too (bitsandbytes returns each matmul
             # in its input's dtype)
-            kbit_bytes = kbit_upcast_extra_bytes(counts.total - counts.linear_weights, compute_bytes)
+            kbit_bytes = kbit_upcast_extra_bytes(counts.total - matrices, compute_bytes)
             frozen_weights += kbit_bytes
         trainable_weights = counts.lora * states.weight_bytes
         rank = scenario.lora.rank
@@ -403,7 +406,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         flops=flops,
         attention_flops=flops.attention_training
         + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
-        quantised_weights=_dequantised_weights(model, counts) if base in QUANTISED_BASES else 0.0,
+        quantised_weights=_dequantised_weights(model, quantisable_weights)
+        if base in QUANTISED_BASES
+        else 0.0,
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
         optimizer_in_backward=scenario.optimizer_in_backward,
@@ -437,11 +442,12 @@ def _adapted_linears(model: ModelSpec, targets: str | tuple[str, ...]) -> tuple[
     return tuple((n, lin) for n, lin in derived(model, _layer_linears) if targeted(lin, targets))
 
 
-def _dequantised_weights(model: ModelSpec, counts: ParamCounts) -> float:
-    """Quantised weights a step dequantises, in units of one forward + backward each: every linear
-    weight once, plus half a unit per later forward pass over the same weights (`Block.rerun`) and a
-    whole one per later pass with grad; a pass under no_grad has no backward, so its weights count
-    half (HRM's stack passes; other models: the linear weights)."""
+def _dequantised_weights(model: ModelSpec, quantisable: float) -> float:
+    """Quantised weights a step dequantises, in units of one forward + backward each: every
+    quantisable linear weight (`quantisable`) once, plus half a unit per later forward pass over
+    the same weights (`Block.rerun`) and a whole one per later pass with grad; a pass under
+    no_grad has no backward, so its weights count half (HRM's stack passes; other models: the
+    linear weights)."""
     extra = 0.0
     for block in model.blocks:
         if not (block.rerun or block.no_grad):
@@ -451,7 +457,7 @@ def _dequantised_weights(model: ModelSpec, counts: ParamCounts) -> float:
         )
         runs = 0.5 if block.no_grad else 1.0  # forward, and with grad backward too (2 halves)
         extra += weights * runs - (0.0 if block.rerun else weights)
-    return counts.linear_weights + extra
+    return quantisable + extra
 
 
 def _float8_casts(model: ModelSpec, recompute_share: float, compiled: bool) -> tuple[float, float]:

@@ -25,6 +25,8 @@ MLP_ROLES = frozenset({"gate", "up", "gate_up", "down"})
 SSM_ROLES = frozenset({"ssm_in", "ssm_x", "ssm_dt", "ssm_out", "mixer_in", "mixer_gate", "mixer_out"})
 INDEXER_ROLES = frozenset({"indexer"})  # DeepSeek sparse attention's lightning indexer (not "attention")
 EXTRA_ROLES = frozenset({"proj", "adapter"})  # per-layer linears outside mixer and MLP (Zamba2)
+# Role "einsum": a weight tensor applied by einsum, not an nn.Linear (XLNet's q/k/v/o/r): a matmul
+# for FLOPs and weight gradients, but no module for a LoRA preset (or peft's "all-linear") to wrap.
 # Linears of diffusion and JEPA models outside attention and MLP: adaLN modulation, condition
 # embedders, a fused attention+MLP output, the output projection. Convolutions (role "conv",
 # counted as in*k*k x out matrices) are not linear layers: "all-linear" leaves them out.
@@ -58,7 +60,8 @@ class Linear:
 
 @dataclass(frozen=True)
 class Attention:
-    """Self- or cross-attention. `kind` is "mha" (covers GQA/MQA) or "mla" (DeepSeek-V2/V3)."""
+    """Self- or cross-attention. `kind` is "mha" (covers GQA/MQA), "mla" (DeepSeek-V2/V3) or
+    "xlnet" (XLNet's relative attention: content, position and segment scores, terms/variants.py)."""
 
     num_heads: int
     num_kv_heads: int
@@ -148,6 +151,7 @@ class Mlp:
     activation_params: int = 0  # a learned activation's own scalars (xIELU's alpha_p, alpha_n)
     output_scale: bool = False  # one learned scalar scales the MLP's output (Inkling's global_scale)
     shared_scores: bool = False  # the router also scores the shared experts, weighting them (Inkling)
+    inner_dropout: bool = False  # dropout between the activation and the down projection (XLNet)
 
     @property
     def is_moe(self) -> bool:
@@ -493,6 +497,15 @@ def attention_linears(attention: Attention, hidden_size: int) -> list[Linear]:
     width = attention.input_size or hidden_size
     if attention.routed_experts:
         return mixture_of_heads_linears(attention, width)
+    if attention.kind == "xlnet":  # XLNetRelativeAttention: einsums over (h, heads, head_dim) tensors
+        heads_width = attention.q_size
+        return [
+            Linear(q_name, "einsum", hidden_size, heads_width),
+            Linear(k_name, "einsum", hidden_size, heads_width),
+            Linear(v_name, "einsum", hidden_size, heads_width),
+            Linear(o_name, "einsum", heads_width, hidden_size),
+            Linear("r", "einsum", hidden_size, heads_width),  # projects the relative positions
+        ]
     if attention.kind == "mla":
         heads, rope = attention.num_heads, attention.rope_head_dim
         nope, v_dim = attention.head_dim - rope, attention.v_head_dim

@@ -54,9 +54,10 @@ from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.sharing import drafter_text, kv_shared_layers, kv_shared_parts, with_drafter_projections
-from trainplan.hf.towers import IMAGE_ENCODERS
+from trainplan.hf.towers import ENCODER_MODALITIES, IMAGE_ENCODERS
 from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
+from trainplan.hf.xlnet import xlnet_spec
 from trainplan.hf.zamba import zamba2_spec
 from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
@@ -173,6 +174,8 @@ def _spec_and_notes(
         return rwkv_spec(text, name, source, family), forced
     if family.row.get("reader") == "hrm":
         return hrm_spec(text, name, source, family), forced
+    if family.row.get("reader") == "xlnet":
+        return xlnet_spec(text, name, source, family), forced
     wrapper = find_family(model_type)
     if text is not cfg:
         text = drafter_text(text, wrapper)
@@ -201,13 +204,17 @@ def _spec_and_notes(
 
 def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
     """The spec with the image encoder the row's `image_encoder` names (GIT's CLIP, GOT-OCR 2.0's
-    SAM), which the causal-LM class holds beside the text layers."""
+    SAM; MOSS-Transcribe-Diarize's audio encoder), which the causal-LM class holds beside the text
+    layers; a `tied` rule of the wrapper's row reads the wrapper's config, not its text_config."""
     encoder = family.row.get("image_encoder")
     if not encoder:
         return spec
     if encoder not in IMAGE_ENCODERS:
         raise RuntimeError(f"architectures.yaml {family.name}: image_encoder {encoder!r} is unknown")
-    return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), "text+vision")
+    if "tied" in family.row:  # the wrapper's own tie_word_embeddings wins over its text_config's
+        spec = replace(spec, tied_embeddings=flag(family, "tied", cfg, spec.tied_embeddings))
+    modality = ENCODER_MODALITIES.get(str(encoder), "text+vision")
+    return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), modality)
 
 
 def _drafter(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:

@@ -1,7 +1,8 @@
 """Image and audio encoders that a causal-LM class holds beside its text layers, counted from the
 config (transformers 5.24 modeling files): SigLIP / ViT towers, GIT's CLIP encoder, GOT-OCR 2.0's
-SAM encoder, Phi-4-multimodal's image and Conformer speech embedders. Each is a frozen component:
-its weights are counted, its activations are not (a step is planned on text tokens)."""
+SAM encoder, Phi-4-multimodal's image and Conformer speech embedders, MOSS-Transcribe-Diarize's
+Whisper-style audio encoder. Each is a frozen component: its weights are counted, its activations
+are not (a step is planned on text tokens)."""
 
 from __future__ import annotations
 
@@ -172,9 +173,47 @@ def phi4_multimodal_embedders(cfg: Mapping[str, Any], text_hidden: int) -> list[
     ]
 
 
+def whisper_audio_encoder(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraComponent]:
+    """MOSS-Transcribe-Diarize's Whisper-style audio encoder and its projector (transformers 5.24
+    models/moss_transcribe_diarize/modeling_moss_transcribe_diarize.py, MossTranscribeDiarizeAudioModel /
+    MossTranscribeDiarizeMultiModalProjector): a biased 3-wide conv from num_mel_bins to the width h and
+    a biased 3-wide stride-2 conv h -> h; a position table of max_source_positions rows; layers of
+    q/v/out with bias and k without (4 h^2 + 3 h), two LayerNorms and a biased fc1/fc2 of
+    intermediate_size; a LayerNorm after the last layer. The projector reads audio_merge_size
+    stacked frames (adaptor_input_dim = h x audio_merge_size): linear_1 to the text width, linear_2
+    text -> text (both biased with projector_bias) and a biased LayerNorm."""
+    audio = _sub_config(cfg, "audio_config")
+    h = get_int(audio, "hidden_size", "d_model")
+    inner = get_int(audio, "intermediate_size", "encoder_ffn_dim")
+    layers = get_int(audio, "num_hidden_layers", "encoder_layers")
+    mels = get_int(audio, "num_mel_bins")
+    positions = get_int(audio, "max_source_positions")
+    per_layer = 4 * h * h + 3 * h + 2 * 2 * h + 2 * h * inner + inner + h
+    tower = mels * h * 3 + h + h * h * 3 + h + positions * h + layers * per_layer + 2 * h
+    merged = h * get_int(cfg, "audio_merge_size")
+    bias = 2 * text_hidden if cfg.get("projector_bias", True) else 0
+    projector = merged * text_hidden + text_hidden * text_hidden + bias + 2 * text_hidden
+    return [
+        ExtraComponent(
+            "audio_encoder",
+            tower,
+            note=f"Whisper-style encoder: {layers} layers x {h} hidden over {positions} frames",
+        ),
+        ExtraComponent(
+            "multi_modal_projector",
+            projector,
+            note="Linear over stacked frames -> hidden, Linear hidden -> hidden, LayerNorm",
+        ),
+    ]
+
+
 #: `image_encoder` values of the architecture table -> the reader of that encoder's weights.
 IMAGE_ENCODERS = {
     "clip": clip_image_encoder,
     "sam": sam_image_encoder,
     "phi4_multimodal": phi4_multimodal_embedders,
+    "whisper": whisper_audio_encoder,
 }
+
+#: The modality of a model that holds the encoder, where it is not "text+vision".
+ENCODER_MODALITIES = {"whisper": "text+audio"}

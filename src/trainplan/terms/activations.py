@@ -143,6 +143,10 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
         from trainplan.terms.variants import mixture_of_heads_bytes
 
         return mixture_of_heads_bytes(model, attention, mode)
+    if attention.kind == "xlnet":
+        from trainplan.terms.variants import xlnet_attention_bytes
+
+        return xlnet_attention_bytes(model, attention, mode)
     a = mode.activation_bytes
     # a KV-shared layer projects, norms and rotates queries only; the keys and values its kernel
     # reads are tensors the producing layer (or the backbone) already keeps (Gemma4TextAttention)
@@ -224,7 +228,8 @@ def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
 
 
 def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
-    """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner);
+    """Saved bytes of the MLP per token: gated = gate, act(gate), up, product (4 x inner;
+    MiniMax-M3's clamped SwiGLU 7 x inner);
     plain = pre-activation, activation internals and output (4 x inner); MoE = router logits
     plus top-k experts' worth of per-token expert tensors (gathered input, inner tensors,
     weighted output), or JetMoE's routing and merge (`sorted_scatter_bytes`). Compiled,
@@ -236,6 +241,13 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
 
     def ffn(inner: int) -> float:
         down_kept = linear_input(mode, inner, [down_name])
+        if mlp.activation == "clamped_swiglu":
+            # MiniMax-M3's (transformers 5.24 models/minimax_m3_vl/modeling_minimax_m3_vl.py,
+            # MiniMaxM3VLDenseMLP.forward, MiniMaxM3VLExperts._apply_gate): both clamps keep their
+            # input, the gate_up output (2 I); the clamped gate, sigmoid's output, up + 1 and the
+            # glu product are kept by the two multiplies (4 I). No fused kernel covers it;
+            # compiled, the chain is recomputed from gate_up (rule 3)
+            return a * (2 if mode.compiled else 6) * inner + down_kept
         if mlp.gated and fused_layer_kernels(mode):  # gate and up; act(gate) is recomputed
             return fused_glu_bytes(mode, inner) + down_kept
         if mlp.gated:  # gate, act(gate), up (their product is the down projection's input)
@@ -249,11 +261,14 @@ def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:
             return down_kept if down_kept else a * inner
         return a * inner + down_kept  # a fused activation keeps its input
 
-    if not mlp.is_moe and mlp.gated and fused_lora(mode, [*inputs, down_name]):
+    inner_mask = mlp.intermediate_size if mlp.inner_dropout and mode.dropout else 0  # bool, XLNet
+
+    clamped = mlp.activation == "clamped_swiglu"
+    if not mlp.is_moe and mlp.gated and not clamped and fused_lora(mode, [*inputs, down_name]):
         # Unsloth's LoRA_MLP: the input once, gate and up; the product is recomputed
         return a * hidden + fused_glu_bytes(mode, mlp.intermediate_size)
     if not mlp.is_moe:
-        dense = linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size)
+        dense = linear_input(mode, hidden, inputs) + ffn(mlp.intermediate_size) + inner_mask
         if mlp.output_scale:
             from trainplan.terms.variants import output_scale_bytes
 
@@ -351,11 +366,15 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     final = model.final_norms * _norm_bytes(model, hidden, replace(mode, compiled=False))
     head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
-    dropout = hidden if mode.dropout else 0
+    dropout = float(hidden if mode.dropout else 0)
     if model.residual_streams > 1:  # the hyper-connection head folding the streams (Hy-V4)
         from trainplan.terms.variants import hyper_head_bytes
 
         final += hyper_head_bytes(mode, model.residual_streams, hidden)
+    if any(block.attention is not None and block.attention.kind == "xlnet" for block in model.blocks):
+        from trainplan.terms.variants import xlnet_outside_bytes
+
+        dropout += xlnet_outside_bytes(model, mode)
     return final + head_input + indices + dropout
 
 

@@ -6,7 +6,8 @@ touches) per token; backward costs twice that (input and weight gradients), givi
 Frozen weights (LoRA/QLoRA) skip the weight gradient: 2N forward + 2N backward = 4N.
 Attention scores and the weighted sum add 2 x heads x context x (d_qk + d_v) per token and
 layer in forward (Kaplan's 2 n_layer n_ctx d_attn term); causal kernels (flash) skip the masked
-half, so the context is seq/2 for decoders. PaLM (Chowdhery et al. 2022, app. B) counts the
+half, so the context is seq/2 for decoders (XLNet's einsums score every key: seq, and its
+relative-position terms, `xlnet_scores`). PaLM (Chowdhery et al. 2022, app. B) counts the
 unmasked 6N + 12 L H Q T for MFU; `palm_flops_per_token` gives that convention.
 Full activation checkpointing re-runs every layer's forward once more (+1 forward of the
 layers); selective recompute re-runs only the attention core (Korthikanti et al. 2022, sec. 5);
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplan.model import Block, ModelSpec, block_linears, ssm_head_weights
+from trainplan.model import Attention, Block, ModelSpec, block_linears, ssm_head_weights
 from trainplan.terms.mixers import mixer_flops
 from trainplan.terms.savers import checkpoint_every, checkpointed_layers, op_sac_saved
 from trainplan.terms.ssm import ssm_scan_flops
@@ -54,6 +55,11 @@ def block_matmul_active(block: Block, model: ModelSpec) -> float:
     total = 0.0 if block.ssm is None else float(ssm_head_weights(block.ssm))
     total += short_conv_weights(block, model.hidden_size)  # Inkling's convolutions, relative logits
     total += hyper_connection_weights(block, model.hidden_size)  # Hy-V4's hyper-connection mixers
+    if block.attention is not None and block.attention.kind == "xlnet":
+        # XLNet's r projects klen + qlen = 2 x seq relative positions, each batch row its own copy
+        # (XLNetModel.relative_positional_encoding, attn_type "bi"): two rows per token, one beyond
+        # the one the linear below counts
+        total += model.hidden_size * block.attention.q_size
     top_k = block.mlp.experts_per_token if block.mlp is not None else 0
     for linear in block_linears(block, model.hidden_size):
         per_copy = linear.in_features * linear.out_features
@@ -70,7 +76,9 @@ def attention_core(block: Block, context: float) -> float:
     weightless token mixers."""
     attention = block.attention
     flops = 0.0
-    if attention is not None:
+    if attention is not None and attention.kind == "xlnet":
+        flops += xlnet_scores(attention, context)
+    elif attention is not None:
         flops += 2 * attention.num_heads * context * (attention.head_dim + attention.v_head_dim)
     if block.ssm is not None:
         flops += ssm_scan_flops(block.ssm)
@@ -82,7 +90,27 @@ def attention_core(block: Block, context: float) -> float:
     return flops
 
 
-def recompute_flops(model: ModelSpec, checkpointing: str, context: float) -> float:
+def xlnet_scores(attention: Attention, keys: float) -> float:
+    """Forward FLOPs per token of XLNet's relative attention core over `keys` keys (transformers
+    5.24 models/xlnet/modeling_xlnet.py, XLNetRelativeAttention.rel_attn_core): the content
+    scores ac (q + r_w_bias against every key, 2 H d keys), the position scores bd (q + r_r_bias
+    against the 2 x keys relative positions before rel_shift trims them, 4 H d keys), the segment
+    scores ef (q + r_s_bias against the two segment embeddings, 4 H d, and their selection by the
+    one-hot same-segment matrix, 4 H keys: the tokenizer passes token_type_ids) and the weighted
+    sum (2 H d keys). The einsums score every key whatever the mask, so the caller passes the
+    whole sequence."""
+    heads, dim = attention.num_heads, attention.head_dim
+    return 2 * heads * dim * keys + 4 * heads * dim * keys + 4 * heads * (dim + keys) + 2 * heads * dim * keys
+
+
+def attended_keys(block: Block, model: ModelSpec, seq_len: float) -> float:
+    """Keys each query is scored against: all of them for encoder-decoder models and XLNet's
+    einsum attention, half on average where a causal kernel skips the masked ones."""
+    unmasked = block.attention is not None and block.attention.kind == "xlnet"
+    return seq_len if model.encoder_decoder or unmasked else seq_len / 2
+
+
+def recompute_flops(model: ModelSpec, checkpointing: str, seq_len: float) -> float:
     """Forward FLOPs per token re-run in backward: the whole forward of every checkpointed layer
     (`full`, `full:N`), the attention core (`selective`), or the matmuls op-level SAC does not
     save (`op`: every second matmul and the routed experts; the SDPA output is saved)."""
@@ -90,14 +118,20 @@ def recompute_flops(model: ModelSpec, checkpointing: str, context: float) -> flo
     if every is not None:
         layers = checkpointed_layers(model, every)
         return sum(
-            count * (2 * block_matmul_active(block, model) + attention_core(block, context))
+            count
+            * (
+                2 * block_matmul_active(block, model)
+                + attention_core(block, attended_keys(block, model, seq_len))
+            )
             for count, block in zip(layers, model.blocks, strict=True)
         )
     grad_blocks = [block for block in model.blocks if not block.no_grad]
     if checkpointing == "op":
         return sum(block.count * 2 * op_sac_saved(block, model, 2)[1] for block in grad_blocks)
     if checkpointing == "selective":
-        return sum(block.count * attention_core(block, context) for block in grad_blocks)
+        return sum(
+            block.count * attention_core(block, attended_keys(block, model, seq_len)) for block in grad_blocks
+        )
     return 0.0
 
 
@@ -118,9 +152,12 @@ def flops_per_token(
     grad_blocks = [block for block in model.blocks if not block.no_grad]
     matmul = sum(block.count * block_matmul_active(block, model) for block in model.blocks)
     matmul_grad = sum(block.count * block_matmul_active(block, model) for block in grad_blocks)
-    causal_context = seq_len if model.encoder_decoder else seq_len / 2
-    attention = sum(block.count * attention_core(block, causal_context) for block in model.blocks)
-    attention_grad = sum(block.count * attention_core(block, causal_context) for block in grad_blocks)
+    attention = sum(
+        block.count * attention_core(block, attended_keys(block, model, seq_len)) for block in model.blocks
+    )
+    attention_grad = sum(
+        block.count * attention_core(block, attended_keys(block, model, seq_len)) for block in grad_blocks
+    )
     head = model.vocab_size * model.head_width
     matmul_forward = 2 * matmul
     attention_forward = attention
@@ -137,7 +174,7 @@ def flops_per_token(
         + weight_grad
         + adapters
     )
-    recompute = recompute_flops(model, checkpointing, causal_context)
+    recompute = recompute_flops(model, checkpointing, seq_len)
     unmasked = sum(block.count * attention_core(block, seq_len) for block in model.blocks)
     unmasked_grad = sum(block.count * attention_core(block, seq_len) for block in grad_blocks)
     # PaLM's 6N + 12LHQT for the layers with grad; 2N + 4LHQT (the forward) for the others

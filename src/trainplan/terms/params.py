@@ -121,8 +121,11 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     module); `attention` = every attention projection; `all-linear` = every linear layer but the
     LM head and the router (peft's "all-linear"), SSM and DSA-indexer projections included; for a diffusion or
     JEPA model (no LM head) every nn.Linear, convolutions left out. Explicit names
-    match the module name or its last dotted part, as peft's `target_modules` does.
+    match the module name or its last dotted part, as peft's `target_modules` does; weight
+    tensors applied by einsum (XLNet's q/k/v/o/r) are no module and match nothing.
     """
+    if linear.role == "einsum":  # a weight tensor, not a module peft can wrap (XLNet)
+        return False
     if targets == "qv":
         return linear.role in QUERY_VALUE_ROLES
     if targets == "attention":
@@ -177,7 +180,7 @@ def module_names(model: ModelSpec) -> list[str]:
     for block in model.blocks:
         for linear in block_linears(block, model.hidden_size):
             short = linear.name.rsplit(".", 1)[-1]
-            if short not in names:
+            if short not in names and linear.role != "einsum":
                 names.append(short)
     return names
 

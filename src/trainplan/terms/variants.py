@@ -189,3 +189,57 @@ def hyper_connection_weights(block: Block, hidden: int) -> int:
     the flattened streams, counted like matmul weights; their weighted sums are elementwise."""
     streams = block.hyper_streams
     return 2 * 2 * streams * streams * (block.width or hidden)
+
+
+def xlnet_attention_bytes(
+    model: ModelSpec, attention: Attention, mode: ActivationMode
+) -> tuple[float, float]:
+    """XLNet's relative attention (transformers 5.24 models/xlnet/modeling_xlnet.py,
+    XLNetRelativeAttention.forward and rel_attn_core, the content stream with token_type_ids as
+    the tokenizer returns them): (bytes per token, bytes per key and token). It always runs its own
+    einsums, whatever attention kernel the scenario names. W = heads x head_dim.
+
+    Per token: the layer input, read by the q, k and v einsums (as any linear input); the content
+    query q + r_w_bias, k and v (3 a W), the projected relative positions k_head_r, two per token
+    for the klen + qlen positions of attn_type "bi" (2 a W, for the position query's gradient).
+    With trained weights also the position query q + r_r_bias (k_head_r's gradient, hence r's)
+    and the segment query q + r_s_bias (seg_embed's gradient; a W each), the positions r reads
+    (2 a h: autocast's copy of the fp32 sinusoids in each layer; XLNet cannot run in pure 16-bit,
+    where the fp32 sinusoids meet 16-bit weights in one einsum) and the attention output o reads
+    (a W). Dropout masks after the attention and after the feed-forward (bool, 2 h).
+    Per key: softmax keeps its output, in fp32 (autocast runs softmax in fp32; fp32 training
+    too), the value einsum its 16-bit copy (or, in fp32, the dropout output), dropout its mask
+    (bool), all per head; and, over fp32 weights, autocast's per-layer copy of the one-hot
+    same-segment matrix seg_mat (2 a, one per segment class; built in the weights' dtype, so over
+    16-bit weights it is one tensor for all layers, 2 a per key once, left out). The rel_shift of
+    the position scores (reshape, slice, index_select) and the scaled sum of the three scores keep
+    nothing. In fp32 the sinusoids and seg_mat are one tensor for all layers: the positions are
+    counted once outside the layers (`xlnet_outside_bytes`); seg_mat's 8 bytes per key, once, are
+    left out, and so are the weight-sized copy einsum makes of o's permuted tensor (per layer, not
+    per token) and rel_shift's index (8 bytes per position). Checked against the tensors autograd
+    saves in fp32 on CPU (tests/test_xlnet.py); CPU autocast keeps softmax in 16 bits and dropout
+    masks at the input's dtype, where CUDA keeps fp32 and bool, so a CPU trace cannot check the
+    autocast terms directly."""
+    a, hidden, heads = mode.activation_bytes, model.hidden_size, attention.num_heads
+    width = attention.q_size
+    autocast = a < 4
+    # the input of q/k/v; the content query, k and v (3 a W); k_head_r (2 a W)
+    kept = linear_input(mode, hidden, list(attention.names[:3])) + 5 * a * width
+    if mode.weights_trainable:  # position and segment queries, r's input, o's input
+        kept += 2 * a * width + (2 * a * hidden if autocast else 0) + a * width
+    if mode.dropout:
+        kept += 2 * hidden
+    copy = a if autocast or mode.dropout else 0
+    per_key = heads * (4 + copy + (1 if mode.dropout else 0)) + (2 * a if mode.casts_inputs else 0)
+    return kept, float(per_key)
+
+
+def xlnet_outside_bytes(model: ModelSpec, mode: ActivationMode) -> float:
+    """XLNet's bytes per token outside the layers beyond the common ones: the second dropout mask
+    (XLNetModel drops out the embeddings and, again, the last layer's output: bool, h) and, in
+    fp32 training with trained weights, the fp32 relative positions every layer's r reads (two
+    rows per token, 8 h); under autocast each layer keeps its own copy instead."""
+    shared_positions = (
+        2 * 4 * model.hidden_size if mode.activation_bytes == 4 and mode.weights_trainable else 0
+    )
+    return float((model.hidden_size if mode.dropout else 0) + shared_positions)
