@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from trainplan.errors import InputError, shown_number, shown_value
+from trainplan.presets import Recipe, recipes, with_recipe
 from trainplan.terms.geometry import MAX_FRAMES, parse_resolution
 from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 from trainplan.validity import check_layout
@@ -522,6 +523,23 @@ def field_infos() -> dict[str, FieldInfo]:
     return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
 
 
+@cache
+def checked_recipes() -> dict[str, Recipe]:
+    """The framework presets (presets.py), checked against the field table once: every field a
+    recipe sets is a scenario field (or a LoRA part), and the names are the `recipe` choices."""
+    found = recipes()
+    allowed = {name for name in SCENARIO_FIELDS if name not in ("lora", "recipe", "model")}
+    allowed |= {f"lora.{part}" for part in LORA_FIELDS}
+    for recipe in found.values():
+        for key, block in recipe.blocks.items():
+            bad = sorted(set(block) - allowed)
+            if bad:
+                raise ValueError(f"recipes.yaml {recipe.name}.{key}: not scenario fields: {bad}")
+    if tuple(found) != RECIPES:
+        raise ValueError(f"recipes.yaml names {tuple(found)} differ from scenario.RECIPES {RECIPES}")
+    return found
+
+
 def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None) -> Scenario:
     """Build a validated Scenario from a dict (a scenario file, CLI flags or a JSON body).
 
@@ -534,10 +552,9 @@ def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None)
     if recipe is not None:
         name = _coerce("recipe", recipe, None, field_infos()["recipe"])
         if name is not None:
-            from trainplan.presets import with_recipe
-
             method = str(data.get("method", base.method)).strip().lower()
-            data = with_recipe(data, name, method, lambda trial: _build(trial, base))
+            defaults = checked_recipes()[name].fields(method)
+            data = with_recipe(data, defaults, lambda trial: _build(trial, base))
     return _build(data, base)
 
 

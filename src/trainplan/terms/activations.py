@@ -35,30 +35,23 @@ from dataclasses import dataclass, replace
 
 from trainplan.model import Attention, Block, Mlp, ModelSpec, block_linears
 from trainplan.terms.kernels import fused_glu_bytes, fused_layer_kernels, fused_lora, fused_rms_norm_bytes
+from trainplan.terms.mode import ActivationMode, eager_per_key, linear_input
 from trainplan.terms.savers import lora_dropout_input_bytes
 
-
-@dataclass(frozen=True)
-class ActivationMode:
-    """Dtypes and switches that decide what a layer saves."""
-
-    activation_bytes: int  # matmul outputs (bf16 = 2, fp32 = 4)
-    residual_bytes: int  # residual stream and norm outputs (fp32 under autocast over fp32 weights)
-    weights_trainable: bool  # full fine-tune: linear inputs are kept for weight gradients
-    lora_targets: frozenset[str]  # module names that carry a LoRA adapter (their inputs are kept)
-    attention: str  # flash | sdpa | eager
-    checkpointing: str  # none | selective | full
-    dropout: bool = False
-    lora_dropout: bool = False  # peft lora_dropout > 0 (terms/savers.py)
-    adapter_bytes: int = 4  # LoRA adapter dtype: fp32 (peft) or the compute dtype (torchtune)
-    ssm_kernel: str = "fused"  # fused (mamba-ssm) | naive (transformers' PyTorch path)
-    kernels: str = "eager"  # eager | liger | unsloth layer kernels (terms/kernels.py)
-    compiled: bool = False  # torch.compile of each block: the min-cut partition (module docstring)
-
-    @property
-    def casts_inputs(self) -> bool:
-        """Autocast over fp32 activations: each linear keeps its own half-precision input copy."""
-        return self.residual_bytes > self.activation_bytes
+# the mode and the two shared rules live in terms/mode.py; they are named here too for callers
+__all__ = [
+    "ActivationMode",
+    "LayerActivations",
+    "attention_bytes",
+    "block_norm_bytes",
+    "eager_per_key",
+    "grad_carrying_blocks",
+    "layer_activations",
+    "layer_working_bytes",
+    "linear_input",
+    "mlp_bytes",
+    "outside_layers",
+]
 
 
 @dataclass(frozen=True)
@@ -104,37 +97,6 @@ def block_norm_bytes(model: ModelSpec, count: int, width: int, mode: ActivationM
     if count == 0:
         return 0.0
     return _norm_bytes(model, width, mode) + (count - 1) * _norm_bytes(model, width, mode, first=False)
-
-
-def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> float:
-    """Bytes kept of one tensor feeding `consumers` (linear modules).
-
-    Trained weights keep the input itself (shared), or under autocast one half-precision copy
-    per consumer. Frozen weights keep nothing; a LoRA adapter keeps its own copy of the input
-    at the adapter's dtype: peft holds adapters in fp32 (`autocast_adapter_dtype`), so on a
-    16-bit stream each adapted module keeps a 4-byte copy, under autocast a half copy, and in
-    fp32 training the shared input.
-
-    Compiled, CSE merges the per-consumer casts into one copy per input (module docstring,
-    rule 4); peft's per-module dropouts are random ops, neither merged nor recomputed (rule 1).
-    """
-    if mode.weights_trainable:
-        copies = len(consumers) if mode.casts_inputs and not mode.compiled else 1
-        return copies * mode.activation_bytes * width
-    adapted = [name for name in consumers if name in mode.lora_targets]
-    if not adapted:
-        return 0.0
-    if mode.lora_dropout:
-        return len(adapted) * lora_dropout_input_bytes(
-            mode.activation_bytes, mode.casts_inputs, width, mode.adapter_bytes
-        )
-    copies = 1 if mode.compiled else len(adapted)
-    if mode.casts_inputs:
-        return copies * mode.activation_bytes * width
-    if mode.activation_bytes < mode.adapter_bytes:
-        return copies * mode.adapter_bytes * width
-    # adapters at the stream's dtype read the input itself, kept once for all its consumers
-    return float(mode.activation_bytes * width)
 
 
 def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode) -> tuple[float, float]:
@@ -218,13 +180,6 @@ def attention_bytes(model: ModelSpec, attention: Attention, mode: ActivationMode
     if mode.dropout:
         kept += 2 * model.hidden_size  # dropout masks after attention and after the MLP (bool)
     return kept, per_key
-
-
-def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
-    """Eager attention's score tensors per key: the fp32 softmax kept, its half copy kept for
-    probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool)."""
-    softcap = mode.activation_bytes if attention.logit_softcap else 0
-    return float(attention.num_heads * (4 + mode.activation_bytes + softcap + (1 if mode.dropout else 0)))
 
 
 def mlp_bytes(model: ModelSpec, mlp: Mlp, mode: ActivationMode) -> float:

@@ -45,9 +45,9 @@ from dataclasses import dataclass, replace
 
 from trainplan.errors import InputError
 from trainplan.model import Attention, Block, Linear, ModelSpec, block_linears
-from trainplan.terms.activations import ActivationMode, linear_input
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.jepa_masks import JepaRecipe, MaskGenerator, model_recipe
+from trainplan.terms.mode import ActivationMode, linear_input
 
 __all__ = [
     "DenoiserActivations",

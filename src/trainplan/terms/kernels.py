@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from trainplan.terms.activations import ActivationMode
+    from trainplan.terms.mode import ActivationMode
 
 
 def fused_layer_kernels(mode: ActivationMode) -> bool:

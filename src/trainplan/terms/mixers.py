@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from trainplan.model import Attention, LinearMixer, ModelSpec, mixer_linears
 from trainplan.scenario import SSM_KERNELS
-from trainplan.terms.activations import ActivationMode, linear_input
+from trainplan.terms.mode import ActivationMode, linear_input
 
 _LOW_RANK_SECOND = ("f_b_proj", "g_b_proj")
 _FLA_CHUNK = 64  # fla's chunk_gated_delta_rule works in chunks of 64 tokens (its A is 64 wide)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from trainplan.model import ModelSpec, Ssm, ssm_linears
 from trainplan.scenario import SSM_KERNELS
-from trainplan.terms.activations import ActivationMode, linear_input
+from trainplan.terms.mode import ActivationMode, linear_input
 
 _MAMBA_SCAN_CHUNK = 2048  # mamba-ssm's selective_scan_fwd processes 2048 tokens per chunk
 

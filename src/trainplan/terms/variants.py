@@ -7,7 +7,7 @@ forward, in bytes per token (and per key where the term grows with the sequence)
 from __future__ import annotations
 
 from trainplan.model import Attention, Block, ModelSpec
-from trainplan.terms.activations import ActivationMode, eager_per_key, linear_input
+from trainplan.terms.mode import ActivationMode, eager_per_key, linear_input
 
 
 def sorted_scatter_bytes(mode: ActivationMode, top_k: int, hidden: int) -> float:
