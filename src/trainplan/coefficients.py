@@ -12,6 +12,7 @@ import math
 import threading
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import attrgetter
 
 from trainplan.errors import InputError
 from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
@@ -208,8 +209,9 @@ NOT_READ = frozenset(
     }
 )
 KEY_FIELDS: tuple[str, ...] = tuple(name for name in SCENARIO_FIELDS if name not in NOT_READ)
+_key_values = attrgetter(*KEY_FIELDS)  # one call, in C: the tuple of their values
 CACHE_SIZE = 256  # records kept, oldest dropped first
-_cache: dict[tuple[object, ...], Coefficients] = {}
+_cache: dict[tuple[int, tuple[object, ...]], Coefficients] = {}
 _cache_lock = threading.Lock()
 
 
@@ -218,7 +220,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     `KEY_FIELDS`: scenarios that differ only in layout, GPU, price or region share one record
     (the planner's candidates, a web page's GPU and layout changes). A record holds its spec, so
     the spec's id in the key cannot be reused while the record is kept."""
-    key = (id(model), *[getattr(scenario, name) for name in KEY_FIELDS])
+    key = (id(model), _key_values(scenario))
     found = _cache.get(key)
     if found is not None and found.model is model:
         return found

@@ -13,7 +13,7 @@ from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.presets import recipe_summary
-from trainplan.result import Batch, Estimate, FitRow, Phase, Term
+from trainplan.result import Batch, Estimate, FitRow, Phase, Term, record
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
@@ -91,7 +91,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         peak=peak,
         phases=phases,
         states=tuple(
-            Term(name, float(value), EXACT, f"all {name} on this GPU") for name, value in mem.states.items()
+            record(Term, (name, float(value), EXACT, f"all {name} on this GPU"))
+            for name, value in mem.states.items()
         ),
         cpu_offload_bytes=float(mem.offloaded),
         paged_bytes=paged,
@@ -154,23 +155,26 @@ def layout_of(coeffs: Coefficients, scenario: Scenario) -> Layout:
 
 def _phases(mem: Memory) -> tuple[Phase, ...]:
     """The memory phases as named, labelled terms."""
-    return tuple(
-        Phase(name, tuple(Term(term, float(mem.phases[name][term]), *KINDS[term]) for term in TERMS))
-        for name in PHASES
-    )
+    return tuple(_phase(name, mem.phases[name]) for name in PHASES)
 
 
 def _allocated_peak(mem: Memory) -> Phase:
     """The peak moment as max_memory_allocated() would see it (FSDP2's stream pools left out)."""
-    name, terms = mem.allocated()
-    return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
+    return _phase(*mem.allocated())
+
+
+def _phase(name: str, terms: Mapping[str, Any]) -> Phase:
+    """One moment's terms, named and labelled (KINDS), in TERMS order."""
+    return Phase(name, tuple([record(Term, (term, float(terms[term]), *KINDS[term])) for term in TERMS]))
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
     """Every catalog GPU: does the per-GPU peak fit its memory, and by how much."""
     return tuple(
-        FitRow(name, gpu_class, memory, memory - total_bytes, total_bytes <= memory)
-        for name, gpu_class, memory in _fit_order()
+        [
+            record(FitRow, (name, gpu_class, memory, memory - total_bytes, total_bytes <= memory))
+            for name, gpu_class, memory in _fit_order()
+        ]
     )
 
 
