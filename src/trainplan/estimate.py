@@ -165,7 +165,14 @@ def _allocated_peak(mem: Memory) -> Phase:
 
 def _phase(name: str, terms: Mapping[str, Any]) -> Phase:
     """One moment's terms, named and labelled (KINDS), in TERMS order."""
-    return Phase(name, tuple([record(Term, (term, float(terms[term]), *KINDS[term])) for term in TERMS]))
+    return Phase(
+        name,
+        tuple([record(Term, (term, float(terms[term]), kind, note)) for term, kind, note in _TERM_LABELS]),
+    )
+
+
+#: (term, kind, note) in TERMS order: what `_phase` writes beside each value.
+_TERM_LABELS = tuple((term, *KINDS[term]) for term in TERMS)
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:

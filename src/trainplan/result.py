@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from trainplan.runtime import CostFigures, EnergyFigures, LoadFigures, TimeFigures
@@ -30,9 +31,10 @@ class Phase:
     name: str
     terms: tuple[Term, ...]
 
-    @property
+    @cached_property
     def total(self) -> float:
-        """Sum of the terms."""
+        """Sum of the terms (worked out once: the peak, the fit table, the warnings and the JSON
+        all read it)."""
         return sum(term.value for term in self.terms)
 
     def term(self, name: str) -> Term:
