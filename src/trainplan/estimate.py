@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 from trainplan.catalog import resolve_model
@@ -164,33 +165,35 @@ def _allocated_peak(mem: Memory) -> Phase:
 
 
 def _phase(name: str, terms: Mapping[str, Any]) -> Phase:
-    """One moment's terms, named and labelled (KINDS), in TERMS order."""
-    return Phase(
-        name,
-        tuple([record(Term, (term, float(terms[term]), kind, note)) for term, kind, note in _TERM_LABELS]),
-    )
+    """One moment's terms, named and labelled (KINDS), in TERMS order. (Built column by column:
+    each map and zip loops in C, and `record` makes each Term from its zipped tuple.)"""
+    values = map(float, map(terms.__getitem__, TERMS))
+    return Phase(name, tuple(map(record, repeat(Term), zip(TERMS, values, *_TERM_LABELS, strict=True))))
 
 
-#: (term, kind, note) in TERMS order: what `_phase` writes beside each value.
-_TERM_LABELS = tuple((term, *KINDS[term]) for term in TERMS)
+#: The kinds and the notes of the memory terms (KINDS), in TERMS order: `_phase`'s columns.
+_TERM_LABELS = tuple(zip(*(KINDS[term] for term in TERMS), strict=True))
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
-    """Every catalog GPU: does the per-GPU peak fit its memory, and by how much."""
-    return tuple(
-        [
-            record(FitRow, (name, gpu_class, memory, memory - total_bytes, total_bytes <= memory))
-            for name, gpu_class, memory in _fit_order()
-        ]
-    )
+    """Every catalog GPU: does the per-GPU peak fit its memory, and by how much. (Built column
+    by column, as `_phase` builds its terms.)"""
+    names, classes, memories = _fit_columns()
+    free = [memory - total_bytes for memory in memories]
+    fits = [total_bytes <= memory for memory in memories]
+    return tuple(map(record, repeat(FitRow), zip(names, classes, memories, free, fits, strict=True)))
 
 
 @lru_cache(maxsize=1)
-def _fit_order() -> tuple[tuple[str, str, int], ...]:
-    """(name, class, memory bytes) of every catalog GPU, by class then memory."""
+def _fit_columns() -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]:
+    """The names, classes and memory bytes of every catalog GPU, by class then memory."""
     order = {name: index for index, name in enumerate(GPU_CLASSES)}
     gpus = sorted(gpu_catalog(), key=lambda gpu: (order[gpu.gpu_class], gpu.memory_bytes))
-    return tuple((gpu.name, gpu.gpu_class, gpu.memory_bytes) for gpu in gpus)
+    return (
+        tuple(gpu.name for gpu in gpus),
+        tuple(gpu.gpu_class for gpu in gpus),
+        tuple(gpu.memory_bytes for gpu in gpus),
+    )
 
 
 def paged_state_bytes(scenario: Scenario, peak: Phase) -> float:
