@@ -12,6 +12,7 @@ import pytest
 from trainplan import estimate
 from trainplan.catalog import resolve_model
 from trainplan.coefficients import (
+    CACHE_SIZE,
     KEY_FIELDS,
     NOT_READ,
     _cache,
@@ -117,3 +118,12 @@ def test_a_key_field_or_another_spec_object_builds_a_new_record() -> None:
     assert (
         coefficients(model, replace(scenario, precision="fp32")).trainable_weight_bytes == 4 * 8_030_261_248
     )
+
+
+def test_a_full_cache_starts_over_and_keeps_answering() -> None:
+    model = resolve_model("Llama-3.2-1B")
+    _cache.clear()
+    for seq_len in range(1, CACHE_SIZE + 2):  # one more key than the cache holds
+        assert coefficients(model, Scenario(model=model.name, seq_len=seq_len)).seq_len == seq_len
+    assert len(_cache) == 1  # the 257th record, after the cache started over
+    assert coefficients(model, Scenario(model=model.name, seq_len=3)).seq_len == 3

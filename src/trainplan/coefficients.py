@@ -10,7 +10,6 @@ scenarios that differ from it only in fields the builder does not read (`NOT_REA
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
@@ -211,9 +210,8 @@ NOT_READ = frozenset(
 )
 KEY_FIELDS: tuple[str, ...] = tuple(name for name in SCENARIO_FIELDS if name not in NOT_READ)
 _key_values = attrgetter(*KEY_FIELDS)  # one call, in C: the tuple of their values
-CACHE_SIZE = 256  # records kept, oldest dropped first
+CACHE_SIZE = 256  # records kept; a full cache starts over (one step, safe across threads)
 _cache: dict[tuple[int, tuple[object, ...]], Coefficients] = {}
-_cache_lock = threading.Lock()
 
 
 def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
@@ -226,10 +224,9 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if found is not None and found.model is model:
         return found
     built = build_coefficients(model, scenario)
-    with _cache_lock:
-        if len(_cache) >= CACHE_SIZE:
-            _cache.pop(next(iter(_cache)), None)
-        _cache[key] = built
+    if len(_cache) >= CACHE_SIZE:
+        _cache.clear()
+    _cache[key] = built
     return built
 
 
