@@ -1,7 +1,8 @@
 """`make bench`: speed figures, printed (not asserted).
 
 - one in-process estimate, fit table included (model and GPU catalogs warm), median and p99 over
-  many calls, against the 100 us goal
+  many calls, against the 100 us goal; and the same where each call's coefficients are new (the
+  cache of coefficients.py does not answer)
 - `trainplan estimate` cold start as a fresh process (import + catalogs + estimate + render),
   also as a multiple of a bare `python -c pass` (paired runs)
 """
@@ -27,6 +28,27 @@ def in_process(repeats: int = 2000) -> list[float]:
     estimate(scenario, model=model)
     times = []
     for _ in range(repeats):
+        start = time.perf_counter()
+        estimate(scenario, model=model)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def in_process_uncached(repeats: int = 500) -> list[float]:
+    """As `in_process`, with a scenario whose coefficients are new at each call (its seq_len
+    changes), so the coefficients cache never answers: the cost of a first estimate."""
+    from trainplan import estimate
+    from trainplan.catalog import resolve_model
+    from trainplan.scenario import Scenario
+
+    model = resolve_model("Llama-3.1-8B")
+    scenarios = [
+        Scenario(model="Llama-3.1-8B", method="full", gpus=8, zero_stage=3, seq_len=1024 + i)
+        for i in range(repeats)
+    ]
+    estimate(scenarios[0], model=model)
+    times = []
+    for scenario in scenarios[1:]:
         start = time.perf_counter()
         estimate(scenario, model=model)
         times.append(time.perf_counter() - start)
@@ -75,6 +97,7 @@ def report(name: str, times: list[float], budget_s: float) -> None:
 
 def main() -> None:
     report("estimate() in process", in_process(), 1e-4)
+    report("  new coefficients each call", in_process_uncached(), 1e-4)
     times, wall_ratio, cpu_ratio = cold_start()
     report("trainplan estimate (cold start)", times, 0.5)
     print(f"{'  x a bare python -c pass':<34} wall {wall_ratio:5.1f}x  CPU {cpu_ratio:5.1f}x  (budget 12x)")

@@ -3,7 +3,8 @@
 Memory and time are sums of these per-replica, per-token coefficients divided by the layout
 (tensor/pipeline/data parallelism, ZeRO stage, micro-batch). `estimate()` builds them once per
 scenario; the planner builds them once per checkpointing mode and evaluates every candidate
-layout from the same numbers with the same formulas (formulas.py).
+layout from the same numbers with the same formulas (formulas.py). A record is kept for the
+scenarios that differ from it only in fields the builder does not read (`NOT_READ`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import attrgetter
 
 from trainplan.errors import InputError
 from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
 from trainplan.samples import sample_shape
-from trainplan.scenario import Scenario, resolved_base_weights
+from trainplan.scenario import SCENARIO_FIELDS, Scenario, resolved_base_weights
 from trainplan.terms.activations import (
     ActivationMode,
     grad_carrying_blocks,
@@ -169,8 +171,67 @@ class Coefficients:
         return self.stage_fractions[pipeline_parallel]
 
 
+#: The scenario fields `build_coefficients` never reads: the model reference (the spec is passed
+#: in), the parallel layout, the GPU, and what only time, cost, energy and loading read. Every
+#: other field, a new one included, keys the cache; a test runs the builder on a scenario that
+#: records what it reads and holds that none of these is read.
+NOT_READ = frozenset(
+    {
+        "model",
+        "force",
+        "recipe",
+        "micro_batch",
+        "grad_accum",
+        "gpu",
+        "gpus",
+        "zero_stage",
+        "tensor_parallel",
+        "pipeline_parallel",
+        "virtual_stages",
+        "sequence_parallel",
+        "offload",
+        "overhead_gib",
+        "epochs",
+        "steps",
+        "mfu",
+        "gpus_per_node",
+        "pricing",
+        "usd_per_gpu_hour",
+        "committed_discount",
+        "spot_discount",
+        "region",
+        "pue",
+        "host_overhead",
+        "idle_fraction",
+        "comm_overlap",
+        "load_source",
+        "load_parallel",
+    }
+)
+KEY_FIELDS: tuple[str, ...] = tuple(name for name in SCENARIO_FIELDS if name not in NOT_READ)
+_key_values = attrgetter(*KEY_FIELDS)  # one call, in C: the tuple of their values
+CACHE_SIZE = 256  # records kept; a full cache starts over (one step, safe across threads)
+_cache: dict[tuple[int, tuple[object, ...]], Coefficients] = {}
+
+
 def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
-    """The coefficients of `scenario` on `model` (its layout fields are not read)."""
+    """The coefficients of `scenario` on `model`, built once per spec object and the values of
+    `KEY_FIELDS`: scenarios that differ only in layout, GPU, price or region share one record
+    (the planner's candidates, a web page's GPU and layout changes). A record holds its spec, so
+    the spec's id in the key cannot be reused while the record is kept."""
+    key = (id(model), _key_values(scenario))
+    found = _cache.get(key)
+    if found is not None and found.model is model:
+        return found
+    built = build_coefficients(model, scenario)
+    if len(_cache) >= CACHE_SIZE:
+        _cache.clear()
+    _cache[key] = built
+    return built
+
+
+def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
+    """The coefficients of `scenario` on `model` (the `NOT_READ` fields are not read)."""
     shape = sample_shape(model, scenario)  # checks the sample fields; None for a language model
     recipe = PRECISIONS[scenario.precision]
     optimizer = OPTIMIZERS[scenario.optimizer]

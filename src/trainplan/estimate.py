@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 from trainplan.catalog import resolve_model
@@ -13,7 +14,7 @@ from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.presets import recipe_summary
-from trainplan.result import Batch, Estimate, FitRow, Phase, Term
+from trainplan.result import Batch, Estimate, FitRow, Phase, Term, record
 from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
@@ -91,7 +92,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         peak=peak,
         phases=phases,
         states=tuple(
-            Term(name, float(value), EXACT, f"all {name} on this GPU") for name, value in mem.states.items()
+            record(Term, (name, float(value), EXACT, f"all {name} on this GPU"))
+            for name, value in mem.states.items()
         ),
         cpu_offload_bytes=float(mem.offloaded),
         paged_bytes=paged,
@@ -154,32 +156,44 @@ def layout_of(coeffs: Coefficients, scenario: Scenario) -> Layout:
 
 def _phases(mem: Memory) -> tuple[Phase, ...]:
     """The memory phases as named, labelled terms."""
-    return tuple(
-        Phase(name, tuple(Term(term, float(mem.phases[name][term]), *KINDS[term]) for term in TERMS))
-        for name in PHASES
-    )
+    return tuple(_phase(name, mem.phases[name]) for name in PHASES)
 
 
 def _allocated_peak(mem: Memory) -> Phase:
     """The peak moment as max_memory_allocated() would see it (FSDP2's stream pools left out)."""
-    name, terms = mem.allocated()
-    return Phase(name, tuple(Term(term, float(terms[term]), *KINDS[term]) for term in TERMS))
+    return _phase(*mem.allocated())
+
+
+def _phase(name: str, terms: Mapping[str, Any]) -> Phase:
+    """One moment's terms, named and labelled (KINDS), in TERMS order. (Built column by column:
+    each map and zip loops in C, and `record` makes each Term from its zipped tuple.)"""
+    values = map(float, map(terms.__getitem__, TERMS))
+    return Phase(name, tuple(map(record, repeat(Term), zip(TERMS, values, *_TERM_LABELS, strict=True))))
+
+
+#: The kinds and the notes of the memory terms (KINDS), in TERMS order: `_phase`'s columns.
+_TERM_LABELS = tuple(zip(*(KINDS[term] for term in TERMS), strict=True))
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
-    """Every catalog GPU: does the per-GPU peak fit its memory, and by how much."""
-    return tuple(
-        FitRow(name, gpu_class, memory, memory - total_bytes, total_bytes <= memory)
-        for name, gpu_class, memory in _fit_order()
-    )
+    """Every catalog GPU: does the per-GPU peak fit its memory, and by how much. (Built column
+    by column, as `_phase` builds its terms.)"""
+    names, classes, memories = _fit_columns()
+    free = [memory - total_bytes for memory in memories]
+    fits = [total_bytes <= memory for memory in memories]
+    return tuple(map(record, repeat(FitRow), zip(names, classes, memories, free, fits, strict=True)))
 
 
 @lru_cache(maxsize=1)
-def _fit_order() -> tuple[tuple[str, str, int], ...]:
-    """(name, class, memory bytes) of every catalog GPU, by class then memory."""
+def _fit_columns() -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]:
+    """The names, classes and memory bytes of every catalog GPU, by class then memory."""
     order = {name: index for index, name in enumerate(GPU_CLASSES)}
     gpus = sorted(gpu_catalog(), key=lambda gpu: (order[gpu.gpu_class], gpu.memory_bytes))
-    return tuple((gpu.name, gpu.gpu_class, gpu.memory_bytes) for gpu in gpus)
+    return (
+        tuple(gpu.name for gpu in gpus),
+        tuple(gpu.gpu_class for gpu in gpus),
+        tuple(gpu.memory_bytes for gpu in gpus),
+    )
 
 
 def paged_state_bytes(scenario: Scenario, peak: Phase) -> float:

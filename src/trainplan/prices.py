@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from trainplan.datafiles import load_yaml
@@ -40,6 +40,7 @@ INSTANCE_TOLERANCE = 0.005  # instance price / GPUs must match the per-GPU price
 _DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 
 
+@lru_cache(maxsize=1024)
 def parse_date(text: str, where: str) -> datetime.date:
     """'2026-09-20' or '2026-09' (the first of the month) -> date; anything else is a data error."""
     match = _DATE.match(text)

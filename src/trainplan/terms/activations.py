@@ -318,7 +318,8 @@ def outside_layers(model: ModelSpec, mode: ActivationMode, head_trainable: bool)
     indices, and the embedding dropout mask. The final norm runs outside the compiled blocks
     (torchtune and torchtitan compile each block) and keeps what it keeps in eager."""
     hidden = model.hidden_size
-    final = model.final_norms * _norm_bytes(model, hidden, replace(mode, compiled=False))
+    eager = replace(mode, compiled=False) if mode.compiled else mode  # no copy in the common case
+    final = model.final_norms * _norm_bytes(model, hidden, eager)
     head_input = mode.activation_bytes * model.head_width if head_trainable else 0
     indices = 8 * (2 if model.encoder_decoder else 1)
     dropout = float(hidden if mode.dropout else 0)
