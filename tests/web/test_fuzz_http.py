@@ -158,8 +158,9 @@ def test_no_request_gets_a_5xx() -> None:
                 data: dict[str, Any] = response.json()
                 assert isinstance(data["message"], str) and data["message"], data
     assert sum(statuses.values()) == REQUESTS
-    # the fuzz reaches both sides: answers and refusals
+    # the fuzz reaches both sides: answers and refusals (each scoped or combined field the
+    # table grows makes a random body likelier to be refused, so the answers' floor is 5%)
     assert (
-        statuses[200] > REQUESTS // 10
+        statuses[200] > REQUESTS // 20
         and sum(n for s, n in statuses.items() if 400 <= s < 500) > REQUESTS // 4
     )
