@@ -50,9 +50,11 @@ class ModelRecord:
         """The ModelSpec of this record (config through the HF adapter, plus extras)."""
         from dataclasses import replace
 
-        from trainplan.hf.pipeline import PIPELINE_KEY
+        config = self.config
+        if self.pipeline:  # a diffusion pipeline's VAE and text encoders (hf/pipeline.py)
+            from trainplan.hf.pipeline import PIPELINE_KEY
 
-        config = {**self.config, PIPELINE_KEY: self.pipeline} if self.pipeline else self.config
+            config = {**self.config, PIPELINE_KEY: self.pipeline}
         base = spec_from_config(config, self.name, source=self.config_source)
         return replace(
             base,

@@ -25,16 +25,6 @@ from trainplan.terms.activations import (
     layer_working_bytes,
     outside_layers,
 )
-from trainplan.terms.denoisers import (
-    checkpointed_blocks,
-    denoiser_activations,
-    denoiser_flops,
-    sample_tokens,
-)
-from trainplan.terms.encoders import flops_per_sample as encoder_flops
-from trainplan.terms.encoders import offload_bytes as encoder_offload_bytes
-from trainplan.terms.encoders import peak_bytes as encoder_peak_bytes
-from trainplan.terms.encoders import resident_bytes as encoder_resident_bytes
 from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.fsdp import fsdp_coefficients
 from trainplan.terms.geometry import TokenShape
@@ -311,6 +301,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     last_backward = recomputed_working = 0.0
     encoder_peak = (0.0, 0.0)
     if model.kind != "llm":
+        from trainplan.terms.denoisers import checkpointed_blocks  # not loaded for language models
+
         checkpointed = checkpointed_blocks(model, every)
         assert shape is not None  # sample_shape gives every non-LLM scenario a sample
         sample = _sample_terms(model, scenario, shape, recipe, counts, mode, checkpointed)
@@ -574,6 +566,11 @@ def _sample_terms(
 ) -> SampleTerms:
     """Activations, loss buffers, FLOPs and the EMA copy of one image / clip, per token."""
     from trainplan.samples import resolved_ema
+    from trainplan.terms.denoisers import denoiser_activations, denoiser_flops, sample_tokens
+    from trainplan.terms.encoders import flops_per_sample as encoder_flops
+    from trainplan.terms.encoders import offload_bytes as encoder_offload_bytes
+    from trainplan.terms.encoders import peak_bytes as encoder_peak_bytes
+    from trainplan.terms.encoders import resident_bytes as encoder_resident_bytes
 
     ckpt = scenario.activation_checkpointing
     if ckpt not in SAMPLE_CHECKPOINTING and not ckpt.startswith("full:"):

@@ -16,7 +16,7 @@ their own (`diffusers`, `unet`, `jepa`); a pipeline folder's VAE config gives th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -38,8 +38,6 @@ from trainplan.hf.additions import (
 )
 from trainplan.hf.bart import bart_spec
 from trainplan.hf.bert import bert_spec
-from trainplan.hf.diffusers import TRANSFORMER_READERS
-from trainplan.hf.jepa import ijepa_spec, vjepa2_spec, vjepa_spec
 from trainplan.hf.layers import layer_kinds
 from trainplan.hf.loops import hrm_spec
 from trainplan.hf.modules import (
@@ -50,31 +48,38 @@ from trainplan.hf.modules import (
     short_conv_kernel,
     ssm_mixer,
 )
-from trainplan.hf.pipeline import with_geometry
 from trainplan.hf.readers import gpt2_spec, t5_spec, vision_extras
 from trainplan.hf.rwkv import rwkv_spec
 from trainplan.hf.sharing import drafter_text, kv_shared_layers, kv_shared_parts, with_drafter_projections
 from trainplan.hf.towers import ENCODER_MODALITIES, IMAGE_ENCODERS
-from trainplan.hf.unet import unet_spec
 from trainplan.hf.values import flag, get_int
 from trainplan.hf.xlnet import xlnet_spec
 from trainplan.hf.zamba import zamba2_spec
 from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
-__all__ = ["DENOISER_CLASSES", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
+__all__ = ["denoiser_classes", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
 
-#: diffusers `_class_name` -> reader of that model's config.json.
-DENOISER_CLASSES = {**TRANSFORMER_READERS, "UNet2DConditionModel": unet_spec}
+
+def denoiser_classes() -> dict[str, Callable[[Mapping[str, Any], str, str], ModelSpec]]:
+    """diffusers `_class_name` -> reader of that model's config.json (the diffusion readers are
+    imported here, not with the package: a language model's estimate never loads them)."""
+    from trainplan.hf.diffusers import TRANSFORMER_READERS
+    from trainplan.hf.unet import unet_spec
+
+    return {**TRANSFORMER_READERS, "UNet2DConditionModel": unet_spec}
 
 
 def denoiser_spec(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelSpec:
     """The ModelSpec of a diffusers denoiser config (`transformer/config.json`, `unet/config.json`)."""
+    from trainplan.hf.pipeline import with_geometry
+
     class_name = str(cfg["_class_name"])
-    reader = DENOISER_CLASSES.get(class_name)
+    readers = denoiser_classes()
+    reader = readers.get(class_name)
     if reader is None:
         raise ConfigError(
             "_class_name",
-            f"{class_name!r} is not modelled; modelled diffusers classes: " + ", ".join(DENOISER_CLASSES),
+            f"{class_name!r} is not modelled; modelled diffusers classes: " + ", ".join(readers),
         )
     return with_geometry(reader(cfg, name, source), cfg)
 
@@ -139,8 +144,10 @@ def _spec_and_notes(
     if "_class_name" in cfg:
         return denoiser_spec(cfg, name, source), []
     model_type = str(cfg.get("model_type", "")).lower()
-    jepa = {"vjepa2": vjepa2_spec, "ijepa": ijepa_spec, "vjepa": vjepa_spec}.get(model_type)
-    if jepa is not None:
+    if model_type in ("vjepa2", "ijepa", "vjepa"):
+        from trainplan.hf.jepa import ijepa_spec, vjepa2_spec, vjepa_spec
+
+        jepa = {"vjepa2": vjepa2_spec, "ijepa": ijepa_spec, "vjepa": vjepa_spec}[model_type]
         return jepa(cfg, name, source), []
     listed = find_family(model_type) is not None or refusal(model_type) is not None
     t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed

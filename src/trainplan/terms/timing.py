@@ -29,7 +29,6 @@ from typing import Any
 
 from trainplan.arrays import minimum
 from trainplan.model import ModelSpec
-from trainplan.terms.denoisers import is_unet
 
 # Judgement, from the hardware sheet's rules of thumb: NCCL bus bandwidth reaches ~70-85% of the
 # one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.
@@ -65,6 +64,8 @@ def efficiency_kind(model: ModelSpec) -> str:
     """The model kind the efficiency factor is looked up by: `llm`, `unet` (a diffusion model
     with resnet blocks), `diffusion-transformer`, `video` or `jepa`."""
     if model.kind == "diffusion":
+        from trainplan.terms.denoisers import is_unet
+
         return "unet" if is_unet(model) else "diffusion-transformer"
     return model.kind
 
