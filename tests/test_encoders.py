@@ -58,6 +58,8 @@ def _built(config_json: str) -> tuple[int, int]:
             "clip_text_model": transformers.CLIPTextConfig,
             "t5": transformers.T5Config,
             "umt5": transformers.UMT5Config,
+            "gemma2": transformers.Gemma2Config,
+            "llama": transformers.LlamaConfig,
         }[config["model_type"]]
         model = getattr(transformers, config["architectures"][0])(config_class(**kwargs))
         total = sum(p.numel() for p in model.parameters())
@@ -80,9 +82,8 @@ def test_catalog_components_equal_the_meta_device_build(
 
 
 def test_geometry_only_components() -> None:
-    # Sana's DC-AE and Gemma-2 encoder, the VAEs of LTX-Video, CogVideoX and HunyuanVideo and
-    # HunyuanVideo's LLaMA encoder are in the pipeline for the geometry and the text width; they
-    # count nothing and are marked so (running them is refused)
+    # Sana's DC-AE and the VAEs of LTX-Video, CogVideoX and HunyuanVideo are in the pipeline for
+    # the geometry; they count nothing and are marked so (running them is refused)
     found = {
         (record.name, c.architecture): (c.counted, c.params)
         for record in PIPELINES
@@ -91,12 +92,10 @@ def test_geometry_only_components() -> None:
     }
     assert found == {
         ("Sana-1600M-1024px", "AutoencoderDC"): (False, 0),
-        ("Sana-1600M-1024px", "Gemma2Model"): (False, 0),
         ("LTX-Video-2B", "AutoencoderKLLTXVideo"): (False, 0),
         ("CogVideoX-2b", "AutoencoderKLCogVideoX"): (False, 0),
         ("CogVideoX-5b", "AutoencoderKLCogVideoX"): (False, 0),
         ("HunyuanVideo", "AutoencoderKLHunyuanVideo"): (False, 0),
-        ("HunyuanVideo", "LlamaModel"): (False, 0),
     }
 
 
@@ -118,6 +117,15 @@ def test_published_figures() -> None:
     # the SD VAE (AutoencoderKL, 4 latent channels): 83,653,863 in diffusers' build, about a third
     # of it the encoder; FLUX/SD3's 16-channel VAE has no quant convs
     assert (sdxl["vae"].params, sdxl["vae"].forward_params) == (83_653_863, 34_163_664)
+    sana = {c.name: c for c in catalog_spec("Sana-1600M-1024px").frozen}
+    hunyuan = {c.name: c for c in catalog_spec("HunyuanVideo").frozen}
+    # Gemma Team 2024 (Gemma 2), table 1: the 2B model has 2,024,517,888 non-embedding parameters
+    # (its 590,118,912 embedding ones are 256,128 rows of 2304; the config's vocabulary has 256,000)
+    assert sana["text_encoder"].params - 256_000 * 2304 == 2_024_517_888
+    # HunyuanVideo's LLaVA-LLaMA-3-8B text model: Llama 3 8B's 8,030,261,248 (the Meta-Llama-3-8B
+    # index, 16,060,522,496 bf16 bytes) less its LM head 4096 x 128,256, with 64 more
+    # vocabulary rows (128,320: LLaVA's image and padding tokens) in the embedding
+    assert hunyuan["text_encoder"].params == 8_030_261_248 - 4096 * 128_256 + 64 * 4096
 
 
 TINY_KL = {
@@ -227,6 +235,34 @@ def test_tiny_text_encoder_flops_and_working_set() -> None:
     # but the bias
     assert encoders.text_working_bytes(t5, _shape(8, text=5)) == (160 + 320 + 50) * 2
     assert encoders.text_working_bytes(t5, _shape(8, text=5), micro_batch=3) == (3 * 480 + 50) * 2
+
+
+TINY_LLAMA = {
+    "architectures": ["LlamaModel"], "model_type": "llama", "hidden_size": 8, "intermediate_size": 16,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 3, "vocab_size": 10,
+}  # fmt: skip
+TINY_GEMMA2 = {**TINY_LLAMA, "architectures": ["Gemma2Model"], "model_type": "gemma2", "head_dim": 4}
+
+
+def test_tiny_decoder_text_encoders() -> None:
+    # LlamaModel: embedding 10 x 8 = 80; a layer: q 8x8 + k, v 8x4 each + o 8x8 = 192, gate/up/down
+    # 3 x 8 x 16 = 384, two RMSNorms 16: 592; the final norm 8; no LM head
+    llama = text_encoder_component("text_encoder", TINY_LLAMA)
+    assert llama.params == 80 + 3 * 592 + 8 == _built(json.dumps(TINY_LLAMA, sort_keys=True))[0]
+    # Gemma2Model: four norms a layer, 8 more each
+    gemma = text_encoder_component("text_encoder", TINY_GEMMA2)
+    assert gemma.params == llama.params + 3 * 16 == _built(json.dumps(TINY_GEMMA2, sort_keys=True))[0]
+    # FLOPs on the denoiser's 5 text tokens: 2 x (192 + 384) x 5 = 5,760 per layer, and scores with
+    # the weighted sum 2 x 2 heads x 5 x 5 x (4 + 4) = 800 per layer
+    assert encoders.text_flops(llama, _shape(8, text=5)) == 3 * (5_760 + 800)
+    # working set, 5 tokens: in the MLP 4 x 5 x 8 and 3 x 5 x 16 = 400, then the KV cache of the
+    # 3 layers 3 x 2 x 1 x 4 x 5 = 120, and the 3 - 2 earlier hidden states the pipeline asks for
+    # 40; RoPE's cos and sin 2 x 5 x 4 = 40 once for the micro-batch (> attention: 3 x 40 + 4 x 40)
+    assert encoders.text_working_bytes(llama, _shape(8, text=5)) == (400 + 120 + 40 + 40) * 2
+    assert encoders.text_working_bytes(llama, _shape(8, text=5), micro_batch=2) == (2 * 560 + 40) * 2
+    # Gemma-2's eager attention: the attention weights 2 x 5 x 5 and two masks 2 x 5 x 5, no
+    # hidden states kept
+    assert encoders.text_working_bytes(gemma, _shape(8, text=5)) == (400 + 120 + 100 + 40) * 2
 
 
 FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
@@ -374,6 +410,8 @@ def _efficient_sdpa(
         ("SDXL-base-1.0", "text_encoder_2", 128, 1, None, 1),
         ("FLUX.1-dev", "text_encoder_2", 128, 1, 64, 2),
         ("Wan2.1-T2V-1.3B", "text_encoder", 128, 1, 64, 1),
+        ("Sana-1600M-1024px", "text_encoder", 256, 1, 300, 2),
+        ("HunyuanVideo", "text_encoder", 256, 9, 256, 1),
     ],
 )
 def test_working_set_matches_a_fake_tensor_trace(
@@ -386,7 +424,8 @@ def test_working_set_matches_a_fake_tensor_trace(
     micro_batch: int,
 ) -> None:
     """The estimated no-grad forward peak against the storages the real diffusers / transformers
-    modules allocate, on fake tensors in bf16 (text encoders cut to 2 layers: the peak is per layer)."""
+    modules allocate, on fake tensors in bf16 (text encoders cut to a few layers, the estimate made
+    for the cut config: an encoder's peak is per layer, a decoder's holds every layer's KV cache)."""
     torch = pytest.importorskip("torch")
     diffusers = pytest.importorskip("diffusers")
     transformers = pytest.importorskip("transformers")
@@ -416,15 +455,25 @@ def test_working_set_matches_a_fake_tensor_trace(
             else:
                 config = dict(record.pipeline["text_encoders"][folder])
                 architecture, model_type = config.pop("architectures")[0], config.pop("model_type")
-                config["num_hidden_layers" if model_type == "clip_text_model" else "num_layers"] = 2
-                config_class = transformers.CLIPTextConfig if model_type == "clip_text_model" else (
-                    transformers.T5Config if model_type == "t5" else transformers.UMT5Config
-                )  # fmt: skip
+                layers = 4 if architecture in encoders.ALL_HIDDEN_STATES else 2
+                config["num_layers" if model_type in ("t5", "umt5") else "num_hidden_layers"] = layers
+                component = text_encoder_component(
+                    folder, {**config, "architectures": [architecture], "model_type": model_type}
+                )
+                config_class = {
+                    "clip_text_model": transformers.CLIPTextConfig,
+                    "t5": transformers.T5Config,
+                    "umt5": transformers.UMT5Config,
+                    "gemma2": transformers.Gemma2Config,
+                    "llama": transformers.LlamaConfig,
+                }[model_type]
                 module = getattr(transformers, architecture)(config_class(**config))
                 tokens = encoders.encoder_tokens(component, shape)
+                hidden_states = architecture in encoders.ALL_HIDDEN_STATES  # as its pipeline calls it
 
                 def run() -> Any:
-                    return module(torch.randint(0, 1000, (micro_batch, tokens)))[0]
+                    ids = torch.randint(0, 1000, (micro_batch, tokens))
+                    return module(ids, output_hidden_states=hidden_states)[0]
 
             module.eval()
             tracker = StorageTracker()

@@ -37,6 +37,8 @@ from trainplan.terms.flops import attention_core, block_matmul_active
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [
+    "ALL_HIDDEN_STATES",
+    "EAGER_ATTENTION",
     "KINDS",
     "VAE_PEAK_COPIES",
     "FrozenEncoderCost",
@@ -183,42 +185,82 @@ def vae_working_bytes(
 #: Intermediate-width tensors a text encoder's MLP holds at once: fc1's output and its GELU (2);
 #: quick_gelu computes x * sigmoid(1.702 x), so fc1's output, 1.702 x and the sigmoid (3); T5's
 #: gated FFN runs gelu_new as Python arithmetic on wi_0's output, which holds it, 0.5 x, x^3 and
-#: 0.044715 x^3 at once (4; then wi_1's output and the product: 3).
-_MLP_COPIES = {"gelu": 2, "quick_gelu": 3, "gated": 4}
+#: 0.044715 x^3 at once (4; then wi_1's output and the product: 3); a decoder's gated MLP
+#: (LlamaMLP, Gemma2MLP: down_proj(act(gate_proj(x)) * up_proj(x))) the activation, up_proj's
+#: output and the product (3).
+_MLP_COPIES = {"gelu": 2, "quick_gelu": 3, "gated": 4, "gated-decoder": 3}
+
+#: Decoders run as text encoders whose attention is eager (transformers 5.24 Gemma2Model refuses
+#: SDPA: its logit soft-capping): the layer's attention weights, heads x L^2, are alive at the
+#: peak, and so are its two additive bf16 masks, full and sliding-window, L^2 each.
+EAGER_ATTENTION = ("Gemma2Model",)
+
+#: Text encoders whose pipeline asks for every layer's hidden states (HunyuanVideoPipeline calls
+#: its LlamaModel with output_hidden_states=True and reads hidden_states[-3]): the model keeps
+#: each layer's output to the end of the forward.
+ALL_HIDDEN_STATES = ("LlamaModel",)
+
+
+def _decoder_extra(component: FrozenComponent, block_count: int, tokens: int) -> tuple[int, int]:
+    """What a decoder run as an encoder holds beyond an encoder layer's tensors, per sample and
+    per micro-batch: its KV cache (the base model's forward keeps a DynamicCache, use_cache
+    defaulting to true: 2 x kv heads x head_dim x L for every layer), the earlier layers' hidden
+    states (ALL_HIDDEN_STATES: layers - 2 more L x h beyond the embedding output and the layer
+    input), and under eager attention (EAGER_ATTENTION) the attention weights and the two masks;
+    RoPE's cos and sin, 2 x L x head_dim, are shared by the micro-batch."""
+    text = component.text
+    assert text is not None, "a text component carries its layout"
+    per_sample, shared = 0, 0
+    for block in text.blocks:
+        attention = block.attention
+        assert attention is not None, "decoder text encoders have attention"
+        per_sample += block.count * 2 * attention.num_kv_heads * attention.head_dim * tokens
+        shared = 2 * tokens * attention.head_dim
+        if component.architecture in EAGER_ATTENTION:
+            per_sample += (attention.num_heads + 2) * tokens * tokens
+    if component.architecture in ALL_HIDDEN_STATES:
+        per_sample += (block_count - 2) * tokens * text.hidden_size
+    return per_sample, shared
 
 
 def text_working_bytes(
     component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
 ) -> Any:
     """Bytes a text encoder's no-grad forward holds at its peak for a micro-batch (transformers
-    5.x modeling_clip.py, modeling_t5.py; matched by a fake-tensor trace, tests/test_encoders.py).
-    Held across each layer: the embedding output (kept by the model while its encoder runs) and
-    the layer input (kept by the layer loop). In attention they hold with the normed copy and q,
-    k, v and the output (3 L h + 4 L x heads x d; SDPA's memory-efficient kernel keeps no scores);
-    in the MLP with the post-attention residual and its normed copy (4 L h) and the MLP's
-    intermediates (`_MLP_COPIES` x L i). A T5 adds its relative position bias, heads x L^2, which
-    its first layer computes and the stack keeps (UMT5: each attention computes its own and drops
-    it), and in attention each layer's contiguous copy of it (transformers'
-    create_position_bias_mask); neither is per sample: the pipelines give T5 no padding mask. The
-    larger of the two moments in the widest layer. An estimate."""
+    5.x modeling_clip.py, modeling_t5.py, modeling_llama.py, modeling_gemma2.py; matched by a
+    fake-tensor trace, tests/test_encoders.py). Held across each layer: the embedding output
+    (kept by the model while its layers run; Gemma-2's scaled copy) and the layer input (kept by
+    the layer loop). In attention they hold with the normed copy and q, k, v and the output
+    (3 L h + 4 L x heads x d; SDPA's memory-efficient kernel keeps no scores); in the MLP with the
+    post-attention residual and its normed copy (4 L h) and the MLP's intermediates
+    (`_MLP_COPIES` x L i). A T5 adds its relative position bias, heads x L^2, which its first
+    layer computes and the stack keeps (UMT5: each attention computes its own and drops it), and
+    in attention each layer's contiguous copy of it (transformers' create_position_bias_mask);
+    neither is per sample: the pipelines give T5 no padding mask. A decoder adds
+    `_decoder_extra`, counted at its last layer (the cache full). The larger of the two moments
+    in the widest layer. An estimate."""
     text = component.text
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
     biased = [bool(block.attention and block.attention.relative_bias_params) for block in text.blocks]
     shared = biased[0] and not all(biased)  # T5: the first layer's bias serves the stack; UMT5: one each
+    decoder = all(block.role == "decoder" for block in text.blocks)
+    layers = sum(block.count for block in text.blocks)
+    extra, extra_shared = _decoder_extra(component, layers, tokens) if decoder else (0, 0)
     peak: Any = 0
     for block in text.blocks:
         attention, mlp = block.attention, block.mlp
         assert attention is not None and mlp is not None, "text encoder layers have attention and an MLP"
         bias = attention.num_heads * tokens * tokens if shared or attention.relative_bias_params else 0
-        copies = _MLP_COPIES.get("gated" if mlp.gated else mlp.activation, 2)
+        kind = ("gated-decoder" if decoder else "gated") if mlp.gated else mlp.activation
+        copies = _MLP_COPIES.get(kind, 2)
         hidden, inner, width = (
             tokens * text.hidden_size,
             tokens * mlp.intermediate_size,
             tokens * attention.q_size,
         )
-        in_attention = micro_batch * (3 * hidden + 4 * width) + 2 * bias
-        in_mlp = micro_batch * (4 * hidden + copies * inner) + (bias if shared else 0)
+        in_attention = micro_batch * (3 * hidden + 4 * width + extra) + 2 * bias + extra_shared
+        in_mlp = micro_batch * (4 * hidden + copies * inner + extra) + (bias if shared else 0) + extra_shared
         peak = maximum(peak, maximum(in_attention, in_mlp))
     return peak * activation_bytes
 
