@@ -12,6 +12,9 @@ layer by layer. Exact.
   with causal 3x3x3 convs, RMS norms (a gain, no bias), a strided 2-D conv per downsampling stage
   plus a (3,1,1) time conv of stride 2 where `temperal_downsample` is true; the decoder's stages
   take half the previous width and upsample to half their own.
+- `AutoencoderKLHunyuanVideo` (HunyuanVideo; `autoencoder_kl_hunyuan_video.py`; Kong et al. 2024,
+  sec. 3.1): AutoencoderKL's layout with causal 3x3x3 convs, a strided 3x3x3 conv in the stages
+  that downsample in space or time, and a mid-block attention over the whole clip.
 
 Training runs only the encoder half (and quant_conv): `EncoderLayer`s in forward order, with the
 resolution and frames each runs at, for the FLOPs and working set of `terms/encoders.py`.
@@ -259,20 +262,105 @@ def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenCompon
     )
 
 
+def _hunyuan_stages(cfg: Mapping[str, Any], where: str, stages: int) -> list[tuple[bool, bool]]:
+    """(spatial, temporal) downsampling of each encoder stage, as HunyuanVideoEncoder3D derives
+    them from the compression ratios: spatial in the first log2(spatial) stages, temporal (4; the
+    decoder takes no other) in the log2(4) = 2 stages before the last. The decoder's stage i
+    upsamples where the encoder's stage i downsamples."""
+    spatial = component_int(cfg, where, "spatial_compression_ratio", 8)
+    temporal = component_int(cfg, where, "temporal_compression_ratio", 4)
+    if spatial & (spatial - 1) or not 1 <= spatial.bit_length() - 1 <= stages:
+        raise ConfigError(
+            f"{where}.spatial_compression_ratio", f"{spatial}: need 2 .. 2^{stages}, a power of 2"
+        )
+    if temporal != 4:
+        raise ConfigError(f"{where}.temporal_compression_ratio", f"{temporal} is not modelled (modelled: 4)")
+    space = spatial.bit_length() - 1
+    return [(i < space, stages - 3 <= i < stages - 1) for i in range(stages)]
+
+
+def autoencoder_kl_hunyuan_video(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
+    """An `AutoencoderKLHunyuanVideo` (diffusers `autoencoder_kl_hunyuan_video.py`; Kong et al.
+    2024, sec. 3.1): AutoencoderKL's layout in causal 3x3x3 convs (replicate padding, no feature
+    cache: a tile of frames runs at once), a strided 3x3x3 conv in each stage that downsamples in
+    space or time, and a mid-block attention over every latent pixel of every frame of the tile."""
+    where = "vae"
+    _refuse(cfg, where, {"act_fn": "silu", "mid_block_add_attention": True})
+    channels = _ints(cfg, where, "block_out_channels", [128, 256, 512, 512])
+    stages = len(channels)
+    for key, kind in (
+        ("down_block_types", "HunyuanVideoDownBlock3D"),
+        ("up_block_types", "HunyuanVideoUpBlock3D"),
+    ):
+        types = cfg.get(key, [kind] * stages)
+        if types != [kind] * stages:
+            raise ConfigError(f"{where}.{key}", f"{types!r}: need {stages} x {kind!r}")
+    per_block = component_int(cfg, where, "layers_per_block", 2)
+    latent = component_int(cfg, where, "latent_channels", 16)
+    pixels_in, pixels_out = (
+        component_int(cfg, where, "in_channels", 3),
+        component_int(cfg, where, "out_channels", 3),
+    )
+    downsampling = _hunyuan_stages(cfg, where, stages)
+    last = channels[-1]
+
+    layers = [_conv("encoder.conv_in", pixels_in, channels[0], 27, 0)]
+    norms, width, level, time_level = 0, channels[0], 0, 0
+    for stage, (out, (space, time)) in enumerate(zip(channels, downsampling, strict=True)):
+        for index in range(per_block):
+            layers += _resnet(
+                f"encoder.down_blocks.{stage}.resnets.{index}", width, out, 27, level, time_level
+            )
+            norms += _kl_resnet_norms(width, out)
+            width = out
+        if space or time:
+            level, time_level = level + space, time_level + time
+            name = f"encoder.down_blocks.{stage}.downsamplers.0.conv"
+            stride = 2 if space else 1
+            layers.append(EncoderLayer(name, "conv", out, out, 27, level, time_level, stride=stride))
+    mid = _mid("encoder.mid_block", last, 27, level, time_level, wan=False)
+    layers += [replace(layer, kind="clip-attention") if layer.kind == "attention" else layer for layer in mid]
+    norms += 2 * _kl_resnet_norms(last, last) + 2 * last  # the mid resnets and the attention's GroupNorm
+    layers.append(_conv("encoder.conv_out", last, 2 * latent, 27, level, time_level))
+    norms += 2 * last  # conv_norm_out
+    layers.append(_conv("quant_conv", 2 * latent, 2 * latent, 1, level, time_level))
+    layers = [replace(layer, cache_frames=0) for layer in layers]
+    encoder = _weights(layers) + norms
+
+    decoder_layers = [_conv("decoder.conv_in", latent, last, 27, 0)]
+    decoder_layers += _mid("decoder.mid_block", last, 27, 0, 0, wan=False)
+    decoder_norms = 2 * _kl_resnet_norms(last, last) + 2 * last
+    width = last
+    for stage, out in enumerate(reversed(channels)):
+        for index in range(per_block + 1):
+            decoder_layers += _resnet(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, 27, 0)
+            decoder_norms += _kl_resnet_norms(width, out)
+            width = out
+        if any(downsampling[stage]):  # the decoder's stage i upsamples as the encoder's stage i downsamples
+            decoder_layers.append(_conv(f"decoder.up_blocks.{stage}.upsamplers.0.conv", out, out, 27, 0))
+    decoder_layers.append(_conv("decoder.conv_out", channels[0], pixels_out, 27, 0))
+    decoder_norms += 2 * channels[0]
+    decoder_layers.append(_conv("post_quant_conv", latent, latent, 1, 0))
+    decoder = _weights(decoder_layers) + decoder_norms
+    return FrozenComponent(
+        "vae", "vae", "AutoencoderKLHunyuanVideo", encoder + decoder, encoder, tuple(layers), source=source
+    )
+
+
 #: diffusers VAE class -> its reader.
-VAE_READERS = {"AutoencoderKL": autoencoder_kl, "AutoencoderKLWan": autoencoder_kl_wan}
+VAE_READERS = {
+    "AutoencoderKL": autoencoder_kl,
+    "AutoencoderKLWan": autoencoder_kl_wan,
+    "AutoencoderKLHunyuanVideo": autoencoder_kl_hunyuan_video,
+}
 
 #: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
-#: yet: Sana's deep-compression autoencoder and the causal video VAEs of LTX-Video, CogVideoX and
-#: HunyuanVideo. They stand in the
-#: pipeline as uncounted components, so running them each step (frozen_encoders gpu / offload)
-#: is refused rather than costed at zero.
-UNCOUNTED_VAES = (
-    "AutoencoderDC",
-    "AutoencoderKLLTXVideo",
-    "AutoencoderKLCogVideoX",
-    "AutoencoderKLHunyuanVideo",
-)
+#: yet, their block types not laid out: Sana's deep-compression autoencoder (ResBlock and
+#: EfficientViTBlock stages), and the causal video VAEs of LTX-Video and CogVideoX (diffusers
+#: `autoencoder_kl_ltx.py`, `autoencoder_kl_cogvideox.py`, each with blocks of its own). They
+#: stand in the pipeline as uncounted components, so running them each step (frozen_encoders
+#: gpu / offload) is refused rather than costed at zero.
+UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo", "AutoencoderKLCogVideoX")
 
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
