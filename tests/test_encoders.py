@@ -358,6 +358,11 @@ def test_sd3_t5_reads_the_tokens_after_clip() -> None:
     with pytest.raises(InputError) as error:
         encoders.encoder_tokens(t5, token_shape(sd3, 1024, text_tokens=77))
     assert error.value.field == "text_tokens" and "at least 78" in error.value.message
+    # HunyuanVideo's LLaMA reads the pipeline's 95-token prompt template ahead of the 256 the
+    # denoiser sees (HunyuanVideoPipeline pads to max_sequence_length + crop_start), CLIP-L its 77
+    hunyuan = resolve_model("HunyuanVideo")
+    shape = token_shape(hunyuan, 256, 9)
+    assert [encoders.encoder_tokens(c, shape) for c in hunyuan.frozen[1:]] == [256 + 95, 77]
     # FLUX's T5 reads all of them: its CLIP gives only the pooled vector
     flux = resolve_model("FLUX.1-dev")
     assert encoders.encoder_tokens(flux.frozen[2], token_shape(flux, 1024, text_tokens=300)) == 300

@@ -345,7 +345,8 @@ class FrozenComponent:
     its `text` layout (widths, heads, layers, as a ModelSpec) and `context_tokens`, the fixed
     length it always reads (CLIP's 77-token context; 0: the scenario's text length, less
     `text_offset`, the denoiser's text positions ahead of this encoder's: SD3's 77 CLIP positions
-    before the T5 tokens).
+    before the T5 tokens), plus `template_tokens`, a prompt template it reads ahead of the prompt
+    that the pipeline crops off its output (HunyuanVideo's 95).
     """
 
     name: str  # the pipeline folder: vae, text_encoder, text_encoder_2, text_encoder_3
@@ -357,6 +358,7 @@ class FrozenComponent:
     text: ModelSpec | None = None
     context_tokens: int = 0
     text_offset: int = 0
+    template_tokens: int = 0
     source: str = ""
     counted: bool = True  # False: known for its geometry only; its weights and FLOPs are not counted
 

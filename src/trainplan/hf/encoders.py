@@ -134,11 +134,13 @@ _PIPELINE_KEYS = {"vae", "text_tokens", "text_encoders"}
 
 
 def frozen_components(
-    pipeline: Mapping[str, Any], source: str = "", text_offset: int = 0
+    pipeline: Mapping[str, Any], source: str = "", text_offset: int = 0, template_tokens: int = 0
 ) -> tuple[FrozenComponent, ...]:
     """The VAE and text encoders a pipeline's settings describe (`vae`, `text_encoders`: folder
     -> config.json), VAE first; unknown pipeline keys are refused. `text_offset`: the denoiser's
-    text positions ahead of the variable-length encoder's (pipeline.JOINED_CLIP_TOKENS)."""
+    text positions ahead of the variable-length encoder's (pipeline.JOINED_CLIP_TOKENS);
+    `template_tokens`: the prompt template that encoder reads ahead of the prompt and the
+    pipeline crops off (pipeline.PROMPT_TEMPLATE_TOKENS)."""
     unknown = sorted(set(pipeline) - _PIPELINE_KEYS)
     if unknown:
         raise ConfigError(
@@ -159,6 +161,6 @@ def frozen_components(
             )
         component = text_encoder_component(str(folder), cfg, source)
         if not component.context_tokens:
-            component = replace(component, text_offset=text_offset)
+            component = replace(component, text_offset=text_offset, template_tokens=template_tokens)
         components.append(component)
     return tuple(components)

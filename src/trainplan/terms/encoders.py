@@ -80,8 +80,9 @@ def offload_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2)
 def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
     """Tokens a text encoder reads per sample: CLIP its fixed context (the pipelines pad every
     prompt to the tokenizer's 77), a T5 the denoiser's text length less the positions other
-    encoders take ahead of it (SD3: 333 - 77 = 256); InputError naming text_tokens when none
-    are left. Exact."""
+    encoders take ahead of it (SD3: 333 - 77 = 256), plus the prompt template its pipeline puts
+    ahead of the prompt (HunyuanVideo's LLaMA: 256 + 95); InputError naming text_tokens when
+    none are left. Exact."""
     if component.context_tokens:
         return component.context_tokens
     tokens = shape.text_tokens - component.text_offset
@@ -91,7 +92,7 @@ def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
             f"{shape.text_tokens}: the first {component.text_offset} text positions are CLIP's, so "
             f"{component.name} ({component.architecture}) needs at least {component.text_offset + 1}",
         )
-    return tokens
+    return tokens + component.template_tokens
 
 
 def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
