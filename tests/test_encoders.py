@@ -37,6 +37,17 @@ def _components() -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def _config_class(transformers: Any, model_type: str) -> Any:
+    """The transformers config class of a text encoder's model type."""
+    return {
+        "clip_text_model": transformers.CLIPTextConfig,
+        "t5": transformers.T5Config,
+        "umt5": transformers.UMT5Config,
+        "gemma2": transformers.Gemma2Config,
+        "llama": transformers.LlamaConfig,
+    }[model_type]
+
+
 @cache
 def _built(config_json: str) -> tuple[int, int]:
     """(all parameters, the encoder half: encoder + quant_conv) of the model diffusers or
@@ -54,13 +65,7 @@ def _built(config_json: str) -> tuple[int, int]:
             return sum(p.numel() for p in vae.parameters()), encoder
         transformers = pytest.importorskip("transformers")
         kwargs = {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
-        config_class = {
-            "clip_text_model": transformers.CLIPTextConfig,
-            "t5": transformers.T5Config,
-            "umt5": transformers.UMT5Config,
-            "gemma2": transformers.Gemma2Config,
-            "llama": transformers.LlamaConfig,
-        }[config["model_type"]]
+        config_class = _config_class(transformers, config["model_type"])
         model = getattr(transformers, config["architectures"][0])(config_class(**kwargs))
         total = sum(p.numel() for p in model.parameters())
         return total, total
@@ -512,13 +517,7 @@ def test_working_set_matches_a_fake_tensor_trace(
                 component = text_encoder_component(
                     folder, {**config, "architectures": [architecture], "model_type": model_type}
                 )
-                config_class = {
-                    "clip_text_model": transformers.CLIPTextConfig,
-                    "t5": transformers.T5Config,
-                    "umt5": transformers.UMT5Config,
-                    "gemma2": transformers.Gemma2Config,
-                    "llama": transformers.LlamaConfig,
-                }[model_type]
+                config_class = _config_class(transformers, model_type)
                 module = getattr(transformers, architecture)(config_class(**config))
                 tokens = encoders.encoder_tokens(component, shape)
                 hidden_states = architecture in encoders.ALL_HIDDEN_STATES  # as its pipeline calls it

@@ -34,12 +34,15 @@ from trainplan.hf.vae_hunyuan import autoencoder_kl_hunyuan_video
 from trainplan.hf.vae_layers import (
     component_int,
     conv_layer,
+    conv_params,
     conv_weights,
     down_layer,
+    kl_decoder_weights,
     kl_resnet_norms,
     mid_layers,
     positive_widths,
     refuse_unmodelled,
+    require_block_types,
     resnet_layers,
 )
 from trainplan.model import FrozenComponent
@@ -62,10 +65,7 @@ def autoencoder_kl(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     refuse_unmodelled(cfg, where, {"act_fn": "silu"})
     channels = positive_widths(cfg, where, "block_out_channels", [64])
     stages = len(channels)
-    for key, kind in (("down_block_types", _KL_DOWN), ("up_block_types", _KL_UP)):
-        types = cfg.get(key, [kind] * stages)
-        if types != [kind] * stages:
-            raise ConfigError(f"{where}.{key}", f"{types!r}: need {stages} x {kind!r}")
+    require_block_types(cfg, where, stages, _KL_DOWN, _KL_UP)
     per_block = component_int(cfg, where, "layers_per_block", 1)
     latent = component_int(cfg, where, "latent_channels", 4)
     pixels_in, pixels_out = (
@@ -96,22 +96,10 @@ def autoencoder_kl(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
         layers.append(conv_layer("quant_conv", 2 * latent, 2 * latent, 1, stages - 1))
     encoder = conv_weights(layers) + norms
 
-    decoder_layers = [conv_layer("decoder.conv_in", latent, last, 9, 0)]
-    decoder_layers += mid_layers("decoder.mid_block", last, 9, 0, 0, wan=False)
-    decoder_norms = 2 * kl_resnet_norms(last, last) + 2 * last
-    width = last
-    for stage, out in enumerate(reversed(channels)):
-        for index in range(per_block + 1):
-            decoder_layers += resnet_layers(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, 9, 0)
-            decoder_norms += kl_resnet_norms(width, out)
-            width = out
-        if stage < stages - 1:
-            decoder_layers.append(conv_layer(f"decoder.up_blocks.{stage}.upsamplers.0.conv", out, out, 9, 0))
-    decoder_layers.append(conv_layer("decoder.conv_out", channels[0], pixels_out, 9, 0))
-    decoder_norms += 2 * channels[0]
+    upsamples = [stage < stages - 1 for stage in range(stages)]
+    decoder = kl_decoder_weights(channels, per_block, latent, pixels_out, 9, upsamples)
     if bool(cfg.get("use_post_quant_conv", True)):
-        decoder_layers.append(conv_layer("post_quant_conv", latent, latent, 1, 0))
-    decoder = conv_weights(decoder_layers) + decoder_norms
+        decoder += conv_params(conv_layer("post_quant_conv", latent, latent, 1, 0))
     return FrozenComponent(
         "vae", "vae", "AutoencoderKL", encoder + decoder, encoder, tuple(layers), source=source
     )

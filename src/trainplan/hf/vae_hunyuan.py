@@ -10,11 +10,14 @@ from trainplan.errors import ConfigError
 from trainplan.hf.vae_layers import (
     component_int,
     conv_layer,
+    conv_params,
     conv_weights,
+    kl_decoder_weights,
     kl_resnet_norms,
     mid_layers,
     positive_widths,
     refuse_unmodelled,
+    require_block_types,
     resnet_layers,
 )
 from trainplan.model import EncoderLayer, FrozenComponent
@@ -48,13 +51,7 @@ def autoencoder_kl_hunyuan_video(cfg: Mapping[str, Any], source: str = "") -> Fr
     refuse_unmodelled(cfg, where, {"act_fn": "silu", "mid_block_add_attention": True})
     channels = positive_widths(cfg, where, "block_out_channels", [128, 256, 512, 512])
     stages = len(channels)
-    for key, kind in (
-        ("down_block_types", "HunyuanVideoDownBlock3D"),
-        ("up_block_types", "HunyuanVideoUpBlock3D"),
-    ):
-        types = cfg.get(key, [kind] * stages)
-        if types != [kind] * stages:
-            raise ConfigError(f"{where}.{key}", f"{types!r}: need {stages} x {kind!r}")
+    require_block_types(cfg, where, stages, "HunyuanVideoDownBlock3D", "HunyuanVideoUpBlock3D")
     per_block = component_int(cfg, where, "layers_per_block", 2)
     latent = component_int(cfg, where, "latent_channels", 16)
     pixels_in, pixels_out = (
@@ -87,21 +84,10 @@ def autoencoder_kl_hunyuan_video(cfg: Mapping[str, Any], source: str = "") -> Fr
     layers = [replace(layer, cache_frames=0) for layer in layers]
     encoder = conv_weights(layers) + norms
 
-    decoder_layers = [conv_layer("decoder.conv_in", latent, last, 27, 0)]
-    decoder_layers += mid_layers("decoder.mid_block", last, 27, 0, 0, wan=False)
-    decoder_norms = 2 * kl_resnet_norms(last, last) + 2 * last
-    width = last
-    for stage, out in enumerate(reversed(channels)):
-        for index in range(per_block + 1):
-            decoder_layers += resnet_layers(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, 27, 0)
-            decoder_norms += kl_resnet_norms(width, out)
-            width = out
-        if any(downsampling[stage]):  # the decoder's stage i upsamples as the encoder's stage i downsamples
-            decoder_layers.append(conv_layer(f"decoder.up_blocks.{stage}.upsamplers.0.conv", out, out, 27, 0))
-    decoder_layers.append(conv_layer("decoder.conv_out", channels[0], pixels_out, 27, 0))
-    decoder_norms += 2 * channels[0]
-    decoder_layers.append(conv_layer("post_quant_conv", latent, latent, 1, 0))
-    decoder = conv_weights(decoder_layers) + decoder_norms
+    # the decoder's stage i upsamples where the encoder's stage i downsamples
+    upsamples = [space or time for space, time in downsampling]
+    decoder = kl_decoder_weights(channels, per_block, latent, pixels_out, 27, upsamples)
+    decoder += conv_params(conv_layer("post_quant_conv", latent, latent, 1, 0))
     return FrozenComponent(
         "vae", "vae", "AutoencoderKLHunyuanVideo", encoder + decoder, encoder, tuple(layers), source=source
     )

@@ -19,10 +19,12 @@ __all__ = [
     "conv_params",
     "conv_weights",
     "down_layer",
+    "kl_decoder_weights",
     "kl_resnet_norms",
     "mid_layers",
     "positive_widths",
     "refuse_unmodelled",
+    "require_block_types",
     "resnet_layers",
 ]
 
@@ -50,6 +52,14 @@ def refuse_unmodelled(cfg: Mapping[str, Any], where: str, modelled: Mapping[str,
     for key, value in modelled.items():
         if cfg.get(key, value) != value:
             raise ConfigError(f"{where}.{key}", f"{cfg[key]!r} is not modelled (modelled: {value!r})")
+
+
+def require_block_types(cfg: Mapping[str, Any], where: str, stages: int, down: str, up: str) -> None:
+    """`down_block_types` and `up_block_types` must name `stages` blocks of the modelled kinds."""
+    for key, kind in (("down_block_types", down), ("up_block_types", up)):
+        types = cfg.get(key, [kind] * stages)
+        if types != [kind] * stages:
+            raise ConfigError(f"{where}.{key}", f"{types!r}: need {stages} x {kind!r}")
 
 
 def conv_layer(name: str, inp: int, out: int, kernel: int, level: int, time_level: int = 0) -> EncoderLayer:
@@ -114,3 +124,26 @@ def conv_weights(layers: list[EncoderLayer]) -> int:
 def kl_resnet_norms(inp: int, out: int) -> int:
     """Two affine GroupNorms: weight and bias over the input, then over the output width."""
     return 2 * inp + 2 * out
+
+
+def kl_decoder_weights(
+    channels: list[int], per_block: int, latent: int, pixels_out: int, taps: int, upsamples: list[bool]
+) -> int:
+    """The weights of an AutoencoderKL-style decoder (AutoencoderKL, HunyuanVideo's): conv_in
+    from the latents, the mid block, per stage (widest first) `per_block + 1` resnets with
+    GroupNorms and an upsampling conv where `upsamples` says, the output GroupNorm and conv_out;
+    `taps` per conv (9: 3x3, 27: 3x3x3). The post_quant_conv is the caller's."""
+    last = channels[-1]
+    layers = [conv_layer("decoder.conv_in", latent, last, taps, 0)]
+    layers += mid_layers("decoder.mid_block", last, taps, 0, 0, wan=False)
+    norms = 2 * kl_resnet_norms(last, last) + 2 * last
+    width = last
+    for stage, out in enumerate(reversed(channels)):
+        for index in range(per_block + 1):
+            layers += resnet_layers(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, taps, 0)
+            norms += kl_resnet_norms(width, out)
+            width = out
+        if upsamples[stage]:
+            layers.append(conv_layer(f"decoder.up_blocks.{stage}.upsamplers.0.conv", out, out, taps, 0))
+    layers.append(conv_layer("decoder.conv_out", channels[0], pixels_out, taps, 0))
+    return conv_weights(layers) + norms + 2 * channels[0]
