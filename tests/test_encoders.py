@@ -87,8 +87,8 @@ def test_catalog_components_equal_the_meta_device_build(
 
 
 def test_geometry_only_components() -> None:
-    # Sana's DC-AE and the VAEs of LTX-Video and CogVideoX are in the pipeline for the geometry;
-    # they count nothing and are marked so (running them is refused)
+    # Sana's DC-AE and LTX-Video's VAE are in the pipeline for the geometry; they count nothing
+    # and are marked so (running them is refused)
     found = {
         (record.name, c.architecture): (c.counted, c.params)
         for record in PIPELINES
@@ -98,8 +98,6 @@ def test_geometry_only_components() -> None:
     assert found == {
         ("Sana-1600M-1024px", "AutoencoderDC"): (False, 0),
         ("LTX-Video-2B", "AutoencoderKLLTXVideo"): (False, 0),
-        ("CogVideoX-2b", "AutoencoderKLCogVideoX"): (False, 0),
-        ("CogVideoX-5b", "AutoencoderKLCogVideoX"): (False, 0),
     }
 
 
@@ -310,6 +308,36 @@ def test_tiny_hunyuan_video_vae() -> None:
     assert flops_of[33] == 2 * (flops_of[17] - flops_of[5]) + flops_of[9]
 
 
+TINY_COGVIDEOX = {
+    "_class_name": "AutoencoderKLCogVideoX", "latent_channels": 2, "layers_per_block": 1,
+    "block_out_channels": [4, 8, 8], "norm_num_groups": 2,
+    "down_block_types": ["CogVideoXDownBlock3D"] * 3, "up_block_types": ["CogVideoXUpBlock3D"] * 3,
+}  # fmt: skip
+
+
+def test_tiny_cogvideox_vae() -> None:
+    vae = vae_component(TINY_COGVIDEOX)
+    # encoder: causal 3x3x3 conv_in 3->4 328; stage 0 resnet 4->4 436 + 436 + GroupNorms 16 and
+    # its 3x3 stride-2 2-D conv 148: 1,036; stage 1 resnet 4->8 872 + 1,736 + 1x1x1 shortcut 40 +
+    # norms 24 and its 2-D conv 584: 3,256; stage 2 resnet 8->8 3,504; mid block 2 x 3,504 (no
+    # attention); norm_out 16, conv_out 8->4 868; no quant_conv
+    assert vae.forward_params == 328 + 1_036 + 3_256 + 3_504 + 7_008 + 16 + 868 == 16_016
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_COGVIDEOX, sort_keys=True))
+    # FLOPs on one 4x4 frame (16, 4 and 1 pixels at levels 0, 1, 2): conv_in 2 x 3 x 4 x 27 x 16;
+    # stage 0 resnet 2 x 13,824 and its 2-D conv 2 x 4 x 4 x 9 x 4; stage 1 resnet 6,912 +
+    # 13,824 + 256 and its conv 2 x 8 x 8 x 9; stage 2 resnet 2 x 3,456; mid 4 x 3,456; conv_out
+    # 2 x 8 x 4 x 27
+    flops = 10_368 + 27_648 + 1_152 + 20_992 + 1_152 + 6_912 + 13_824 + 1_728
+    assert encoders.vae_flops(vae, _shape(4)) == flops == 83_776
+    # frames go through in batches of 8, the first taking the remainder: 49 = 9 + 5 x 8
+    assert encoders.frame_tiles(vae, 49) == [9, 8, 8, 8, 8, 8]
+    assert (encoders.frame_tiles(vae, 5), encoders.frame_tiles(vae, 17)) == ([5], [9, 8])
+    cog = resolve_model("CogVideoX-2b")
+    video = cog.frozen[0]
+    flops_of = {f: encoders.vae_flops(video, token_shape(cog, "720x480", f)) for f in (9, 17, 49)}
+    assert flops_of[49] == flops_of[17] + 4 * (flops_of[17] - flops_of[9])
+
+
 FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
 
 
@@ -464,6 +492,8 @@ def _efficient_sdpa(
         ("HunyuanVideo", "text_encoder", 256, 9, 256, 1),
         ("HunyuanVideo", "vae", 128, 9, None, 2),
         ("HunyuanVideo", "vae", "1280x720", 33, None, 1),
+        ("CogVideoX-2b", "vae", 128, 9, None, 2),
+        ("CogVideoX-2b", "vae", "720x480", 49, None, 1),
     ],
 )
 def test_working_set_matches_a_fake_tensor_trace(
@@ -572,10 +602,14 @@ def test_mode_invariants(record: Any) -> None:
     assert encoders.vae_working_bytes(vae, large) == pytest.approx(
         4 * encoders.vae_working_bytes(vae, small), rel=0.01 if padded else 0
     )
-    assert (
-        4 * encoders.vae_flops(vae, small)
-        < encoders.vae_flops(vae, large)
-        < (4.5 if padded else 4.1) * encoders.vae_flops(vae, small)
-    )
+    # (CogVideoX's has no attention: exactly fourfold)
+    if all(layer.kind == "conv" for layer in vae.layers):
+        assert encoders.vae_flops(vae, large) == 4 * encoders.vae_flops(vae, small)
+    else:
+        assert (
+            4 * encoders.vae_flops(vae, small)
+            < encoders.vae_flops(vae, large)
+            < (4.5 if padded else 4.1) * encoders.vae_flops(vae, small)
+        )
     for text in spec.frozen[1:]:
         assert encoders.text_flops(text, large) == encoders.text_flops(text, small)

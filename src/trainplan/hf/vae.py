@@ -30,6 +30,7 @@ from itertools import pairwise
 from typing import Any
 
 from trainplan.errors import ConfigError
+from trainplan.hf.vae_cogvideox import autoencoder_kl_cogvideox
 from trainplan.hf.vae_hunyuan import autoencoder_kl_hunyuan_video
 from trainplan.hf.vae_layers import (
     component_int,
@@ -183,6 +184,7 @@ VAE_READERS = {
     "AutoencoderKL": autoencoder_kl,
     "AutoencoderKLWan": autoencoder_kl_wan,
     "AutoencoderKLHunyuanVideo": autoencoder_kl_hunyuan_video,
+    "AutoencoderKLCogVideoX": autoencoder_kl_cogvideox,
 }
 
 #: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
@@ -191,7 +193,7 @@ VAE_READERS = {
 #: `autoencoder_kl_ltx.py`, `autoencoder_kl_cogvideox.py`, each with blocks of its own). They
 #: stand in the pipeline as uncounted components, so running them each step (frozen_encoders
 #: gpu / offload) is refused rather than costed at zero.
-UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo", "AutoencoderKLCogVideoX")
+UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo")
 
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:

@@ -15,6 +15,7 @@ from trainplan.model import FrozenComponent
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [
+    "FRAME_BATCHES",
     "FRAME_TILES",
     "PADDED_INPUT",
     "VAE_PEAK_COPIES",
@@ -40,10 +41,20 @@ def _pixels(shape: TokenShape, level: int) -> int:
 #: `_temporal_tiled_encode`), as (size, stride).
 FRAME_TILES = {"AutoencoderKLHunyuanVideo": (16, 12)}
 
+#: VAEs whose encoder takes a clip in batches of frames, the first `size` frames plus the
+#: remainder of frames / size, then `size` at a time, its causal convs carrying their last 2
+#: input frames from one batch to the next (AutoencoderKLCogVideoX._encode,
+#: num_sample_frames_batch_size 8: 49 frames are 9 + 5 x 8).
+FRAME_BATCHES = {"AutoencoderKLCogVideoX": 8}
+
 
 def frame_tiles(component: FrozenComponent, frames: int) -> list[int]:
-    """Frames of each encoder pass over a clip: the whole clip, or its FRAME_TILES tiles (the
-    last one shorter). Exact."""
+    """Frames of each encoder pass over a clip: the whole clip, its FRAME_TILES tiles (the last
+    one shorter) or its FRAME_BATCHES batches. Exact."""
+    batch = FRAME_BATCHES.get(component.architecture)
+    if batch is not None:
+        passes = max(frames // batch, 1)
+        return [frames - (passes - 1) * batch] + [batch] * (passes - 1)
     tiling = FRAME_TILES.get(component.architecture)
     if tiling is None or frames <= tiling[0]:
         return [frames]
@@ -79,7 +90,7 @@ def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> i
     runs its first tile whole; images are one frame."""
     if frames == 1:
         return 1
-    if not any(layer.cache_frames for layer in component.layers):
+    if component.architecture in FRAME_BATCHES or not any(layer.cache_frames for layer in component.layers):
         return _frames(frame_tiles(component, frames)[0], time_level)
     levels = max(layer.time_level for layer in component.layers)
     return max(1, (1 << levels) >> time_level)
@@ -97,14 +108,62 @@ def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> i
 #: - AutoencoderKLHunyuanVideo (HunyuanVideoResnetBlockCausal3D, the second resnet of stage 0):
 #:   the stage input, the resnet's input, its activated norm2 output and conv2's output: 4, with
 #:   the replicate-padded copy conv2 reads (PADDED_INPUT).
-VAE_PEAK_COPIES = {"AutoencoderKL": 5, "AutoencoderKLWan": 6, "AutoencoderKLHunyuanVideo": 4}
+#: - AutoencoderKLCogVideoX (CogVideoXResnetBlock3D, the last resnet of stage 0): the same 4,
+#:   with the time-padded copy conv2 reads and the convs' caches (FRAME_BATCHES).
+VAE_PEAK_COPIES = {
+    "AutoencoderKL": 5,
+    "AutoencoderKLWan": 6,
+    "AutoencoderKLHunyuanVideo": 4,
+    "AutoencoderKLCogVideoX": 4,
+}
 
-#: VAEs whose causal convs read a padded copy of their input (HunyuanVideoCausalConv3d's F.pad:
-#: kt - 1 frames ahead and k // 2 pixels each side, so C x (F + 2) x (H + 2) x (W + 2) for the
-#: widest 3x3x3 conv) and whose mid-block attention is causal over the whole clip, with a dense
-#: N x N mask built as a bool comparison and an additive mask in the compute dtype, one for the
-#: micro-batch (prepare_causal_attention_mask).
-PADDED_INPUT = ("AutoencoderKLHunyuanVideo",)
+#: VAEs whose causal convs read a padded copy of their input at the peak, by the pixels padded
+#: on each side: kt - 1 = 2 frames ahead in time for both, k // 2 = 1 pixel each side in space
+#: for HunyuanVideoCausalConv3d's F.pad (C x (F + 2) x (H + 2) x (W + 2) for the widest 3x3x3
+#: conv), none for CogVideoXCausalConv3d, which concatenates 2 cached (or first) frames and
+#: leaves the spatial padding to the conv (C x (F + 2) x H x W). HunyuanVideo's mid-block
+#: attention is causal over the whole clip, with a dense N x N mask built as a bool comparison
+#: and an additive mask in the compute dtype, one for the micro-batch
+#: (prepare_causal_attention_mask).
+PADDED_INPUT = {"AutoencoderKLHunyuanVideo": 1, "AutoencoderKLCogVideoX": 0}
+
+
+def _padded_moment(component: FrozenComponent, shape: TokenShape, widest: int, frames: int) -> int:
+    """Elements per sample a PADDED_INPUT VAE holds in its widest conv on a pass of `frames`:
+    VAE_PEAK_COPIES x the activation and the padded copy the conv reads."""
+    layer = component.layers[widest]
+    side = PADDED_INPUT[component.architecture]
+    at_level = _frames(frames, layer.time_level)
+    width = layer.out_channels * _pixels(shape, layer.level) * at_level
+    padded = (
+        layer.out_channels
+        * (at_level + 2)
+        * ((shape.width_px >> layer.level) + 2 * side)
+        * ((shape.height_px >> layer.level) + 2 * side)
+    )
+    return VAE_PEAK_COPIES[component.architecture] * width + padded
+
+
+def _batched_moment(component: FrozenComponent, shape: TokenShape) -> int:
+    """Elements per sample a FRAME_BATCHES VAE holds at its peak, the largest over its causal
+    convs of `_padded_moment` there with the caches the convs up to it have cloned (2 input frames
+    each, the first frame repeated when there is no earlier batch), in the first batch and in a
+    later one, which also holds every conv's cache from the batch before (kept by the caller
+    until the pass returns). With one frame the caches outweigh the activations and the peak
+    moves past stage 0, where 4 copies of the widest overcount the stage input's narrower width."""
+    batches = frame_tiles(component, shape.frames)
+    caches = [
+        layer.cache_frames * layer.in_channels * _pixels(shape, layer.level) for layer in component.layers
+    ]
+    old, new, peak = sum(caches), 0, 0
+    for index, layer in enumerate(component.layers):
+        new += caches[index]
+        if not layer.cache_frames:
+            continue
+        for later, frames in enumerate(batches[:2]):
+            moment = _padded_moment(component, shape, index, frames) + new + (old if later else 0)
+            peak = max(peak, moment)
+    return peak
 
 
 def _attention_moment(
@@ -143,22 +202,18 @@ def vae_working_bytes(
         for index, layer in enumerate(component.layers)
         if layer.kind == "conv"
     )
-    cache = sum(
-        min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
-        for layer in component.layers
-    )
     pixels = component.layers[0].in_channels * shape.width_px * shape.height_px * shape.frames
-    padded = 0
-    if component.architecture in PADDED_INPUT:
-        layer = component.layers[widest]
-        frames = _chunk_frames(component, shape.frames, layer.time_level)
-        padded = (
-            layer.out_channels
-            * (frames + 2)
-            * ((shape.width_px >> layer.level) + 2)
-            * ((shape.height_px >> layer.level) + 2)
+    if component.architecture in FRAME_BATCHES:
+        per_sample = _batched_moment(component, shape) + pixels
+    elif component.architecture in PADDED_INPUT:
+        first = frame_tiles(component, shape.frames)[0]
+        per_sample = _padded_moment(component, shape, widest, first) + pixels
+    else:
+        cache = sum(
+            min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
+            for layer in component.layers
         )
-    per_sample = VAE_PEAK_COPIES[component.architecture] * width + cache + padded + pixels
+        per_sample = VAE_PEAK_COPIES[component.architecture] * width + cache + pixels
     in_convs = micro_batch * per_sample * activation_bytes
     attention, mask = _attention_moment(component, shape, activation_bytes)
     if not mask:
