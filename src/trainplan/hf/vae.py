@@ -16,6 +16,8 @@ layer by layer. Exact.
   sec. 3.1): AutoencoderKL's layout with causal 3x3x3 convs, a strided 3x3x3 conv in the stages
   that downsample in space or time, and a mid-block attention over the whole clip (its reader
   in `hf/vae_hunyuan.py`).
+- `AutoencoderKLCogVideoX` (CogVideoX; `autoencoder_kl_cogvideox.py`): the same resnets in causal
+  3x3x3 convs, 2-D stride-2 convs between stages, no mid-block attention (`hf/vae_cogvideox.py`).
 
 Training runs only the encoder half (and quant_conv): `EncoderLayer`s in forward order (the
 shared layers in `hf/vae_layers.py`), with the resolution and frames each runs at, for the FLOPs
@@ -189,8 +191,8 @@ VAE_READERS = {
 
 #: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
 #: yet, their block types not laid out: Sana's deep-compression autoencoder (ResBlock and
-#: EfficientViTBlock stages), and the causal video VAEs of LTX-Video and CogVideoX (diffusers
-#: `autoencoder_kl_ltx.py`, `autoencoder_kl_cogvideox.py`, each with blocks of its own). They
+#: EfficientViTBlock stages) and LTX-Video's causal video VAE (diffusers `autoencoder_kl_ltx.py`,
+#: with blocks of its own). They
 #: stand in the pipeline as uncounted components, so running them each step (frozen_encoders
 #: gpu / offload) is refused rather than costed at zero.
 UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo")
