@@ -714,10 +714,16 @@ def test_hunyuan_video_reuses_the_flux_blocks() -> None:
 
 
 def test_uncounted_vaes_plan_with_precomputed_latents_only() -> None:
-    """CogVideoX's and HunyuanVideo's VAEs are read for their strides but not counted: with the
-    encoders on the GPU or offloaded the estimate is refused, naming the field and the component."""
-    with pytest.raises(InputError, match="AutoencoderKLCogVideoX") as error:
-        _estimate(model="CogVideoX-2b", method="lora", frozen_encoders="gpu")
+    """LTX-Video's VAE is read for its strides but not counted: with the encoders on the GPU or
+    offloaded the estimate is refused, naming the field and the component. HunyuanVideo's are all
+    counted: on the GPU they add at least their bf16 weights (VAE, LLaMA and CLIP-L)."""
+    with pytest.raises(InputError, match="AutoencoderKLLTXVideo") as error:
+        _estimate(model="LTX-Video-2B", method="lora", frozen_encoders="gpu", frames=49)
     assert error.value.field == "frozen_encoders"
     result = _estimate(model="HunyuanVideo", method="lora", resolution="848x480", frames=61)
     assert result.peak.total > 0
+    resident = _estimate(
+        model="HunyuanVideo", method="lora", resolution="848x480", frames=61, frozen_encoders="gpu"
+    )
+    weights = 2 * (246_478_803 + 7_505_186_816 + 123_060_480)
+    assert resident.peak.total >= result.peak.total + weights

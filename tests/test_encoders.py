@@ -37,6 +37,17 @@ def _components() -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def _config_class(transformers: Any, model_type: str) -> Any:
+    """The transformers config class of a text encoder's model type."""
+    return {
+        "clip_text_model": transformers.CLIPTextConfig,
+        "t5": transformers.T5Config,
+        "umt5": transformers.UMT5Config,
+        "gemma2": transformers.Gemma2Config,
+        "llama": transformers.LlamaConfig,
+    }[model_type]
+
+
 @cache
 def _built(config_json: str) -> tuple[int, int]:
     """(all parameters, the encoder half: encoder + quant_conv) of the model diffusers or
@@ -54,11 +65,7 @@ def _built(config_json: str) -> tuple[int, int]:
             return sum(p.numel() for p in vae.parameters()), encoder
         transformers = pytest.importorskip("transformers")
         kwargs = {key: value for key, value in config.items() if key not in ("architectures", "model_type")}
-        config_class = {
-            "clip_text_model": transformers.CLIPTextConfig,
-            "t5": transformers.T5Config,
-            "umt5": transformers.UMT5Config,
-        }[config["model_type"]]
+        config_class = _config_class(transformers, config["model_type"])
         model = getattr(transformers, config["architectures"][0])(config_class(**kwargs))
         total = sum(p.numel() for p in model.parameters())
         return total, total
@@ -80,9 +87,8 @@ def test_catalog_components_equal_the_meta_device_build(
 
 
 def test_geometry_only_components() -> None:
-    # Sana's DC-AE and Gemma-2 encoder, the VAEs of LTX-Video, CogVideoX and HunyuanVideo and
-    # HunyuanVideo's LLaMA encoder are in the pipeline for the geometry and the text width; they
-    # count nothing and are marked so (running them is refused)
+    # Sana's DC-AE and LTX-Video's VAE are in the pipeline for the geometry; they count nothing
+    # and are marked so (running them is refused)
     found = {
         (record.name, c.architecture): (c.counted, c.params)
         for record in PIPELINES
@@ -91,12 +97,7 @@ def test_geometry_only_components() -> None:
     }
     assert found == {
         ("Sana-1600M-1024px", "AutoencoderDC"): (False, 0),
-        ("Sana-1600M-1024px", "Gemma2Model"): (False, 0),
         ("LTX-Video-2B", "AutoencoderKLLTXVideo"): (False, 0),
-        ("CogVideoX-2b", "AutoencoderKLCogVideoX"): (False, 0),
-        ("CogVideoX-5b", "AutoencoderKLCogVideoX"): (False, 0),
-        ("HunyuanVideo", "AutoencoderKLHunyuanVideo"): (False, 0),
-        ("HunyuanVideo", "LlamaModel"): (False, 0),
     }
 
 
@@ -118,6 +119,15 @@ def test_published_figures() -> None:
     # the SD VAE (AutoencoderKL, 4 latent channels): 83,653,863 in diffusers' build, about a third
     # of it the encoder; FLUX/SD3's 16-channel VAE has no quant convs
     assert (sdxl["vae"].params, sdxl["vae"].forward_params) == (83_653_863, 34_163_664)
+    sana = {c.name: c for c in catalog_spec("Sana-1600M-1024px").frozen}
+    hunyuan = {c.name: c for c in catalog_spec("HunyuanVideo").frozen}
+    # Gemma Team 2024 (Gemma 2), table 1: the 2B model has 2,024,517,888 non-embedding parameters
+    # (its 590,118,912 embedding ones are 256,128 rows of 2304; the config's vocabulary has 256,000)
+    assert sana["text_encoder"].params - 256_000 * 2304 == 2_024_517_888
+    # HunyuanVideo's LLaVA-LLaMA-3-8B text model: Llama 3 8B's 8,030,261,248 (the Meta-Llama-3-8B
+    # index, 16,060,522,496 bf16 bytes) less its LM head 4096 x 128,256, with 64 more
+    # vocabulary rows (128,320: LLaVA's image and padding tokens) in the embedding
+    assert hunyuan["text_encoder"].params == 8_030_261_248 - 4096 * 128_256 + 64 * 4096
 
 
 TINY_KL = {
@@ -229,6 +239,105 @@ def test_tiny_text_encoder_flops_and_working_set() -> None:
     assert encoders.text_working_bytes(t5, _shape(8, text=5), micro_batch=3) == (3 * 480 + 50) * 2
 
 
+TINY_LLAMA = {
+    "architectures": ["LlamaModel"], "model_type": "llama", "hidden_size": 8, "intermediate_size": 16,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 3, "vocab_size": 10,
+}  # fmt: skip
+TINY_GEMMA2 = {**TINY_LLAMA, "architectures": ["Gemma2Model"], "model_type": "gemma2", "head_dim": 4}
+
+
+def test_tiny_decoder_text_encoders() -> None:
+    # LlamaModel: embedding 10 x 8 = 80; a layer: q 8x8 + k, v 8x4 each + o 8x8 = 192, gate/up/down
+    # 3 x 8 x 16 = 384, two RMSNorms 16: 592; the final norm 8; no LM head
+    llama = text_encoder_component("text_encoder", TINY_LLAMA)
+    assert llama.params == 80 + 3 * 592 + 8 == _built(json.dumps(TINY_LLAMA, sort_keys=True))[0]
+    # Gemma2Model: four norms a layer, 8 more each
+    gemma = text_encoder_component("text_encoder", TINY_GEMMA2)
+    assert gemma.params == llama.params + 3 * 16 == _built(json.dumps(TINY_GEMMA2, sort_keys=True))[0]
+    # FLOPs on the denoiser's 5 text tokens: 2 x (192 + 384) x 5 = 5,760 per layer, and scores with
+    # the weighted sum 2 x 2 heads x 5 x 5 x (4 + 4) = 800 per layer
+    assert encoders.text_flops(llama, _shape(8, text=5)) == 3 * (5_760 + 800)
+    # working set, 5 tokens: in the MLP 4 x 5 x 8 and 3 x 5 x 16 = 400, then the KV cache of the
+    # 3 layers 3 x 2 x 1 x 4 x 5 = 120, and the 3 - 2 earlier hidden states the pipeline asks for
+    # 40; RoPE's cos and sin 2 x 5 x 4 = 40 once for the micro-batch (> attention: 3 x 40 + 4 x 40)
+    assert encoders.text_working_bytes(llama, _shape(8, text=5)) == (400 + 120 + 40 + 40) * 2
+    assert encoders.text_working_bytes(llama, _shape(8, text=5), micro_batch=2) == (2 * 560 + 40) * 2
+    # Gemma-2's eager attention: the attention weights 2 x 5 x 5 and two masks 2 x 5 x 5, no
+    # hidden states kept
+    assert encoders.text_working_bytes(gemma, _shape(8, text=5)) == (400 + 120 + 100 + 40) * 2
+
+
+TINY_HUNYUAN = {
+    "_class_name": "AutoencoderKLHunyuanVideo", "latent_channels": 2, "layers_per_block": 1,
+    "block_out_channels": [4, 8, 8], "norm_num_groups": 2, "spatial_compression_ratio": 2,
+    "down_block_types": ["HunyuanVideoDownBlock3D"] * 3, "up_block_types": ["HunyuanVideoUpBlock3D"] * 3,
+}  # fmt: skip
+
+
+def test_tiny_hunyuan_video_vae() -> None:
+    vae = vae_component(TINY_HUNYUAN)
+    # encoder, 3x3x3 causal convs (27 taps, biased): conv_in 3->4 328; stage 0 (downsamples space,
+    # and time: the 2 stages before the last) resnet 4->4 436 + 436 + GroupNorms 16 and its
+    # stride-2 conv 436: 1,324; stage 1 (time only) resnet 4->8 872 + 1,736 + 1x1x1 shortcut 40 +
+    # norms 24 and its conv 1,736: 4,408; stage 2 resnet 8->8 3,504; mid block 2 x 3,504 + four
+    # 8x8 biased projections 288 + GroupNorm 16; conv_norm_out 16, conv_out 8->4 868, quant_conv 20
+    encoder = 328 + 1_324 + 4_408 + 3_504 + (7_008 + 304) + 16 + 868 + 20
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_HUNYUAN, sort_keys=True))
+    assert vae.forward_params == encoder == 17_780
+    # FLOPs on one 4x4 frame (16 pixels at level 0, 4 past stage 0): conv_in 2 x 3 x 4 x 27 x 16;
+    # stage 0 resnet 2 x 13,824 and its conv 3,456; stage 1 resnet 6,912 + 13,824 + 256 and its
+    # time conv (stride 1 in space) 13,824; stage 2 2 x 13,824; mid resnets 4 x 13,824,
+    # projections 4 x 2 x 8 x 8 x 4, attention 4 x 4^2 x 8; conv_out 6,912; quant_conv 128
+    flops = 10_368 + 27_648 + 3_456 + 20_992 + 13_824 + 27_648 + 55_296 + 2_048 + 512 + 6_912 + 128
+    assert encoders.vae_flops(vae, _shape(4)) == flops
+    # the clip's attention spans every latent frame: on 5 frames the mid block sees 1 + 4 / 4 = 2
+    # frames of 4 pixels, 4 x 8^2 x 8 = 2,048 (per frame it would be 2 x 512)
+    mid = next(layer for layer in vae.layers if layer.kind == "clip-attention")
+    assert 4 * (4 * 2) ** 2 * mid.in_channels == 2_048
+    # working set on the 4x4 frame: 4 copies of the stage-0 activation 4 x 16, the padded copy
+    # conv2 reads 4 x 3 x 6 x 6, the pixels 3 x 16 (> the mask moment: 2 x 8 x 4 and the 4 x 4
+    # masks at 3 bytes)
+    assert encoders.vae_working_bytes(vae, _shape(4)) == (4 * 64 + 432 + 48) * 2
+    # more than 16 frames run in tiles of 17 starting every 12 frames: 129 = 10 x 17 + 9
+    assert encoders.frame_tiles(vae, 129) == [17] * 10 + [9]
+    assert (encoders.frame_tiles(vae, 16), encoders.frame_tiles(vae, 17)) == ([16], [17, 5])
+    hunyuan = resolve_model("HunyuanVideo")
+    video = hunyuan.frozen[0]
+    flops_of = {f: encoders.vae_flops(video, token_shape(hunyuan, 256, f)) for f in (5, 9, 17, 33)}
+    # 33 frames: tiles of 17, 17 and 9; 17 frames: tiles of 17 and 5
+    assert flops_of[33] == 2 * (flops_of[17] - flops_of[5]) + flops_of[9]
+
+
+TINY_COGVIDEOX = {
+    "_class_name": "AutoencoderKLCogVideoX", "latent_channels": 2, "layers_per_block": 1,
+    "block_out_channels": [4, 8, 8], "norm_num_groups": 2,
+    "down_block_types": ["CogVideoXDownBlock3D"] * 3, "up_block_types": ["CogVideoXUpBlock3D"] * 3,
+}  # fmt: skip
+
+
+def test_tiny_cogvideox_vae() -> None:
+    vae = vae_component(TINY_COGVIDEOX)
+    # encoder: causal 3x3x3 conv_in 3->4 328; stage 0 resnet 4->4 436 + 436 + GroupNorms 16 and
+    # its 3x3 stride-2 2-D conv 148: 1,036; stage 1 resnet 4->8 872 + 1,736 + 1x1x1 shortcut 40 +
+    # norms 24 and its 2-D conv 584: 3,256; stage 2 resnet 8->8 3,504; mid block 2 x 3,504 (no
+    # attention); norm_out 16, conv_out 8->4 868; no quant_conv
+    assert vae.forward_params == 328 + 1_036 + 3_256 + 3_504 + 7_008 + 16 + 868 == 16_016
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_COGVIDEOX, sort_keys=True))
+    # FLOPs on one 4x4 frame (16, 4 and 1 pixels at levels 0, 1, 2): conv_in 2 x 3 x 4 x 27 x 16;
+    # stage 0 resnet 2 x 13,824 and its 2-D conv 2 x 4 x 4 x 9 x 4; stage 1 resnet 6,912 +
+    # 13,824 + 256 and its conv 2 x 8 x 8 x 9; stage 2 resnet 2 x 3,456; mid 4 x 3,456; conv_out
+    # 2 x 8 x 4 x 27
+    flops = 10_368 + 27_648 + 1_152 + 20_992 + 1_152 + 6_912 + 13_824 + 1_728
+    assert encoders.vae_flops(vae, _shape(4)) == flops == 83_776
+    # frames go through in batches of 8, the first taking the remainder: 49 = 9 + 5 x 8
+    assert encoders.frame_tiles(vae, 49) == [9, 8, 8, 8, 8, 8]
+    assert (encoders.frame_tiles(vae, 5), encoders.frame_tiles(vae, 17)) == ([5], [9, 8])
+    cog = resolve_model("CogVideoX-2b")
+    video = cog.frozen[0]
+    flops_of = {f: encoders.vae_flops(video, token_shape(cog, "720x480", f)) for f in (9, 17, 49)}
+    assert flops_of[49] == flops_of[17] + 4 * (flops_of[17] - flops_of[9])
+
+
 FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
 
 
@@ -282,6 +391,11 @@ def test_sd3_t5_reads_the_tokens_after_clip() -> None:
     with pytest.raises(InputError) as error:
         encoders.encoder_tokens(t5, token_shape(sd3, 1024, text_tokens=77))
     assert error.value.field == "text_tokens" and "at least 78" in error.value.message
+    # HunyuanVideo's LLaMA reads the pipeline's 95-token prompt template ahead of the 256 the
+    # denoiser sees (HunyuanVideoPipeline pads to max_sequence_length + crop_start), CLIP-L its 77
+    hunyuan = resolve_model("HunyuanVideo")
+    shape = token_shape(hunyuan, 256, 9)
+    assert [encoders.encoder_tokens(c, shape) for c in hunyuan.frozen[1:]] == [256 + 95, 77]
     # FLUX's T5 reads all of them: its CLIP gives only the pooled vector
     flux = resolve_model("FLUX.1-dev")
     assert encoders.encoder_tokens(flux.frozen[2], token_shape(flux, 1024, text_tokens=300)) == 300
@@ -374,19 +488,26 @@ def _efficient_sdpa(
         ("SDXL-base-1.0", "text_encoder_2", 128, 1, None, 1),
         ("FLUX.1-dev", "text_encoder_2", 128, 1, 64, 2),
         ("Wan2.1-T2V-1.3B", "text_encoder", 128, 1, 64, 1),
+        ("Sana-1600M-1024px", "text_encoder", 256, 1, 300, 2),
+        ("HunyuanVideo", "text_encoder", 256, 9, 256, 1),
+        ("HunyuanVideo", "vae", 128, 9, None, 2),
+        ("HunyuanVideo", "vae", "1280x720", 33, None, 1),
+        ("CogVideoX-2b", "vae", 128, 9, None, 2),
+        ("CogVideoX-2b", "vae", "720x480", 49, None, 1),
     ],
 )
 def test_working_set_matches_a_fake_tensor_trace(
     monkeypatch: pytest.MonkeyPatch,
     name: str,
     folder: str,
-    resolution: int,
+    resolution: int | str,
     frames: int,
     text_tokens: int | None,
     micro_batch: int,
 ) -> None:
     """The estimated no-grad forward peak against the storages the real diffusers / transformers
-    modules allocate, on fake tensors in bf16 (text encoders cut to 2 layers: the peak is per layer)."""
+    modules allocate, on fake tensors in bf16 (text encoders cut to a few layers, the estimate made
+    for the cut config: an encoder's peak is per layer, a decoder's holds every layer's KV cache)."""
     torch = pytest.importorskip("torch")
     diffusers = pytest.importorskip("diffusers")
     transformers = pytest.importorskip("transformers")
@@ -408,7 +529,12 @@ def test_working_set_matches_a_fake_tensor_trace(
             if folder == "vae":
                 config = dict(record.pipeline["vae"])
                 module = getattr(diffusers, config.pop("_class_name")).from_config(config)
-                dims = (micro_batch, 3, *((frames,) if frames > 1 else ()), resolution, resolution)
+                width, height = (
+                    (resolution, resolution)
+                    if isinstance(resolution, int)
+                    else map(int, resolution.split("x"))
+                )
+                dims = (micro_batch, 3, *((frames,) if frames > 1 else ()), height, width)
 
                 def run() -> Any:
                     return module.encode(torch.randn(*dims)).latent_dist.sample()
@@ -416,15 +542,19 @@ def test_working_set_matches_a_fake_tensor_trace(
             else:
                 config = dict(record.pipeline["text_encoders"][folder])
                 architecture, model_type = config.pop("architectures")[0], config.pop("model_type")
-                config["num_hidden_layers" if model_type == "clip_text_model" else "num_layers"] = 2
-                config_class = transformers.CLIPTextConfig if model_type == "clip_text_model" else (
-                    transformers.T5Config if model_type == "t5" else transformers.UMT5Config
-                )  # fmt: skip
+                layers = 4 if architecture in encoders.ALL_HIDDEN_STATES else 2
+                config["num_layers" if model_type in ("t5", "umt5") else "num_hidden_layers"] = layers
+                component = text_encoder_component(
+                    folder, {**config, "architectures": [architecture], "model_type": model_type}
+                )
+                config_class = _config_class(transformers, model_type)
                 module = getattr(transformers, architecture)(config_class(**config))
                 tokens = encoders.encoder_tokens(component, shape)
+                hidden_states = architecture in encoders.ALL_HIDDEN_STATES  # as its pipeline calls it
 
                 def run() -> Any:
-                    return module(torch.randint(0, 1000, (micro_batch, tokens)))[0]
+                    ids = torch.randint(0, 1000, (micro_batch, tokens))
+                    return module(ids, output_hidden_states=hidden_states)[0]
 
             module.eval()
             tracker = StorageTracker()
@@ -465,12 +595,21 @@ def test_mode_invariants(record: Any) -> None:
     # four times the pixels: the VAE's working set grows fourfold, its FLOPs a little more (the
     # convolutions fourfold, the mid-block attention over the latent pixels sixteenfold); the text
     # encoders' not at all
+    # (HunyuanVideo's: its padded copies grow a little less, its attention over the whole clip's
+    # latent pixels makes the FLOPs grow more)
     vae = spec.frozen[0]
-    assert encoders.vae_working_bytes(vae, large) == 4 * encoders.vae_working_bytes(vae, small)
-    assert (
-        4 * encoders.vae_flops(vae, small)
-        < encoders.vae_flops(vae, large)
-        < 4.1 * encoders.vae_flops(vae, small)
+    padded = vae.architecture in encoders.PADDED_INPUT
+    assert encoders.vae_working_bytes(vae, large) == pytest.approx(
+        4 * encoders.vae_working_bytes(vae, small), rel=0.01 if padded else 0
     )
+    # (CogVideoX's has no attention: exactly fourfold)
+    if all(layer.kind == "conv" for layer in vae.layers):
+        assert encoders.vae_flops(vae, large) == 4 * encoders.vae_flops(vae, small)
+    else:
+        assert (
+            4 * encoders.vae_flops(vae, small)
+            < encoders.vae_flops(vae, large)
+            < (4.5 if padded else 4.1) * encoders.vae_flops(vae, small)
+        )
     for text in spec.frozen[1:]:
         assert encoders.text_flops(text, large) == encoders.text_flops(text, small)

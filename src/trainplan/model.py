@@ -345,8 +345,9 @@ class EncoderLayer:
     `kind` "conv": a convolution of `kernel` taps per output value and input channel (k x k, or
     kt x k x k for a causal 3-D conv); "attention": the single-head self-attention of a mid block
     over the `in_channels`-wide latent pixels of one frame (its projections are listed as 1x1
-    convs). The layer's output is at 1 / 2**`level` of the input's pixels per side and, in time,
-    has 1 + (frames - 1) / 2**`time_level` frames (a causal video VAE; 1 frame for images).
+    convs); "clip-attention": the same over the latent pixels of every frame at once. The
+    layer's output is at 1 / 2**`level` of the input's pixels per side and, in time, has
+    1 + (frames - 1) / 2**`time_level` frames (a causal video VAE; 1 frame for images).
     `stride` is the spatial stride (2 for a downsampling conv: its input has 4x the pixels).
     `skips_first_frame`: the layer does not run on the first frame's chunk (Wan's strided time
     conv, which only sees later chunks); `cache_frames`: input frames a causal conv keeps from the
@@ -355,7 +356,7 @@ class EncoderLayer:
     """
 
     name: str
-    kind: str  # "conv" | "attention"
+    kind: str  # "conv" | "attention" | "clip-attention"
     in_channels: int
     out_channels: int
     kernel: int = 1
@@ -377,7 +378,8 @@ class FrozenComponent:
     its `text` layout (widths, heads, layers, as a ModelSpec) and `context_tokens`, the fixed
     length it always reads (CLIP's 77-token context; 0: the scenario's text length, less
     `text_offset`, the denoiser's text positions ahead of this encoder's: SD3's 77 CLIP positions
-    before the T5 tokens).
+    before the T5 tokens), plus `template_tokens`, a prompt template it reads ahead of the prompt
+    that the pipeline crops off its output (HunyuanVideo's 95).
     """
 
     name: str  # the pipeline folder: vae, text_encoder, text_encoder_2, text_encoder_3
@@ -389,6 +391,7 @@ class FrozenComponent:
     text: ModelSpec | None = None
     context_tokens: int = 0
     text_offset: int = 0
+    template_tokens: int = 0
     source: str = ""
     counted: bool = True  # False: known for its geometry only; its weights and FLOPs are not counted
 

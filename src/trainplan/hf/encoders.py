@@ -7,6 +7,10 @@ lays it out. Exact.
   a final LayerNorm, and the bias-free `text_projection` of the second.
 - `T5EncoderModel` / `UMT5EncoderModel` (transformers `modeling_t5.py`, `modeling_umt5.py`): the
   encoder stack of the T5 reader (`readers.t5_spec`) with one shared embedding.
+- `Gemma2Model` (Sana's Gemma-2 2B) / `LlamaModel` (HunyuanVideo's LLaVA-LLaMA-3-8B text model;
+  transformers `modeling_gemma2.py`, `modeling_llama.py`): a decoder run as an encoder, its last
+  hidden states the output. The decoder reader of the architecture table (`spec_from_config`)
+  lays it out: embedding, the layers, the final norm, and no LM head (the base model has none).
 """
 
 from __future__ import annotations
@@ -61,6 +65,17 @@ def _clip_text(cfg: Mapping[str, Any], where: str, projection: bool) -> ModelSpe
     )
 
 
+def _decoder_encoder(cfg: Mapping[str, Any], where: str, model_type: str) -> ModelSpec:
+    # a late import: the package's reader imports this module (hf/__init__.py -> pipeline.py)
+    from trainplan.hf import spec_from_config
+
+    try:
+        spec = spec_from_config({**cfg, "model_type": model_type}, where)
+    except ConfigError as error:
+        raise ConfigError(f"{where}.{error.field}", error.message) from None
+    return replace(spec, tied_embeddings=True)  # the base model: no LM head, whatever the tying
+
+
 def _t5_encoder(cfg: Mapping[str, Any], where: str, model_type: str) -> ModelSpec:
     try:
         spec = t5_spec({**cfg, "model_type": model_type}, where, "")
@@ -76,14 +91,15 @@ TEXT_ENCODER_CLASSES = {
     "CLIPTextModelWithProjection": "clip_text_model",
     "T5EncoderModel": "t5",
     "UMT5EncoderModel": "umt5",
+    "Gemma2Model": "gemma2",
+    "LlamaModel": "llama",
 }
 
 
-#: Text encoders a pipeline may name whose weights are not counted yet (Sana's Gemma-2 decoder,
-#: `Gemma2Model`, and HunyuanVideo's LLaMA, `LlamaModel`): they stand in the pipeline as
-#: uncounted components, so running them each step (frozen_encoders gpu / offload) is refused
-#: rather than costed at zero.
-UNCOUNTED_TEXT_ENCODERS = ("Gemma2Model", "LlamaModel")
+#: Text encoders a pipeline may name whose weights are not counted yet: they would stand in the
+#: pipeline as uncounted components, so running them each step (frozen_encoders gpu / offload) is
+#: refused rather than costed at zero. Every text encoder of the catalog is counted.
+UNCOUNTED_TEXT_ENCODERS: tuple[str, ...] = ()
 
 
 def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
@@ -104,8 +120,10 @@ def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = ""
     if model_type == "clip_text_model":
         text = _clip_text(cfg, folder, projection=architecture.endswith("WithProjection"))
         context = text.learned_positions  # the tokenizer pads every prompt to this length
-    else:
+    elif model_type in ("t5", "umt5"):
         text, context = _t5_encoder(cfg, folder, model_type), 0
+    else:
+        text, context = _decoder_encoder(cfg, folder, model_type), 0
     params = total_params(text)
     return FrozenComponent(
         folder, "text", architecture, params, params, text=text, context_tokens=context, source=source
@@ -116,11 +134,13 @@ _PIPELINE_KEYS = {"vae", "text_tokens", "text_encoders"}
 
 
 def frozen_components(
-    pipeline: Mapping[str, Any], source: str = "", text_offset: int = 0
+    pipeline: Mapping[str, Any], source: str = "", text_offset: int = 0, template_tokens: int = 0
 ) -> tuple[FrozenComponent, ...]:
     """The VAE and text encoders a pipeline's settings describe (`vae`, `text_encoders`: folder
     -> config.json), VAE first; unknown pipeline keys are refused. `text_offset`: the denoiser's
-    text positions ahead of the variable-length encoder's (pipeline.JOINED_CLIP_TOKENS)."""
+    text positions ahead of the variable-length encoder's (pipeline.JOINED_CLIP_TOKENS);
+    `template_tokens`: the prompt template that encoder reads ahead of the prompt and the
+    pipeline crops off (pipeline.PROMPT_TEMPLATE_TOKENS)."""
     unknown = sorted(set(pipeline) - _PIPELINE_KEYS)
     if unknown:
         raise ConfigError(
@@ -141,6 +161,6 @@ def frozen_components(
             )
         component = text_encoder_component(str(folder), cfg, source)
         if not component.context_tokens:
-            component = replace(component, text_offset=text_offset)
+            component = replace(component, text_offset=text_offset, template_tokens=template_tokens)
         components.append(component)
     return tuple(components)

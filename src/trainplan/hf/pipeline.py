@@ -50,6 +50,7 @@ __all__ = [
     "DENOISER_FOLDERS",
     "JOINED_CLIP_TOKENS",
     "PIPELINE_KEY",
+    "PROMPT_TEMPLATE_TOKENS",
     "VAE_STRIDES",
     "latent_geometry",
     "pipeline_config",
@@ -64,6 +65,12 @@ DENOISER_FOLDERS = ("transformer", "unet")
 #: the T5 width and concatenates them with the T5 tokens along the sequence (77 + 256). FLUX
 #: reads CLIP's pooled output only; the UNets read CLIP alone.
 JOINED_CLIP_TOKENS = {"SD3Transformer2DModel": 77}
+
+#: Prompt-template tokens the variable-length text encoder reads ahead of the prompt, per
+#: denoiser class, which the pipeline crops off the encoder's output before the denoiser:
+#: HunyuanVideoPipeline's DEFAULT_PROMPT_TEMPLATE has `crop_start` 95, and the tokenizer pads to
+#: max_sequence_length + crop_start (256 + 95 = 351 LLaMA tokens).
+PROMPT_TEMPLATE_TOKENS = {"HunyuanVideoTransformer3DModel": 95}
 
 #: Text tokens the denoiser sees by default, per denoiser class: FluxPipeline and WanPipeline's
 #: `max_sequence_length` (512), StableDiffusion3Pipeline's 77 CLIP tokens concatenated with its
@@ -275,6 +282,9 @@ def with_geometry(spec: ModelSpec, cfg: Mapping[str, Any]) -> ModelSpec:
         spec,
         geometry=latent_geometry(cfg, pipeline["vae"], tokens),
         frozen=frozen_components(
-            pipeline, spec.source, JOINED_CLIP_TOKENS.get(str(cfg.get("_class_name")), 0)
+            pipeline,
+            spec.source,
+            JOINED_CLIP_TOKENS.get(str(cfg.get("_class_name")), 0),
+            PROMPT_TEMPLATE_TOKENS.get(str(cfg.get("_class_name")), 0),
         ),
     )

@@ -12,9 +12,16 @@ layer by layer. Exact.
   with causal 3x3x3 convs, RMS norms (a gain, no bias), a strided 2-D conv per downsampling stage
   plus a (3,1,1) time conv of stride 2 where `temperal_downsample` is true; the decoder's stages
   take half the previous width and upsample to half their own.
+- `AutoencoderKLHunyuanVideo` (HunyuanVideo; `autoencoder_kl_hunyuan_video.py`; Kong et al. 2024,
+  sec. 3.1): AutoencoderKL's layout with causal 3x3x3 convs, a strided 3x3x3 conv in the stages
+  that downsample in space or time, and a mid-block attention over the whole clip (its reader
+  in `hf/vae_hunyuan.py`).
+- `AutoencoderKLCogVideoX` (CogVideoX; `autoencoder_kl_cogvideox.py`): the same resnets in causal
+  3x3x3 convs, 2-D stride-2 convs between stages, no mid-block attention (`hf/vae_cogvideox.py`).
 
-Training runs only the encoder half (and quant_conv): `EncoderLayer`s in forward order, with the
-resolution and frames each runs at, for the FLOPs and working set of `terms/encoders.py`.
+Training runs only the encoder half (and quant_conv): `EncoderLayer`s in forward order (the
+shared layers in `hf/vae_layers.py`), with the resolution and frames each runs at, for the FLOPs
+and working set of `terms/vae_encoder.py`.
 """
 
 from __future__ import annotations
@@ -25,8 +32,23 @@ from itertools import pairwise
 from typing import Any
 
 from trainplan.errors import ConfigError
-from trainplan.hf.values import config_limit, get_int
-from trainplan.model import EncoderLayer, FrozenComponent
+from trainplan.hf.vae_cogvideox import autoencoder_kl_cogvideox
+from trainplan.hf.vae_hunyuan import autoencoder_kl_hunyuan_video
+from trainplan.hf.vae_layers import (
+    component_int,
+    conv_layer,
+    conv_params,
+    conv_weights,
+    down_layer,
+    kl_decoder_weights,
+    kl_resnet_norms,
+    mid_layers,
+    positive_widths,
+    refuse_unmodelled,
+    require_block_types,
+    resnet_layers,
+)
+from trainplan.model import FrozenComponent
 
 __all__ = [
     "UNCOUNTED_VAES",
@@ -40,103 +62,13 @@ __all__ = [
 _KL_DOWN, _KL_UP = "DownEncoderBlock2D", "UpDecoderBlock2D"
 
 
-def component_int(cfg: Mapping[str, Any], where: str, key: str, default: Any) -> int:
-    """get_int, the error naming the key inside its component (`vae.layers_per_block`)."""
-    try:
-        return get_int(cfg, key, default=default)
-    except ConfigError as error:
-        raise ConfigError(f"{where}.{key}", error.message) from None
-
-
-def _ints(cfg: Mapping[str, Any], where: str, key: str, default: list[int]) -> list[int]:
-    """A non-empty list of positive widths, each within the config bound on a width."""
-    meaning, bound = config_limit("hidden_size")
-    value = cfg.get(key, default)
-    if not isinstance(value, list) or not value or not all(type(v) is int and 0 < v <= bound for v in value):
-        raise ConfigError(
-            f"{where}.{key}", f"{value!r} must list positive integers up to {bound:,} ({meaning})"
-        )
-    return list(value)
-
-
-def _refuse(cfg: Mapping[str, Any], where: str, modelled: Mapping[str, Any]) -> None:
-    for key, value in modelled.items():
-        if cfg.get(key, value) != value:
-            raise ConfigError(f"{where}.{key}", f"{cfg[key]!r} is not modelled (modelled: {value!r})")
-
-
-def _conv(name: str, inp: int, out: int, kernel: int, level: int, time_level: int = 0) -> EncoderLayer:
-    """A stride-1 convolution; a causal 3x3x3 one (27 taps) caches 2 input frames per chunk."""
-    return EncoderLayer(
-        name, "conv", inp, out, kernel, level, time_level, cache_frames=2 if kernel == 27 else 0
-    )
-
-
-def _down(name: str, width: int, level: int, time_level: int = 0) -> EncoderLayer:
-    """A 3x3 stride-2 downsampling conv whose output is at `level`."""
-    return EncoderLayer(name, "conv", width, width, 9, level, time_level, stride=2)
-
-
-def _conv_params(layer: EncoderLayer) -> int:
-    """A biased convolution: in x out x taps + out."""
-    return layer.in_channels * layer.out_channels * layer.kernel + layer.out_channels
-
-
-def _resnet(
-    prefix: str, inp: int, out: int, taps: int, level: int, time_level: int = 0
-) -> list[EncoderLayer]:
-    """ResnetBlock2D (taps 9) / WanResidualBlock (taps 27): two convs and a 1x1 shortcut when
-    the width changes; its norms are counted by the caller."""
-    layers = [
-        _conv(f"{prefix}.conv1", inp, out, taps, level, time_level),
-        _conv(f"{prefix}.conv2", out, out, taps, level, time_level),
-    ]
-    if inp != out:
-        layers.append(_conv(f"{prefix}.conv_shortcut", inp, out, 1, level, time_level))
-    return layers
-
-
-def _mid(prefix: str, width: int, taps: int, level: int, time_level: int, wan: bool) -> list[EncoderLayer]:
-    """The mid block: resnet, single-head attention over the latent pixels, resnet. Its
-    projections are 1x1 layers: Wan's fused to_qkv and proj, AutoencoderKL's to_q/k/v/out.0."""
-    if wan:
-        projections = [
-            _conv(f"{prefix}.attentions.0.to_qkv", width, 3 * width, 1, level, time_level),
-            _conv(f"{prefix}.attentions.0.proj", width, width, 1, level, time_level),
-        ]
-    else:
-        projections = [
-            _conv(f"{prefix}.attentions.0.{name}", width, width, 1, level, time_level)
-            for name in ("to_q", "to_k", "to_v", "to_out.0")
-        ]
-    attention = EncoderLayer(f"{prefix}.attentions.0", "attention", width, width, 1, level, time_level)
-    return [
-        *_resnet(f"{prefix}.resnets.0", width, width, taps, level, time_level),
-        *projections,
-        attention,
-        *_resnet(f"{prefix}.resnets.1", width, width, taps, level, time_level),
-    ]
-
-
-def _weights(layers: list[EncoderLayer]) -> int:
-    return sum(_conv_params(layer) for layer in layers if layer.kind == "conv")
-
-
-def _kl_resnet_norms(inp: int, out: int) -> int:
-    """Two affine GroupNorms: weight and bias over the input, then over the output width."""
-    return 2 * inp + 2 * out
-
-
 def autoencoder_kl(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     """An `AutoencoderKL`: every weight of both halves; the encoder's layers and weights."""
     where = "vae"
-    _refuse(cfg, where, {"act_fn": "silu"})
-    channels = _ints(cfg, where, "block_out_channels", [64])
+    refuse_unmodelled(cfg, where, {"act_fn": "silu"})
+    channels = positive_widths(cfg, where, "block_out_channels", [64])
     stages = len(channels)
-    for key, kind in (("down_block_types", _KL_DOWN), ("up_block_types", _KL_UP)):
-        types = cfg.get(key, [kind] * stages)
-        if types != [kind] * stages:
-            raise ConfigError(f"{where}.{key}", f"{types!r}: need {stages} x {kind!r}")
+    require_block_types(cfg, where, stages, _KL_DOWN, _KL_UP)
     per_block = component_int(cfg, where, "layers_per_block", 1)
     latent = component_int(cfg, where, "latent_channels", 4)
     pixels_in, pixels_out = (
@@ -149,40 +81,28 @@ def autoencoder_kl(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     quant = bool(cfg.get("use_quant_conv", True))
     last = channels[-1]
 
-    layers = [_conv("encoder.conv_in", pixels_in, channels[0], 9, 0)]
+    layers = [conv_layer("encoder.conv_in", pixels_in, channels[0], 9, 0)]
     norms = 0
     width = channels[0]
     for stage, out in enumerate(channels):
         for index in range(per_block):
-            layers += _resnet(f"encoder.down_blocks.{stage}.resnets.{index}", width, out, 9, stage)
-            norms += _kl_resnet_norms(width, out)
+            layers += resnet_layers(f"encoder.down_blocks.{stage}.resnets.{index}", width, out, 9, stage)
+            norms += kl_resnet_norms(width, out)
             width = out
         if stage < stages - 1:
-            layers.append(_down(f"encoder.down_blocks.{stage}.downsamplers.0.conv", out, stage + 1))
-    layers += _mid("encoder.mid_block", last, 9, stages - 1, 0, wan=False)
-    norms += 2 * _kl_resnet_norms(last, last) + 2 * last  # the mid resnets and the attention's GroupNorm
-    layers.append(_conv("encoder.conv_out", last, 2 * latent, 9, stages - 1))
+            layers.append(down_layer(f"encoder.down_blocks.{stage}.downsamplers.0.conv", out, stage + 1))
+    layers += mid_layers("encoder.mid_block", last, 9, stages - 1, 0, wan=False)
+    norms += 2 * kl_resnet_norms(last, last) + 2 * last  # the mid resnets and the attention's GroupNorm
+    layers.append(conv_layer("encoder.conv_out", last, 2 * latent, 9, stages - 1))
     norms += 2 * last  # conv_norm_out
     if quant:
-        layers.append(_conv("quant_conv", 2 * latent, 2 * latent, 1, stages - 1))
-    encoder = _weights(layers) + norms
+        layers.append(conv_layer("quant_conv", 2 * latent, 2 * latent, 1, stages - 1))
+    encoder = conv_weights(layers) + norms
 
-    decoder_layers = [_conv("decoder.conv_in", latent, last, 9, 0)]
-    decoder_layers += _mid("decoder.mid_block", last, 9, 0, 0, wan=False)
-    decoder_norms = 2 * _kl_resnet_norms(last, last) + 2 * last
-    width = last
-    for stage, out in enumerate(reversed(channels)):
-        for index in range(per_block + 1):
-            decoder_layers += _resnet(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, 9, 0)
-            decoder_norms += _kl_resnet_norms(width, out)
-            width = out
-        if stage < stages - 1:
-            decoder_layers.append(_conv(f"decoder.up_blocks.{stage}.upsamplers.0.conv", out, out, 9, 0))
-    decoder_layers.append(_conv("decoder.conv_out", channels[0], pixels_out, 9, 0))
-    decoder_norms += 2 * channels[0]
+    upsamples = [stage < stages - 1 for stage in range(stages)]
+    decoder = kl_decoder_weights(channels, per_block, latent, pixels_out, 9, upsamples)
     if bool(cfg.get("use_post_quant_conv", True)):
-        decoder_layers.append(_conv("post_quant_conv", latent, latent, 1, 0))
-    decoder = _weights(decoder_layers) + decoder_norms
+        decoder += conv_params(conv_layer("post_quant_conv", latent, latent, 1, 0))
     return FrozenComponent(
         "vae", "vae", "AutoencoderKL", encoder + decoder, encoder, tuple(layers), source=source
     )
@@ -191,13 +111,13 @@ def autoencoder_kl(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
 def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     """An `AutoencoderKLWan` (Wan 2.1's causal 3-D VAE): both halves; the encoder's layers."""
     where = "vae"
-    _refuse(cfg, where, {"is_residual": False, "patch_size": None, "attn_scales": []})
+    refuse_unmodelled(cfg, where, {"is_residual": False, "patch_size": None, "attn_scales": []})
     base = component_int(cfg, where, "base_dim", 96)
     decoder_base = (
         component_int(cfg, where, "decoder_base_dim", base) if cfg.get("decoder_base_dim") else base
     )
     z_dim = component_int(cfg, where, "z_dim", 16)
-    mult = _ints(cfg, where, "dim_mult", [1, 2, 4, 4])
+    mult = positive_widths(cfg, where, "dim_mult", [1, 2, 4, 4])
     per_block = component_int(cfg, where, "num_res_blocks", 2)
     down = cfg.get("temperal_downsample", [False, True, True])
     if not isinstance(down, list) or len(down) != len(mult) - 1 or not all(isinstance(d, bool) for d in down):
@@ -208,71 +128,74 @@ def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenCompon
     )
 
     dims = [base * m for m in [1, *mult]]
-    layers = [_conv("encoder.conv_in", pixels_in, dims[0], 27, 0)]
+    layers = [conv_layer("encoder.conv_in", pixels_in, dims[0], 27, 0)]
     norms, level, time_level, index = 0, 0, 0, 0
     for stage, (width, out) in enumerate(pairwise(dims)):
         for _ in range(per_block):
-            layers += _resnet(f"encoder.down_blocks.{index}", width, out, 27, level, time_level)
+            layers += resnet_layers(f"encoder.down_blocks.{index}", width, out, 27, level, time_level)
             norms += width + out  # two RMS norm gains
             width, index = out, index + 1
         if stage < len(mult) - 1:
             level += 1
-            layers.append(_down(f"encoder.down_blocks.{index}.resample.1", out, level, time_level))
+            layers.append(down_layer(f"encoder.down_blocks.{index}.resample.1", out, level, time_level))
             if down[stage]:  # a (3,1,1) conv of time stride 2 over the last cached frame and the chunk
                 time_level += 1
-                time_conv = _conv(f"encoder.down_blocks.{index}.time_conv", out, out, 3, level, time_level)
+                time_conv = conv_layer(
+                    f"encoder.down_blocks.{index}.time_conv", out, out, 3, level, time_level
+                )
                 layers.append(replace(time_conv, skips_first_frame=True, cache_frames=1))
             index += 1
     last = dims[-1]
-    layers += _mid("encoder.mid_block", last, 27, level, time_level, wan=True)
+    layers += mid_layers("encoder.mid_block", last, 27, level, time_level, wan=True)
     norms += 4 * last + last  # the mid resnets' norms and the attention's
-    layers.append(_conv("encoder.conv_out", last, 2 * z_dim, 27, level, time_level))
+    layers.append(conv_layer("encoder.conv_out", last, 2 * z_dim, 27, level, time_level))
     norms += last  # norm_out
-    layers.append(_conv("quant_conv", 2 * z_dim, 2 * z_dim, 1, level, time_level))
-    encoder = _weights(layers) + norms
+    layers.append(conv_layer("quant_conv", 2 * z_dim, 2 * z_dim, 1, level, time_level))
+    encoder = conv_weights(layers) + norms
 
     up = down[::-1]
     dims = [decoder_base * m for m in [mult[-1], *mult[::-1]]]
-    decoder_layers = [_conv("decoder.conv_in", z_dim, dims[0], 27, 0)]
-    decoder_layers += _mid("decoder.mid_block", dims[0], 27, 0, 0, wan=True)
+    decoder_layers = [conv_layer("decoder.conv_in", z_dim, dims[0], 27, 0)]
+    decoder_layers += mid_layers("decoder.mid_block", dims[0], 27, 0, 0, wan=True)
     decoder_norms, index = 5 * dims[0], 0
     for stage, (width, out) in enumerate(pairwise(dims)):
         width, index = (width // 2 if stage > 0 else width), 0
         for _ in range(per_block + 1):
-            decoder_layers += _resnet(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, 27, 0)
+            decoder_layers += resnet_layers(f"decoder.up_blocks.{stage}.resnets.{index}", width, out, 27, 0)
             decoder_norms += width + out
             width, index = out, index + 1
         if stage < len(mult) - 1:
             decoder_layers.append(
-                _conv(f"decoder.up_blocks.{stage}.upsamplers.0.resample", out, out // 2, 9, 0)
+                conv_layer(f"decoder.up_blocks.{stage}.upsamplers.0.resample", out, out // 2, 9, 0)
             )
             if up[stage]:
                 decoder_layers.append(
-                    _conv(f"decoder.up_blocks.{stage}.upsamplers.0.time_conv", out, 2 * out, 3, 0)
+                    conv_layer(f"decoder.up_blocks.{stage}.upsamplers.0.time_conv", out, 2 * out, 3, 0)
                 )
-    decoder_layers.append(_conv("decoder.conv_out", dims[-1], pixels_out, 27, 0))
+    decoder_layers.append(conv_layer("decoder.conv_out", dims[-1], pixels_out, 27, 0))
     decoder_norms += dims[-1]
-    decoder_layers.append(_conv("post_quant_conv", z_dim, z_dim, 1, 0))
-    decoder = _weights(decoder_layers) + decoder_norms
+    decoder_layers.append(conv_layer("post_quant_conv", z_dim, z_dim, 1, 0))
+    decoder = conv_weights(decoder_layers) + decoder_norms
     return FrozenComponent(
         "vae", "vae", "AutoencoderKLWan", encoder + decoder, encoder, tuple(layers), source=source
     )
 
 
 #: diffusers VAE class -> its reader.
-VAE_READERS = {"AutoencoderKL": autoencoder_kl, "AutoencoderKLWan": autoencoder_kl_wan}
+VAE_READERS = {
+    "AutoencoderKL": autoencoder_kl,
+    "AutoencoderKLWan": autoencoder_kl_wan,
+    "AutoencoderKLHunyuanVideo": autoencoder_kl_hunyuan_video,
+    "AutoencoderKLCogVideoX": autoencoder_kl_cogvideox,
+}
 
 #: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
-#: yet: Sana's deep-compression autoencoder and the causal video VAEs of LTX-Video, CogVideoX and
-#: HunyuanVideo. They stand in the
-#: pipeline as uncounted components, so running them each step (frozen_encoders gpu / offload)
-#: is refused rather than costed at zero.
-UNCOUNTED_VAES = (
-    "AutoencoderDC",
-    "AutoencoderKLLTXVideo",
-    "AutoencoderKLCogVideoX",
-    "AutoencoderKLHunyuanVideo",
-)
+#: yet, their block types not laid out: Sana's deep-compression autoencoder (ResBlock and
+#: EfficientViTBlock stages) and LTX-Video's causal video VAE (diffusers `autoencoder_kl_ltx.py`,
+#: with blocks of its own). They
+#: stand in the pipeline as uncounted components, so running them each step (frozen_encoders
+#: gpu / offload) is refused rather than costed at zero.
+UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo")
 
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:

@@ -35,13 +35,26 @@ from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import FrozenComponent, ModelSpec
 from trainplan.terms.flops import attention_core, block_matmul_active
 from trainplan.terms.geometry import TokenShape
+from trainplan.terms.vae_encoder import (
+    FRAME_TILES,
+    PADDED_INPUT,
+    VAE_PEAK_COPIES,
+    frame_tiles,
+    vae_flops,
+    vae_working_bytes,
+)
 
 __all__ = [
+    "ALL_HIDDEN_STATES",
+    "EAGER_ATTENTION",
+    "FRAME_TILES",
     "KINDS",
+    "PADDED_INPUT",
     "VAE_PEAK_COPIES",
     "FrozenEncoderCost",
     "encoder_tokens",
     "flops_per_sample",
+    "frame_tiles",
     "frozen_encoder_cost",
     "offload_bytes",
     "peak_bytes",
@@ -75,8 +88,9 @@ def offload_bytes(model: ModelSpec, frozen_encoders: str, weight_bytes: int = 2)
 def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
     """Tokens a text encoder reads per sample: CLIP its fixed context (the pipelines pad every
     prompt to the tokenizer's 77), a T5 the denoiser's text length less the positions other
-    encoders take ahead of it (SD3: 333 - 77 = 256); InputError naming text_tokens when none
-    are left. Exact."""
+    encoders take ahead of it (SD3: 333 - 77 = 256), plus the prompt template its pipeline puts
+    ahead of the prompt (HunyuanVideo's LLaMA: 256 + 95); InputError naming text_tokens when
+    none are left. Exact."""
     if component.context_tokens:
         return component.context_tokens
     tokens = shape.text_tokens - component.text_offset
@@ -86,7 +100,7 @@ def encoder_tokens(component: FrozenComponent, shape: TokenShape) -> int:
             f"{shape.text_tokens}: the first {component.text_offset} text positions are CLIP's, so "
             f"{component.name} ({component.architecture}) needs at least {component.text_offset + 1}",
         )
-    return tokens
+    return tokens + component.template_tokens
 
 
 def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
@@ -105,120 +119,85 @@ def text_flops(component: FrozenComponent, shape: TokenShape) -> float:
     return per_token * tokens + sum(2 * extra.params for extra in text.extras)
 
 
-def _frames(frames: int, time_level: int) -> int:
-    """Frames at a temporal level of a causal VAE: 1 + (F - 1) / 2^level (the first alone)."""
-    return 1 + ((frames - 1) >> time_level)
-
-
-def _pixels(shape: TokenShape, level: int) -> int:
-    """Pixels of one frame at 1 / 2^level of the input per side."""
-    return (shape.width_px >> level) * (shape.height_px >> level)
-
-
-def vae_flops(component: FrozenComponent, shape: TokenShape) -> float:
-    """Forward FLOPs per sample of the VAE encoder, layer by layer at its resolution: a conv
-    costs 2 x in x out x taps per output value (pixels at its level x its frames; a Wan time conv
-    skips the first frame); a mid-block attention 4 x N^2 x C per frame (QK^T and AV over the
-    N latent pixels). Exact arithmetic; norms, activations and biases left out."""
-    flops = 0.0
-    for layer in component.layers:
-        frames = _frames(shape.frames, layer.time_level) - (1 if layer.skips_first_frame else 0)
-        pixels = _pixels(shape, layer.level)
-        if layer.kind == "attention":
-            flops += 4 * pixels * pixels * layer.in_channels * frames
-        else:
-            flops += 2 * layer.in_channels * layer.out_channels * layer.kernel * pixels * frames
-    return flops
-
-
-def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> int:
-    """Frames of one encoder chunk at a temporal level. A causal video VAE encodes the first frame
-    alone, then 2^T frames at a time (T its temporal downsamplings: AutoencoderKLWan._encode's
-    chunks of 4), halved at each level; images are one frame."""
-    if frames == 1:
-        return 1
-    levels = max(layer.time_level for layer in component.layers)
-    return max(1, (1 << levels) >> time_level)
-
-
-#: Copies of the widest activation a VAE encoder's no-grad forward holds at its peak, read off
-#: the modules' code (and matched by a fake-tensor trace, tests/test_encoders.py):
-#: - AutoencoderKL (diffusers resnet.py, ResnetBlock2D, in a stage of 2 resnets): the stage input
-#:   (held by Encoder.forward while the down block runs), the second resnet's input (held by the
-#:   down block's loop), conv2's output, the residual sum and its division by
-#:   output_scale_factor: 5.
-#: - AutoencoderKLWan (WanResidualBlock): the block input (its identity shortcut, held by the
-#:   encoder's loop), conv1's output and, inside WanRMS_norm, its fp32 copy and the fp32
-#:   normalised result (2 copies' worth each): 6.
-VAE_PEAK_COPIES = {"AutoencoderKL": 5, "AutoencoderKLWan": 6}
-
-
-def vae_working_bytes(
-    component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
-) -> Any:
-    """Bytes the VAE encoder's no-grad forward holds at its peak for a micro-batch:
-    VAE_PEAK_COPIES x its widest activation (a conv's output width x pixels x the frames of one
-    chunk) x micro_batch, plus the causal feature cache that persists through a video encode
-    (each cached conv's `cache_frames` of its input, Wan's CACHE_T = 2; a one-frame clip caches
-    one frame, counted for every conv though only those before the peak hold one) and the
-    micro-batch's pixels (the batch's pixel_values, on the GPU for the encode). An estimate: it
-    assumes SDPA's memory-efficient kernel in the mid-block attention (no N x N scores) and that
-    the allocator reuses each intermediate as soon as it is dropped."""
-    widest = max(
-        layer.out_channels
-        * _pixels(shape, layer.level)
-        * _chunk_frames(component, shape.frames, layer.time_level)
-        for layer in component.layers
-        if layer.kind == "conv"
-    )
-    cache = sum(
-        min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
-        for layer in component.layers
-    )
-    pixels = component.layers[0].in_channels * shape.width_px * shape.height_px * shape.frames
-    per_sample = VAE_PEAK_COPIES[component.architecture] * widest + cache + pixels
-    return micro_batch * per_sample * activation_bytes
-
-
 #: Intermediate-width tensors a text encoder's MLP holds at once: fc1's output and its GELU (2);
 #: quick_gelu computes x * sigmoid(1.702 x), so fc1's output, 1.702 x and the sigmoid (3); T5's
 #: gated FFN runs gelu_new as Python arithmetic on wi_0's output, which holds it, 0.5 x, x^3 and
-#: 0.044715 x^3 at once (4; then wi_1's output and the product: 3).
-_MLP_COPIES = {"gelu": 2, "quick_gelu": 3, "gated": 4}
+#: 0.044715 x^3 at once (4; then wi_1's output and the product: 3); a decoder's gated MLP
+#: (LlamaMLP, Gemma2MLP: down_proj(act(gate_proj(x)) * up_proj(x))) the activation, up_proj's
+#: output and the product (3).
+_MLP_COPIES = {"gelu": 2, "quick_gelu": 3, "gated": 4, "gated-decoder": 3}
+
+#: Decoders run as text encoders whose attention is eager (transformers 5.24 Gemma2Model refuses
+#: SDPA: its logit soft-capping): the layer's attention weights, heads x L^2, are alive at the
+#: peak, and so are its two additive bf16 masks, full and sliding-window, L^2 each.
+EAGER_ATTENTION = ("Gemma2Model",)
+
+#: Text encoders whose pipeline asks for every layer's hidden states (HunyuanVideoPipeline calls
+#: its LlamaModel with output_hidden_states=True and reads hidden_states[-3]): the model keeps
+#: each layer's output to the end of the forward.
+ALL_HIDDEN_STATES = ("LlamaModel",)
+
+
+def _decoder_extra(component: FrozenComponent, block_count: int, tokens: int) -> tuple[int, int]:
+    """What a decoder run as an encoder holds beyond an encoder layer's tensors, per sample and
+    per micro-batch: its KV cache (the base model's forward keeps a DynamicCache, use_cache
+    defaulting to true: 2 x kv heads x head_dim x L for every layer), the earlier layers' hidden
+    states (ALL_HIDDEN_STATES: layers - 2 more L x h beyond the embedding output and the layer
+    input), and under eager attention (EAGER_ATTENTION) the attention weights and the two masks;
+    RoPE's cos and sin, 2 x L x head_dim, are shared by the micro-batch."""
+    text = component.text
+    assert text is not None, "a text component carries its layout"
+    per_sample, shared = 0, 0
+    for block in text.blocks:
+        attention = block.attention
+        assert attention is not None, "decoder text encoders have attention"
+        per_sample += block.count * 2 * attention.num_kv_heads * attention.head_dim * tokens
+        shared = 2 * tokens * attention.head_dim
+        if component.architecture in EAGER_ATTENTION:
+            per_sample += (attention.num_heads + 2) * tokens * tokens
+    if component.architecture in ALL_HIDDEN_STATES:
+        per_sample += (block_count - 2) * tokens * text.hidden_size
+    return per_sample, shared
 
 
 def text_working_bytes(
     component: FrozenComponent, shape: TokenShape, micro_batch: Any = 1, activation_bytes: int = 2
 ) -> Any:
     """Bytes a text encoder's no-grad forward holds at its peak for a micro-batch (transformers
-    5.x modeling_clip.py, modeling_t5.py; matched by a fake-tensor trace, tests/test_encoders.py).
-    Held across each layer: the embedding output (kept by the model while its encoder runs) and
-    the layer input (kept by the layer loop). In attention they hold with the normed copy and q,
-    k, v and the output (3 L h + 4 L x heads x d; SDPA's memory-efficient kernel keeps no scores);
-    in the MLP with the post-attention residual and its normed copy (4 L h) and the MLP's
-    intermediates (`_MLP_COPIES` x L i). A T5 adds its relative position bias, heads x L^2, which
-    its first layer computes and the stack keeps (UMT5: each attention computes its own and drops
-    it), and in attention each layer's contiguous copy of it (transformers'
-    create_position_bias_mask); neither is per sample: the pipelines give T5 no padding mask. The
-    larger of the two moments in the widest layer. An estimate."""
+    5.x modeling_clip.py, modeling_t5.py, modeling_llama.py, modeling_gemma2.py; matched by a
+    fake-tensor trace, tests/test_encoders.py). Held across each layer: the embedding output
+    (kept by the model while its layers run; Gemma-2's scaled copy) and the layer input (kept by
+    the layer loop). In attention they hold with the normed copy and q, k, v and the output
+    (3 L h + 4 L x heads x d; SDPA's memory-efficient kernel keeps no scores); in the MLP with the
+    post-attention residual and its normed copy (4 L h) and the MLP's intermediates
+    (`_MLP_COPIES` x L i). A T5 adds its relative position bias, heads x L^2, which its first
+    layer computes and the stack keeps (UMT5: each attention computes its own and drops it), and
+    in attention each layer's contiguous copy of it (transformers' create_position_bias_mask);
+    neither is per sample: the pipelines give T5 no padding mask. A decoder adds
+    `_decoder_extra`, counted at its last layer (the cache full). The larger of the two moments
+    in the widest layer. An estimate."""
     text = component.text
     assert text is not None, "a text component carries its layout"
     tokens = encoder_tokens(component, shape)
     biased = [bool(block.attention and block.attention.relative_bias_params) for block in text.blocks]
     shared = biased[0] and not all(biased)  # T5: the first layer's bias serves the stack; UMT5: one each
+    decoder = all(block.role == "decoder" for block in text.blocks)
+    layers = sum(block.count for block in text.blocks)
+    extra, extra_shared = _decoder_extra(component, layers, tokens) if decoder else (0, 0)
     peak: Any = 0
     for block in text.blocks:
         attention, mlp = block.attention, block.mlp
         assert attention is not None and mlp is not None, "text encoder layers have attention and an MLP"
         bias = attention.num_heads * tokens * tokens if shared or attention.relative_bias_params else 0
-        copies = _MLP_COPIES.get("gated" if mlp.gated else mlp.activation, 2)
+        kind = ("gated-decoder" if decoder else "gated") if mlp.gated else mlp.activation
+        copies = _MLP_COPIES.get(kind, 2)
         hidden, inner, width = (
             tokens * text.hidden_size,
             tokens * mlp.intermediate_size,
             tokens * attention.q_size,
         )
-        in_attention = micro_batch * (3 * hidden + 4 * width) + 2 * bias
-        in_mlp = micro_batch * (4 * hidden + copies * inner) + (bias if shared else 0)
+        in_attention = micro_batch * (3 * hidden + 4 * width + extra) + 2 * bias + extra_shared
+        in_mlp = micro_batch * (4 * hidden + copies * inner + extra) + (bias if shared else 0) + extra_shared
         peak = maximum(peak, maximum(in_attention, in_mlp))
     return peak * activation_bytes
 
