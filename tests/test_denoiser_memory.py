@@ -544,7 +544,13 @@ TINY_LTX: dict[str, Any] = {
             "_class_name": "AutoencoderKLLTXVideo",
             "latent_channels": 8,
             "patch_size": 2,
+            "block_out_channels": [4],
+            "layers_per_block": [1, 1],
             "spatio_temporal_scaling": [True],
+            "down_block_types": ["LTXVideoDownBlock3D"],
+            "decoder_block_out_channels": [4],
+            "decoder_layers_per_block": [1, 1],
+            "decoder_spatio_temporal_scaling": [True],
         },
         "text_tokens": 4,
     },
@@ -591,19 +597,11 @@ def test_ltx_video_block_by_hand() -> None:
     assert by_role["embed"] == 2 * 4 * 16 * 48 + 2 * 16 * 4
 
 
-@pytest.mark.parametrize("model", ["Sana-1600M-1024px", "LTX-Video-2B"])
-def test_geometry_only_vaes_refuse_running_the_encoders(model: str) -> None:
-    """Their VAEs give the latent geometry but are not counted: gpu and offload are refused."""
+def test_geometry_only_vaes_refuse_running_the_encoders() -> None:
+    """Sana's VAE gives the latent geometry but is not counted: gpu and offload are refused."""
     for where in ("gpu", "offload"):
         with pytest.raises(InputError) as error:
-            estimate(
-                {
-                    "model": model,
-                    "method": "lora",
-                    "frozen_encoders": where,
-                    "frames": 49 if "LTX" in model else None,
-                }
-            )
+            estimate({"model": "Sana-1600M-1024px", "method": "lora", "frozen_encoders": where})
         assert error.value.field == "frozen_encoders"
 
 
@@ -714,11 +712,11 @@ def test_hunyuan_video_reuses_the_flux_blocks() -> None:
 
 
 def test_uncounted_vaes_plan_with_precomputed_latents_only() -> None:
-    """LTX-Video's VAE is read for its strides but not counted: with the encoders on the GPU or
+    """Sana's DC-AE is read for its strides but not counted: with the encoders on the GPU or
     offloaded the estimate is refused, naming the field and the component. HunyuanVideo's are all
     counted: on the GPU they add at least their bf16 weights (VAE, LLaMA and CLIP-L)."""
-    with pytest.raises(InputError, match="AutoencoderKLLTXVideo") as error:
-        _estimate(model="LTX-Video-2B", method="lora", frozen_encoders="gpu", frames=49)
+    with pytest.raises(InputError, match="AutoencoderDC") as error:
+        _estimate(model="Sana-1600M-1024px", method="lora", frozen_encoders="gpu")
     assert error.value.field == "frozen_encoders"
     result = _estimate(model="HunyuanVideo", method="lora", resolution="848x480", frames=61)
     assert result.peak.total > 0

@@ -60,7 +60,7 @@ def _built(config_json: str) -> tuple[int, int]:
             kwargs = {key: value for key, value in config.items() if key != "_class_name"}
             vae = getattr(diffusers, config["_class_name"]).from_config(kwargs)
             encoder = sum(p.numel() for p in vae.encoder.parameters())
-            if vae.quant_conv is not None:
+            if getattr(vae, "quant_conv", None) is not None:  # LTX-Video's has none at all
                 encoder += sum(p.numel() for p in vae.quant_conv.parameters())
             return sum(p.numel() for p in vae.parameters()), encoder
         transformers = pytest.importorskip("transformers")
@@ -87,8 +87,8 @@ def test_catalog_components_equal_the_meta_device_build(
 
 
 def test_geometry_only_components() -> None:
-    # Sana's DC-AE and LTX-Video's VAE are in the pipeline for the geometry; they count nothing
-    # and are marked so (running them is refused)
+    # Sana's DC-AE is in the pipeline for the geometry; it counts nothing and is marked so
+    # (running it is refused)
     found = {
         (record.name, c.architecture): (c.counted, c.params)
         for record in PIPELINES
@@ -97,7 +97,6 @@ def test_geometry_only_components() -> None:
     }
     assert found == {
         ("Sana-1600M-1024px", "AutoencoderDC"): (False, 0),
-        ("LTX-Video-2B", "AutoencoderKLLTXVideo"): (False, 0),
     }
 
 
@@ -338,6 +337,44 @@ def test_tiny_cogvideox_vae() -> None:
     assert flops_of[49] == flops_of[17] + 4 * (flops_of[17] - flops_of[9])
 
 
+TINY_LTX = {
+    "_class_name": "AutoencoderKLLTXVideo", "latent_channels": 2, "patch_size": 2,
+    "block_out_channels": [16, 32], "layers_per_block": [2, 1, 1], "spatio_temporal_scaling": [True, False],
+    "down_block_types": ["LTXVideoDownBlock3D"] * 2, "decoder_block_out_channels": [16, 32],
+    "decoder_layers_per_block": [1, 1, 1], "decoder_spatio_temporal_scaling": [True, False],
+}  # fmt: skip
+
+
+def test_tiny_ltx_video_vae() -> None:
+    vae = vae_component(TINY_LTX)
+    # encoder, causal 3x3x3 convs (27 taps, biased), weightless RMS norms: conv_in from 2x2
+    # patches of 3 channels, 12->16 5,200; stage 0 two resnets 16->16 2 x (6,928 + 6,928), its
+    # stride-2 conv 6,928 and the resnet to the next width 16->32 13,856 + 27,680 + 1x1x1
+    # shortcut 544 + its LayerNorm 32: 76,752; stage 1 (the last keeps its width) resnet 32->32
+    # 2 x 27,680; mid block resnet 55,360; conv_out 32->3 (2 latent means, 1 log-variance) 2,595
+    assert vae.forward_params == 5_200 + 76_752 + 55_360 + 55_360 + 2_595 == 195_267
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_LTX, sort_keys=True))
+    # FLOPs on 3 frames of 4x4 pixels (4 patches a frame at level 1, 1 pixel past the stride-2
+    # conv, which also takes the 3 frames to 1 + 2 / 2 = 2): conv_in 2 x 12 x 16 x 27 x 4 x 3;
+    # stage 0 four 16->16 convs 4 x 165,888, the strided conv 13,824 x 2, the resnet 16->32
+    # 55,296 + 110,592 + shortcut 2,048; stage 1 and mid 2 x 2 x 110,592; conv_out 5,184 x 2
+    # (the same as torch.utils.flop_counter counts on the real module)
+    flops = 124_416 + 663_552 + 27_648 + 167_936 + 442_368 + 10_368
+    assert encoders.vae_flops(vae, _shape(4, 3)) == flops == 1_436_288
+    # working set on those 3 frames: stage 0's activation 16 x 4 x 3 = 192, 7 copies (the stage
+    # input, the second resnet's input, conv1's output, norm2's fp32 copy and fp32 square) = 1,344,
+    # above conv2's moment (4 copies, the 2 repeated first frames and the F + 2 padded frames of
+    # 16 x 4: 19 x 64 = 1,216), and the pixels 3 x 16 x 3
+    assert encoders.vae_working_bytes(vae, _shape(4, 3)) == (1_344 + 144) * 2
+    # one frame: the conv moment wins, (4 + 1 + 4) x 64 against 7 x 64, and the pixels 48
+    assert encoders.vae_working_bytes(vae, _shape(4, 1)) == (9 * 64 + 48) * 2
+    # the clip runs whole (no tiles or batches), and the encoder's strides are the pipeline's
+    assert encoders.frame_tiles(vae, 161) == [161]
+    with pytest.raises(ConfigError) as error:
+        vae_component({**TINY_LTX, "spatial_compression_ratio": 8})
+    assert error.value.field == "vae.spatial_compression_ratio"
+
+
 FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
 
 
@@ -441,6 +478,9 @@ def test_pipeline_folder_reads_the_text_encoders(tmp_path: Path) -> None:
         ({"vae": {**TINY_WAN, "is_residual": True}}, "vae.is_residual"),
         ({"vae": {**TINY_WAN, "num_res_blocks": 10**9}}, "vae.num_res_blocks"),  # bounded before any loop
         ({"vae": {**TINY_KL, "block_out_channels": [4, 10**9]}}, "vae.block_out_channels"),
+        ({"vae": {**TINY_LTX, "timestep_conditioning": True}}, "vae.timestep_conditioning"),
+        ({"vae": {**TINY_LTX, "layers_per_block": [2, 1]}}, "vae.layers_per_block"),
+        ({"vae": {**TINY_LTX, "down_block_types": ["LTXVideo095DownBlock3D"] * 2}}, "vae.down_block_types"),
         ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_CLIP, "architectures": ["GemmaModel"]}}},
          "text_encoder.architectures"),
         ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_T5, "d_model": 0}}},
@@ -494,6 +534,9 @@ def _efficient_sdpa(
         ("HunyuanVideo", "vae", "1280x720", 33, None, 1),
         ("CogVideoX-2b", "vae", 128, 9, None, 2),
         ("CogVideoX-2b", "vae", "720x480", 49, None, 1),
+        ("LTX-Video-2B", "vae", 128, 1, None, 1),
+        ("LTX-Video-2B", "vae", 128, 9, None, 2),
+        ("LTX-Video-2B", "vae", "704x480", 41, None, 1),
     ],
 )
 def test_working_set_matches_a_fake_tensor_trace(
@@ -534,7 +577,8 @@ def test_working_set_matches_a_fake_tensor_trace(
                     if isinstance(resolution, int)
                     else map(int, resolution.split("x"))
                 )
-                dims = (micro_batch, 3, *((frames,) if frames > 1 else ()), height, width)
+                video = frames > 1 or spec.kind == "video"  # LTX-Video's VAE takes 5-D input only
+                dims = (micro_batch, 3, *((frames,) if video else ()), height, width)
 
                 def run() -> Any:
                     return module.encode(torch.randn(*dims)).latent_dist.sample()

@@ -18,6 +18,7 @@ __all__ = [
     "FRAME_BATCHES",
     "FRAME_TILES",
     "PADDED_INPUT",
+    "REPEAT_PADDED",
     "VAE_PEAK_COPIES",
     "frame_tiles",
     "vae_flops",
@@ -115,7 +116,16 @@ VAE_PEAK_COPIES = {
     "AutoencoderKLWan": 6,
     "AutoencoderKLHunyuanVideo": 4,
     "AutoencoderKLCogVideoX": 4,
+    "AutoencoderKLLTXVideo": 7,
 }
+
+#: VAEs whose causal convs read their input with kt - 1 = 2 repeats of its first frame
+#: prepended, the repeats a tensor of their own held through the conv (LTXVideoCausalConv3d:
+#: C x 2 x H x W and the concatenated C x (F + 2) x H x W), by the copies of the widest
+#: activation beside them at the widest conv2: the stage input, the resnet's input, the activated
+#: norm2 output and conv2's output, 4. On one frame this outweighs VAE_PEAK_COPIES (4 + 2 + 3 = 9
+#: frames' worth against 7).
+REPEAT_PADDED = {"AutoencoderKLLTXVideo": 4}
 
 #: VAEs whose causal convs read a padded copy of their input at the peak, by the pixels padded
 #: on each side: kt - 1 = 2 frames ahead in time for both, k // 2 = 1 pixel each side in space
@@ -188,8 +198,9 @@ def vae_working_bytes(
     encode (each cached conv's `cache_frames` of its input, Wan's CACHE_T = 2; a one-frame clip
     caches one frame, counted for every conv though only those before the peak hold one), the
     padded copy of the widest activation (PADDED_INPUT) and the micro-batch's pixels (the batch's
-    pixel_values, on the GPU for the encode). For PADDED_INPUT VAEs the larger of that and the
-    moment their mid-block attention builds its mask. An estimate: it assumes SDPA's
+    pixel_values, on the GPU for the encode); for REPEAT_PADDED VAEs (no cache: the clip runs
+    whole) the larger of the norm moment and the widest conv's. For PADDED_INPUT VAEs the larger
+    of that and the moment their mid-block attention builds its mask. An estimate: it assumes SDPA's
     memory-efficient kernel in the mid-block attention (no N x N scores) and that the allocator
     reuses each intermediate as soon as it is dropped."""
     width, widest = max(
@@ -202,12 +213,21 @@ def vae_working_bytes(
         for index, layer in enumerate(component.layers)
         if layer.kind == "conv"
     )
-    pixels = component.layers[0].in_channels * shape.width_px * shape.height_px * shape.frames
+    first = component.layers[0]  # conv_in, over the pixels or (LTX-Video) their packed patches
+    pixels = first.in_channels * _pixels(shape, first.level) * shape.frames
     if component.architecture in FRAME_BATCHES:
         per_sample = _batched_moment(component, shape) + pixels
+    elif component.architecture in REPEAT_PADDED:
+        layer = component.layers[widest]
+        frame, at_level = (
+            layer.out_channels * _pixels(shape, layer.level),
+            _frames(shape.frames, layer.time_level),
+        )
+        conv = (REPEAT_PADDED[component.architecture] * at_level + at_level + 4) * frame
+        per_sample = max(VAE_PEAK_COPIES[component.architecture] * width, conv) + pixels
     elif component.architecture in PADDED_INPUT:
-        first = frame_tiles(component, shape.frames)[0]
-        per_sample = _padded_moment(component, shape, widest, first) + pixels
+        tile = frame_tiles(component, shape.frames)[0]
+        per_sample = _padded_moment(component, shape, widest, tile) + pixels
     else:
         cache = sum(
             min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
