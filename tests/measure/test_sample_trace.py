@@ -495,7 +495,13 @@ def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
                         "_class_name": "AutoencoderKLLTXVideo",
                         "latent_channels": 8,
                         "patch_size": 2,
+                        "block_out_channels": [4],
+                        "layers_per_block": [1, 1],
                         "spatio_temporal_scaling": [True],
+                        "down_block_types": ["LTXVideoDownBlock3D"],
+                        "decoder_block_out_channels": [4],
+                        "decoder_layers_per_block": [1, 1],
+                        "decoder_spatio_temporal_scaling": [True],
                     }
                 },
             },
