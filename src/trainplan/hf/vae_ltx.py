@@ -49,14 +49,15 @@ def _resnet(prefix: str, inp: int, out: int, level: int, time_level: int) -> tup
 
 def autoencoder_kl_ltx_video(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
     """An `AutoencoderKLLTXVideo` (diffusers `autoencoder_kl_ltx.py`; HaCohen et al. 2024,
-    "LTX-Video"), the 0.9 layout: the encoder packs 4x4 pixel patches into 48 channels (`patch_size`), a
-    causal 3x3x3 conv_in, per stage i `layers_per_block[i]` resnets at the stage's input width, a
-    causal 3x3x3 conv of stride 2 in time and space where `spatio_temporal_scaling` says, and a
-    resnet to the next stage's width when it differs (the last stage keeps its width); a mid
-    block of `layers_per_block[-1]` resnets, a weightless RMS norm and conv_out to latent + 1
-    channels (a mean per latent channel and one shared log-variance). No quant convs. The decoder
-    (`decoder_block_out_channels`, `decoder_layers_per_block`, `decoder_spatio_temporal_scaling`)
-    mirrors it with upsamplers that convolve to 8 x the width and shuffle it into 2x2x2."""
+    "LTX-Video"), the 0.9 layout: the encoder packs 4x4 pixel patches into 48 channels
+    (`patch_size`), a causal 3x3x3 conv_in, per stage i `layers_per_block[i]` resnets at the
+    stage's input width, a causal 3x3x3 conv of stride 2 in time and space where
+    `spatio_temporal_scaling` says, and a resnet to the next stage's width when it differs (the
+    last stage keeps its width); a mid block of `layers_per_block[-1]` resnets, a weightless RMS
+    norm and conv_out to latent + 1 channels (a mean per latent channel and one shared
+    log-variance). No quant convs. The decoder (`decoder_block_out_channels`,
+    `decoder_layers_per_block`, `decoder_spatio_temporal_scaling`) mirrors it with upsamplers
+    that convolve to 8 x the width and shuffle it into 2x2x2."""
     where = "vae"
     refuse_unmodelled(
         cfg,
