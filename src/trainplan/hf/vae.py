@@ -21,6 +21,8 @@ layer by layer. Exact.
 - `AutoencoderKLLTXVideo` (LTX-Video; `autoencoder_kl_ltx.py`): 4x4 pixel patches in, resnets in
   causal 3x3x3 convs behind weightless RMS norms, stride-2 3x3x3 convs in time and space, no
   attention (`hf/vae_ltx.py`).
+- `AutoencoderDC` (Sana's DC-AE; `autoencoder_dc.py`): ResBlock stages, then EfficientViTBlock
+  stages (ReLU linear attention, GLUMBConv), stride-2 convs between them (`hf/vae_dc.py`).
 
 Training runs only the encoder half (and quant_conv): `EncoderLayer`s in forward order (the
 shared layers in `hf/vae_layers.py`), with the resolution and frames each runs at, for the FLOPs
@@ -36,6 +38,7 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.hf.vae_cogvideox import autoencoder_kl_cogvideox
+from trainplan.hf.vae_dc import autoencoder_dc
 from trainplan.hf.vae_hunyuan import autoencoder_kl_hunyuan_video
 from trainplan.hf.vae_layers import (
     component_int,
@@ -192,13 +195,14 @@ VAE_READERS = {
     "AutoencoderKLHunyuanVideo": autoencoder_kl_hunyuan_video,
     "AutoencoderKLCogVideoX": autoencoder_kl_cogvideox,
     "AutoencoderKLLTXVideo": autoencoder_kl_ltx_video,
+    "AutoencoderDC": autoencoder_dc,
 }
 
-#: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
-#: yet, their block types not laid out: Sana's deep-compression autoencoder (ResBlock and
-#: EfficientViTBlock stages). It stands in the pipeline as an uncounted component, so running it
-#: each step (frozen_encoders gpu / offload) is refused rather than costed at zero.
-UNCOUNTED_VAES = ("AutoencoderDC",)
+#: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted,
+#: their block types not laid out (none now). Such a VAE stands in the pipeline as an uncounted
+#: component, so running it each step (frozen_encoders gpu / offload) is refused rather than
+#: costed at zero.
+UNCOUNTED_VAES: tuple[str, ...] = ()
 
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
