@@ -710,6 +710,24 @@ def test_hunyuan_video_reuses_the_flux_blocks() -> None:
     assert ours_single == flux_single + 32 * 20 + 2 * 64 * 20
 
 
+def test_a_geometry_only_vae_refuses_running_the_encoders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A VAE class read for its geometry alone (none in the catalog now: Sana's DC-AE made one
+    here) counts nothing, so gpu and offload are refused, naming the field and the component."""
+    from trainplan.hf import vae
+    from trainplan.samples import sample_shape
+
+    readers = {name: reader for name, reader in vae.VAE_READERS.items() if name != "AutoencoderDC"}
+    monkeypatch.setattr(vae, "VAE_READERS", readers)
+    monkeypatch.setattr(vae, "UNCOUNTED_VAES", ("AutoencoderDC",))
+    model = denoiser_spec(TINY_SANA, "tiny-sana")
+    assert [(c.architecture, c.counted, c.params) for c in model.frozen[:1]] == [("AutoencoderDC", False, 0)]
+    for where in ("gpu", "offload"):
+        with pytest.raises(InputError, match="AutoencoderDC") as error:
+            sample_shape(model, scenario_from_mapping({"model": "x", "frozen_encoders": where}))
+        assert error.value.field == "frozen_encoders"
+    assert sample_shape(model, scenario_from_mapping({"model": "x"})) is not None
+
+
 def test_frozen_encoders_on_the_gpu_add_their_weights() -> None:
     """HunyuanVideo's VAE and text encoders are all counted: on the GPU they add at least their
     bf16 weights (VAE, LLaMA and CLIP-L)."""
