@@ -409,7 +409,13 @@ def test_unmodelled_sana_and_ltx_configs_are_refused_by_field(config: dict[str, 
 
 
 def test_sana_latents_must_match_the_vae() -> None:
-    vae = {"_class_name": "AutoencoderDC", "encoder_block_out_channels": [8, 8, 8], "latent_channels": 8}
+    vae = {
+        "_class_name": "AutoencoderDC", "latent_channels": 8, "downsample_block_type": "conv",
+        "upsample_block_type": "interpolate", "encoder_qkv_multiscales": [[], [], []],
+        "decoder_qkv_multiscales": [[], [], []], "encoder_layers_per_block": [1, 1, 1],
+        "decoder_layers_per_block": [1, 1, 1],
+        "encoder_block_out_channels": [8, 8, 8], "decoder_block_out_channels": [8, 8, 8],
+    }  # fmt: skip
     with pytest.raises(ConfigError) as error:
         spec_from_config({**TINY_SANA, "_pipeline": {"vae": vae}}, "x")  # in_channels 4 vs 8 latents
     assert error.value.field == "in_channels"

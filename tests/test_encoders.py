@@ -22,8 +22,8 @@ PIPELINES = [record for record in model_records() if record.pipeline]
 
 
 def _components() -> list[tuple[str, str, dict[str, Any]]]:
-    """(pipeline, folder, config) of every distinct counted frozen component in the catalog (the
-    geometry-only ones have no count to compare: test_geometry_only_components)."""
+    """(pipeline, folder, config) of every distinct counted frozen component in the catalog (a
+    geometry-only one would have no count to compare)."""
     seen: set[str] = set()
     found = []
     for record in PIPELINES:
@@ -60,7 +60,7 @@ def _built(config_json: str) -> tuple[int, int]:
             kwargs = {key: value for key, value in config.items() if key != "_class_name"}
             vae = getattr(diffusers, config["_class_name"]).from_config(kwargs)
             encoder = sum(p.numel() for p in vae.encoder.parameters())
-            if vae.quant_conv is not None:
+            if getattr(vae, "quant_conv", None) is not None:  # LTX-Video's has none at all
                 encoder += sum(p.numel() for p in vae.quant_conv.parameters())
             return sum(p.numel() for p in vae.parameters()), encoder
         transformers = pytest.importorskip("transformers")
@@ -84,21 +84,6 @@ def test_catalog_components_equal_the_meta_device_build(
     # every VAE (both halves, and the encoder half training runs) and text encoder of the catalog
     component = _component(folder, config)
     assert (component.params, component.forward_params) == _built(json.dumps(config, sort_keys=True))
-
-
-def test_geometry_only_components() -> None:
-    # Sana's DC-AE and LTX-Video's VAE are in the pipeline for the geometry; they count nothing
-    # and are marked so (running them is refused)
-    found = {
-        (record.name, c.architecture): (c.counted, c.params)
-        for record in PIPELINES
-        for c in catalog_spec(record.name).frozen
-        if not c.counted
-    }
-    assert found == {
-        ("Sana-1600M-1024px", "AutoencoderDC"): (False, 0),
-        ("LTX-Video-2B", "AutoencoderKLLTXVideo"): (False, 0),
-    }
 
 
 def test_published_figures() -> None:
@@ -338,6 +323,80 @@ def test_tiny_cogvideox_vae() -> None:
     assert flops_of[49] == flops_of[17] + 4 * (flops_of[17] - flops_of[9])
 
 
+TINY_LTX = {
+    "_class_name": "AutoencoderKLLTXVideo", "latent_channels": 2, "patch_size": 2,
+    "block_out_channels": [16, 32], "layers_per_block": [2, 1, 1], "spatio_temporal_scaling": [True, False],
+    "down_block_types": ["LTXVideoDownBlock3D"] * 2, "decoder_block_out_channels": [16, 32],
+    "decoder_layers_per_block": [1, 1, 1], "decoder_spatio_temporal_scaling": [True, False],
+}  # fmt: skip
+
+
+def test_tiny_ltx_video_vae() -> None:
+    vae = vae_component(TINY_LTX)
+    # encoder, causal 3x3x3 convs (27 taps, biased), weightless RMS norms: conv_in from 2x2
+    # patches of 3 channels, 12->16 5,200; stage 0 two resnets 16->16 2 x (6,928 + 6,928), its
+    # stride-2 conv 6,928 and the resnet to the next width 16->32 13,856 + 27,680 + 1x1x1
+    # shortcut 544 + its LayerNorm 32: 76,752; stage 1 (the last keeps its width) resnet 32->32
+    # 2 x 27,680; mid block resnet 55,360; conv_out 32->3 (2 latent means, 1 log-variance) 2,595
+    assert vae.forward_params == 5_200 + 76_752 + 55_360 + 55_360 + 2_595 == 195_267
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_LTX, sort_keys=True))
+    # FLOPs on 3 frames of 4x4 pixels (4 patches a frame at level 1, 1 pixel past the stride-2
+    # conv, which also takes the 3 frames to 1 + 2 / 2 = 2): conv_in 2 x 12 x 16 x 27 x 4 x 3;
+    # stage 0 four 16->16 convs 4 x 165,888, the strided conv 13,824 x 2, the resnet 16->32
+    # 55,296 + 110,592 + shortcut 2,048; stage 1 and mid 2 x 2 x 110,592; conv_out 5,184 x 2
+    # (the same as torch.utils.flop_counter counts on the real module)
+    flops = 124_416 + 663_552 + 27_648 + 167_936 + 442_368 + 10_368
+    assert encoders.vae_flops(vae, _shape(4, 3)) == flops == 1_436_288
+    # working set on those 3 frames: stage 0's activation 16 x 4 x 3 = 192, 7 copies (the stage
+    # input, the second resnet's input, conv1's output, norm2's fp32 copy and fp32 square) = 1,344,
+    # above conv2's moment (4 copies, the 2 repeated first frames and the F + 2 padded frames of
+    # 16 x 4: 19 x 64 = 1,216), and the pixels 3 x 16 x 3
+    assert encoders.vae_working_bytes(vae, _shape(4, 3)) == (1_344 + 144) * 2
+    # one frame: the conv moment wins, (4 + 1 + 4) x 64 against 7 x 64, and the pixels 48
+    assert encoders.vae_working_bytes(vae, _shape(4, 1)) == (9 * 64 + 48) * 2
+    # the clip runs whole (no tiles or batches), and the encoder's strides are the pipeline's
+    assert encoders.frame_tiles(vae, 161) == [161]
+    with pytest.raises(ConfigError) as error:
+        vae_component({**TINY_LTX, "spatial_compression_ratio": 8})
+    assert error.value.field == "vae.spatial_compression_ratio"
+
+
+TINY_DC = {
+    "_class_name": "AutoencoderDC", "latent_channels": 4, "attention_head_dim": 2,
+    "encoder_block_types": ["ResBlock", "EfficientViTBlock"],
+    "decoder_block_types": ["ResBlock", "EfficientViTBlock"],
+    "encoder_block_out_channels": [4, 8], "decoder_block_out_channels": [4, 8],
+    "encoder_layers_per_block": [1, 1], "decoder_layers_per_block": [1, 1],
+    "encoder_qkv_multiscales": [[], [3]], "decoder_qkv_multiscales": [[], [3]],
+    "downsample_block_type": "conv", "upsample_block_type": "interpolate",
+}  # fmt: skip
+
+
+def test_tiny_dc_ae() -> None:
+    vae = vae_component(TINY_DC)
+    # encoder: conv_in 3->4 3x3 112; stage 0 ResBlock 4: conv1 148, conv2 (no bias) 144, RMS norm
+    # weight and bias 8: 300; the stride-2 conv 4->8 296; stage 1 EfficientViTBlock 8 (4 heads
+    # of 2, inner 8, q/k/v 24 channels): q/k/v 3 x 64, the 3x3 depthwise conv 24 x 9 and the
+    # grouped 1x1 24 x 2, to_out 16 x 8, norm 16: 600; GLUMBConv (hidden 32): 8->64 576,
+    # depthwise 3x3 640, 32->8 256, norm 16: 1,488; conv_out 8->4 292
+    assert vae.forward_params == 112 + 300 + 296 + 600 + 1_488 + 292 == 3_088
+    assert (vae.params, vae.forward_params) == _built(json.dumps(TINY_DC, sort_keys=True))
+    # FLOPs on an 8x8 image (64 pixels, 16 past the stride-2 conv): conv_in 2 x 3 x 4 x 9 x 64;
+    # ResBlock 2 x 18,432; the stride-2 conv 2 x 4 x 8 x 9 x 16; the EfficientViTBlock: q/k/v
+    # 3 x 2,048, depthwise 6,912, grouped 1,536, linear attention 4 x (2 + 1) x 16 x 16 (16 query
+    # channels: both scales), to_out 4,096, GLUMBConv 16,384 + 18,432 + 8,192; conv_out 9,216
+    # (the same as torch.utils.flop_counter counts on the real module)
+    flops = 13_824 + 36_864 + 9_216 + (6_144 + 6_912 + 1_536 + 3_072 + 4_096 + 43_008) + 9_216
+    assert encoders.vae_flops(vae, _shape(8)) == flops == 133_888
+    # at N = 1 pixel per side past the stride <= head_dim 2 the attention is quadratic:
+    # 4 x 16 x 1^2 instead of 4 x 3 x 16 x 1 (8,240 as the FLOP counter counts)
+    assert encoders.vae_flops(vae, _shape(2)) == 8_240
+    # Sana's DC-AE at 1024 px: 7 copies of stage 0's 128 x 1024^2 activation (the stage input, the
+    # second ResBlock's input, conv2's output, the RMS norm's fp32 copy and square) and the pixels
+    sana = catalog_spec("Sana-1600M-1024px").frozen[0]
+    assert encoders.vae_working_bytes(sana, _shape(1024)) == (7 * 128 + 3) * 1024**2 * 2
+
+
 FLUX_WEIGHTS = 83_819_683 + 123_060_480 + 4_762_310_656  # VAE, CLIP-L, T5-XXL encoder
 
 
@@ -441,6 +500,12 @@ def test_pipeline_folder_reads_the_text_encoders(tmp_path: Path) -> None:
         ({"vae": {**TINY_WAN, "is_residual": True}}, "vae.is_residual"),
         ({"vae": {**TINY_WAN, "num_res_blocks": 10**9}}, "vae.num_res_blocks"),  # bounded before any loop
         ({"vae": {**TINY_KL, "block_out_channels": [4, 10**9]}}, "vae.block_out_channels"),
+        ({"vae": {**TINY_LTX, "timestep_conditioning": True}}, "vae.timestep_conditioning"),
+        ({"vae": {**TINY_DC, "downsample_block_type": "pixel_unshuffle"}}, "vae.downsample_block_type"),
+        ({"vae": {**TINY_DC, "upsample_block_type": "pixel_shuffle"}}, "vae.upsample_block_type"),
+        ({"vae": {**TINY_DC, "encoder_block_types": ["ResBlock", "Attention"]}}, "vae.encoder_block_types"),
+        ({"vae": {**TINY_LTX, "layers_per_block": [2, 1]}}, "vae.layers_per_block"),
+        ({"vae": {**TINY_LTX, "down_block_types": ["LTXVideo095DownBlock3D"] * 2}}, "vae.down_block_types"),
         ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_CLIP, "architectures": ["GemmaModel"]}}},
          "text_encoder.architectures"),
         ({"vae": TINY_KL, "text_encoders": {"text_encoder": {**TINY_T5, "d_model": 0}}},
@@ -494,6 +559,10 @@ def _efficient_sdpa(
         ("HunyuanVideo", "vae", "1280x720", 33, None, 1),
         ("CogVideoX-2b", "vae", 128, 9, None, 2),
         ("CogVideoX-2b", "vae", "720x480", 49, None, 1),
+        ("Sana-1600M-1024px", "vae", 256, 1, None, 2),
+        ("LTX-Video-2B", "vae", 128, 1, None, 1),
+        ("LTX-Video-2B", "vae", 128, 9, None, 2),
+        ("LTX-Video-2B", "vae", "704x480", 41, None, 1),
     ],
 )
 def test_working_set_matches_a_fake_tensor_trace(
@@ -534,10 +603,13 @@ def test_working_set_matches_a_fake_tensor_trace(
                     if isinstance(resolution, int)
                     else map(int, resolution.split("x"))
                 )
-                dims = (micro_batch, 3, *((frames,) if frames > 1 else ()), height, width)
+                video = frames > 1 or spec.kind == "video"  # LTX-Video's VAE takes 5-D input only
+                dims = (micro_batch, 3, *((frames,) if video else ()), height, width)
 
                 def run() -> Any:
-                    return module.encode(torch.randn(*dims)).latent_dist.sample()
+                    encoded = module.encode(torch.randn(*dims))
+                    # the DC-AE returns its latents; the KL VAEs a distribution to sample
+                    return encoded.latent if hasattr(encoded, "latent") else encoded.latent_dist.sample()
 
             else:
                 config = dict(record.pipeline["text_encoders"][folder])
@@ -603,7 +675,8 @@ def test_mode_invariants(record: Any) -> None:
         4 * encoders.vae_working_bytes(vae, small), rel=0.01 if padded else 0
     )
     # (CogVideoX's has no attention: exactly fourfold)
-    if all(layer.kind == "conv" for layer in vae.layers):
+    # (Sana's linear attention grows with the pixels too)
+    if all(layer.kind in ("conv", "linear-attention") for layer in vae.layers):
         assert encoders.vae_flops(vae, large) == 4 * encoders.vae_flops(vae, small)
     else:
         assert (

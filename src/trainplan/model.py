@@ -345,9 +345,11 @@ class EncoderLayer:
     `kind` "conv": a convolution of `kernel` taps per output value and input channel (k x k, or
     kt x k x k for a causal 3-D conv); "attention": the single-head self-attention of a mid block
     over the `in_channels`-wide latent pixels of one frame (its projections are listed as 1x1
-    convs); "clip-attention": the same over the latent pixels of every frame at once. The
-    layer's output is at 1 / 2**`level` of the input's pixels per side and, in time, has
-    1 + (frames - 1) / 2**`time_level` frames (a causal video VAE; 1 frame for images).
+    convs); "clip-attention": the same over the latent pixels of every frame at once;
+    "linear-attention": AutoencoderDC's ReLU linear attention over `in_channels` query channels
+    in heads of `out_channels` (its projections listed as convs). The layer's output is at
+    1 / 2**`level` of the input's pixels per side and, in time, has 1 + (frames - 1) /
+    2**`time_level` frames (a causal video VAE; 1 frame for images).
     `stride` is the spatial stride (2 for a downsampling conv: its input has 4x the pixels).
     `skips_first_frame`: the layer does not run on the first frame's chunk (Wan's strided time
     conv, which only sees later chunks); `cache_frames`: input frames a causal conv keeps from the
@@ -356,7 +358,7 @@ class EncoderLayer:
     """
 
     name: str
-    kind: str  # "conv" | "attention" | "clip-attention"
+    kind: str  # "conv" | "attention" | "clip-attention" | "linear-attention"
     in_channels: int
     out_channels: int
     kernel: int = 1

@@ -473,6 +473,13 @@ def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
                     "vae": {
                         "_class_name": "AutoencoderDC",
                         "encoder_block_out_channels": [8, 8, 8],
+                        "decoder_block_out_channels": [8, 8, 8],
+                        "encoder_layers_per_block": [1, 1, 1],
+                        "decoder_layers_per_block": [1, 1, 1],
+                        "encoder_qkv_multiscales": [[], [], []],
+                        "decoder_qkv_multiscales": [[], [], []],
+                        "downsample_block_type": "conv",
+                        "upsample_block_type": "interpolate",
                         "latent_channels": 8,
                     }
                 },
@@ -495,7 +502,13 @@ def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
                         "_class_name": "AutoencoderKLLTXVideo",
                         "latent_channels": 8,
                         "patch_size": 2,
+                        "block_out_channels": [4],
+                        "layers_per_block": [1, 1],
                         "spatio_temporal_scaling": [True],
+                        "down_block_types": ["LTXVideoDownBlock3D"],
+                        "decoder_block_out_channels": [4],
+                        "decoder_layers_per_block": [1, 1],
+                        "decoder_spatio_temporal_scaling": [True],
                     }
                 },
             },

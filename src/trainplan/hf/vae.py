@@ -18,6 +18,11 @@ layer by layer. Exact.
   in `hf/vae_hunyuan.py`).
 - `AutoencoderKLCogVideoX` (CogVideoX; `autoencoder_kl_cogvideox.py`): the same resnets in causal
   3x3x3 convs, 2-D stride-2 convs between stages, no mid-block attention (`hf/vae_cogvideox.py`).
+- `AutoencoderKLLTXVideo` (LTX-Video; `autoencoder_kl_ltx.py`): 4x4 pixel patches in, resnets in
+  causal 3x3x3 convs behind weightless RMS norms, stride-2 3x3x3 convs in time and space, no
+  attention (`hf/vae_ltx.py`).
+- `AutoencoderDC` (Sana's DC-AE; `autoencoder_dc.py`): ResBlock stages, then EfficientViTBlock
+  stages (ReLU linear attention, GLUMBConv), stride-2 convs between them (`hf/vae_dc.py`).
 
 Training runs only the encoder half (and quant_conv): `EncoderLayer`s in forward order (the
 shared layers in `hf/vae_layers.py`), with the resolution and frames each runs at, for the FLOPs
@@ -33,6 +38,7 @@ from typing import Any
 
 from trainplan.errors import ConfigError
 from trainplan.hf.vae_cogvideox import autoencoder_kl_cogvideox
+from trainplan.hf.vae_dc import autoencoder_dc
 from trainplan.hf.vae_hunyuan import autoencoder_kl_hunyuan_video
 from trainplan.hf.vae_layers import (
     component_int,
@@ -48,6 +54,7 @@ from trainplan.hf.vae_layers import (
     require_block_types,
     resnet_layers,
 )
+from trainplan.hf.vae_ltx import autoencoder_kl_ltx_video
 from trainplan.model import FrozenComponent
 
 __all__ = [
@@ -187,15 +194,15 @@ VAE_READERS = {
     "AutoencoderKLWan": autoencoder_kl_wan,
     "AutoencoderKLHunyuanVideo": autoencoder_kl_hunyuan_video,
     "AutoencoderKLCogVideoX": autoencoder_kl_cogvideox,
+    "AutoencoderKLLTXVideo": autoencoder_kl_ltx_video,
+    "AutoencoderDC": autoencoder_dc,
 }
 
-#: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted
-#: yet, their block types not laid out: Sana's deep-compression autoencoder (ResBlock and
-#: EfficientViTBlock stages) and LTX-Video's causal video VAE (diffusers `autoencoder_kl_ltx.py`,
-#: with blocks of its own). They
-#: stand in the pipeline as uncounted components, so running them each step (frozen_encoders
-#: gpu / offload) is refused rather than costed at zero.
-UNCOUNTED_VAES = ("AutoencoderDC", "AutoencoderKLLTXVideo")
+#: VAE classes whose latent geometry is read (hf/pipeline.py) but whose weights are not counted,
+#: their block types not laid out (none now). Such a VAE stands in the pipeline as an uncounted
+#: component, so running it each step (frozen_encoders gpu / offload) is refused rather than
+#: costed at zero.
+UNCOUNTED_VAES: tuple[str, ...] = ()
 
 
 def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:

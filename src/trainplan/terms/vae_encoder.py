@@ -18,6 +18,7 @@ __all__ = [
     "FRAME_BATCHES",
     "FRAME_TILES",
     "PADDED_INPUT",
+    "REPEAT_PADDED",
     "VAE_PEAK_COPIES",
     "frame_tiles",
     "vae_flops",
@@ -62,12 +63,23 @@ def frame_tiles(component: FrozenComponent, frames: int) -> list[int]:
     return [min(size + 1, frames - start) for start in range(0, frames, stride)]
 
 
+def _linear_attention_flops(channels: int, head_dim: int, pixels: int) -> int:
+    """AutoencoderDC's ReLU linear attention over `channels` = heads x head_dim query channels
+    (diffusers SanaMultiscaleAttnProcessor2_0): per head, (d + 1) x N values (a row of ones
+    padded) by N x d keys, then that (d + 1) x d by the d x N queries, 4 x d x (d + 1) x N; at
+    N <= d pixels the quadratic form instead, N x N scores and values by them, 4 x d x N^2."""
+    if pixels > head_dim:
+        return 4 * (head_dim + 1) * channels * pixels
+    return 4 * channels * pixels * pixels
+
+
 def vae_flops(component: FrozenComponent, shape: TokenShape) -> float:
     """Forward FLOPs per sample of the VAE encoder, layer by layer at its resolution: a conv
     costs 2 x in x out x taps per output value (pixels at its level x its frames; a Wan time conv
     skips the first frame); a mid-block attention 4 x N^2 x C per frame (QK^T and AV over the
     N latent pixels), or over the N latent pixels of every frame at once ("clip-attention",
-    HunyuanVideo's causal mid-block attention). Summed over the encoder's passes (`frame_tiles`).
+    HunyuanVideo's causal mid-block attention); AutoencoderDC's linear attention as
+    `_linear_attention_flops` says. Summed over the encoder's passes (`frame_tiles`).
     Exact arithmetic; norms, activations and biases left out."""
     flops = 0.0
     for tile in frame_tiles(component, shape.frames):
@@ -78,6 +90,8 @@ def vae_flops(component: FrozenComponent, shape: TokenShape) -> float:
                 flops += 4 * pixels * pixels * layer.in_channels * frames
             elif layer.kind == "clip-attention":
                 flops += 4 * (pixels * frames) ** 2 * layer.in_channels
+            elif layer.kind == "linear-attention":
+                flops += _linear_attention_flops(layer.in_channels, layer.out_channels, pixels) * frames
             else:
                 flops += 2 * layer.in_channels * layer.out_channels * layer.kernel * pixels * frames
     return flops
@@ -110,12 +124,28 @@ def _chunk_frames(component: FrozenComponent, frames: int, time_level: int) -> i
 #:   the replicate-padded copy conv2 reads (PADDED_INPUT).
 #: - AutoencoderKLCogVideoX (CogVideoXResnetBlock3D, the last resnet of stage 0): the same 4,
 #:   with the time-padded copy conv2 reads and the convs' caches (FRAME_BATCHES).
+#: - AutoencoderKLLTXVideo (LTXVideoResnetBlock3d, the second resnet of stage 0, and diffusers
+#:   normalization.py RMSNorm): the stage input, the resnet's input, conv1's output and, inside
+#:   norm2, its fp32 copy and its fp32 square (2 copies' worth each): 7, or the moment of its
+#:   conv2 (REPEAT_PADDED) where that is larger.
+#: - AutoencoderDC (ResBlock, the second of stage 0): the stage input, the block's input (its
+#:   residual), conv2's output and, inside its RMS norm, the fp32 copy and fp32 square: 7.
 VAE_PEAK_COPIES = {
     "AutoencoderKL": 5,
     "AutoencoderKLWan": 6,
     "AutoencoderKLHunyuanVideo": 4,
     "AutoencoderKLCogVideoX": 4,
+    "AutoencoderKLLTXVideo": 7,
+    "AutoencoderDC": 7,
 }
+
+#: VAEs whose causal convs read their input with kt - 1 = 2 repeats of its first frame
+#: prepended, the repeats a tensor of their own held through the conv (LTXVideoCausalConv3d:
+#: C x 2 x H x W and the concatenated C x (F + 2) x H x W), by the copies of the widest
+#: activation beside them at the widest conv2: the stage input, the resnet's input, the activated
+#: norm2 output and conv2's output, 4. On one frame this outweighs VAE_PEAK_COPIES (4 + 2 + 3 = 9
+#: frames' worth against 7).
+REPEAT_PADDED = {"AutoencoderKLLTXVideo": 4}
 
 #: VAEs whose causal convs read a padded copy of their input at the peak, by the pixels padded
 #: on each side: kt - 1 = 2 frames ahead in time for both, k // 2 = 1 pixel each side in space
@@ -188,8 +218,9 @@ def vae_working_bytes(
     encode (each cached conv's `cache_frames` of its input, Wan's CACHE_T = 2; a one-frame clip
     caches one frame, counted for every conv though only those before the peak hold one), the
     padded copy of the widest activation (PADDED_INPUT) and the micro-batch's pixels (the batch's
-    pixel_values, on the GPU for the encode). For PADDED_INPUT VAEs the larger of that and the
-    moment their mid-block attention builds its mask. An estimate: it assumes SDPA's
+    pixel_values, on the GPU for the encode); for REPEAT_PADDED VAEs (no cache: the clip runs
+    whole) the larger of the norm moment and the widest conv's. For PADDED_INPUT VAEs the larger
+    of that and the moment their mid-block attention builds its mask. An estimate: it assumes SDPA's
     memory-efficient kernel in the mid-block attention (no N x N scores) and that the allocator
     reuses each intermediate as soon as it is dropped."""
     width, widest = max(
@@ -202,12 +233,21 @@ def vae_working_bytes(
         for index, layer in enumerate(component.layers)
         if layer.kind == "conv"
     )
-    pixels = component.layers[0].in_channels * shape.width_px * shape.height_px * shape.frames
+    first = component.layers[0]  # conv_in, over the pixels or (LTX-Video) their packed patches
+    pixels = first.in_channels * _pixels(shape, first.level) * shape.frames
     if component.architecture in FRAME_BATCHES:
         per_sample = _batched_moment(component, shape) + pixels
+    elif component.architecture in REPEAT_PADDED:
+        layer = component.layers[widest]
+        frame, at_level = (
+            layer.out_channels * _pixels(shape, layer.level),
+            _frames(shape.frames, layer.time_level),
+        )
+        conv = (REPEAT_PADDED[component.architecture] * at_level + at_level + 4) * frame
+        per_sample = max(VAE_PEAK_COPIES[component.architecture] * width, conv) + pixels
     elif component.architecture in PADDED_INPUT:
-        first = frame_tiles(component, shape.frames)[0]
-        per_sample = _padded_moment(component, shape, widest, first) + pixels
+        tile = frame_tiles(component, shape.frames)[0]
+        per_sample = _padded_moment(component, shape, widest, tile) + pixels
     else:
         cache = sum(
             min(layer.cache_frames, shape.frames) * layer.in_channels * _pixels(shape, layer.level)
