@@ -31,17 +31,10 @@ BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
 def saved_per_token(model: Any, run: Callable[[], object], seq: int) -> float:
     """Bytes a token of `run()` leaves saved for backward: every tensor autograd packs, weights
     left out, each storage counted once."""
-    torch = pytest.importorskip("torch")
-    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    saved: dict[int, int] = {}
+    pytest.importorskip("torch")
+    from trainplan.measure.tracker import saved_for_backward
 
-    def pack(tensor: Any) -> Any:
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in weights:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+    with saved_for_backward(model.parameters()) as saved:
         run()
     return sum(saved.values()) / seq
 

@@ -147,23 +147,16 @@ def test_naive_formula_matches_saved_tensors() -> None:
     transformers = pytest.importorskip("transformers")
     import warnings
 
+    from trainplan.measure.tracker import saved_for_backward
+
     spec, ssm = tiny_ssm()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = transformers.AutoConfig.for_model(**TINY_MAMBA2)
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
-        saved: dict[int, int] = {}
-
-        def pack(tensor: Any) -> Any:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in weights:
-                saved[storage.data_ptr()] = storage.nbytes()
-            return tensor
-
         seq = 256  # four chunks of 64
         x = torch.randn(1, seq, 64, dtype=torch.bfloat16, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        with saved_for_backward(model.parameters()) as saved:
             model.backbone.layers[0].mixer(x)
     measured = sum(saved.values()) / seq
     # tolerance 2 %: the conv output's K - 1 padding rows and chunk-level tensors are left out

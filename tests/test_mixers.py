@@ -295,21 +295,14 @@ def saved_bytes_per_token(config: dict[str, Any], module_of: Any, extra_args: An
     (lightning attention's decays) are not activations."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    from trainplan.measure.tracker import saved_for_backward
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hf_config = transformers.AutoConfig.for_model(**config)
         model = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=torch.bfloat16)
-        constant = {t.untyped_storage().data_ptr() for t in (*model.parameters(), *model.buffers())}
-        saved: dict[int, int] = {}
-
-        def pack(tensor: Any) -> Any:
-            storage = tensor.untyped_storage()
-            if storage.data_ptr() not in constant:
-                saved[storage.data_ptr()] = storage.nbytes()
-            return tensor
-
         x = torch.randn(1, seq, config["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        with saved_for_backward([*model.parameters(), *model.buffers()]) as saved:
             module_of(model)(x, *extra_args(torch, seq))
     return sum(saved.values()) / seq
 

@@ -68,18 +68,11 @@ def _saved_bytes(layer: Any, rope: Any, hidden: int, seq_len: int, compiled: boo
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch._inductor.decomposition import select_decomp_table
 
+    from trainplan.measure.tracker import saved_for_backward
+
     torch.manual_seed(0)
     x = torch.randn(1, seq_len, hidden, dtype=torch.float32 if amp else torch.bfloat16, requires_grad=True)
     cos, sin = rope(x, torch.arange(seq_len)[None])
-    skip = {p.untyped_storage().data_ptr() for p in layer.parameters()}
-    skip |= {cos.untyped_storage().data_ptr(), sin.untyped_storage().data_ptr()}
-    seen: dict[int, int] = {}
-
-    def pack(tensor: Any) -> Any:
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in skip:
-            seen[storage.data_ptr()] = storage.nbytes()
-        return tensor
 
     def run(inputs: Any) -> Any:
         return layer(inputs, position_embeddings=(cos, sin), attention_mask=None)
@@ -95,7 +88,7 @@ def _saved_bytes(layer: Any, rope: Any, hidden: int, seq_len: int, compiled: boo
         )
         call = torch.compile(run, backend=backend, fullgraph=True)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if amp else contextlib.nullcontext()
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), autocast:
+    with saved_for_backward([*layer.parameters(), cos, sin]) as seen, autocast:
         out = call(x)
     del out
     return sum(seen.values())

@@ -38,6 +38,24 @@ from trainplan.measure.replay import ALLOC, CHECK, FREE, PHASE, Cat, Rec
 BLOCK_BYTES = 512
 
 
+@contextlib.contextmanager
+def saved_for_backward(skip: Iterable[torch.Tensor]) -> Iterator[dict[int, int]]:
+    """Within the block, every storage autograd packs for backward (storage pointer -> bytes,
+    each storage once), the storages of `skip` (weights, buffers, shared tables) left out: what
+    one forward keeps, without the op-by-op log of StorageTracker."""
+    constant = {tensor.untyped_storage().data_ptr() for tensor in skip}
+    saved: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in constant:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        yield saved
+
+
 def rounded(nbytes: int) -> int:
     """Bytes the CUDA caching allocator would hand out for a request of `nbytes`."""
     return -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES
