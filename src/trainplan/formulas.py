@@ -198,8 +198,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         working_forward + layer_backward + side,
         overhead,
     )
-    recompute_first = sum(layer_moment.values()) > sum(loss_moment.values())
-    start = {name: where(recompute_first, layer_moment[name], loss_moment[name]) for name in TERMS}
+    start, _ = _larger(loss_moment, layer_moment)
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
     embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
@@ -213,8 +212,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         temporaries,
     )
     end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + end_working + stepping, overhead)
-    end_later = sum(end.values()) > sum(start.values())
-    backward = {name: where(end_later, end[name], start[name]) for name in TERMS}
+    backward, end_later = _larger(start, end)
     # the all-gather stream's pool stays reserved through the optimizer step
     step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead)
     return Memory(
@@ -234,6 +232,13 @@ def memory(c: Coefficients, v: Layout) -> Memory:
             "optimizer": (step, pool),
         },
     )
+
+
+def _larger(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """Of two moments, the one with the larger total (term by term, scalars or arrays), and
+    whether that is `second` (a tie keeps `first`)."""
+    later = sum(second.values()) > sum(first.values())
+    return {name: where(later, second[name], first[name]) for name in TERMS}, later
 
 
 def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
