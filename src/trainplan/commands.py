@@ -8,14 +8,13 @@ and the shared flag handling are cli.py.
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 from typing import Any
 
 import typer
 
 from trainplan.errors import InputError, TrainplanError
-from trainplan.invocation import fail, run_estimate, scenario_and_reading
+from trainplan.invocation import fail, run_estimate, scenario_and_reading, show
 from trainplan.model import MODEL_KINDS
 from trainplan.options import (
     FROM_FLAG,
@@ -183,17 +182,13 @@ def _run_measure(**kwargs: Any) -> None:
         comparison = measure_scenario(scenario)
     except TrainplanError as error:
         fail(error)
-    if as_json:
-        data = comparison.to_dict()
-        if reading is not None:
-            data["config"] = reading.to_dict()
-        print(json.dumps(data, indent=2))
-    else:
-        from trainplan.report import print_config_reading, print_measurement
 
-        if reading is not None:
-            print_config_reading(reading)
+    def print_text() -> None:
+        from trainplan.report import print_measurement
+
         print_measurement(comparison)
+
+    show(as_json, reading, comparison.to_dict, print_text)
 
 
 def _register_measure() -> None:
@@ -225,19 +220,14 @@ def _run_plan(**kwargs: Any) -> None:
             return
     except TrainplanError as error:
         fail(error)
-    if as_json:
-        from trainplan.plan import result_to_dict
+    from trainplan.plan import result_to_dict
 
-        data = result_to_dict(result)
-        if reading is not None:
-            data["config"] = reading.to_dict()
-        print(json.dumps(data, indent=2))
-    else:
-        from trainplan.report import print_config_reading, print_plan
+    def print_text() -> None:
+        from trainplan.report import print_plan
 
-        if reading is not None:
-            print_config_reading(reading)
         print_plan(result)
+
+    show(as_json, reading, lambda: result_to_dict(result), print_text)
 
 
 def _emit_plan(result: Any, kind: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,7 +23,14 @@ from trainplan.scenario import SCENARIO_FIELDS, Scenario
 if TYPE_CHECKING:
     from trainplan.configs import ConfigReading
 
-__all__ = ["fail", "load_scenario_file", "run_estimate", "scenario_and_reading", "scenario_from_flags"]
+__all__ = [
+    "fail",
+    "load_scenario_file",
+    "run_estimate",
+    "scenario_and_reading",
+    "scenario_from_flags",
+    "show",
+]
 
 
 def load_scenario_file(path: str) -> dict[str, Any]:
@@ -87,19 +95,35 @@ def run_estimate(**kwargs: Any) -> None:
         from trainplan.render import largest_line
 
         print(largest_line(found))
+    from_max = {"max": found.to_dict()} if found is not None else {}
+
+    def print_text() -> None:
+        from trainplan.report import print_estimate
+
+        print_estimate(result)
+
+    show(as_json, reading, lambda: {**result.to_dict(), **from_max}, print_text)
+
+
+def show(
+    as_json: bool,
+    reading: ConfigReading | None,
+    tree: Callable[[], dict[str, Any]],
+    print_text: Callable[[], None],
+) -> None:
+    """A command's answer: the JSON `tree` (with the config reading under `config`), or the
+    config reading and then `print_text`'s console output."""
     if as_json:
-        data = result.to_dict()
-        if found is not None:
-            data["max"] = found.to_dict()
+        data = tree()
         if reading is not None:
             data["config"] = reading.to_dict()
         print(json.dumps(data, indent=2))
-    else:
-        from trainplan.report import print_config_reading, print_estimate
+        return
+    if reading is not None:
+        from trainplan.report import print_config_reading
 
-        if reading is not None:
-            print_config_reading(reading)
-        print_estimate(result)
+        print_config_reading(reading)
+    print_text()
 
 
 def fail(error: TrainplanError) -> NoReturn:
