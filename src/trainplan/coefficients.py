@@ -29,6 +29,7 @@ from trainplan.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.terms.fsdp import fsdp_coefficients
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.jepa_masks import jepa_masks
+from trainplan.terms.kernels import fused_layer_kernels
 from trainplan.terms.memory import (
     fused_loss_bytes,
     layer_weight_bytes,
@@ -386,7 +387,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         else (0.0, 0.0)
     )
     fusion = 0.0
-    kernels = scenario.kernels != "eager" and model.kind == "llm"
+    kernels = fused_layer_kernels(mode)  # Liger's or Unsloth's (refused for other model kinds)
     if mode.compiled or kernels:
         # op-level SAC recomputes every block's pointwise ops; full (full:N) the checkpointed layers
         rerun = [block.count for block in model.blocks] if ckpt == "op" else checkpointed
