@@ -16,7 +16,7 @@ from diffusion_time_reference import evaluate as evaluate_diffusion_time  # noqa
 from memory_reference import evaluate as evaluate_memory  # noqa: E402
 from memory_reference import load_records  # noqa: E402
 from published_memory import CASES as PUBLISHED_MEMORY  # noqa: E402
-from published_memory import MAX_CONTEXT_CASES, PublishedMemoryRow, evaluate_card  # noqa: E402
+from published_memory import MAX_CONTEXT_CASES, PublishedMemoryRow  # noqa: E402
 from published_memory import evaluate as evaluate_published  # noqa: E402
 from time_reference import CASES, compile_speedups  # noqa: E402
 from time_reference import evaluate as evaluate_time  # noqa: E402
@@ -201,7 +201,7 @@ def slope(rows: list[PublishedMemoryRow], estimated: bool) -> float:
 
 def max_context_lines() -> list[str]:
     """Unsloth's max-context table: each published length against the card it filled."""
-    rows = [evaluate_card(case) for case in MAX_CONTEXT_CASES]
+    rows = [evaluate_published(case) for case in MAX_CONTEXT_CASES]
     errors = [abs(row.error) for row in rows]
     lines = [
         "### Published max-context table (Unsloth, Llama 3.1 8B QLoRA)",

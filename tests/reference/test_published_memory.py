@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
-from published_memory import CASES, MAX_CONTEXT_CASES, PublishedMemoryCase, evaluate, evaluate_card
+from published_memory import CASES, MAX_CONTEXT_CASES, PublishedMemoryCase, evaluate
 
 from trainplan.estimate import estimate
 from trainplan.gpus import find_gpu
@@ -41,7 +41,7 @@ def test_median_errors() -> None:
 
 @pytest.mark.parametrize("case", MAX_CONTEXT_CASES, ids=lambda case: case.id)
 def test_max_context_case_within_tolerance(case: PublishedMemoryCase) -> None:
-    row = evaluate_card(case)
+    row = evaluate(case)
     assert abs(row.error) <= case.tolerance, f"{row.error:+.1%} ({case.unstated})"
 
 
@@ -50,8 +50,8 @@ def test_unsloth_kernels_move_the_max_context_rows_toward_the_table() -> None:
     # Unsloth's kernels and its Cut Cross-Entropy) overestimate every row but the first by more
     eager = {"kernels": "eager", "loss": "chunked"}
     for case in MAX_CONTEXT_CASES[1:]:
-        fused = abs(evaluate_card(case).error)
-        plain = abs(evaluate_card(dataclasses.replace(case, scenario={**case.scenario, **eager})).error)
+        fused = abs(evaluate(case).error)
+        plain = abs(evaluate(dataclasses.replace(case, scenario={**case.scenario, **eager})).error)
         assert fused < plain
 
 
