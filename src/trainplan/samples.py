@@ -37,6 +37,12 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
             geometry_of(model, name)
         return None
     geometry = geometry_of(model, given[0] if given else "resolution")
+    if scenario.kernels != defaults.kernels:
+        raise InputError(
+            "kernels",
+            f"{model.name} is a {model.kind} model: Liger's and Unsloth's kernels patch language "
+            "models' layers; use eager",
+        )
     if scenario.mask_ratio is not None and model.kind != "jepa":
         raise InputError("mask_ratio", f"{model.name} is a {model.kind} model: mask_ratio applies to JEPA")
     if model.kind == "jepa" and scenario.ema == "none":
@@ -92,12 +98,6 @@ def _check_budget_fields(model: ModelSpec, scenario: Scenario, defaults: Scenari
                     name, f"{model.name} is a language model: give dataset_tokens or train_tokens"
                 )
         return
-    if scenario.kernels != defaults.kernels:
-        raise InputError(
-            "kernels",
-            f"{model.name} is a {model.kind} model: Liger's and Unsloth's kernels patch language "
-            "models' layers; use eager",
-        )
     if scenario.seq_len != defaults.seq_len:
         raise InputError(
             "seq_len",
