@@ -27,3 +27,33 @@ TINY_LLAMA: dict[str, Any] = {
     "vocab_size": 256,
     "tie_word_embeddings": False,
 }
+
+# A 3-stage DC-AE (Sana's AutoencoderDC, stride 4) with 8 latent channels, in the layout the
+# reader accepts (strided-conv downsampling, interpolating upsampling), every field stated
+TINY_DC_AE: dict[str, Any] = {
+    "_class_name": "AutoencoderDC",
+    "encoder_block_out_channels": [8, 8, 8],
+    "decoder_block_out_channels": [8, 8, 8],
+    "encoder_layers_per_block": [1, 1, 1],
+    "decoder_layers_per_block": [1, 1, 1],
+    "encoder_qkv_multiscales": [[], [], []],
+    "decoder_qkv_multiscales": [[], [], []],
+    "downsample_block_type": "conv",
+    "upsample_block_type": "interpolate",
+    "latent_channels": 8,
+}
+
+# An LTX-Video VAE of patch 2 and one scaling step (4 px a latent, 2 frames a latent frame after
+# the first), 8 latent channels
+TINY_LTX_VAE: dict[str, Any] = {
+    "_class_name": "AutoencoderKLLTXVideo",
+    "latent_channels": 8,
+    "patch_size": 2,
+    "block_out_channels": [4],
+    "layers_per_block": [1, 1],
+    "spatio_temporal_scaling": [True],
+    "down_block_types": ["LTXVideoDownBlock3D"],
+    "decoder_block_out_channels": [4],
+    "decoder_layers_per_block": [1, 1],
+    "decoder_spatio_temporal_scaling": [True],
+}

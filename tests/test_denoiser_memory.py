@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from configs import TINY_DC_AE, TINY_LTX_VAE
 
 from trainplan.catalog import resolve_model
 from trainplan.coefficients import coefficients
@@ -480,18 +481,7 @@ TINY_SANA: dict[str, Any] = {
     "out_channels": 8,
     "sample_size": 4,
     "_pipeline": {
-        "vae": {
-            "_class_name": "AutoencoderDC",
-            "encoder_block_out_channels": [8, 8, 8],
-            "decoder_block_out_channels": [8, 8, 8],
-            "encoder_layers_per_block": [1, 1, 1],
-            "decoder_layers_per_block": [1, 1, 1],
-            "encoder_qkv_multiscales": [[], [], []],
-            "decoder_qkv_multiscales": [[], [], []],
-            "downsample_block_type": "conv",
-            "upsample_block_type": "interpolate",
-            "latent_channels": 8,
-        },
+        "vae": TINY_DC_AE,
         "text_tokens": 4,
     },
 }
@@ -547,18 +537,7 @@ TINY_LTX: dict[str, Any] = {
     "in_channels": 8,
     "out_channels": 8,
     "_pipeline": {
-        "vae": {
-            "_class_name": "AutoencoderKLLTXVideo",
-            "latent_channels": 8,
-            "patch_size": 2,
-            "block_out_channels": [4],
-            "layers_per_block": [1, 1],
-            "spatio_temporal_scaling": [True],
-            "down_block_types": ["LTXVideoDownBlock3D"],
-            "decoder_block_out_channels": [4],
-            "decoder_layers_per_block": [1, 1],
-            "decoder_spatio_temporal_scaling": [True],
-        },
+        "vae": TINY_LTX_VAE,
         "text_tokens": 4,
     },
 }

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from configs import TINY_DC_AE, TINY_LTX_VAE
 from typer.testing import CliRunner
 
 from trainplan.cli import app
@@ -469,20 +470,7 @@ def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
                 "in_channels": 8,
                 "out_channels": 8,
                 "sample_size": 4,
-                "_pipeline": {
-                    "vae": {
-                        "_class_name": "AutoencoderDC",
-                        "encoder_block_out_channels": [8, 8, 8],
-                        "decoder_block_out_channels": [8, 8, 8],
-                        "encoder_layers_per_block": [1, 1, 1],
-                        "decoder_layers_per_block": [1, 1, 1],
-                        "encoder_qkv_multiscales": [[], [], []],
-                        "decoder_qkv_multiscales": [[], [], []],
-                        "downsample_block_type": "conv",
-                        "upsample_block_type": "interpolate",
-                        "latent_channels": 8,
-                    }
-                },
+                "_pipeline": {"vae": TINY_DC_AE},
             },
             32,
             1,
@@ -497,20 +485,7 @@ def test_fake_tensors_allocate_as_real_ones(kwargs: dict[str, Any]) -> None:
                 "caption_channels": 32,
                 "in_channels": 8,
                 "out_channels": 8,
-                "_pipeline": {
-                    "vae": {
-                        "_class_name": "AutoencoderKLLTXVideo",
-                        "latent_channels": 8,
-                        "patch_size": 2,
-                        "block_out_channels": [4],
-                        "layers_per_block": [1, 1],
-                        "spatio_temporal_scaling": [True],
-                        "down_block_types": ["LTXVideoDownBlock3D"],
-                        "decoder_block_out_channels": [4],
-                        "decoder_layers_per_block": [1, 1],
-                        "decoder_spatio_temporal_scaling": [True],
-                    }
-                },
+                "_pipeline": {"vae": TINY_LTX_VAE},
             },
             32,
             5,
