@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalog import resolve_model
+from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.hf.pipeline import PIPELINE_KEY

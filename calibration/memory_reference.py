@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainplan.catalog import resolve_model
+from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.result import Estimate

@@ -70,7 +70,7 @@ def load_cases(path: Path, keys: set[str] = CASE_KEYS) -> list[dict[str, Any]]:
 
 def resolve_config(case: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """(HF config, where it came from) for a case: the catalog record, else an inline config."""
-    from trainplan.catalog import find_model_record
+    from trainplan.catalogs.models import find_model_record
 
     record = find_model_record(str(case["model"]))
     if record is not None:

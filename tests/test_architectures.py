@@ -174,7 +174,7 @@ def test_refusal_message_names_field_reason_and_supported() -> None:
 
 
 def _hybrid_records() -> list[Any]:
-    from trainplan.catalog import model_records
+    from trainplan.catalogs.models import model_records
 
     return [r for r in model_records() if any(b.ssm or b.mixer for b in r.spec().blocks)]
 

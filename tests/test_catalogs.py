@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.catalog import model_records
+from trainplan.catalogs.gpus import find_gpu, gpu_catalog
+from trainplan.catalogs.models import model_records
 from trainplan.errors import UnknownNameError
-from trainplan.gpus import find_gpu, gpu_catalog
 from trainplan.terms.params import block_params, total_params
 
 
@@ -63,7 +63,7 @@ def published_tolerance(published: int) -> float:
 
 @pytest.mark.parametrize("record", model_records(), ids=lambda r: r.name)
 def test_params_match_published(record: object) -> None:
-    from trainplan.catalog import ModelRecord
+    from trainplan.catalogs.models import ModelRecord
 
     assert isinstance(record, ModelRecord)
     spec = record.spec()

@@ -10,8 +10,8 @@ import pytest
 from conftest import LLAMA_8B
 from typer.testing import CliRunner
 
+from trainplan.catalogs.cost_inputs import discounts, rates
 from trainplan.cli import app
-from trainplan.tables import discounts, rates
 
 
 def invoke(*args: str) -> Any:
@@ -135,8 +135,8 @@ def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
     """On a narrow terminal the plan's memory, time and cost are printed whole."""
     from rich.console import Console
 
+    from trainplan.console import print_plan
     from trainplan.plan import plan, request_from_options
-    from trainplan.report import print_plan
     from trainplan.scenario import scenario_from_mapping
 
     scenario = scenario_from_mapping({"model": "Qwen2.5-0.5B"})
@@ -150,7 +150,7 @@ def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
 
 
 def test_gpu_short_names_are_unambiguous() -> None:
-    from trainplan.gpus import find_gpu, gpu_catalog
+    from trainplan.catalogs.gpus import find_gpu, gpu_catalog
 
     for gpu in gpu_catalog():
         assert find_gpu(gpu.short_name).name == gpu.name
@@ -185,7 +185,7 @@ def test_headroom_help_states_the_engine_default() -> None:
     so it must equal the search's own default."""
     import typer.main
 
-    from trainplan.search import DEFAULT_HEADROOM
+    from trainplan.largest_fit import DEFAULT_HEADROOM
 
     command = typer.main.get_command(app).commands["estimate"]  # type: ignore[attr-defined]
     (option,) = [param for param in command.params if "--headroom" in param.opts]

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from trainplan import estimate
-from trainplan.catalog import resolve_model
-from trainplan.coefficients import (
+from trainplan.catalogs.models import resolve_model
+from trainplan.model import ModelSpec
+from trainplan.per_replica import (
     CACHE_SIZE,
     KEY_FIELDS,
     NOT_READ,
@@ -19,7 +20,6 @@ from trainplan.coefficients import (
     build_coefficients,
     coefficients,
 )
-from trainplan.model import ModelSpec
 from trainplan.scenario import SCENARIO_FIELDS, Scenario, scenario_from_mapping
 
 # one of each path through the builder: full, LoRA, QLoRA, each checkpointing mode, the losses,

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from trainplan import cli
-from trainplan.datafiles import _cache_path, load_yaml
+from trainplan.catalogs.loader import _cache_path, load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "examples/default.yaml")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalog import find_model_record, resolve_model
+from trainplan.catalogs.models import find_model_record, resolve_model
 from trainplan.errors import ConfigError, InputError
 from trainplan.hf import spec_from_config
 from trainplan.terms.params import total_params
@@ -129,7 +129,7 @@ def test_unknown_name_suggests() -> None:
 def test_hub_lookup_uses_the_cache_first_and_never_retries() -> None:
     """A cached config.json needs no network; an uncached one costs one metadata request made
     without the library's retry backoff, then the download."""
-    from trainplan.catalog import HUB_TIMEOUT_S, _hub_config_path
+    from trainplan.catalogs.models import HUB_TIMEOUT_S, _hub_config_path
 
     calls: list[tuple[str, Any]] = []
 

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from configs import TINY_DC_AE, TINY_LTX_VAE
 
-from trainplan.catalog import resolve_model
-from trainplan.coefficients import coefficients
+from trainplan.catalogs.gpus import find_gpu
+from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu
 from trainplan.hf import denoiser_spec
 from trainplan.model import ModelSpec
+from trainplan.per_replica import coefficients
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.activations import ActivationMode
 from trainplan.terms.denoisers import denoiser_activations, denoiser_flops

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalog import ModelRecord, find_model_record, model_records, resolve_model
+from trainplan.catalogs.models import ModelRecord, find_model_record, model_records, resolve_model
 from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
 from trainplan.scenario import LoraSettings
@@ -320,7 +320,7 @@ def test_hub_pipeline_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     pytest.importorskip("huggingface_hub")
     from huggingface_hub.utils import EntryNotFoundError
 
-    from trainplan import catalog
+    from trainplan.catalogs import models as catalog
 
     record = find_model_record("FLUX.1-dev")
     assert record is not None and record.pipeline is not None

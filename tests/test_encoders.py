@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalog import catalog_spec, find_model_record, model_records, resolve_model
+from trainplan.catalogs.models import catalog_spec, find_model_record, model_records, resolve_model
 from trainplan.errors import ConfigError, InputError
 from trainplan.hf.encoders import frozen_components, text_encoder_component
 from trainplan.hf.vae import vae_component

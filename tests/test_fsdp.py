@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.coefficients import coefficients
 from trainplan.estimate import estimate, layout_of
-from trainplan.formulas import memory
 from trainplan.hf import spec_from_config
+from trainplan.per_gpu import memory
+from trainplan.per_replica import coefficients
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.fsdp import all_gather_pool_bytes, reduce_buffer_bytes
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.catalog import resolve_model
+from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.terms.geometry import parse_resolution, token_shape
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from trainplan.catalog import resolve_model
+from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.activations import ActivationMode, layer_activations

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalog import find_model_record
+from trainplan.catalogs.models import find_model_record
 from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
 from trainplan.model import Ssm

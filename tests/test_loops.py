@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.coefficients import coefficients
 from trainplan.errors import ConfigError
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.hf.loops import hrm_passes
+from trainplan.per_replica import coefficients
 from trainplan.scenario import LoraSettings, scenario_from_mapping
 from trainplan.terms.flops import flops_per_token
 from trainplan.terms.params import lora_params, lora_run_params, total_params

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.cli import app
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu
 from trainplan.plan import PlanRequest, plan, request_from_options
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 

@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.errors import InputError
-from trainplan.gpus import find_gpu, gpu_catalog
-from trainplan.plan import PlanRequest, explain, plan, result_to_dict
-from trainplan.prices import (
+from trainplan.catalogs.cost_inputs import discounts, no_price_reasons, rates
+from trainplan.catalogs.gpus import find_gpu, gpu_catalog
+from trainplan.catalogs.prices import (
     STALE_AFTER_DAYS,
     build_index,
     is_stale,
@@ -26,9 +24,11 @@ from trainplan.prices import (
     price_index,
     price_to_dict,
 )
-from trainplan.runtime import cost_figures, discount_for, discount_range
+from trainplan.cli import app
+from trainplan.errors import InputError
+from trainplan.plan import PlanRequest, explain, plan, result_to_dict
 from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.tables import discounts, no_price_reasons, rates
+from trainplan.time_cost_energy import cost_figures, discount_for, discount_range
 
 TODAY = date(2026, 12, 1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainplan import estimate
-from trainplan.render import (
+from trainplan.phrasing import (
     APPROXIMATE,
     NOTE,
     batch_line,

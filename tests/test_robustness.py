@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan.catalog import model_records
+from trainplan.catalogs.gpus import gpu_catalog
+from trainplan.catalogs.models import model_records
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.gpus import gpu_catalog
 from trainplan.scenario import (
     ATTENTION,
     BASE_WEIGHTS,

@@ -10,12 +10,12 @@ from conftest import LLAMA_8B
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trainplan.catalogs.cost_inputs import no_price_reasons, rates
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.errors import InputError, UnknownNameError
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu
 from trainplan.hf import spec_from_config
 from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.tables import no_price_reasons, rates
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import flops_per_token
 from trainplan.terms.loading import load_seconds
@@ -231,7 +231,7 @@ def test_unknown_region_and_load_source() -> None:
     ],
 )
 def test_efficiency_per_model_kind(model: str, gpu: str, kind: str, expected: float) -> None:
-    from trainplan.catalog import resolve_model
+    from trainplan.catalogs.models import resolve_model
     from trainplan.terms.timing import efficiency_kind
 
     assert efficiency_kind(resolve_model(model)) == kind

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.catalog import resolve_model
+from trainplan.catalogs.models import resolve_model
 from trainplan.cli import app
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_ema, sample_shape

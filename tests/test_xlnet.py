@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.coefficients import BASE_WEIGHT_BYTES
 from trainplan.errors import ConfigError, InputError
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
+from trainplan.per_replica import BASE_WEIGHT_BYTES
 from trainplan.scenario import LoraSettings, Scenario
 from trainplan.terms.activations import ActivationMode, attention_bytes, layer_activations, outside_layers
 from trainplan.terms.flops import attention_core, block_matmul_active, flops_per_token

@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from trainplan.catalogs.prices import STALE_AFTER_DAYS, parse_today
 from trainplan.errors import InputError, TrainplanError
 from trainplan.invocation import fail, run_estimate, scenario_and_reading, show
 from trainplan.model import MODEL_KINDS
@@ -25,7 +26,6 @@ from trainplan.options import (
     estimate_options,
     flag_name,
 )
-from trainplan.prices import STALE_AFTER_DAYS, parse_today
 
 app = typer.Typer(
     help="trainplan: will this training run fit, how long will it take, what will it cost?",
@@ -78,7 +78,7 @@ def models_command(
     ),
 ) -> None:
     """List catalog models (searchable)."""
-    from trainplan.report import print_models
+    from trainplan.console import print_models
 
     try:
         print_models(query, as_json, kind)
@@ -92,7 +92,7 @@ def gpus_command(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """List catalog GPUs (searchable)."""
-    from trainplan.report import print_gpus
+    from trainplan.console import print_gpus
 
     print_gpus(query, as_json)
 
@@ -103,7 +103,7 @@ def regions_command(
     as_json: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """List grid regions and their carbon intensity (searchable)."""
-    from trainplan.report import print_regions
+    from trainplan.console import print_regions
 
     print_regions(query, as_json)
 
@@ -120,9 +120,9 @@ def prices_command(
     ),
 ) -> None:
     """Default GPU prices, the dated quotes behind them, and spot/committed discounts."""
+    from trainplan.catalogs.gpus import gpu_catalog, matching_gpus
+    from trainplan.console import print_prices
     from trainplan.errors import UnknownNameError
-    from trainplan.gpus import gpu_catalog, matching_gpus
-    from trainplan.report import print_prices
 
     try:
         day = parse_today(today)
@@ -184,7 +184,7 @@ def _run_measure(**kwargs: Any) -> None:
         fail(error)
 
     def print_text() -> None:
-        from trainplan.report import print_measurement
+        from trainplan.console import print_measurement
 
         print_measurement(comparison)
 
@@ -223,7 +223,7 @@ def _run_plan(**kwargs: Any) -> None:
     from trainplan.plan import result_to_dict
 
     def print_text() -> None:
-        from trainplan.report import print_plan
+        from trainplan.console import print_plan
 
         print_plan(result)
 
@@ -234,7 +234,7 @@ def _emit_plan(result: Any, kind: str) -> None:
     """The winning plan as a config fragment on stdout; for JSON (no comments) the header goes
     to stderr."""
     from trainplan.configs import emit
-    from trainplan.report import plan_header
+    from trainplan.console import plan_header
 
     if not result.plans:
         raise InputError(

@@ -7,15 +7,14 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
-from trainplan.catalog import resolve_model
-from trainplan.coefficients import Coefficients, coefficients
-from trainplan.formulas import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
-from trainplan.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
+from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
+from trainplan.catalogs.models import resolve_model
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
+from trainplan.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
+from trainplan.per_replica import Coefficients, coefficients
 from trainplan.presets import recipe_summary
 from trainplan.result import Batch, Estimate, FitRow, Phase, Term, record
-from trainplan.runtime import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
     Scenario,
@@ -36,6 +35,7 @@ from trainplan.terms.timing import (
     INTRA_NODE_EFFICIENCY,
     efficiency_kind,
 )
+from trainplan.time_cost_energy import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.units import GIB
 from trainplan.validity import check_layout
 

@@ -112,8 +112,8 @@ def resolve(rule: Any, cfg: Mapping[str, Any]) -> Any:
 
 @cache
 def _table() -> tuple[dict[str, Family], dict[str, Refusal]]:
-    from trainplan.datafiles import load_yaml
-    from trainplan.datafiles import require as _require
+    from trainplan.catalogs.loader import load_yaml
+    from trainplan.catalogs.loader import require as _require
 
     data = load_yaml("architectures.yaml")
     families: dict[str, Family] = {}

@@ -81,7 +81,7 @@ def run_estimate(**kwargs: Any) -> None:
     try:
         scenario, reading = scenario_and_reading(kwargs)
         if maximise is not None:
-            from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
+            from trainplan.largest_fit import DEFAULT_HEADROOM, largest_that_fits
 
             found = largest_that_fits(
                 scenario, maximise, headroom=DEFAULT_HEADROOM if headroom is None else headroom
@@ -92,13 +92,13 @@ def run_estimate(**kwargs: Any) -> None:
     except TrainplanError as error:
         fail(error)
     if found is not None and not as_json:
-        from trainplan.render import largest_line
+        from trainplan.phrasing import largest_line
 
         print(largest_line(found))
     from_max = {"max": found.to_dict()} if found is not None else {}
 
     def print_text() -> None:
-        from trainplan.report import print_estimate
+        from trainplan.console import print_estimate
 
         print_estimate(result)
 
@@ -120,7 +120,7 @@ def show(
         print(json.dumps(data, indent=2))
         return
     if reading is not None:
-        from trainplan.report import print_config_reading
+        from trainplan.console import print_config_reading
 
         print_config_reading(reading)
     print_text()

@@ -1,7 +1,7 @@
 """The planner: search parallel layouts, GPU types and memory savers for the best way to train.
 
 Every candidate is evaluated with the same coefficients and formulas as `estimate()`
-(coefficients.py, formulas.py), on numpy arrays: one array element per candidate layout. The
+(per_replica.py, per_gpu.py), on numpy arrays: one array element per candidate layout. The
 winners are then re-run through `estimate()` for their full result, and a test checks that the
 planner agrees with a brute-force loop over `estimate()`.
 
@@ -18,16 +18,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.catalog import resolve_model
-from trainplan.coefficients import Coefficients, coefficients
+from trainplan.catalogs.cost_inputs import rates
+from trainplan.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
+from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.formulas import OFFLOAD_CODES, Hardware, Layout, memory
-from trainplan.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.model import ModelSpec
 from trainplan.options import PLAN_OPTIONS
+from trainplan.per_gpu import OFFLOAD_CODES, Hardware, Layout, memory
+from trainplan.per_replica import Coefficients, coefficients
 from trainplan.result import Estimate
-from trainplan.runtime import (
+from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
+from trainplan.terms.timing import efficiency_kind
+from trainplan.time_cost_energy import (
     DEFAULT_TRAIN_TOKENS,
     discount_for,
     hardware_of,
@@ -36,10 +40,6 @@ from trainplan.runtime import (
     scenario_step_seconds,
     training_tokens,
 )
-from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
-from trainplan.tables import rates
-from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
-from trainplan.terms.timing import efficiency_kind
 from trainplan.validity import LAYOUT_REASONS, LayoutArrays, layout_problems, quantised_base
 
 BATCH_TOLERANCE = 0.05  # a layout may miss the target global batch by this fraction
@@ -327,7 +327,7 @@ def base_weights_for(base: Scenario, method: str) -> str | None:
 
 def _train_tokens(scenario: Scenario, global_tokens: Any, sample_tokens: int = 0) -> Any:
     """The token budget (steps x global batch when the budget is given in steps); for a model
-    that counts images or clips, their budget (runtime.training_tokens) times tokens per sample."""
+    that counts images or clips, their budget (time_cost_energy.training_tokens) times tokens per sample."""
     if scenario.steps:
         return scenario.steps * global_tokens
     if sample_tokens:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from trainplan.datafiles import load_yaml
+from trainplan.catalogs.loader import load_yaml
 from trainplan.errors import InputError
 
 METHOD_BLOCKS = ("all", "full", "lora", "qlora")

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from trainplan.runtime import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 from trainplan.scenario import Scenario, scenario_to_mapping
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
+from trainplan.time_cost_energy import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 
 
 class Term(NamedTuple):

@@ -414,7 +414,7 @@ def test_preset_targets_become_diffusers_module_paths(name: str) -> None:
     import peft
     import torch
 
-    from trainplan.catalog import find_model_record, resolve_model
+    from trainplan.catalogs.models import find_model_record, resolve_model
     from trainplan.measure.compare import _lora_targets
 
     record = find_model_record(name)

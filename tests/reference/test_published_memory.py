@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
 from published_memory import CASES, MAX_CONTEXT_CASES, PublishedMemoryCase, evaluate
 
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu
 from trainplan.scenario import scenario_from_mapping
 
 

@@ -11,15 +11,15 @@ from configs import LLAMA_8B, TINY_LLAMA
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from trainplan import catalog
-from trainplan.catalog import model_records
+from trainplan.catalogs import models as catalog
+from trainplan.catalogs.cost_inputs import regions
+from trainplan.catalogs.gpus import gpu_catalog
+from trainplan.catalogs.models import model_records
 from trainplan.cli import app as cli_app
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.gpus import gpu_catalog
 from trainplan.hf import spec_from_config
 from trainplan.scenario import SCENARIO_FIELDS, scenario_from_mapping
-from trainplan.tables import regions
 from trainplan.web import inputs
 from trainplan.web.inputs import MAX_BODY_BYTES
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_async, serving
 from fastapi.testclient import TestClient
 
-from trainplan import catalog
+from trainplan.catalogs import models as catalog
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 from trainplan.scenario import field_infos

@@ -11,14 +11,14 @@ from configs import TINY_LLAMA
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.cli import app as cli_app
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu
 from trainplan.hf import spec_from_config
+from trainplan.largest_fit import SEARCHABLE
 from trainplan.model import ModelSpec
-from trainplan.render import FIELD_NOUNS
+from trainplan.phrasing import FIELD_NOUNS
 from trainplan.scenario import scenario_from_mapping
-from trainplan.search import SEARCHABLE
 from trainplan.web.largest import MaxField
 
 EXTRAS = ("display", "hints", "max")

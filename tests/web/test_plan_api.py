@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan import catalog
+from trainplan.catalogs import models as catalog
+from trainplan.phrasing import format_duration, format_usd
 from trainplan.plan import plan, request_from_options, result_to_dict
-from trainplan.render import format_duration, format_usd
 from trainplan.scenario import scenario_from_mapping
 from trainplan.web import routes
 from trainplan.web.app import create_app

@@ -66,7 +66,7 @@ def builder_model(builder: str) -> str:
     Llama-3.1-8B): version digits joined by dots (llama3_1 -> llama3.1), then as written
     (gemma2_2b); the builder's own name when the catalog has neither (the model check then
     asks for --model)."""
-    from trainplan.catalog import find_model_record
+    from trainplan.catalogs.models import find_model_record
 
     name = builder.rsplit(".", 1)[-1].removeprefix("qlora_").removeprefix("lora_")
     for candidate in (re.sub(r"(\d)_(\d)", r"\1.\2", name), name):

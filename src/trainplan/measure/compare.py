@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalog import model_config, resolve_model
+from trainplan.catalogs.models import model_config, resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_base_weights, resolved_ema, sample_shape
 from trainplan.hf import spec_from_config

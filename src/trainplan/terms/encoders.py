@@ -29,10 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.arrays import maximum
 from trainplan.errors import InputError
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import FrozenComponent, ModelSpec
+from trainplan.scalar_or_array import maximum
 from trainplan.terms.flops import attention_core, block_matmul_active
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.vae_encoder import (

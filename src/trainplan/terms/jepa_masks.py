@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from trainplan.datafiles import load_yaml, require
+from trainplan.catalogs.loader import load_yaml, require
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 

@@ -1,4 +1,4 @@
-"""Model-state and loss-buffer sizes; their per-GPU composition is in formulas.memory.
+"""Model-state and loss-buffer sizes; their per-GPU composition is in per_gpu.memory.
 
 Model states follow ZeRO (Rajbhandari et al. 2020, sec. 5): stage 1 shards optimizer state,
 stage 2 also gradients, stage 3 also weights, each over the data-parallel ranks; tensor and

@@ -1,7 +1,7 @@
 """Memory savers of the fine-tuning frameworks: what each one keeps, derived from its source.
 
 Each function returns bytes per token (or per replica, where named) for one technique; the
-composition into per-GPU memory and step time is in coefficients.py and formulas.py.
+composition into per-GPU memory and step time is in per_replica.py and per_gpu.py.
 
 - Chunked cross-entropy: torchtune `CEWithChunkedOutputLoss`
   (torchtune/modules/loss/ce_chunked_output_loss.py at 10ff7cd2, v0.6, read 2026-12-01; later

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.arrays import minimum
 from trainplan.model import ModelSpec
+from trainplan.scalar_or_array import minimum
 
 # Judgement, from the hardware sheet's rules of thumb: NCCL bus bandwidth reaches ~70-85% of the
 # one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainplan.arrays import maximum
 from trainplan.model import FrozenComponent
+from trainplan.scalar_or_array import maximum
 from trainplan.terms.geometry import TokenShape
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from trainplan.options import LORA_FLAGS, flag_name
-from trainplan.render import (
+from trainplan.phrasing import (
     batch_line,
     cost_detail,
     fit_group_lines,

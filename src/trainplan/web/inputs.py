@@ -17,7 +17,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from trainplan import catalog
+from trainplan.catalogs import models as catalog
 from trainplan.errors import InputError, TrainplanError, UnknownNameError
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec

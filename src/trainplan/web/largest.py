@@ -1,6 +1,6 @@
 """`POST /api/estimate?max=FIELD`: the largest micro-batch or sequence length that fits.
 
-The search is `trainplan.search.largest_that_fits`, the same one as `trainplan estimate --max`:
+The search is `trainplan.largest_fit.largest_that_fits`, the same one as `trainplan estimate --max`:
 doubling, then bisection over `estimate()`, bounded by the field's range (micro_batch <= 65536,
 seq_len <= 10,000,000: at most about 50 estimates), with `headroom` of the GPU's memory left free
 and the answer rounded down to a useful multiple.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from trainplan.largest_fit import DEFAULT_HEADROOM, largest_that_fits
 from trainplan.model import ModelSpec
 from trainplan.result import Largest
 from trainplan.scenario import Scenario
-from trainplan.search import DEFAULT_HEADROOM, largest_that_fits
 
 MaxField = Literal["micro_batch", "seq_len"]
 MAX_FIELDS: tuple[str, ...] = get_args(MaxField)  # the keys of search.SEARCHABLE (a test checks)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.errors import InputError, UnknownNameError
-from trainplan.gpus import find_gpu
 from trainplan.options import PLAN_OPTIONS, WEB_CAPS
 from trainplan.plan import (
     PlanRequest,

@@ -13,15 +13,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from trainplan.catalog import catalog_spec, model_records
+from trainplan.catalogs.cost_inputs import rates, regions
+from trainplan.catalogs.gpus import find_gpu, gpu_catalog
+from trainplan.catalogs.models import catalog_spec, model_records
+from trainplan.catalogs.prices import index_to_dict, parse_today
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu, gpu_catalog
-from trainplan.prices import index_to_dict, parse_today
-from trainplan.render import largest_line
+from trainplan.largest_fit import DEFAULT_HEADROOM
+from trainplan.phrasing import largest_line
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
-from trainplan.search import DEFAULT_HEADROOM
-from trainplan.tables import rates, regions
 from trainplan.web.configs import config_payload
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints

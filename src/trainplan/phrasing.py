@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from trainplan.result import Batch, Estimate, FitRow, Largest
-from trainplan.runtime import CostFigures
 from trainplan.terms.geometry import TokenShape
+from trainplan.time_cost_energy import CostFigures
 from trainplan.units import format_count, format_gib, format_int, format_percent
 
 #: What a searchable field is called in a sentence.

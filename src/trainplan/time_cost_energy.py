@@ -6,12 +6,7 @@ import math
 from dataclasses import dataclass
 from datetime import date
 
-from trainplan.coefficients import Coefficients
-from trainplan.formulas import Hardware, Layout, StepSeconds, step_seconds
-from trainplan.gpus import GpuSpec
-from trainplan.prices import is_stale, parse_date
-from trainplan.scenario import Scenario, data_parallel
-from trainplan.tables import (
+from trainplan.catalogs.cost_inputs import (
     discounts,
     energy_defaults,
     find_region,
@@ -20,6 +15,11 @@ from trainplan.tables import (
     pcie_practical_bytes_per_s,
     rates,
 )
+from trainplan.catalogs.gpus import GpuSpec
+from trainplan.catalogs.prices import is_stale, parse_date
+from trainplan.per_gpu import Hardware, Layout, StepSeconds, step_seconds
+from trainplan.per_replica import Coefficients
+from trainplan.scenario import Scenario, data_parallel
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import FlopsPerToken
 from trainplan.terms.loading import load_seconds

@@ -3,7 +3,7 @@
 Memory and time are sums of these per-replica, per-token coefficients divided by the layout
 (tensor/pipeline/data parallelism, ZeRO stage, micro-batch). `estimate()` builds them once per
 scenario; the planner builds them once per checkpointing mode and evaluates every candidate
-layout from the same numbers with the same formulas (formulas.py). A record is kept for the
+layout from the same numbers with the same formulas (per_gpu.py). A record is kept for the
 scenarios that differ from it only in fields the builder does not read (`NOT_READ`).
 """
 

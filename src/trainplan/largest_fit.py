@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
-from trainplan.gpus import find_gpu
 from trainplan.model import ModelSpec
-from trainplan.render import nothing_fits_line
+from trainplan.phrasing import nothing_fits_line
 from trainplan.result import Estimate, Largest
 from trainplan.scenario import Scenario
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from trainplan.datafiles import load_yaml
+from trainplan.catalogs.loader import load_yaml
+from trainplan.catalogs.prices import Discount, price_index
 from trainplan.errors import InputError, UnknownNameError
-from trainplan.prices import Discount, price_index
 
 
 @dataclass(frozen=True)
 class Rate:
-    """Default on-demand price of one GPU type: the median of its quotes (see prices.py)."""
+    """Default on-demand price of one GPU type: the median of its quotes (see catalogs/prices.py)."""
 
     gpu: str
     usd_per_gpu_hour: float

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainplan.errors import InputError
-from trainplan.render import (
+from trainplan.phrasing import (
     APPROXIMATE,
     NOTE,
     batch_line,
@@ -98,7 +98,7 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
 def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
     """Catalog models whose name, family or Hub id contains `query`, of `kind` (llm, diffusion,
     video, jepa) when given."""
-    from trainplan.catalog import catalog_spec, model_records
+    from trainplan.catalogs.models import catalog_spec, model_records
     from trainplan.model import MODEL_KINDS
 
     if kind is not None and kind not in MODEL_KINDS:
@@ -142,7 +142,7 @@ def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
 
 def print_gpus(query: str, as_json: bool) -> None:
     """Catalog GPUs whose name, alias, vendor or class contains `query`."""
-    from trainplan.gpus import matching_gpus
+    from trainplan.catalogs.gpus import matching_gpus
 
     rows = matching_gpus(query)
     if as_json:
@@ -166,7 +166,7 @@ def print_gpus(query: str, as_json: bool) -> None:
         )
         return
     if not rows:
-        from trainplan.gpus import gpu_catalog
+        from trainplan.catalogs.gpus import gpu_catalog
 
         print(no_match("GPU", query, [g.name for g in gpu_catalog()]))
         return
@@ -223,9 +223,9 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     (memory, time, cost) never wrap; on a narrow terminal (under 100 columns) kWh is left out."""
     from rich import box
 
-    from trainplan.gpus import find_gpu
+    from trainplan.catalogs.gpus import find_gpu
+    from trainplan.phrasing import format_duration
     from trainplan.plan import explain
-    from trainplan.render import format_duration
 
     console = console or Console()
     wide = console.width >= 100
@@ -269,7 +269,7 @@ def print_plan(result: Any, console: Console | None = None) -> None:
 
 def print_regions(query: str, as_json: bool) -> None:
     """Grid regions whose id, name or kind contains `query`, with gCO2e/kWh, year and source."""
-    from trainplan.tables import matching_regions, regions
+    from trainplan.catalogs.cost_inputs import matching_regions, regions
 
     rows = matching_regions(query)
     if as_json:
@@ -293,7 +293,7 @@ def print_regions(query: str, as_json: bool) -> None:
 def print_prices(names: list[str], as_json: bool, today: date, max_age_days: int) -> None:
     """Default prices of the GPUs named, the quotes behind them (when at most three are named),
     the GPUs without a price and why, and the spot/committed discounts per provider class."""
-    from trainplan.prices import index_to_dict
+    from trainplan.catalogs.prices import index_to_dict
 
     data = index_to_dict(names, today, max_age_days)
     if as_json:
@@ -374,7 +374,7 @@ def print_config_reading(reading: Any, console: Console | None = None) -> None:
 def plan_header(plan: Any) -> list[str]:
     """What an emitted config fragment was estimated as: the model and layout, then the
     estimates (peak memory per GPU, time, cost)."""
-    from trainplan.render import format_duration
+    from trainplan.phrasing import format_duration
 
     s = plan.scenario
     cost = f", {format_usd(plan.usd)}" if plan.usd is not None else ""

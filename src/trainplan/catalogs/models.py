@@ -13,8 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from trainplan.datafiles import load_yaml
-from trainplan.datafiles import require as _require
+from trainplan.catalogs.loader import load_yaml
+from trainplan.catalogs.loader import require as _require
 from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
 from trainplan.hf import spec_from_config
 from trainplan.model import ExtraComponent, ModelSpec

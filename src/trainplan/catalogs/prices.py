@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from trainplan.datafiles import load_yaml
-from trainplan.datafiles import require as _require
+from trainplan.catalogs.loader import load_yaml
+from trainplan.catalogs.loader import require as _require
 from trainplan.errors import InputError
 
 PROVIDER_CLASSES = ("hyperscaler", "gpu-cloud", "marketplace", "index")
@@ -287,7 +287,7 @@ def build_index(data: Mapping[str, Any], gpu_names: Iterable[str]) -> PriceIndex
 @cache
 def price_index() -> PriceIndex:
     """The bundled price index, validated against gpus.yaml on first use."""
-    from trainplan.gpus import gpu_catalog
+    from trainplan.catalogs.gpus import gpu_catalog
 
     return build_index(load_yaml("prices.yaml"), (gpu.name for gpu in gpu_catalog()))
 

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA_FOLDER = Path(__file__).parent / "data"  # the package's own files (a plain folder, never zipped)
+DATA_FOLDER = Path(__file__).parent.parent / "data"  # the package's own files (a plain folder, never zipped)
 
 
 @cache

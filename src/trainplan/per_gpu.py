@@ -1,7 +1,7 @@
 """Per-GPU memory and step time of a layout, from a scenario's coefficients.
 
 Every function here takes plain numbers or numpy arrays for the layout and hardware fields and
-branches only through `arrays.where/maximum/minimum`, so `estimate()` (one layout, Python
+branches only through `scalar_or_array.where/maximum/minimum`, so `estimate()` (one layout, Python
 numbers) and the planner (a million layouts, arrays) run the same formulas. Sources of each
 formula are in the term modules they compose: ZeRO sharding (terms/memory.py), activations
 (terms/activations.py), logits, the step timeline, the roofline and its overheads
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.arrays import maximum, minimum, where
-from trainplan.coefficients import Coefficients
+from trainplan.per_replica import Coefficients
+from trainplan.scalar_or_array import maximum, minimum, where
 from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.terms.savers import OFFLOAD_OVERLAP
 from trainplan.terms.timing import (
