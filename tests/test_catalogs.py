@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from trainplan.catalogs.gpus import find_gpu, gpu_catalog
-from trainplan.catalogs.models import model_records
+from trainplan.catalogs.models import model_records, normalise
 from trainplan.errors import UnknownNameError
 from trainplan.terms.params import block_params, total_params
 
@@ -87,3 +89,16 @@ def test_params_match_published(record: object) -> None:
 def test_published_tolerance() -> None:
     assert published_tolerance(8_030_261_248) == 0.005
     assert published_tolerance(1_400_000_000) == pytest.approx(0.05 / 1.4)
+
+
+def test_normalise_matches_its_definition_on_every_character() -> None:
+    """Names are matched lower-cased with runs of whitespace, '_', '-' and '/' removed; ASCII
+    names take a deletion table instead of the regex, so both readings must agree on every
+    ASCII character (the control separators \\x1c-\\x1f count as whitespace) and on the Unicode
+    spaces that only the regex path sees."""
+    definition = re.compile(r"[\s_\-/]+")
+    characters = [chr(code) for code in range(128)] + ["\u00a0", "\u2003", "\u3000", "\u00c9", "\u0130"]
+    for char in characters:
+        for text in (char, f"H1{char}00", f"{char}{char}RTX{char}-_/4090{char}"):
+            assert normalise(text) == definition.sub("", text.strip().lower()), repr(text)
+    assert normalise(" RTX_4090 / 24GB ") == "rtx409024gb"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
@@ -78,7 +79,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     layout = layout_of(coeffs, scenario)
     mem = memory(coeffs, layout)
     phases = _phases(mem)
-    peak = max(phases, key=lambda phase: phase.total)
+    peak = max(phases, key=_total)
     paged = paged_state_bytes(scenario, peak)
     time = time_figures(coeffs, scenario, gpu, layout)
     cost = cost_figures(scenario, gpu, time)
@@ -171,28 +172,36 @@ def _phase(name: str, terms: Mapping[str, Any]) -> Phase:
     return Phase(name, tuple(map(record, repeat(Term), zip(TERMS, values, *_TERM_LABELS, strict=True))))
 
 
+#: A phase's total, for picking the peak (in C, without a lambda's frame).
+_total = attrgetter("total")
+
 #: The kinds and the notes of the memory terms (KINDS), in TERMS order: `_phase`'s columns.
 _TERM_LABELS = tuple(zip(*(KINDS[term] for term in TERMS), strict=True))
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
     """Every catalog GPU: does the per-GPU peak fit its memory, and by how much. (Built column
-    by column, as `_phase` builds its terms.)"""
-    names, classes, memories = _fit_columns()
-    free = [memory - total_bytes for memory in memories]
-    fits = [total_bytes <= memory for memory in memories]
+    by column, as `_phase` builds its terms; the free bytes and the verdicts come from float
+    methods mapped in C over the memories as floats, the same numbers as `memory - total` and
+    `total <= memory` on the integer bytes, which stay exact below 2**53.)"""
+    names, classes, memories, as_floats = _fit_columns()
+    total = float(total_bytes)  # a float's methods, whatever number the caller gives
+    free = map(total.__rsub__, as_floats)
+    fits = map(total.__le__, as_floats)
     return tuple(map(record, repeat(FitRow), zip(names, classes, memories, free, fits, strict=True)))
 
 
 @lru_cache(maxsize=1)
-def _fit_columns() -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...]]:
-    """The names, classes and memory bytes of every catalog GPU, by class then memory."""
+def _fit_columns() -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...], tuple[float, ...]]:
+    """The names, classes and memory bytes (as integers and as floats) of every catalog GPU, by
+    class then memory."""
     order = {name: index for index, name in enumerate(GPU_CLASSES)}
     gpus = sorted(gpu_catalog(), key=lambda gpu: (order[gpu.gpu_class], gpu.memory_bytes))
     return (
         tuple(gpu.name for gpu in gpus),
         tuple(gpu.gpu_class for gpu in gpus),
         tuple(gpu.memory_bytes for gpu in gpus),
+        tuple(float(gpu.memory_bytes) for gpu in gpus),
     )
 
 

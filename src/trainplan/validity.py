@@ -301,8 +301,13 @@ def layout_problems(choice: LayoutChoice, model: ModelSpec | None = None) -> lis
     return [(rule, rule.broken(choice, model)) for rule in RULES if model is not None or not rule.needs_model]
 
 
+#: The rules that read no model, in order (what a scenario is checked against before its model is read).
+_MODEL_FREE_RULES = tuple(rule for rule in RULES if not rule.needs_model)
+
+
 def check_layout(choice: LayoutChoice, model: ModelSpec | None = None) -> None:
-    """Raise the first problem of one layout as an InputError naming its field."""
-    for rule, broken in layout_problems(choice, model):
-        if broken:
+    """Raise the first problem of one layout as an InputError naming its field: the rules of
+    `layout_problems`, in its order, stopping at the first one broken."""
+    for rule in RULES if model is not None else _MODEL_FREE_RULES:
+        if rule.broken(choice, model):
             raise InputError(rule.field, rule.message(choice, model))

@@ -20,10 +20,18 @@ from trainplan.hf import spec_from_config
 from trainplan.model import ExtraComponent, ModelSpec
 from trainplan.userfiles import read_config_file
 
+_SEPARATORS = re.compile(r"[\s_\-/]+")
+#: The same separators among ASCII characters (`\s` there is what `str.isspace` accepts), as a
+#: deletion table: an ASCII name (every catalog name, most input) is normalised without the regex.
+_ASCII_SEPARATORS = str.maketrans("", "", "".join(c for c in map(chr, range(128)) if c.isspace()) + "_-/")
+
 
 def normalise(name: str) -> str:
     """Lower-case, with runs of space/dash/underscore/slash removed: 'RTX-4090' == 'rtx 4090'."""
-    return re.sub(r"[\s_\-/]+", "", name.strip().lower())
+    text = name.strip().lower()
+    if text.isascii():
+        return text.translate(_ASCII_SEPARATORS)
+    return _SEPARATORS.sub("", text)
 
 
 @dataclass(frozen=True)
