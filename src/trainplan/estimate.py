@@ -15,7 +15,7 @@ from trainplan.model import ModelSpec
 from trainplan.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.per_replica import Coefficients, coefficients
 from trainplan.presets import recipe_summary
-from trainplan.result import Batch, Estimate, FitRow, Phase, Term, record
+from trainplan.result import Batch, Estimate, FitRow, Phase, Term, TermLabels, record
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
     Scenario,
@@ -166,17 +166,19 @@ def _allocated_peak(mem: Memory) -> Phase:
 
 
 def _phase(name: str, terms: Mapping[str, Any]) -> Phase:
-    """One moment's terms, named and labelled (KINDS), in TERMS order. (Built column by column:
-    each map and zip loops in C, and `record` makes each Term from its zipped tuple.)"""
-    values = map(float, map(terms.__getitem__, TERMS))
-    return Phase(name, tuple(map(record, repeat(Term), zip(TERMS, values, *_TERM_LABELS, strict=True))))
+    """One moment's terms, named and labelled (KINDS), in TERMS order."""
+    return Phase(name, tuple(map(float, map(terms.__getitem__, TERMS))), _TERM_LABELS)
 
 
 #: A phase's total, for picking the peak (in C, without a lambda's frame).
 _total = attrgetter("total")
 
-#: The kinds and the notes of the memory terms (KINDS), in TERMS order: `_phase`'s columns.
-_TERM_LABELS = tuple(zip(*(KINDS[term] for term in TERMS), strict=True))
+#: The names, kinds and notes of the memory terms (KINDS), in TERMS order: every phase's labels.
+_TERM_LABELS: TermLabels = (
+    TERMS,
+    tuple(KINDS[term][0] for term in TERMS),
+    tuple(KINDS[term][1] for term in TERMS),
+)
 
 
 def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:

@@ -27,7 +27,31 @@ from trainplan.terms.timing import (
 )
 
 OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2}
-TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "temporaries", "overhead")
+
+
+def _terms(
+    weights: Any,
+    gradients: Any,
+    optimizer: Any,
+    activations: Any,
+    logits: Any,
+    temporaries: Any,
+    overhead: Any,
+) -> dict[str, Any]:
+    """One moment's memory terms by name (a dict display: built in one step)."""
+    return {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer": optimizer,
+        "activations": activations,
+        "logits": logits,
+        "temporaries": temporaries,
+        "overhead": overhead,
+    }
+
+
+#: The memory terms of every moment, in order: the keys `_terms` writes.
+TERMS: tuple[str, ...] = tuple(_terms(*[0] * 7))
 PHASES = ("forward", "backward", "optimizer")
 
 
@@ -238,6 +262,9 @@ def _larger(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, An
     """Of two moments, the one with the larger total (term by term, scalars or arrays), and
     whether that is `second` (a tie keeps `first`)."""
     later = sum(second.values()) > sum(first.values())
+    if later.__class__ is bool:
+        # Python-number totals, so Python-number terms: `where` would take each from that moment
+        return (second if later else first), later
     return {name: where(later, second[name], first[name]) for name in TERMS}, later
 
 
@@ -262,10 +289,6 @@ def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
     resident = _layer_bytes_per_token(c, v) * c.offload_resident * v.micro_batch * c.seq_len
     stored = _stored_layer_bytes(c, v)
     return stored - minimum(stored, resident)
-
-
-def _terms(*values: Any) -> dict[str, Any]:
-    return dict(zip(TERMS, values, strict=True))
 
 
 @dataclass(frozen=True)

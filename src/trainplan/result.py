@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
+from itertools import repeat
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from trainplan.scenario import Scenario, scenario_to_mapping
@@ -48,18 +49,32 @@ class Term(NamedTuple):
     note: str
 
 
+#: The names, kinds and notes of a phase's terms, as three columns in term order.
+TermLabels = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class Phase:
-    """Memory of one GPU at one moment of the step; its terms sum to its total."""
+    """Memory of one GPU at one moment of the step; its terms sum to its total. Held as the
+    terms' bytes beside their labels (the same columns for every phase); the `Term` records are
+    made on first read, since a caller may want no more than the totals (the peak, the fit)."""
 
     name: str
-    terms: tuple[Term, ...]
+    values: tuple[float, ...]  # bytes of each term, in the order of `labels`
+    labels: TermLabels
+
+    @once
+    def terms(self) -> tuple[Term, ...]:
+        """The named, labelled terms (built once, column by column: `record` makes each Term
+        from its zipped tuple)."""
+        names, kinds, notes = self.labels
+        return tuple(map(record, repeat(Term), zip(names, self.values, kinds, notes, strict=True)))
 
     @once
     def total(self) -> float:
         """Sum of the terms (worked out once: the peak, the fit table, the warnings and the JSON
         all read it)."""
-        return sum(term.value for term in self.terms)
+        return sum(self.values)
 
     def term(self, name: str) -> Term:
         """The term called `name`."""

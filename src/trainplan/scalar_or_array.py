@@ -30,20 +30,22 @@ def where(condition: Any, if_true: Any, if_false: Any) -> Any:
 
 
 def maximum(first: Any, second: Any) -> Any:
-    """Element-wise maximum."""
+    """Element-wise maximum (of two Python numbers, the one `max(first, second)` returns: the
+    first unless the second is larger, written out to spare the builtin's argument handling)."""
     scalars = first.__class__ in _SCALARS and second.__class__ in _SCALARS  # the common case, inline
     if not scalars and _is_array(first, second):
         import numpy as np
 
         return np.maximum(first, second)
-    return max(first, second)
+    return second if second > first else first
 
 
 def minimum(first: Any, second: Any) -> Any:
-    """Element-wise minimum."""
+    """Element-wise minimum (of two Python numbers, the one `min(first, second)` returns: the
+    first unless the second is smaller)."""
     scalars = first.__class__ in _SCALARS and second.__class__ in _SCALARS  # the common case, inline
     if not scalars and _is_array(first, second):
         import numpy as np
 
         return np.minimum(first, second)
-    return min(first, second)
+    return second if second < first else first
