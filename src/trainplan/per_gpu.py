@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainplan.frozen import direct_init
 from trainplan.per_replica import Coefficients
 from trainplan.scalar_or_array import maximum, minimum, where
 from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
@@ -55,6 +56,7 @@ TERMS: tuple[str, ...] = tuple(_terms(*[0] * 7))
 PHASES = ("forward", "backward", "optimizer")
 
 
+@direct_init
 @dataclass(frozen=True)
 class Layout:
     """How one replica is laid out on GPUs. Any field may be a numpy array of candidates."""
@@ -76,6 +78,7 @@ class Layout:
         return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
 
 
+@direct_init
 @dataclass(frozen=True)
 class Memory:
     """Per-GPU bytes of every term at each phase's peak moment, and the states held."""
@@ -291,6 +294,7 @@ def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
     return stored - minimum(stored, resident)
 
 
+@direct_init
 @dataclass(frozen=True)
 class Hardware:
     """What the step time needs to know about a GPU type. Fields may be arrays."""
@@ -315,6 +319,7 @@ def link_bytes_per_s(hw: Hardware, group: Any, spans_nodes: Any) -> Any:
     return where(spans_nodes, hw.network_bytes_per_s * INTER_NODE_EFFICIENCY, intra)
 
 
+@direct_init
 @dataclass(frozen=True)
 class StepSeconds:
     """Seconds per optimizer step by cause."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from itertools import repeat
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
+from trainplan.frozen import direct_init
 from trainplan.scenario import Scenario, scenario_to_mapping
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
@@ -53,6 +54,7 @@ class Term(NamedTuple):
 TermLabels = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
+@direct_init
 @dataclass(frozen=True)
 class Phase:
     """Memory of one GPU at one moment of the step; its terms sum to its total. Held as the
@@ -98,6 +100,7 @@ class FitRow(NamedTuple):
     fits: bool
 
 
+@direct_init
 @dataclass(frozen=True)
 class Batch:
     """The global batch: micro x accum x replicas sequences of seq_len tokens."""
@@ -118,6 +121,7 @@ class Batch:
         return self.global_sequences * self.seq_len
 
 
+@direct_init
 @dataclass(frozen=True)
 class Estimate:
     """Everything `estimate()` knows about one scenario."""

@@ -17,6 +17,7 @@ from trainplan.catalogs.cost_inputs import (
 )
 from trainplan.catalogs.gpus import GpuSpec
 from trainplan.catalogs.prices import is_stale, parse_date
+from trainplan.frozen import direct_init
 from trainplan.per_gpu import Hardware, Layout, StepSeconds, step_seconds
 from trainplan.per_replica import Coefficients
 from trainplan.scenario import Scenario, data_parallel
@@ -32,6 +33,7 @@ DEFAULT_TRAIN_TOKENS = 2.0e9
 DEFAULT_TRAIN_SAMPLES = 10_000.0
 
 
+@direct_init
 @dataclass(frozen=True)
 class TimeFigures:
     """How long the run takes."""
@@ -55,6 +57,7 @@ class TimeFigures:
     train_samples: float | None = None
 
 
+@direct_init
 @dataclass(frozen=True)
 class CostFigures:
     """What the run costs."""
@@ -72,6 +75,7 @@ class CostFigures:
     usd_per_thousand_samples: float | None = None  # diffusion, video, JEPA: per 1,000 images / clips
 
 
+@direct_init
 @dataclass(frozen=True)
 class EnergyFigures:
     """Energy and emissions of the run."""
@@ -87,6 +91,7 @@ class EnergyFigures:
     region_source: str
 
 
+@direct_init
 @dataclass(frozen=True)
 class LoadFigures:
     """Time to load the weights onto the GPUs of one node."""
