@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.frozen import direct_init
+from trainplan.frozen import direct_init, once
 from trainplan.per_replica import Coefficients
 from trainplan.scalar_or_array import maximum, minimum, where
 from trainplan.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
@@ -350,9 +350,9 @@ class StepSeconds:
         name, value = max(self.overheads().items(), key=lambda item: float(item[1]))
         return name if value > 0 else "none"
 
-    @property
+    @once
     def total(self) -> Any:
-        """Seconds per step."""
+        """Seconds per step (worked out once: the time, cost and energy figures all read it)."""
         return (
             self.compute
             + self.pipeline_bubble

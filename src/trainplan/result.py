@@ -5,38 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from itertools import repeat
-from typing import Any, Generic, NamedTuple, TypeVar, overload
+from typing import Any, NamedTuple
 
-from trainplan.frozen import direct_init
+from trainplan.frozen import direct_init, once
 from trainplan.scenario import Scenario, scenario_to_mapping
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
 from trainplan.time_cost_energy import CostFigures, EnergyFigures, LoadFigures, TimeFigures
-
-Value = TypeVar("Value")
-
-
-class once(Generic[Value]):
-    """A figure worked out on its first read and kept on the instance (its `__dict__`, so a
-    frozen dataclass works too), as `functools.cached_property` does, without the lock Python
-    3.11's cached_property takes on every first read (it costs more than the sum it guards; two
-    threads racing on one pure figure would only both work out the same number)."""
-
-    def __init__(self, compute: Callable[[Any], Value]) -> None:
-        self.compute = compute
-        self.name = compute.__name__
-        self.__doc__ = compute.__doc__
-
-    @overload
-    def __get__(self, instance: None, owner: type | None = None) -> once[Value]: ...
-    @overload
-    def __get__(self, instance: object, owner: type | None = None) -> Value: ...
-    def __get__(self, instance: object | None, owner: type | None = None) -> once[Value] | Value:
-        if instance is None:
-            return self
-        value = self.compute(instance)
-        instance.__dict__[self.name] = value
-        return value
 
 
 class Term(NamedTuple):
