@@ -864,11 +864,10 @@ def mixer_extra_params(mixer: LinearMixer) -> int:
     return conv
 
 
-def derived(model: Any, compute: Callable[..., T], *args: Hashable, **kwargs: Hashable) -> T:
-    """`compute(model, *args, **kwargs)`, worked out once per spec object (a ModelSpec; a GpuSpec
-    for its step-time figures) and arguments. A spec is immutable, so what it derives never
-    changes; the result is kept on the object itself (not in a table keyed by the spec, whose hash
-    walks every block), and goes with it."""
+def derived(model: ModelSpec, compute: Callable[..., T], *args: Hashable, **kwargs: Hashable) -> T:
+    """`compute(model, *args, **kwargs)`, worked out once per ModelSpec object and arguments. A spec
+    is immutable, so what it derives never changes; the result is kept on the object itself (not
+    in a table keyed by the spec, whose hash walks every block), and goes with it."""
     store: dict[Any, Any] = model.__dict__.setdefault("_derived", {})
     key = (compute, args, tuple(sorted(kwargs.items()))) if kwargs else (compute, args)
     if key not in store:

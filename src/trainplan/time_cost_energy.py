@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 
 from trainplan.catalogs.cost_inputs import (
@@ -18,7 +18,6 @@ from trainplan.catalogs.cost_inputs import (
 from trainplan.catalogs.gpus import GpuSpec
 from trainplan.catalogs.prices import is_stale, parse_date
 from trainplan.frozen import direct_init
-from trainplan.model import derived
 from trainplan.per_gpu import Hardware, Layout, StepSeconds, step_seconds
 from trainplan.per_replica import Coefficients
 from trainplan.scenario import Scenario, data_parallel
@@ -137,18 +136,8 @@ def hardware_of(
     gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None, model_kind: str = "llm"
 ) -> Hardware | None:
     """The GPU's figures for the step-time formulas; None when it lacks the precision.
-    `model_kind` (terms/timing.py `efficiency_kind`) selects the efficiency factor of the model.
-    Worked out once per GPU spec, compute precision and model kind (kept on the spec, as
-    `model.derived` keeps what a model spec derives; a few of each, so the store stays small),
-    then given a user's mfu as its efficiency."""
-    hardware = derived(gpu, _hardware_of, recipe.compute, model_kind)
-    if hardware is None or mfu is None:
-        return hardware
-    return replace(hardware, efficiency=mfu)
-
-
-def _hardware_of(gpu: GpuSpec, compute: str, model_kind: str) -> Hardware | None:
-    peak, precision = peak_flops(gpu, compute)
+    `model_kind` (terms/timing.py `efficiency_kind`) selects the efficiency factor of the model."""
+    peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
     # fp8 recipes run only the linear layers in fp8; attention kernels stay at the 16-bit rate
@@ -157,7 +146,7 @@ def _hardware_of(gpu: GpuSpec, compute: str, model_kind: str) -> Hardware | None
     return Hardware(
         peak_flops_per_s=peak,
         attention_peak_flops_per_s=attention_peak,
-        efficiency=default_efficiency(gpu.architecture, model_kind),
+        efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture, model_kind),
         nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
         scale_up_domain_gpus=gpu.scale_up_domain_gpus,
         network_bytes_per_s=gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S,
