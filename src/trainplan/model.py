@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, TypeVar
 
+from trainplan.frozen import once
+
 # Roles of linear layers; LoRA target presets select by role.
 ATTENTION_ROLES = frozenset(
     {"q", "k", "v", "qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "attn_gate", "attn_mask", "attn_rel"}
@@ -431,9 +433,9 @@ class ModelSpec:
     head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
     residual_streams: int = 1  # copies of the hidden state the residual stream carries (hyper-connections)
 
-    @property
+    @once
     def num_layers(self) -> int:
-        """All transformer layers (encoder + decoder)."""
+        """All transformer layers (encoder + decoder); counted once per spec."""
         return sum(block.count for block in self.blocks)
 
     @property
@@ -460,12 +462,12 @@ class ModelSpec:
         has no affine parameters (OLMo's non-parametric LayerNorm)."""
         return norm_param_count(self.norm, self.hidden_size)
 
-    @property
+    @once
     def attention_heads(self) -> tuple[int, int]:
         """(heads, key/value heads) of the first attention layer, or of the first SSM mixer
         (Mamba-2 heads; Mamba's inner channels) or linear mixer (its value and key heads; the
         channels of RWKV's channel-wise recurrence) when the model has no attention: what tensor
-        parallelism has to split evenly."""
+        parallelism has to split evenly (found once per spec)."""
         for block in self.blocks:
             if block.attention is not None:
                 return block.attention.num_heads, block.attention.num_kv_heads
