@@ -394,7 +394,7 @@ def test_frozen_encoders_on_the_gpu_or_offloaded() -> None:
     assert offloaded.peak.term("weights").value == cached.peak.term("weights").value
     assert cached.peak.total < offloaded.peak.total < resident.peak.total
     assert resident.time is not None and cached.time is not None and offloaded.time is not None
-    assert resident.time.step.compute > cached.time.step.compute
+    assert resident.time.step.frozen_encoders > 0 == cached.time.step.frozen_encoders
     assert offloaded.time.step.offload > 0 == cached.time.step.offload
 
 

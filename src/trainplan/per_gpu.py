@@ -273,7 +273,7 @@ class Hardware:
     """What the step time needs to know about a GPU type. Fields may be arrays."""
 
     peak_flops_per_s: Any
-    attention_peak_flops_per_s: Any
+    attention_peak_flops_per_s: Any  # the 16-bit rate under an fp8 recipe, else the peak above
     efficiency: Any
     nvlink_bytes_per_s: Any  # one direction; 0 without a scale-up link
     scale_up_domain_gpus: Any
@@ -305,9 +305,12 @@ class StepSeconds:
     float8_casts: Any
     # torch.compile's fused pointwise kernels: eager memory traffic removed (zero or negative)
     compile_fusion: Any = 0.0
+    # a diffusion pipeline's frozen VAE encoder and text encoders, run forward each micro-batch
+    # (frozen_encoders gpu / offload; terms/encoders.py)
+    frozen_encoders: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
-        """Everything on top of compute, by name."""
+        """Everything on top of the trained model's compute, by name."""
         return {
             "pipeline_bubble": self.pipeline_bubble,
             "data_parallel_comm": self.data_parallel_comm,
@@ -315,7 +318,13 @@ class StepSeconds:
             "offload": self.offload,
             "dequantisation": self.dequantisation,
             "float8_casts": self.float8_casts,
+            "frozen_encoders": self.frozen_encoders,
         }
+
+    @property
+    def busy(self) -> Any:
+        """Seconds the GPU computes: the trained model's step and the frozen encoders' forward."""
+        return self.compute + self.frozen_encoders
 
     def dominant_overhead(self) -> str:
         """The largest term other than compute ('none' when all are zero)."""
@@ -334,6 +343,7 @@ class StepSeconds:
             + self.dequantisation
             + self.float8_casts
             + self.compile_fusion
+            + self.frozen_encoders
         )
 
 
@@ -371,9 +381,15 @@ def step_seconds(
         / hw.memory_bandwidth_bytes_per_s
         * v.grad_accum
     )
+    # the frozen encoders' forward (no grad) on each micro-batch: at the compute dtype's rate (the
+    # 16-bit one under an fp8 recipe, which converts only the trained model's linears) and the
+    # step's efficiency; under `offload` they still run on the GPU, after their weights come over
+    encoders = (
+        global_tokens * c.encoder_flops_per_token / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
+    )
     if all_in:
         zero: Any = 0.0 * compute
-        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero)
+        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders)
     # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
     casts_per_micro = v.micro_batch * c.seq_len * c.float8_cast_bytes_per_token + c.float8_cast_weight_bytes
     casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
@@ -422,4 +438,6 @@ def step_seconds(
     # side streams under the compute
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
     offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
-    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts, fusion)
+    return StepSeconds(
+        compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts, fusion, encoders
+    )

@@ -138,6 +138,9 @@ class Coefficients:
     encoder_bytes: float = 0.0
     encoder_peak: tuple[float, float] = (0.0, 0.0)
     encoder_offload_bytes: float = 0.0
+    # their forward FLOPs per main-stream token (per sample / tokens), timed apart from the
+    # denoiser's at the compute dtype's rate (per_gpu.step_seconds)
+    encoder_flops_per_token: float = 0.0
     buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
 
     @cached_property
@@ -297,7 +300,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     every = checkpoint_every(ckpt)
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
     recompute: list[tuple[float, float]] = []
-    ema_bytes = encoder_bytes = encoder_offload = 0.0
+    ema_bytes = encoder_bytes = encoder_offload = encoder_flops = 0.0
     working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
     last_backward = recomputed_working = 0.0
     encoder_peak = (0.0, 0.0)
@@ -315,6 +318,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ema_bytes = sample.ema_bytes
         encoder_bytes, encoder_peak = sample.encoder_bytes, sample.encoder_peak
         encoder_offload = sample.encoder_offload_bytes
+        encoder_flops = sample.encoder_flops
     else:
         seq = scenario.seq_len
         sharded = replicated = 0.0
@@ -454,6 +458,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         buffer_bytes=model.buffer_elements * (recipe.weight_bytes if full else compute_bytes),
         encoder_peak=encoder_peak,
         encoder_offload_bytes=encoder_offload,
+        encoder_flops_per_token=encoder_flops,
         logits_held=held,
         logits_loss=loss,
         logits_backward=backward,
@@ -550,6 +555,7 @@ class SampleTerms:
     encoder_bytes: float = 0.0
     encoder_peak: tuple[float, float] = (0.0, 0.0)  # bytes at micro-batch 0 and per sample
     encoder_offload_bytes: float = 0.0
+    encoder_flops: float = 0.0  # the frozen encoders' forward, per token
 
 
 #: What the diffusers training scripts checkpoint: whole blocks (`enable_gradient_checkpointing`).
@@ -622,7 +628,7 @@ def _sample_terms(
             matmul_forward=flops.matmul_forward / tokens,
             attention_forward=flops.attention_forward / tokens,
             head_forward=0.0,
-            total=(flops.total + encoder_flops(model, shape, frozen)) / tokens,
+            total=flops.total / tokens,
             recompute=flops.recompute / tokens,
             palm_model_flops=(flops.total - flops.recompute) / tokens,
         ),
@@ -630,6 +636,7 @@ def _sample_terms(
         encoder_bytes=float(encoder_resident_bytes(model, frozen, compute)),
         encoder_peak=(float(2 * one - two), float(two - one)),
         encoder_offload_bytes=float(encoder_offload_bytes(model, frozen, compute)),
+        encoder_flops=encoder_flops(model, shape, frozen) / tokens,
     )
 
 

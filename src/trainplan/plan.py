@@ -278,7 +278,7 @@ def evaluate_group(
         total_s = steps * total_step
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
         host, pue = host_and_pue(scenario)
-        power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.compute / total_step)
+        power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.busy / total_step)
         kwh = energy_kwh(power, n, total_s, host, pue)
     reject(
         "no price for this GPU",

@@ -195,7 +195,7 @@ def time_figures(
         total_s=total_s,
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
-        hfu=tokens_per_s * flops.total / (scenario.gpus * peak),
+        hfu=tokens_per_s * (flops.total + coeffs.encoder_flops_per_token) / (scenario.gpus * peak),
         samples_per_s_per_gpu=tokens_per_s / per_sample / scenario.gpus if per_sample else None,
         train_samples=train_tokens / per_sample if per_sample else None,
     )
@@ -285,7 +285,7 @@ def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -
         return EnergyFigures(
             None, None, region.id, region.gco2e_per_kwh, None, pue, host, idle, region.source
         )
-    utilisation = time.step.compute / time.step.total
+    utilisation = time.step.busy / time.step.total
     power = gpu_power_w(gpu.tdp_w, idle, utilisation)
     kwh = energy_kwh(power, scenario.gpus, time.total_s, host, pue)
     return EnergyFigures(
