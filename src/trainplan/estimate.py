@@ -13,7 +13,7 @@ from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.per_replica import Coefficients, coefficients
-from trainplan.presets import recipe_summary
+from trainplan.presets import adapter_dtype_summary, recipe_summary
 from trainplan.result import Batch, Estimate, FitRow, Phase, Term, record
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
@@ -132,6 +132,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
             "recipe": recipe_summary(scenario),
+            "adapter_dtype": adapter_dtype_summary(spec.kind, scenario),
             **sample_assumptions(spec, scenario),
         },
         sample=coeffs.sample,

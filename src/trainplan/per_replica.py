@@ -16,6 +16,7 @@ from operator import attrgetter
 
 from trainplan.errors import InputError
 from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
+from trainplan.presets import resolved_adapter_dtype
 from trainplan.samples import sample_shape
 from trainplan.scenario import SCENARIO_FIELDS, Scenario, resolved_base_weights
 from trainplan.terms.activations import (
@@ -173,7 +174,6 @@ NOT_READ = frozenset(
     {
         "model",
         "force",
-        "recipe",
         "micro_batch",
         "grad_accum",
         "gpu",
@@ -236,8 +236,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     weights = weight_linears(model)  # shared blocks once per copy (Zamba2); `_layer_linears` per layer run
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
-    # base precision (`autocast_adapter_dtype`, on by default); torchtune at the compute dtype
-    adapter_bytes = 4 if scenario.lora.dtype == "fp32" else compute_bytes
+    # base precision (`autocast_adapter_dtype`, on by default); torchtune and the diffusers
+    # scripts at the compute dtype (presets.resolved_adapter_dtype: by the model when unset)
+    adapter_dtype = resolved_adapter_dtype(model.kind, scenario)[0]
+    adapter_bytes = 4 if adapter_dtype == "fp32" else compute_bytes
     states = (
         recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
     )

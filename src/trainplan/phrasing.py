@@ -125,9 +125,14 @@ def nothing_fits_line(field: str, gpu: str, at_one_bytes: float, gpu_bytes: floa
 
 
 def recipe_line(result: Estimate) -> str | None:
-    """'recipe torchtune (0.6) set: lora.dtype=bf16'; None without a recipe."""
+    """'recipe torchtune (0.6) set: lora.dtype=bf16'; without a recipe, the adapter dtype a
+    model's kind took from one ('lora.dtype=compute: the diffusers recipe's, the default for a
+    diffusion model (...)'); None when neither applies."""
     recipe = result.assumptions.get("recipe")
     if not recipe:
+        adapters = result.assumptions.get("adapter_dtype")
+        if adapters and adapters["recipe"]:
+            return f"lora.dtype={adapters['value']}: {adapters['source']}; set lora.dtype to change it"
         return None
     applied = ", ".join(f"{key}={value}" for key, value in recipe["defaults"].items()) or "nothing new"
     return f"recipe {recipe['name']} ({recipe['version']}) set: {applied}"

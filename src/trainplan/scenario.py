@@ -102,7 +102,8 @@ LORA_FIELDS: dict[str, FieldInfo] = {
     ),
     "dtype": FieldInfo(
         "adapter weights, gradients and optimizer state: fp32 (peft's autocast_adapter_dtype) or "
-        "the compute dtype (torchtune keeps the whole model in bf16)",
+        "the compute dtype (torchtune keeps the whole model in bf16); unset: the compute dtype for "
+        "a diffusion or video model without a recipe (the diffusers recipe's), else fp32",
         ADAPTER_DTYPES,
         kind="str",
     ),
@@ -127,7 +128,7 @@ class LoraSettings:
     targets: str | tuple[str, ...] = "qv"
     dora: bool = False
     dropout: float = 0.0
-    dtype: str = "fp32"
+    dtype: str | None = None  # unset: samples.resolved_adapter_dtype decides by the model
 
 
 @dataclass(frozen=True)

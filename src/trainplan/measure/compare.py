@@ -20,6 +20,7 @@ from trainplan.hf.pipeline import PIPELINE_KEY
 from trainplan.measure.fsdp import FsdpTrace
 from trainplan.measure.result import MeasuredStep
 from trainplan.model import ModelSpec, block_linears
+from trainplan.presets import resolved_adapter_dtype
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
 from trainplan.terms.jepa_masks import jepa_masks
@@ -227,7 +228,9 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
         "kernels": scenario.kernels != "eager",  # Triton kernels do not run on fake tensors
-        "lora.dtype": kind == "llm" and scenario.method != "full" and scenario.lora.dtype != "fp32",
+        "lora.dtype": kind == "llm"
+        and scenario.method != "full"
+        and resolved_adapter_dtype(kind, scenario)[0] != "fp32",
     }
     for name, asked in untraced.items():
         if asked:
@@ -362,7 +365,7 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         lora_targets=() if full else _lora_targets(scenario, config),
         lora_dropout=scenario.lora.dropout,
         base_weights=base,
-        adapter_dtype="fp32" if scenario.lora.dtype == "fp32" else base,
+        adapter_dtype="fp32" if resolved_adapter_dtype(spec.kind, scenario)[0] == "fp32" else base,
         precision=precision,
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,

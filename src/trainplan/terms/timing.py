@@ -19,7 +19,10 @@ as the all-in efficiency and nothing is added. Otherwise trainplan adds, each do
   traffic at the GPU's memory bandwidth (`float8_cast_bytes`);
 - torch.compile: Inductor's fusion of the norms, RoPE and the gated activation removes memory
   traffic of the eager step (`compile_fusion_bytes`), subtracted at the memory bandwidth, at
-  most the (1 - efficiency) share of compute that is not matmul work at peak.
+  most the (1 - efficiency) share of compute that is not matmul work at peak;
+- a diffusion pipeline's frozen encoders (`frozen_encoders` gpu / offload): their forward FLOPs
+  (terms/encoders.py) at the compute dtype's rate, the 16-bit one under an fp8 recipe, and the
+  step's efficiency (also under a given `mfu`).
 Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated judgements.
 """
 
