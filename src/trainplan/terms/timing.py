@@ -58,8 +58,11 @@ EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
 #   300 epochs on 16 A100s in "under 72 hours" (ijepa-vith14-in1k-300ep-16xa100): an upper bound
 #   on the time, so the factor is a lower bound; applied to V-JEPA and V-JEPA 2 too, with no
 #   held-out run (no primary GPU count and wall time found for them).
-# A diffusion transformer keeps the language models' figure (checked against one FLUX.1-dev QLoRA
-# run, not fitted).
+# A diffusion transformer keeps the language models' figure, checked against two runs and fitted
+# on neither: FLUX.1-dev QLoRA on an RTX 4090 (-14%, a whole-run time) and MLPerf Training v5.1's
+# FLUX.1 on 16 GB200s in MXFP8 (+89%: the Blackwell default applied to the fp8 peak; the run
+# reaches 0.46 of the bf16 peak), whose ratio, 0.53, would correct fp8 on Blackwell rather than
+# the model kind (docs/accuracy.md).
 EFFICIENCY_FACTOR_BY_MODEL_KIND = {"unet": 0.67, "video": 0.70, "jepa": 0.43}
 
 
