@@ -343,7 +343,9 @@ def diffusion_time_section() -> str:
         "submission's own 20.3 TFLOPs) runs MXFP8 at 0.46 of the bf16 peak: trainplan applies "
         "Blackwell's uncalibrated 0.45 to the fp8 peak, so it over-predicts by about 90% (within 3% "
         "at the bf16 rate). A factor fitted there would correct fp8 on Blackwell, not the model "
-        "kind, and would take the RTX 4090 run to about -54%.",
+        "kind, and would take the RTX 4090 run to about -54%. The same benchmark on 2 x 8 B200s is "
+        "under-predicted by about 48%: its flat ring all-reduce over the network outweighs the "
+        "over-predicted compute.",
         "",
         "Read and left out (reasons in calibration/published.yaml): the FLUX.1-dev fp8 LoRA run on an "
         "H100 from the same post (whole-run time; with its VAE and text encoders now timed, 14 ms a "
