@@ -359,8 +359,9 @@ def step_seconds(
 ) -> StepSeconds:
     """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
     bubble, exposed data-parallel and tensor-parallel communication, offload traffic and torchao's
-    float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation is
-    added either way (see terms/timing.py for each formula's source)."""
+    float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation and
+    a diffusion pipeline's frozen encoders' forward are added either way (see terms/timing.py for
+    each formula's source)."""
     tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp

@@ -128,7 +128,7 @@ class LoraSettings:
     targets: str | tuple[str, ...] = "qv"
     dora: bool = False
     dropout: float = 0.0
-    dtype: str | None = None  # unset: samples.resolved_adapter_dtype decides by the model
+    dtype: str | None = None  # unset: presets.resolved_adapter_dtype decides by the model
 
 
 @dataclass(frozen=True)
