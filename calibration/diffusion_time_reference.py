@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.hf.pipeline import PIPELINE_KEY
 from trainplan.model import ModelSpec
+from trainplan.resolve import resolve_model
 from trainplan.scenario import Scenario, scenario_from_mapping
 from trainplan.terms.timing import efficiency_kind
 

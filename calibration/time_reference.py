@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
+from trainplan.resolve import resolve_model
 from trainplan.scenario import Scenario
 
 

@@ -9,12 +9,12 @@ import pytest
 from configs import TINY_DC_AE, TINY_LTX_VAE
 
 from trainplan.catalogs.gpus import find_gpu
-from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.hf import denoiser_spec
 from trainplan.model import ModelSpec
 from trainplan.per_replica import coefficients
+from trainplan.resolve import resolve_model
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.activations import ActivationMode
 from trainplan.terms.denoisers import denoiser_activations, denoiser_flops

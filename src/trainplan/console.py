@@ -98,8 +98,9 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
 def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
     """Catalog models whose name, family or Hub id contains `query`, of `kind` (llm, diffusion,
     video, jepa) when given."""
-    from trainplan.catalogs.models import catalog_spec, model_records
+    from trainplan.catalogs.models import model_records
     from trainplan.model import MODEL_KINDS
+    from trainplan.resolve import catalog_spec
 
     if kind is not None and kind not in MODEL_KINDS:
         raise InputError("family", f"{kind!r} is not a model family; choose one of {', '.join(MODEL_KINDS)}")

@@ -8,12 +8,12 @@ from itertools import repeat
 from typing import Any
 
 from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
-from trainplan.catalogs.models import resolve_model
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.per_replica import Coefficients, coefficients
 from trainplan.presets import recipe_summary
+from trainplan.resolve import resolve_model
 from trainplan.result import Batch, Estimate, FitRow, Phase, Term, record
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
@@ -27,7 +27,6 @@ from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     QLORA_DEQUANT_BYTES_PER_WEIGHT,
-    QUANTISED_BASES,
 )
 from trainplan.terms.timing import (
     EFFICIENCY_FACTOR_BY_MODEL_KIND,
@@ -37,7 +36,7 @@ from trainplan.terms.timing import (
 )
 from trainplan.time_cost_energy import cost_figures, energy_figures, load_figures, time_figures
 from trainplan.units import GIB
-from trainplan.validity import check_layout
+from trainplan.validity import QUANTISED_BASES, check_layout
 
 __all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
 

@@ -8,15 +8,15 @@ the interfaces are generated from this table and cannot drift from it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from trainplan.catalogs.prices import USD_PER_GPU_HOUR_RANGE
 from trainplan.errors import InputError, shown_number, shown_value
 from trainplan.presets import Recipe, recipes, with_recipe
-from trainplan.terms.geometry import MAX_FRAMES, parse_resolution
-from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 from trainplan.validity import check_layout
 from trainplan.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
@@ -59,6 +59,35 @@ RECIPES = (
     "megatron",
     "diffusers",
 )
+
+
+MAX_PIXELS_PER_SIDE = 16_384  # the largest `resolution` side
+MAX_FRAMES = 4_096  # the largest `frames`
+_WXH = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+DEFAULT_LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
+
+
+def parse_resolution(raw: object) -> tuple[int, int]:
+    """(width, height) in pixels of an int (square) or "WxH"; InputError naming `resolution`."""
+    wrong = f"{shown_value(raw)} is not a resolution: give pixels (1024) or WxH (832x480)"
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        width = height = raw
+    elif isinstance(raw, str) and len(raw) <= 40:
+        match = _WXH.match(raw)
+        if match is None and raw.strip().isdigit():
+            width = height = int(raw)
+        elif match is None:
+            raise InputError("resolution", wrong)
+        else:
+            width, height = int(match.group(1)), int(match.group(2))
+    else:
+        raise InputError("resolution", wrong)
+    for side in (width, height):
+        if not 1 <= side <= MAX_PIXELS_PER_SIDE:
+            raise InputError(
+                "resolution", f"{shown_number(side)} px is outside 1..{MAX_PIXELS_PER_SIDE:,} per side"
+            )
+    return width, height
 
 
 @dataclass(frozen=True)
@@ -458,7 +487,10 @@ class Scenario:
     usd_per_gpu_hour: float | None = _field(
         None,
         FieldInfo(
-            "your own quote in USD per GPU-hour (overrides the catalog rate)", None, 0.001, 1000, "float"
+            "your own quote in USD per GPU-hour (overrides the catalog rate)",
+            None,
+            *USD_PER_GPU_HOUR_RANGE,
+            "float",
         ),
     )
     committed_discount: float | None = _field(

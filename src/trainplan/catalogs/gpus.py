@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from trainplan.catalogs.loader import load_yaml
-from trainplan.catalogs.models import normalise
+from trainplan.catalogs.loader import load_yaml, normalise
 from trainplan.errors import UnknownNameError
 
 GPU_CLASSES = ("consumer", "workstation", "datacenter")

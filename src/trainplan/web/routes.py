@@ -15,11 +15,12 @@ from starlette.concurrency import run_in_threadpool
 
 from trainplan.catalogs.cost_inputs import rates, regions
 from trainplan.catalogs.gpus import find_gpu, gpu_catalog
-from trainplan.catalogs.models import catalog_spec, model_records
+from trainplan.catalogs.models import model_records
 from trainplan.catalogs.prices import index_to_dict, parse_today
 from trainplan.estimate import estimate
 from trainplan.largest_fit import DEFAULT_HEADROOM
 from trainplan.phrasing import largest_line
+from trainplan.resolve import catalog_spec
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
 from trainplan.web.configs import config_payload

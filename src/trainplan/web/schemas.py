@@ -110,7 +110,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # Values a field accepts beyond its listed choices (the CLI and API parse them; the form's select
 # offers the choices only): `full:N` checkpoints every N-th block.
 EXTRA_PATTERNS = {"activation_checkpointing": "^full:[1-9][0-9]*$"}
-# `resolution` is pixels per side as an integer, or "WxH" (terms/geometry.parse_resolution).
+# `resolution` is pixels per side as an integer, or "WxH" (scenario.parse_resolution).
 RESOLUTION_PATTERN = "^\\s*[0-9]+\\s*([xX]\\s*[0-9]+\\s*)?$"
 
 # Controls that are not a plain input/select: drawn from a catalog list or as a segmented choice.
