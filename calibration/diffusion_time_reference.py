@@ -138,7 +138,7 @@ CASES: tuple[DiffusionTimeCase, ...] = (
         conversion="102,400 samples per 100-step block / 51.963 s / 64 GPUs",
         tolerance=0.25,
         role="held-out",
-        note="16 nodes of 4; the cluster network is not in the catalog (the 100 Gb/s fallback applies)",
+        note="16 nodes of 4; the cluster network is not in the catalog (the stated 100 Gb/s per-GPU assumption applies)",
     ),
     DiffusionTimeCase(
         id="diffsynth-wan21-1.3b-lora-a100",

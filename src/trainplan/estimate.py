@@ -7,6 +7,7 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
+from trainplan.catalogs.cost_inputs import unpublished_links
 from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
@@ -255,6 +256,17 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         )
     if gpu.tdp_w is None:
         notes.append(f"{gpu.name} has no published power figure: energy is not estimated")
+    links = unpublished_links()
+    if gpu.pcie_gen is None:
+        notes.append(
+            f"{gpu.name} has no published host link: PCIe gen {links.pcie_gen} x16 assumed for "
+            "loading and host traffic"
+        )
+    if gpu.scale_out_bytes_per_s is None and scenario.gpus > scenario.gpus_per_node:
+        notes.append(
+            f"{gpu.name} has no published network figure: "
+            f"{links.network_bytes_per_s * 8 / 1e9:g} Gb/s per GPU assumed between nodes"
+        )
     if scenario.loss != "chunked" and scenario.loss_chunks != default_scenario().loss_chunks:
         notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
     if scenario.compile and model.kind != "llm":

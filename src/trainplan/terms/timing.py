@@ -34,7 +34,6 @@ from trainplan.scalar_or_array import minimum
 # one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.
 INTRA_NODE_EFFICIENCY = 0.8
 INTER_NODE_EFFICIENCY = 0.85
-FALLBACK_NETWORK_BYTES_PER_S = 12.5e9  # 100 Gb/s Ethernet where the catalog has no figure
 DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU
 # Sustained fraction of dense peak on training matmul work, by GPU architecture, from published
 # single-job measurements with little communication (calibration/published.yaml):
