@@ -25,7 +25,12 @@ from trainplan.terms.flops import FlopsPerToken
 from trainplan.terms.loading import load_seconds
 from trainplan.terms.params import ParamCounts
 from trainplan.terms.recipes import PrecisionRecipe
-from trainplan.terms.timing import FALLBACK_NETWORK_BYTES_PER_S, default_efficiency, efficiency_kind
+from trainplan.terms.timing import (
+    FALLBACK_NETWORK_BYTES_PER_S,
+    default_efficiency,
+    efficiency_kind,
+    fp8_matmul_efficiency_ratio,
+)
 
 DEFAULT_TRAIN_TOKENS = 2.0e9
 #: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
@@ -135,13 +140,18 @@ def hardware_of(
     peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
-    # fp8 recipes run only the linear layers in fp8; attention kernels stay at the 16-bit rate
-    attention_peak = (gpu.dense_flops_per_s.get("bf16") or peak) if precision == "fp8" else peak
+    # fp8 recipes run only the layers' linears in fp8, at a lower share of their peak than 16-bit
+    # matmuls reach (unless a given mfu is the all-in figure); attention kernels and the output
+    # head stay at the 16-bit rate (terms/timing.py)
+    fp8 = precision == "fp8"
+    attention_peak = (gpu.dense_flops_per_s.get("bf16") or peak) if fp8 else peak
+    ratio = fp8_matmul_efficiency_ratio(gpu.architecture) if fp8 and mfu is None else 1.0
     pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
     return Hardware(
         peak_flops_per_s=peak,
         attention_peak_flops_per_s=attention_peak,
         efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture, model_kind),
+        linear_efficiency_ratio=ratio,
         nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
         scale_up_domain_gpus=gpu.scale_up_domain_gpus,
         network_bytes_per_s=gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S,

@@ -43,6 +43,20 @@ DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU
 # Llama 3 405B 38-43%; Ada RTX 4090: torchtune Llama 3.1 8B full fine-tune 1,650 tok/s = 64% of
 # the dense bf16 peak with recompute counted. Other architectures: the seed's 0.45 (no data).
 EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
+# fp8 matmuls reach a lower share of the fp8 peak than 16-bit matmuls of the 16-bit peak: the
+# efficiency above applies to the fp8 recipes' linears times this ratio, by GPU architecture.
+# Source: S. Bekman, Machine Learning Engineering Open Book, compute/accelerator/README.md
+# (stas00/ml-engineering @ 744d01e1, read 2026-12-01), "Maximum Achievable Matmul FLOPS
+# comparison table": the best mean TFLOPS of torch matmuls over a brute-force sweep of shapes,
+# 100 iterations after 50 of warm-up, BF16 and FP8 (float8_e4m3fn) inputs on the same GPU:
+# - Hopper: H100 SXM, torch 2.7.0+cu126: FP8 1,402.6 of 1,979 = 70.9%, BF16 794.5 of 989 =
+#   80.3%: 70.9 / 80.3 = 0.883 (H200 SXM: FP8 73.4% against the same BF16 80.3% = 0.914; the
+#   900 W GH200: 77.6 / 83.8 = 0.926: the more power the part may draw, the nearer the two);
+# - Blackwell: B200 SXM, torch 2.7.1+cu128: FP8 76.3%, BF16 77.6%: 0.983 (B300 0.948).
+# Other architectures: 1 (no published pair; their fp8 runs are not calibrated). An fp8 matmul
+# does twice the work per clock on the same tensor cores and draws more power; at the power
+# limit the clocks drop, so this ratio is the share of the fp8 peak the parts can sustain.
+FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE = {"Hopper": 0.883, "Blackwell": 0.983}
 # Diffusion and video denoisers reach a different share of peak than a language model on the same
 # GPU: the efficiency above is multiplied by a factor per model kind (`efficiency_kind`), fitted as
 # measured / predicted images (clips) per second on the fit cases of
@@ -68,6 +82,11 @@ def efficiency_kind(model: ModelSpec) -> str:
 
         return "unet" if is_unet(model) else "diffusion-transformer"
     return model.kind
+
+
+def fp8_matmul_efficiency_ratio(architecture: str) -> float:
+    """The fp8 linears' share of the fp8 peak relative to the 16-bit efficiency (table above)."""
+    return FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE.get(architecture, 1.0)
 
 
 def default_efficiency(architecture: str, model_kind: str = "llm") -> float:
