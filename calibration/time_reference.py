@@ -8,6 +8,8 @@ instead, the conversion is stated on the case. Used by tests/reference/test_time
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,7 @@ from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
 from trainplan.scenario import Scenario
+from trainplan.terms import timing
 
 
 def gpt(hidden: int, layers: int, heads: int, vocab: int, seq: int) -> dict[str, Any]:
@@ -626,3 +629,39 @@ def compile_speedups() -> list[tuple[str, float, float]]:
 def float8_speedups() -> list[tuple[str, float, float]]:
     """torchao float8's speed-up of each of `FLOAT8_PAIRS`."""
     return speedups(FLOAT8_PAIRS)
+
+
+@contextmanager
+def _hopper_fp8_ratio(ratio: float) -> Iterator[None]:
+    """Hopper's fp8 matmul ratio (terms/timing.py) set to `ratio` for a what-if, then restored."""
+    table = timing.FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE
+    published = table["Hopper"]
+    table["Hopper"] = ratio
+    try:
+        yield
+    finally:
+        table["Hopper"] = published
+
+
+def fitted_fp8_ratio() -> tuple[float, list[tuple[str, float]]]:
+    """The Hopper fp8 matmul ratio that would reproduce the first of `FLOAT8_PAIRS` (the torchtitan
+    8-GPU speed-up; bisection to 0.001), and the error it would give each held-out fp8 figure: the
+    other pairs' speed-ups, the fp8 cases' tokens/s. A what-if for docs/accuracy.md: the model
+    keeps the published ratio."""
+    low, high = 0.3, 1.0
+    while high - low > 5e-4:
+        middle = (low + high) / 2
+        with _hopper_fp8_ratio(middle):
+            _, measured, predicted = speedups(FLOAT8_PAIRS[:1])[0]
+        low, high = (low, middle) if predicted > measured else (middle, high)
+    ratio = round((low + high) / 2, 3)
+    with _hopper_fp8_ratio(ratio):
+        held_out = [
+            (case_id, predicted / measured - 1) for case_id, measured, predicted in speedups(FLOAT8_PAIRS[1:])
+        ]
+        held_out += [
+            (case.id, evaluate(case).error)
+            for case in CASES
+            if case.scenario.get("precision", "").startswith("fp8")
+        ]
+    return ratio, held_out

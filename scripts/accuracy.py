@@ -18,10 +18,14 @@ from memory_reference import load_records  # noqa: E402
 from published_memory import CASES as PUBLISHED_MEMORY  # noqa: E402
 from published_memory import MAX_CONTEXT_CASES, PublishedMemoryRow  # noqa: E402
 from published_memory import evaluate as evaluate_published  # noqa: E402
-from time_reference import CASES, compile_speedups, float8_speedups  # noqa: E402
+from time_reference import CASES, compile_speedups, fitted_fp8_ratio, float8_speedups  # noqa: E402
 from time_reference import evaluate as evaluate_time  # noqa: E402
 
-from trainplan.terms.timing import EFFICIENCY_BY_ARCHITECTURE, EFFICIENCY_FACTOR_BY_MODEL_KIND  # noqa: E402
+from trainplan.terms.timing import (  # noqa: E402
+    EFFICIENCY_BY_ARCHITECTURE,
+    EFFICIENCY_FACTOR_BY_MODEL_KIND,
+    FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE,
+)
 
 GIB = 2**30
 HEADER = """# Accuracy
@@ -291,33 +295,47 @@ def time_section() -> str:
         "The same published run, compiled, in bf16 and with torchao's tensorwise float8 "
         "(calibration/time_reference.py `FLOAT8_PAIRS`): the tokens/s ratio, which the GPU and the "
         "efficiency cancel out of. The fp8 linears run at the fp8 peak times Hopper's fp8 matmul "
-        "efficiency relative to bf16 (0.883: 70.9% against 80.3% of peak in a published H100 SXM "
-        "matmul benchmark, terms/timing.py); the attention core and the output head (torchtitan "
-        "leaves `output` in bf16) at the bf16 rate; the casts' memory traffic is added "
+        f"efficiency relative to bf16 ({FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE['Hopper']}: "
+        "70.9% against 80.3% of peak in a published H100 SXM matmul benchmark, terms/timing.py); "
+        "the attention core and the output head (torchtitan leaves `output` in bf16) at the bf16 "
+        "rate; the casts' memory traffic is added "
         "(`float8_cast_bytes`). Nothing here is fitted.",
         "",
         "| float8 run | measured speed-up | estimated | error |",
         "|---|---:|---:|---:|",
     ]
-    for case_id, measured, predicted in float8_speedups():
+    float8 = float8_speedups()
+    for case_id, measured, predicted in float8:
         lines.append(f"| {case_id} | {measured:.3f}x | {predicted:.3f}x | {predicted / measured - 1:+.1%} |")
+    one_node = [predicted / measured - 1 for case_id, measured, predicted in float8 if "-8gpu" in case_id]
+    fp8_rows = [row for row in rows if row.case.scenario.get("precision", "").startswith("fp8")]
+    ratio, held_out = fitted_fp8_ratio()
     lines += [
         "",
-        "Before the matmul ratio and the bf16 head, the torchtitan 8-GPU pair came out at 1.76x "
-        "(+38%), and the NeMo fp8 rows of the table above at +19.5% and +13.6%; with them, the "
-        "NeMo rows (Transformer Engine on 700 W DGX H100s, held out) are within 6%. The torchao runs "
-        "stay about 20% high. Their H100s are 96 GB HBM2e parts held to a 500 W power limit (the "
-        "torchtitan file says so; torchao's roofline figures describe the same part), while the "
-        "benchmark's H100 SXM ran at 700 W: an fp8 matmul does twice the work per clock and draws "
-        "more power, so a lower power limit costs it more clock than it costs bf16. A ratio fitted "
-        "to the torchtitan 8-GPU pair would be 0.715; held out, it puts torchao's README pair at "
-        "+1.2% and the 128-GPU pair at -17.9%, but the NeMo rows at -11.7% and -14.6%, so it is a "
-        "figure for those power-limited parts, not for the catalog's 700 W H100 SXM, and is not "
-        "used. The 128-GPU pair is low for another reason: timed as SXM parts, the fp8 step is too "
-        "short to hide FSDP's all-gathers and reduce-scatters on the network, which the slower real "
-        "parts hid (1.8% below the 8-GPU tokens/s, measured). Not modelled: float8 all-gather "
-        "(weights gathered at 1 byte) and rowwise scaling (torchao's README: 1.10x, against "
-        "tensorwise's 1.25x on the same run).",
+        "The same figure, not fitted to them, puts the Transformer Engine runs of the table above "
+        "(NeMo on 700 W DGX H100s) at "
+        + " and ".join(f"{row.error:+.1%}" for row in fp8_rows)
+        + f". The torchao runs on one node stay {min(one_node):.0%} to {max(one_node):.0%} high. "
+        "Their H100s are 96 GB HBM2e parts held to a 500 W "
+        "power limit (the torchtitan file says so; torchao's roofline figures are for 'Meta's H100 "
+        "variant' at 2.4 TB/s), while the benchmark's H100 SXM names no limit but the part's "
+        "default, 700 W: an fp8 matmul does twice the "
+        "work per clock and draws more power, so a lower power limit costs it more clock than it "
+        "costs bf16. The 128-GPU pair is low for another reason: timed as SXM parts, the fp8 step is "
+        "too short to hide FSDP's all-gathers and reduce-scatters on the network, which the slower "
+        "real parts hid (measured, its tokens/s are 1.8% below the 8-GPU run's). Not modelled: "
+        "float8 all-gather (weights gathered at 1 byte) and rowwise scaling (torchao's README: "
+        "1.10x against tensorwise's 1.25x on the same run).",
+        "",
+        f"A ratio fitted to the first pair instead would be {ratio:.3f}. Held out, it gives:",
+        "",
+        f"| with the ratio at {ratio:.3f} | error |",
+        "|---|---:|",
+    ]
+    lines += [f"| {case_id} | {error:+.1%} |" for case_id, error in held_out]
+    lines += [
+        "",
+        "It fits the power-limited parts, not the catalog's 700 W H100 SXM, and is not used.",
         "",
     ]
     return "\n".join(lines)

@@ -77,6 +77,9 @@ def test_torchao_float8_runs_only_the_layers_linears_at_the_fp8_rate(llama8b_con
     assert ratio == pytest.approx(expected, rel=1e-12)
     # ~10% attention and ~5% head at 4096 tokens: 0.85 / (2 x 0.883) + 0.15 = 0.63
     assert 0.6 < ratio < 0.65
+    # the result says which ratio it used
+    assert fp8.assumptions["fp8_matmul_efficiency_ratio"] == 0.883
+    assert bf16.assumptions["fp8_matmul_efficiency_ratio"] is None
 
 
 def test_fp8_linears_at_the_full_fp8_peak_under_a_given_mfu(llama8b_config: dict[str, Any]) -> None:
@@ -98,6 +101,7 @@ def test_fp8_linears_at_the_full_fp8_peak_under_a_given_mfu(llama8b_config: dict
     fp8_peak, bf16_peak = 1.9789e15, 9.894e14
     expected = ((flops.total - sixteen) / fp8_peak + sixteen / bf16_peak) / (flops.total / bf16_peak)
     assert fp8.time.step.compute / bf16.time.step.compute == pytest.approx(expected, rel=1e-12)
+    assert fp8.assumptions["fp8_matmul_efficiency_ratio"] is None
 
 
 def test_fp8_matmul_ratio_by_architecture() -> None:

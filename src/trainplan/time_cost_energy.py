@@ -132,6 +132,15 @@ def training_tokens(scenario: Scenario, global_tokens: int, sample_tokens: int =
     return tokens, max(1, math.ceil(tokens / global_tokens))
 
 
+def linear_efficiency_ratio(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> float | None:
+    """The fp8 linears' efficiency relative to the 16-bit one (terms/timing.py
+    `fp8_matmul_efficiency_ratio`); None for 16-bit compute, or when a given mfu is the all-in
+    efficiency."""
+    if mfu is not None or peak_flops(gpu, recipe.compute)[1] != "fp8":
+        return None
+    return fp8_matmul_efficiency_ratio(gpu.architecture)
+
+
 def hardware_of(
     gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None, model_kind: str = "llm"
 ) -> Hardware | None:
@@ -140,18 +149,15 @@ def hardware_of(
     peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
-    # fp8 recipes run only the layers' linears in fp8, at a lower share of their peak than 16-bit
-    # matmuls reach (unless a given mfu is the all-in figure); attention kernels and the output
-    # head stay at the 16-bit rate (terms/timing.py)
-    fp8 = precision == "fp8"
-    attention_peak = (gpu.dense_flops_per_s.get("bf16") or peak) if fp8 else peak
-    ratio = fp8_matmul_efficiency_ratio(gpu.architecture) if fp8 and mfu is None else 1.0
+    # fp8 recipes run only the layers' linears in fp8; attention kernels and the output head stay
+    # at the 16-bit rate (terms/timing.py)
+    attention_peak = (gpu.dense_flops_per_s.get("bf16") or peak) if precision == "fp8" else peak
     pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
     return Hardware(
         peak_flops_per_s=peak,
         attention_peak_flops_per_s=attention_peak,
         efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture, model_kind),
-        linear_efficiency_ratio=ratio,
+        linear_efficiency_ratio=linear_efficiency_ratio(gpu, recipe, mfu) or 1.0,
         nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
         scale_up_domain_gpus=gpu.scale_up_domain_gpus,
         network_bytes_per_s=gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S,

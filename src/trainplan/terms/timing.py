@@ -2,8 +2,10 @@
 
 compute = FLOPs / (GPUs x dense peak FLOP/s of the compute precision x efficiency)
 (the training roofline; efficiency is the sustained fraction of peak on the work done,
-recompute included; Narayanan et al. 2021, sec. 5.1). When the user gives `mfu` it is taken
-as the all-in efficiency and nothing is added. Otherwise trainplan adds, each documented:
+recompute included; Narayanan et al. 2021, sec. 5.1). Under the fp8 recipes the layers' linears
+run at the fp8 peak x efficiency x `fp8_matmul_efficiency_ratio`, the attention core and the
+output head at the 16-bit rate. When the user gives `mfu` it is taken as the all-in efficiency
+(no fp8 ratio) and nothing is added. Otherwise trainplan adds, each documented:
 - pipeline bubble: compute x (pp - 1) / m for m micro-batches per step (Narayanan et al. 2021,
   sec. 2.2.1, 1F1B schedule);
 - data-parallel gradient sync: ring all-reduce moves 2 (n - 1)/n x the gradient bytes per GPU
@@ -53,9 +55,10 @@ EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
 #   80.3%: 70.9 / 80.3 = 0.883 (H200 SXM: FP8 73.4% against the same BF16 80.3% = 0.914; the
 #   900 W GH200: 77.6 / 83.8 = 0.926: the more power the part may draw, the nearer the two);
 # - Blackwell: B200 SXM, torch 2.7.1+cu128: FP8 76.3%, BF16 77.6%: 0.983 (B300 0.948).
-# Other architectures: 1 (no published pair; their fp8 runs are not calibrated). An fp8 matmul
-# does twice the work per clock on the same tensor cores and draws more power; at the power
-# limit the clocks drop, so this ratio is the share of the fp8 peak the parts can sustain.
+# Other architectures: 1 (no published pair; their fp8 runs are not calibrated). Why fp8 falls
+# further short (a reading of the table, not a measurement of clocks): an fp8 matmul does twice
+# the work per clock on the same tensor cores and draws more power, so at the power limit it runs
+# at lower clocks; the parts allowed more power (GH200 at 900 W) come nearer to 1.
 FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE = {"Hopper": 0.883, "Blackwell": 0.983}
 # Diffusion and video denoisers reach a different share of peak than a language model on the same
 # GPU: the efficiency above is multiplied by a factor per model kind (`efficiency_kind`), fitted as
