@@ -110,6 +110,13 @@ def default_efficiency(architecture: str, model_kind: str = "llm") -> float:
 #    tensor (no extra read), but the tensor-wide maximum is known only after that kernel ends,
 #    so scaling and casting is a second pass: read 2, write 1 = 3 bytes per element per cast
 #    (an estimate from the kernel structure, not a measured figure).
+# Cross-check: torchao's own roofline (torchao/testing/training/roofline_utils.py @ 36027d82,
+# `get_tensor_memory_traffic_ovhd_s`, tensorwise) counts per element and step an input or
+# grad_output amax read (2, none when fused into the producer) and one kernel that reads 2 and
+# writes float8 twice, row- and column-major for the backward's transposed operands (4): 4-6
+# bytes against 6 here (two casts of 3); a weight 2 + 3 + 3 = 8 against 6. The weight's amax
+# across FSDP shards (float8 all-gather) is one small all-reduce, not counted; rowwise scaling
+# (more traffic, a slower matmul) is not modelled.
 FLOAT8_CAST_BYTES_PER_ELEMENT = 5.0
 FLOAT8_CAST_BYTES_PER_ELEMENT_COMPILED = 3.0
 # The recipes whose casts are separate kernels; Transformer Engine (fp8-mixed) fuses its amax and
