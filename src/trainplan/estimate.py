@@ -35,7 +35,13 @@ from trainplan.terms.timing import (
     INTRA_NODE_EFFICIENCY,
     efficiency_kind,
 )
-from trainplan.time_cost_energy import cost_figures, energy_figures, load_figures, time_figures
+from trainplan.time_cost_energy import (
+    cost_figures,
+    energy_figures,
+    linear_efficiency_ratio,
+    load_figures,
+    time_figures,
+)
 from trainplan.units import GIB
 from trainplan.validity import QUANTISED_BASES, check_layout
 
@@ -117,6 +123,9 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "data_parallel": data_parallel(scenario),
             "efficiency": time.efficiency if time else None,
             "efficiency_source": time.efficiency_source if time else None,
+            "fp8_matmul_efficiency_ratio": linear_efficiency_ratio(gpu, coeffs.recipe, scenario.mfu)
+            if time
+            else None,
             "comm_overlap": scenario.comm_overlap,
             "intra_node_bus_efficiency": INTRA_NODE_EFFICIENCY,
             "inter_node_bus_efficiency": INTER_NODE_EFFICIENCY,
