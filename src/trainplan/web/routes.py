@@ -120,7 +120,9 @@ def answers(app: Any) -> Answers:
     return app_state(app, "answers", Answers)
 
 
-@router.get("/fields", summary="Scenario fields: kinds, defaults, allowed values, help, form sections")
+@router.get(
+    "/fields", summary="Scenario fields: labels, kinds, defaults, allowed values, help, form sections"
+)
 def get_fields() -> dict[str, Any]:
     """The field table the page builds its controls from (the CLI flags come from the same table)."""
     return field_metadata()

@@ -295,7 +295,7 @@ def estimate_body_schema() -> dict[str, Any]:
 
 
 class ModelItem(BaseModel):
-    """One catalog model."""
+    """One catalog model: a record of `catalogs.listings.model_listing`, as `trainplan models --json`."""
 
     name: str
     family: str
@@ -308,7 +308,7 @@ class ModelItem(BaseModel):
 
 
 class GpuItem(BaseModel):
-    """One catalog GPU."""
+    """One catalog GPU: a record of `catalogs.listings.gpu_listing`, as `trainplan gpus --json`."""
 
     name: str
     aliases: list[str]
@@ -323,7 +323,7 @@ class GpuItem(BaseModel):
 
 
 class RegionItem(BaseModel):
-    """One grid region."""
+    """One grid region: a record of `catalogs.listings.region_listing`, as `trainplan regions --json`."""
 
     id: str
     name: str
