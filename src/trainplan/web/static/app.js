@@ -1444,6 +1444,7 @@
     buildPlanner();
     buildConfigDrop();
     writeUrl();
+    if (state.result) planLabels(state.result); // the first answer came before the choice names
     if (state.error) showError(state.error);
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
     if (dropped) schedule(0);
