@@ -72,7 +72,13 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         "int", "Max GPUs", "largest GPU count to consider", 64, 1, 100_000, web_maximum=4096
     ),
     "target_global_tokens": PlanOption(
-        "int", "Target global batch", "tokens per optimizer step to hit", None, 1, None, web_maximum=10**10
+        "int",
+        "Target global batch (tokens)",
+        "tokens per optimizer step to hit",
+        None,
+        1,
+        None,
+        web_maximum=10**10,
     ),
     "target_global_sequences": PlanOption(
         "int",
@@ -84,8 +90,8 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         web_maximum=10**8,
         interfaces=("cli", "api"),
     ),
-    "budget_usd": PlanOption("float", "Budget", "reject plans costing more (USD)", None, 0),
-    "deadline_hours": PlanOption("float", "Deadline", "reject plans taking longer (hours)", None, 0),
+    "budget_usd": PlanOption("float", "Budget (USD)", "reject plans costing more (USD)", None, 0),
+    "deadline_hours": PlanOption("float", "Deadline (hours)", "reject plans taking longer (hours)", None, 0),
     "objective": PlanOption(
         "choice",
         "Objective",

@@ -82,6 +82,10 @@ def test_the_planner_form_draws_the_options_marked_web() -> None:
     drawn = set(re.findall(r'data-plan-field="([a-z_]+)"', page))
     assert drawn == {name for name, option in PLAN_OPTIONS.items() if "web" in option.interfaces}
     assert {"top_k", "target_global_sequences"} & drawn == set()
+    # their labels are the declarations' (app.js writes them in): the page holds none of its own
+    for option in PLAN_OPTIONS.values():
+        assert f">{option.label}<" not in page, option.label
+    assert page.count('<label for="plan-') == 5 and '<label for="plan-objective"></label>' in page
 
 
 def _cli_json(*args: str) -> list[dict[str, Any]]:

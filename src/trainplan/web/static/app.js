@@ -1101,6 +1101,12 @@
     return [...document.querySelectorAll("#plan-gpu-list input[type=checkbox]")];
   }
   function buildPlanner() {
+    // each option's label is its declaration's (/api/fields `plan_options`)
+    for (const node of document.querySelectorAll("[data-plan-field]")) {
+      const option = planOption(node.dataset.planField);
+      const title = node.querySelector(":scope > label, :scope > .label, :scope > legend");
+      if (option && title) title.textContent = option.label;
+    }
     for (const [key, id] of Object.entries(PLAN_INPUTS)) {
       const option = planOption(key);
       const input = $(id);
