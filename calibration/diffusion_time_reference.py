@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.hf.pipeline import PIPELINE_KEY
 from trainplan.model import ModelSpec
+from trainplan.resolve import resolve_model
 from trainplan.scenario import Scenario, scenario_from_mapping
 from trainplan.terms.timing import efficiency_kind
 
@@ -157,7 +157,10 @@ CASES: tuple[DiffusionTimeCase, ...] = (
         conversion="102,400 samples per 100-step block / 51.963 s / 64 GPUs",
         tolerance=0.25,
         role="held-out",
-        note="16 nodes of 4; the cluster network is not in the catalog (the 100 Gb/s fallback applies)",
+        note=(
+            "16 nodes of 4; the cluster network is not in the catalog (the stated 100 Gb/s "
+            "per-GPU assumption applies)"
+        ),
     ),
     DiffusionTimeCase(
         id="diffsynth-wan21-1.3b-lora-a100",

@@ -8,8 +8,8 @@ import pytest
 
 from trainplan.catalogs.cost_inputs import pcie_practical_bytes_per_s
 from trainplan.catalogs.gpus import find_gpu
-from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
+from trainplan.resolve import resolve_model
 from trainplan.samples import sample_shape
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.encoders import flops_per_sample

@@ -48,6 +48,8 @@ class PlanOption:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     web_maximum: float | None = None
+    # where the option appears (scenario.INTERFACES): the page's planner form draws only some
+    interfaces: tuple[str, ...] = ("cli", "web", "api")
 
     def help_text(self) -> str:
         """The help as the CLI and OpenAPI show it, with the default."""
@@ -70,7 +72,13 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         "int", "Max GPUs", "largest GPU count to consider", 64, 1, 100_000, web_maximum=4096
     ),
     "target_global_tokens": PlanOption(
-        "int", "Target global batch", "tokens per optimizer step to hit", None, 1, None, web_maximum=10**10
+        "int",
+        "Target global batch (tokens)",
+        "tokens per optimizer step to hit",
+        None,
+        1,
+        None,
+        web_maximum=10**10,
     ),
     "target_global_sequences": PlanOption(
         "int",
@@ -80,9 +88,10 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         1,
         None,
         web_maximum=10**8,
+        interfaces=("cli", "api"),
     ),
-    "budget_usd": PlanOption("float", "Budget", "reject plans costing more (USD)", None, 0),
-    "deadline_hours": PlanOption("float", "Deadline", "reject plans taking longer (hours)", None, 0),
+    "budget_usd": PlanOption("float", "Budget (USD)", "reject plans costing more (USD)", None, 0),
+    "deadline_hours": PlanOption("float", "Deadline (hours)", "reject plans taking longer (hours)", None, 0),
     "objective": PlanOption(
         "choice",
         "Objective",
@@ -90,7 +99,16 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         "time",
         choices=OBJECTIVES,
     ),
-    "top_k": PlanOption("int", "Plans to show", "how many plans to return", 5, 1, 100, web_maximum=20),
+    "top_k": PlanOption(
+        "int",
+        "Plans to show",
+        "how many plans to return",
+        5,
+        1,
+        100,
+        web_maximum=20,
+        interfaces=("cli", "api"),
+    ),
 }
 WEB_CAPS = {name: option.web_maximum for name, option in PLAN_OPTIONS.items() if option.web_maximum}
 
@@ -100,7 +118,9 @@ def estimate_options() -> list[tuple[str, str, str]]:
     settings flattened), so that the scenario parser does every conversion and range check, with
     field-named errors."""
     options = [
-        (name, flag_name(name), option_help(info)) for name, info in field_infos().items() if name != "lora"
+        (name, flag_name(name), option_help(info))
+        for name, info in field_infos().items()
+        if name != "lora" and "cli" in info.interfaces
     ]
     lora = [
         (

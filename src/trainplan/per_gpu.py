@@ -275,6 +275,9 @@ class Hardware:
     peak_flops_per_s: Any
     attention_peak_flops_per_s: Any  # the 16-bit rate under an fp8 recipe, else the peak above
     efficiency: Any
+    # the linears' efficiency relative to `efficiency`: below 1 for fp8 matmuls (terms/timing.py
+    # fp8_matmul_efficiency_ratio), 1 otherwise
+    linear_efficiency_ratio: Any
     nvlink_bytes_per_s: Any  # one direction; 0 without a scale-up link
     scale_up_domain_gpus: Any
     network_bytes_per_s: Any
@@ -366,11 +369,13 @@ def step_seconds(
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
     flops = c.flops.total
+    # the attention core and the output head run at the 16-bit rate under the fp8 recipes
+    sixteen_bit = c.attention_flops + c.flops.head_training
     compute = (
         global_tokens
         * (
-            (flops - c.attention_flops) / hw.peak_flops_per_s
-            + c.attention_flops / hw.attention_peak_flops_per_s
+            (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
+            + sixteen_bit / hw.attention_peak_flops_per_s
         )
         / (gpus * hw.efficiency)
     )

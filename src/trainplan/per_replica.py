@@ -45,7 +45,6 @@ from trainplan.terms.recipes import (
     OPTIMIZERS,
     PRECISIONS,
     QLORA_RECOMPUTE_FACTOR,
-    QUANTISED_BASES,
     PrecisionRecipe,
     compute_dtype_adapters,
 )
@@ -58,6 +57,7 @@ from trainplan.terms.savers import (
     op_sac_saved,
 )
 from trainplan.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, compile_fusion_bytes, float8_cast_bytes
+from trainplan.validity import QUANTISED_BASES
 
 
 @dataclass(frozen=True)

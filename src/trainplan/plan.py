@@ -20,13 +20,13 @@ from typing import Any
 
 from trainplan.catalogs.cost_inputs import rates
 from trainplan.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
-from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.options import PLAN_OPTIONS
 from trainplan.per_gpu import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.per_replica import Coefficients, coefficients
+from trainplan.resolve import resolve_model
 from trainplan.result import Estimate
 from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w

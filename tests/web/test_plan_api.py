@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan.catalogs import models as catalog
+from trainplan import resolve
 from trainplan.phrasing import format_duration, format_usd
 from trainplan.plan import plan, request_from_options, result_to_dict
 from trainplan.scenario import scenario_from_mapping
@@ -98,7 +98,7 @@ def test_options_as_strings_numbers_and_lists(client: TestClient) -> None:
 def test_uploaded_config_is_planned_without_reading_paths(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(catalog, "read_config_file", lambda path: pytest.fail(f"read {path}"))
+    monkeypatch.setattr(resolve, "read_config_file", lambda path: pytest.fail(f"read {path}"))
     body = {"model": "my-tiny", "model_config": TINY_LLAMA, "plan": {"max_gpus": 2, "gpu_types": "L40S"}}
     data = plan_json(client, body)
     assert data["plans"] and data["plans"][0]["estimate"]["model"]["source"] == "uploaded config.json"

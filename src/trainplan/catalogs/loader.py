@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 import sys
 import zlib
 from collections.abc import Mapping
@@ -71,3 +72,9 @@ def require(record: Mapping[str, Any], keys: tuple[str, ...], allowed: set[str],
     unknown = sorted(set(record) - allowed)
     if missing or unknown:
         raise RuntimeError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+
+
+def normalise(name: str) -> str:
+    """A catalog name as it is matched: lower-case, with runs of space/dash/underscore/slash
+    removed, so 'RTX-4090' == 'rtx 4090'."""
+    return re.sub(r"[\s_\-/]+", "", name.strip().lower())

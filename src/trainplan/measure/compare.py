@@ -12,7 +12,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalogs.models import model_config, resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_base_weights, resolved_ema, sample_shape
 from trainplan.hf import spec_from_config
@@ -21,6 +20,7 @@ from trainplan.measure.fsdp import FsdpTrace
 from trainplan.measure.result import MeasuredStep
 from trainplan.model import ModelSpec, block_linears
 from trainplan.presets import resolved_adapter_dtype
+from trainplan.resolve import model_config, resolve_model
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
 from trainplan.terms.jepa_masks import jepa_masks
