@@ -196,13 +196,13 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     from rich import box
 
     from trainplan.catalogs.gpus import find_gpu
-    from trainplan.phrasing import format_duration
+    from trainplan.phrasing import format_duration, plans_heading
     from trainplan.plan import explain
 
     console = console or Console()
     wide = console.width >= 100
     table = Table(
-        title=f"Best plans by {result.objective}",
+        title=plans_heading(len(result.plans), result.objective),
         caption="layout: tensor/pipeline/data parallel and ZeRO stage; batch: micro-batch x accumulation",
         box=box.SIMPLE_HEAD,
         pad_edge=False,

@@ -276,3 +276,20 @@ def rate_line(cost: CostFigures) -> str:
         low, high = cost.discount_range
         text += f"; {cost.pricing} discount {cost.discount:.0%} (sources give {low:.0%}-{high:.0%})"
     return text
+
+
+# How each planner objective orders the plans (the Pareto front is listed fastest first).
+_RANKINGS = {
+    "time": "fastest first",
+    "cost": "cheapest first",
+    "energy": "least energy first",
+    "pareto": "cost vs time, fastest first",
+    "gpus": "fewest GPUs first",
+}
+
+
+def plans_heading(count: int, objective: str) -> str:
+    """'5 best plans, cheapest first', or that no plan meets the constraints."""
+    if count == 0:
+        return "No plan meets the constraints"
+    return f"{count} best plan{'s' if count != 1 else ''}, {_RANKINGS[objective]}"

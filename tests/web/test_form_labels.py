@@ -86,6 +86,30 @@ def test_the_planner_form_draws_the_options_marked_web() -> None:
     for option in PLAN_OPTIONS.values():
         assert f">{option.label}<" not in page, option.label
     assert page.count('<label for="plan-') == 5 and '<label for="plan-objective"></label>' in page
+    # nor their choice labels, short helps or placeholders: app.js writes those in too
+    script = (STATIC / "app.js").read_text()
+    for option in PLAN_OPTIONS.values():
+        for text in filter(
+            None, (option.form_help, option.placeholder, *(t for _, t in option.choice_labels))
+        ):
+            assert f">{text}<" not in page and f'"{text}"' not in page and f'"{text}"' not in script, text
+    objective = PLAN_OPTIONS["objective"]
+    assert [value for value, _ in objective.choice_labels] == list(objective.choices)
+    assert "fastest first" not in script  # the plans' heading comes with the answer
+
+
+def test_the_plans_heading_is_one_phrase_for_the_cli_and_the_page(client: TestClient) -> None:
+    from trainplan.phrasing import plans_heading
+
+    assert plans_heading(5, "cost") == "5 best plans, cheapest first"
+    assert plans_heading(1, "gpus") == "1 best plan, fewest GPUs first"
+    assert plans_heading(0, "time") == "No plan meets the constraints"
+    body = {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 2, "objective": "cost", "gpu_types": ["L4"]}}
+    data = client.post("/api/plan", json=body).json()
+    assert data["display"]["heading"] == plans_heading(len(data["plans"]), "cost")
+    served = {option["name"]: option for option in client.get("/api/fields").json()["plan_options"]}
+    assert served["objective"]["choice_labels"]["pareto"] == "Cost vs time (Pareto front)"
+    assert served["budget_usd"]["placeholder"] == "no limit"
 
 
 def _cli_json(*args: str) -> list[dict[str, Any]]:

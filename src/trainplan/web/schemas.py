@@ -222,6 +222,9 @@ def plan_option_metadata() -> list[dict[str, Any]]:
             "minimum": option.minimum,
             "maximum": WEB_CAPS.get(name, option.maximum),
             "choices": list(option.choices) or None,
+            "choice_labels": dict(option.choice_labels) or None,
+            "form_help": option.form_help,
+            "placeholder": option.placeholder,
             "interfaces": list(option.interfaces),
         }
         for name, option in PLAN_OPTIONS.items()

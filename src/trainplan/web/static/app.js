@@ -1090,10 +1090,6 @@
     target_global_tokens: "plan-target-tokens", budget_usd: "plan-budget", deadline_hours: "plan-deadline",
     gpu_types: "plan-gpu-types",
   };
-  const OBJECTIVE_WORDS = {
-    time: "fastest first", cost: "cheapest first", energy: "least energy first",
-    pareto: "fastest first", gpus: "fewest GPUs first",
-  };
   // labels, defaults and the server's caps of the planner's options come from /api/fields
   const planOption = (key) => (state.meta && state.meta.plan_options.find((option) => option.name === key)) || null;
 
@@ -1106,7 +1102,15 @@
       const option = planOption(node.dataset.planField);
       const title = node.querySelector(":scope > label, :scope > .label, :scope > legend");
       if (option && title) title.textContent = option.label;
+      // the short help under the control and the placeholder are the declaration's too
+      const help = option && node.querySelector(":scope > .help");
+      if (help && option.form_help) help.textContent = option.form_help;
+      const box = option && node.querySelector(":scope > input[type=text]");
+      if (box && option.placeholder) box.placeholder = option.placeholder;
     }
+    const objective = planOption("objective");
+    $("plan-objective").replaceChildren(...objective.choices.map((value) =>
+      h("option", { value, selected: value === objective.default, text: objective.choice_labels[value] })));
     for (const [key, id] of Object.entries(PLAN_INPUTS)) {
       const option = planOption(key);
       const input = $(id);
@@ -1258,9 +1262,7 @@
     $("plan-status").textContent =
       `${nf0.format(data.candidates_evaluated)} candidates searched in ${nf1.format(seconds)} s for ${scenarioName}.`;
     $("plan-explanation").replaceChildren(...data.explanation.map((line) => h("li", { text: line })));
-    $("plan-table-caption").textContent = data.plans.length
-      ? `${data.plans.length} best plans, ${OBJECTIVE_WORDS[data.objective] || data.objective}`
-      : "No plan meets the constraints";
+    $("plan-table-caption").textContent = data.display.heading;
     $("plan-table").tBodies[0].replaceChildren(...data.plans.map((item, index) => planRow(item, index, "plans", data.plans)));
     $("plan-pareto-table").tBodies[0].replaceChildren(...data.pareto.map((item, index) => planRow(item, index, "pareto", data.pareto)));
     // reasons a user acts on (memory, budget, deadline, price) first; the search's own
