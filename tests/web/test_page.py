@@ -324,7 +324,9 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     assert cells[5] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
     assert page.text("#plan-table-caption") == data["display"]["heading"]
-    options = page.page.locator("#plan-objective option").evaluate_all("els => els.map(e => [e.value, e.text])")
+    options = page.page.locator("#plan-objective option").evaluate_all(
+        "els => els.map(e => [e.value, e.text])"
+    )
     assert options[:2] == [["time", "Fastest"], ["cost", "Cheapest"]] and len(options) == 5
     assert page.text("#plan-max-gpus-help") == "1, 2, 4, then whole nodes; at most 4,096"
     assert page.page.locator("#plan-explanation li").all_inner_texts() == data["explanation"]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainplan import resolve
-from trainplan.phrasing import format_duration, format_usd
+from trainplan.phrasing import format_duration, format_usd, plans_heading
 from trainplan.plan import plan, request_from_options, result_to_dict
 from trainplan.scenario import scenario_from_mapping
 from trainplan.web import routes
@@ -47,6 +47,8 @@ def test_plan_is_the_cli_json(client: TestClient) -> None:
         assert shown["usd"] == (
             format_usd(figures["cost"]["usd"]) if figures["cost"]["usd"] is not None else None
         )
+    # and the heading the CLI's plan table has, beside the JSON
+    assert data.pop("display") == {"heading": plans_heading(len(data["plans"]), "time")}
     assert data == json.loads(json.dumps(expected))
     assert set(data) == {
         "objective",
