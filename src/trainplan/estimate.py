@@ -141,7 +141,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
             "recipe": recipe_summary(scenario),
-            "adapter_dtype": adapter_dtype_summary(spec.kind, scenario),
+            "adapter_dtype": adapter_dtype_summary(spec.kind, scenario, coeffs.recipe.compute),
             **sample_assumptions(spec, scenario),
         },
         sample=coeffs.sample,

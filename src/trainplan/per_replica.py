@@ -238,7 +238,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
     # base precision (`autocast_adapter_dtype`, on by default); torchtune and the diffusers
     # scripts at the compute dtype (presets.resolved_adapter_dtype: by the model when unset)
-    adapter_dtype = resolved_adapter_dtype(model.kind, scenario)[0]
+    adapter_dtype = resolved_adapter_dtype(model.kind, scenario, recipe.compute)[0]
     adapter_bytes = 4 if adapter_dtype == "fp32" else compute_bytes
     states = (
         recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))

@@ -15,7 +15,6 @@ from typing import Any
 
 from trainplan.catalogs.loader import load_yaml
 from trainplan.errors import InputError
-from trainplan.terms.recipes import PRECISIONS
 
 METHOD_BLOCKS = ("all", "full", "lora", "qlora")
 ROW_KEYS = frozenset({"name", "version", "source", "verified", "as_of", *METHOD_BLOCKS})
@@ -130,12 +129,12 @@ KIND_ADAPTER_RECIPES = {"diffusion": "diffusers", "video": "diffusers"}
 PEFT_ADAPTER_SOURCE = "peft's default: autocast_adapter_dtype keeps adapters in fp32"
 
 
-def resolved_adapter_dtype(model_kind: str, scenario: Any) -> tuple[str, str]:
+def resolved_adapter_dtype(model_kind: str, scenario: Any, compute: str) -> tuple[str, str]:
     """(`lora.dtype`, where it came from): the scenario's own value (set by the user or filled by
     its recipe), else, for a diffusion or video model without a recipe, the `diffusers` recipe's
     value for the method, except fp32 under an fp16 compute dtype (the scripts' `if
     args.mixed_precision == "fp16": cast_training_params(models, dtype=torch.float32)`), else
-    peft's fp32."""
+    peft's fp32. `compute` is the precision recipe's compute dtype."""
     if scenario.lora.dtype is not None:
         if (
             scenario.recipe is not None
@@ -149,17 +148,17 @@ def resolved_adapter_dtype(model_kind: str, scenario: Any) -> tuple[str, str]:
         return "fp32", PEFT_ADAPTER_SOURCE
     recipe = recipes()[name]
     source = f"the {name} recipe's, the default for a {model_kind} model ({recipe.version})"
-    if PRECISIONS[scenario.precision].compute == "fp16":
+    if compute == "fp16":
         return "fp32", f"{source}; fp32 under fp16: its scripts upcast the adapters (cast_training_params)"
     return str(value), source
 
 
-def adapter_dtype_summary(model_kind: str, scenario: Any) -> dict[str, Any] | None:
+def adapter_dtype_summary(model_kind: str, scenario: Any, compute: str) -> dict[str, Any] | None:
     """The adapters' dtype, where it came from, and the recipe the model's kind lent it (None
     unless that default applied), for the result; None for a full fine-tune."""
     if scenario.method == "full":
         return None
-    value, source = resolved_adapter_dtype(model_kind, scenario)
+    value, source = resolved_adapter_dtype(model_kind, scenario, compute)
     lent = scenario.lora.dtype is None and scenario.recipe is None
     return {
         "value": value,

@@ -25,6 +25,7 @@ from trainplan.result import Estimate
 from trainplan.scenario import Scenario
 from trainplan.terms.jepa_masks import jepa_masks
 from trainplan.terms.params import targeted
+from trainplan.terms.recipes import PRECISIONS
 
 NOT_TRACED = (
     "A trace cannot see the CUDA context (~0.5 GiB), cuBLAS/cuDNN workspaces, NCCL buffers, "
@@ -230,7 +231,7 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         "kernels": scenario.kernels != "eager",  # Triton kernels do not run on fake tensors
         "lora.dtype": kind == "llm"
         and scenario.method != "full"
-        and resolved_adapter_dtype(kind, scenario)[0] != "fp32",
+        and resolved_adapter_dtype(kind, scenario, PRECISIONS[scenario.precision].compute)[0] != "fp32",
     }
     for name, asked in untraced.items():
         if asked:
@@ -365,7 +366,9 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         lora_targets=() if full else _lora_targets(scenario, config),
         lora_dropout=scenario.lora.dropout,
         base_weights=base,
-        adapter_dtype="fp32" if resolved_adapter_dtype(spec.kind, scenario)[0] == "fp32" else base,
+        adapter_dtype="fp32"
+        if resolved_adapter_dtype(spec.kind, scenario, PRECISIONS[scenario.precision].compute)[0] == "fp32"
+        else base,
         precision=precision,
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,
