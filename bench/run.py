@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def in_process(repeats: int = 2000) -> list[float]:
     from trainplan import estimate
-    from trainplan.catalogs.models import resolve_model
+    from trainplan.resolve import resolve_model
     from trainplan.scenario import Scenario
 
     scenario = Scenario(model="Llama-3.1-8B", method="full", gpus=8, zero_stage=3)
@@ -38,7 +38,7 @@ def in_process_uncached(repeats: int = 500) -> list[float]:
     """As `in_process`, with a scenario whose coefficients are new at each call (its seq_len
     changes), so the coefficients cache never answers: the cost of a first estimate."""
     from trainplan import estimate
-    from trainplan.catalogs.models import resolve_model
+    from trainplan.resolve import resolve_model
     from trainplan.scenario import Scenario
 
     model = resolve_model("Llama-3.1-8B")
@@ -123,7 +123,7 @@ def planner(max_gpus: int = 128) -> tuple[float, int]:
 def loop_rate(samples: int = 300) -> float:
     """Candidates per second of a plain Python loop over estimate()."""
     from trainplan import estimate
-    from trainplan.catalogs.models import resolve_model
+    from trainplan.resolve import resolve_model
     from trainplan.scenario import Scenario
 
     model = resolve_model("Llama-3.1-8B")

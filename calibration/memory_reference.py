@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
+from trainplan.resolve import resolve_model
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
 

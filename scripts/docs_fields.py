@@ -11,9 +11,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
 
 def table() -> str:
-    """The markdown table rows, one per scalar field."""
+    """The markdown table rows, one per scalar field, with the label the web form and OpenAPI show."""
     defaults = Scenario()
-    rows = ["| field | flag | default | allowed | meaning |", "|---|---|---|---|---|"]
+    rows = ["| field | label | flag | default | allowed | meaning |", "|---|---|---|---|---|---|"]
     for name, info in field_infos().items():
         if name == "lora":
             continue
@@ -26,7 +26,9 @@ def table() -> str:
         else:
             allowed = ""
         default = getattr(defaults, name)
-        rows.append(f"| `{name}` | `{flag_name(name)}` | `{default}` | {allowed} | {info.help} |")
+        rows.append(
+            f"| `{name}` | {info.label} | `{flag_name(name)}` | `{default}` | {allowed} | {info.help} |"
+        )
     return "\n".join(rows) + "\n"
 
 

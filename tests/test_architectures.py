@@ -21,6 +21,7 @@ transformers = pytest.importorskip("transformers")
 from trainplan.errors import ConfigError  # noqa: E402
 from trainplan.families import refused_model_types, supported_model_types  # noqa: E402
 from trainplan.hf import spec_from_config  # noqa: E402
+from trainplan.resolve import record_spec  # noqa: E402
 from trainplan.terms.params import total_params  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
@@ -176,14 +177,14 @@ def test_refusal_message_names_field_reason_and_supported() -> None:
 def _hybrid_records() -> list[Any]:
     from trainplan.catalogs.models import model_records
 
-    return [r for r in model_records() if any(b.ssm or b.mixer for b in r.spec().blocks)]
+    return [r for r in model_records() if any(b.ssm or b.mixer for b in record_spec(r).blocks)]
 
 
 @pytest.mark.parametrize("record", _hybrid_records(), ids=lambda r: r.name)
 def test_hybrid_catalog_records_match_transformers(record: Any) -> None:
     # the recorded meta-device count is what transformers builds from the record's own config
     assert record.meta_device_params == meta_device_params(dict(record.config))
-    assert total_params(record.spec()) == record.meta_device_params
+    assert total_params(record_spec(record)) == record.meta_device_params
 
 
 @pytest.mark.parametrize("model_type", ["glm4_moe_lite", "hy_v3", "axk1"])

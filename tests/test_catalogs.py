@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from trainplan.catalogs.gpus import find_gpu, gpu_catalog
-from trainplan.catalogs.models import model_records, normalise
+from trainplan.catalogs.loader import normalise
+from trainplan.catalogs.models import model_records
 from trainplan.errors import UnknownNameError
+from trainplan.resolve import record_spec
 from trainplan.terms.params import block_params, total_params
 
 
@@ -68,7 +71,7 @@ def test_params_match_published(record: object) -> None:
     from trainplan.catalogs.models import ModelRecord
 
     assert isinstance(record, ModelRecord)
-    spec = record.spec()
+    spec = record_spec(record)
     ours = total_params(spec)
     excluded = sum(e.params for e in spec.extras if e.name in record.published_params_excludes)
     # a published figure may leave out whole blocks by role (V-JEPA 2's encoder size omits the predictor)
@@ -102,3 +105,64 @@ def test_normalise_matches_its_definition_on_every_character() -> None:
         for text in (char, f"H1{char}00", f"{char}{char}RTX{char}-_/4090{char}"):
             assert normalise(text) == definition.sub("", text.strip().lower()), repr(text)
     assert normalise(" RTX_4090 / 24GB ") == "rtx409024gb"
+
+
+def _gpu_record(change: Any) -> dict[str, Any]:
+    import yaml
+
+    from trainplan.catalogs.loader import DATA_FOLDER
+
+    raw = yaml.safe_load((DATA_FOLDER / "gpus.yaml").read_text())
+    record: dict[str, Any] = dict(raw[0] if isinstance(raw, list) else raw["gpus"][0])
+    change(record)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("change", "text"),
+    [
+        (lambda r: r.update(colour="red"), "unknown keys ['colour']"),
+        (lambda r: r.pop("pcie_gen"), "missing keys ['pcie_gen']"),
+        (lambda r: r.update(memory_bandwidth_bytes_per_s=None), "null ['memory_bandwidth_bytes_per_s']"),
+        (lambda r: r.update(architecture=None), "null ['architecture']"),
+        (lambda r: r.update(scale_up_domain_gpus=0), "the scale-up domain at least 1"),
+    ],
+)
+def test_a_gpu_record_is_checked_strictly(change: Any, text: str) -> None:
+    from trainplan.catalogs.gpus import _gpu_from
+
+    _gpu_from(_gpu_record(lambda r: None), 0)  # the unchanged record loads
+    with pytest.raises(RuntimeError, match=re.escape(text)):
+        _gpu_from(_gpu_record(change), 0)
+
+
+def test_links_come_from_the_record_or_the_stated_assumption() -> None:
+    from trainplan.catalogs.cost_inputs import host_link_bytes_per_s, network_bytes_per_s, unpublished_links
+
+    links = unpublished_links()
+    assert (links.pcie_gen, links.network_bytes_per_s) == (4, 12.5e9)  # PCIe 4.0 x16; 100 Gb/s
+    h100, tpu, rtx = find_gpu("H100 SXM 80GB"), find_gpu("TPU v5p"), find_gpu("RTX 4090")
+    assert host_link_bytes_per_s(h100) == 5.5e10  # its own gen 5 (load_sources.yaml practical rate)
+    assert host_link_bytes_per_s(tpu) == 2.5e10  # no published host link: the gen 4 row
+    assert network_bytes_per_s(h100) == h100.scale_out_bytes_per_s
+    assert network_bytes_per_s(tpu) == tpu.scale_out_bytes_per_s == 6.25e9
+    assert network_bytes_per_s(rtx) == 12.5e9
+    for gpu in gpu_catalog():  # every record's generation has a row: no silent rate
+        assert host_link_bytes_per_s(gpu) > 0
+
+
+def test_an_assumed_link_is_said_where_it_is_used() -> None:
+    from trainplan import Scenario, estimate
+
+    def warnings(**fields: Any) -> list[str]:
+        return list(estimate(Scenario(model="Llama-3.1-8B", method="lora", **fields)).warnings)
+
+    assert "TPU v5p has no published host link: PCIe gen 4 x16 assumed for loading and host traffic" in (
+        warnings(gpu="TPU v5p", gpus=16)
+    )
+    network = "GeForce RTX 4090 has no published network figure: 100 Gb/s per GPU assumed between nodes"
+    assert network in warnings(gpu="RTX 4090", gpus=16)
+    assert not any("published network" in w or "host link" in w for w in warnings(gpu="RTX 4090", gpus=8))
+    assert not any(
+        "published network" in w or "host link" in w for w in warnings(gpu="H100 SXM 80GB", gpus=16)
+    )

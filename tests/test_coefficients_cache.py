@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from trainplan import estimate
-from trainplan.catalogs.models import resolve_model
 from trainplan.model import ModelSpec
 from trainplan.per_replica import (
     CACHE_SIZE,
@@ -20,6 +19,7 @@ from trainplan.per_replica import (
     build_coefficients,
     coefficients,
 )
+from trainplan.resolve import resolve_model
 from trainplan.scenario import SCENARIO_FIELDS, Scenario, scenario_from_mapping
 
 # one of each path through the builder: full, LoRA, QLoRA, each checkpointing mode, the losses,

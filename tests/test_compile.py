@@ -130,7 +130,7 @@ def test_fusion_saving_is_bounded_by_the_non_matmul_time(tiny_config: dict[str, 
 def test_compile_never_adds_memory_or_time(name: str, method: str, checkpointing: str) -> None:
     # recomputing instead of saving and fusing kernels only ever remove bytes and seconds (MoE,
     # qk-norms, four norms a block, a fused gate/up projection)
-    from trainplan.catalogs.models import catalog_spec
+    from trainplan.resolve import catalog_spec
 
     fields: dict[str, Any] = {
         "method": method, "activation_checkpointing": checkpointing, "micro_batch": 1, "seq_len": 1024,

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record, resolve_model
+from trainplan.catalogs.models import find_model_record
 from trainplan.errors import ConfigError, InputError
 from trainplan.hf import spec_from_config
+from trainplan.resolve import record_spec, resolve_model
 from trainplan.terms.params import total_params
 
 
@@ -34,7 +35,7 @@ def test_catalog_config_round_trips_through_a_file(tmp_path: Path, name: str) ->
     assert total_params(from_file) == total_params(from_file_json)
     # the catalog adds only the components a config cannot describe
     extras = sum(extra.params for extra in record.extra_components)
-    assert total_params(from_file) + extras == total_params(record.spec())
+    assert total_params(from_file) + extras == total_params(record_spec(record))
 
 
 def test_nested_text_config_and_vision_tower() -> None:
@@ -129,7 +130,7 @@ def test_unknown_name_suggests() -> None:
 def test_hub_lookup_uses_the_cache_first_and_never_retries() -> None:
     """A cached config.json needs no network; an uncached one costs one metadata request made
     without the library's retry backoff, then the download."""
-    from trainplan.catalogs.models import HUB_TIMEOUT_S, _hub_config_path
+    from trainplan.resolve import HUB_TIMEOUT_S, _hub_config_path
 
     calls: list[tuple[str, Any]] = []
 

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import ModelRecord, find_model_record, model_records, resolve_model
+from trainplan.catalogs.models import ModelRecord, find_model_record, model_records
 from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
+from trainplan.resolve import record_spec, resolve_model
 from trainplan.scenario import LoraSettings
 from trainplan.terms.params import lora_params, total_params
 
-NON_LLM = [record for record in model_records() if record.spec().kind != "llm"]
+NON_LLM = [record for record in model_records() if record_spec(record).kind != "llm"]
 
 
 def _meta_device_count(config: dict[str, Any]) -> int:
@@ -34,7 +35,7 @@ def _meta_device_count(config: dict[str, Any]) -> int:
 
 
 def test_catalog_has_the_diffusion_and_jepa_models() -> None:
-    kinds = {record.name: record.spec().kind for record in NON_LLM}
+    kinds = {record.name: record_spec(record).kind for record in NON_LLM}
     assert kinds == {
         "FLUX.1-dev": "diffusion", "FLUX.1-schnell": "diffusion", "SD3.5-Large": "diffusion",
         "SD3.5-Medium": "diffusion", "SDXL-base-1.0": "diffusion", "SD-1.5": "diffusion",
@@ -56,7 +57,7 @@ LIBRARY_BUILT = [record for record in NON_LLM if record.config.get("model_type")
 def test_params_equal_the_meta_device_build(record: ModelRecord) -> None:
     # the analytic count, the recorded count and the library's own build of the same config: equal
     built = _meta_device_count(dict(record.config))
-    assert total_params(record.spec()) == record.meta_device_params == built
+    assert total_params(record_spec(record)) == record.meta_device_params == built
 
 
 TINY_FLUX = {
@@ -301,7 +302,7 @@ def test_all_linear_adapters_equal_peft(name: str) -> None:
     # every nn.Linear gets rank x (in + out); convolutions (UNet resnets, patch embedders) are not linear
     record = find_model_record(name)
     assert record is not None
-    ours = lora_params(record.spec(), LoraSettings(rank=8, targets="all-linear"))
+    ours = lora_params(record_spec(record), LoraSettings(rank=8, targets="all-linear"))
     assert ours == _peft_adapter_count(dict(record.config), 8, "linear")
 
 
@@ -310,7 +311,7 @@ def test_conv_adapters_equal_peft() -> None:
     record = find_model_record("SD-1.5")
     assert record is not None
     targets = ("conv1", "conv2", "conv_shortcut")
-    ours = lora_params(record.spec(), LoraSettings(rank=4, targets=targets))
+    ours = lora_params(record_spec(record), LoraSettings(rank=4, targets=targets))
     assert ours == _peft_adapter_count(dict(record.config), 4, list(targets))
 
 
@@ -320,7 +321,7 @@ def test_hub_pipeline_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     pytest.importorskip("huggingface_hub")
     from huggingface_hub.utils import EntryNotFoundError
 
-    from trainplan.catalogs import models as catalog
+    from trainplan import resolve
 
     record = find_model_record("FLUX.1-dev")
     assert record is not None and record.pipeline is not None
@@ -342,7 +343,7 @@ def test_hub_pipeline_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         path.write_text(json.dumps(files[filename]))
         return str(path)
 
-    monkeypatch.setattr(catalog, "_hub_config_path", hub_path)
+    monkeypatch.setattr(resolve, "_hub_config_path", hub_path)
     spec = resolve_model("someone/flux-finetune")
     assert asked == ["config.json", "model_index.json", "transformer/config.json", "vae/config.json"]
     assert total_params(spec) == 11_901_408_320

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import catalog_spec, find_model_record, model_records, resolve_model
+from trainplan.catalogs.models import find_model_record, model_records
 from trainplan.errors import ConfigError, InputError
 from trainplan.hf.encoders import frozen_components, text_encoder_component
 from trainplan.hf.vae import vae_component
 from trainplan.model import FrozenComponent
+from trainplan.resolve import catalog_spec, record_spec, resolve_model
 from trainplan.terms import encoders
 from trainplan.terms.geometry import TokenShape, token_shape
 
@@ -524,7 +525,7 @@ def test_frozen_components_stay_out_of_the_denoiser_count() -> None:
     from trainplan.terms.params import total_params
 
     for record in PIPELINES:
-        spec = record.spec()
+        spec = record_spec(record)
         assert spec.frozen and spec.frozen[0].kind == "vae"  # counted or not, the VAE comes first
         assert total_params(spec) == record.meta_device_params
 
@@ -645,12 +646,12 @@ def test_working_set_matches_a_fake_tensor_trace(
 
 
 @pytest.mark.parametrize(
-    "record", [r for r in PIPELINES if all(c.counted for c in r.spec().frozen)], ids=lambda r: r.name
+    "record", [r for r in PIPELINES if all(c.counted for c in record_spec(r).frozen)], ids=lambda r: r.name
 )
 def test_mode_invariants(record: Any) -> None:
     # precomputed costs nothing; offload trades the resident weights for traffic and a larger
     # transient (the component on the GPU brings its weights); the same FLOPs run in gpu and offload
-    spec = record.spec()
+    spec = record_spec(record)
     frames = 1 if spec.kind == "diffusion" else 9
     small, large = (token_shape(spec, side, frames) for side in (256, 512))
     for shape in (small, large):

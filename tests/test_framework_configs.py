@@ -400,12 +400,12 @@ def test_bad_values_name_the_setting_and_file(tmp_path: Path) -> None:
 
 
 def test_unreachable_hub_model_asks_for_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import trainplan.catalogs.models
+    import trainplan.resolve
 
     def offline(hub_id: str) -> dict[str, Any]:
         raise InputError("model", f"could not fetch config.json of {hub_id!r} from the Hub")
 
-    monkeypatch.setattr(trainplan.catalogs.models, "fetch_hub_config", offline)
+    monkeypatch.setattr(trainplan.resolve, "fetch_hub_config", offline)
     (tmp_path / "ax.yml").write_text("base_model: acme/secret-model\nmicro_batch_size: 1\n")
     with pytest.raises(InputError) as error:
         scenario_from_config([tmp_path / "ax.yml"])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
-from trainplan.terms.geometry import parse_resolution, token_shape
+from trainplan.resolve import resolve_model
+from trainplan.scenario import parse_resolution
+from trainplan.terms.geometry import token_shape
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record, resolve_model
+from trainplan.catalogs.models import find_model_record
 from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
+from trainplan.resolve import resolve_model
 from trainplan.terms.activations import ActivationMode
 from trainplan.terms.denoisers import denoiser_activations, denoiser_flops
 from trainplan.terms.geometry import token_shape

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.estimate import estimate
+from trainplan.resolve import resolve_model
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.activations import ActivationMode, layer_activations
 

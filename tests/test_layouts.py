@@ -12,6 +12,7 @@ from trainplan.catalogs.models import find_model_record
 from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
 from trainplan.model import Ssm
+from trainplan.resolve import record_spec
 from trainplan.terms.activations import ActivationMode
 from trainplan.terms.params import block_params, total_params
 from trainplan.terms.ssm import ssm_bytes, ssm_scan_flops
@@ -75,7 +76,7 @@ def test_scan_flops_by_hand() -> None:
 def test_jamba_layer_order() -> None:
     record = find_model_record("Jamba-v0.1")
     assert record is not None
-    spec = record.spec()
+    spec = record_spec(record)
     kinds = [
         ("attention" if b.attention else "ssm", "moe" if b.mlp and b.mlp.is_moe else "dense")
         for b in spec.blocks
@@ -89,7 +90,7 @@ def test_jamba_layer_order() -> None:
 def test_nemotron_h_layer_letters() -> None:
     record = find_model_record("Nemotron-H-8B-Base-8K")
     assert record is not None
-    spec = record.spec()
+    spec = record_spec(record)
     counts = {"ssm": 0, "attention": 0, "mlp": 0}
     for block in spec.blocks:
         key = "ssm" if block.ssm else "attention" if block.attention else "mlp"

@@ -96,3 +96,52 @@ def test_missing_mlp_width_is_flagged() -> None:
     spec = spec_from_config(cfg, "x")
     assert spec.blocks[0].mlp.intermediate_size == 3584
     assert spec.approximations and "3.5 x hidden" in spec.approximations[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "experts_adapted"),
+    [
+        ({"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2}, True),
+        ({"model_type": "qwen3_moe", "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 96,
+          "head_dim": 16}, True),
+        ({"model_type": "qwen2_moe", "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 96,
+          "shared_expert_intermediate_size": 128}, False),
+        ({"model_type": "gpt_oss", "num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16,
+          "layer_types": ["full_attention", "full_attention"]}, False),
+    ],
+)  # fmt: skip
+def test_moe_adapters_are_peft_s(config: dict[str, Any], experts_adapted: bool) -> None:
+    # transformers 5 stores routed experts as fused 3-D parameters; peft's all-linear reaches them
+    # only for the architectures its MoE conversion maps (mixtral and qwen2_moe patterns): there
+    # gate and up are one gate_up parameter at twice the rank, and the router's weight is adapted
+    # too; a gpt-oss LoRA adapts the attention alone. The count is peft's own, on the model
+    # transformers builds.
+    pytest.importorskip("peft")
+    transformers = pytest.importorskip("transformers")
+    import warnings
+    from dataclasses import replace
+
+    from peft import LoraConfig, get_peft_model
+
+    from trainplan.hf import spec_from_config
+    from trainplan.scenario import LoraSettings
+    from trainplan.terms.params import lora_params
+
+    full = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 128, **config}  # fmt: skip
+    model_type = full.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(model_type, **full)
+        )
+        peft_model = get_peft_model(built, LoraConfig(r=4, target_modules="all-linear"))
+    peft_count = sum(p.numel() for n, p in peft_model.named_parameters() if "lora_" in n)
+    spec = spec_from_config({"model_type": model_type, **full}, model_type)
+    ours = lora_params(spec, LoraSettings(rank=4, targets="all-linear"))
+    assert ours == peft_count
+    # the routed experts' adapters, against the same count with them left out
+    frozen = lora_params(replace(spec, blocks=tuple(
+        replace(b, mlp=replace(b.mlp, expert_adapters=False)) if b.mlp else b for b in spec.blocks)),
+        LoraSettings(rank=4, targets="all-linear"))  # fmt: skip
+    assert (ours > frozen) == experts_adapted

@@ -80,3 +80,50 @@ def test_a_recipe_with_a_lora_that_is_not_a_mapping_is_an_input_error() -> None:
     with pytest.raises(InputError) as raised:
         scenario_from_mapping({"recipe": "hf-trainer", "lora": [None]})
     assert raised.value.field == "lora"
+
+
+def _adapters(**fields: Any) -> tuple[Any, float, float]:
+    """(the result, its optimizer bytes, its trainable adapter parameters) of a LoRA run."""
+    result = estimate({"method": "lora", "gpu": "H100 SXM", "micro_batch": 1, **fields})
+    return result, result.peak.term("optimizer").value, float(result.params.trainable)
+
+
+def test_a_diffusion_or_video_model_without_a_recipe_keeps_adapters_at_the_compute_dtype() -> None:
+    """AdamW keeps two moments per adapter weight at the adapters' dtype: 2 x 2 B = 4 B each in
+    bf16 (the diffusers scripts' adapters, the default for FLUX.1-dev and Wan 2.1 given neither a
+    recipe nor lora.dtype), 2 x 4 B = 8 B in fp32 (peft's, a language model's default, and any
+    value the user gives); the result and its recipe line say where the default came from."""
+    from trainplan.phrasing import recipe_line
+
+    for model in ("FLUX.1-dev", "Wan2.1-T2V-1.3B"):
+        result, optimizer, adapters = _adapters(model=model)
+        assert optimizer == 4 * adapters
+        lent = result.assumptions["adapter_dtype"]
+        assert lent["value"] == "compute" and lent["recipe"] == "diffusers"
+        assert "diffusers" in lent["source"] and recipe_line(result) == (
+            f"lora.dtype=compute: {lent['source']}; set lora.dtype to change it"
+        )
+        given, optimizer, adapters = _adapters(model=model, lora={"dtype": "fp32"})
+        assert optimizer == 8 * adapters
+        assert given.assumptions["adapter_dtype"] == {
+            "value": "fp32",
+            "source": "set in the scenario",
+            "recipe": None,
+        }
+        assert recipe_line(given) is None
+    llm, optimizer, adapters = _adapters(model="Qwen2.5-0.5B")
+    assert optimizer == 8 * adapters and llm.assumptions["adapter_dtype"]["recipe"] is None
+
+
+def test_the_diffusion_default_upcasts_under_fp16_and_yields_to_a_recipe() -> None:
+    """Under fp16 the diffusers scripts upcast the adapters (cast_training_params): fp32. A recipe
+    that leaves lora.dtype unset (hf-trainer: peft's get_peft_model) gives peft's fp32; one that
+    sets it (diffusers) is reported as the recipe's. A full fine-tune has no adapters."""
+    fp16, optimizer, adapters = _adapters(model="FLUX.1-dev", precision="fp16-mixed")
+    assert optimizer == 8 * adapters and "cast_training_params" in fp16.assumptions["adapter_dtype"]["source"]
+    peft, optimizer, adapters = _adapters(model="FLUX.1-dev", recipe="hf-trainer")
+    assert optimizer == 8 * adapters and peft.assumptions["adapter_dtype"]["source"].startswith("peft")
+    diffusers = _adapters(model="FLUX.1-dev", recipe="diffusers")[0]
+    assert diffusers.assumptions["adapter_dtype"]["source"] == "recipe diffusers"
+    full = estimate({"model": "Qwen2.5-0.5B", "method": "full"})
+    assert full.assumptions["adapter_dtype"] is None

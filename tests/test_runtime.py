@@ -231,7 +231,7 @@ def test_unknown_region_and_load_source() -> None:
     ],
 )
 def test_efficiency_per_model_kind(model: str, gpu: str, kind: str, expected: float) -> None:
-    from trainplan.catalogs.models import resolve_model
+    from trainplan.resolve import resolve_model
     from trainplan.terms.timing import efficiency_kind
 
     assert efficiency_kind(resolve_model(model)) == kind

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.catalogs.models import resolve_model
 from trainplan.cli import app
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_ema, sample_shape
+from trainplan.resolve import resolve_model
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 
 LLAMA = "Llama-3.1-8B"

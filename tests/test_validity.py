@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from trainplan.catalogs.gpus import find_gpu
-from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.plan import PlanRequest, evaluate_group, plan, scenario_of
+from trainplan.resolve import resolve_model
 from trainplan.scenario import METHODS, OFFLOAD, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.validity import LAYOUT_REASONS, LayoutArrays, check_layout, layout_problems
 

@@ -98,8 +98,9 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
 def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
     """Catalog models whose name, family or Hub id contains `query`, of `kind` (llm, diffusion,
     video, jepa) when given."""
-    from trainplan.catalogs.models import catalog_spec, model_records
+    from trainplan.catalogs.models import model_records
     from trainplan.model import MODEL_KINDS
+    from trainplan.resolve import catalog_spec
 
     if kind is not None and kind not in MODEL_KINDS:
         raise InputError("family", f"{kind!r} is not a model family; choose one of {', '.join(MODEL_KINDS)}")
@@ -111,23 +112,9 @@ def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
         and (kind is None or catalog_spec(r.name).kind == kind)
     ]
     if as_json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "name": r.name,
-                        "family": r.family,
-                        "hub_id": r.hub_id,
-                        "modality": r.modality,
-                        "kind": catalog_spec(r.name).kind,
-                        "published_params": r.published_params,
-                        "source": r.published_params_source,
-                    }
-                    for r in rows
-                ],
-                indent=2,
-            )
-        )
+        from trainplan.listings import model_listing
+
+        print(json.dumps(model_listing(rows), indent=2))
         return
     if not rows:
         print(no_match("model", query, [r.name for r in model_records()]))
@@ -146,24 +133,9 @@ def print_gpus(query: str, as_json: bool) -> None:
 
     rows = matching_gpus(query)
     if as_json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "name": g.name,
-                        "class": g.gpu_class,
-                        "memory_bytes": g.memory_bytes,
-                        "aliases": list(g.aliases),
-                        "dense_flops_per_s": g.dense_flops_per_s,
-                        "tdp_w": g.tdp_w,
-                        "source": g.source,
-                        "as_of": g.as_of,
-                    }
-                    for g in rows
-                ],
-                indent=2,
-            )
-        )
+        from trainplan.listings import gpu_listing
+
+        print(json.dumps(gpu_listing(rows), indent=2))
         return
     if not rows:
         from trainplan.catalogs.gpus import gpu_catalog
@@ -224,13 +196,13 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     from rich import box
 
     from trainplan.catalogs.gpus import find_gpu
-    from trainplan.phrasing import format_duration
+    from trainplan.phrasing import format_duration, plans_heading
     from trainplan.plan import explain
 
     console = console or Console()
     wide = console.width >= 100
     table = Table(
-        title=f"Best plans by {result.objective}",
+        title=plans_heading(len(result.plans), result.objective),
         caption="layout: tensor/pipeline/data parallel and ZeRO stage; batch: micro-batch x accumulation",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -273,11 +245,9 @@ def print_regions(query: str, as_json: bool) -> None:
 
     rows = matching_regions(query)
     if as_json:
-        print(json.dumps([
-            {"id": r.id, "name": r.name, "kind": r.kind, "gco2e_per_kwh": r.gco2e_per_kwh,
-             "year": r.year, "source": r.source}
-            for r in rows
-        ], indent=2))  # fmt: skip
+        from trainplan.listings import region_listing
+
+        print(json.dumps(region_listing(rows), indent=2))
         return
     if not rows:
         print(no_match("region", query, [r.name for r in regions().values()] + list(regions())))

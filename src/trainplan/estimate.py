@@ -8,13 +8,14 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
+from trainplan.catalogs.cost_inputs import unpublished_links
 from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
-from trainplan.catalogs.models import resolve_model
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.per_replica import Coefficients, coefficients
-from trainplan.presets import recipe_summary
+from trainplan.presets import adapter_dtype_summary, recipe_summary
+from trainplan.resolve import resolve_model
 from trainplan.result import Batch, Estimate, FitRow, Phase, Term, TermLabels, record
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
@@ -28,7 +29,6 @@ from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     QLORA_DEQUANT_BYTES_PER_WEIGHT,
-    QUANTISED_BASES,
 )
 from trainplan.terms.timing import (
     EFFICIENCY_FACTOR_BY_MODEL_KIND,
@@ -36,9 +36,15 @@ from trainplan.terms.timing import (
     INTRA_NODE_EFFICIENCY,
     efficiency_kind,
 )
-from trainplan.time_cost_energy import cost_figures, energy_figures, load_figures, time_figures
+from trainplan.time_cost_energy import (
+    cost_figures,
+    energy_figures,
+    linear_efficiency_ratio,
+    load_figures,
+    time_figures,
+)
 from trainplan.units import GIB
-from trainplan.validity import check_layout
+from trainplan.validity import QUANTISED_BASES, check_layout
 
 __all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
 
@@ -118,6 +124,9 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "data_parallel": layout.data_parallel,
             "efficiency": time.efficiency if time else None,
             "efficiency_source": time.efficiency_source if time else None,
+            "fp8_matmul_efficiency_ratio": linear_efficiency_ratio(gpu, coeffs.recipe, scenario.mfu)
+            if time
+            else None,
             "comm_overlap": scenario.comm_overlap,
             "intra_node_bus_efficiency": INTRA_NODE_EFFICIENCY,
             "inter_node_bus_efficiency": INTER_NODE_EFFICIENCY,
@@ -133,6 +142,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
             "recipe": recipe_summary(scenario),
+            "adapter_dtype": adapter_dtype_summary(spec.kind, scenario, coeffs.recipe.compute),
             **sample_assumptions(spec, scenario),
         },
         sample=coeffs.sample,
@@ -267,6 +277,17 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
         )
     if gpu.tdp_w is None:
         notes.append(f"{gpu.name} has no published power figure: energy is not estimated")
+    links = unpublished_links()
+    if gpu.pcie_gen is None:
+        notes.append(
+            f"{gpu.name} has no published host link: PCIe gen {links.pcie_gen} x16 assumed for "
+            "loading and host traffic"
+        )
+    if gpu.scale_out_bytes_per_s is None and scenario.gpus > scenario.gpus_per_node:
+        notes.append(
+            f"{gpu.name} has no published network figure: "
+            f"{links.network_bytes_per_s * 8 / 1e9:g} Gb/s per GPU assumed between nodes"
+        )
     if scenario.loss != "chunked" and scenario.loss_chunks != default_scenario().loss_chunks:
         notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
     if scenario.compile and model.kind != "llm":

@@ -51,6 +51,15 @@ class Linear:
     bias: bool = False
     copies: int = 1
     expert: bool = False
+    # whether peft can put an adapter on it: routed experts stored as fused 3-D parameters are
+    # reached only where peft's transformers-5 MoE conversion maps them (Mlp.expert_adapters)
+    adaptable: bool = True
+    # that conversion adapts a routed expert's gate and up projections as one fused parameter at
+    # twice the rank (terms/params.py `adapter_matrix_params`)
+    peft_converted: bool = False
+    # a router peft's all-linear reaches: an nn.Linear one (the shared-expert gate), or the
+    # router weight peft's MoE conversion targets
+    in_all_linear: bool = False
 
     @property
     def params(self) -> int:
@@ -154,6 +163,9 @@ class Mlp:
     output_scale: bool = False  # one learned scalar scales the MLP's output (Inkling's global_scale)
     shared_scores: bool = False  # the router also scores the shared experts, weighting them (Inkling)
     inner_dropout: bool = False  # dropout between the activation and the down projection (XLNet)
+    # peft reaches the routed experts (terms/params.py PEFT_EXPERT_ADAPTER_TYPES); where it does not,
+    # "all-linear" and projection names adapt the attention, router-free linears and shared experts only
+    expert_adapters: bool = True
 
     @property
     def is_moe(self) -> bool:
@@ -665,13 +677,15 @@ def mlp_linears(mlp: Mlp, hidden_size: int) -> list[Linear]:
         # ones included, and down_proj for the real ones only (models/longcat_flash/modeling_longcat_flash.py)
         linears = [replace(lin, copies=routed) if lin.role != "down" else lin for lin in linears]
     scored = routed + (mlp.num_shared_experts if mlp.shared_scores else 0)  # Inkling scores shared ones too
-    linears.append(Linear("gate", "router", hidden_size, scored, mlp.router_bias))
+    linears.append(
+        Linear("gate", "router", hidden_size, scored, mlp.router_bias, in_all_linear=mlp.expert_adapters)
+    )
     if mlp.num_shared_experts:
         shared = mlp.shared_intermediate_size * mlp.num_shared_experts
         names = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
         linears += _ffn(mlp, hidden_size, shared, 1, False, names, mlp.bias or mlp.shared_bias)
     if mlp.shared_expert_gate:
-        linears.append(Linear("shared_expert_gate", "router", hidden_size, 1))
+        linears.append(Linear("shared_expert_gate", "router", hidden_size, 1, in_all_linear=True))
     return linears
 
 
@@ -686,14 +700,19 @@ def _ffn(
 ) -> list[Linear]:
     gate_name, up_name, down_name = names
     bias = mlp.bias if bias is None else bias
-    down = Linear(down_name, "down", inner, hidden, bias, copies, expert)
+    adaptable = mlp.expert_adapters or not expert
+    converted = mlp.expert_adapters and expert
+    down = Linear(down_name, "down", inner, hidden, bias, copies, expert, adaptable)
     if not mlp.gated:
-        return [Linear(up_name, "up", hidden, inner, bias, copies, expert), down]
+        return [Linear(up_name, "up", hidden, inner, bias, copies, expert, adaptable, converted), down]
     if mlp.fused_gate_up:
-        return [Linear(up_name, "gate_up", hidden, 2 * inner, bias, copies, expert), down]
+        return [
+            Linear(up_name, "gate_up", hidden, 2 * inner, bias, copies, expert, adaptable, converted),
+            down,
+        ]
     return [
-        Linear(gate_name, "gate", hidden, inner, bias, copies, expert),
-        Linear(up_name, "up", hidden, inner, bias, copies, expert),
+        Linear(gate_name, "gate", hidden, inner, bias, copies, expert, adaptable, converted),
+        Linear(up_name, "up", hidden, inner, bias, copies, expert, adaptable, converted),
         down,
     ]
 

@@ -48,6 +48,12 @@ class PlanOption:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     web_maximum: float | None = None
+    # where the option appears (scenario.INTERFACES): the page's planner form draws only some
+    interfaces: tuple[str, ...] = ("cli", "web", "api")
+    # the page's words: a label per choice, the short help under the control, a placeholder
+    choice_labels: tuple[tuple[str, str], ...] = ()
+    form_help: str | None = None
+    placeholder: str | None = None
 
     def help_text(self) -> str:
         """The help as the CLI and OpenAPI show it, with the default."""
@@ -60,6 +66,7 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         "Methods",
         "methods to consider: full, lora, qlora, comma-separated, or any (default: the scenario's)",
         choices=(*METHODS, "any"),
+        form_help="any: full fine-tune, LoRA and QLoRA",
     ),
     "gpu_types": PlanOption(
         "list",
@@ -67,10 +74,24 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         "GPU types to consider, comma-separated (default: every GPU with a catalog price)",
     ),
     "max_gpus": PlanOption(
-        "int", "Max GPUs", "largest GPU count to consider", 64, 1, 100_000, web_maximum=4096
+        "int",
+        "Max GPUs",
+        "largest GPU count to consider",
+        64,
+        1,
+        100_000,
+        web_maximum=4096,
+        form_help="1, 2, 4, then whole nodes",
     ),
     "target_global_tokens": PlanOption(
-        "int", "Target global batch", "tokens per optimizer step to hit", None, 1, None, web_maximum=10**10
+        "int",
+        "Target global batch (tokens)",
+        "tokens per optimizer step to hit",
+        None,
+        1,
+        None,
+        web_maximum=10**10,
+        form_help="tokens per optimizer step; empty: the calculator's",
     ),
     "target_global_sequences": PlanOption(
         "int",
@@ -80,17 +101,51 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         1,
         None,
         web_maximum=10**8,
+        interfaces=("cli", "api"),
     ),
-    "budget_usd": PlanOption("float", "Budget", "reject plans costing more (USD)", None, 0),
-    "deadline_hours": PlanOption("float", "Deadline", "reject plans taking longer (hours)", None, 0),
+    "budget_usd": PlanOption(
+        "float",
+        "Budget (USD)",
+        "reject plans costing more (USD)",
+        None,
+        0,
+        form_help="reject plans that cost more",
+        placeholder="no limit",
+    ),
+    "deadline_hours": PlanOption(
+        "float",
+        "Deadline (hours)",
+        "reject plans taking longer (hours)",
+        None,
+        0,
+        form_help="reject plans that take longer",
+        placeholder="no limit",
+    ),
     "objective": PlanOption(
         "choice",
         "Objective",
         "time | cost | energy | pareto | gpus (fewest GPUs that fit)",
         "time",
         choices=OBJECTIVES,
+        choice_labels=(
+            ("time", "Fastest"),
+            ("cost", "Cheapest"),
+            ("energy", "Least energy"),
+            ("pareto", "Cost vs time (Pareto front)"),
+            ("gpus", "Fewest GPUs"),
+        ),
+        form_help="what ranks the plans",
     ),
-    "top_k": PlanOption("int", "Plans to show", "how many plans to return", 5, 1, 100, web_maximum=20),
+    "top_k": PlanOption(
+        "int",
+        "Plans to show",
+        "how many plans to return",
+        5,
+        1,
+        100,
+        web_maximum=20,
+        interfaces=("cli", "api"),
+    ),
 }
 WEB_CAPS = {name: option.web_maximum for name, option in PLAN_OPTIONS.items() if option.web_maximum}
 
@@ -100,7 +155,9 @@ def estimate_options() -> list[tuple[str, str, str]]:
     settings flattened), so that the scenario parser does every conversion and range check, with
     field-named errors."""
     options = [
-        (name, flag_name(name), option_help(info)) for name, info in field_infos().items() if name != "lora"
+        (name, flag_name(name), option_help(info))
+        for name, info in field_infos().items()
+        if name != "lora" and "cli" in info.interfaces
     ]
     lora = [
         (

@@ -300,8 +300,11 @@ class Hardware:
     """What the step time needs to know about a GPU type. Fields may be arrays."""
 
     peak_flops_per_s: Any
-    attention_peak_flops_per_s: Any
+    attention_peak_flops_per_s: Any  # the 16-bit rate under an fp8 recipe, else the peak above
     efficiency: Any
+    # the linears' efficiency relative to `efficiency`: below 1 for fp8 matmuls (terms/timing.py
+    # fp8_matmul_efficiency_ratio), 1 otherwise
+    linear_efficiency_ratio: Any
     nvlink_bytes_per_s: Any  # one direction; 0 without a scale-up link
     scale_up_domain_gpus: Any
     network_bytes_per_s: Any
@@ -333,9 +336,12 @@ class StepSeconds:
     float8_casts: Any
     # torch.compile's fused pointwise kernels: eager memory traffic removed (zero or negative)
     compile_fusion: Any = 0.0
+    # a diffusion pipeline's frozen VAE encoder and text encoders, run forward each micro-batch
+    # (frozen_encoders gpu / offload; terms/encoders.py)
+    frozen_encoders: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
-        """Everything on top of compute, by name."""
+        """Everything on top of the trained model's compute, by name."""
         return {
             "pipeline_bubble": self.pipeline_bubble,
             "data_parallel_comm": self.data_parallel_comm,
@@ -343,7 +349,13 @@ class StepSeconds:
             "offload": self.offload,
             "dequantisation": self.dequantisation,
             "float8_casts": self.float8_casts,
+            "frozen_encoders": self.frozen_encoders,
         }
+
+    @property
+    def busy(self) -> Any:
+        """Seconds the GPU computes: the trained model's step and the frozen encoders' forward."""
+        return self.compute + self.frozen_encoders
 
     def dominant_overhead(self) -> str:
         """The largest term other than compute ('none' when all are zero)."""
@@ -362,6 +374,7 @@ class StepSeconds:
             + self.dequantisation
             + self.float8_casts
             + self.compile_fusion
+            + self.frozen_encoders
         )
 
 
@@ -377,17 +390,20 @@ def step_seconds(
 ) -> StepSeconds:
     """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
     bubble, exposed data-parallel and tensor-parallel communication, offload traffic and torchao's
-    float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation is
-    added either way (see terms/timing.py for each formula's source)."""
+    float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation and
+    a diffusion pipeline's frozen encoders' forward are added either way (see terms/timing.py for
+    each formula's source)."""
     tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
     flops = c.flops.total
+    # the attention core and the output head run at the 16-bit rate under the fp8 recipes
+    sixteen_bit = c.attention_flops + c.flops.head_training
     compute = (
         global_tokens
         * (
-            (flops - c.attention_flops) / hw.peak_flops_per_s
-            + c.attention_flops / hw.attention_peak_flops_per_s
+            (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
+            + sixteen_bit / hw.attention_peak_flops_per_s
         )
         / (gpus * hw.efficiency)
     )
@@ -399,9 +415,15 @@ def step_seconds(
         / hw.memory_bandwidth_bytes_per_s
         * v.grad_accum
     )
+    # the frozen encoders' forward (no grad) on each micro-batch: at the compute dtype's rate (the
+    # 16-bit one under an fp8 recipe, which converts only the trained model's linears) and the
+    # step's efficiency; under `offload` they still run on the GPU, after their weights come over
+    encoders = (
+        global_tokens * c.encoder_flops_per_token / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
+    )
     if all_in:
         zero: Any = 0.0 * compute
-        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero)
+        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders)
     # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
     casts_per_micro = v.micro_batch * c.seq_len * c.float8_cast_bytes_per_token + c.float8_cast_weight_bytes
     casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
@@ -450,4 +472,6 @@ def step_seconds(
     # side streams under the compute
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
     offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
-    return StepSeconds(compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts, fusion)
+    return StepSeconds(
+        compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts, fusion, encoders
+    )

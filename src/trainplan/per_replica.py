@@ -16,6 +16,7 @@ from operator import attrgetter
 
 from trainplan.errors import InputError
 from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
+from trainplan.presets import resolved_adapter_dtype
 from trainplan.samples import sample_shape
 from trainplan.scenario import SCENARIO_FIELDS, Scenario, resolved_base_weights
 from trainplan.terms.activations import (
@@ -44,7 +45,6 @@ from trainplan.terms.recipes import (
     OPTIMIZERS,
     PRECISIONS,
     QLORA_RECOMPUTE_FACTOR,
-    QUANTISED_BASES,
     PrecisionRecipe,
     compute_dtype_adapters,
 )
@@ -57,6 +57,7 @@ from trainplan.terms.savers import (
     op_sac_saved,
 )
 from trainplan.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, compile_fusion_bytes, float8_cast_bytes
+from trainplan.validity import QUANTISED_BASES
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,9 @@ class Coefficients:
     encoder_bytes: float = 0.0
     encoder_peak: tuple[float, float] = (0.0, 0.0)
     encoder_offload_bytes: float = 0.0
+    # their forward FLOPs per main-stream token (per sample / tokens), timed apart from the
+    # denoiser's at the compute dtype's rate (per_gpu.step_seconds)
+    encoder_flops_per_token: float = 0.0
     buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
 
     @cached_property
@@ -170,7 +174,6 @@ NOT_READ = frozenset(
     {
         "model",
         "force",
-        "recipe",
         "micro_batch",
         "grad_accum",
         "gpu",
@@ -233,8 +236,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     weights = weight_linears(model)  # shared blocks once per copy (Zamba2); `_layer_linears` per layer run
     compute_bytes = recipe.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
-    # base precision (`autocast_adapter_dtype`, on by default); torchtune at the compute dtype
-    adapter_bytes = 4 if scenario.lora.dtype == "fp32" else compute_bytes
+    # base precision (`autocast_adapter_dtype`, on by default); torchtune and the diffusers
+    # scripts at the compute dtype (presets.resolved_adapter_dtype: by the model when unset)
+    adapter_dtype = resolved_adapter_dtype(model.kind, scenario, recipe.compute)[0]
+    adapter_bytes = 4 if adapter_dtype == "fp32" else compute_bytes
     states = (
         recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
     )
@@ -297,7 +302,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     every = checkpoint_every(ckpt)
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
     recompute: list[tuple[float, float]] = []
-    ema_bytes = encoder_bytes = encoder_offload = 0.0
+    ema_bytes = encoder_bytes = encoder_offload = encoder_flops = 0.0
     working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
     last_backward = recomputed_working = 0.0
     encoder_peak = (0.0, 0.0)
@@ -315,6 +320,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ema_bytes = sample.ema_bytes
         encoder_bytes, encoder_peak = sample.encoder_bytes, sample.encoder_peak
         encoder_offload = sample.encoder_offload_bytes
+        encoder_flops = sample.encoder_flops
     else:
         seq = scenario.seq_len
         sharded = replicated = 0.0
@@ -454,6 +460,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         buffer_bytes=model.buffer_elements * (recipe.weight_bytes if full else compute_bytes),
         encoder_peak=encoder_peak,
         encoder_offload_bytes=encoder_offload,
+        encoder_flops_per_token=encoder_flops,
         logits_held=held,
         logits_loss=loss,
         logits_backward=backward,
@@ -550,6 +557,7 @@ class SampleTerms:
     encoder_bytes: float = 0.0
     encoder_peak: tuple[float, float] = (0.0, 0.0)  # bytes at micro-batch 0 and per sample
     encoder_offload_bytes: float = 0.0
+    encoder_flops: float = 0.0  # the frozen encoders' forward, per token
 
 
 #: What the diffusers training scripts checkpoint: whole blocks (`enable_gradient_checkpointing`).
@@ -622,7 +630,7 @@ def _sample_terms(
             matmul_forward=flops.matmul_forward / tokens,
             attention_forward=flops.attention_forward / tokens,
             head_forward=0.0,
-            total=(flops.total + encoder_flops(model, shape, frozen)) / tokens,
+            total=flops.total / tokens,
             recompute=flops.recompute / tokens,
             palm_model_flops=(flops.total - flops.recompute) / tokens,
         ),
@@ -630,6 +638,7 @@ def _sample_terms(
         encoder_bytes=float(encoder_resident_bytes(model, frozen, compute)),
         encoder_peak=(float(2 * one - two), float(two - one)),
         encoder_offload_bytes=float(encoder_offload_bytes(model, frozen, compute)),
+        encoder_flops=encoder_flops(model, shape, frozen) / tokens,
     )
 
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from trainplan.result import Batch, Estimate, FitRow, Largest
+from trainplan.scenario import field_infos
 from trainplan.terms.geometry import TokenShape
 from trainplan.time_cost_energy import CostFigures
 from trainplan.units import format_count, format_gib, format_int, format_percent
 
-#: What a searchable field is called in a sentence.
-FIELD_NOUNS = {"micro_batch": "micro-batch", "seq_len": "sequence length"}
 #: The labels of a result's notes: a setting with no effect here, and an approximate model reading.
 NOTE, APPROXIMATE = "note", "approximate"
+
+
+def field_noun(field: str) -> str:
+    """What a field is called inside a sentence: its short label in the field table
+    (scenario.FieldInfo.short_label, e.g. "micro-batch"), else its label."""
+    info = field_infos()[field]
+    return info.short_label or info.label
 
 
 def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
@@ -110,7 +116,7 @@ def largest_line(found: Largest) -> str:
         else ""
     )
     return (
-        f"Largest {FIELD_NOUNS[found.field]} that fits on {result.gpu}{free}: {found.value:,}{held}{rounded}"
+        f"Largest {field_noun(found.field)} that fits on {result.gpu}{free}: {found.value:,}{held}{rounded}"
     )
 
 
@@ -119,15 +125,20 @@ def nothing_fits_line(field: str, gpu: str, at_one_bytes: float, gpu_bytes: floa
     try QLoRA, ... or a GPU with more memory'."""
     advice = ", ".join(tips[:-1]) + f" or {tips[-1]}"
     return (
-        f"not even a {FIELD_NOUNS[field]} of 1 fits on {gpu} ({format_gib(at_one_bytes)} per GPU; "
+        f"not even a {field_noun(field)} of 1 fits on {gpu} ({format_gib(at_one_bytes)} per GPU; "
         f"it holds {format_gib(gpu_bytes)}): try {advice}"
     )
 
 
 def recipe_line(result: Estimate) -> str | None:
-    """'recipe torchtune (0.6) set: lora.dtype=bf16'; None without a recipe."""
+    """'recipe torchtune (0.6) set: lora.dtype=bf16'; without a recipe, the adapter dtype a
+    model's kind took from one ('lora.dtype=compute: the diffusers recipe's, the default for a
+    diffusion model (...)'); None when neither applies."""
     recipe = result.assumptions.get("recipe")
     if not recipe:
+        adapters = result.assumptions.get("adapter_dtype")
+        if adapters and adapters["recipe"]:
+            return f"lora.dtype={adapters['value']}: {adapters['source']}; set lora.dtype to change it"
         return None
     applied = ", ".join(f"{key}={value}" for key, value in recipe["defaults"].items()) or "nothing new"
     return f"recipe {recipe['name']} ({recipe['version']}) set: {applied}"
@@ -265,3 +276,20 @@ def rate_line(cost: CostFigures) -> str:
         low, high = cost.discount_range
         text += f"; {cost.pricing} discount {cost.discount:.0%} (sources give {low:.0%}-{high:.0%})"
     return text
+
+
+# How each planner objective orders the plans (the Pareto front is listed fastest first).
+_RANKINGS = {
+    "time": "fastest first",
+    "cost": "cheapest first",
+    "energy": "least energy first",
+    "pareto": "cost vs time, fastest first",
+    "gpus": "fewest GPUs first",
+}
+
+
+def plans_heading(count: int, objective: str) -> str:
+    """'5 best plans, cheapest first', or that no plan meets the constraints."""
+    if count == 0:
+        return "No plan meets the constraints"
+    return f"{count} best plan{'s' if count != 1 else ''}, {_RANKINGS[objective]}"

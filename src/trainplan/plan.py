@@ -20,13 +20,13 @@ from typing import Any
 
 from trainplan.catalogs.cost_inputs import rates
 from trainplan.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
-from trainplan.catalogs.models import resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.options import PLAN_OPTIONS
 from trainplan.per_gpu import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.per_replica import Coefficients, coefficients
+from trainplan.resolve import resolve_model
 from trainplan.result import Estimate
 from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
@@ -278,7 +278,7 @@ def evaluate_group(
         total_s = steps * total_step
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
         host, pue = host_and_pue(scenario)
-        power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.compute / total_step)
+        power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.busy / total_step)
         kwh = energy_kwh(power, n, total_s, host, pue)
     reject(
         "no price for this GPU",

@@ -116,3 +116,52 @@ def recipe_summary(scenario: Any) -> dict[str, Any] | None:
         "as_of": recipe.as_of,
         "defaults": recipe_defaults(scenario),
     }
+
+
+#: The recipe whose adapter dtype a model kind follows when the scenario names neither a recipe
+#: nor `lora.dtype`: the diffusers LoRA scripts (train_dreambooth_lora_flux.py and the others
+#: the `diffusers` row cites) cast the frozen denoiser to weight_dtype and add the adapters with
+#: diffusers' `add_adapter`, which creates them at the base layer's dtype and, unlike peft's
+#: `get_peft_model` (`autocast_adapter_dtype`), does not upcast them.
+KIND_ADAPTER_RECIPES = {"diffusion": "diffusers", "video": "diffusers"}
+
+#: Where an adapter dtype came from, for the result (`adapter_dtype_summary`).
+PEFT_ADAPTER_SOURCE = "peft's default: autocast_adapter_dtype keeps adapters in fp32"
+
+
+def resolved_adapter_dtype(model_kind: str, scenario: Any, compute: str) -> tuple[str, str]:
+    """(`lora.dtype`, where it came from): the scenario's own value (set by the user or filled by
+    its recipe), else, for a diffusion or video model without a recipe, the `diffusers` recipe's
+    value for the method, except fp32 under an fp16 compute dtype (the scripts' `if
+    args.mixed_precision == "fp16": cast_training_params(models, dtype=torch.float32)`), else
+    peft's fp32. `compute` is the precision recipe's compute dtype."""
+    if scenario.lora.dtype is not None:
+        if (
+            scenario.recipe is not None
+            and recipes()[scenario.recipe].fields(scenario.method).get("lora.dtype") == scenario.lora.dtype
+        ):
+            return scenario.lora.dtype, f"recipe {scenario.recipe}"
+        return scenario.lora.dtype, "set in the scenario"
+    name = KIND_ADAPTER_RECIPES.get(model_kind) if scenario.recipe is None else None
+    value = recipes()[name].fields(scenario.method).get("lora.dtype") if name else None
+    if name is None or value is None:
+        return "fp32", PEFT_ADAPTER_SOURCE
+    recipe = recipes()[name]
+    source = f"the {name} recipe's, the default for a {model_kind} model ({recipe.version})"
+    if compute == "fp16":
+        return "fp32", f"{source}; fp32 under fp16: its scripts upcast the adapters (cast_training_params)"
+    return str(value), source
+
+
+def adapter_dtype_summary(model_kind: str, scenario: Any, compute: str) -> dict[str, Any] | None:
+    """The adapters' dtype, where it came from, and the recipe the model's kind lent it (None
+    unless that default applied), for the result; None for a full fine-tune."""
+    if scenario.method == "full":
+        return None
+    value, source = resolved_adapter_dtype(model_kind, scenario, compute)
+    lent = scenario.lora.dtype is None and scenario.recipe is None
+    return {
+        "value": value,
+        "source": source,
+        "recipe": KIND_ADAPTER_RECIPES.get(model_kind) if lent else None,
+    }

@@ -8,15 +8,15 @@ the interfaces are generated from this table and cannot drift from it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from trainplan.catalogs.prices import USD_PER_GPU_HOUR_RANGE
 from trainplan.errors import InputError, shown_number, shown_value
 from trainplan.presets import Recipe, recipes, with_recipe
-from trainplan.terms.geometry import MAX_FRAMES, parse_resolution
-from trainplan.terms.savers import DEFAULT_LOSS_CHUNKS
 from trainplan.validity import check_layout
 from trainplan.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
@@ -61,9 +61,52 @@ RECIPES = (
 )
 
 
+MAX_PIXELS_PER_SIDE = 16_384  # the largest `resolution` side
+MAX_FRAMES = 4_096  # the largest `frames`
+_WXH = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+DEFAULT_LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
+
+
+def parse_resolution(raw: object) -> tuple[int, int]:
+    """(width, height) in pixels of an int (square) or "WxH"; InputError naming `resolution`."""
+    wrong = f"{shown_value(raw)} is not a resolution: give pixels (1024) or WxH (832x480)"
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        width = height = raw
+    elif isinstance(raw, str) and len(raw) <= 40:
+        match = _WXH.match(raw)
+        if match is None and raw.strip().isdigit():
+            width = height = int(raw)
+        elif match is None:
+            raise InputError("resolution", wrong)
+        else:
+            width, height = int(match.group(1)), int(match.group(2))
+    else:
+        raise InputError("resolution", wrong)
+    for side in (width, height):
+        if not 1 <= side <= MAX_PIXELS_PER_SIDE:
+            raise InputError(
+                "resolution", f"{shown_number(side)} px is outside 1..{MAX_PIXELS_PER_SIDE:,} per side"
+            )
+    return width, height
+
+
+# The interfaces a field can appear in: the CLI's flags (options.estimate_options), the web
+# page's form (app.js draws a control only for these) and the JSON API's body (its OpenAPI
+# schema). A scenario file takes every field: it is the scenario's own shape.
+INTERFACES = ("cli", "web", "api")
+# The training-budget modes, in the order the page offers them: a field that belongs to one
+# (`FieldInfo.budget`) is shown only in that mode, and switching modes clears the others' values.
+BUDGET_MODES = {"tokens": "Tokens", "dataset": "Dataset", "steps": "Steps"}
+
+
 @dataclass(frozen=True)
 class FieldInfo:
-    """Help text and the allowed values of one scenario field."""
+    """Everything the interfaces say about one scenario field: its help, allowed values and
+    range, its label (the form's, the error messages' and OpenAPI's `title`), and where it shows.
+
+    `label` is required: `check_field_table` refuses a table with a field that has none (at the
+    first use of the table), so no interface makes one up from the field's name.
+    """
 
     help: str
     choices: tuple[str, ...] | None = None
@@ -71,18 +114,32 @@ class FieldInfo:
     maximum: float | None = None
     kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
     web_help: str | None = None  # the help where the web API accepts less (it reads no paths)
+    form_help: str | None = None  # the help where the page's control does more (search, upload)
     exclusive: bool = False  # minimum and maximum themselves are outside the range
     # the model kinds (model.MODEL_KINDS) the field applies to, and the methods; None: every one.
     # The form shows a field only where it applies and sends it only then; the engine refuses a
     # value where it applies to nothing, or the value changes nothing (a test holds both).
     families: tuple[str, ...] | None = None
     methods: tuple[str, ...] | None = None
+    label: str = ""  # the form's label, e.g. "Micro-batch"
+    short_label: str | None = None  # lower-case, inside a sentence: "differs in micro-batch"
+    placeholder: str | None = None  # what an empty input means, e.g. "2e9 (default)"
+    choice_labels: tuple[tuple[str, str], ...] = ()  # (choice, how the form names it)
+    budget: str | None = None  # the training-budget mode (BUDGET_MODES) the field belongs to
+    interfaces: tuple[str, ...] = INTERFACES  # where the field appears (INTERFACES)
 
 
 LORA_FIELDS: dict[str, FieldInfo] = {
-    "rank": FieldInfo("LoRA rank r: adapter matrices are r x in and out x r", None, 1, 65536, "int"),
+    "rank": FieldInfo(
+        "LoRA rank r: adapter matrices are r x in and out x r", None, 1, 65536, "int", label="LoRA rank"
+    ),
     "alpha": FieldInfo(
-        "LoRA alpha: scales the update (no effect on memory or time)", None, 0.001, 1e6, "float"
+        "LoRA alpha: scales the update (no effect on memory or time)",
+        None,
+        0.001,
+        1e6,
+        "float",
+        label="LoRA alpha",
     ),
     "targets": FieldInfo(
         "which linear layers get adapters: qv, attention, all-linear, or module names",
@@ -90,8 +147,12 @@ LORA_FIELDS: dict[str, FieldInfo] = {
         None,
         None,
         "str",
+        label="LoRA targets",
+        placeholder="q_proj,v_proj,gate_proj",
     ),
-    "dora": FieldInfo("DoRA: adds a magnitude vector per adapted layer", None, None, None, "bool"),
+    "dora": FieldInfo(
+        "DoRA: adds a magnitude vector per adapted layer", None, None, None, "bool", label="DoRA"
+    ),
     "dropout": FieldInfo(
         "dropout on each adapter's input (peft lora_dropout; above 0 keeps a dropped copy and a mask "
         "per adapted module)",
@@ -99,12 +160,15 @@ LORA_FIELDS: dict[str, FieldInfo] = {
         0.0,
         0.99,
         "float",
+        label="LoRA dropout",
     ),
     "dtype": FieldInfo(
         "adapter weights, gradients and optimizer state: fp32 (peft's autocast_adapter_dtype) or "
-        "the compute dtype (torchtune keeps the whole model in bf16)",
+        "the compute dtype (torchtune keeps the whole model in bf16); unset: the compute dtype for "
+        "a diffusion or video model without a recipe (the diffusers recipe's), else fp32",
         ADAPTER_DTYPES,
         kind="str",
+        label="LoRA adapter dtype",
     ),
 }
 
@@ -127,7 +191,7 @@ class LoraSettings:
     targets: str | tuple[str, ...] = "qv"
     dora: bool = False
     dropout: float = 0.0
-    dtype: str = "fp32"
+    dtype: str | None = None  # unset: presets.resolved_adapter_dtype decides by the model
 
 
 @dataclass(frozen=True)
@@ -140,6 +204,10 @@ class Scenario:
             "catalog name, path to a config.json (or its folder), or a Hugging Face Hub id",
             web_help="catalog name or Hugging Face Hub id (owner/name); the server reads no paths: "
             "send the config.json contents as `model_config` instead",
+            form_help="Search the catalog by name, family or Hub id; type a Hub id (owner/name); or use "
+            "your own config.json.",
+            label="Model",
+            placeholder="Search: llama, qwen 7b, mixtral… or owner/name",
         ),
     )
     force: bool = _field(
@@ -148,15 +216,26 @@ class Scenario:
             "estimate a model whose architecture is refused (not modelled) with the closest modelled "
             "reading; the result is labelled approximate and names the reason",
             kind="bool",
+            label="Estimate a refused architecture (approximate)",
         ),
     )
-    method: str = _field("lora", FieldInfo("what is trained", METHODS))
+    method: str = _field(
+        "lora",
+        FieldInfo(
+            "what is trained",
+            METHODS,
+            label="Method",
+            short_label="method",
+            choice_labels=(("full", "Full"), ("lora", "LoRA"), ("qlora", "QLoRA")),
+        ),
+    )
     recipe: str | None = _field(
         None,
         FieldInfo(
             "framework preset: fills the memory settings you leave unset with what that framework "
             "ships (data/recipes.yaml); fields you set win",
             RECIPES,
+            label="Framework recipe",
         ),
     )
     lora: LoraSettings = _field(
@@ -165,6 +244,7 @@ class Scenario:
             "LoRA rank, alpha, targets (qv | attention | all-linear | module names), dora, dropout "
             "and the adapters' dtype",
             methods=ADAPTER_METHODS,
+            label="LoRA settings",
         ),
     )
     base_weights: str | None = _field(
@@ -174,13 +254,47 @@ class Scenario:
             "dtype for lora, nf4 for qlora)",
             BASE_WEIGHTS,
             methods=ADAPTER_METHODS,
+            label="Base-weight precision",
         ),
     )
-    precision: str = _field("bf16-mixed", FieldInfo("training precision recipe", PRECISIONS))
-    optimizer: str = _field("adamw", FieldInfo("optimizer", OPTIMIZERS))
-    micro_batch: int = _field(1, FieldInfo("sequences per GPU per forward pass", None, 1, 65536))
-    seq_len: int = _field(2048, FieldInfo("tokens per sequence", None, 1, 10_000_000, families=LLM_ONLY))
-    grad_accum: int = _field(16, FieldInfo("micro-batches accumulated per step", None, 1, 65536))
+    precision: str = _field(
+        "bf16-mixed", FieldInfo("training precision recipe", PRECISIONS, label="Training precision")
+    )
+    optimizer: str = _field("adamw", FieldInfo("optimizer", OPTIMIZERS, label="Optimizer"))
+    micro_batch: int = _field(
+        1,
+        FieldInfo(
+            "sequences per GPU per forward pass",
+            None,
+            1,
+            65536,
+            label="Micro-batch",
+            short_label="micro-batch",
+        ),
+    )
+    seq_len: int = _field(
+        2048,
+        FieldInfo(
+            "tokens per sequence",
+            None,
+            1,
+            10_000_000,
+            families=LLM_ONLY,
+            label="Sequence length",
+            short_label="sequence length",
+        ),
+    )
+    grad_accum: int = _field(
+        16,
+        FieldInfo(
+            "micro-batches accumulated per step",
+            None,
+            1,
+            65536,
+            label="Gradient accumulation",
+            short_label="accumulation",
+        ),
+    )
     resolution: str | None = _field(
         None,
         FieldInfo(
@@ -188,6 +302,8 @@ class Scenario:
             "multiple of the VAE stride x patch; not for language models",
             kind="str",
             families=SAMPLE_KINDS,
+            label="Resolution (px or WxH)",
+            placeholder="the pipeline's default",
         ),
     )
     frames: int | None = _field(
@@ -199,6 +315,8 @@ class Scenario:
             MAX_FRAMES,
             "int",
             families=SAMPLE_KINDS,
+            label="Frames per clip",
+            placeholder="the pipeline's default",
         ),
     )
     text_tokens: int | None = _field(
@@ -211,6 +329,8 @@ class Scenario:
             1_000_000,
             "int",
             families=("diffusion", "video"),
+            label="Text tokens",
+            placeholder="the pipeline's default",
         ),
     )
     frozen_encoders: str = _field(
@@ -221,6 +341,7 @@ class Scenario:
             "(kept on the CPU)",
             FROZEN_ENCODERS,
             families=("diffusion", "video"),
+            label="VAE and text encoders",
         ),
     )
     ema: str | None = _field(
@@ -230,6 +351,7 @@ class Scenario:
             "a JEPA the target encoder's dtype (null: none for diffusion, fp32 for a JEPA)",
             EMA_DTYPES,
             families=SAMPLE_KINDS,
+            label="EMA copy",
         ),
     )
     mask_ratio: float | None = _field(
@@ -243,6 +365,8 @@ class Scenario:
             "float",
             exclusive=True,
             families=("jepa",),
+            label="JEPA mask ratio",
+            placeholder="published masks",
         ),
     )
     activation_checkpointing: str = _field(
@@ -252,13 +376,16 @@ class Scenario:
             "saves matmul and attention outputs (torchtitan op-level SAC), full:N checkpoints every "
             "N-th block (full:1 = full)",
             CHECKPOINTING,
+            label="Activation checkpointing",
+            short_label="checkpointing",
         ),
     )
     activation_offload: bool = _field(
         False,
         FieldInfo(
             "move saved activations to CPU memory with streams (torchtune, Unsloth); the layer in "
-            "flight stays on the GPU"
+            "flight stays on the GPU",
+            label="Offload activations to CPU",
         ),
     )
     attention: str = _field(
@@ -266,6 +393,7 @@ class Scenario:
         FieldInfo(
             "attention kernel: flash and sdpa keep no seq x seq scores; eager materialises them",
             ATTENTION,
+            label="Attention kernel",
         ),
     )
     kernels: str = _field(
@@ -277,6 +405,7 @@ class Scenario:
             "and recompute the SwiGLU product)",
             KERNELS,
             families=LLM_ONLY,
+            label="Layer kernels",
         ),
     )
     ssm_kernel: str = _field(
@@ -286,12 +415,26 @@ class Scenario:
             "causal-conv1d) or naive (the PyTorch fallback, which keeps far more for backward)",
             SSM_KERNELS,
             families=LLM_ONLY,
+            label="SSM kernel",
         ),
     )
-    gpu: str = _field("H100-SXM", FieldInfo("GPU type (name or alias, see `trainplan gpus`)"))
-    gpus: int = _field(1, FieldInfo("total number of GPUs", None, 1, 1_000_000))
+    gpu: str = _field(
+        "H100-SXM",
+        FieldInfo("GPU type (name or alias, see `trainplan gpus`)", label="GPU type", short_label="GPU"),
+    )
+    gpus: int = _field(
+        1, FieldInfo("total number of GPUs", None, 1, 1_000_000, label="GPUs", short_label="GPU count")
+    )
     zero_stage: int = _field(
-        0, FieldInfo("ZeRO stage (3 = FSDP full sharding) over data-parallel ranks", None, 0, 3)
+        0,
+        FieldInfo(
+            "ZeRO stage (3 = FSDP full sharding) over data-parallel ranks",
+            None,
+            0,
+            3,
+            label="ZeRO stage",
+            short_label="ZeRO stage",
+        ),
     )
     fsdp_wrap: str = _field(
         "layers",
@@ -301,6 +444,7 @@ class Scenario:
             "to the root group, gathered for the whole step: torchtitan 2024, torchtune without "
             "custom_sharded_layers)",
             FSDP_WRAPS,
+            label="FSDP wrapping",
         ),
     )
     zero3_master: str = _field(
@@ -311,6 +455,7 @@ class Scenario:
             "only for gathered layers) or separate (DeepSpeed: 16-bit partitions beside an fp32 "
             "master in the optimizer)",
             ZERO3_MASTERS,
+            label="ZeRO-3 fp32 master",
         ),
     )
     fsdp_reduce_dtype: str = _field(
@@ -319,6 +464,7 @@ class Scenario:
             "dtype gradients are reduce-scattered in under ZeRO-3/FSDP2: compute (FSDP2's default, "
             "the parameter dtype) or fp32 (MixedPrecisionPolicy reduce_dtype, torchtitan)",
             REDUCE_DTYPES,
+            label="FSDP reduce dtype",
         ),
     )
     fsdp_prefetch: int = _field(
@@ -328,26 +474,62 @@ class Scenario:
             None,
             0,
             16,
+            label="FSDP prefetch (layers)",
         ),
     )
     reshard_after_forward: bool = _field(
         True,
         FieldInfo(
             "ZeRO-3/FSDP2: free each layer's gathered weights after its forward (false keeps every "
-            "layer gathered from forward until its backward)"
+            "layer gathered from forward until its backward)",
+            label="Reshard after forward",
         ),
     )
-    tensor_parallel: int = _field(1, FieldInfo("tensor-parallel degree", None, 1, 1024, families=LLM_ONLY))
+    tensor_parallel: int = _field(
+        1,
+        FieldInfo(
+            "tensor-parallel degree",
+            None,
+            1,
+            1024,
+            families=LLM_ONLY,
+            label="Tensor parallel",
+            short_label="tensor parallel",
+        ),
+    )
     pipeline_parallel: int = _field(
-        1, FieldInfo("pipeline-parallel degree", None, 1, 1024, families=LLM_ONLY)
+        1,
+        FieldInfo(
+            "pipeline-parallel degree",
+            None,
+            1,
+            1024,
+            families=LLM_ONLY,
+            label="Pipeline parallel",
+            short_label="pipeline parallel",
+        ),
     )
     virtual_stages: int = _field(
-        1, FieldInfo("interleaved pipeline: model chunks per GPU (Megatron virtual stages)", None, 1, 64)
+        1,
+        FieldInfo(
+            "interleaved pipeline: model chunks per GPU (Megatron virtual stages)",
+            None,
+            1,
+            64,
+            label="Virtual pipeline stages",
+        ),
     )
     sequence_parallel: bool = _field(
-        False, FieldInfo("shard norm/dropout activations over the tensor-parallel group", families=LLM_ONLY)
+        False,
+        FieldInfo(
+            "shard norm/dropout activations over the tensor-parallel group",
+            families=LLM_ONLY,
+            label="Sequence parallel",
+        ),
     )
-    offload: str = _field("none", FieldInfo("CPU offload of model states", OFFLOAD))
+    offload: str = _field(
+        "none", FieldInfo("CPU offload of model states", OFFLOAD, label="CPU offload", short_label="offload")
+    )
     loss: str = _field(
         "standard",
         FieldInfo(
@@ -356,12 +538,18 @@ class Scenario:
             "logits to fp32 one chunk at a time (torchtune)",
             LOSSES,
             families=LLM_ONLY,
+            label="Loss kernel",
         ),
     )
     loss_chunks: int = _field(
         DEFAULT_LOSS_CHUNKS,
         FieldInfo(
-            "chunks of the chunked loss (torchtune's num_output_chunks)", None, 1, 1024, families=LLM_ONLY
+            "chunks of the chunked loss (torchtune's num_output_chunks)",
+            None,
+            1,
+            1024,
+            families=LLM_ONLY,
+            label="Loss chunks",
         ),
     )
     compile: bool = _field(
@@ -371,14 +559,16 @@ class Scenario:
             "fp32 copies and the gated activation in backward instead of saving them, and "
             "Inductor's fused kernels remove their eager memory traffic; the chunked loss saves "
             "its 16-bit logits instead of an fp32 log-softmax, and torchao's float8 casts fuse "
-            "into the kernels before them"
+            "into the kernels before them",
+            label="torch.compile",
         ),
     )
     optimizer_in_backward: bool = _field(
         False,
         FieldInfo(
             "step each parameter as soon as its gradient is ready and free the gradient "
-            "(torchtune optimizer_in_bwd): no full gradient buffer; needs grad_accum 1"
+            "(torchtune optimizer_in_bwd): no full gradient buffer; needs grad_accum 1",
+            label="Optimizer step in backward",
         ),
     )
     kbit_upcast: bool = _field(
@@ -387,6 +577,7 @@ class Scenario:
             "cast the parameters a quantised base leaves unquantised (embeddings, norms, LM head) "
             "to fp32, as peft's prepare_model_for_kbit_training does",
             methods=ADAPTER_METHODS,
+            label="Upcast unquantised parts to fp32",
         ),
     )
     overhead_gib: float = _field(
@@ -396,6 +587,7 @@ class Scenario:
             None,
             0.0,
             1024.0,
+            label="Overhead GiB",
         ),
     )
 
@@ -408,15 +600,31 @@ class Scenario:
             1e16,
             "float",
             families=LLM_ONLY,
+            label="Training tokens",
+            placeholder="2e9 (default)",
+            budget="tokens",
         ),
     )
     dataset_tokens: float | None = _field(
         None,
         FieldInfo(
-            "tokens in the dataset; times epochs gives the budget", None, 1, 1e16, "float", families=LLM_ONLY
+            "tokens in the dataset; times epochs gives the budget",
+            None,
+            1,
+            1e16,
+            "float",
+            families=LLM_ONLY,
+            label="Dataset tokens",
+            placeholder="e.g. 5e8",
+            budget="dataset",
         ),
     )
-    epochs: float = _field(1.0, FieldInfo("passes over dataset_tokens or dataset_size", None, 0.001, 10000))
+    epochs: float = _field(
+        1.0,
+        FieldInfo(
+            "passes over dataset_tokens or dataset_size", None, 0.001, 10000, label="Epochs", budget="dataset"
+        ),
+    )
     dataset_size: float | None = _field(
         None,
         FieldInfo(
@@ -426,6 +634,9 @@ class Scenario:
             1e13,
             "float",
             families=SAMPLE_KINDS,
+            label="Dataset images or clips",
+            placeholder="e.g. 10000",
+            budget="dataset",
         ),
     )
     train_samples: float | None = _field(
@@ -438,10 +649,23 @@ class Scenario:
             1e13,
             "float",
             families=SAMPLE_KINDS,
+            label="Training images or clips",
+            placeholder="10,000 (default)",
+            budget="tokens",
         ),
     )
     steps: int | None = _field(
-        None, FieldInfo("optimizer steps (instead of a token budget)", None, 1, 1e12, "int")
+        None,
+        FieldInfo(
+            "optimizer steps (instead of a token budget)",
+            None,
+            1,
+            1e12,
+            "int",
+            label="Optimizer steps",
+            placeholder="e.g. 1000",
+            budget="steps",
+        ),
     )
     mfu: float | None = _field(
         None,
@@ -451,32 +675,71 @@ class Scenario:
             0.001,
             1.0,
             "float",
+            label="MFU",
+            placeholder="trainplan's own model",
         ),
     )
-    gpus_per_node: int = _field(8, FieldInfo("GPUs per node (one NVLink/PCIe domain)", None, 1, 1024))
-    pricing: str = _field("on-demand", FieldInfo("pricing plan", PRICING))
+    gpus_per_node: int = _field(
+        8, FieldInfo("GPUs per node (one NVLink/PCIe domain)", None, 1, 1024, label="GPUs per node")
+    )
+    pricing: str = _field("on-demand", FieldInfo("pricing plan", PRICING, label="Pricing"))
     usd_per_gpu_hour: float | None = _field(
         None,
         FieldInfo(
-            "your own quote in USD per GPU-hour (overrides the catalog rate)", None, 0.001, 1000, "float"
+            "your own quote in USD per GPU-hour (overrides the catalog rate)",
+            None,
+            *USD_PER_GPU_HOUR_RANGE,
+            "float",
+            label="Your rate, USD per GPU-hour",
+            placeholder="catalog median rate",
         ),
     )
     committed_discount: float | None = _field(
         None,
-        FieldInfo("fraction off on-demand for committed use (default from data)", None, 0, 0.99, "float"),
+        FieldInfo(
+            "fraction off on-demand for committed use (default from data)",
+            None,
+            0,
+            0.99,
+            "float",
+            label="Committed discount",
+        ),
     )
     spot_discount: float | None = _field(
         None,
-        FieldInfo("fraction off on-demand for spot capacity (default from data)", None, 0, 0.99, "float"),
+        FieldInfo(
+            "fraction off on-demand for spot capacity (default from data)",
+            None,
+            0,
+            0.99,
+            "float",
+            label="Spot discount",
+        ),
     )
-    region: str = _field("us-east-1", FieldInfo("grid region for CO2 (cloud region id or country code)"))
+    region: str = _field(
+        "us-east-1", FieldInfo("grid region for CO2 (cloud region id or country code)", label="Grid region")
+    )
     pue: float | None = _field(
         None,
-        FieldInfo("data-centre power usage effectiveness (default from data: 1.2)", None, 1.0, 3.0, "float"),
+        FieldInfo(
+            "data-centre power usage effectiveness (default from data: 1.2)",
+            None,
+            1.0,
+            3.0,
+            "float",
+            label="PUE",
+        ),
     )
     host_overhead: float | None = _field(
         None,
-        FieldInfo("host power as a fraction of GPU power (default from data: 0.3)", None, 0.0, 2.0, "float"),
+        FieldInfo(
+            "host power as a fraction of GPU power (default from data: 0.3)",
+            None,
+            0.0,
+            2.0,
+            "float",
+            label="Host overhead",
+        ),
     )
     idle_fraction: float | None = _field(
         None,
@@ -486,20 +749,31 @@ class Scenario:
             0.0,
             1.0,
             "float",
+            label="Idle fraction",
         ),
     )
     comm_overlap: float = _field(
         0.8,
         FieldInfo(
-            "share of the compute window that data-parallel communication can hide under", None, 0.0, 1.0
+            "share of the compute window that data-parallel communication can hide under",
+            None,
+            0.0,
+            1.0,
+            label="Comm overlap",
         ),
     )
     load_source: str = _field(
         "local-nvme",
-        FieldInfo("where weights load from: local-nvme | network-fs | object-store, or a bandwidth in GB/s"),
+        FieldInfo(
+            "where weights load from: local-nvme | network-fs | object-store, or a bandwidth in GB/s",
+            label="Load source",
+        ),
     )
     load_parallel: bool = _field(
-        True, FieldInfo("sharded parallel loader (every GPU reads its shard) instead of one stream")
+        True,
+        FieldInfo(
+            "sharded parallel loader (every GPU reads its shard) instead of one stream", label="Load parallel"
+        ),
     )
 
     def field_info(self, name: str) -> FieldInfo:
@@ -519,8 +793,31 @@ def default_scenario() -> Scenario:
 
 @cache
 def field_infos() -> dict[str, FieldInfo]:
-    """Field name -> its documentation record, in declaration order (built once; do not mutate)."""
-    return {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
+    """Field name -> its documentation record, in declaration order (built once; do not mutate).
+    The table is checked on this first use (`check_field_table`), the LoRA parts with it."""
+    infos: dict[str, FieldInfo] = {f.name: f.metadata["info"] for f in dataclasses.fields(Scenario)}
+    check_field_table(infos)
+    check_field_table({f"lora.{part}": info for part, info in LORA_FIELDS.items()})
+    return infos
+
+
+def check_field_table(infos: Mapping[str, FieldInfo]) -> None:
+    """Refuse a field table the interfaces could not draw from: a field without a label, a choice
+    label for no choice, a budget mode or an interface that does not exist. A ValueError naming
+    the field, raised when the CLI or the server first reads the table."""
+    for name, info in infos.items():
+        if not info.label.strip():
+            raise ValueError(f"scenario field {name!r} has no label (FieldInfo.label)")
+        stray = sorted({choice for choice, _ in info.choice_labels} - set(info.choices or ()))
+        if stray:
+            raise ValueError(f"scenario field {name!r}: choice labels for no choice: {stray}")
+        if info.budget is not None and info.budget not in BUDGET_MODES:
+            raise ValueError(
+                f"scenario field {name!r}: budget {info.budget!r} is not one of {tuple(BUDGET_MODES)}"
+            )
+        unknown = sorted(set(info.interfaces) - set(INTERFACES))
+        if unknown or not info.interfaces:
+            raise ValueError(f"scenario field {name!r}: interfaces {unknown or '()'} not among {INTERFACES}")
 
 
 @cache

@@ -10,9 +10,10 @@ from trainplan.catalogs.cost_inputs import (
     discounts,
     energy_defaults,
     find_region,
+    host_link_bytes_per_s,
+    network_bytes_per_s,
     no_price_reasons,
     parse_load_source,
-    pcie_practical_bytes_per_s,
     rates,
 )
 from trainplan.catalogs.gpus import GpuSpec
@@ -26,7 +27,7 @@ from trainplan.terms.flops import FlopsPerToken
 from trainplan.terms.loading import load_seconds
 from trainplan.terms.params import ParamCounts
 from trainplan.terms.recipes import PrecisionRecipe
-from trainplan.terms.timing import FALLBACK_NETWORK_BYTES_PER_S, default_efficiency, efficiency_kind
+from trainplan.terms.timing import default_efficiency, efficiency_kind, fp8_matmul_efficiency_ratio
 
 DEFAULT_TRAIN_TOKENS = 2.0e9
 #: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
@@ -132,6 +133,15 @@ def training_tokens(scenario: Scenario, global_tokens: int, sample_tokens: int =
     return tokens, max(1, math.ceil(tokens / global_tokens))
 
 
+def linear_efficiency_ratio(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> float | None:
+    """The fp8 linears' efficiency relative to the 16-bit one (terms/timing.py
+    `fp8_matmul_efficiency_ratio`); None for 16-bit compute, or when a given mfu is the all-in
+    efficiency."""
+    if mfu is not None or peak_flops(gpu, recipe.compute)[1] != "fp8":
+        return None
+    return fp8_matmul_efficiency_ratio(gpu.architecture)
+
+
 def hardware_of(
     gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None, model_kind: str = "llm"
 ) -> Hardware | None:
@@ -140,18 +150,20 @@ def hardware_of(
     peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
-    # fp8 recipes run only the linear layers in fp8; attention kernels stay at the 16-bit rate
+    # fp8 recipes run only the layers' linears in fp8; attention kernels and the output head stay
+    # at the 16-bit rate (terms/timing.py)
     attention_peak = (gpu.dense_flops_per_s.get("bf16") or peak) if precision == "fp8" else peak
-    pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
+    pcie = host_link_bytes_per_s(gpu)
     return Hardware(
         peak_flops_per_s=peak,
         attention_peak_flops_per_s=attention_peak,
         efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture, model_kind),
+        linear_efficiency_ratio=linear_efficiency_ratio(gpu, recipe, mfu) or 1.0,
         nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
         scale_up_domain_gpus=gpu.scale_up_domain_gpus,
-        network_bytes_per_s=gpu.scale_out_bytes_per_s or FALLBACK_NETWORK_BYTES_PER_S,
+        network_bytes_per_s=network_bytes_per_s(gpu),
         pcie_bytes_per_s=pcie,
-        memory_bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s or 1e12,
+        memory_bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
     )
 
 
@@ -200,7 +212,7 @@ def time_figures(
         total_s=total_s,
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
-        hfu=tokens_per_s * flops.total / (scenario.gpus * peak),
+        hfu=tokens_per_s * (flops.total + coeffs.encoder_flops_per_token) / (scenario.gpus * peak),
         samples_per_s_per_gpu=tokens_per_s / per_sample / scenario.gpus if per_sample else None,
         train_samples=train_tokens / per_sample if per_sample else None,
     )
@@ -290,7 +302,7 @@ def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -
         return EnergyFigures(
             None, None, region.id, region.gco2e_per_kwh, None, pue, host, idle, region.source
         )
-    utilisation = time.step.compute / time.step.total
+    utilisation = time.step.busy / time.step.total
     power = gpu_power_w(gpu.tdp_w, idle, utilisation)
     kwh = energy_kwh(power, scenario.gpus, time.total_s, host, pue)
     return EnergyFigures(
@@ -309,7 +321,7 @@ def load_figures(
     per_node: float = checkpoint
     if scenario.zero_stage == 3 and scenario.load_parallel and scenario.gpus > scenario.gpus_per_node:
         per_node = checkpoint * node_gpus / scenario.gpus  # sharded checkpoint: each node reads its shard
-    pcie = pcie_practical_bytes_per_s().get(gpu.pcie_gen or 4, 2.5e10)
+    pcie = host_link_bytes_per_s(gpu)
     if scenario.load_parallel:
         bandwidth = min(source.parallel_bytes_per_s, pcie * node_gpus)
         seconds = load_seconds(per_node, source.parallel_bytes_per_s, pcie, node_gpus)

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trainplan.errors import InputError
-from trainplan.terms.recipes import QUANTISED_BASES
+
+# The base-weight precisions that are quantised (bitsandbytes int8, QLoRA's NF4): what QLoRA
+# needs, what kbit_upcast applies to, and what dequantises before each matmul.
+QUANTISED_BASES = frozenset({"int8", "nf4"})
 
 if TYPE_CHECKING:
     from trainplan.model import ModelSpec

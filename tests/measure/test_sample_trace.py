@@ -414,8 +414,9 @@ def test_preset_targets_become_diffusers_module_paths(name: str) -> None:
     import peft
     import torch
 
-    from trainplan.catalogs.models import find_model_record, resolve_model
+    from trainplan.catalogs.models import find_model_record
     from trainplan.measure.compare import _lora_targets
+    from trainplan.resolve import resolve_model
 
     record = find_model_record(name)
     assert record is not None

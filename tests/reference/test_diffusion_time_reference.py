@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
 from diffusion_time_reference import CASES, DiffusionTimeCase, evaluate
 
+from trainplan.estimate import estimate
+from trainplan.scenario import Scenario, scenario_from_mapping
 from trainplan.terms.timing import EFFICIENCY_FACTOR_BY_MODEL_KIND
 
 
@@ -45,3 +47,16 @@ def test_unet_factor_removes_the_bias_on_held_out_cases(monkeypatch: pytest.Monk
     uncalibrated = evaluate(case).error
     assert uncalibrated > 0.2
     assert abs(calibrated) < 0.1
+
+
+def test_flux_training_flops_match_the_mlperf_submission() -> None:
+    """NVIDIA's MLPerf Training v5.1 flux1 config (config_common.sh, MODEL_TFLOP_PER_SAMPLE=20.3)
+    counts 20.3 TFLOPs per 256-px sample of FLUX.1-schnell's full training step (forward and
+    backward, no recompute, 256 image and 256 text tokens); trainplan's count of the same step is
+    within 1% of it."""
+    case = next(c for c in CASES if c.id == "mlperf-v51-flux1-gb200-16gpu")
+    result = estimate(scenario_from_mapping(case.scenario, base=Scenario(model=case.id)), model=case.spec())
+    assert result.time is not None
+    per_sample = result.time.flops.total * result.batch.seq_len
+    assert result.time.flops.recompute == 0
+    assert per_sample == pytest.approx(20.3e12, rel=0.01)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from trainplan.catalogs.models import resolve_model
+from trainplan.resolve import resolve_model
 from trainplan.scenario import scenario_from_mapping
 from trainplan.terms.params import lora_params, total_params
 

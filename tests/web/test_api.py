@@ -11,7 +11,7 @@ from configs import LLAMA_8B, TINY_LLAMA
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from trainplan.catalogs import models as catalog
+from trainplan import resolve
 from trainplan.catalogs.cost_inputs import regions
 from trainplan.catalogs.gpus import gpu_catalog
 from trainplan.catalogs.models import model_records
@@ -198,9 +198,9 @@ def test_path_like_model_names_are_rejected(
     def forbidden(*args: Any) -> Any:
         raise AssertionError("the server must not resolve a client-named path or call the Hub")
 
-    monkeypatch.setattr(catalog, "resolve_model", forbidden)
-    monkeypatch.setattr(catalog, "fetch_hub_config", forbidden)
-    monkeypatch.setattr(catalog, "read_config_file", forbidden)
+    monkeypatch.setattr(resolve, "resolve_model", forbidden)
+    monkeypatch.setattr(resolve, "fetch_hub_config", forbidden)
+    monkeypatch.setattr(resolve, "read_config_file", forbidden)
     response = post(client, {"model": name})
     assert response.status_code == 422
     assert response.json()["field"] == "model"
@@ -214,15 +214,15 @@ def test_an_existing_relative_path_is_not_read(client: TestClient, monkeypatch: 
         asked.append(hub_id)
         raise InputError("model", "offline")
 
-    monkeypatch.setattr(catalog, "fetch_hub_config", offline)
-    monkeypatch.setattr(catalog, "read_config_file", lambda path: pytest.fail(f"read {path}"))
+    monkeypatch.setattr(resolve, "fetch_hub_config", offline)
+    monkeypatch.setattr(resolve, "read_config_file", lambda path: pytest.fail(f"read {path}"))
     response = post(client, {"model": "examples/default.yaml"})
     assert response.status_code == 422 and asked == ["examples/default.yaml"]
 
 
 def test_hub_id_uses_the_fetched_config(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     inputs.hub_spec.cache_clear()
-    monkeypatch.setattr(catalog, "fetch_hub_config", lambda hub_id: dict(TINY_LLAMA))
+    monkeypatch.setattr(resolve, "fetch_hub_config", lambda hub_id: dict(TINY_LLAMA))
     data = post(client, {"model": "someone/tiny-llama", "method": "full"}).json()
     assert data["model"] == {"name": "someone/tiny-llama", "source": "hub:someone/tiny-llama"}
     expected = engine_json(

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_async, serving
 from fastapi.testclient import TestClient
 
-from trainplan.catalogs import models as catalog
+from trainplan import resolve
 from trainplan.errors import InputError
 from trainplan.model import ModelSpec
 from trainplan.scenario import field_infos
@@ -313,7 +313,7 @@ def test_openapi_says_what_model_accepts(client: TestClient) -> None:
 
 
 def test_hub_lookups_are_not_made_for_catalog_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "fetch_hub_config", lambda hub_id: pytest.fail("looked up"))
+    monkeypatch.setattr(resolve, "fetch_hub_config", lambda hub_id: pytest.fail("looked up"))
     assert not inputs.is_hub_lookup("Llama-3.1-8B")
     assert not inputs.is_hub_lookup("meta-llama/Llama-3.1-8B")  # a catalog Hub id
     assert inputs.is_hub_lookup("someone/else")

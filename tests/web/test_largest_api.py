@@ -17,7 +17,7 @@ from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.largest_fit import SEARCHABLE
 from trainplan.model import ModelSpec
-from trainplan.phrasing import FIELD_NOUNS
+from trainplan.phrasing import field_noun
 from trainplan.scenario import scenario_from_mapping
 from trainplan.web.largest import MaxField
 
@@ -55,7 +55,7 @@ def test_the_answer_fits_and_one_more_does_not(client: TestClient, field: str, b
     # the rest is exactly /api/estimate at that value
     at_value = client.post("/api/estimate", params={"hints": "false"}, json={**body, field: value}).json()
     # (with the sentence of the answer, the CLI's `--max` line, added to the display)
-    assert data["display"].pop("largest").startswith(f"Largest {FIELD_NOUNS[field]} that fits on ")
+    assert data["display"].pop("largest").startswith(f"Largest {field_noun(field)} that fits on ")
     assert {key: item for key, item in data.items() if key != "max"} == at_value
 
 
@@ -99,7 +99,7 @@ def test_equals_the_cli(client: TestClient, field: str) -> None:
     assert cli["max"] == data["max"]
     found = data["max"]
     assert cli_text.startswith(
-        f"Largest {FIELD_NOUNS[field]} that fits on H100 SXM 80GB with 5% of its memory free: "
+        f"Largest {field_noun(field)} that fits on H100 SXM 80GB with 5% of its memory free: "
         f"{found['value']:,} ("
     )
     if found["value"] != found["exact"]:
@@ -135,7 +135,7 @@ def test_nothing_fits_is_a_422_on_max(client: TestClient) -> None:
         assert response.status_code == 422
         data = response.json()
         assert data["field"] == "max" and data["suggestions"] == []
-        assert data["message"].startswith(f"not even a {FIELD_NOUNS[field]} of 1 fits on H100 SXM 80GB (")
+        assert data["message"].startswith(f"not even a {field_noun(field)} of 1 fits on H100 SXM 80GB (")
         assert "QLoRA" in data["message"] and "more GPUs" in data["message"]
         assert data["detail"] == f"max: {data['message']}"
 

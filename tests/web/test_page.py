@@ -323,6 +323,12 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     assert cells[8] == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
     assert cells[5] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
+    assert page.text("#plan-table-caption") == data["display"]["heading"]
+    options = page.page.locator("#plan-objective option").evaluate_all(
+        "els => els.map(e => [e.value, e.text])"
+    )
+    assert options[:2] == [["time", "Fastest"], ["cost", "Cheapest"]] and len(options) == 5
+    assert page.text("#plan-max-gpus-help") == "1, 2, 4, then whole nodes; at most 4,096"
     assert page.page.locator("#plan-explanation li").all_inner_texts() == data["explanation"]
     # the reasons a user acts on come first; impossible layouts sit behind "Search details"
     shown = page.page.locator("#plan-rejected th").all_inner_texts()
@@ -597,3 +603,35 @@ def test_the_fields_follow_the_model_family(page: Page, client: TestClient) -> N
     page.page.wait_for_selector("body[data-kind=llm]")
     assert page.page.get_by_role("textbox", name="Sequence length", exact=True).is_visible()
     assert not page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).is_visible()
+
+
+def test_the_form_draws_the_field_tables_words(page: Page, client: TestClient) -> None:
+    """Labels, choice names, placeholders and budget modes on the page are /api/fields' own."""
+    meta = client.get("/api/fields").json()
+    served = {field["name"]: field for field in meta["fields"]}
+    page.open("?model=Llama-3.1-8B")
+    shown = page.page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('[data-field]')].map(node => {
+            const label = node.querySelector(':scope > label, :scope .check, :scope span.label');
+            if (!label) return [node.dataset.field, null];
+            const copy = label.cloneNode(true);
+            copy.querySelectorAll('.flag').forEach(flag => flag.remove());
+            return [node.dataset.field, copy.textContent.trim()];
+        }))"""
+    )
+    drawn = {name for name, field in served.items() if "web" in field["interfaces"]}
+    assert set(shown) == drawn
+    for name, text in shown.items():
+        assert text == served[name]["label"], name
+    methods = page.page.locator('[data-field="method"] .segmented span').all_inner_texts()
+    assert methods == ["Full", "LoRA", "QLoRA"]
+    modes = page.page.locator("#run-budget .segmented span").all_inner_texts()
+    assert modes == [mode["label"] for mode in meta["budget_modes"]] == ["Tokens", "Dataset", "Steps"]
+    assert page.page.locator("#f-train_tokens").get_attribute("placeholder") == "2e9 (default)"
+    assert page.page.locator("#f-mfu").get_attribute("placeholder") == "trainplan's own model"
+    # switching to steps hides the token budget and shows the steps, as their `budget` says
+    page.page.locator("label:has(#budget-steps)").click()
+    assert page.page.locator('[data-field="steps"]').is_visible()
+    assert not page.page.locator('[data-field="train_tokens"]').is_visible()
+    assert page.page.locator('[data-field="epochs"]').is_hidden()
+    assert not page.errors

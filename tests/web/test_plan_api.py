@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan.catalogs import models as catalog
-from trainplan.phrasing import format_duration, format_usd
+from trainplan import resolve
+from trainplan.phrasing import format_duration, format_usd, plans_heading
 from trainplan.plan import plan, request_from_options, result_to_dict
 from trainplan.scenario import scenario_from_mapping
 from trainplan.web import routes
@@ -47,6 +47,8 @@ def test_plan_is_the_cli_json(client: TestClient) -> None:
         assert shown["usd"] == (
             format_usd(figures["cost"]["usd"]) if figures["cost"]["usd"] is not None else None
         )
+    # and the heading the CLI's plan table has, beside the JSON
+    assert data.pop("display") == {"heading": plans_heading(len(data["plans"]), "time")}
     assert data == json.loads(json.dumps(expected))
     assert set(data) == {
         "objective",
@@ -98,7 +100,7 @@ def test_options_as_strings_numbers_and_lists(client: TestClient) -> None:
 def test_uploaded_config_is_planned_without_reading_paths(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(catalog, "read_config_file", lambda path: pytest.fail(f"read {path}"))
+    monkeypatch.setattr(resolve, "read_config_file", lambda path: pytest.fail(f"read {path}"))
     body = {"model": "my-tiny", "model_config": TINY_LLAMA, "plan": {"max_gpus": 2, "gpu_types": "L40S"}}
     data = plan_json(client, body)
     assert data["plans"] and data["plans"][0]["estimate"]["model"]["source"] == "uploaded config.json"

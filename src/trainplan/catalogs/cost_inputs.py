@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from trainplan.catalogs.loader import load_yaml
+from trainplan.catalogs.gpus import GpuSpec
+from trainplan.catalogs.loader import load_yaml, require
 from trainplan.catalogs.prices import Discount, price_index
 from trainplan.errors import InputError, UnknownNameError
 
@@ -169,6 +170,49 @@ def pcie_practical_bytes_per_s() -> dict[int, float]:
         int(row["gen"]): float(row["practical_bytes_per_s"])
         for row in load_yaml("load_sources.yaml")["pcie_host_to_device"]
     }
+
+
+@dataclass(frozen=True)
+class UnpublishedLinks:
+    """The host link and network a GPU record without its own figure is timed with."""
+
+    pcie_gen: int
+    network_bytes_per_s: float
+    pcie_basis: str
+    network_basis: str
+
+
+_LINK_KEYS = ("pcie_gen", "pcie_basis", "network_bytes_per_s", "network_basis", "as_of")
+
+
+@cache
+def unpublished_links() -> UnpublishedLinks:
+    """load_sources.yaml `unpublished_links`: the figures used where a GPU record has none."""
+    raw = load_yaml("load_sources.yaml")["unpublished_links"]
+    require(raw, _LINK_KEYS, set(_LINK_KEYS), "load_sources.yaml unpublished_links")
+    return UnpublishedLinks(
+        int(raw["pcie_gen"]),
+        float(raw["network_bytes_per_s"]),
+        str(raw["pcie_basis"]),
+        str(raw["network_basis"]),
+    )
+
+
+def host_link_bytes_per_s(gpu: GpuSpec) -> float:
+    """Practical pinned host-to-device bytes/s of the GPU's PCIe generation (x16), or of the
+    assumed one where its record has none (`unpublished_links`)."""
+    gen = gpu.pcie_gen if gpu.pcie_gen is not None else unpublished_links().pcie_gen
+    rates = pcie_practical_bytes_per_s()
+    if gen not in rates:
+        raise RuntimeError(f"gpus.yaml {gpu.name}: PCIe gen {gen} has no row in load_sources.yaml")
+    return rates[gen]
+
+
+def network_bytes_per_s(gpu: GpuSpec) -> float:
+    """Per-GPU bytes/s between nodes: the record's scale-out figure, or the assumed one."""
+    if gpu.scale_out_bytes_per_s is not None:
+        return gpu.scale_out_bytes_per_s
+    return unpublished_links().network_bytes_per_s
 
 
 def parse_load_source(text: str) -> StorageSource:

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from trainplan.catalogs.loader import load_yaml
-from trainplan.catalogs.models import normalise
+from trainplan.catalogs.loader import load_yaml, normalise, require
 from trainplan.errors import UnknownNameError
 
 GPU_CLASSES = ("consumer", "workstation", "datacenter")
@@ -45,21 +44,29 @@ class GpuSpec:
         return min((self.name, *self.aliases), key=len)
 
 
-_REQUIRED = (
-    "name",
-    "vendor",
-    "class",
-    "memory_bytes",
-    "dense_flops_per_s",
-    "source",
-    "as_of",
-)
+# Every key of a record, each required (null where a figure is not published: the power and
+# link figures); an unknown key is an error.
+_KEYS = (
+    "name", "aliases", "vendor", "class", "architecture", "year", "memory_bytes", "memory_source",
+    "memory_marketed_gb", "memory_type", "memory_bandwidth_bytes_per_s", "dense_flops_per_s", "tdp_w",
+    "idle_w", "pcie_gen", "pcie_lanes", "scale_up_bandwidth_bytes_per_s", "scale_up_domain_gpus",
+    "scale_out_bytes_per_s", "source", "sources", "as_of", "verified", "flags",
+)  # fmt: skip
+# The keys that may not be null.
+_NOT_NULL = (
+    "name", "vendor", "class", "architecture", "memory_bytes", "memory_bandwidth_bytes_per_s",
+    "dense_flops_per_s", "scale_up_domain_gpus", "source", "as_of",
+)  # fmt: skip
 
 
 def _gpu_from(raw: dict[str, Any], index: int) -> GpuSpec:
-    missing = [key for key in _REQUIRED if raw.get(key) is None]
+    where = f"gpus.yaml[{index}] ({raw.get('name')})"
+    require(raw, _KEYS, set(_KEYS), where)
+    missing = [key for key in _NOT_NULL if raw.get(key) is None]
     if missing:
-        raise RuntimeError(f"gpus.yaml[{index}] ({raw.get('name')}): missing {missing}")
+        raise RuntimeError(f"{where}: null {missing}")
+    if not float(raw["memory_bandwidth_bytes_per_s"]) > 0 or int(raw["scale_up_domain_gpus"]) < 1:
+        raise RuntimeError(f"{where}: memory bandwidth must be positive, the scale-up domain at least 1")
     if raw["class"] not in GPU_CLASSES:
         raise RuntimeError(f"gpus.yaml[{index}]: class {raw['class']!r} not in {GPU_CLASSES}")
     flops = {str(k): (float(v) if v is not None else None) for k, v in raw["dense_flops_per_s"].items()}
@@ -80,17 +87,17 @@ def _gpu_from(raw: dict[str, Any], index: int) -> GpuSpec:
         aliases=tuple(str(alias) for alias in raw.get("aliases") or []),
         vendor=str(raw["vendor"]),
         gpu_class=str(raw["class"]),
-        architecture=str(raw.get("architecture", "")),
+        architecture=str(raw["architecture"]),
         memory_bytes=int(raw["memory_bytes"]),
         memory_source=str(raw.get("memory_source", "")),
         dense_flops_per_s=flops,
-        memory_bandwidth_bytes_per_s=float(raw.get("memory_bandwidth_bytes_per_s") or 0),
+        memory_bandwidth_bytes_per_s=float(raw["memory_bandwidth_bytes_per_s"]),
         tdp_w=opt_float("tdp_w"),
         idle_w=opt_float("idle_w"),
         pcie_gen=opt_int("pcie_gen"),
         pcie_lanes=opt_int("pcie_lanes"),
         scale_up_bandwidth_bytes_per_s=opt_float("scale_up_bandwidth_bytes_per_s"),
-        scale_up_domain_gpus=int(raw.get("scale_up_domain_gpus") or 1),
+        scale_up_domain_gpus=int(raw["scale_up_domain_gpus"]),
         scale_out_bytes_per_s=opt_float("scale_out_bytes_per_s"),
         source=str(source),
         as_of=str(raw["as_of"]),

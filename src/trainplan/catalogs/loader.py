@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 import sys
 import zlib
 from collections.abc import Mapping
@@ -71,3 +72,18 @@ def require(record: Mapping[str, Any], keys: tuple[str, ...], allowed: set[str],
     unknown = sorted(set(record) - allowed)
     if missing or unknown:
         raise RuntimeError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+
+
+_SEPARATORS = re.compile(r"[\s_\-/]+")
+#: The same separators among ASCII characters (`\s` there is what `str.isspace` accepts), as a
+#: deletion table: an ASCII name (every catalog name, most input) is normalised without the regex.
+_ASCII_SEPARATORS = str.maketrans("", "", "".join(c for c in map(chr, range(128)) if c.isspace()) + "_-/")
+
+
+def normalise(name: str) -> str:
+    """A catalog name as it is matched: lower-case, with runs of space/dash/underscore/slash
+    removed, so 'RTX-4090' == 'rtx 4090'."""
+    text = name.strip().lower()
+    if text.isascii():
+        return text.translate(_ASCII_SEPARATORS)
+    return _SEPARATORS.sub("", text)

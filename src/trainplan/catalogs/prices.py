@@ -18,7 +18,6 @@ counted quote is.
 from __future__ import annotations
 
 import datetime
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -180,6 +179,11 @@ class PriceIndex:
     discounts: Mapping[str, Discount]
 
 
+# The range of a rate in USD per GPU-hour: every quote in the data, and a user's own rate (the
+# scenario field `usd_per_gpu_hour` takes its bounds from here).
+USD_PER_GPU_HOUR_RANGE = (0.001, 1000.0)
+
+
 def _fraction(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
         raise RuntimeError(f"{where}: {value!r} is not a fraction in [0, 1)")
@@ -188,8 +192,6 @@ def _fraction(value: Any, where: str) -> float:
 
 def _quote(raw: Any, sources: Mapping[str, str], where: str) -> Quote:
     """One validated quote: known keys, a known class and source, a date, a sane price."""
-    from trainplan.scenario import field_infos
-
     if not isinstance(raw, Mapping):
         raise RuntimeError(f"{where}: a quote must be a mapping")
     _require(raw, QUOTE_KEYS, set(QUOTE_KEYS + QUOTE_OPTIONAL), where)
@@ -202,8 +204,7 @@ def _quote(raw: Any, sources: Mapping[str, str], where: str) -> Quote:
             raise RuntimeError(f"{where}: {key} must be a non-empty string")
     parse_date(raw["date"], where)
     price = raw["usd_per_gpu_hour"]
-    rate = field_infos()["usd_per_gpu_hour"]  # the same range a user's own rate must meet
-    low, high = rate.minimum or 0.0, rate.maximum or math.inf
+    low, high = USD_PER_GPU_HOUR_RANGE
     if isinstance(price, bool) or not isinstance(price, int | float) or not low <= price <= high:
         raise RuntimeError(f"{where}: usd_per_gpu_hour {price!r} is not between {low:g} and {high:g}")
     instance, count = raw.get("instance_usd_per_hour"), raw.get("gpus_per_instance")

@@ -379,7 +379,8 @@ def _global_batch(
 def _check_model(source: Source) -> None:
     """A model reference that is neither a catalog model nor a local config is looked up now,
     so that a Hub id we cannot reach says which file named it and what to do."""
-    from trainplan.catalogs.models import find_model_record, model_config
+    from trainplan.catalogs.models import find_model_record
+    from trainplan.resolve import model_config
 
     reference = str(source.value)
     if find_model_record(reference) is not None:

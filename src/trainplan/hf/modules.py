@@ -12,6 +12,7 @@ from trainplan.families import Family, resolve
 from trainplan.hf.layers import num_experts
 from trainplan.hf.values import MISSING, flag, get, get_int, key_tuple
 from trainplan.model import DELTANET_PROJECTIONS, LINEAR_MIXER_KINDS, Attention, LinearMixer, Mlp, Ssm
+from trainplan.terms.params import PEFT_EXPERT_ADAPTER_TYPES
 
 _SEED_MLP_RATIO = 3.5  # the seed calculator's fallback when the MLP width is not recorded
 
@@ -244,6 +245,7 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
         else str(family.setting("activation", cfg, cfg.get("hidden_act", "silu"))),
         shared_scores=bool(rule.get("shared_scores", False)) and shared_count > 0,
         output_scale=flag(family, "mlp_output_scale", cfg),
+        expert_adapters=str(cfg.get("model_type", "")) in PEFT_EXPERT_ADAPTER_TYPES,
     )
 
 

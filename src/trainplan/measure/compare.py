@@ -12,7 +12,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.catalogs.models import model_config, resolve_model
 from trainplan.errors import InputError
 from trainplan.estimate import estimate, resolved_base_weights, resolved_ema, sample_shape
 from trainplan.hf import spec_from_config
@@ -20,10 +19,13 @@ from trainplan.hf.pipeline import PIPELINE_KEY
 from trainplan.measure.fsdp import FsdpTrace
 from trainplan.measure.result import MeasuredStep
 from trainplan.model import ModelSpec, block_linears
+from trainplan.presets import resolved_adapter_dtype
+from trainplan.resolve import model_config, resolve_model
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario
 from trainplan.terms.jepa_masks import jepa_masks
 from trainplan.terms.params import targeted
+from trainplan.terms.recipes import PRECISIONS
 
 NOT_TRACED = (
     "A trace cannot see the CUDA context (~0.5 GiB), cuBLAS/cuDNN workspaces, NCCL buffers, "
@@ -227,7 +229,9 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
         "kernels": scenario.kernels != "eager",  # Triton kernels do not run on fake tensors
-        "lora.dtype": kind == "llm" and scenario.method != "full" and scenario.lora.dtype != "fp32",
+        "lora.dtype": kind == "llm"
+        and scenario.method != "full"
+        and resolved_adapter_dtype(kind, scenario, PRECISIONS[scenario.precision].compute)[0] != "fp32",
     }
     for name, asked in untraced.items():
         if asked:
@@ -362,7 +366,9 @@ def sample_trace(scenario: Scenario, spec: ModelSpec | None = None) -> MeasuredS
         lora_targets=() if full else _lora_targets(scenario, config),
         lora_dropout=scenario.lora.dropout,
         base_weights=base,
-        adapter_dtype="fp32" if scenario.lora.dtype == "fp32" else base,
+        adapter_dtype="fp32"
+        if resolved_adapter_dtype(spec.kind, scenario, PRECISIONS[scenario.precision].compute)[0] == "fp32"
+        else base,
         precision=precision,
         optimizer=scenario.optimizer,
         micro_batch=scenario.micro_batch,

@@ -41,6 +41,7 @@ All figures are bytes per sample (one image or clip): estimates, checked against
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainplan.errors import InputError
@@ -58,16 +59,6 @@ __all__ = [
     "sample_tokens",
 ]
 
-DIT_ROLES = frozenset(
-    {"double_stream", "single_stream", "joint", "video_dit", "pixart", "sana", "ltx_video", "cogvideox"}
-)
-UNET_LAYER_ROLES = frozenset({"resnet", "transformer"})  # what diffusers checkpoints in a UNet
-UNET_ROLES = frozenset({"resnet", "transformer", "proj", "downsample", "upsample"})
-JEPA_ROLES = frozenset({"encoder", "predictor"})
-WEIGHT_ROLES = frozenset({"embed", "output", "encoder_norm"})
-# run outside the checkpointed layers: HunyuanVideo's token refiner over the text, CogVideoX's head
-OUTSIDE_LAYER_ROLES = frozenset({"text_refiner", "cogvideox_output"})
-
 
 def checkpointed_blocks(model: ModelSpec, every: int | None) -> list[int]:
     """Per block, how many layers diffusers' (or V-JEPA's) gradient checkpointing wraps: every
@@ -75,21 +66,13 @@ def checkpointed_blocks(model: ModelSpec, every: int | None) -> list[int]:
     counts: list[int] = []
     start = 0
     for block in model.blocks:
-        if every is None or not _is_layer(block):
+        if every is None or not block_kind(block, model).layer:
             counts.append(0)
             continue
         end = start + block.count
         counts.append(end // every - start // every)
         start = end
     return counts
-
-
-def _is_layer(block: Block) -> bool:
-    return (
-        block.role in DIT_ROLES
-        or block.role in UNET_LAYER_ROLES
-        or (block.role in JEPA_ROLES and block.attention is not None)
-    )
 
 
 def positions(shape: TokenShape, level: int) -> int:
@@ -551,15 +534,6 @@ def _ltx_video(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     )
 
 
-#: Blocks that self-attend over the image or video tokens and cross-attend to the text, by role.
-_CROSS_ATTENTION_DITS = {
-    "video_dit": _video_dit,
-    "pixart": _pixart,
-    "sana": _sana,
-    "ltx_video": _ltx_video,
-}
-
-
 def _vit(dims: _Dims, block: Block, recipe: JepaRecipe, sequences: list[tuple[float, float]]) -> float:
     """A pre-norm JEPA ViT layer over `sequences` ((tokens, count) per sample): LayerNorm
     (trained weight), the q/k/v inputs (one cast each under autocast, or one for the repos'
@@ -712,49 +686,11 @@ def denoiser_activations(
     a, width = dims.a, model.hidden_size
     layers: list[tuple[Block, float]] = []
     inputs: list[float] = []
-    joint = shape.image_tokens + shape.text_tokens
     for block in model.blocks:
-        if block.role in ("double_stream", "joint"):
-            layers.append((block, _mmdit(dims, block, model, shape)))
-            inputs.append(a * width * joint)
-        elif block.role == "single_stream":
-            layers.append((block, _single_stream(dims, block, model, shape)))
-            inputs.append(a * width * joint)
-        elif block.role in _CROSS_ATTENTION_DITS:  # over the image / video tokens only
-            layers.append((block, _CROSS_ATTENTION_DITS[block.role](dims, block, model, shape)))
-            inputs.append(a * width * shape.image_tokens)
-        elif block.role == "cogvideox":
-            layers.append((block, _cogvideox(dims, block, model, shape)))
-            inputs.append(a * width * joint)
-        elif block.role in OUTSIDE_LAYER_ROLES:
-            outside_recipe = _text_refiner if block.role == "text_refiner" else _cogvideox_output
-            layers.append((block, outside_recipe(dims, block, model, shape)))
-            inputs.append(0.0)
-        elif block.role in JEPA_ROLES and block.attention is not None:
-            tokens = _jepa_tokens(block, shape, masks)
-            recipe = model_recipe(model)
-            layers.append((block, _vit(dims, block, recipe, _jepa_sequences(block, shape, masks))))
-            inputs.append(a * block.width * tokens)
-        elif block.role == "resnet":
-            layers.append((block, _resnet(dims, block, shape)))
-            inputs.append(a * (block.linears[0].in_features // 9) * positions(shape, block.level))
-        elif block.role == "transformer":
-            layers.append((block, _unet_transformer(dims, block, shape)))
-            inputs.append(a * block.width * positions(shape, block.level))
-        elif block.role in ("proj", "downsample", "upsample") or (
-            block.role == "output" and model.kind == "diffusion" and is_unet(model)
-        ):
-            layers.append((block, _unet_weights(dims, block, shape)))
-            inputs.append(0.0)
-        elif block.role in WEIGHT_ROLES or block.role in JEPA_ROLES:
-            layers.append((block, _weights_block(dims, block, model, shape, masks)))
-            inputs.append(0.0)
-        else:
-            raise InputError(
-                "model",
-                f"{model.name}: memory of its {block.role!r} blocks is not modelled; its parameters "
-                "are counted (`trainplan models --family diffusion`)",
-            )
+        kind = block_kind(block, model)
+        layers.append((block, kind.saved(dims, block, model, shape, masks)))
+        width_tokens = kind.layer_input
+        inputs.append(a * width_tokens(block, model, shape, masks) if width_tokens is not None else 0.0)
     latent = shape.latent_elements * (model.geometry.latent_channels if model.geometry else 1)
     if model.kind == "jepa":
         encoder_width = width
@@ -904,33 +840,14 @@ def _streams(
     model: ModelSpec, block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
 ) -> list[tuple[float, float]]:
     """(multiply-accumulates per token, tokens) of each linear of one layer of `block`."""
-    joint = shape.image_tokens + shape.text_tokens
+    kind = block_kind(block, model)
     out: list[tuple[float, float]] = []
     for linear in block_linears(block, model.hidden_size):
         macs = float(linear.in_features * linear.out_features * linear.copies)
-        name = linear.name
         if linear.role == "modulation":  # adaLN from the pooled condition: once per sample
             tokens = 1.0
-        elif block.role == "single_stream":
-            tokens = float(joint)
-        elif block.role in ("double_stream", "joint"):
-            text = name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
-            tokens = float(shape.text_tokens if text else shape.image_tokens)
-        elif block.role in _CROSS_ATTENTION_DITS:
-            cross_kv = name in ("attn2.to_k", "attn2.to_v")
-            tokens = float(shape.text_tokens if cross_kv else shape.image_tokens)
-        elif block.role == "cogvideox":
-            tokens = float(joint)
-        elif block.role == "text_refiner":
-            tokens = float(shape.text_tokens)
-        elif block.role in JEPA_ROLES and block.attention is not None:
-            tokens = _jepa_tokens(block, shape, masks)
-        elif block.role in UNET_ROLES:
-            cross_kv = name.endswith(("attn2.to_k", "attn2.to_v"))
-            level = block.level + (1 if block.role == "downsample" else 0)  # a stride-2 conv's outputs
-            tokens = float(shape.text_tokens if cross_kv else positions(shape, level))
         else:
-            tokens = _linear_tokens(model, linear, shape, masks)
+            tokens = kind.linear_tokens(model, block, linear, shape, masks)
         out.append((macs, tokens))
     return out
 
@@ -952,35 +869,7 @@ def _attention_forward(
     model: ModelSpec, block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
 ) -> float:
     """Forward FLOPs per sample of one layer's attention cores (no causal mask)."""
-    joint = shape.image_tokens + shape.text_tokens
-    if block.role == "single_stream":
-        return core(_single_attention(block, model), joint, joint)
-    if block.attention is None:
-        return 0.0
-    if block.role in ("double_stream", "joint"):
-        flops = core(block.attention, joint, joint)
-        if any(linear.name == "attn2.to_q" for linear in block.linears):
-            flops += core(block.attention, shape.image_tokens, shape.image_tokens)
-        return flops
-    if block.role == "sana":  # ReLU linear self-attention, then cross-attention to the text
-        assert block.cross_attention is not None
-        return linear_attention_core(block.attention, shape.image_tokens) + core(
-            block.cross_attention, shape.image_tokens, shape.text_tokens
-        )
-    if block.role == "cogvideox":
-        return core(block.attention, joint, joint)
-    if block.role == "text_refiner":
-        return core(block.attention, shape.text_tokens, shape.text_tokens)
-    if block.role in _CROSS_ATTENTION_DITS:  # self-, then cross-attention to the text
-        cross = block.cross_attention or block.attention
-        return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
-            cross, shape.image_tokens, shape.text_tokens
-        )
-    if block.role == "transformer":  # a UNet's self-attention over its positions, cross to the text
-        count = positions(shape, block.level)
-        return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
-    sequences = _jepa_sequences(block, shape, masks)
-    return sum(count * core(block.attention, tokens, tokens) for tokens, count in sequences)
+    return block_kind(block, model).attention_flops(model, block, shape, masks)
 
 
 @dataclass(frozen=True)
@@ -1027,3 +916,221 @@ def denoiser_flops(
     weight_grad = 0.0 if frozen_base else matmul
     total = matmul + matmul + weight_grad + 3 * attention + adapters + recompute + target
     return DenoiserFlops(matmul, attention, total, recompute, target)
+
+
+# ---- the block table: one row per block role -------------------------------------------------
+# A row says how one kind of block keeps activations for backward (`saved`, per sample), what a
+# checkpointed layer of it keeps instead (`layer_input` elements, at the activation dtype; None
+# for embedders and heads, which diffusers and the JEPA repos never checkpoint), the tokens
+# each of its linears runs over, and its attention cores' forward FLOPs. A new block type is a
+# new row, not a branch in the activation, FLOP and checkpointing code.
+_Masks = tuple[MaskGenerator, ...]
+
+
+@dataclass(frozen=True)
+class BlockKind:
+    """How one role of block keeps activations and runs its tokens (the table above)."""
+
+    saved: Callable[[_Dims, Block, ModelSpec, TokenShape, _Masks], float]
+    layer_input: Callable[[Block, ModelSpec, TokenShape, _Masks], float] | None
+    linear_tokens: Callable[[ModelSpec, Block, Linear, TokenShape, _Masks], float]
+    attention_flops: Callable[[ModelSpec, Block, TokenShape, _Masks], float]
+
+    @property
+    def layer(self) -> bool:
+        """Whether gradient checkpointing wraps this block's layers."""
+        return self.layer_input is not None
+
+
+def _joint_width(block: Block, model: ModelSpec, shape: TokenShape, masks: _Masks) -> float:
+    return float(model.hidden_size * (shape.image_tokens + shape.text_tokens))
+
+
+def _image_width(block: Block, model: ModelSpec, shape: TokenShape, masks: _Masks) -> float:
+    return float(model.hidden_size * shape.image_tokens)
+
+
+def _joint_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+    return float(shape.image_tokens + shape.text_tokens)
+
+
+def _stream_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+    """An MMDiT block's linears: the text stream's over the text tokens, the image stream's over
+    the image tokens."""
+    text = linear.name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
+    return float(shape.text_tokens if text else shape.image_tokens)
+
+
+def _cross_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+    """A cross-attention DiT's linears: the cross keys and values over the text, the rest over
+    the image or video tokens."""
+    cross_kv = linear.name in ("attn2.to_k", "attn2.to_v")
+    return float(shape.text_tokens if cross_kv else shape.image_tokens)
+
+
+def _text_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+    return float(shape.text_tokens)
+
+
+def _unet_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+    """A UNet block's linears: cross keys and values over the text, the rest over the block's
+    latent positions (a stride-2 downsampler's over its outputs)."""
+    cross_kv = linear.name.endswith(("attn2.to_k", "attn2.to_v"))
+    level = block.level + (1 if block.role == "downsample" else 0)
+    return float(shape.text_tokens if cross_kv else positions(shape, level))
+
+
+def _jepa_linear_tokens(
+    model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks
+) -> float:
+    return _jepa_tokens(block, shape, masks)
+
+
+def _embedder_tokens(
+    model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks
+) -> float:
+    return _linear_tokens(model, linear, shape, masks)
+
+
+def _no_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    return 0.0
+
+
+def _mmdit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    """Joint attention over text + image (and MMDiT-X's second attention over the image)."""
+    assert block.attention is not None
+    joint = shape.image_tokens + shape.text_tokens
+    flops = core(block.attention, joint, joint)
+    if any(linear.name == "attn2.to_q" for linear in block.linears):
+        flops += core(block.attention, shape.image_tokens, shape.image_tokens)
+    return flops
+
+
+def _single_stream_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    joint = shape.image_tokens + shape.text_tokens
+    return core(_single_attention(block, model), joint, joint)
+
+
+def _joint_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    assert block.attention is not None
+    joint = shape.image_tokens + shape.text_tokens
+    return core(block.attention, joint, joint)
+
+
+def _cross_dit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    """Self-attention over the image or video tokens, then cross-attention to the text."""
+    assert block.attention is not None
+    cross = block.cross_attention or block.attention
+    return core(block.attention, shape.image_tokens, shape.image_tokens) + core(
+        cross, shape.image_tokens, shape.text_tokens
+    )
+
+
+def _sana_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    """ReLU linear self-attention, then cross-attention to the text."""
+    assert block.attention is not None and block.cross_attention is not None
+    return linear_attention_core(block.attention, shape.image_tokens) + core(
+        block.cross_attention, shape.image_tokens, shape.text_tokens
+    )
+
+
+def _text_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    assert block.attention is not None
+    return core(block.attention, shape.text_tokens, shape.text_tokens)
+
+
+def _unet_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    """A UNet transformer block: self-attention over its positions, cross-attention to the text."""
+    assert block.attention is not None
+    count = positions(shape, block.level)
+    return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
+
+
+def _jepa_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+    assert block.attention is not None
+    sequences = _jepa_sequences(block, shape, masks)
+    return sum(count * core(block.attention, tokens, tokens) for tokens, count in sequences)
+
+
+def _cross_dit(
+    recipe: Callable[[_Dims, Block, ModelSpec, TokenShape], float],
+    attention: Callable[[ModelSpec, Block, TokenShape, _Masks], float] = _cross_dit_attention,
+) -> BlockKind:
+    return BlockKind(lambda d, b, m, s, k: recipe(d, b, m, s), _image_width, _cross_tokens, attention)
+
+
+_WEIGHTS = BlockKind(_weights_block, None, _embedder_tokens, _no_attention)
+_UNET_WEIGHTS = BlockKind(lambda d, b, m, s, k: _unet_weights(d, b, s), None, _unet_tokens, _no_attention)
+
+#: Block role -> its row. The embedders and heads (`embed`, `output`, `encoder_norm`, a JEPA
+#: embedding block without attention) share one row; a UNet's output head is `_UNET_WEIGHTS`.
+BLOCK_KINDS: dict[str, BlockKind] = {
+    "double_stream": BlockKind(
+        lambda d, b, m, s, k: _mmdit(d, b, m, s), _joint_width, _stream_tokens, _mmdit_attention
+    ),
+    "joint": BlockKind(
+        lambda d, b, m, s, k: _mmdit(d, b, m, s), _joint_width, _stream_tokens, _mmdit_attention
+    ),
+    "single_stream": BlockKind(
+        lambda d, b, m, s, k: _single_stream(d, b, m, s),
+        _joint_width,
+        _joint_tokens,
+        _single_stream_attention,
+    ),
+    "video_dit": _cross_dit(_video_dit),
+    "pixart": _cross_dit(_pixart),
+    "sana": _cross_dit(_sana, _sana_attention),
+    "ltx_video": _cross_dit(_ltx_video),
+    "cogvideox": BlockKind(
+        lambda d, b, m, s, k: _cogvideox(d, b, m, s), _joint_width, _joint_tokens, _joint_attention
+    ),
+    # run outside the checkpointed layers: HunyuanVideo's token refiner, CogVideoX's head
+    "text_refiner": BlockKind(
+        lambda d, b, m, s, k: _text_refiner(d, b, m, s), None, _text_tokens, _text_attention
+    ),
+    "cogvideox_output": BlockKind(
+        lambda d, b, m, s, k: _cogvideox_output(d, b, m, s), None, _embedder_tokens, _no_attention
+    ),
+    "encoder": BlockKind(
+        lambda d, b, m, s, k: _vit(d, b, model_recipe(m), _jepa_sequences(b, s, k)),
+        lambda b, m, s, k: b.width * _jepa_tokens(b, s, k),
+        _jepa_linear_tokens,
+        _jepa_attention,
+    ),
+    "resnet": BlockKind(
+        lambda d, b, m, s, k: _resnet(d, b, s),
+        lambda b, m, s, k: (b.linears[0].in_features // 9) * positions(s, b.level),
+        _unet_tokens,
+        _no_attention,
+    ),
+    "transformer": BlockKind(
+        lambda d, b, m, s, k: _unet_transformer(d, b, s),
+        lambda b, m, s, k: b.width * positions(s, b.level),
+        _unet_tokens,
+        _unet_attention,
+    ),
+    "proj": _UNET_WEIGHTS,
+    "downsample": _UNET_WEIGHTS,
+    "upsample": _UNET_WEIGHTS,
+    "embed": _WEIGHTS,
+    "output": _WEIGHTS,
+    "encoder_norm": _WEIGHTS,
+}
+BLOCK_KINDS["predictor"] = BLOCK_KINDS["encoder"]
+
+
+def block_kind(block: Block, model: ModelSpec) -> BlockKind:
+    """The row of `block`: by its role, with a JEPA embedding block (no attention) as an
+    embedder and a UNet's output head as a UNet weight block; an unknown role is refused."""
+    if block.role in ("encoder", "predictor") and block.attention is None:
+        return _WEIGHTS
+    if block.role == "output" and model.kind == "diffusion" and is_unet(model):
+        return _UNET_WEIGHTS
+    kind = BLOCK_KINDS.get(block.role)
+    if kind is None:
+        raise InputError(
+            "model",
+            f"{model.name}: memory of its {block.role!r} blocks is not modelled; its parameters "
+            "are counted (`trainplan models --family diffusion`)",
+        )
+    return kind

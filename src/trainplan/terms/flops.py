@@ -40,6 +40,9 @@ class FlopsPerToken:
     palm_model_flops: float
     # attention forward of the layers that run with grad (all of them but no_grad passes)
     attention_grad_forward: float | None = None
+    # the output head's FLOPs of a step: forward, input gradients and, when it trains, weight
+    # gradients (never recomputed); the fp8 recipes run it at the 16-bit rate (terms/timing.py)
+    head_training: float = 0.0
 
     @property
     def attention_training(self) -> float:
@@ -188,4 +191,5 @@ def flops_per_token(
         recompute=recompute,
         palm_model_flops=palm,
         attention_grad_forward=attention_grad,
+        head_training=head_forward + 2 * head + (0.0 if frozen_base else 2 * head),
     )

@@ -12,17 +12,13 @@ only as keys and values.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from trainplan.errors import InputError, shown_number, shown_value
+from trainplan.errors import InputError
 from trainplan.model import LatentGeometry, ModelSpec
+from trainplan.scenario import MAX_FRAMES, parse_resolution
 
-__all__ = ["TokenShape", "geometry_of", "latent_frames", "parse_resolution", "token_shape"]
-
-MAX_PIXELS_PER_SIDE = 16_384
-MAX_FRAMES = 4_096
-_WXH = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+__all__ = ["TokenShape", "geometry_of", "latent_frames", "token_shape"]
 
 
 @dataclass(frozen=True)
@@ -42,29 +38,6 @@ class TokenShape:
     def latent_elements(self) -> int:
         """Latent values per channel of one sample (the shape of the noise and the loss target)."""
         return self.latent_width * self.latent_height * self.latent_frames
-
-
-def parse_resolution(raw: object) -> tuple[int, int]:
-    """(width, height) in pixels of an int (square) or "WxH"; InputError naming `resolution`."""
-    wrong = f"{shown_value(raw)} is not a resolution: give pixels (1024) or WxH (832x480)"
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        width = height = raw
-    elif isinstance(raw, str) and len(raw) <= 40:
-        match = _WXH.match(raw)
-        if match is None and raw.strip().isdigit():
-            width = height = int(raw)
-        elif match is None:
-            raise InputError("resolution", wrong)
-        else:
-            width, height = int(match.group(1)), int(match.group(2))
-    else:
-        raise InputError("resolution", wrong)
-    for side in (width, height):
-        if not 1 <= side <= MAX_PIXELS_PER_SIDE:
-            raise InputError(
-                "resolution", f"{shown_number(side)} px is outside 1..{MAX_PIXELS_PER_SIDE:,} per side"
-            )
-    return width, height
 
 
 def geometry_of(model: ModelSpec, field: str = "resolution") -> LatentGeometry:

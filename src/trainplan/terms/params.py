@@ -114,6 +114,24 @@ def total_params(model: ModelSpec) -> int:
     )
 
 
+# The model types whose routed experts peft adapts. transformers 5 stores routed experts as fused
+# 3-D parameters (`@use_experts_implementation`), which no `target_modules` entry matches; peft's
+# MoE conversion (peft 0.21 utils/transformers_weight_conversion.py: _MODEL_TO_CONVERSION_PATTERN
+# entries mapped to the "mixtral" or "qwen2_moe" patterns of _MOE_TARGET_MODULE_MAPPING; qwen2_moe
+# itself has no entry) turns
+# "all-linear" and the old expert projection names into `target_parameters` for these types only.
+# Elsewhere (gpt-oss, Qwen2-MoE, Llama 4, DBRX, JetMoE, Granite-MoE, ...) the experts stay frozen.
+PEFT_EXPERT_ADAPTER_TYPES = frozenset(
+    {
+        "mixtral", "minimax", "minimax_m2", "afmoe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1",
+        "ernie4_5_moe", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "glm4v_moe", "longcat_flash",
+        "solar_open", "mellum", "qwen3_moe", "beam", "qwen3_omni_moe", "qwen3_omni_moe_thinker",
+        "qwen3_omni_moe_text", "qwen3_next", "hunyuan_v1_moe", "flex_olmo", "olmoe", "sarvam_mla",
+        "exaone_moe", "cohere2_moe",
+    }
+)  # fmt: skip
+
+
 def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     """Whether a LoRA target spec selects `linear`.
 
@@ -122,21 +140,35 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     LM head and the router (peft's "all-linear"), SSM and DSA-indexer projections included; for a diffusion or
     JEPA model (no LM head) every nn.Linear, convolutions left out. Explicit names
     match the module name or its last dotted part, as peft's `target_modules` does; weight
-    tensors applied by einsum (XLNet's q/k/v/o/r) are no module and match nothing.
+    tensors applied by einsum (XLNet's q/k/v/o/r) are no module and match nothing, and routed
+    experts only where peft adapts them (`PEFT_EXPERT_ADAPTER_TYPES`).
     """
-    if linear.role == "einsum":  # a weight tensor, not a module peft can wrap (XLNet)
+    if linear.role == "einsum" or not linear.adaptable:  # a weight tensor peft does not wrap
         return False
     if targets == "qv":
         return linear.role in QUERY_VALUE_ROLES
     if targets == "attention":
         return linear.role in ATTENTION_ROLES
     if targets == "all-linear":
-        return (
+        return linear.in_all_linear or (
             linear.role
             in ATTENTION_ROLES | MLP_ROLES | SSM_ROLES | EXTRA_ROLES | INDEXER_ROLES | DENOISER_ROLES
         )
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
+
+
+def adapter_matrix_params(linear: Linear, lora: LoraSettings) -> int:
+    """Adapter parameters of one targeted matrix (one copy): rank x (in + out), + out for DoRA.
+    peft's MoE conversion adapts a routed expert's gate and up projections as one fused gate_up
+    parameter at twice the rank (its rank_pattern), so their adapters hold rank x (in + 2 out)
+    each, a fused gate_up 2 x rank x (in + out) (peft 0.21 transformers_weight_conversion.py)."""
+    factor = 2 if linear.peft_converted and linear.role in ("gate", "up") else 1
+    if linear.peft_converted and linear.role == "gate_up":
+        per_matrix = 2 * lora.rank * (linear.in_features + linear.out_features)
+    else:
+        per_matrix = lora.rank * (linear.in_features + factor * linear.out_features)
+    return per_matrix + (linear.out_features if lora.dora else 0)
 
 
 def lora_params(model: ModelSpec, lora: LoraSettings) -> int:
@@ -147,10 +179,7 @@ def lora_params(model: ModelSpec, lora: LoraSettings) -> int:
             continue
         for linear in block_linears(block, model.hidden_size):
             if targeted(linear, lora.targets):
-                per_matrix = lora.rank * (linear.in_features + linear.out_features)
-                if lora.dora:
-                    per_matrix += linear.out_features
-                total += block.count * linear.copies * per_matrix
+                total += block.count * linear.copies * adapter_matrix_params(linear, lora)
     if total == 0:
         raise InputError(
             "lora.targets",
@@ -167,8 +196,7 @@ def lora_run_params(model: ModelSpec, lora: LoraSettings) -> tuple[int, int]:
     for block in model.blocks:
         for linear in block_linears(block, model.hidden_size):
             if targeted(linear, lora.targets):
-                per_matrix = lora.rank * (linear.in_features + linear.out_features)
-                per_matrix += linear.out_features if lora.dora else 0
+                per_matrix = adapter_matrix_params(linear, lora)
                 runs += block.count * linear.copies * per_matrix
                 grad += 0 if block.no_grad else block.count * linear.copies * per_matrix
     return runs, grad

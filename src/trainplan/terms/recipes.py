@@ -149,8 +149,6 @@ BASE_WEIGHT_BYTES: dict[str, float] = {
     "nf4": nf4_bytes_per_param(),
 }
 
-QUANTISED_BASES = frozenset({"int8", "nf4"})
-
 # Dequantising a 4-bit base (bitsandbytes) before each matmul costs time per micro-batch set by
 # the weight count, not by the tokens: about 18 bytes of memory traffic per quantised weight per
 # forward+backward (derived from matched QLoRA/LoRA step-time pairs: litgpt config-hub runs on

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from trainplan.model import Block, ModelSpec, block_linears
 
-DEFAULT_LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
 # Layers whose saved tensors stay on the GPU under activation offloading: the layer in use and
 # the one being prefetched (torchtune prefetches one layer ahead in backward).
 OFFLOAD_RESIDENT_LAYERS = 2

@@ -2,8 +2,10 @@
 
 compute = FLOPs / (GPUs x dense peak FLOP/s of the compute precision x efficiency)
 (the training roofline; efficiency is the sustained fraction of peak on the work done,
-recompute included; Narayanan et al. 2021, sec. 5.1). When the user gives `mfu` it is taken
-as the all-in efficiency and nothing is added. Otherwise trainplan adds, each documented:
+recompute included; Narayanan et al. 2021, sec. 5.1). Under the fp8 recipes the layers' linears
+run at the fp8 peak x efficiency x `fp8_matmul_efficiency_ratio`, the attention core and the
+output head at the 16-bit rate. When the user gives `mfu` it is taken as the all-in efficiency
+(no fp8 ratio) and nothing is added. Otherwise trainplan adds, each documented:
 - pipeline bubble: compute x (pp - 1) / m for m micro-batches per step (Narayanan et al. 2021,
   sec. 2.2.1, 1F1B schedule);
 - data-parallel gradient sync: ring all-reduce moves 2 (n - 1)/n x the gradient bytes per GPU
@@ -19,7 +21,10 @@ as the all-in efficiency and nothing is added. Otherwise trainplan adds, each do
   traffic at the GPU's memory bandwidth (`float8_cast_bytes`);
 - torch.compile: Inductor's fusion of the norms, RoPE and the gated activation removes memory
   traffic of the eager step (`compile_fusion_bytes`), subtracted at the memory bandwidth, at
-  most the (1 - efficiency) share of compute that is not matmul work at peak.
+  most the (1 - efficiency) share of compute that is not matmul work at peak;
+- a diffusion pipeline's frozen encoders (`frozen_encoders` gpu / offload): their forward FLOPs
+  (terms/encoders.py) at the compute dtype's rate, the 16-bit one under an fp8 recipe, and the
+  step's efficiency (also under a given `mfu`).
 Link speeds come from the GPU catalog; the bus-bandwidth efficiencies are stated judgements.
 """
 
@@ -34,7 +39,6 @@ from trainplan.scalar_or_array import minimum
 # one-direction NVLink figure within a node, and ~40-45 of 50 GB/s on 400 Gb/s networks.
 INTRA_NODE_EFFICIENCY = 0.8
 INTER_NODE_EFFICIENCY = 0.85
-FALLBACK_NETWORK_BYTES_PER_S = 12.5e9  # 100 Gb/s Ethernet where the catalog has no figure
 DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU
 # Sustained fraction of dense peak on training matmul work, by GPU architecture, from published
 # single-job measurements with little communication (calibration/published.yaml):
@@ -43,6 +47,21 @@ DEFAULT_EFFICIENCY = 0.45  # the seed calculator's MFU
 # Llama 3 405B 38-43%; Ada RTX 4090: torchtune Llama 3.1 8B full fine-tune 1,650 tok/s = 64% of
 # the dense bf16 peak with recompute counted. Other architectures: the seed's 0.45 (no data).
 EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
+# fp8 matmuls reach a lower share of the fp8 peak than 16-bit matmuls of the 16-bit peak: the
+# efficiency above applies to the fp8 recipes' linears times this ratio, by GPU architecture.
+# Source: S. Bekman, Machine Learning Engineering Open Book, compute/accelerator/README.md
+# (stas00/ml-engineering @ 744d01e1, read 2026-12-01), "Maximum Achievable Matmul FLOPS
+# comparison table": the best mean TFLOPS of torch matmuls over a brute-force sweep of shapes,
+# 100 iterations after 50 of warm-up, BF16 and FP8 (float8_e4m3fn) inputs on the same GPU:
+# - Hopper: H100 SXM, torch 2.7.0+cu126: FP8 1,402.6 of 1,979 = 70.9%, BF16 794.5 of 989 =
+#   80.3%: 70.9 / 80.3 = 0.883 (H200 SXM: FP8 73.4% against the same BF16 80.3% = 0.914; the
+#   900 W GH200: 77.6 / 83.8 = 0.926: the more power the part may draw, the nearer the two);
+# - Blackwell: B200 SXM, torch 2.7.1+cu128: FP8 76.3%, BF16 77.6%: 0.983 (B300 0.948).
+# Other architectures: 1 (no published pair; their fp8 runs are not calibrated). Why fp8 falls
+# further short (a reading of the table, not a measurement of clocks): an fp8 matmul does twice
+# the work per clock on the same tensor cores and draws more power, so at the power limit it runs
+# at lower clocks; the parts allowed more power (GH200 at 900 W) come nearer to 1.
+FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE = {"Hopper": 0.883, "Blackwell": 0.983}
 # Diffusion and video denoisers reach a different share of peak than a language model on the same
 # GPU: the efficiency above is multiplied by a factor per model kind (`efficiency_kind`), fitted as
 # measured / predicted images (clips) per second on the fit cases of
@@ -55,8 +74,11 @@ EFFICIENCY_BY_ARCHITECTURE = {"Ampere": 0.58, "Hopper": 0.47, "Ada": 0.6}
 #   300 epochs on 16 A100s in "under 72 hours" (ijepa-vith14-in1k-300ep-16xa100): an upper bound
 #   on the time, so the factor is a lower bound; applied to V-JEPA and V-JEPA 2 too, with no
 #   held-out run (no primary GPU count and wall time found for them).
-# A diffusion transformer keeps the language models' figure (checked against one FLUX.1-dev QLoRA
-# run, not fitted).
+# A diffusion transformer keeps the language models' figure, checked against two runs and fitted
+# on neither: FLUX.1-dev QLoRA on an RTX 4090 (-14%, a whole-run time) and MLPerf Training v5.1's
+# FLUX.1 on 16 GB200s in MXFP8 (+89%: the Blackwell default applied to the fp8 peak; the run
+# reaches 0.46 of the bf16 peak), whose ratio, 0.53, would correct fp8 on Blackwell rather than
+# the model kind (docs/accuracy.md).
 EFFICIENCY_FACTOR_BY_MODEL_KIND = {"unet": 0.67, "video": 0.70, "jepa": 0.43}
 
 
@@ -68,6 +90,11 @@ def efficiency_kind(model: ModelSpec) -> str:
 
         return "unet" if is_unet(model) else "diffusion-transformer"
     return model.kind
+
+
+def fp8_matmul_efficiency_ratio(architecture: str) -> float:
+    """The fp8 linears' share of the fp8 peak relative to the 16-bit efficiency (table above)."""
+    return FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE.get(architecture, 1.0)
 
 
 def default_efficiency(architecture: str, model_kind: str = "llm") -> float:
@@ -88,6 +115,13 @@ def default_efficiency(architecture: str, model_kind: str = "llm") -> float:
 #    tensor (no extra read), but the tensor-wide maximum is known only after that kernel ends,
 #    so scaling and casting is a second pass: read 2, write 1 = 3 bytes per element per cast
 #    (an estimate from the kernel structure, not a measured figure).
+# Cross-check: torchao's own roofline (torchao/testing/training/roofline_utils.py @ 36027d82,
+# `get_tensor_memory_traffic_ovhd_s`, tensorwise) counts per element and step an input or
+# grad_output amax read (2, none when fused into the producer) and one kernel that reads 2 and
+# writes float8 twice, row- and column-major for the backward's transposed operands (4): 4-6
+# bytes against 6 here (two casts of 3); a weight 2 + 3 + 3 = 8 against 6. The weight's amax
+# across FSDP shards (float8 all-gather) is one small all-reduce, not counted; rowwise scaling
+# (more traffic, a slower matmul) is not modelled.
 FLOAT8_CAST_BYTES_PER_ELEMENT = 5.0
 FLOAT8_CAST_BYTES_PER_ELEMENT_COMPILED = 3.0
 # The recipes whose casts are separate kernels; Transformer Engine (fp8-mixed) fuses its amax and

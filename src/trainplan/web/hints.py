@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.catalogs.models import catalog_spec, find_model_record
+from trainplan.catalogs.models import find_model_record
 from trainplan.errors import TrainplanError
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.phrasing import format_duration, with_article
+from trainplan.resolve import catalog_spec
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.units import format_gib

@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from trainplan import resolve
 from trainplan.catalogs import models as catalog
 from trainplan.errors import InputError, TrainplanError, UnknownNameError
 from trainplan.hf import spec_from_config
@@ -122,7 +123,7 @@ def _spec(config: Mapping[str, Any], name: str, source: str, field: str, force: 
 def is_hub_lookup(name: str) -> bool:
     """A name that is not in the catalog and has the Hub id syntax: answering it needs the network."""
     name = name.strip()
-    return catalog.find_model_record(name) is None and catalog.looks_like_hub_id(name)
+    return catalog.find_model_record(name) is None and resolve.looks_like_hub_id(name)
 
 
 def model_spec(name: str, force: bool = False) -> ModelSpec | None:
@@ -130,7 +131,7 @@ def model_spec(name: str, force: bool = False) -> ModelSpec | None:
     an error for anything else. Never touches the server's file system."""
     if catalog.find_model_record(name) is not None:
         return None
-    if catalog.looks_like_hub_id(name):
+    if resolve.looks_like_hub_id(name):
         return hub_spec(name, force)
     names = [record.name for record in catalog.model_records()]
     if _PATH_HINT.search(name):
@@ -145,5 +146,5 @@ def model_spec(name: str, force: bool = False) -> ModelSpec | None:
 @lru_cache(maxsize=64)
 def hub_spec(hub_id: str, force: bool = False) -> ModelSpec:
     """The spec of a Hub model's config.json (cached; failures are not cached)."""
-    config = catalog.fetch_hub_config(hub_id)
+    config = resolve.fetch_hub_config(hub_id)
     return _spec(config, hub_id, f"hub:{hub_id}", "model", force)

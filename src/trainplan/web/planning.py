@@ -17,6 +17,7 @@ from typing import Any
 from trainplan.catalogs.gpus import find_gpu
 from trainplan.errors import InputError, UnknownNameError
 from trainplan.options import PLAN_OPTIONS, WEB_CAPS
+from trainplan.phrasing import plans_heading
 from trainplan.plan import (
     PlanRequest,
     default_gpu_types,
@@ -170,6 +171,7 @@ def plan_payload(inputs: EngineInputs, request: PlanRequest) -> dict[str, Any]:
     payload = result_to_dict(plan(request, model=inputs.model))
     for item in (*payload["plans"], *payload["pareto"]):
         item["display"] = plan_display(item)
+    payload["display"] = {"heading": plans_heading(len(payload["plans"]), payload["objective"])}
     return payload
 
 

@@ -13,12 +13,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from trainplan.catalogs.cost_inputs import rates, regions
+from trainplan.catalogs.cost_inputs import regions
 from trainplan.catalogs.gpus import find_gpu, gpu_catalog
-from trainplan.catalogs.models import catalog_spec, model_records
+from trainplan.catalogs.models import model_records
 from trainplan.catalogs.prices import index_to_dict, parse_today
 from trainplan.estimate import estimate
 from trainplan.largest_fit import DEFAULT_HEADROOM
+from trainplan.listings import gpu_listing, model_listing, region_listing
 from trainplan.phrasing import largest_line
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
@@ -119,7 +120,9 @@ def answers(app: Any) -> Answers:
     return app_state(app, "answers", Answers)
 
 
-@router.get("/fields", summary="Scenario fields: kinds, defaults, allowed values, help, form sections")
+@router.get(
+    "/fields", summary="Scenario fields: labels, kinds, defaults, allowed values, help, form sections"
+)
 def get_fields() -> dict[str, Any]:
     """The field table the page builds its controls from (the CLI flags come from the same table)."""
     return field_metadata()
@@ -128,35 +131,13 @@ def get_fields() -> dict[str, Any]:
 @router.get("/models", summary="The model catalog", response_model=list[ModelItem])
 def get_models() -> list[dict[str, Any]]:
     """Every catalog model; `model` accepts the name, an alias or the Hub id."""
-    return [
-        {
-            "name": record.name,
-            "family": record.family,
-            "hub_id": record.hub_id,
-            "modality": record.modality,
-            "kind": catalog_spec(record.name).kind,
-            "aliases": list(record.aliases),
-            "published_params": record.published_params,
-        }
-        for record in model_records()
-    ]
+    return model_listing(model_records())
 
 
 @router.get("/gpus", summary="The GPU catalog", response_model=list[GpuItem], response_model_by_alias=True)
 def get_gpus() -> list[dict[str, Any]]:
     """Every catalog GPU with its memory (bytes) and class."""
-    priced = rates()
-    return [
-        {
-            "name": gpu.name,
-            "aliases": list(gpu.aliases),
-            "vendor": gpu.vendor,
-            "class": gpu.gpu_class,
-            "memory_bytes": gpu.memory_bytes,
-            "has_price": gpu.name in priced,
-        }
-        for gpu in gpu_catalog()
-    ]
+    return gpu_listing(gpu_catalog())
 
 
 @router.get("/prices", summary="The GPU price index: default prices, the dated quotes behind them, discounts")
@@ -176,16 +157,7 @@ def get_prices(
 @router.get("/regions", summary="Grid regions for CO2", response_model=list[RegionItem])
 def get_regions() -> list[dict[str, Any]]:
     """Every grid region: cloud regions and countries with their carbon intensity."""
-    return [
-        {
-            "id": region.id,
-            "name": region.name,
-            "kind": region.kind,
-            "gco2e_per_kwh": region.gco2e_per_kwh,
-            "year": region.year,
-        }
-        for region in regions().values()
-    ]
+    return region_listing(regions().values())
 
 
 def estimate_payload(

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, WEB_CAPS, flag_name
 from trainplan.scenario import (
+    BUDGET_MODES,
     LORA_FIELDS,
     LORA_TARGET_PRESETS,
     FieldInfo,
@@ -23,6 +24,7 @@ from trainplan.scenario import (
     field_infos,
     scenario_to_mapping,
 )
+from trainplan.web.largest import MAX_FIELDS
 
 # The body key for an uploaded or pasted config.json (never a path on the server).
 MODEL_CONFIG_KEY = "model_config"
@@ -110,7 +112,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # Values a field accepts beyond its listed choices (the CLI and API parse them; the form's select
 # offers the choices only): `full:N` checkpoints every N-th block.
 EXTRA_PATTERNS = {"activation_checkpointing": "^full:[1-9][0-9]*$"}
-# `resolution` is pixels per side as an integer, or "WxH" (terms/geometry.parse_resolution).
+# `resolution` is pixels per side as an integer, or "WxH" (scenario.parse_resolution).
 RESOLUTION_PATTERN = "^\\s*[0-9]+\\s*([xX]\\s*[0-9]+\\s*)?$"
 
 # Controls that are not a plain input/select: drawn from a catalog list or as a segmented choice.
@@ -151,11 +153,18 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
     return {
         "name": name,
         "flag": flag,
+        "label": info.label,
+        "short_label": info.short_label,
         "kind": kind,
         "widget": widget,
         "default": default,
         "nullable": default is None,
         "help": info.web_help or info.help,
+        "form_help": info.form_help or info.web_help or info.help,
+        "placeholder": info.placeholder,
+        "choice_labels": dict(info.choice_labels) or None,
+        "budget": info.budget,
+        "interfaces": list(info.interfaces),
         "choices": list(info.choices) if info.choices else None,
         "minimum": info.minimum,
         "maximum": info.maximum,
@@ -192,6 +201,8 @@ def field_metadata() -> dict[str, Any]:
     return {
         "fields": fields,
         "sections": sections,
+        "budget_modes": [{"id": mode, "label": text} for mode, text in BUDGET_MODES.items()],
+        "max_fields": list(MAX_FIELDS),
         "model_config_key": MODEL_CONFIG_KEY,
         "plan_options": plan_option_metadata(),
     }
@@ -211,6 +222,10 @@ def plan_option_metadata() -> list[dict[str, Any]]:
             "minimum": option.minimum,
             "maximum": WEB_CAPS.get(name, option.maximum),
             "choices": list(option.choices) or None,
+            "choice_labels": dict(option.choice_labels) or None,
+            "form_help": option.form_help,
+            "placeholder": option.placeholder,
+            "interfaces": list(option.interfaces),
         }
         for name, option in PLAN_OPTIONS.items()
     ]
@@ -243,6 +258,7 @@ def _json_type(entry: dict[str, Any]) -> dict[str, Any]:
         schema[f"{bound}Maximum" if bound else "maximum"] = entry["maximum"]
     if entry["nullable"]:
         schema = {"anyOf": [schema, {"type": "null"}]}
+    schema["title"] = entry["label"]
     schema["description"] = entry["help"]
     if entry["default"] is not None:
         schema["default"] = entry["default"]
@@ -255,6 +271,8 @@ def estimate_body_schema() -> dict[str, Any]:
     properties: dict[str, Any] = {}
     lora: dict[str, Any] = {}
     for entry in field_metadata()["fields"]:
+        if "api" not in entry["interfaces"]:
+            continue
         if entry["name"].startswith("lora."):
             lora[entry["name"].split(".", 1)[1]] = _json_type(entry)
         else:
@@ -263,6 +281,7 @@ def estimate_body_schema() -> dict[str, Any]:
         "type": "object",
         "properties": lora,
         "additionalProperties": False,
+        "title": field_infos()["lora"].label,
         "description": field_infos()["lora"].help,
     }
     properties[MODEL_CONFIG_KEY] = {
@@ -279,7 +298,7 @@ def estimate_body_schema() -> dict[str, Any]:
 
 
 class ModelItem(BaseModel):
-    """One catalog model."""
+    """One catalog model: a record of `catalogs.listings.model_listing`, as `trainplan models --json`."""
 
     name: str
     family: str
@@ -288,27 +307,33 @@ class ModelItem(BaseModel):
     kind: str = Field(description="llm | diffusion | video | jepa: which sample fields apply")
     aliases: list[str]
     published_params: int = Field(description="published parameter count")
+    source: str = Field(description="where the published parameter count comes from")
 
 
 class GpuItem(BaseModel):
-    """One catalog GPU."""
+    """One catalog GPU: a record of `catalogs.listings.gpu_listing`, as `trainplan gpus --json`."""
 
     name: str
     aliases: list[str]
     vendor: str
     gpu_class: str = Field(alias="class", serialization_alias="class")
     memory_bytes: int = Field(description="capacity the driver reports, bytes (divide by 1024^3 for GiB)")
+    dense_flops_per_s: dict[str, float | None] = Field(description="dense peak FLOP/s per dtype")
+    tdp_w: float | None = Field(description="board power, W")
     has_price: bool = Field(description="whether the catalog has a default on-demand rate")
+    source: str
+    as_of: str
 
 
 class RegionItem(BaseModel):
-    """One grid region."""
+    """One grid region: a record of `catalogs.listings.region_listing`, as `trainplan regions --json`."""
 
     id: str
     name: str
     kind: str
     gco2e_per_kwh: float
     year: int
+    source: str
 
 
 class ErrorBody(BaseModel):

@@ -3,41 +3,8 @@
 "use strict";
 (() => {
   const GIB = 1024 ** 3;
-  // The budget modes; a language model counts tokens, image, video and JEPA models count samples
-  // (images or clips): which of a mode's fields applies to the model comes from /api/fields.
-  const BUDGET_FIELDS = {
-    tokens: ["train_tokens", "train_samples"], dataset: ["dataset_tokens", "dataset_size", "epochs"], steps: ["steps"],
-  };
-  const LABELS = {
-    model: "Model", force: "Estimate a refused architecture (approximate)", method: "Method", "lora.rank": "LoRA rank", "lora.targets": "LoRA targets",
-    "lora.alpha": "LoRA alpha", "lora.dora": "DoRA", "lora.dropout": "LoRA dropout", "lora.dtype": "LoRA adapter dtype",
-    base_weights: "Base-weight precision", kbit_upcast: "Upcast unquantised parts to fp32",
-    precision: "Training precision", optimizer: "Optimizer", micro_batch: "Micro-batch",
-    grad_accum: "Gradient accumulation", seq_len: "Sequence length",
-    activation_checkpointing: "Activation checkpointing", attention: "Attention kernel", gpu: "GPU type",
-    activation_offload: "Offload activations to CPU", loss: "Loss kernel", loss_chunks: "Loss chunks",
-    optimizer_in_backward: "Optimizer step in backward", recipe: "Framework recipe", compile: "torch.compile",
-    gpus: "GPUs", zero_stage: "ZeRO stage", tensor_parallel: "Tensor parallel",
-    pipeline_parallel: "Pipeline parallel", sequence_parallel: "Sequence parallel", offload: "CPU offload",
-    zero3_master: "ZeRO-3 fp32 master", fsdp_wrap: "FSDP wrapping", fsdp_reduce_dtype: "FSDP reduce dtype", fsdp_prefetch: "FSDP prefetch (layers)",
-    reshard_after_forward: "Reshard after forward",
-    train_tokens: "Training tokens", dataset_tokens: "Dataset tokens", epochs: "Epochs", steps: "Optimizer steps",
-    train_samples: "Training images or clips", dataset_size: "Dataset images or clips",
-    resolution: "Resolution (px or WxH)", frames: "Frames per clip", text_tokens: "Text tokens",
-    frozen_encoders: "VAE and text encoders", ema: "EMA copy", mask_ratio: "JEPA mask ratio",
-    pricing: "Pricing", usd_per_gpu_hour: "Your rate, USD per GPU-hour", region: "Grid region",
-  };
-  const CHOICE_LABELS = { method: { full: "Full", lora: "LoRA", qlora: "QLoRA" } };
-  const PLACEHOLDERS = {
-    train_tokens: "2e9 (default)", dataset_tokens: "e.g. 5e8", steps: "e.g. 1000",
-    train_samples: "10,000 (default)", dataset_size: "e.g. 10000", resolution: "the pipeline's default",
-    frames: "the pipeline's default", text_tokens: "the pipeline's default", mask_ratio: "published masks",
-    usd_per_gpu_hour: "catalog median rate", mfu: "trainplan's own model",
-  };
-  const HELP = {
-    model: "Search the catalog by name, family or Hub id; type a Hub id (owner/name); or use your own config.json.",
-  };
-  const WORDS = { gib: "GiB", usd: "USD", mfu: "MFU", pue: "PUE", gpu: "GPU", gpus: "GPUs", co2e: "CO2e" };
+  // Every label, placeholder, choice name, budget mode and short name comes from /api/fields
+  // (the engine's field table, scenario.FieldInfo): this file names no field's words.
   const COLORS = ["#3b5bdb", "#0ca678", "#f08c00", "#ae3ec9", "#e03131", "#1098ad", "#868e96", "#5c940d", "#d6336c"];
 
   const state = {
@@ -73,12 +40,16 @@
     }).format(value);
   const seconds = (value) => (value >= 100 ? `${nf0.format(value)} s` : `${value.toPrecision(3)} s`);
   const normalise = (text) => String(text).toLowerCase().replace(/[\s_\-/]+/g, "");
-  function label(name) {
-    if (LABELS[name]) return LABELS[name];
-    const words = name.replace(/^lora\./, "lora ").split("_").map((word) => WORDS[word] || word);
-    const text = words.join(" ");
-    return text.charAt(0).toUpperCase() + text.slice(1);
-  }
+  // A field's label, from the field table; a name the table does not hold (a key of a pasted
+  // config, a query parameter) is shown as it is.
+  const fieldLabel = (name) => (state.fields[name] ? state.fields[name].label : name);
+  // "Micro-batch (micro_batch): " before a message that names a field on the form
+  const fieldPrefix = (name) => (state.fields[name] ? `${state.fields[name].label} (${name}): ` : `${name}: `);
+  // how the form names a choice of a field (`choice_labels`), else the choice itself
+  const choiceLabel = (name, choice) => {
+    const names = (state.fields[name] && state.fields[name].choice_labels) || {};
+    return names[choice] || choice;
+  };
   function asText(value) {
     if (value === null || value === undefined) return "";
     if (typeof value === "boolean") return value ? "true" : "false";
@@ -256,7 +227,7 @@
     const wrapper = target && document.querySelector(`[data-field="${target.name}"]`);
     const slot = wrapper && wrapper.querySelector(".field-error");
     const place = slot || $("error");
-    place.textContent = slot ? message : `${data.field ? `${label(data.field)} (${data.field}): ` : ""}${message}`;
+    place.textContent = slot ? message : `${data.field ? fieldPrefix(data.field) : ""}${message}`;
     if (data.suggestions && data.suggestions.length && !/did you mean/i.test(message)) {
       place.append(" ", h("span", { text: "Did you mean: " }));
     }
@@ -268,7 +239,7 @@
     });
     if (!slot) $("error").hidden = false;
     if (target && target.node) target.node.setAttribute("aria-invalid", "true");
-    const where = slot ? label(target.name) : "the message above the results";
+    const where = slot ? fieldLabel(target.name) : "the message above the results";
     $("summary").replaceChildren(h("span", { className: "nofit", text: `Needs a fix: see ${where}` }));
   }
   // No model chosen (the box was cleared): say so, and show no figures for a model nobody picked.
@@ -309,9 +280,9 @@
     const helpId = `${inputId}-help`;
     const wrapper = h("div", { className: "field", "data-field": field.name });
     if (!options.noLabel) {
-      wrapper.append(h("label", { for: inputId }, label(field.name), h("span", { className: "flag", text: field.flag, "aria-hidden": "true" })));
+      wrapper.append(h("label", { for: inputId }, field.label, h("span", { className: "flag", text: field.flag, "aria-hidden": "true" })));
     }
-    const help = h("span", { className: "help", id: helpId, text: HELP[field.name] || field.help });
+    const help = h("span", { className: "help", id: helpId, text: field.form_help });
     if (options.after) wrapper.append(control, help, options.after);
     else wrapper.append(control, help);
     wrapper.append(h("span", { className: "field-error", id: `${inputId}-error`, role: "alert" }));
@@ -329,7 +300,7 @@
     }
     const input = h("input", {
       id: inputId, type: "text", inputmode: field.kind === "int" ? "numeric" : "decimal", autocomplete: "off",
-      spellcheck: "false", placeholder: PLACEHOLDERS[field.name] || (field.nullable ? "auto" : null),
+      spellcheck: "false", placeholder: field.placeholder || (field.nullable ? "auto" : null),
     });
     describe(input, inputId);
     input.addEventListener("input", () => onEdit(field.name, input.value.trim(), 350));
@@ -338,8 +309,7 @@
   function selectControl(field, inputId, choices) {
     const select = h("select", { id: inputId });
     if (field.nullable) select.append(h("option", { value: "", text: "auto" }));
-    const names = CHOICE_LABELS[field.name] || {};
-    for (const choice of choices) select.append(h("option", { value: choice, text: names[choice] || choice }));
+    for (const choice of choices) select.append(h("option", { value: choice, text: choiceLabel(field.name, choice) }));
     describe(select, inputId);
     select.addEventListener("change", () => onEdit(field.name, select.value, 0));
     return { node: select, focus: select, get: () => select.value, set: (text) => { select.value = text; } };
@@ -348,7 +318,7 @@
     const input = h("input", { id: inputId, type: "checkbox" });
     describe(input, inputId);
     input.addEventListener("change", () => onEdit(field.name, input.checked ? "true" : "false", 0));
-    const node = h("label", { className: "check", for: inputId }, input, label(field.name),
+    const node = h("label", { className: "check", for: inputId }, input, field.label,
       h("span", { className: "flag", text: field.flag, "aria-hidden": "true" }));
     return {
       node, focus: input, noLabel: true,
@@ -359,14 +329,13 @@
   function segmentedControl(field, inputId) {
     const labelId = `${inputId}-label`;
     const group = h("div", { className: "segmented", role: "radiogroup", "aria-labelledby": labelId });
-    const names = CHOICE_LABELS[field.name] || {};
     const radios = field.choices.map((choice, index) => {
       const radio = h("input", { type: "radio", name: inputId, value: choice, id: index ? `${inputId}-${choice}` : inputId });
       radio.addEventListener("change", () => onEdit(field.name, choice, 0));
-      group.append(h("label", {}, radio, h("span", { text: names[choice] || choice })));
+      group.append(h("label", {}, radio, h("span", { text: choiceLabel(field.name, choice) })));
       return radio;
     });
-    const node = h("div", {}, h("span", { className: "label", id: labelId }, label(field.name),
+    const node = h("div", {}, h("span", { className: "label", id: labelId }, field.label,
       h("span", { className: "flag", text: field.flag, "aria-hidden": "true" })), group);
     return {
       node, focus: group, noLabel: true,
@@ -380,7 +349,7 @@
     select.append(h("option", { value: "__custom", text: "module names…" }));
     const customId = `${inputId}-custom`;
     const custom = h("input", {
-      id: customId, type: "text", placeholder: "q_proj,v_proj,gate_proj", "aria-label": "LoRA target module names",
+      id: customId, type: "text", placeholder: field.placeholder, "aria-label": `${field.label}: module names`,
       autocomplete: "off", spellcheck: "false", hidden: true,
     });
     describe(select, inputId);
@@ -453,7 +422,7 @@
     const input = h("input", {
       id: inputId, type: "text", role: "combobox", "aria-autocomplete": "list", "aria-expanded": "false",
       "aria-controls": listId, autocomplete: "off", spellcheck: "false",
-      placeholder: "Search: llama, qwen 7b, mixtral… or owner/name",
+      placeholder: field.placeholder,
     });
     describe(input, inputId);
     const list = h("ul", { id: listId, role: "listbox", className: "combo-list", "aria-label": "Catalog models", hidden: true });
@@ -598,24 +567,26 @@
     const control = (kinds[field.widget] || numberControl)(field, inputId);
     if (field.widget === "text") {
       control.node.setAttribute("inputmode", "text");
-      control.node.placeholder = "";
+      control.node.placeholder = field.placeholder || "";
     }
     state.controls[field.name] = control;
     return fieldShell(field, control.node, inputId, { noLabel: control.noLabel, after: control.after });
   }
 
+  // The training-budget modes (/api/fields `budget_modes`) and each field's mode (`budget`)
+  const budgetFields = (mode) => state.meta.fields.filter((field) => field.budget === mode);
   function budgetModeControl() {
-    const modes = [["tokens", "Tokens"], ["dataset", "Dataset"], ["steps", "Steps"]];
     const group = h("div", { className: "segmented", role: "radiogroup", "aria-labelledby": "budget-mode-label" });
-    const current = state.values.steps ? "steps" : state.values.dataset_tokens || state.values.dataset_size ? "dataset" : "tokens";
-    for (const [mode, text] of modes) {
+    // the mode whose own (unset by default) fields hold a value, else the first
+    const given = state.meta.budget_modes.filter(({ id }) =>
+      budgetFields(id).some((field) => field.nullable && state.values[field.name]));
+    const current = (given.length ? given[given.length - 1] : state.meta.budget_modes[0]).id;
+    for (const { id: mode, label: text } of state.meta.budget_modes) {
       const radio = h("input", { type: "radio", name: "budget-mode", value: mode, id: `budget-${mode}`, checked: mode === current });
       radio.addEventListener("change", () => {
-        for (const [other, names] of Object.entries(BUDGET_FIELDS)) {
-          if (other === mode) continue;
-          for (const name of names) {
-            if (name !== "epochs" && state.values[name]) setValue(name, "", false);
-          }
+        // the other modes' budgets are cleared; a field with a default of its own (epochs) keeps it
+        for (const field of state.meta.fields) {
+          if (field.budget && field.budget !== mode && field.nullable && state.values[field.name]) setValue(field.name, "", false);
         }
         applyVisibility();
         schedule(0);
@@ -637,11 +608,9 @@
     if (sample) sample.hidden = kind === "llm";
     const checked = document.querySelector('input[name="budget-mode"]:checked');
     if (checked) {
-      for (const [mode, names] of Object.entries(BUDGET_FIELDS)) {
-        for (const name of names) {
-          const node = document.querySelector(`[data-field="${name}"]`);
-          if (node) node.hidden = mode !== checked.value || !appliesTo(name, kind);
-        }
+      for (const field of state.meta.fields) {
+        const node = field.budget && document.querySelector(`[data-field="${field.name}"]`);
+        if (node) node.hidden = field.budget !== checked.value || !appliesTo(field.name, kind);
       }
     }
   }
@@ -662,7 +631,8 @@
     });
     form.append(h("div", { className: "form-head" }, reset));
     for (const section of state.meta.sections) {
-      const fields = section.fields.map((name) => state.fields[name]).filter(Boolean);
+      // the fields the form draws (`interfaces` names "web"); the others the API alone takes
+      const fields = section.fields.map((name) => state.fields[name]).filter((field) => field && field.interfaces.includes("web"));
       if (!fields.length) continue;
       const children = [];
       if (section.id === "budget") children.push(budgetModeControl());
@@ -1016,10 +986,11 @@
   }
 
   // ---------- "Largest that fits": POST /api/estimate?max=FIELD ----------
-  const LARGEST = { micro_batch: "micro-batch", seq_len: "sequence length" };
+  // the fields the server can maximise (/api/fields `max_fields`), each named by its short label
   const largestId = (field) => `largest-${field.replace(/_/g, "-")}`;
   function buildLargest() {
-    for (const [field, noun] of Object.entries(LARGEST)) {
+    for (const field of state.meta.max_fields) {
+      const noun = state.fields[field].short_label;
       const wrapper = document.querySelector(`[data-field="${field}"]`);
       if (!wrapper) continue;
       const id = largestId(field);
@@ -1090,7 +1061,7 @@
         const message = String(data.message || "");
         text = message.charAt(0).toUpperCase() + message.slice(1);
       } else if (data.field) {
-        text = `Fix the calculator first: ${label(data.field)} (${data.field}): ${data.message}`;
+        text = `Fix the calculator first: ${fieldPrefix(data.field)}${data.message}`;
       } else {
         text = data.message || "the server could not answer";
       }
@@ -1119,11 +1090,6 @@
     target_global_tokens: "plan-target-tokens", budget_usd: "plan-budget", deadline_hours: "plan-deadline",
     gpu_types: "plan-gpu-types",
   };
-  const OBJECTIVE_WORDS = {
-    time: "fastest first", cost: "cheapest first", energy: "least energy first",
-    pareto: "fastest first", gpus: "fewest GPUs first",
-  };
-  const METHOD_NAMES = { full: "full", lora: "LoRA", qlora: "QLoRA" };
   // labels, defaults and the server's caps of the planner's options come from /api/fields
   const planOption = (key) => (state.meta && state.meta.plan_options.find((option) => option.name === key)) || null;
 
@@ -1131,6 +1097,20 @@
     return [...document.querySelectorAll("#plan-gpu-list input[type=checkbox]")];
   }
   function buildPlanner() {
+    // each option's label is its declaration's (/api/fields `plan_options`)
+    for (const node of document.querySelectorAll("[data-plan-field]")) {
+      const option = planOption(node.dataset.planField);
+      const title = node.querySelector(":scope > label, :scope > .label, :scope > legend");
+      if (option && title) title.textContent = option.label;
+      // the short help under the control and the placeholder are the declaration's too
+      const help = option && node.querySelector(":scope > .help");
+      if (help && option.form_help) help.textContent = option.form_help;
+      const box = option && node.querySelector(":scope > input[type=text]");
+      if (box && option.placeholder) box.placeholder = option.placeholder;
+    }
+    const objective = planOption("objective");
+    $("plan-objective").replaceChildren(...objective.choices.map((value) =>
+      h("option", { value, selected: value === objective.default, text: objective.choice_labels[value] })));
     for (const [key, id] of Object.entries(PLAN_INPUTS)) {
       const option = planOption(key);
       const input = $(id);
@@ -1160,7 +1140,7 @@
   function planLabels(result) {
     // "This method" names the calculator's method; the target placeholder shows its global batch
     const method = result.scenario.method;
-    $("plan-this-method").textContent = `This method (${METHOD_NAMES[method] || method})`;
+    $("plan-this-method").textContent = `This method (${choiceLabel("method", method)})`;
     $("plan-target-tokens").placeholder = `${nf0.format(result.batch.global_tokens)} (the calculator's)`;
   }
   function planOptions() {
@@ -1184,7 +1164,7 @@
     const key = field.startsWith("plan.") ? field.slice(5) : "";
     const banner = $("plan-error");
     if (key) banner.textContent = `${(planOption(key) || {}).label || key} (${field}): ${data.message}`;
-    else if (field) banner.textContent = `Fix the calculator first: ${label(field)} (${field}): ${data.message}`;
+    else if (field) banner.textContent = `Fix the calculator first: ${fieldPrefix(field)}${data.message}`;
     else banner.textContent = data.message || "the server refused this plan";
     banner.hidden = false;
     const id = PLAN_INPUTS[key];
@@ -1238,31 +1218,28 @@
     document.body.dataset.plan = "ready";
     document.body.dataset.plans = String(Number(document.body.dataset.plans || 0) + 1);
   }
-  // Plans with an earlier row's time and cost would look like duplicates: say what differs.
-  const PLAN_SETTINGS = {
-    method: "method", gpu: "GPU", gpus: "GPU count", tensor_parallel: "tensor parallel",
-    pipeline_parallel: "pipeline parallel", zero_stage: "ZeRO stage", micro_batch: "micro-batch",
-    grad_accum: "accumulation", activation_checkpointing: "checkpointing", offload: "offload",
-  };
+  // Plans with an earlier row's time and cost would look like duplicates: say what differs,
+  // in the settings that have a short name (/api/fields `short_label`: the plan table's columns).
+  const planSettings = () => state.meta.fields.filter((field) => field.short_label);
   function planFigures(item) {
     return [item.display.duration || "", item.display.usd || ""].join("|");
   }
   function sameFiguresAs(item, index, items) {
     const earlier = items.slice(0, index).findIndex((other) => planFigures(other) === planFigures(item));
     if (earlier < 0) return "";
-    const differs = Object.keys(PLAN_SETTINGS).filter((key) => items[earlier].scenario[key] !== item.scenario[key]);
-    return `same time and cost as #${earlier + 1}; differs in ${differs.map((key) => PLAN_SETTINGS[key]).join(", ") || "nothing shown"}`;
+    const differs = planSettings().filter((field) => items[earlier].scenario[field.name] !== item.scenario[field.name]);
+    return `same time and cost as #${earlier + 1}; differs in ${differs.map((field) => field.short_label).join(", ") || "nothing shown"}`;
   }
   function planRow(item, index, list, items) {
     const { scenario, estimate, display } = item;
     const cost = display.usd || "–";
     const kwh = display.kwh || "–";
     const time = display.duration || "–";
-    const what = `${METHOD_NAMES[scenario.method] || scenario.method} on ${scenario.gpus} × ${scenario.gpu}`;
+    const what = `${choiceLabel("method", scenario.method)} on ${scenario.gpus} × ${scenario.gpu}`;
     const same = sameFiguresAs(item, index, items);
     return h("tr", { "data-plan": String(index), "data-list": list },
       h("td", { className: "num", text: String(index + 1) }),
-      h("td", {}, METHOD_NAMES[scenario.method] || scenario.method,
+      h("td", {}, choiceLabel("method", scenario.method),
         same ? h("div", { className: "plan-differs", text: same }) : ""),
       h("th", { scope: "row", className: "plan-gpus-cell", text: `${scenario.gpus} × ${scenario.gpu}` }),
       // the figures a reader compares come first, so a phone shows them without scrolling
@@ -1285,9 +1262,7 @@
     $("plan-status").textContent =
       `${nf0.format(data.candidates_evaluated)} candidates searched in ${nf1.format(seconds)} s for ${scenarioName}.`;
     $("plan-explanation").replaceChildren(...data.explanation.map((line) => h("li", { text: line })));
-    $("plan-table-caption").textContent = data.plans.length
-      ? `${data.plans.length} best plans, ${OBJECTIVE_WORDS[data.objective] || data.objective}`
-      : "No plan meets the constraints";
+    $("plan-table-caption").textContent = data.display.heading;
     $("plan-table").tBodies[0].replaceChildren(...data.plans.map((item, index) => planRow(item, index, "plans", data.plans)));
     $("plan-pareto-table").tBodies[0].replaceChildren(...data.pareto.map((item, index) => planRow(item, index, "pareto", data.pareto)));
     // reasons a user acts on (memory, budget, deadline, price) first; the search's own
@@ -1337,7 +1312,7 @@
     };
     const describePoint = (point) => {
       const { scenario: s, display: shown } = data.pareto[point.index];
-      return `${METHOD_NAMES[s.method] || s.method} on ${s.gpus} × ${s.gpu}: ${shown.duration}, ${shown.usd}`;
+      return `${choiceLabel("method", s.method)} on ${s.gpus} × ${s.gpu}: ${shown.duration}, ${shown.usd}`;
     };
     state.planChart = new window.Chart(canvas, {
       type: "scatter",
@@ -1477,6 +1452,7 @@
     buildPlanner();
     buildConfigDrop();
     writeUrl();
+    if (state.result) planLabels(state.result); // the first answer came before the choice names
     if (state.error) showError(state.error);
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
     if (dropped) schedule(0);

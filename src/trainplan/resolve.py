@@ -1,0 +1,154 @@
+"""A model reference -> ModelSpec: a catalog name, a config.json (or its folder), a diffusers
+pipeline folder, an I-JEPA / V-JEPA pretraining YAML, or a Hub id (an optional lookup)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from trainplan.catalogs.models import ModelRecord, find_model_record, model_records
+from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
+from trainplan.hf import spec_from_config
+from trainplan.model import ModelSpec
+from trainplan.userfiles import read_config_file
+
+
+def record_spec(record: ModelRecord) -> ModelSpec:
+    """The ModelSpec of a catalog record (its config through the HF adapter, plus its extras)."""
+    from dataclasses import replace
+
+    config = record.config
+    if record.pipeline:  # a diffusion pipeline's VAE and text encoders (hf/pipeline.py)
+        from trainplan.hf.pipeline import PIPELINE_KEY
+
+        config = {**record.config, PIPELINE_KEY: record.pipeline}
+    base = spec_from_config(config, record.name, source=record.config_source)
+    return replace(
+        base,
+        extras=base.extras + record.extra_components,
+        family=record.family,
+        modality=record.modality,
+    )
+
+
+def resolve_model(reference: str, force: bool = False) -> ModelSpec:
+    """A catalog name, a path to a config.json (or its folder), or a Hub id -> ModelSpec; `force`
+    reads a refused architecture with the closest modelled reading (labelled approximate)."""
+    record = find_model_record(reference)
+    if record is not None:
+        return catalog_spec(record.name)
+    config, name, source = model_config(reference)
+    return spec_from_config(config, name, source, force=force)
+
+
+@cache
+def catalog_spec(name: str) -> ModelSpec:
+    """The spec of catalog model `name`, built once (specs are immutable; an estimate for a
+    catalog model then spends no time re-reading its config)."""
+    (record,) = [record for record in model_records() if record.name == name]
+    return record_spec(record)
+
+
+def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
+    """(config.json contents, model name, where it came from) for a catalog name, a path to a
+    config.json (or its folder), or a Hub id; UnknownNameError with suggestions otherwise."""
+    record = find_model_record(reference)
+    if record is not None:
+        return dict(record.config), record.name, record.config_source
+    path = Path(reference).expanduser()
+    if path.is_dir() and (path / "model_index.json").is_file():  # a diffusers pipeline folder
+        from trainplan.hf.pipeline import pipeline_config
+
+        return pipeline_config(path), path.name, str(path)
+    if path.is_dir():
+        path = path / "config.json"
+    if path.is_file() and path.suffix in (".yaml", ".yml"):  # an I-JEPA / V-JEPA pretraining config
+        return _jepa_yaml(path), path.stem, str(path)
+    if path.is_file():
+        name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+        return read_config_file(path), name, str(path)
+    if looks_like_hub_id(reference):
+        return fetch_hub_config(reference), reference, f"hub:{reference}"
+    raise UnknownNameError("model", reference, [r.name for r in model_records()], "model")
+
+
+def _jepa_yaml(path: Path) -> dict[str, Any]:
+    """The model config of an I-JEPA or V-JEPA pretraining YAML (hf/jepa_yaml.py)."""
+    from trainplan.hf.jepa_yaml import is_jepa_yaml, jepa_yaml_config
+    from trainplan.userfiles import parse_yaml, read_text
+
+    try:
+        data = parse_yaml(read_text(path, "model"), str(path), "model")
+    except InputError as error:
+        raise ConfigError("model", error.message) from None
+    if not is_jepa_yaml(data):
+        raise ConfigError(
+            "model",
+            f"{path} is not an I-JEPA or V-JEPA pretraining config (a model is a config.json, a "
+            "pipeline folder, a Hub id, or such a YAML)",
+        )
+    return jepa_yaml_config(data)
+
+
+HUB_TIMEOUT_S = 5.0  # seconds to wait for the Hub before reporting it unreachable
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
+
+
+def looks_like_hub_id(reference: str) -> bool:
+    """owner/name in the Hub's id syntax (no '..', no leading dot, no path separators)."""
+    return bool(_HUB_ID.match(reference)) and ".." not in reference
+
+
+def fetch_hub_config(hub_id: str) -> dict[str, Any]:
+    """Download config.json for `hub_id` with huggingface_hub (optional); a clear error offline.
+    A diffusers pipeline repository (no config.json at its root) gives its model_index.json, the
+    denoiser's and the VAE's config.json instead.
+
+    Only config files are read; no model code is ever run (no trust_remote_code).
+    """
+    try:
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    except ImportError:
+        raise InputError(
+            "model",
+            f"{hub_id!r} is not in the catalog and looks like a Hub id, but huggingface_hub is "
+            "not installed (pip install 'trainplan[hub]'); or pass a local config.json path",
+        ) from None
+    from huggingface_hub.utils import EntryNotFoundError  # type: ignore[attr-defined]
+
+    from trainplan.hf.pipeline import pipeline_config_from
+
+    def fetch(filename: str) -> dict[str, Any] | None:
+        try:
+            path = _hub_config_path(hub_id, hf_hub_download, get_hf_file_metadata, hf_hub_url, filename)
+        except EntryNotFoundError:  # the repository exists but has no such file
+            return None
+        return read_config_file(Path(path))
+
+    try:
+        config = fetch("config.json")
+        return config if config is not None else pipeline_config_from(fetch, f"hub:{hub_id}")
+    except TrainplanError:
+        raise
+    except Exception as error:  # network, auth, missing repo: all reported the same way
+        raise InputError(
+            "model",
+            f"could not fetch config.json of {hub_id!r} from the Hub ({type(error).__name__}). "
+            "Offline? Pass a local config.json path or a catalog name instead",
+        ) from None
+
+
+def _hub_config_path(
+    hub_id: str, download: Any, metadata: Any, url: Any, filename: str = "config.json"
+) -> str:
+    """The local path of `hub_id`'s config.json (or `filename`): the Hub cache when it has one (no
+    network at all); otherwise one metadata request, without the library's retries (a missing or
+    unreachable model fails in one timeout, not a minute of backoff), then the download."""
+    try:
+        return str(download(hub_id, filename, local_files_only=True))
+    except Exception:  # not cached (or offline mode): ask the Hub
+        pass
+    metadata(url(hub_id, filename), timeout=HUB_TIMEOUT_S, retry_on_errors=False)
+    return str(download(hub_id, filename, etag_timeout=HUB_TIMEOUT_S))
