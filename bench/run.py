@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -55,13 +56,20 @@ def in_process_uncached(repeats: int = 500) -> list[float]:
     return times
 
 
+# The children run as an installed package does: with its bytecode cached (a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every run compile the whole package again).
+_AS_INSTALLED = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def cold_start(repeats: int = 11) -> tuple[list[float], float, float]:
     """`trainplan estimate --json` as a fresh process, paired with a bare `python -c pass` run
     just before it: (its wall times, median wall ratio, median CPU-time ratio). Pairing keeps the
     ratio steady on a shared machine, where either alone drifts with the load."""
     trainplan = str(Path(sys.executable).with_name("trainplan"))
     args = [trainplan, "estimate", "--scenario", str(ROOT / "examples/default.yaml"), "--json"]
-    subprocess.run(args, check=True, capture_output=True)  # bytecode and data caches written
+    subprocess.run(
+        args, check=True, capture_output=True, env=_AS_INSTALLED
+    )  # bytecode and data caches written
     times, walls, cpus = [], [], []
     for _ in range(repeats):
         bare = _timed([sys.executable, "-c", "pass"])
@@ -81,7 +89,7 @@ def _timed(args: list[str]) -> tuple[float, float]:
         return usage.ru_utime + usage.ru_stime
 
     cpu_before, start = cpu(), time.perf_counter()
-    subprocess.run(args, check=True, capture_output=True)
+    subprocess.run(args, check=True, capture_output=True, env=_AS_INSTALLED)
     return time.perf_counter() - start, cpu() - cpu_before
 
 
