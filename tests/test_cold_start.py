@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from trainplan import cli
 from trainplan.catalogs.loader import _cache_path, load_yaml
+from trainplan.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "examples/default.yaml")
@@ -142,3 +143,27 @@ def test_an_unwritable_cache_folder_only_costs_time(tmp_path: Path, monkeypatch:
     blocked.write_text("not a folder")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     assert load_yaml.__wrapped__("energy.yaml")["defaults"]["pue"]["value"] == pytest.approx(1.2)
+
+
+def test_a_scenario_file_read_again_comes_from_its_kept_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainplan.userfiles import read_mapping
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "run.yaml"
+    path.write_text("model: Llama-3.1-8B\nmethod: lora\nlora: {rank: 16}\ngpus: 8\n")
+    expected = {"model": "Llama-3.1-8B", "method": "lora", "lora": {"rank": 16}, "gpus": 8}
+    assert read_mapping(path, "scenario") == expected
+    kept = list((tmp_path / "cache" / "trainplan").glob("scenario.*.marshal"))
+    assert len(kept) == 1  # named by the content's SHA-256
+    monkeypatch.setitem(sys.modules, "yaml", None)  # a second parse would fail: the copy is read
+    assert read_mapping(path, "scenario") == expected
+    path.write_text("model: Llama-3.1-8B\nmethod: full\n")  # an edit is a new content: parsed again
+    monkeypatch.delitem(sys.modules, "yaml")
+    assert read_mapping(path, "scenario") == {"model": "Llama-3.1-8B", "method": "full"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [unclosed\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        read_mapping(bad, "scenario")
+    assert len(list((tmp_path / "cache" / "trainplan").glob("scenario.*.marshal"))) == 2  # nothing kept

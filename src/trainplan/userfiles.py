@@ -65,11 +65,20 @@ def parse_yaml(text: str, where: str, field: str) -> Any:
 
 
 def read_mapping(path: Path, field: str) -> dict[str, Any]:
-    """A JSON (by suffix) or YAML file holding one mapping."""
+    """A JSON (by suffix) or YAML file holding one mapping: a local scenario file. A YAML one read
+    again unchanged (the same scenario re-run with other flags) comes from its kept parse, named by
+    the content's SHA-256 (catalogs/loader.py `kept_parse`); bodies sent to the server never are."""
     text = read_text(path, field)
-    data = (
-        parse_json(text, str(path), field) if path.suffix == ".json" else parse_yaml(text, str(path), field)
-    )
+    if path.suffix == ".json":
+        data = parse_json(text, str(path), field)
+    else:
+        import hashlib
+
+        from trainplan.catalogs.loader import kept_parse
+
+        raw = text.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(raw).hexdigest()
+        data = kept_parse("scenario", raw, lambda: parse_yaml(text, str(path), field), digest)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -31,24 +31,37 @@ def load_yaml(filename: str) -> Any:
     a copy that cannot be written or read is skipped, and the YAML is parsed as usual.
     """
     raw = (DATA_FOLDER / filename).read_bytes()
-    cached = _cache_path(filename, raw)
+
+    def parse() -> Any:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return yaml.load(raw.decode("utf-8"), Loader=loader)
+
+    return kept_parse(filename, raw, parse)
+
+
+def kept_parse(name: str, raw: bytes, parse: Callable[[], Any], digest: str | None = None) -> Any:
+    """`parse()` of the bytes `raw`, kept in the user's cache folder under `name` and the
+    content's digest, and read back from there the next time the same bytes come (a bundled data
+    file, or a user's YAML scenario or config): unmarshalling skips loading and running the YAML
+    parser. `digest` names the content where the CRC-32 is not enough (a user's file); a parse
+    that fails raises and keeps nothing."""
+    cached = _cache_path(name, raw, digest)
     try:
         return marshal.loads(cached.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         pass
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(raw.decode("utf-8"), Loader=loader)
+    data = parse()
     _keep(cached, data)
     return data
 
 
-def _cache_path(filename: str, raw: bytes) -> Path:
-    """Where the parsed copy of a data file with this content lives: named by the content's
-    length and CRC-32 (an edit changes them) and the Python version (the marshal format's)."""
+def _cache_path(filename: str, raw: bytes, digest: str | None = None) -> Path:
+    """Where the parsed copy of content `raw` lives: named by its length and CRC-32 (an edit
+    changes them) or the given digest, and the Python version (the marshal format's)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = f"{len(raw)}-{zlib.crc32(raw):08x}"
+    digest = digest or f"{len(raw)}-{zlib.crc32(raw):08x}"
     python = f"py{sys.version_info[0]}{sys.version_info[1]}"
     return Path(root) / "trainplan" / f"{filename}.{digest}.{python}.marshal"
 
