@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -374,35 +375,18 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     ]
     evaluated = sum(int(group.valid.size) for group in groups)
     rejected: Counter[str] = Counter()
-    rows: list[tuple[float, ...]] = []
-    for index, group in enumerate(groups):
+    for group in groups:
         codes, counts = np.unique(group.reason[group.reason >= 0], return_counts=True)
         for code, count in zip(codes, counts, strict=True):
             rejected[REASONS[int(code)]] += int(count)
-        score = _score(request.objective, group)
-        for position in np.flatnonzero(group.valid):
-            # ties go to fewer GPUs, less model parallelism, a lower ZeRO stage, less memory
-            rows.append(
-                (
-                    float(score[position]),
-                    float(group.total_s[position]),
-                    float(group.usd[position]),
-                    float(group.gpus[position]),
-                    float(group.tensor_parallel[position] * group.pipeline_parallel[position]),
-                    float(group.zero_stage[position]),
-                    float(group.peak_bytes[position]),
-                    index,
-                    int(position),
-                )
-            )
-    rows.sort()
-    front = _pareto(rows)
+    ranked = _ranking(request.objective, groups)
+    front = _pareto(ranked)
     # ranked by the Pareto objective, the plans are the front itself (fastest first), nothing else
     chosen = (
-        front[: request.top_k] if request.objective == "pareto" else _distinct(rows, groups, request.top_k)
+        front[: request.top_k] if request.objective == "pareto" else _distinct(ranked, groups, request.top_k)
     )
-    plans = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in chosen)
-    pareto = tuple(_plan_of(request, spec, gpus, groups[int(r[-2])], int(r[-1])) for r in front[:20])
+    plans = tuple(_plan_of(request, spec, gpus, groups[g], p) for g, p in chosen)
+    pareto = tuple(_plan_of(request, spec, gpus, groups[g], p) for g, p in front[:20])
     unpriced = unpriced_gpus(request)
     return PlanResult(
         plans, pareto, dict(rejected), evaluated, request.objective, unpriced, bool(request.gpu_types)
@@ -421,42 +405,90 @@ def searched_checkpointing(request: PlanRequest, model: ModelSpec | None = None)
     return searched
 
 
-def _distinct(rows: list[tuple[float, ...]], groups: list[Candidates], k: int) -> list[tuple[float, ...]]:
-    """The first k rows, skipping a layout that differs from a kept one only by a ZeRO stage
-    that changes neither its time nor its cost (the lower stage is kept)."""
-    kept: list[tuple[float, ...]] = []
+@dataclass(frozen=True)
+class _Ranked:
+    """Every valid candidate of every group, as columns, and their order (best first): the score,
+    then ties to less time, less cost, fewer GPUs, less model parallelism, a lower ZeRO stage and
+    less memory; an unpriced candidate's cost sorts after every price."""
+
+    total_s: Any
+    usd: Any
+    gpus: Any
+    group: Any
+    position: Any
+    keys: tuple[Any, ...]  # the tie-breaking columns after the score, as np.lexsort reads them
+    order: Any
+
+
+def _ranking(objective: str, groups: list[Candidates]) -> _Ranked:
+    """The valid candidates of all groups, ranked by the objective (one sort over arrays)."""
+    import numpy as np
+
+    def column(read: Callable[[Candidates], Any]) -> Any:
+        return (
+            np.concatenate([np.asarray(read(g), dtype=float)[g.valid] for g in groups])
+            if groups
+            else np.zeros(0)
+        )
+
+    score = column(lambda g: _score(objective, g))
+    total_s, usd, gpus = column(lambda g: g.total_s), column(lambda g: g.usd), column(lambda g: g.gpus)
+    parallel = column(lambda g: g.tensor_parallel * g.pipeline_parallel)
+    zero, peak = column(lambda g: g.zero_stage), column(lambda g: g.peak_bytes)
+    group = (
+        np.concatenate([np.full(int(g.valid.sum()), i) for i, g in enumerate(groups)])
+        if groups
+        else np.zeros(0, int)
+    )
+    position = np.concatenate([np.flatnonzero(g.valid) for g in groups]) if groups else np.zeros(0, int)
+    cost = np.where(np.isnan(usd), np.inf, usd)
+    keys = (position, group, peak, zero, parallel, gpus)
+    order = np.lexsort((*keys, cost, total_s, score))
+    return _Ranked(total_s, usd, gpus, group, position, keys, order)
+
+
+def _distinct(ranked: _Ranked, groups: list[Candidates], k: int) -> list[tuple[int, int]]:
+    """The (group, position) of the first k candidates, skipping a layout that differs from a
+    kept one only by a ZeRO stage that changes neither its time nor its cost (the lower stage
+    is kept)."""
+    kept: list[tuple[int, int]] = []
     seen: set[tuple[Any, ...]] = set()
-    for row in rows:
-        group, position = groups[int(row[-2])], int(row[-1])
+    for row in ranked.order:
+        index, position = int(ranked.group[row]), int(ranked.position[row])
+        group = groups[index]
+        usd = float(ranked.usd[row])
         key = (
-            int(row[-2]),
+            index,
             int(group.gpu_index[position]),
-            row[3],
+            float(ranked.gpus[row]),
             int(group.tensor_parallel[position]),
             int(group.pipeline_parallel[position]),
             int(group.micro_batch[position]),
-            row[1],
-            row[2],
+            float(ranked.total_s[row]),
+            usd,  # an unpriced one (NaN) equals no other: never skipped
         )
         if key in seen:
             continue
         seen.add(key)
-        kept.append(row)
+        kept.append((index, position))
         if len(kept) == k:
             break
     return kept
 
 
-def _pareto(rows: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
-    """Candidates no other beats on both time and cost (priced ones only), fastest first."""
-    by_time = sorted((r for r in rows if not math.isnan(r[2])), key=lambda r: (r[1], r[2], *r[3:]))
-    front = []
-    best_cost = math.inf
-    for row in by_time:
-        if row[2] < best_cost:
-            front.append(row)
-            best_cost = row[2]
-    return front
+def _pareto(ranked: _Ranked) -> list[tuple[int, int]]:
+    """The (group, position) of the candidates no other beats on both time and cost (priced
+    ones only), fastest first: ordered by time, then cost and the ranking's ties, each kept when
+    it costs less than every faster one."""
+    import numpy as np
+
+    priced = np.flatnonzero(~np.isnan(ranked.usd))
+    keys = tuple(key[priced] for key in ranked.keys)
+    by_time = priced[np.lexsort((*keys, ranked.usd[priced], ranked.total_s[priced]))]
+    cost = ranked.usd[by_time]
+    cheapest_before = np.minimum.accumulate(np.concatenate(([np.inf], cost[:-1])))
+    front = by_time[cost < cheapest_before]
+    return [(int(ranked.group[row]), int(ranked.position[row])) for row in front]
 
 
 def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, position: int) -> Scenario:
