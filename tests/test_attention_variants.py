@@ -460,3 +460,21 @@ def test_hy_v4_checkpointed_layers_keep_every_stream() -> None:
         == 3 * 2 * 3 * 64 * seq + head
     )
     assert forward_activations(spec, "none") - forward_activations(one_stream, "none") == head
+
+
+def test_eager_attention_with_sinks_keeps_its_softmax_at_the_logits_dtype() -> None:
+    # gpt-oss eager_attention_forward: cat([scores, sinks]) -> softmax at that dtype (kept),
+    # probs[..., :-1] @ v. Pure bf16 (and LoRA on a bf16 base): the bmm reads a view of the kept
+    # softmax, 2 B per head and key. fp32 weights under autocast: the sink parameter promotes the
+    # logits to fp32 (4 B kept) and the cast to the values' bf16 is a second copy (2 B): 6 B,
+    # the same as HF's usual fp32 softmax plus its half copy.
+    from trainplan.model import Attention
+    from trainplan.terms.mode import eager_per_key
+
+    sinks, plain = Attention(8, 2, 64, 64, sinks=True), Attention(8, 2, 64, 64)
+    bf16 = ActivationMode(2, 2, False, frozenset({"q_proj"}), "eager", "none")
+    amp_full = ActivationMode(2, 4, True, frozenset(), "eager", "none")
+    assert eager_per_key(sinks, bf16) == 8 * 2
+    assert eager_per_key(sinks, amp_full) == 8 * (4 + 2)
+    assert eager_per_key(plain, bf16) == eager_per_key(plain, amp_full) == 8 * (4 + 2)
+    assert eager_per_key(sinks, replace(bf16, dropout=True)) == 8 * (2 + 1)

@@ -70,6 +70,15 @@ def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> floa
 
 def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
     """Eager attention's score tensors per key: the fp32 softmax kept, its half copy kept for
-    probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool)."""
-    softcap = mode.activation_bytes if attention.logit_softcap else 0
-    return float(attention.num_heads * (4 + mode.activation_bytes + softcap + (1 if mode.dropout else 0)))
+    probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool). With attention sinks
+    (gpt-oss's eager_attention_forward) the softmax runs at the logits' own dtype, which the
+    sink parameter and the mask (the embeddings' dtype) promote to fp32 only with fp32 weights:
+    its result is kept, and probs[..., :-1] @ v reads a view of it unless a cast to the values'
+    dtype makes a copy (checked against a traced gpt-oss layer's saved tensors)."""
+    a = mode.activation_bytes
+    softcap = a if attention.logit_softcap else 0
+    dropout = 1 if mode.dropout else 0
+    if attention.sinks:
+        logits = mode.residual_bytes
+        return float(attention.num_heads * (logits + (a if logits != a else 0) + softcap + dropout))
+    return float(attention.num_heads * (4 + a + softcap + dropout))
