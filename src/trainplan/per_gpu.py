@@ -170,6 +170,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     for sharded, replicated in c.recompute_layers:
         recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
     recompute = recompute + c.frozen_cast_recompute_bytes / tp
+    if c.batch_split_per_token or c.batch_split_recompute:  # only diffusion joint blocks have one
+        split = where(v.micro_batch > 1, tokens / tp, 0.0)
+        stored = stored + c.batch_split_per_token * split
+        recompute = recompute + c.batch_split_recompute * split
     # one layer's working set (terms/activations.py layer_working_bytes): in forward, and while
     # the last layer runs (is recomputed) in backward
     layer_forward = c.layer_working_forward / tp * tokens

@@ -143,6 +143,10 @@ class Coefficients:
     # denoiser's at the compute dtype's rate (per_gpu.step_seconds)
     encoder_flops_per_token: float = 0.0
     buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
+    # per token, kept only at a micro-batch above 1 (a joint block's split output, terms/denoisers.py
+    # `_split_copies`): by the stored layers, and by the largest recomputed one
+    batch_split_per_token: float = 0.0
+    batch_split_recompute: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -303,6 +307,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
     recompute: list[tuple[float, float]] = []
     ema_bytes = encoder_bytes = encoder_offload = encoder_flops = 0.0
+    batch_split = batch_split_recompute = 0.0
     working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
     last_backward = recomputed_working = 0.0
     encoder_peak = (0.0, 0.0)
@@ -321,6 +326,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         encoder_bytes, encoder_peak = sample.encoder_bytes, sample.encoder_peak
         encoder_offload = sample.encoder_offload_bytes
         encoder_flops = sample.encoder_flops
+        batch_split, batch_split_recompute = sample.batch_split, sample.batch_split_recompute
     else:
         seq = scenario.seq_len
         sharded = replicated = 0.0
@@ -457,6 +463,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         sample=shape,
         ema_bytes=ema_bytes,
         encoder_bytes=encoder_bytes,
+        batch_split_per_token=batch_split,
+        batch_split_recompute=batch_split_recompute,
         buffer_bytes=model.buffer_elements * (recipe.weight_bytes if full else compute_bytes),
         encoder_peak=encoder_peak,
         encoder_offload_bytes=encoder_offload,
@@ -558,6 +566,10 @@ class SampleTerms:
     encoder_peak: tuple[float, float] = (0.0, 0.0)  # bytes at micro-batch 0 and per sample
     encoder_offload_bytes: float = 0.0
     encoder_flops: float = 0.0  # the frozen encoders' forward, per token
+    # kept only at a micro-batch above 1 (terms/denoisers.py `_split_copies`): by the stored
+    # layers, and by the largest recomputed one
+    batch_split: float = 0.0
+    batch_split_recompute: float = 0.0
 
 
 #: What the diffusers training scripts checkpoint: whole blocks (`enable_gradient_checkpointing`).
@@ -600,12 +612,16 @@ def _sample_terms(
     # running them on a micro-batch (affine in the micro-batch: two points give it), their forward
     # FLOPs, and under offload the weights brought over PCIe for each micro-batch
     one, two = (encoder_peak_bytes(model, shape, n, frozen, compute, compute) for n in (1, 2))
-    layers = 0.0
+    layers = split = split_recompute = 0.0
     recompute: list[tuple[float, float]] = []
-    for (block, per_layer), kept, inputs in zip(acts.layers, checkpointed, acts.block_inputs, strict=True):
+    for (block, per_layer), kept, inputs, copies in zip(
+        acts.layers, checkpointed, acts.block_inputs, acts.batch_splits, strict=True
+    ):
         layers += (block.count - kept) * per_layer + kept * inputs
+        split += (block.count - kept) * copies
         if kept:
             recompute.append((per_layer / tokens, 0.0))
+            split_recompute = max(split_recompute, copies)
     adapted = frozenset() if mode.weights_trainable else mode.lora_targets
     flops = denoiser_flops(
         model,
@@ -639,6 +655,8 @@ def _sample_terms(
         encoder_peak=(float(2 * one - two), float(two - one)),
         encoder_offload_bytes=float(encoder_offload_bytes(model, frozen, compute)),
         encoder_flops=encoder_flops(model, shape, frozen) / tokens,
+        batch_split=split / tokens,
+        batch_split_recompute=split_recompute / tokens,
     )
 
 

@@ -17,8 +17,9 @@ layer keeps for backward), derived from the diffusers and V-JEPA modules as they
   logsumexp per head and query; eager keeps the softmax over every key.
 - GELU keeps its input. The attention kernel writes its output as (batch, seq, heads, dim) in
   memory, so the reshape before the output projection is a view: a trained projection keeps the
-  kernel's output itself, which SDPA keeps anyway (at micro-batch 1; FLUX's split of a larger
-  batch into text and image rows is a copy, not counted).
+  kernel's output itself, which SDPA keeps anyway. Above micro-batch 1 a joint block's split of
+  that output into image and text rows is not contiguous, and a trained or adapted projection
+  keeps a copy of its rows (`_split_copies`).
 
 Block types: FLUX double-stream (`FluxTransformerBlock`) and SD3 joint blocks
 (`JointTransformerBlock`, with SD3.5's context_pre_only last block and MMDiT-X's second
@@ -96,6 +97,8 @@ class DenoiserActivations:
     loss_held: float  # kept from the loss to the start of backward
     loss_peak: float  # alive while the loss is formed
     loss_backward: float  # alive while the loss gradient is formed
+    # per block: bytes one layer of it keeps per sample only at a micro-batch above 1 (`_split_copies`)
+    batch_splits: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,28 @@ def _stream(
     kept += _layer_norm(dims, width) + _modulated(dims, width, mod)
     kept += _inputs(dims, width, [up], dims.autocast) + dims.a * inner
     kept += _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
+    return kept
+
+
+def _split_copy(dims: _Dims, width: int, name: str, rows: int) -> float:
+    """A trained output projection, or an adapter at the stream's dtype, that reads `rows` rows
+    sliced out of the joint attention's output: at a micro-batch above 1 the slice is not
+    contiguous, so the matmul's reshape copies it, and the copy is what it keeps (at micro-batch
+    1 the slice is a view of the kernel's output, which SDPA keeps anyway)."""
+    return dims.a * width * rows if _inputs(dims, width, [name], False) == dims.a * width else 0.0
+
+
+def _split_copies(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape, masks: _Masks) -> float:
+    """Per sample, what one FLUX double-stream or SD3 joint layer keeps only at a micro-batch
+    above 1: its attention processor splits the joint output into image and text rows
+    (`hidden_states[:, :n]`, FluxAttnProcessor2_0 and JointAttnProcessor2_0) before to_out.0 and
+    to_add_out (`_split_copy`)."""
+    assert block.attention is not None
+    names = {linear.name for linear in block.linears}
+    width, out = block.attention.q_size, block.attention.names[3]
+    kept = _split_copy(dims, width, out, shape.image_tokens)
+    if "attn.to_add_out" in names:
+        kept += _split_copy(dims, width, "attn.to_add_out", shape.text_tokens)
     return kept
 
 
@@ -686,9 +711,11 @@ def denoiser_activations(
     a, width = dims.a, model.hidden_size
     layers: list[tuple[Block, float]] = []
     inputs: list[float] = []
+    splits: list[float] = []
     for block in model.blocks:
         kind = block_kind(block, model)
         layers.append((block, kind.saved(dims, block, model, shape, masks)))
+        splits.append(kind.batch_split(dims, block, model, shape, masks) if kind.batch_split else 0.0)
         width_tokens = kind.layer_input
         inputs.append(a * width_tokens(block, model, shape, masks) if width_tokens is not None else 0.0)
     latent = shape.latent_elements * (model.geometry.latent_channels if model.geometry else 1)
@@ -724,7 +751,7 @@ def denoiser_activations(
         held = 4.0 * latent
         peak = 12.0 * latent
         backward = 8.0 * latent
-    return DenoiserActivations(tuple(layers), tuple(inputs), outside, held, peak, backward)
+    return DenoiserActivations(tuple(layers), tuple(inputs), outside, held, peak, backward, tuple(splits))
 
 
 def _text_width(model: ModelSpec) -> int:
@@ -935,6 +962,8 @@ class BlockKind:
     layer_input: Callable[[Block, ModelSpec, TokenShape, _Masks], float] | None
     linear_tokens: Callable[[ModelSpec, Block, Linear, TokenShape, _Masks], float]
     attention_flops: Callable[[ModelSpec, Block, TokenShape, _Masks], float]
+    # what one layer keeps per sample only at a micro-batch above 1
+    batch_split: Callable[[_Dims, Block, ModelSpec, TokenShape, _Masks], float] | None = None
 
     @property
     def layer(self) -> bool:
@@ -1066,10 +1095,18 @@ _UNET_WEIGHTS = BlockKind(lambda d, b, m, s, k: _unet_weights(d, b, s), None, _u
 #: embedding block without attention) share one row; a UNet's output head is `_UNET_WEIGHTS`.
 BLOCK_KINDS: dict[str, BlockKind] = {
     "double_stream": BlockKind(
-        lambda d, b, m, s, k: _mmdit(d, b, m, s), _joint_width, _stream_tokens, _mmdit_attention
+        lambda d, b, m, s, k: _mmdit(d, b, m, s),
+        _joint_width,
+        _stream_tokens,
+        _mmdit_attention,
+        _split_copies,
     ),
     "joint": BlockKind(
-        lambda d, b, m, s, k: _mmdit(d, b, m, s), _joint_width, _stream_tokens, _mmdit_attention
+        lambda d, b, m, s, k: _mmdit(d, b, m, s),
+        _joint_width,
+        _stream_tokens,
+        _mmdit_attention,
+        _split_copies,
     ),
     "single_stream": BlockKind(
         lambda d, b, m, s, k: _single_stream(d, b, m, s),
