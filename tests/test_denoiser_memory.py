@@ -772,8 +772,9 @@ def test_a_joint_block_copies_its_split_output_only_above_micro_batch_one() -> N
 
     def activations(micro_batch: int) -> float:
         scenario = scenario_from_mapping(
-            {"model": "tiny-flux", "method": "lora", "lora": {"targets": sorted(ATTENTION), "dtype": "compute"},
-             "precision": "bf16", "base_weights": "bf16", "resolution": 64, "micro_batch": micro_batch,
+            {"model": "tiny-flux", "method": "lora",
+             "lora": {"targets": sorted(ATTENTION), "dtype": "compute"}, "precision": "bf16",
+             "base_weights": "bf16", "resolution": 64, "micro_batch": micro_batch,
              "activation_checkpointing": "none", "overhead_gib": 0},
         )  # fmt: skip
         return estimate(scenario, model=model).phases[0].term("activations").value
