@@ -424,23 +424,20 @@ def _ranking(objective: str, groups: list[Candidates]) -> _Ranked:
     """The valid candidates of all groups, ranked by the objective (one sort over arrays)."""
     import numpy as np
 
-    def column(read: Callable[[Candidates], Any]) -> Any:
-        return (
-            np.concatenate([np.asarray(read(g), dtype=float)[g.valid] for g in groups])
-            if groups
-            else np.zeros(0)
-        )
+    def column(read: Callable[[int, Candidates], Any], dtype: type = float) -> Any:
+        parts = [np.asarray(read(i, g), dtype=dtype)[g.valid] for i, g in enumerate(groups)]
+        return np.concatenate(parts or [np.zeros(0, dtype)])
 
-    score = column(lambda g: _score(objective, g))
-    total_s, usd, gpus = column(lambda g: g.total_s), column(lambda g: g.usd), column(lambda g: g.gpus)
-    parallel = column(lambda g: g.tensor_parallel * g.pipeline_parallel)
-    zero, peak = column(lambda g: g.zero_stage), column(lambda g: g.peak_bytes)
-    group = (
-        np.concatenate([np.full(int(g.valid.sum()), i) for i, g in enumerate(groups)])
-        if groups
-        else np.zeros(0, int)
+    score = column(lambda i, g: _score(objective, g))
+    total_s, usd, gpus = (
+        column(lambda i, g: g.total_s),
+        column(lambda i, g: g.usd),
+        column(lambda i, g: g.gpus),
     )
-    position = np.concatenate([np.flatnonzero(g.valid) for g in groups]) if groups else np.zeros(0, int)
+    parallel = column(lambda i, g: g.tensor_parallel * g.pipeline_parallel)
+    zero, peak = column(lambda i, g: g.zero_stage), column(lambda i, g: g.peak_bytes)
+    group = column(lambda i, g: np.full(g.valid.size, i), int)
+    position = column(lambda i, g: np.arange(g.valid.size), int)
     cost = np.where(np.isnan(usd), np.inf, usd)
     keys = (position, group, peak, zero, parallel, gpus)
     order = np.lexsort((*keys, cost, total_s, score))
