@@ -82,16 +82,18 @@ def regions() -> dict[str, Region]:
     }
 
 
+_GROUP_KEYS = ("id", "name", "members", "source", "as_of")
+
+
 @cache
 def region_groups() -> dict[str, tuple[str, frozenset[str]]]:
     """Group id ('EU', 'Europe') -> (its name, the ISO codes of its member countries)."""
     groups = {}
     for row in load_yaml("regions.yaml")["groups"]:
-        unknown = sorted(set(row) - {"id", "name", "members", "source", "as_of"})
-        if unknown or not row.get("source") or not row.get("as_of"):
-            raise RuntimeError(
-                f"regions.yaml group {row.get('id')}: unknown keys {unknown} or no source/date"
-            )
+        where = f"regions.yaml group {row.get('id')}"
+        require(row, _GROUP_KEYS, set(_GROUP_KEYS), where)
+        if not row["source"] or not row["as_of"]:
+            raise RuntimeError(f"{where}: no source/date")
         groups[str(row["id"])] = (str(row["name"]), frozenset(str(code) for code in row["members"]))
     return groups
 

@@ -298,7 +298,7 @@ def estimate_body_schema() -> dict[str, Any]:
 
 
 class ModelItem(BaseModel):
-    """One catalog model: a record of `catalogs.listings.model_listing`, as `trainplan models --json`."""
+    """One catalog model: a record of `listings.model_listing`, as `trainplan models --json`."""
 
     name: str
     family: str
@@ -311,7 +311,7 @@ class ModelItem(BaseModel):
 
 
 class GpuItem(BaseModel):
-    """One catalog GPU: a record of `catalogs.listings.gpu_listing`, as `trainplan gpus --json`."""
+    """One catalog GPU: a record of `listings.gpu_listing`, as `trainplan gpus --json`."""
 
     name: str
     aliases: list[str]
@@ -326,7 +326,7 @@ class GpuItem(BaseModel):
 
 
 class RegionItem(BaseModel):
-    """One grid region: a record of `catalogs.listings.region_listing`, as `trainplan regions --json`."""
+    """One grid region: a record of `listings.region_listing`, as `trainplan regions --json`."""
 
     id: str
     name: str
