@@ -155,7 +155,7 @@ def test_a_scenario_file_read_again_comes_from_its_kept_parse(
     path.write_text("model: Llama-3.1-8B\nmethod: lora\nlora: {rank: 16}\ngpus: 8\n")
     expected = {"model": "Llama-3.1-8B", "method": "lora", "lora": {"rank": 16}, "gpus": 8}
     assert read_mapping(path, "scenario") == expected
-    kept = list((tmp_path / "cache" / "trainplan").glob("scenario.*.marshal"))
+    kept = list((tmp_path / "cache" / "trainplan").glob("scenario-checked.*.marshal"))
     assert len(kept) == 1  # named by the content's SHA-256
     monkeypatch.setitem(sys.modules, "yaml", None)  # a second parse would fail: the copy is read
     assert read_mapping(path, "scenario") == expected
@@ -166,4 +166,4 @@ def test_a_scenario_file_read_again_comes_from_its_kept_parse(
     bad.write_text("model: [unclosed\n")
     with pytest.raises(InputError, match="not valid YAML"):
         read_mapping(bad, "scenario")
-    assert len(list((tmp_path / "cache" / "trainplan").glob("scenario.*.marshal"))) == 2  # nothing kept
+    assert len(list((tmp_path / "cache" / "trainplan").glob("scenario-checked.*.marshal"))) == 2  # nothing kept

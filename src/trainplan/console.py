@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 from trainplan.phrasing import (
     APPROXIMATE,
     NOTE,
@@ -43,7 +43,7 @@ def no_match(what: str, query: str, names: list[str]) -> str:
     hint = (
         f"; did you mean: {', '.join(close)}?" if close else f"; run `trainplan {what.lower()}s` for the list"
     )
-    return f"no {what} matches {query!r}{hint}"
+    return f"no {what} matches {shown_value(query)}{hint}"
 
 
 def print_estimate(result: Estimate, console: Console | None = None) -> None:
@@ -103,7 +103,9 @@ def print_models(query: str, as_json: bool, kind: str | None = None) -> None:
     from trainplan.resolve import catalog_spec
 
     if kind is not None and kind not in MODEL_KINDS:
-        raise InputError("family", f"{kind!r} is not a model family; choose one of {', '.join(MODEL_KINDS)}")
+        raise InputError(
+            "family", f"{shown_value(kind)} is not a model family; choose one of {', '.join(MODEL_KINDS)}"
+        )
     needle = query.lower()
     rows = [
         r

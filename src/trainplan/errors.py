@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from difflib import get_close_matches
 from typing import Any
 
@@ -57,7 +57,73 @@ def shown_number(value: float) -> str:
     return f"{value:g}"
 
 
-def shown_value(raw: Any) -> str:
-    """A user's value quoted in a message, cut short (a pasted megabyte must not come back)."""
-    text = shown_number(raw) if isinstance(raw, int) and not isinstance(raw, bool) else repr(raw)
-    return text if len(text) <= 60 else text[:57] + "..."
+def shown_value(raw: Any, limit: int = 60) -> str:
+    """A user's value quoted in a message, cut to `limit` characters. Only a bounded prefix is
+    ever formatted: a list that an alias bomb expands to billions of items, or a pasted megabyte,
+    costs no more than a short one (repr() of the whole value would walk all of it first)."""
+    text = (
+        shown_number(raw) if isinstance(raw, int) and not isinstance(raw, bool) else _prefix(raw, limit + 1)
+    )
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _prefix(value: Any, limit: int) -> str:
+    """The first `limit` characters (or a few more) of `repr(value)` for the plain data a parser
+    builds (dicts, lists, tuples, strings, numbers), produced piece by piece and stopped there."""
+    pieces: list[str] = []
+    size = 0
+    stack: list[Any] = [value]
+    while stack and size < limit:
+        item = stack.pop()
+        if isinstance(item, _Text):
+            piece = item.text
+        elif isinstance(item, dict):
+            entries = iter(item.items())
+            stack.extend([_Text("}"), _Entries(entries, ": ", ", ")])
+            piece = "{"
+        elif isinstance(item, list | tuple):
+            close = "]" if isinstance(item, list) else ")"
+            stack.extend([_Text(close), _Entries(((element,) for element in item), "", ", ")])
+            piece = "[" if isinstance(item, list) else "("
+        elif isinstance(item, _Entries):
+            entry = next(item.entries, None)
+            if entry is None:
+                continue
+            stack.append(item)
+            parts: list[Any] = [_Text(item.between)] if item.started else []
+            item.started = True
+            for index, part in enumerate(entry):
+                parts.extend([_Text(item.joiner)] if index else [])
+                parts.append(part)
+            stack.extend(reversed(parts))
+            continue
+        elif isinstance(item, str):
+            piece = repr(item[:limit])
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**16:
+            piece = shown_number(item)  # repr() of a 5,000-digit integer is itself an error
+        else:
+            piece = repr(item)[:limit]
+        pieces.append(piece)
+        size += len(piece)
+    return "".join(pieces)
+
+
+class _Text:
+    """A fixed piece of `_prefix`'s output (a bracket, a separator)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Entries:
+    """The items of a container that `_prefix` has not written yet."""
+
+    __slots__ = ("between", "entries", "joiner", "started")
+
+    def __init__(self, entries: Iterator[tuple[Any, ...]], joiner: str, between: str) -> None:
+        self.entries = entries
+        self.joiner = joiner
+        self.between = between
+        self.started = False

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 from trainplan.catalogs.gpus import find_gpu
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.phrasing import nothing_fits_line
@@ -41,7 +41,7 @@ def largest_fitting(
     left free, rounded down to a useful multiple (headroom 0: the exact boundary, not rounded);
     None when even 1 does not fit."""
     if field not in SEARCHABLE:
-        raise InputError("max", f"can search {', '.join(SEARCHABLE)}, not {field!r}")
+        raise InputError("max", f"can search {', '.join(SEARCHABLE)}, not {shown_value(field)}")
     if not 0 <= headroom <= 0.5:
         raise InputError("headroom", f"must be between 0 and 0.5 (a share of GPU memory), got {headroom:g}")
     capacity = find_gpu(scenario.gpu).memory_bytes * (1 - headroom)

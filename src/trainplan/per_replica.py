@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
 
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
 from trainplan.presets import resolved_adapter_dtype
 from trainplan.samples import sample_shape
@@ -597,7 +597,8 @@ def _sample_terms(
     if ckpt not in SAMPLE_CHECKPOINTING and not ckpt.startswith("full:"):
         raise InputError(
             "activation_checkpointing",
-            f"{ckpt!r}: {model.name} checkpoints whole blocks as diffusers does; use none, full or full:N",
+            f"{shown_value(ckpt)}: {model.name} checkpoints whole blocks as diffusers does; "
+            "use none, full or full:N",
         )
     autocast = recipe.autocast_copy_bytes > 0
     mode = replace(mode, residual_bytes=4 if autocast else mode.activation_bytes)

@@ -26,7 +26,7 @@ from typing import Any
 
 from trainplan.catalogs.loader import load_yaml
 from trainplan.catalogs.loader import require as _require
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 
 PROVIDER_CLASSES = ("hyperscaler", "gpu-cloud", "marketplace", "index")
 MEDIAN_CLASSES = ("hyperscaler", "gpu-cloud", "marketplace")
@@ -59,7 +59,7 @@ def parse_today(text: str | None) -> datetime.date:
     try:
         return datetime.date.fromisoformat(text.strip())
     except ValueError:
-        raise InputError("today", f"{text!r} is not a date in the form YYYY-MM-DD") from None
+        raise InputError("today", f"{shown_value(text)} is not a date in the form YYYY-MM-DD") from None
 
 
 def median(values: Sequence[float]) -> float:

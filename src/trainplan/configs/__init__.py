@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from trainplan.configs.base import FileReading, Skipped, Source, flatten
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 
 FIELD = "from"  # the CLI flag and the error field of everything a config file gets wrong
 # Detection order: the formats with the most distinctive keys first.
@@ -92,10 +92,13 @@ def folder_resolver(first: Path) -> Resolver:
         if not target.is_relative_to(root):
             raise InputError(
                 setting,
-                f"{reference!r} is outside the folder of {first.name} ({root}); copy it beside the config",
+                f"{shown_value(reference)} is outside the folder of {first.name} ({root}); "
+                "copy it beside the config",
             )
         if not target.is_file():
-            raise InputError(setting, f"{reference!r} was not found in {root}; pass it with another --from")
+            raise InputError(
+                setting, f"{shown_value(reference)} was not found in {root}; pass it with another --from"
+            )
         return str(target), read_text(target, FIELD)
 
     return resolve
@@ -108,7 +111,7 @@ def upload_resolver(files: Mapping[str, str]) -> Resolver:
         name = Path(reference.replace("\\", "/")).name
         if name not in files:
             raise InputError(
-                setting, f"points at {reference!r}: drop that file too (the server reads no paths)"
+                setting, f"points at {shown_value(reference)}: drop that file too (the server reads no paths)"
             )
         return name, files[name]
 
@@ -390,7 +393,7 @@ def _check_model(source: Source) -> None:
     except InputError as error:
         raise InputError(
             "model",
-            f"{source.file} names {reference!r} ({source.setting}): {error.message}. "
+            f"{source.file} names {shown_value(reference)} ({source.setting}): {error.message}. "
             "Pass --model with a catalog name or a local config.json",
         ) from None
 
@@ -400,7 +403,9 @@ def emit(scenario: Any, kind: str, header: list[str]) -> tuple[str, list[str]]:
     cannot say). YAML and TOML carry `header` (and the notes) as comments; JSON cannot, so the
     caller shows them beside it."""
     if kind not in EMIT_FORMATS:
-        raise InputError("emit", f"{kind!r} is not a format we write; allowed: {', '.join(EMIT_FORMATS)}")
+        raise InputError(
+            "emit", f"{shown_value(kind)} is not a format we write; allowed: {', '.join(EMIT_FORMATS)}"
+        )
     module = reader(EMIT_FORMATS[kind])
     data, notes = module.emit(scenario)
     run_line = getattr(module, "run_line", None)

@@ -25,7 +25,7 @@ from trainplan.configs.base import (
     to,
     truthy,
 )
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 
 FORMAT = "deepspeed"
 TITLE = "DeepSpeed JSON"
@@ -46,7 +46,9 @@ def _enabled(precision: str) -> Convert:
 
 def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if isinstance(value, bool) or value not in (0, 1, 2, 3):
-        raise InputError("zero_optimization.stage", f"{value!r} is not a ZeRO stage (0, 1, 2 or 3)")
+        raise InputError(
+            "zero_optimization.stage", f"{shown_value(value)} is not a ZeRO stage (0, 1, 2 or 3)"
+        )
     return {"zero_stage": value, "_backend": "DeepSpeed"}
 
 

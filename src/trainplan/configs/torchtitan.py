@@ -130,7 +130,8 @@ def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Igno
         return {"activation_checkpointing": "op"}
     if not option.isdigit() or int(option) < 1:
         raise InputError(
-            "activation_checkpoint.selective_ac_option", f"{option!r} is not 'op' or a positive block count"
+            "activation_checkpoint.selective_ac_option",
+            f"{shown_value(option)} is not 'op' or a positive block count",
         )
     return {"activation_checkpointing": "full" if int(option) == 1 else f"full:{int(option)}"}
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
 from trainplan.hf.additions import (
     GatedNorms,
@@ -79,7 +79,7 @@ def denoiser_spec(cfg: Mapping[str, Any], name: str, source: str = "") -> ModelS
     if reader is None:
         raise ConfigError(
             "_class_name",
-            f"{class_name!r} is not modelled; modelled diffusers classes: " + ", ".join(readers),
+            f"{shown_value(class_name)} is not modelled; modelled diffusers classes: " + ", ".join(readers),
         )
     return with_geometry(reader(cfg, name, source), cfg)
 
@@ -275,11 +275,12 @@ def forced_family(model_type: str, cfg: Mapping[str, Any], force: bool) -> tuple
         closest = str(resolve(refused.closest, cfg) or "") if refused else model_type
         family = find_family(closest) or GENERIC
         if refused is not None:
-            why = f"model_type {model_type!r} is not modelled ({refused.reason})"
+            why = f"model_type {shown_value(model_type)} is not modelled ({refused.reason})"
         elif family is not GENERIC:  # a modelled family's setting that it does not model
             why = f"{error.field}={error.message.removesuffix(f'. Or {FORCE_HINT}')}"
         else:
-            why = f"{error.field}={cfg.get(error.field)!r} names a layout the generic reading does not model"
+            shown = shown_value(cfg.get(error.field))
+            why = f"{error.field}={shown} names a layout the generic reading does not model"
         return family, why
 
 
@@ -293,13 +294,13 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
     if family is not None:
         for key, why in (family.row.get("refuse_when") or {}).items():
             if cfg.get(key):  # a setting of a modelled family that changes its layout
-                raise ConfigError(key, f"{cfg[key]!r}: {why} ({family.name}). Or {FORCE_HINT}")
+                raise ConfigError(key, f"{shown_value(cfg[key])}: {why} ({family.name}). Or {FORCE_HINT}")
         return family
     refused = refusal(model_type)
     if refused is not None:
         raise ConfigError(
             "model_type",
-            f"{model_type!r} is not modelled: {refused.reason}. Supported model types: "
+            f"{shown_value(model_type)} is not modelled: {refused.reason}. Supported model types: "
             + ", ".join(supported_model_types())
             + f". Or {FORCE_HINT}",
         )
@@ -307,7 +308,8 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
         if cfg.get(key) not in (None, False):
             raise ConfigError(
                 key,
-                f"{key}={cfg[key]!r} in a config of unknown model_type {model_type or '(none)'!r} "
+                f"{key}={shown_value(cfg[key])} in a config of unknown model_type "
+                f"{shown_value(model_type or '(none)')} "
                 "names a layout the generic (Llama-style) reading does not model; supported model "
                 "types: " + ", ".join(supported_model_types()) + f". Or {FORCE_HINT}",
             )
@@ -323,7 +325,8 @@ def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> 
     approximations: list[str] = []
     if family is GENERIC:
         approximations.append(
-            f"model_type {str(cfg.get('model_type', '')) or '(none)'!r} is not in the architecture table: "
+            f"model_type {shown_value(str(cfg.get('model_type', '')) or '(none)')} "
+            "is not in the architecture table: "
             "read with the Llama-style keys (gated MLP, RMSNorm), unverified for this model"
         )
     uses = {part for kind in kinds for part in kind}

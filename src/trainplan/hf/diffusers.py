@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.values import get_int
 from trainplan.model import Attention, Block, LatentGeometry, Linear, Mlp, ModelSpec
 
@@ -89,7 +89,9 @@ def _qk_norm(
 ) -> str | None:
     value = cfg.get("qk_norm", default)
     if value not in allowed:
-        raise ConfigError("qk_norm", f"{value!r} is not modelled; modelled: {', '.join(map(str, allowed))}")
+        raise ConfigError(
+            "qk_norm", f"{shown_value(value)} is not modelled; modelled: {', '.join(map(str, allowed))}"
+        )
     return None if value is None else str(value)
 
 
@@ -255,13 +257,17 @@ def wan_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     for key in ("image_dim", "added_kv_proj_dim", "pos_embed_seq_len"):
         if cfg.get(key) is not None:
             raise ConfigError(
-                key, f"{cfg[key]!r}: image-conditioned Wan variants are not modelled; text-to-video only"
+                key,
+                f"{shown_value(cfg[key])}: image-conditioned Wan variants are not modelled; "
+                "text-to-video only",
             )
     in_channels = get_int(cfg, "in_channels", default=16)
     out_channels = get_int(cfg, "out_channels", default=in_channels)
     patch = cfg.get("patch_size", [1, 2, 2])
     if not (isinstance(patch, list) and len(patch) == 3 and all(isinstance(p, int) and p > 0 for p in patch)):
-        raise ConfigError("patch_size", f"{patch!r} must be three positive integers (frames, height, width)")
+        raise ConfigError(
+            "patch_size", f"{shown_value(patch)} must be three positive integers (frames, height, width)"
+        )
     volume = patch[0] * patch[1] * patch[2]
     # WanAttention always builds its q/k RMSNorms over all heads (diffusers 0.42 reads no
     # qk_norm there); the key is still checked for a value no Wan release uses
@@ -301,7 +307,7 @@ def pixart_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     heads, head_dim, dim = _dims(cfg)
     for key, modelled in (("norm_type", "ada_norm_single"), ("attention_type", "default")):
         if cfg.get(key, modelled) != modelled:
-            raise ConfigError(key, f"{cfg[key]!r} is not modelled (modelled: {modelled})")
+            raise ConfigError(key, f"{shown_value(cfg[key])} is not modelled (modelled: {modelled})")
     if cfg.get("norm_elementwise_affine", False):
         raise ConfigError(
             "norm_elementwise_affine", "affine block norms are not modelled (PixArt's are not affine)"
@@ -392,7 +398,7 @@ def sana_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     patch = get_int(cfg, "patch_size", default=1)
     ratio = cfg.get("mlp_ratio", 2.5)
     if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 64:
-        raise ConfigError("mlp_ratio", f"{ratio!r} must be a number in (0, 64]")
+        raise ConfigError("mlp_ratio", f"{shown_value(ratio)} must be a number in (0, 64]")
     hidden = int(ratio * dim)  # GLUMBConv: hidden_channels = int(expand_ratio * in_channels)
     bias = bool(cfg.get("attention_bias", False))
     norm = "full" if qk_norm else "none"
@@ -445,7 +451,9 @@ def ltx_video_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     _qk_norm(cfg, ("rms_norm_across_heads",), "rms_norm_across_heads")  # LTXAttention allows no other
     activation = cfg.get("activation_fn", "gelu-approximate")
     if activation != "gelu-approximate":
-        raise ConfigError("activation_fn", f"{activation!r} is not modelled (modelled: 'gelu-approximate')")
+        raise ConfigError(
+            "activation_fn", f"{shown_value(activation)} is not modelled (modelled: 'gelu-approximate')"
+        )
     in_channels = get_int(cfg, "in_channels", default=128)
     out_channels = get_int(cfg, "out_channels", default=in_channels)
     bias = bool(cfg.get("attention_bias", True))
@@ -482,10 +490,12 @@ def cogvideox_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     for key in ("patch_size_t", "ofs_embed_dim"):
         if cfg.get(key) is not None:
             raise ConfigError(
-                key, f"{cfg[key]!r}: CogVideoX 1.5 layouts are not modelled (CogVideoX 1.0 only)"
+                key, f"{shown_value(cfg[key])}: CogVideoX 1.5 layouts are not modelled (CogVideoX 1.0 only)"
             )
     if cfg.get("activation_fn", "gelu-approximate") != "gelu-approximate":
-        raise ConfigError("activation_fn", f"{cfg['activation_fn']!r} is not modelled (gelu-approximate)")
+        raise ConfigError(
+            "activation_fn", f"{shown_value(cfg['activation_fn'])} is not modelled (gelu-approximate)"
+        )
     in_channels = get_int(cfg, "in_channels", default=16)
     out_channels = get_int(cfg, "out_channels", default=16)
     patch = get_int(cfg, "patch_size", default=2)
@@ -555,7 +565,7 @@ def hunyuan_video_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelS
     if cfg.get("image_condition_type") is not None:
         raise ConfigError(
             "image_condition_type",
-            f"{cfg['image_condition_type']!r}: image-to-video is not modelled; text-to-video only",
+            f"{shown_value(cfg['image_condition_type'])}: image-to-video is not modelled; text-to-video only",
         )
     _qk_norm(cfg, ("rms_norm",), "rms_norm")
     in_channels = get_int(cfg, "in_channels", default=16)
@@ -563,7 +573,7 @@ def hunyuan_video_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelS
     patch, patch_t = get_int(cfg, "patch_size", default=2), get_int(cfg, "patch_size_t", default=1)
     ratio = cfg.get("mlp_ratio", 4.0)
     if not isinstance(ratio, int | float) or isinstance(ratio, bool) or ratio <= 0:
-        raise ConfigError("mlp_ratio", f"{ratio!r} must be a positive number")
+        raise ConfigError("mlp_ratio", f"{shown_value(ratio)} must be a positive number")
     inner = int(dim * ratio)
     text = get_int(cfg, "text_embed_dim", default=4096)
     volume = patch_t * patch * patch

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.readers import t5_spec
 from trainplan.hf.vae import component_int, vae_component
 from trainplan.model import Attention, Block, ExtraComponent, FrozenComponent, Mlp, ModelSpec
@@ -107,7 +107,9 @@ def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = ""
     names the transformers class."""
     architectures = cfg.get("architectures")
     if not isinstance(architectures, list) or len(architectures) != 1:
-        raise ConfigError(f"{folder}.architectures", f"{architectures!r}: name one transformers class")
+        raise ConfigError(
+            f"{folder}.architectures", f"{shown_value(architectures)}: name one transformers class"
+        )
     architecture = str(architectures[0])
     if architecture in UNCOUNTED_TEXT_ENCODERS:
         return FrozenComponent(folder, "text", architecture, 0, 0, source=source, counted=False)
@@ -115,7 +117,7 @@ def text_encoder_component(folder: str, cfg: Mapping[str, Any], source: str = ""
     if model_type is None:
         raise ConfigError(
             f"{folder}.architectures",
-            f"{architecture!r} is not modelled; modelled: " + ", ".join(TEXT_ENCODER_CLASSES),
+            f"{shown_value(architecture)} is not modelled; modelled: " + ", ".join(TEXT_ENCODER_CLASSES),
         )
     if model_type == "clip_text_model":
         text = _clip_text(cfg, folder, projection=architecture.endswith("WithProjection"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.terms.jepa_masks import jepa_recipe_rows
 
 __all__ = ["is_jepa_yaml", "jepa_yaml_config"]
@@ -48,7 +48,9 @@ def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def _size(name: Any, field: str) -> tuple[int, int, int, float]:
     if name not in VIT_SIZES:
-        raise ConfigError(field, f"{name!r} is not one of the repos' ViT sizes: {', '.join(VIT_SIZES)}")
+        raise ConfigError(
+            field, f"{shown_value(name)} is not one of the repos' ViT sizes: {', '.join(VIT_SIZES)}"
+        )
     return VIT_SIZES[name]
 
 

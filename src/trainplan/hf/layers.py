@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import ATTENTION_LAYER_KINDS, Family
 from trainplan.hf.values import get_int
 
@@ -58,7 +58,7 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
             if value not in mapping:
                 raise ConfigError(
                     f"{listed['key']}[{index}]",
-                    f"layer kind {value!r} is not modelled for {family.name}; modelled: "
+                    f"layer kind {shown_value(value)} is not modelled for {family.name}; modelled: "
                     + ", ".join(sorted(mapping)),
                 )
             mixers.append(mapping[value])
@@ -130,7 +130,7 @@ def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> N
         if value not in modelled:
             raise ConfigError(
                 f"layer_types[{index}]",
-                f"layer kind {value!r} is not modelled; modelled here: " + ", ".join(modelled),
+                f"layer kind {shown_value(value)} is not modelled; modelled here: " + ", ".join(modelled),
             )
     if len(values) != layers:
         raise ConfigError("layer_types", f"lists {len(values)} layers, the model has {layers}")
@@ -161,7 +161,7 @@ def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
             value = kinds[index] if index < len(kinds) else "(missing)"
             raise ConfigError(
                 f"mlp_layer_types[{index}]",
-                f"MLP kind {value!r} is not modelled; modelled: " + ", ".join(_MLP_KINDS),
+                f"MLP kind {shown_value(value)} is not modelled; modelled: " + ", ".join(_MLP_KINDS),
             )
         return _MLP_KINDS[kinds[index]]
     if "layers_key" in rule and isinstance(cfg.get(rule["layers_key"]), list):

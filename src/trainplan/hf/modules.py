@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import Family, resolve
 from trainplan.hf.layers import num_experts
 from trainplan.hf.values import MISSING, flag, get, get_int, key_tuple
@@ -114,7 +114,7 @@ def _mixture_of_heads(cfg: Mapping[str, Any], family: Family) -> Attention:
     if stated is not None and stated != heads:
         raise ConfigError(
             "num_attention_heads",
-            f"{stated!r}, but the mixture of attention heads runs num_key_value_heads x "
+            f"{shown_value(stated)}, but the mixture of attention heads runs num_key_value_heads x "
             f"num_experts_per_tok = {heads} heads per token",
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -133,7 +133,7 @@ def _check_uniform_heads(cfg: Mapping[str, Any], family: Family, heads: int) -> 
         if value != heads:
             raise ConfigError(
                 f"{key}[{index}]",
-                f"{value!r} heads where num_attention_heads is {heads}: "
+                f"{shown_value(value)} heads where num_attention_heads is {heads}: "
                 "per-layer head counts are not modelled",
             )
 
@@ -182,7 +182,7 @@ def _adjusted_width(cfg: Mapping[str, Any], rule: Mapping[str, Any], width: int)
     if multiplier is None:
         return width
     if not isinstance(multiplier, int | float) or isinstance(multiplier, bool) or multiplier <= 0:
-        raise ConfigError(rule["multiplier"], f"must be a positive number, got {multiplier!r}")
+        raise ConfigError(rule["multiplier"], f"must be a positive number, got {shown_value(multiplier)}")
     multiple = get_int(cfg, rule["multiple_of"])
     return multiple * -(-int(multiplier * width) // multiple)
 
@@ -261,7 +261,8 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
         expand = get(cfg, rule["expand"])
         if not isinstance(expand, int | float) or expand <= 0 or int(expand * hidden) != expand * hidden:
             raise ConfigError(
-                rule["expand"], f"must be a positive number giving an integer width, got {expand!r}"
+                rule["expand"],
+                f"must be a positive number giving an integer width, got {shown_value(expand)}",
             )
         inner = int(expand * hidden)
     state = get_int(cfg, rule["state_size"])
@@ -371,7 +372,7 @@ def _indexer(cfg: Mapping[str, Any], family: Family) -> tuple[int, int]:
                 allowed = "full" if index == 0 else ", ".join(modelled)
                 raise ConfigError(
                     f"indexer_types[{index}]",
-                    f"indexer kind {kind!r} is not modelled here; modelled: {allowed}",
+                    f"indexer kind {shown_value(kind)} is not modelled here; modelled: {allowed}",
                 )
     if not get_int(cfg, "q_lora_rank", default=0, minimum=0):
         raise ConfigError("q_lora_rank", "the sparse-attention indexer reads the query latent: must be >= 1")

@@ -35,12 +35,13 @@ patchify each latent frame 2 x 2 (`patch_size`; `patch_size_t` 1).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.encoders import TEXT_ENCODER_FOLDERS, frozen_components
 from trainplan.hf.values import get_int
 from trainplan.model import LatentGeometry, ModelSpec
@@ -114,7 +115,7 @@ def _cogvideox_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
     """AutoencoderKLCogVideoX: 2 ** (stages - 1) spatially, `temporal_compression_ratio` in time."""
     stages = vae.get("block_out_channels", [128, 256, 256, 512])
     if not isinstance(stages, list) or not stages:
-        raise ConfigError("vae.block_out_channels", f"{stages!r} must list the encoder stages")
+        raise ConfigError("vae.block_out_channels", f"{shown_value(stages)} must list the encoder stages")
     temporal = get_int(vae, "temporal_compression_ratio", default=4)
     return 2 ** (len(stages) - 1), temporal, get_int(vae, "latent_channels", default=16)
 
@@ -132,7 +133,9 @@ def _dc_ae_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
     """AutoencoderDC: (spatial, temporal, latent channels) = (2 ** (stages - 1), 1, latent_channels)."""
     stages = vae.get("encoder_block_out_channels", [128, 256, 512, 512, 1024, 1024])
     if not isinstance(stages, list) or not stages:
-        raise ConfigError("vae.encoder_block_out_channels", f"{stages!r} must list the encoder stages")
+        raise ConfigError(
+            "vae.encoder_block_out_channels", f"{shown_value(stages)} must list the encoder stages"
+        )
     return 2 ** (len(stages) - 1), 1, get_int(vae, "latent_channels", default=32)
 
 
@@ -141,7 +144,7 @@ def _ltx_vae_strides(vae: Mapping[str, Any]) -> tuple[int, int, int]:
     in time, or the ratios the config states; `latent_channels` (default 128)."""
     scaling = vae.get("spatio_temporal_scaling", [True, True, True, False])
     if not isinstance(scaling, list) or not all(isinstance(value, bool) for value in scaling):
-        raise ConfigError("vae.spatio_temporal_scaling", f"{scaling!r} must be a list of booleans")
+        raise ConfigError("vae.spatio_temporal_scaling", f"{shown_value(scaling)} must be a list of booleans")
     steps = 2 ** sum(scaling)
     spatial = get_int(vae, "spatial_compression_ratio", default=get_int(vae, "patch_size", default=4) * steps)
     temporal = get_int(
@@ -165,12 +168,14 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
     if vae_class == "AutoencoderKL":
         stages = vae.get("block_out_channels", [64])
         if not isinstance(stages, list) or not stages:
-            raise ConfigError("vae.block_out_channels", f"{stages!r} must list the encoder stages")
+            raise ConfigError("vae.block_out_channels", f"{shown_value(stages)} must list the encoder stages")
         spatial, temporal, latent = 2 ** (len(stages) - 1), 1, get_int(vae, "latent_channels", default=4)
     elif vae_class == "AutoencoderKLWan":
         downsample = vae.get("temperal_downsample", [False, True, True])
         if not isinstance(downsample, list):
-            raise ConfigError("vae.temperal_downsample", f"{downsample!r} must be a list of booleans")
+            raise ConfigError(
+                "vae.temperal_downsample", f"{shown_value(downsample)} must be a list of booleans"
+            )
         spatial, temporal = 2 ** len(downsample), 2 ** sum(bool(d) for d in downsample)
         latent = get_int(vae, "z_dim", default=16)
     elif vae_class in VAE_STRIDES:
@@ -178,7 +183,7 @@ def latent_geometry(cfg: Mapping[str, Any], vae: Mapping[str, Any], text_tokens:
     else:
         raise ConfigError(
             "vae._class_name",
-            f"{vae_class!r} is not modelled; modelled: AutoencoderKL, AutoencoderKLWan, "
+            f"{shown_value(vae_class)} is not modelled; modelled: AutoencoderKL, AutoencoderKLWan, "
             + ", ".join(VAE_STRIDES),
         )
     class_name = str(cfg.get("_class_name", ""))
@@ -265,7 +270,7 @@ def pipeline_config(folder: Path) -> dict[str, Any]:
     from trainplan.userfiles import read_config_file
 
     def read(name: str) -> dict[str, Any] | None:
-        return read_config_file(folder / name) if (folder / name).is_file() else None
+        return read_config_file(folder / name) if os.path.lexists(folder / name) else None
 
     return pipeline_config_from(read, str(folder))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import Family
 from trainplan.hf.towers import siglip_tower
 from trainplan.hf.values import flag, get_int
@@ -103,7 +103,8 @@ def vision_extras(cfg: Mapping[str, Any], text_hidden: int) -> list[ExtraCompone
     if vision_type not in _VISION_TYPES:
         raise ConfigError(
             "vision_config.model_type",
-            f"{vision_type!r} is not modelled; modelled vision towers: " + ", ".join(sorted(_VISION_TYPES)),
+            f"{shown_value(vision_type)} is not modelled; modelled vision towers: "
+            + ", ".join(sorted(_VISION_TYPES)),
         )
     hidden = get_int(vision, "hidden_size")
     layers = get_int(vision, "num_hidden_layers")

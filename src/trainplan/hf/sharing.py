@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import Family
 from trainplan.hf.values import get_int
 from trainplan.model import Attention, Block, Linear, Mlp
@@ -83,7 +83,7 @@ def with_drafter_projections(
     refuse: Mapping[str, str] = rule.get("refuse") or {}
     for key, why in refuse.items():
         if cfg.get(key):
-            raise ConfigError(key, f"{cfg[key]!r}: {why} ({family.name})")
+            raise ConfigError(key, f"{shown_value(cfg[key])}: {why} ({family.name})")
     backbone = get_int(cfg, rule["backbone"])
     pre = Linear("pre_projection", "proj", 2 * backbone, hidden)
     post = Linear("post_projection", "proj", hidden, backbone)

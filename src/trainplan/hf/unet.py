@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.diffusers import denoiser_model, linear, timestep_embedding, weights_block
 from trainplan.hf.values import get_int
 from trainplan.model import Attention, Block, Linear, Mlp, ModelSpec
@@ -53,14 +53,14 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
     """Every weight of a UNet2DConditionModel, stage by stage, as blocks of the model spec."""
     for key, value in _UNMODELLED.items():
         if cfg.get(key, value) != value:
-            raise ConfigError(key, f"{cfg[key]!r} is not modelled (modelled: {value!r})")
+            raise ConfigError(key, f"{shown_value(cfg[key])} is not modelled (modelled: {value!r})")
     channels = [int(c) for c in cfg.get("block_out_channels", [320, 640, 1280, 1280])]
     stages = len(channels)
     down_types, up_types = list(cfg["down_block_types"]), list(cfg["up_block_types"])
     for key, types, known in (("down_block_types", down_types, _DOWN), ("up_block_types", up_types, _UP)):
         unknown = [t for t in types if t not in known]
         if unknown or len(types) != stages:
-            raise ConfigError(key, f"{types!r}: need {stages} of {', '.join(known)}")
+            raise ConfigError(key, f"{shown_value(types)}: need {stages} of {', '.join(known)}")
     heads = (
         _per_stage(cfg, "num_attention_heads", stages)
         if cfg.get("num_attention_heads")
@@ -84,7 +84,8 @@ def unet_spec(cfg: Mapping[str, Any], name: str, source: str) -> ModelSpec:
         )
     elif cfg.get("addition_embed_type") is not None:
         raise ConfigError(
-            "addition_embed_type", f"{cfg['addition_embed_type']!r} is not modelled (text_time or null)"
+            "addition_embed_type",
+            f"{shown_value(cfg['addition_embed_type'])} is not modelled (text_time or null)",
         )
     blocks = [weights_block("embed", *embed)]
 
@@ -139,7 +140,7 @@ def _per_stage(cfg: Mapping[str, Any], key: str, stages: int, default: int = 0) 
     value = cfg.get(key, default) if cfg.get(key) is not None else default
     values = [value] * stages if isinstance(value, int) else list(value)
     if len(values) != stages or not all(isinstance(v, int) and v > 0 for v in values):
-        raise ConfigError(key, f"{value!r}: one positive integer, or one per stage ({stages})")
+        raise ConfigError(key, f"{shown_value(value)}: one positive integer, or one per stage ({stages})")
     return values
 
 

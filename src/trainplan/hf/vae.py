@@ -36,7 +36,7 @@ from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.vae_cogvideox import autoencoder_kl_cogvideox
 from trainplan.hf.vae_dc import autoencoder_dc
 from trainplan.hf.vae_hunyuan import autoencoder_kl_hunyuan_video
@@ -128,7 +128,9 @@ def autoencoder_kl_wan(cfg: Mapping[str, Any], source: str = "") -> FrozenCompon
     per_block = component_int(cfg, where, "num_res_blocks", 2)
     down = cfg.get("temperal_downsample", [False, True, True])
     if not isinstance(down, list) or len(down) != len(mult) - 1 or not all(isinstance(d, bool) for d in down):
-        raise ConfigError(f"{where}.temperal_downsample", f"{down!r}: need {len(mult) - 1} booleans")
+        raise ConfigError(
+            f"{where}.temperal_downsample", f"{shown_value(down)}: need {len(mult) - 1} booleans"
+        )
     pixels_in, pixels_out = (
         component_int(cfg, where, "in_channels", 3),
         component_int(cfg, where, "out_channels", 3),
@@ -213,6 +215,7 @@ def vae_component(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
         return FrozenComponent("vae", "vae", class_name, 0, 0, source=source, counted=False)
     if reader is None:
         raise ConfigError(
-            "vae._class_name", f"{class_name!r} is not modelled; modelled: " + ", ".join(VAE_READERS)
+            "vae._class_name",
+            f"{shown_value(class_name)} is not modelled; modelled: " + ", ".join(VAE_READERS),
         )
     return reader(cfg, source)

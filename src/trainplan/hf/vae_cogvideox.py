@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.vae_layers import (
     component_int,
     conv_layer,
@@ -51,7 +51,7 @@ def autoencoder_kl_cogvideox(cfg: Mapping[str, Any], source: str = "") -> Frozen
     )
     if stages < 3:
         raise ConfigError(
-            f"{where}.block_out_channels", f"{channels!r}: need 3 stages or more (2 compress time)"
+            f"{where}.block_out_channels", f"{shown_value(channels)}: need 3 stages or more (2 compress time)"
         )
     last = channels[-1]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.vae_layers import component_int, conv_layer, positive_widths, refuse_unmodelled
 from trainplan.model import EncoderLayer, FrozenComponent
 
@@ -21,7 +21,7 @@ def _per_stage(cfg: Mapping[str, Any], where: str, key: str, default: Any, stage
     if not isinstance(value, list):
         value = [value] * stages
     if len(value) != stages:
-        raise ConfigError(f"{where}.{key}", f"{value!r}: need {stages} entries, one per stage")
+        raise ConfigError(f"{where}.{key}", f"{shown_value(value)}: need {stages} entries, one per stage")
     return list(value)
 
 
@@ -34,7 +34,7 @@ def _stages(
     types = _per_stage(cfg, where, f"{half}_block_types", "ResBlock", stages)
     if not all(kind in _BLOCKS for kind in types):
         raise ConfigError(
-            f"{where}.{half}_block_types", f"{types!r}: modelled blocks are " + ", ".join(_BLOCKS)
+            f"{where}.{half}_block_types", f"{shown_value(types)}: modelled blocks are " + ", ".join(_BLOCKS)
         )
     scales = cfg.get(f"{half}_qkv_multiscales", [[], [], [], [5], [5], [5]])
     if (
@@ -45,17 +45,19 @@ def _stages(
         )
     ):
         raise ConfigError(
-            f"{where}.{half}_qkv_multiscales", f"{scales!r}: need {stages} lists of odd kernels"
+            f"{where}.{half}_qkv_multiscales", f"{shown_value(scales)}: need {stages} lists of odd kernels"
         )
     if len(layers) != stages:
-        raise ConfigError(f"{where}.{half}_layers_per_block", f"{layers!r}: need {stages} block counts")
+        raise ConfigError(
+            f"{where}.{half}_layers_per_block", f"{shown_value(layers)}: need {stages} block counts"
+        )
     return list(zip(widths, types, scales, strict=True))
 
 
 def _layer_counts(cfg: Mapping[str, Any], where: str, key: str, default: list[int]) -> list[int]:
     value = cfg.get(key, default)
     if not isinstance(value, list):
-        raise ConfigError(f"{where}.{key}", f"{value!r} must list a block count per stage")
+        raise ConfigError(f"{where}.{key}", f"{shown_value(value)} must list a block count per stage")
     return [component_int({key: v}, where, key, 1) for v in value]
 
 
@@ -128,7 +130,9 @@ def autoencoder_dc(cfg: Mapping[str, Any], source: str = "") -> FrozenComponent:
         value = cfg.get(key, default)
         if value in ("pixel_unshuffle", "pixel_shuffle") or (key[0] == "u" and value != "interpolate"):
             modelled = "conv" if key[0] == "d" else "interpolate"
-            raise ConfigError(f"{where}.{key}", f"{value!r} is not modelled (modelled: {modelled!r})")
+            raise ConfigError(
+                f"{where}.{key}", f"{shown_value(value)} is not modelled (modelled: {modelled!r})"
+            )
     refuse_unmodelled(cfg, where, {"decoder_norm_types": "rms_norm"})
     head_dim = component_int(cfg, where, "attention_head_dim", 32)
     latent = component_int(cfg, where, "latent_channels", 32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.values import config_limit, get_int
 from trainplan.model import EncoderLayer
 
@@ -43,7 +43,7 @@ def positive_widths(cfg: Mapping[str, Any], where: str, key: str, default: list[
     value = cfg.get(key, default)
     if not isinstance(value, list) or not value or not all(type(v) is int and 0 < v <= bound for v in value):
         raise ConfigError(
-            f"{where}.{key}", f"{value!r} must list positive integers up to {bound:,} ({meaning})"
+            f"{where}.{key}", f"{shown_value(value)} must list positive integers up to {bound:,} ({meaning})"
         )
     return list(value)
 
@@ -51,7 +51,9 @@ def positive_widths(cfg: Mapping[str, Any], where: str, key: str, default: list[
 def refuse_unmodelled(cfg: Mapping[str, Any], where: str, modelled: Mapping[str, Any]) -> None:
     for key, value in modelled.items():
         if cfg.get(key, value) != value:
-            raise ConfigError(f"{where}.{key}", f"{cfg[key]!r} is not modelled (modelled: {value!r})")
+            raise ConfigError(
+                f"{where}.{key}", f"{shown_value(cfg[key])} is not modelled (modelled: {value!r})"
+            )
 
 
 def require_block_types(cfg: Mapping[str, Any], where: str, stages: int, down: str, up: str) -> None:
@@ -59,7 +61,7 @@ def require_block_types(cfg: Mapping[str, Any], where: str, stages: int, down: s
     for key, kind in (("down_block_types", down), ("up_block_types", up)):
         types = cfg.get(key, [kind] * stages)
         if types != [kind] * stages:
-            raise ConfigError(f"{where}.{key}", f"{types!r}: need {stages} x {kind!r}")
+            raise ConfigError(f"{where}.{key}", f"{shown_value(types)}: need {stages} x {shown_value(kind)}")
 
 
 def conv_layer(name: str, inp: int, out: int, kernel: int, level: int, time_level: int = 0) -> EncoderLayer:

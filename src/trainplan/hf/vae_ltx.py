@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.hf.vae_layers import (
     component_int,
     conv_layer,
@@ -26,7 +26,7 @@ _DOWN, _DEFAULT_WIDTHS, _DEFAULT_LAYERS = "LTXVideoDownBlock3D", [128, 256, 512,
 def _flags(cfg: Mapping[str, Any], where: str, key: str, count: int) -> list[bool]:
     value = cfg.get(key, [True, True, True, False])
     if not isinstance(value, list) or len(value) != count or not all(isinstance(v, bool) for v in value):
-        raise ConfigError(f"{where}.{key}", f"{value!r}: need {count} booleans")
+        raise ConfigError(f"{where}.{key}", f"{shown_value(value)}: need {count} booleans")
     return list(value)
 
 
@@ -35,7 +35,8 @@ def _layer_counts(cfg: Mapping[str, Any], where: str, key: str, stages: int) -> 
     value = cfg.get(key, _DEFAULT_LAYERS)
     if not isinstance(value, list) or len(value) != stages + 1:
         raise ConfigError(
-            f"{where}.{key}", f"{value!r}: need {stages + 1} resnet counts (one per stage, the mid)"
+            f"{where}.{key}",
+            f"{shown_value(value)}: need {stages + 1} resnet counts (one per stage, the mid)",
         )
     return [component_int({key: v}, where, key, 0) for v in value]
 
@@ -76,7 +77,7 @@ def autoencoder_kl_ltx_video(cfg: Mapping[str, Any], source: str = "") -> Frozen
     stages = len(channels)
     types = cfg.get("down_block_types", [_DOWN] * 4)
     if types != [_DOWN] * stages:
-        raise ConfigError(f"{where}.down_block_types", f"{types!r}: need {stages} x {_DOWN!r}")
+        raise ConfigError(f"{where}.down_block_types", f"{shown_value(types)}: need {stages} x {_DOWN!r}")
     per_stage = _layer_counts(cfg, where, "layers_per_block", stages)
     scaling = _flags(cfg, where, "spatio_temporal_scaling", stages)
     latent = component_int(cfg, where, "latent_channels", 128)
@@ -95,7 +96,7 @@ def autoencoder_kl_ltx_video(cfg: Mapping[str, Any], source: str = "") -> Frozen
         ):  # the pipeline's geometry would differ from the encoder's
             raise ConfigError(
                 f"{where}.{key}_compression_ratio",
-                f"{stated!r} is not modelled (modelled: {derived}, the encoder's)",
+                f"{shown_value(stated)} is not modelled (modelled: {derived}, the encoder's)",
             )
 
     level, time_level = patch.bit_length() - 1, 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import Family
 from trainplan.hf.values import flag, get_int
 from trainplan.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
@@ -34,13 +34,15 @@ def xlnet_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -
     attn_type = cfg.get("attn_type", "bi")
     if attn_type != "bi":
         raise ConfigError(
-            "attn_type", f"{attn_type!r} is not modelled; supported: 'bi' (XLNetConfig's default)"
+            "attn_type", f"{shown_value(attn_type)} is not modelled; supported: 'bi' (XLNetConfig's default)"
         )
     if cfg.get("bi_data"):  # forward and backward position streams over two halves of the batch
-        raise ConfigError("bi_data", f"{cfg['bi_data']!r} is not modelled; supported: false")
+        raise ConfigError("bi_data", f"{shown_value(cfg['bi_data'])} is not modelled; supported: false")
     clamp = cfg.get("clamp_len", -1)
     if not isinstance(clamp, int) or clamp > 0:  # clamped relative distances
-        raise ConfigError("clamp_len", f"{clamp!r} is not modelled; supported: -1 or 0 (no clamping)")
+        raise ConfigError(
+            "clamp_len", f"{shown_value(clamp)} is not modelled; supported: -1 or 0 (no clamping)"
+        )
     attention = Attention(
         num_heads=heads,
         num_kv_heads=heads,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.errors import ConfigError
+from trainplan.errors import ConfigError, shown_value
 from trainplan.families import Family
 from trainplan.hf.modules import ssm_mixer
 from trainplan.hf.values import get_int
@@ -49,7 +49,8 @@ def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) 
     for index, kind in enumerate(kinds):
         if kind not in (*_MAMBA_KINDS, "hybrid"):
             raise ConfigError(
-                f"layers_block_type[{index}]", f"layer kind {kind!r} is not modelled; modelled: mamba, hybrid"
+                f"layers_block_type[{index}]",
+                f"layer kind {shown_value(kind)} is not modelled; modelled: mamba, hybrid",
             )
     ssm = ssm_mixer(cfg, family, hidden)
     # Zamba2: add_bias_linear is the MLP's and the Mamba projections' bias

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 
 MAX_FILES = 8
 MAX_NAME_CHARS = 200
@@ -37,7 +37,7 @@ def uploaded_files(body: dict[str, Any]) -> list[tuple[str, str]]:
             raise InputError(f"{where}.text", "must be the file's text")
         base = PurePosixPath(name.replace("\\", "/")).name or "config"
         if any(base == seen for seen, _ in found):
-            raise InputError(f"{where}.name", f"{base!r} is posted twice")
+            raise InputError(f"{where}.name", f"{shown_value(base)} is posted twice")
         found.append((base, text))
     return found
 

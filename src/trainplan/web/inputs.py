@@ -19,7 +19,7 @@ from starlette.requests import Request
 
 from trainplan import resolve
 from trainplan.catalogs import models as catalog
-from trainplan.errors import InputError, TrainplanError, UnknownNameError
+from trainplan.errors import InputError, TrainplanError, UnknownNameError, shown_value
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
 from trainplan.scenario import Scenario, scenario_from_mapping
@@ -66,7 +66,9 @@ async def read_json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dic
         return {}
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise BodyError(415, f"send the body as application/json (got {media_type or 'no content type'!r})")
+        raise BodyError(
+            415, f"send the body as application/json (got {shown_value(media_type or 'no content type')})"
+        )
     try:
         data = parse_json(raw, "the body", "body")
     except InputError as error:
@@ -137,7 +139,7 @@ def model_spec(name: str, force: bool = False) -> ModelSpec | None:
     if _PATH_HINT.search(name):
         raise InputError(
             "model",
-            f"{name!r} is neither a catalog model nor a Hub id (owner/name). The server reads no "
+            f"{shown_value(name)} is neither a catalog model nor a Hub id (owner/name). The server reads no "
             f"files: upload or paste the config.json instead",
         )
     raise UnknownNameError("model", name, names, "model")
