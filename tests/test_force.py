@@ -120,7 +120,7 @@ def test_web_api_force_field() -> None:
 
     from trainplan.web.app import create_app
 
-    with TestClient(create_app()) as client:
+    with TestClient(create_app(), base_url="http://localhost") as client:
         refused = client.post("/api/estimate", json={"model_config": INKLING})
         assert refused.status_code == 422 and refused.json()["field"] == "model_config.model_type"
         forced = client.post("/api/estimate", json={"model_config": INKLING, "force": True})

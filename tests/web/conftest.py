@@ -40,7 +40,7 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app()) as test_client:
+    with TestClient(create_app(), base_url="http://localhost") as test_client:
         yield test_client
 
 
@@ -62,9 +62,10 @@ def serving(app: Any) -> Iterator[str]:
     """`app` on uvicorn in a background thread on a free loopback port; yields its base URL."""
     import uvicorn
 
+    from trainplan.web.connections import uvicorn_config
+
     port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical", lifespan="off")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, "critical", host="127.0.0.1", port=port))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

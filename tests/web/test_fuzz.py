@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from trainplan.scenario import Scenario, field_infos
 from trainplan.web.app import create_app
 
-CLIENT = TestClient(create_app(), raise_server_exceptions=True)
+CLIENT = TestClient(create_app(), raise_server_exceptions=True, base_url="http://localhost")
 INFOS = field_infos()
 FIELDS = [name for name in INFOS if name != "lora"]
 

@@ -147,7 +147,7 @@ def request(rng: random.Random) -> tuple[str, str, str | None, dict[str, str]]:
 def test_no_request_gets_a_5xx() -> None:
     rng = random.Random(SEED)
     statuses: Counter[int] = Counter()
-    with TestClient(create_app(), raise_server_exceptions=False) as client:
+    with TestClient(create_app(), raise_server_exceptions=False, base_url="http://localhost") as client:
         for _ in range(REQUESTS):
             method, path, body, headers = request(rng)
             response = client.request(method, path, content=body, headers=headers)

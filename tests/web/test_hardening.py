@@ -142,7 +142,7 @@ def test_an_unexpected_error_is_a_json_500_with_the_security_headers() -> None:
     def boom() -> None:
         raise RuntimeError("a bug")
 
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://localhost") as client:
         response = client.get("/api/boom")
     assert response.status_code == 500
     assert response.json()["message"] == "internal error"  # nothing about the bug leaks
@@ -186,7 +186,7 @@ def test_a_body_shorter_than_its_content_length_is_a_408(
     parts = urlsplit(fragile_server)
     with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=10) as sock:
         sock.sendall(
-            b"POST /api/estimate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/estimate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b'Content-Length: 100\r\n\r\n{"model":'
         )
         answer = sock.recv(65536).decode()
@@ -333,7 +333,7 @@ def test_identical_requests_are_answered_once(monkeypatch: pytest.MonkeyPatch) -
         return real(inputs, with_hints, result)
 
     monkeypatch.setattr(routes, "estimate_payload", counted)
-    with TestClient(create_app()) as fresh:
+    with TestClient(create_app(), base_url="http://localhost") as fresh:
         first = fresh.post("/api/estimate", json={"model": "GPT-2", "micro_batch": 3})
         again = fresh.post("/api/estimate", json={"micro_batch": 3, "model": "GPT-2"})
         other = fresh.post("/api/estimate?hints=false", json={"model": "GPT-2", "micro_batch": 3})

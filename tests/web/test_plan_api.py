@@ -164,7 +164,7 @@ def test_body_size_limit(client: TestClient) -> None:
 def test_busy_planner_is_a_503_after_a_bounded_wait() -> None:
     app = create_app()
     app.state.plan_slots = routes.Slots(running=0, waiting=4, wait_s=0.05)  # the slot never frees
-    with TestClient(app) as busy:
+    with TestClient(app, base_url="http://localhost") as busy:
         response = post(busy, SMALL)
     assert response.status_code == 503
     data = response.json()
@@ -175,7 +175,7 @@ def test_a_full_planner_queue_is_a_503_at_once() -> None:
     """With the slot taken and the line full, a search is refused without waiting at all."""
     app = create_app()
     app.state.plan_slots = routes.Slots(running=0, waiting=0, wait_s=60.0)
-    with TestClient(app) as busy:
+    with TestClient(app, base_url="http://localhost") as busy:
         response = post(busy, SMALL)
     assert response.status_code == 503 and "busy" in response.json()["message"]
 
@@ -224,7 +224,9 @@ def test_openapi_documents_the_plan_body(client: TestClient) -> None:
         "deadline_hours",
         "objective",
         "top_k",
+        "max_candidates",
     }
+    assert options["max_candidates"]["anyOf"][0]["maximum"] == MAX_CANDIDATES
     assert options["objective"]["anyOf"][0]["enum"] == ["time", "cost", "energy", "pareto", "gpus"]
     assert options["max_gpus"]["anyOf"][0]["maximum"] == MAX_GPUS
     assert {"200", "413", "422"} <= set(operation["responses"])
@@ -232,7 +234,7 @@ def test_openapi_documents_the_plan_body(client: TestClient) -> None:
 
 # ---------- fuzz: any plan body gets a 200 or a 4xx naming a field, never a 500 ----------
 
-FUZZ_CLIENT = TestClient(create_app(), raise_server_exceptions=True)
+FUZZ_CLIENT = TestClient(create_app(), raise_server_exceptions=True, base_url="http://localhost")
 junk = st.one_of(
     st.none(),
     st.booleans(),

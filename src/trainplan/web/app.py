@@ -7,8 +7,12 @@ elsewhere, and its Content-Security-Policy says so.
 
 from __future__ import annotations
 
-import json
+import base64
+import hashlib
 import logging
+import re
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,9 +27,12 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from trainplan import __version__
-from trainplan.errors import InputError, TrainplanError
+from trainplan.errors import TrainplanError
+from trainplan.web.answers import ERROR_500, error_answer
+from trainplan.web.hosts import HostPolicy
 from trainplan.web.inputs import BodyError
-from trainplan.web.routes import json_response, router
+from trainplan.web.routes import answer_response, json_response, router
+from trainplan.web.workers import warm_up
 
 STATIC = Path(__file__).resolve().parent / "static"
 VENDOR = STATIC / "vendor"
@@ -33,21 +40,12 @@ PAGE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+DOCUMENT_TYPES = ("text/html", "image/svg+xml")  # what a browser runs as a document
 
 
 def error_response(error: TrainplanError) -> Response:
     """The 4xx answer to a user error."""
-    status = error.status if isinstance(error, BodyError) else 422
-    field = error.field if isinstance(error, InputError | BodyError) else None
-    message = error.message if isinstance(error, InputError | BodyError) else str(error)
-    suggestions = list(getattr(error, "suggestions", None) or [])
-    body: dict[str, Any] = {
-        "field": field,
-        "message": message,
-        "detail": str(error),
-        "suggestions": suggestions,
-    }
-    return json_response(body, status)
+    return answer_response(error_answer(error))
 
 
 def _validation_response(error: RequestValidationError) -> Response:
@@ -61,20 +59,21 @@ def _validation_response(error: RequestValidationError) -> Response:
     return json_response(body, 422)
 
 
-ERROR_500 = json.dumps(
-    {"field": None, "message": "internal error", "detail": "internal error", "suggestions": []}
-).encode()
 log = logging.getLogger("trainplan.web")
 
 
 class Guard:
-    """The outermost ASGI layer: nosniff and no-referrer on every response, error answers
-    included, and no exception ever reaches the server. An unexpected one is logged and becomes a
-    JSON 500 (when no response has started yet); re-raising it would make the server drop a
-    kept-alive connection. A client that went away mid-body needs no answer."""
+    """The outermost ASGI layer. It answers only the allowed Host headers (web/hosts.py: a 400
+    otherwise, before any route runs); sends nosniff and no-referrer on every response, error
+    answers included, and the page's Content-Security-Policy (unless the route set its own) and
+    frame denial on every HTML or SVG document, static files included; and lets no exception
+    reach the server. An unexpected one is logged and becomes a JSON 500 (when no response has
+    started yet); re-raising it would make the server drop a kept-alive connection. A client that
+    went away mid-body needs no answer."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, hosts: HostPolicy) -> None:
         self.app = app
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,34 +88,43 @@ class Guard:
                 headers = MutableHeaders(scope=message)
                 headers.setdefault("X-Content-Type-Options", "nosniff")
                 headers.setdefault("Referrer-Policy", "no-referrer")
+                if headers.get("content-type", "").startswith(DOCUMENT_TYPES):
+                    headers.setdefault("Content-Security-Policy", PAGE_POLICY)
+                    headers.setdefault("X-Frame-Options", "DENY")
             await send(message)
 
+        host = next((value for name, value in scope["headers"] if name == b"host"), None)
+        if not self.hosts.allows(host):
+            await _send_json(
+                send_with_headers, 400, error_answer(BodyError(400, self.hosts.refusal(host), "Host"))
+            )
+            return
         try:
             await self.app(scope, receive, send_with_headers)
         except ClientDisconnect:
             return
         except Exception:
             log.exception("unexpected error answering %s %s", scope.get("method"), scope.get("path"))
-            if started:
-                return
-            await send_with_headers(
-                {
-                    "type": "http.response.start",
-                    "status": 500,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(ERROR_500)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": ERROR_500})
+            if not started:
+                await _send_json(send_with_headers, 500, (500, ERROR_500))
+
+
+async def _send_json(send: Send, status: int, answer: tuple[int, bytes]) -> None:
+    body = answer[1]
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 class GuardedApp(FastAPI):
     """FastAPI with `Guard` around everything, Starlette's own error middleware included."""
 
+    def __init__(self, *, hosts: HostPolicy, **settings: Any) -> None:
+        self.hosts = hosts
+        super().__init__(**settings)
+
     def build_middleware_stack(self) -> ASGIApp:
-        return Guard(super().build_middleware_stack())
+        return Guard(super().build_middleware_stack(), self.hosts)
 
 
 @cache
@@ -125,9 +133,23 @@ def page_html() -> str:
     return (STATIC / "index.html").read_text(encoding="utf-8")
 
 
-def create_app() -> FastAPI:
-    """A new app instance (tests and the server each make their own)."""
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the workers' fork server early (its engine import off the first request's time);
+    stop every worker when the server stops."""
+    warm_up()
+    yield
+    running = getattr(app.state, "workers", None)
+    if running is not None:
+        running.close()
+
+
+def create_app(bound: str | None = None, allowed_hosts: Iterable[str] = ()) -> FastAPI:
+    """A new app instance (tests and the server each make their own). It answers the loopback
+    names, `bound` (the address it serves on, unless every address) and `allowed_hosts`."""
     app = GuardedApp(
+        hosts=HostPolicy(bound, allowed_hosts),
+        lifespan=lifespan,
         title="trainplan",
         version=__version__,
         summary="Will this training run fit, how long will it take, and what will it cost?",
@@ -159,14 +181,8 @@ def create_app() -> FastAPI:
 
     @app.get("/docs", include_in_schema=False)
     def api_docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="trainplan API",
-            swagger_js_url="/static/vendor/swagger-ui-bundle.js",
-            swagger_css_url="/static/vendor/swagger-ui.css",
-            swagger_favicon_url="/static/favicon.svg",
-            swagger_ui_parameters={"validatorUrl": None, "defaultModelsExpandDepth": 0},
-        )
+        html, policy = docs_page()
+        return HTMLResponse(html, headers={"Content-Security-Policy": policy})
 
     @app.api_route("/healthz", methods=["GET", "HEAD"], include_in_schema=False)
     def health() -> dict[str, str]:
@@ -174,6 +190,28 @@ def create_app() -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+@cache
+def docs_page() -> tuple[str, str]:
+    """The API documentation page and its Content-Security-Policy: the page's own, with the
+    SHA-256 of the page's one inline script (Swagger UI's setup) as the only script allowed
+    beside this server's files."""
+    page = get_swagger_ui_html(
+        openapi_url="/openapi.json",
+        title="trainplan API",
+        swagger_js_url="/static/vendor/swagger-ui-bundle.js",
+        swagger_css_url="/static/vendor/swagger-ui.css",
+        swagger_favicon_url="/static/favicon.svg",
+        swagger_ui_parameters={"validatorUrl": None, "defaultModelsExpandDepth": 0},
+    ).body
+    html = bytes(page).decode()
+    hashes = [
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in re.findall(r"<script>(.*?)</script>", html, re.DOTALL)
+    ]
+    policy = PAGE_POLICY.replace("script-src 'self'", "script-src 'self' " + " ".join(hashes))
+    return html, policy
 
 
 def missing_assets() -> list[str]:

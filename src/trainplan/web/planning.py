@@ -20,7 +20,6 @@ from trainplan.options import PLAN_OPTIONS, WEB_CAPS
 from trainplan.phrasing import plans_heading
 from trainplan.plan import (
     PlanRequest,
-    default_gpu_types,
     plan,
     request_from_options,
     result_to_dict,
@@ -35,7 +34,7 @@ PLAN_KEY = "plan"
 # `web_maximum`) and passed to the one validator; these names are for the messages below.
 MAX_GPUS = int(WEB_CAPS["max_gpus"])
 MAX_GLOBAL_TOKENS = int(WEB_CAPS["target_global_tokens"])  # tokens per optimizer step a plan may target
-MAX_CANDIDATES = 2_500_000  # about 3.5 s and 340 MiB of arrays on one core: the server stays under 500 MB
+MAX_CANDIDATES = int(WEB_CAPS["max_candidates"])  # about 3.5 s and 340 MiB of arrays on one core
 MAX_RUN_TOKENS = 10**18  # steps x global batch: the search counts tokens in 64-bit integers
 LIST_OPTIONS = tuple(name for name, option in PLAN_OPTIONS.items() if option.kind == "list")
 
@@ -93,21 +92,6 @@ def plan_options(raw: Any) -> PlanOptions:
     return options
 
 
-def candidate_count(request: PlanRequest) -> int:
-    """How many layouts `plan()` would evaluate: the size of its search grid."""
-    gpus = len(request.gpu_types or default_gpu_types())
-    per_group = (
-        len(request.counts())
-        * gpus
-        * len(request.tensor_parallel)
-        * len(request.pipeline_parallel)
-        * len(request.zero_stages)
-        * len(request.micro_batches)
-    )
-    groups = len(request.methods) * len(request.checkpointing) * len(request.offloads)
-    return per_group * groups
-
-
 def _check_batch(request: PlanRequest) -> None:
     """The target global batch, and the run it makes, within what the search can count."""
     base = request.base
@@ -155,13 +139,10 @@ def plan_request(base: Scenario, options: PlanOptions) -> PlanRequest:
     if not request.methods:
         raise PlanInputError(f"{PLAN_KEY}.methods", "name at least one of full, lora, qlora, or any")
     _check_batch(request)
-    count = candidate_count(request)
-    if count > MAX_CANDIDATES:
-        raise PlanInputError(
-            f"{PLAN_KEY}.max_gpus",
-            f"this search has {count:,} candidate layouts, more than the {MAX_CANDIDATES:,} one request "
-            f"may evaluate: lower max_gpus, or plan over fewer GPU types or methods",
-        )
+    try:
+        request.check_size(can_raise=request.max_candidates < MAX_CANDIDATES)
+    except InputError as error:
+        raise PlanInputError(f"{PLAN_KEY}.{error.field}", error.message) from None
     return request
 
 

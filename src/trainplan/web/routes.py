@@ -20,10 +20,11 @@ from trainplan.catalogs.prices import index_to_dict, parse_today
 from trainplan.estimate import estimate
 from trainplan.largest_fit import DEFAULT_HEADROOM
 from trainplan.listings import gpu_listing, model_listing, region_listing
+from trainplan.model import ModelSpec
 from trainplan.phrasing import largest_line
 from trainplan.result import Estimate
 from trainplan.scenario import scenario_from_mapping
-from trainplan.web.configs import config_payload
+from trainplan.web.answers import Answer, json_bytes
 from trainplan.web.display import display
 from trainplan.web.hints import hints as make_hints
 from trainplan.web.hub import HubLookups
@@ -35,8 +36,9 @@ from trainplan.web.inputs import (
     is_hub_lookup,
     read_json_object,
 )
+from trainplan.web.jobs import read_config, search_plans
 from trainplan.web.largest import MaxField, largest
-from trainplan.web.planning import PLAN_KEY, plan_body_schema, plan_options, plan_payload, plan_request
+from trainplan.web.planning import PLAN_KEY, plan_body_schema, plan_options
 from trainplan.web.schemas import (
     MODEL_CONFIG_KEY,
     ErrorBody,
@@ -46,9 +48,12 @@ from trainplan.web.schemas import (
     estimate_body_schema,
     field_metadata,
 )
+from trainplan.web.workers import Workers, WorkerStopped
 
 router = APIRouter(prefix="/api", tags=["calculator"])
-COMPUTE_BUDGET_S = 15.0  # one estimate (or a largest-that-fits search) past this is a 504
+COMPUTE_BUDGET_S = 15.0  # an estimate, a config reading or a plan search past this is a 504
+WORKERS = 2  # worker processes for config readings and plan searches (web/workers.py)
+WORKER_QUEUE = 32  # requests waiting for a worker; one more is a 503 at once
 ANSWERS_KEPT = 2048  # estimate answers kept for identical requests (about 10-30 KB each)
 T = TypeVar("T")
 PLAN_SLOTS = 1  # searches at once: each holds a few hundred MB of candidate arrays
@@ -71,8 +76,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 def json_response(payload: Any, status: int = 200) -> Response:
     """Compact JSON; non-finite numbers are refused rather than sent as invalid JSON."""
-    text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
-    return Response(text, status_code=status, media_type="application/json")
+    return Response(json_bytes(payload), status_code=status, media_type="application/json")
+
+
+def answer_response(answer: Answer) -> Response:
+    """A worker's finished answer (status and JSON bytes) as the response."""
+    status, body = answer
+    return Response(body, status_code=status, media_type="application/json")
 
 
 class Answers:
@@ -190,17 +200,47 @@ def hub_lookups(app: Any) -> HubLookups:
     return app_state(app, "hub_lookups", lambda: HubLookups(hub_spec))
 
 
+def _past_budget() -> BodyError:
+    return BodyError(
+        504, f"the computation took longer than {COMPUTE_BUDGET_S:.0f} s; simplify the request", field=None
+    )
+
+
 async def compute(function: Callable[..., T], *args: Any) -> T:
-    """Run CPU work off the event loop within COMPUTE_BUDGET_S (504 past it), so that /healthz,
-    the page and other requests are served while it runs."""
+    """Run an estimate off the event loop within COMPUTE_BUDGET_S (504 past it), so that
+    /healthz, the page and other requests are served while it runs. An estimate's inputs are
+    bounded (hf/values.py, the field table), so it takes milliseconds; the work that can grow
+    with its input runs in a worker process instead (`in_worker`)."""
     try:
         return await asyncio.wait_for(run_in_threadpool(function, *args), COMPUTE_BUDGET_S)
     except TimeoutError:
-        raise BodyError(
-            504,
-            f"the computation took longer than {COMPUTE_BUDGET_S:.0f} s; simplify the request",
-            field=None,
-        ) from None
+        raise _past_budget() from None
+
+
+def workers(app: Any) -> Workers:
+    """The app's worker processes, started when first needed."""
+    return app_state(app, "workers", lambda: Workers(WORKERS, COMPUTE_BUDGET_S))
+
+
+def worker_slots(app: Any) -> Slots:
+    """The line for the workers: WORKER_QUEUE requests wait, one more is a 503 at once."""
+    return app_state(app, "worker_slots", lambda: Slots(WORKERS, WORKER_QUEUE, PLAN_WAIT_S, "the server"))
+
+
+async def in_worker(request: Request, function: Callable[..., Any], *args: Any) -> Response:
+    """`function(*args)` (a job of web/jobs.py) answered by a worker process within
+    COMPUTE_BUDGET_S: past it the worker is killed, so the 504 leaves nothing running."""
+    slots = worker_slots(request.app)
+    await slots.acquire()
+    try:
+        return answer_response(await workers(request.app).run(function, *args))
+    except TimeoutError:
+        raise _past_budget() from None
+    except WorkerStopped:
+        stopped = "the computation stopped before answering (out of memory?); try a smaller request"
+        raise BodyError(503, stopped, field=None) from None
+    finally:
+        slots.release()
 
 
 def hub_id_of(body: dict[str, Any]) -> str | None:
@@ -211,13 +251,20 @@ def hub_id_of(body: dict[str, Any]) -> str | None:
     return None
 
 
-async def resolve_inputs(request: Request, body: dict[str, Any]) -> EngineInputs:
-    """The body's scenario and model. A Hub id is looked up first through the app's bounded,
-    time-limited Hub lookups; everything else is computed off the event loop."""
+async def hub_model(request: Request, body: dict[str, Any]) -> ModelSpec | None:
+    """The spec of the body's Hub id, looked up through the app's bounded, time-limited Hub
+    lookups; None when the body names none."""
     hub_id = hub_id_of(body)
+    if hub_id is None:
+        return None
     # the force field is validated as the scenario validates it, before the lookup reads it
     force = "force" in body and scenario_from_mapping({"force": body["force"]}).force
-    hub = await hub_lookups(request.app).spec(hub_id, force) if hub_id else None
+    return await hub_lookups(request.app).spec(hub_id, force)
+
+
+async def resolve_inputs(request: Request, body: dict[str, Any]) -> EngineInputs:
+    """The body's scenario and model: a Hub id looked up first, the rest off the event loop."""
+    hub = await hub_model(request, body)
     return await compute(engine_inputs, body, hub)
 
 
@@ -289,18 +336,19 @@ async def post_estimate(
 
 
 class Slots:
-    """At most `running` searches at once and at most `waiting` in line; one more is a 503 at
-    once, and a search that waits longer than `wait_s` for its turn is a 503 too."""
+    """At most `running` jobs at once and at most `waiting` in line; one more is a 503 at
+    once, and a job that waits longer than `wait_s` for its turn is a 503 too."""
 
-    def __init__(self, running: int, waiting: int, wait_s: float) -> None:
+    def __init__(self, running: int, waiting: int, wait_s: float, what: str = "the planner") -> None:
         self._semaphore = asyncio.Semaphore(running)
         self._waiting = 0
         self._max_waiting = waiting
         self._wait_s = wait_s
+        self._what = what
 
     async def acquire(self) -> None:
         """Take a slot, or raise the 503."""
-        busy = BodyError(503, "the planner is busy; try again in a few seconds", field=None)
+        busy = BodyError(503, f"{self._what} is busy; try again in a few seconds", field=None)
         if self._semaphore.locked() and self._waiting >= self._max_waiting:
             raise busy
         self._waiting += 1
@@ -347,15 +395,13 @@ async def post_plan(request: Request) -> Response:
     `trainplan plan`. Each plan's `scenario` posted to `/api/estimate` gives its `estimate`."""
     body = await read_json_object(request)
     options = plan_options(body.pop(PLAN_KEY, None))
-    inputs = await resolve_inputs(request, body)
-    search = plan_request(inputs.scenario, options)
+    hub = await hub_model(request, body)
     slots = plan_slots(request.app)
     await slots.acquire()
     try:
-        payload = await run_in_threadpool(plan_payload, inputs, search)
+        return await in_worker(request, search_plans, body, options, hub)
     finally:
         slots.release()
-    return json_response(payload)
 
 
 @router.post(
@@ -399,4 +445,4 @@ async def post_config(request: Request) -> Response:
     is detected from the content; a file that names another (a DeepSpeed JSON) finds it among the
     files posted with it. The server reads no paths and runs nothing in the files."""
     body = await read_json_object(request)
-    return json_response(await compute(config_payload, body))
+    return await in_worker(request, read_config, body)

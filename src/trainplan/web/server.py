@@ -8,27 +8,35 @@ import socket
 import sys
 from pathlib import Path
 
-MAX_CONNECTIONS = 512
+MAX_PORT = 65535
 
 
 class ServeError(Exception):
     """A reason the server cannot start; already printed, exit with status 2."""
 
 
-def serve(host: str, port: int, scenario: str | None, log_level: str) -> int:
+def serve(
+    host: str, port: int, scenario: str | None, log_level: str, allowed_hosts: tuple[str, ...] = ()
+) -> int:
     """Serve the web calculator and its JSON API (docs at /docs); the exit status."""
     try:
-        _serve(host, port, scenario, log_level)
+        _serve(host, port, scenario, log_level, allowed_hosts)
     except ServeError:
         return 2
     return 0
 
 
-def _serve(host: str, port: int, scenario: str | None, log_level: str) -> None:
+def _serve(
+    host: str, port: int, scenario: str | None, log_level: str, allowed_hosts: tuple[str, ...]
+) -> None:
+    if not 1 <= port <= MAX_PORT:
+        print(f"error: port (--port): must be between 1 and {MAX_PORT:,} (got {port})", file=sys.stderr)
+        raise ServeError
     try:
         import uvicorn
 
         from trainplan.web.app import create_app, missing_assets
+        from trainplan.web.connections import uvicorn_config
     except ImportError as error:
         print(f"error: the web calculator needs {error.name}: pip install 'trainplan[web]'", file=sys.stderr)
         raise ServeError from None
@@ -55,9 +63,7 @@ def _serve(host: str, port: int, scenario: str | None, log_level: str) -> None:
     shown = f"[{host}]" if ":" in host else host
     print(f"trainplan calculator: http://{shown}:{port}/{query}", flush=True)
     print(f"API docs:              http://{shown}:{port}/docs", flush=True)
-    # past MAX_CONNECTIONS open connections or requests in flight, a request gets a 503 at once
-    # (uvicorn has no timeout for headers that never finish; this caps what they can hold up)
-    config = uvicorn.Config(create_app(), log_level=log_level, limit_concurrency=MAX_CONNECTIONS)
+    config = uvicorn_config(create_app(host, allowed_hosts), log_level)
     server = uvicorn.Server(config)
     server.run(sockets=[listener])
 
@@ -70,8 +76,11 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         listener.bind((host, port))
         listener.listen(2048)
-    except OSError as error:
+    except (OSError, OverflowError) as error:
         listener.close()
+        if isinstance(error, OverflowError | socket.gaierror) or error.errno is None:
+            print(f"error: host (--host): {host!r} is not an address to listen on ({error})", file=sys.stderr)
+            raise ServeError from None
         reason = (
             "is already in use" if error.errno == errno.EADDRINUSE else f"cannot be used ({error.strerror})"
         )
