@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from trainplan.errors import TrainplanError, shown_value
 from trainplan.invocation import fail, run_estimate, scenario_and_reading, scenario_from_flags
 from trainplan.options import (
     FROM_FLAG,
@@ -65,14 +66,31 @@ def json_estimate_arguments(argv: list[str]) -> dict[str, Any] | None:
 
 def main() -> None:
     """Console entry point: `estimate --json` on its short path (no typer, no rich: most of a
-    cold start was building the parser), everything else through the typer app."""
-    kwargs = json_estimate_arguments(sys.argv[1:])
-    if kwargs is None:
-        from trainplan.commands import app
+    cold start was building the parser), everything else through the typer app. Whatever goes
+    wrong ends in one `error:` line and exit status 2, never a traceback: a user error names its
+    flag (`fail`), running out of memory says what to lower, and anything else is reported as an
+    internal error with its type and message (Ctrl-C exits 130)."""
+    try:
+        kwargs = json_estimate_arguments(sys.argv[1:])
+        if kwargs is None:
+            from trainplan.commands import app
 
-        app(prog_name="trainplan")
-    else:
-        run_estimate(**kwargs)
+            app(prog_name="trainplan")
+        else:
+            run_estimate(**kwargs)
+    except TrainplanError as error:
+        fail(error)
+    except MemoryError:
+        print(
+            "error: out of memory: lower --max-gpus or --max-candidates (a search), or the model's size",
+            file=sys.stderr,
+        )
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as error:  # a bug of ours: one line, with what to report
+        print(f"error: internal error ({type(error).__name__}: {shown_value(str(error))})", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def __getattr__(name: str) -> Any:

@@ -282,6 +282,15 @@ def _register_plan() -> None:
 _register_plan()
 
 
+ALLOWED_HOST_OPTION = typer.Option(
+    None,
+    "--allowed-host",
+    help="also answer requests whose Host header names this host (repeatable); by default only "
+    "localhost, 127.0.0.1, [::1] and the --host address are answered",
+    show_default=False,
+)
+
+
 @app.command("serve")
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
@@ -290,10 +299,11 @@ def serve_command(
         None, "--scenario", help="scenario file (YAML or JSON) whose link to print"
     ),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level"),
+    allowed_hosts: list[str] | None = ALLOWED_HOST_OPTION,
 ) -> None:
     """Serve the web calculator and its JSON API (docs at /docs)."""
     from trainplan.web.server import serve  # the web stack loads only for this command
 
-    status = serve(host, port, scenario, log_level)
+    status = serve(host, port, scenario, log_level, tuple(allowed_hosts or ()))
     if status:
         raise typer.Exit(status)

@@ -136,7 +136,7 @@ def fail(error: TrainplanError) -> NoReturn:
             flag = flag_name(field)
         if field == "lora.dora":
             flag = "--dora"
-        if field in ("from", "emit"):
+        if field in ("from", "emit", "scenario"):
             flag = f"--{field}"
         where = f"{field} ({flag})" if flag else field
         message = f"{where}: {error.message}"

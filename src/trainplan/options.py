@@ -136,6 +136,17 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         ),
         form_help="what ranks the plans",
     ),
+    "max_candidates": PlanOption(
+        "int",
+        "Max candidates",
+        "the most candidate layouts one search may evaluate (GPU counts x GPU types x methods x the "
+        "rest of the grid; about 1.3 s and 140 MiB per million); a larger search is refused",
+        2_500_000,
+        1,
+        10**9,
+        web_maximum=2_500_000,
+        interfaces=("cli", "api"),
+    ),
     "top_k": PlanOption(
         "int",
         "Plans to show",

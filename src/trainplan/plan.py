@@ -21,7 +21,7 @@ from typing import Any
 
 from trainplan.catalogs.cost_inputs import rates
 from trainplan.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.options import PLAN_OPTIONS
@@ -78,6 +78,7 @@ class PlanRequest:
     deadline_hours: float | None = None
     objective: str = _default("objective")
     top_k: int = _default("top_k")
+    max_candidates: int = _default("max_candidates")
     micro_batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
     tensor_parallel: tuple[int, ...] = (1, 2, 4, 8)
     pipeline_parallel: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -93,6 +94,31 @@ class PlanRequest:
         small = [n for n in (1, 2, 4) if n <= self.max_gpus]
         nodes = list(range(8, self.max_gpus + 1, 8))
         return tuple(small + nodes)
+
+    def candidates(self) -> int:
+        """How many layouts `plan()` evaluates: the size of its search grid."""
+        per_group = (
+            len(self.counts())
+            * len(self.gpu_types or default_gpu_types())
+            * len(self.tensor_parallel)
+            * len(self.pipeline_parallel)
+            * len(self.zero_stages)
+            * len(self.micro_batches)
+        )
+        return per_group * len(self.methods) * len(self.checkpointing) * len(self.offloads)
+
+    def check_size(self, can_raise: bool = True) -> None:
+        """Refuse a search larger than `max_candidates` before any array is made (one of 100,000
+        GPUs over every method would need tens of GB), naming max_gpus, the largest lever, and
+        what else to change (`can_raise`: whether max_candidates itself may go higher)."""
+        count = self.candidates()
+        if count > self.max_candidates:
+            raise InputError(
+                "max_gpus",
+                f"this search has {count:,} candidate layouts, more than the {self.max_candidates:,} "
+                "allowed (max_candidates): lower max_gpus, or plan over fewer GPU types or methods"
+                + (", or raise max_candidates" if can_raise else ""),
+            )
 
     def global_sequences(self) -> int:
         """Sequences per optimizer step the plan must hit."""
@@ -356,6 +382,7 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     # a request built in code is held to the same declarations as one read from options
     plan_option("objective", request.objective)
     plan_option("max_gpus", str(request.max_gpus))
+    request.check_size()
     spec = model if model is not None else resolve_model(request.base.model, request.base.force)
     # the sample fields are checked where every estimate checks them: coefficients(), the first
     # thing evaluate_group runs
@@ -599,14 +626,14 @@ def plan_option(name: str, raw: str | None, maximum: float | None = None) -> Any
     text = raw.strip()
     if option.kind == "choice":
         if text.lower() not in option.choices:
-            raise InputError(name, f"{text!r} is not one of {', '.join(option.choices)}")
+            raise InputError(name, f"{shown_value(text)} is not one of {', '.join(option.choices)}")
         return text.lower()
     try:
         number = float(text)
     except ValueError:
-        raise InputError(name, f"{text[:40]!r} is not a number") from None
+        raise InputError(name, f"{shown_value(text[:40])} is not a number") from None
     if not math.isfinite(number):
-        raise InputError(name, f"{text[:40]!r} is not a finite number")
+        raise InputError(name, f"{shown_value(text[:40])} is not a finite number")
     high = option.maximum if maximum is None else maximum
     low = option.minimum
     if (low is not None and number < low) or (high is not None and number > high):
@@ -637,7 +664,7 @@ def request_from_options(
     for method in methods:
         if method not in METHODS:
             raise InputError(
-                "methods", f"{method!r} is not one of {', '.join(PLAN_OPTIONS['methods'].choices)}"
+                "methods", f"{shown_value(method)} is not one of {', '.join(PLAN_OPTIONS['methods'].choices)}"
             )
     gpu_types = tuple(part.strip() for part in (options.get("gpu_types") or "").split(",") if part.strip())
     for name in gpu_types:

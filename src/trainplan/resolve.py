@@ -3,13 +3,14 @@ pipeline folder, an I-JEPA / V-JEPA pretraining YAML, or a Hub id (an optional l
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from trainplan.catalogs.models import ModelRecord, find_model_record, model_records
-from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
+from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError, shown_value
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
 from trainplan.userfiles import read_config_file
@@ -58,15 +59,23 @@ def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
     if record is not None:
         return dict(record.config), record.name, record.config_source
     path = Path(reference).expanduser()
-    if path.is_dir() and (path / "model_index.json").is_file():  # a diffusers pipeline folder
+    # anything that exists is read as a file (userfiles.read_text refuses a pipe, a device or a
+    # socket with one line, never blocking on it)
+    if path.is_dir() and os.path.lexists(path / "model_index.json"):  # a diffusers pipeline folder
         from trainplan.hf.pipeline import pipeline_config
 
         return pipeline_config(path), path.name, str(path)
     if path.is_dir():
+        if not os.path.lexists(path / "config.json"):
+            raise ConfigError(
+                "model",
+                f"the folder {path} holds no config.json (nor a pipeline's model_index.json); "
+                "give the model's config.json, its folder or a Hub id",
+            )
         path = path / "config.json"
-    if path.is_file() and path.suffix in (".yaml", ".yml"):  # an I-JEPA / V-JEPA pretraining config
+    if os.path.lexists(path) and path.suffix in (".yaml", ".yml"):  # an I-JEPA / V-JEPA pretraining config
         return _jepa_yaml(path), path.stem, str(path)
-    if path.is_file():
+    if os.path.lexists(path):
         name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
         return read_config_file(path), name, str(path)
     if looks_like_hub_id(reference):
@@ -113,7 +122,7 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
     except ImportError:
         raise InputError(
             "model",
-            f"{hub_id!r} is not in the catalog and looks like a Hub id, but huggingface_hub is "
+            f"{shown_value(hub_id)} is not in the catalog and looks like a Hub id, but huggingface_hub is "
             "not installed (pip install 'trainplan[hub]'); or pass a local config.json path",
         ) from None
     from huggingface_hub.utils import EntryNotFoundError  # type: ignore[attr-defined]
@@ -135,7 +144,7 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
     except Exception as error:  # network, auth, missing repo: all reported the same way
         raise InputError(
             "model",
-            f"could not fetch config.json of {hub_id!r} from the Hub ({type(error).__name__}). "
+            f"could not fetch config.json of {shown_value(hub_id)} from the Hub ({type(error).__name__}). "
             "Offline? Pass a local config.json path or a catalog name instead",
         ) from None
 
