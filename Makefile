@@ -49,6 +49,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/web.py
 	FUZZ_REQUESTS=10000 $(BIN)/pytest -q -p no:cacheprovider tests/web/test_fuzz_http.py
+	FUZZ_SERVER_ROUNDS=400 FUZZ_SERVER_HELD=700 $(BIN)/pytest -q -s -p no:cacheprovider tests/web/test_fuzz_server.py
 
 calibrate: $(TEST_STAMP)
 	$(BIN)/python scripts/calibrate.py

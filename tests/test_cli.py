@@ -75,7 +75,7 @@ def test_scenario_file_and_flag_override(config_file: Path, tmp_path: Path) -> N
         (["--gpu", "H1000"], "unknown gpu 'H1000'. Did you mean"),
         (["--model", "Llama-3.1-8X"], "unknown model 'Llama-3.1-8X'. Did you mean"),
         (["--lora-rank", "-1"], "lora.rank (--lora-rank): must be between 1 and 65,536"),
-        (["--scenario", "/nonexistent.yaml"], "scenario: cannot read"),
+        (["--scenario", "/nonexistent.yaml"], "scenario (--scenario): cannot read"),
     ],
 )
 def test_errors_are_clear_and_exit_2(config_file: Path, args: list[str], text: str) -> None:

@@ -117,3 +117,125 @@ def test_serve_on_a_taken_port_says_so_before_any_banner() -> None:
     assert result.returncode == 2
     assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
     assert "trainplan calculator:" not in result.stdout
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The installed entry point in a process of its own: a hang fails at `timeout`."""
+    return subprocess.run(
+        [sys.executable, "-c", "from trainplan.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_error_line(result: subprocess.CompletedProcess[str], text: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+ALIAS_BOMB = "\n".join(
+    ["base_model: NousResearch/Meta-Llama-3.1-8B", "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    + ["micro_batch_size: *a8", ""]
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["estimate", "--from"],
+        ["estimate", "--scenario"],
+        ["estimate", "--json", "--scenario"],
+        ["plan", "--from"],
+        ["serve", "--port", "1", "--scenario"],
+    ],
+)
+def test_an_alias_bomb_is_one_error_line_at_once(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "qlora.yml"
+    path.write_text(ALIAS_BOMB)
+    started = time.perf_counter()
+    result = run_cli(*command, str(path))
+    assert time.perf_counter() - started < 30  # it hung for ever before the parse limits
+    one_error_line(result, "holds more than 200,000 values once its aliases are expanded")
+
+
+@pytest.mark.parametrize(
+    ("flag", "field"), [("--scenario", "scenario"), ("--from", "from"), ("--model", "model")]
+)
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path: Path, flag: str, field: str) -> None:
+    import os
+
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    result = run_cli("estimate", flag, str(fifo), timeout=30)
+    one_error_line(result, f"{field} ({flag}): {fifo} is a named pipe, not a regular file")
+
+
+def test_a_model_folder_with_a_pipe_for_its_config_is_refused(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "config.json")
+    one_error_line(run_cli("estimate", "--model", str(tmp_path), timeout=30), "is a named pipe")
+
+
+def test_a_device_is_refused(tmp_path: Path) -> None:
+    one_error_line(run_cli("estimate", "--scenario", "/dev/zero"), "/dev/zero is a character device")
+
+
+def test_a_folder_without_a_config_says_so(tmp_path: Path) -> None:
+    one_error_line(run_cli("estimate", "--model", str(tmp_path)), "holds no config.json")
+
+
+def test_a_huge_plan_search_is_refused_like_the_web_one() -> None:
+    result = run_cli("plan", "--model", "Llama-3.1-8B", "--max-gpus", "100000", "--methods", "any")
+    one_error_line(result, "max_gpus (--max-gpus): this search has 3,456,829,440 candidate layouts")
+    assert "more than the 2,500,000 allowed" in result.stderr and "raise max_candidates" in result.stderr
+
+
+def test_max_candidates_raises_the_cap() -> None:
+    args = ["plan", "--model", "GPT-2", "--gpu-types", "RTX-4090", "--max-gpus", "8", "--json"]
+    refused = run_cli(*args, "--max-candidates", "10")
+    one_error_line(refused, "this search has 11,520 candidate layouts, more than the 10 allowed")
+    answered = run_cli(*args, "--max-candidates", "11520")
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["candidates_evaluated"] == 11520
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "0", "65536"])
+def test_serve_on_a_port_out_of_range(port: str) -> None:
+    one_error_line(
+        run_cli("serve", "--port", port), f"port (--port): must be between 1 and 65,535 (got {port})"
+    )
+
+
+def test_serve_on_a_host_that_is_no_address() -> None:
+    one_error_line(run_cli("serve", "--host", "999.1.1.1", "--port", "8"), "host (--host): '999.1.1.1'")
+
+
+def test_an_unexpected_exception_is_one_error_line(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    from trainplan import cli
+
+    def broken(argv: list[str]) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(cli, "json_estimate_arguments", broken)
+    with pytest.raises(SystemExit) as caught:
+        cli.main()
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == "error: internal error (KeyError: \"'a bug'\")\n"
+
+
+def test_running_out_of_memory_is_one_error_line(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    from trainplan import cli
+
+    def hungry(argv: list[str]) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "json_estimate_arguments", hungry)
+    with pytest.raises(SystemExit) as caught:
+        cli.main()
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.startswith("error: out of memory: lower --max-gpus or --max-candidates")

@@ -166,4 +166,6 @@ def test_a_scenario_file_read_again_comes_from_its_kept_parse(
     bad.write_text("model: [unclosed\n")
     with pytest.raises(InputError, match="not valid YAML"):
         read_mapping(bad, "scenario")
-    assert len(list((tmp_path / "cache" / "trainplan").glob("scenario-checked.*.marshal"))) == 2  # nothing kept
+    assert (
+        len(list((tmp_path / "cache" / "trainplan").glob("scenario-checked.*.marshal"))) == 2
+    )  # nothing kept

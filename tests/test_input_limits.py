@@ -56,14 +56,18 @@ def merge_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("text", [alias_bomb(), mapping_bomb(), merge_bomb()], ids=["list", "mapping", "merge"])
+@pytest.mark.parametrize(
+    "text", [alias_bomb(), mapping_bomb(), merge_bomb()], ids=["list", "mapping", "merge"]
+)
 def test_yaml_bombs_stop_while_parsing(text: str) -> None:
     started = time.perf_counter()
     with pytest.raises(InputError) as caught:
         parse_yaml(text, "bomb.yml", "from")
     assert time.perf_counter() - started < 1.0  # a bound this loose still fails a walk of 10^8 values
     assert caught.value.field == "from"
-    assert caught.value.message == f"bomb.yml holds more than {MAX_NODES:,} values once its aliases are expanded"
+    assert (
+        caught.value.message == f"bomb.yml holds more than {MAX_NODES:,} values once its aliases are expanded"
+    )
 
 
 def test_an_alias_expanding_to_just_under_the_bound_is_read() -> None:

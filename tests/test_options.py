@@ -39,6 +39,7 @@ def test_one_validator_with_the_web_cap_as_a_parameter() -> None:
         "target_global_tokens": 10**10,
         "target_global_sequences": 10**8,
         "top_k": 20,
+        "max_candidates": 2_500_000,
     }
 
 

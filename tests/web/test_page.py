@@ -635,3 +635,12 @@ def test_the_form_draws_the_field_tables_words(page: Page, client: TestClient) -
     assert not page.page.locator('[data-field="train_tokens"]').is_visible()
     assert page.page.locator('[data-field="epochs"]').is_hidden()
     assert not page.errors
+
+
+def test_the_api_docs_page_runs_under_its_policy(page: Page) -> None:
+    """/docs renders every operation with its Content-Security-Policy in force: its one inline
+    script runs by hash, and the browser logs no refusal (the fixture fails on any error)."""
+    page.page.goto(f"{page.base}/docs")
+    page.page.wait_for_selector(".opblock-summary-path", timeout=20_000)
+    paths = page.page.locator(".opblock-summary-path").all_inner_texts()
+    assert {"/api/estimate", "/api/plan", "/api/config"} <= {path.strip() for path in paths}

@@ -70,7 +70,9 @@ def test_a_worker_past_its_memory_bound_is_replaced_after_answering() -> None:
 
 
 def test_a_user_error_in_a_worker_is_its_4xx(client: TestClient) -> None:
-    response = client.post("/api/config", json={"files": [{"name": "x.yml", "text": "micro_batch_size: 0\n"}]})
+    response = client.post(
+        "/api/config", json={"files": [{"name": "x.yml", "text": "micro_batch_size: 0\n"}]}
+    )
     assert response.status_code == 422
     data = response.json()
     assert data["field"] and data["message"]
