@@ -34,6 +34,21 @@ def test_full_finetune_states_are_16_bytes_per_param(llama8b_config: dict[str, A
     assert result.peak.name == "backward"
 
 
+@pytest.mark.parametrize(
+    ("optimizer", "state_bytes"),
+    [
+        ("adamw-8bit", 2 * (1 + 4 / 256)),  # bitsandbytes: 8-bit codes, an fp32 absmax per 256
+        ("adamw-4bit", 2 * (0.5 + 4 / 128)),  # torchao AdamW4bit: 4-bit codes, an fp32 scale per 128
+    ],
+)
+def test_low_bit_adamw_states_with_the_fp32_master(
+    llama8b_config: dict[str, Any], optimizer: str, state_bytes: float
+) -> None:
+    result = run(llama8b_config, method="full", optimizer=optimizer, gpus=1, grad_accum=1)
+    states = {term.name: term.value for term in result.states}
+    assert states["optimizer"] == pytest.approx((4 + state_bytes) * P)  # bf16-mixed: fp32 master too
+
+
 def test_foreach_adamw_adds_a_state_sized_temporary(llama8b_config: dict[str, Any]) -> None:
     # torch's default (foreach) AdamW materialises sqrt(v) for all params: 4 more bytes/param
     fused = run(llama8b_config, method="full", optimizer="adamw-fused", grad_accum=1)

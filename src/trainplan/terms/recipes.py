@@ -121,6 +121,11 @@ OPTIMIZERS: dict[str, OptimizerRecipe] = {
         OptimizerRecipe("paged-adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, True,
                         "as adamw-8bit, states in paged (unified) memory that can spill to the CPU "
                         "under pressure; counted as resident here"),
+        OptimizerRecipe("adamw-4bit", 2, 0.5 + 4 / 128, False, "none", 0, False,
+                        "torchao AdamW4bit (transformers adamw_torch_4bit): 4-bit states in blocks "
+                        "of 128 values with one fp32 scale each (Li et al. 2023, arXiv:2309.01507; "
+                        "torchao/optim README: block size 128 for 4-bit); its step is one compiled "
+                        "kernel. Tensors under 4,096 values keep fp32 states there, not counted"),
         OptimizerRecipe("sgd", 0, None, False, "none", 0, False, "plain SGD: no state"),
         OptimizerRecipe("sgd-momentum", 1, None, False, "none", 0, False,
                         "SGD with momentum: one momentum buffer, updated in place"),
