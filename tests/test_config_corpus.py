@@ -1,0 +1,144 @@
+"""Every example and recipe config the frameworks ship, read the way a user runs it.
+
+The corpus is the frameworks' own files at pinned commits, listed with their repository, path,
+commit, licence and checksum in tests/corpus/manifest.json. The files themselves are not kept in
+this repository: they are looked for in $TRAINPLAN_CONFIG_CORPUS, in the shared folder beside
+the checkout (shared/corpus/framework-configs), or in tests/corpus/files (which
+`python scripts/config_corpus.py copy --mirrors DIR` fills from git mirrors of the
+repositories); where none is present the tests say so and skip.
+
+Each file is read as `trainplan estimate --from FILE` reads it when run from the repository's
+top (where axolotl, LLaMA-Factory and accelerate resolve the paths a config names), offline.
+It must be read, or refused with a message of one of the refusal classes below, each naming
+the setting and why; never a crash. tests/corpus/hand_checked.yaml holds expectations written
+from the frameworks' source and docs, field by field, for files of every framework.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from trainplan.configs import scenario_from_config
+from trainplan.errors import InputError
+from trainplan.estimate import estimate
+from trainplan.scenario import scenario_from_mapping, scenario_to_mapping
+
+HERE = Path(__file__).parent / "corpus"
+MANIFEST = json.loads((HERE / "manifest.json").read_text())
+HAND_CHECKED = (
+    yaml.safe_load((HERE / "hand_checked.yaml").read_text())["files"]
+    if (HERE / "hand_checked.yaml").exists()
+    else []
+)
+TRAINING = [entry for entry in MANIFEST["files"] if entry["format_expected"] != "other"]
+# What a clear refusal of a valid config says: the model is not in the catalog and cannot be
+# fetched offline (with the close catalog models, or what the framework's builder has that no
+# catalog model has, and how to pass a config.json); a file that is a template, not JSON;
+# a method or a config kind trainplan does not size.
+REFUSALS = {
+    "model offline": re.compile(
+        r"(close catalog models|has no catalog model|Did you mean).*--model|Pass --model"
+    ),
+    "a template": re.compile(r"is not valid JSON"),
+    "not modelled": re.compile(r"(oft|freeze) is not modelled yet"),
+}
+
+
+@cache
+def corpus() -> Path | None:
+    """The folder holding the corpus files (OWNER+NAME/PATH), or None."""
+    shared = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "framework-configs"
+    for candidate in (os.environ.get("TRAINPLAN_CONFIG_CORPUS"), shared, HERE / "files"):
+        if candidate and Path(candidate).is_dir() and any(Path(candidate).iterdir()):
+            return Path(candidate)
+    return None
+
+
+def reading_of(entry: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The CLI's reading of one corpus file, from its repository's top, offline."""
+    folder = corpus()
+    if folder is None:
+        pytest.skip(
+            "the config corpus is not here (see tests/corpus/manifest.json and scripts/config_corpus.py)"
+        )
+    top = folder / entry["repo"].replace("/", "+")
+    path = top / entry["path"]
+    if not path.is_file():
+        pytest.skip(f"{entry['repo']}/{entry['path']} is missing from the corpus folder")
+    monkeypatch.chdir(top)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return scenario_from_config([path])
+
+
+def test_the_manifest_names_every_file_with_its_commit_and_licence() -> None:
+    repositories = MANIFEST["repositories"]
+    assert len(MANIFEST["files"]) >= 300
+    assert {entry["repo"] for entry in MANIFEST["files"]} == set(repositories)
+    for name, repository in repositories.items():
+        assert re.fullmatch(r"[0-9a-f]{40}", repository["commit"]), name
+        assert repository["licence"] in {"Apache-2.0", "BSD-3-Clause", "MIT"}, name
+    frameworks = Counter(entry["format_expected"] for entry in TRAINING)
+    assert min(frameworks.values()) >= 20 and len(frameworks) == 7, frameworks
+    for entry in MANIFEST["files"]:
+        assert re.fullmatch(r"[0-9a-f]{64}", entry["sha256"]), entry["path"]
+
+
+@pytest.mark.slow
+def test_every_training_config_is_read_or_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    if corpus() is None:
+        pytest.skip(
+            "the config corpus is not here (see tests/corpus/manifest.json and scripts/config_corpus.py)"
+        )
+    outcomes: Counter[str] = Counter()
+    unclear: list[str] = []
+    for entry in TRAINING:
+        where = f"{entry['repo']}/{entry['path']}"
+        with monkeypatch.context() as patch:
+            try:
+                reading = reading_of(entry, patch)
+            except InputError as error:
+                kind = next((name for name, rule in REFUSALS.items() if rule.search(error.message)), None)
+                if kind is None or not error.field:
+                    unclear.append(f"{where}: {error}")
+                outcomes[kind or "unclear"] += 1
+                continue
+        try:
+            estimate(scenario_from_mapping(reading.mapping))
+        except InputError as error:
+            unclear.append(f"{where}: read, but its estimate failed: {error}")
+            continue
+        outcomes["read"] += 1
+    assert not unclear, "\n".join(unclear)
+    # read, not refused, for most of them: every refusal above is a model the catalog lacks, a
+    # template, or a method trainplan does not size
+    assert outcomes["read"] >= 0.6 * len(TRAINING), outcomes
+
+
+CHECKED = [pytest.param(entry, id=f"{entry['repo'].split('/')[1]}/{entry['path']}") for entry in HAND_CHECKED]
+
+
+@pytest.mark.parametrize("entry", CHECKED)
+def test_a_hand_checked_file_reads_field_by_field(
+    entry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reading = reading_of(entry, monkeypatch)
+    scenario = scenario_to_mapping(scenario_from_mapping(reading.mapping))
+    wrong = []
+    for field, expected in entry["fields"].items():
+        value = scenario["lora"][field[5:]] if field.startswith("lora.") else scenario[field]
+        if isinstance(value, list | tuple) and isinstance(expected["value"], list | tuple):
+            same = sorted(value) == sorted(expected["value"])
+        else:
+            same = value == expected["value"]
+        if not same:
+            wrong.append(f"{field}: read {value!r}, expected {expected['value']!r} ({expected['why']})")
+    assert not wrong, "\n".join(wrong)
