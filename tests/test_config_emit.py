@@ -207,3 +207,50 @@ def test_plan_from_config_is_the_flag_twin() -> None:
     )
     assert from_file["plans"], from_file
     assert from_file["plans"][0]["scenario"] == flags["plans"][0]["scenario"]
+
+
+@pytest.mark.parametrize(
+    "kind", ["axolotl", "torchtune", "torchtitan", "llama-factory", "accelerate", "deepspeed"]
+)
+def test_plan_emit_searches_only_what_the_format_writes(kind: str) -> None:
+    """Every plan `--emit FORMAT` ranks is one that format writes whole: its layout axes are the
+    format's, and the winner's fragment names no layout setting it could not write."""
+    from trainplan.configs import emit, emit_axes
+    from trainplan.plan import plan, request_from_options
+    from trainplan.scenario import scenario_from_mapping
+
+    base = scenario_from_mapping({"model": "Llama-3.1-70B", "method": "full"})
+    options = {"methods": "full", "max_gpus": "64", "gpu_types": "H100-SXM", "top_k": "20"}
+    request = request_from_options(base, {**options, "target_global_sequences": "64"})
+    axes = emit_axes(kind)
+    result = plan(request.narrowed(axes, f"a {kind} config"))
+    assert result.plans, result.rejected
+    for found in result.plans:
+        values = {
+            "tensor_parallel": found.scenario.tensor_parallel,
+            "pipeline_parallel": found.scenario.pipeline_parallel,
+            "zero_stages": found.scenario.zero_stage,
+            "checkpointing": found.scenario.activation_checkpointing,
+            "offloads": found.scenario.offload,
+            "methods": found.scenario.method,
+        }
+        assert all(values[name] in allowed for name, allowed in axes.items()), (kind, values)
+        _, notes = emit(found.scenario, kind, [])
+        layout = ("tensor_parallel", "pipeline_parallel", "zero_stage", "offload")
+        assert not [note for note in notes if note.startswith(tuple(f"not written: {n}" for n in layout))], (
+            notes
+        )
+    # without --emit, the best plans use tensor and pipeline parallelism, which axolotl cannot write
+    if kind == "axolotl":
+        best = plan(request).plans[0].scenario
+        assert best.tensor_parallel > 1 and best.pipeline_parallel > 1
+
+
+def test_plan_emit_refuses_a_method_the_format_cannot_train() -> None:
+    result = invoke(
+        "plan", "--model", "Llama-3.1-8B", "--methods", "lora", "--max-gpus", "8", "--emit", "torchtitan"
+    )
+    assert result.exit_code == 2
+    assert (
+        "methods (--methods): a torchtitan config runs none of the methods searched (lora)" in result.output
+    )

@@ -44,6 +44,7 @@ VALUES: dict[str, Any] = {
     "lora": {"rank": 64, "dora": True},
     "base_weights": "nf4",
     "kbit_upcast": True,
+    "vae": "FLUX.1-schnell",
 }
 FIGURES = ("params", "memory", "time", "cost", "energy")
 

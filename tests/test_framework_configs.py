@@ -20,6 +20,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "configs"
 # hand; the comments give the rule where it is not a plain copy.
 EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     "axolotl/llama3-lora-8b.yml": ("axolotl", {
+        "activation_offload": False,  # axolotl default: AxolotlInputConfig.activation_offloading false
         "model": "meta-llama/Llama-3.1-8B", "method": "lora", "seq_len": 4096, "micro_batch": 2,
         "grad_accum": 4, "lora": {"rank": 32, "alpha": 16, "dropout": 0.05, "targets": "all-linear"},
         "optimizer": "adamw-8bit",  # adamw_bnb_8bit
@@ -36,6 +37,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "precision": "bf16", "attention": "flash", "steps": 1200, "recipe": "axolotl",
     }),
     "axolotl/qwen-full-fsdp.yml": ("axolotl", {
+        "activation_offload": False,  # axolotl default: AxolotlInputConfig.activation_offloading false
         "model": "Qwen/Qwen2.5-7B", "method": "full",  # no adapter
         "loss": "fused",  # liger_fused_linear_cross_entropy
         "kernels": "liger",  # liger_rms_norm and liger_glu_activation
@@ -45,14 +47,18 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "recipe": "axolotl",
     }),
     "axolotl/mistral-full-zero3.yml": ("axolotl", {
+        "activation_offload": False,  # axolotl default: AxolotlInputConfig.activation_offloading false
         "model": "mistralai/Mistral-7B-v0.3", "method": "full", "seq_len": 2048, "micro_batch": 2,
         "grad_accum": 2, "activation_checkpointing": "full", "optimizer": "adamw",
         "precision": "bf16-mixed",  # bf16 under DeepSpeed (bf16 auto): fp32 master in ZeRO
         "attention": "sdpa", "zero_stage": 3, "recipe": "axolotl",
     }),
     "axolotl/gemma-lora-cce.yml": ("axolotl", {
+        "activation_offload": False,  # axolotl default: AxolotlInputConfig.activation_offloading false
         "model": "google/gemma-2-2b", "method": "lora", "loss": "fused",
-        "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "v_proj"]}, "seq_len": 2048,
+        "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "v_proj"],
+                 "dropout": 0.0},  # axolotl default: LoraConfig.lora_dropout 0.0
+        "seq_len": 2048,
         "micro_batch": 4, "grad_accum": 1, "activation_checkpointing": "none", "attention": "eager",
         "compile": True, "optimizer": "adamw", "precision": "bf16", "steps": 500, "recipe": "axolotl",
     }),
@@ -87,30 +93,40 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "lora": {"targets": ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
                  "rank": 16, "alpha": 32, "dropout": 0.0},
         "seq_len": 4096, "micro_batch": 2, "grad_accum": 1, "optimizer": "adamw-fused",
-        "loss": "fused",  # LinearCrossEntropyLoss
+        "loss": "chunked",  # LinearCrossEntropyLoss keeps each chunk's fp32 log-softmax
         "offload": "optimizer+params",  # fsdp_cpu_offload
         "activation_checkpointing": "full", "activation_offload": False, "precision": "bf16",
         "gpus": 8, "zero_stage": 3, "recipe": "torchtune",
     }),
     "torchtitan/llama3_8b.toml": ("torchtitan", {
+        "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
+        "precision": "bf16-mixed",  # default mixed_precision_param bfloat16 under FSDP2
+        "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 1,
         "seq_len": 8192, "steps": 1000, "tensor_parallel": 1, "pipeline_parallel": 1, "zero_stage": 3,
         "gpus": 8,  # 1 replica x 8 shards x TP 1 x PP 1
         "compile": False, "activation_checkpointing": "op", "recipe": "torchtitan",
     }),
     "torchtitan/llama3_70b.toml": ("torchtitan", {
+        "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
+        "precision": "bf16-mixed",  # default mixed_precision_param bfloat16 under FSDP2
+        "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "model": "Llama-3.1-70B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 8,
         "seq_len": 8192, "steps": 1000, "tensor_parallel": 8, "pipeline_parallel": 1, "zero_stage": 3,
         "gpus": 8,  # shard degree -1: at least TP x PP; the user gives --gpus
         "compile": True, "activation_checkpointing": "full", "recipe": "torchtitan",
     }),
     "torchtitan/llama3_405b_float8.toml": ("torchtitan", {
+        "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
+        "compile": False,  # torchtitan default: Compile.enable false
         "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-torchao", "optimizer": "adamw-fused",
         "micro_batch": 2, "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
         "zero_stage": 3, "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
         "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)
     }),
     "torchtitan/llama3_8b_older.toml": ("torchtitan", {
+        "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
+        "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 4,
         "seq_len": 4096, "tensor_parallel": 2, "pipeline_parallel": 1, "zero_stage": 3, "gpus": 8,
         "compile": True, "precision": "bf16-mixed", "steps": 500,
@@ -118,29 +134,44 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "recipe": "torchtitan",
     }),
     "torchtitan/llama3_8b_ddp.toml": ("torchtitan", {
+        "precision": "amp-bf16",  # default bfloat16, autocast under DDP (maybe_enable_amp)
+        "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
+        "compile": False,  # torchtitan default: Compile.enable false
         "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw",  # foreach
         "micro_batch": 2, "grad_accum": 1,  # global -1
         "seq_len": 2048, "tensor_parallel": 1, "pipeline_parallel": 1, "zero_stage": 0, "gpus": 4,
         "activation_checkpointing": "none", "recipe": "torchtitan",
     }),
     "llama-factory/llama3_lora_sft.yaml": ("llama-factory", {
+        "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
+        "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
+        "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
         "model": "meta-llama/Llama-3.1-8B", "method": "lora",
-        "lora": {"rank": 8, "targets": "all-linear", "alpha": 16},  # alpha: 2 x rank
+        "lora": {"rank": 8, "targets": "all-linear", "alpha": 16,  # alpha: 2 x rank
+                 "dropout": 0.0},  # LLaMA-Factory default: LoraArguments.lora_dropout 0.0
         "seq_len": 2048, "micro_batch": 1, "grad_accum": 8,
         "precision": "amp-bf16",  # trainable parameters upcast to fp32
         "recipe": "llama-factory",
     }),
     "llama-factory/llama3_qlora_bnb.yaml": ("llama-factory", {
+        "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
+        "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
         "model": "meta-llama/Llama-3.1-8B", "base_weights": "nf4", "method": "qlora",
-        "lora": {"rank": 16, "targets": "all-linear", "alpha": 32}, "seq_len": 4096, "micro_batch": 2,
+        "lora": {"rank": 16, "targets": "all-linear", "alpha": 32,
+                 "dropout": 0.0},  # LLaMA-Factory default: LoraArguments.lora_dropout 0.0
+        "seq_len": 4096, "micro_batch": 2,
         "grad_accum": 4, "precision": "amp-bf16", "attention": "flash", "recipe": "llama-factory",
     }),
     "llama-factory/qwen_full_ds3.yaml": ("llama-factory", {
+        "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
+        "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
+        "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
         "model": "Qwen/Qwen2.5-7B", "method": "full", "seq_len": 2048, "micro_batch": 1, "grad_accum": 2,
         "precision": "bf16-mixed",  # bf16 under DeepSpeed ZeRO-3
         "loss": "fused", "kernels": "liger", "zero_stage": 3, "recipe": "llama-factory",
     }),
     "llama-factory/qwen_lora_unsloth.yaml": ("llama-factory", {
+        "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
         "model": "Qwen/Qwen2.5-7B", "method": "lora",
         "lora": {"rank": 32, "alpha": 16, "dropout": 0.05, "targets": "q_proj,v_proj"},
         "recipe": "unsloth",  # use_unsloth
@@ -148,8 +179,11 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "optimizer": "adamw-8bit", "precision": "amp-bf16",
     }),
     "llama-factory/llama3_lora_dpo.yaml": ("llama-factory", {
+        "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
+        "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
         "model": "meta-llama/Llama-3.2-3B", "method": "lora",
-        "lora": {"targets": "all-linear", "alpha": 16, "rank": 8},  # rank 8 and alpha 16 by default
+        "lora": {"targets": "all-linear", "alpha": 16, "rank": 8,  # rank 8 and alpha 16 by default
+                 "dropout": 0.0},  # LLaMA-Factory default: LoraArguments.lora_dropout 0.0
         "seq_len": 2048, "micro_batch": 1, "grad_accum": 8, "steps": 1000,
         "precision": "bf16",  # pure_bf16
         "activation_checkpointing": "none", "recipe": "llama-factory",
@@ -158,12 +192,16 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "model": "Qwen/Qwen2.5-0.5B", "seq_len": 1024, "micro_batch": 8, "grad_accum": 2,
         "activation_checkpointing": "full", "precision": "amp-bf16",  # fp32 weights by default
         "optimizer": "adamw-fused", "method": "lora",
-        "lora": {"rank": 16, "alpha": 32, "targets": "all-linear"}, "recipe": "trl",
+        "lora": {"rank": 16, "alpha": 32, "targets": "all-linear",
+                 "dropout": 0.05},  # TRL default: ModelConfig.lora_dropout 0.05
+        "activation_offload": False,  # TRL default: SFTConfig.activation_offloading false
+        "recipe": "trl",
     }),
     "hf/training_args.json": ("hf", {
         "micro_batch": 4, "grad_accum": 8, "optimizer": "adafactor",
         "precision": "fp16-mixed",  # fp16 under DeepSpeed (fp16 auto)
         "zero_stage": 2, "recipe": "hf-trainer",
+        "activation_checkpointing": "none",  # Trainer default: gradient_checkpointing false
     }),
     "hf/trl_qlora.yaml": ("hf", {
         "model": "meta-llama/Llama-3.1-8B", "attention": "flash", "method": "qlora", "base_weights": "nf4",
@@ -184,6 +222,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "seq_len": 4096, "micro_batch": 1, "grad_accum": 16, "activation_checkpointing": "none",
         "precision": "fp32",  # neither bf16 nor fp16
         "optimizer": "sgd", "recipe": "trl",
+        "method": "full",  # TRL default: ModelConfig.use_peft false, the full model
+        "activation_offload": False,  # TRL default: SFTConfig.activation_offloading false
     }),
     "accelerate/fsdp_full_shard.yaml": ("accelerate", {
         "zero_stage": 3, "activation_checkpointing": "full", "precision": "bf16-mixed", "gpus": 8,
@@ -418,6 +458,7 @@ def test_unreachable_hub_model_asks_for_model(monkeypatch: pytest.MonkeyPatch, t
 def test_torchtune_builder_outside_the_catalog_asks_for_model(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text(
         "model:\n  _component_: torchtune.models.code_llama2.code_llama2_7b\nbatch_size: 1\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
     )
     with pytest.raises(InputError, match=r"code_llama2_7b.*--model"):
         scenario_from_config([tmp_path / "c.yaml"])

@@ -214,7 +214,13 @@ def _run_plan(**kwargs: Any) -> None:
         scenario, reading = scenario_and_reading(kwargs)
         from trainplan.plan import plan, request_from_options
 
-        result = plan(request_from_options(scenario, options))
+        request = request_from_options(scenario, options)
+        if emit_format is not None:
+            from trainplan.configs import emit_axes
+
+            kind = emit_format.strip().lower()
+            request = request.narrowed(emit_axes(kind), f"a {kind} config")
+        result = plan(request)
         if emit_format is not None:
             _emit_plan(result, emit_format)
             return
@@ -237,8 +243,16 @@ def _emit_plan(result: Any, kind: str) -> None:
     from trainplan.console import plan_header
 
     if not result.plans:
+        from trainplan.configs import emit_axes
+
+        axes = "; ".join(
+            f"{name} {', '.join(map(str, values))}"
+            for name, values in emit_axes(kind.strip().lower()).items()
+        )
         raise InputError(
-            "emit", "no plan fits, so there is nothing to write; see `trainplan plan` without --emit"
+            "emit",
+            f"no plan fits among the layouts a {kind} config can write ({axes}), so there is nothing to "
+            "write; see `trainplan plan` without --emit",
         )
     text, comments = emit(result.plans[0].scenario, kind.strip().lower(), plan_header(result.plans[0]))
     for line in comments:

@@ -78,7 +78,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     """
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
-    spec = model if model is not None else resolve_model(scenario.model, scenario.force)
+    spec = model if model is not None else resolve_model(scenario.model, scenario.force, scenario.vae)
     gpu = find_gpu(scenario.gpu)
     check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)

@@ -178,6 +178,7 @@ NOT_READ = frozenset(
     {
         "model",
         "force",
+        "vae",
         "micro_batch",
         "grad_accum",
         "gpu",

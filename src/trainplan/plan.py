@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,22 @@ class PlanRequest:
             * len(self.micro_batches)
         )
         return per_group * len(self.methods) * len(self.checkpointing) * len(self.offloads)
+
+    def narrowed(self, axes: Mapping[str, tuple[Any, ...]], why: str) -> PlanRequest:
+        """This search over only the layouts `axes` allows (for each axis named, the values of
+        this request it keeps), e.g. those a framework's config can express; `why` names it in
+        the error when an axis keeps nothing."""
+        changes: dict[str, tuple[Any, ...]] = {}
+        for name, allowed in axes.items():
+            kept = tuple(value for value in getattr(self, name) if value in allowed)
+            if not kept:
+                field = "methods" if name == "methods" else "emit"
+                raise InputError(
+                    field,
+                    f"{why} runs none of the {name} searched ({', '.join(map(str, getattr(self, name)))})",
+                )
+            changes[name] = kept
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def check_size(self, can_raise: bool = True) -> None:
         """Refuse a search larger than `max_candidates` before any array is made (one of 100,000
@@ -383,7 +399,11 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     plan_option("objective", request.objective)
     plan_option("max_gpus", str(request.max_gpus))
     request.check_size()
-    spec = model if model is not None else resolve_model(request.base.model, request.base.force)
+    spec = (
+        model
+        if model is not None
+        else resolve_model(request.base.model, request.base.force, request.base.vae)
+    )
     # the sample fields are checked where every estimate checks them: coefficients(), the first
     # thing evaluate_group runs
     if spec.kind != "llm" and request.target_global_tokens:

@@ -9,39 +9,129 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from trainplan.catalogs.models import ModelRecord, find_model_record, model_records
+from trainplan.catalogs.models import ModelRecord, catalog_match, find_model_record, model_records
 from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError, shown_value
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
 from trainplan.userfiles import read_config_file
 
 
-def record_spec(record: ModelRecord) -> ModelSpec:
-    """The ModelSpec of a catalog record (its config through the HF adapter, plus its extras)."""
+def record_spec(record: ModelRecord, vae: str | None = None) -> ModelSpec:
+    """The ModelSpec of a catalog record (its config through the HF adapter, plus its extras);
+    `vae` replaces a pipeline's VAE and text encoders (`with_pipeline`)."""
     from dataclasses import replace
 
-    config = record.config
+    config: dict[str, Any] = dict(record.config)
     if record.pipeline:  # a diffusion pipeline's VAE and text encoders (hf/pipeline.py)
         from trainplan.hf.pipeline import PIPELINE_KEY
 
         config = {**record.config, PIPELINE_KEY: record.pipeline}
+    config, note = with_pipeline(config, vae)
     base = spec_from_config(config, record.name, source=record.config_source)
     return replace(
         base,
         extras=base.extras + record.extra_components,
         family=record.family,
         modality=record.modality,
+        notes=(*base.notes, note) if note else base.notes,
     )
 
 
-def resolve_model(reference: str, force: bool = False) -> ModelSpec:
+def resolve_model(reference: str, force: bool = False, vae: str | None = None) -> ModelSpec:
     """A catalog name, a path to a config.json (or its folder), or a Hub id -> ModelSpec; `force`
-    reads a refused architecture with the closest modelled reading (labelled approximate)."""
+    reads a refused architecture with the closest modelled reading (labelled approximate). A Hub
+    id that is a copy or a same-shape variant of a catalog model is that model, offline, with a
+    note saying so (`catalog_match`), unless a local path of that name exists. A diffusion
+    denoiser's config.json given without its pipeline takes the VAE and text encoders of `vae`
+    (a catalog model or a VAE config.json), else of the closest catalog pipeline (`with_pipeline`)."""
+    found = catalog_model(reference)
+    if found is not None:
+        record, how = found
+        if vae is not None:
+            return record_spec(record, vae)
+        return matched_spec(record.name, how) if how else catalog_spec(record.name)
+    config, name, source = model_config(reference)
+    config, note = with_pipeline(config, vae)
+    spec = spec_from_config(config, name, source, force=force)
+    if not note:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, notes=(*spec.notes, note))
+
+
+def with_pipeline(config: dict[str, Any], vae: str | None = None) -> tuple[dict[str, Any], str]:
+    """A diffusers denoiser's config.json with a pipeline's VAE and text encoders (hf/pipeline.py
+    PIPELINE_KEY), and the sentence saying which. Without one of its own, they come from `vae`: a
+    catalog diffusion model (its pipeline) or a path to a VAE's config.json (the text encoders
+    then from the closest catalog pipeline); failing that from the catalog pipeline whose
+    denoiser is closest: the same class and in_channels, then the most equal config keys (an
+    SDXL UNet's cross_attention_dim 2048 is not SD 1.5's 768). Any other config is unchanged."""
+    from trainplan.hf.pipeline import PIPELINE_KEY
+
+    if "_class_name" not in config:
+        if vae is not None:
+            raise InputError("vae", "applies to diffusion and video models, which have a VAE")
+        return config, ""
+    if PIPELINE_KEY in config and vae is None:
+        return config, ""
+    closest = _closest_pipeline(config)
+    pipeline: dict[str, Any] | None = dict(closest.pipeline) if closest and closest.pipeline else None
+    if vae is not None:
+        record = find_model_record(vae)
+        if record is not None:
+            if not record.pipeline:
+                raise InputError("vae", f"{record.name} is not a diffusion pipeline: it has no VAE")
+            pipeline, how = dict(record.pipeline), f"the VAE and text encoders of {record.name} (--vae)"
+        else:
+            vae_config = read_config_file(Path(vae).expanduser())
+            pipeline = {**(pipeline or {}), "vae": vae_config}
+            how = f"the VAE of {vae} (--vae)" + (f", the text encoders of {closest.name}" if closest else "")
+    elif closest is not None:
+        how = (
+            f"no VAE config beside it: the VAE and text encoders of {closest.name} assumed (the closest "
+            f"catalog {config['_class_name']} with in_channels {config.get('in_channels')}); give the "
+            "pipeline folder or --vae to change them"
+        )
+    if pipeline is None:
+        return config, ""
+    return {**config, PIPELINE_KEY: pipeline}, how
+
+
+def _closest_pipeline(config: dict[str, Any]) -> ModelRecord | None:
+    """The catalog pipeline whose denoiser config is closest to `config` (same class and
+    in_channels; then the most keys with equal values)."""
+    same = [
+        record
+        for record in model_records()
+        if record.pipeline
+        and record.config.get("_class_name") == config.get("_class_name")
+        and record.config.get("in_channels") == config.get("in_channels")
+    ]
+
+    def agreement(record: ModelRecord) -> int:
+        return sum(1 for key, value in record.config.items() if config.get(key) == value)
+
+    return max(same, key=agreement) if same else None
+
+
+def catalog_model(reference: str) -> tuple[ModelRecord, str] | None:
+    """The catalog record of a name, alias or Hub id; failing that, when no local path has that
+    name, of a Hub id that is a copy or same-shape variant of a catalog model."""
     record = find_model_record(reference)
     if record is not None:
-        return catalog_spec(record.name)
-    config, name, source = model_config(reference)
-    return spec_from_config(config, name, source, force=force)
+        return record, ""
+    return None if os.path.lexists(Path(reference).expanduser()) else catalog_match(reference)
+
+
+@cache
+def matched_spec(name: str, how: str) -> ModelSpec:
+    """A catalog model's spec, read for a Hub id matched to it offline, the match in its notes
+    (the estimate's warnings)."""
+    from dataclasses import replace
+
+    spec = catalog_spec(name)
+    return replace(spec, notes=(*spec.notes, how))
 
 
 @cache
@@ -55,10 +145,11 @@ def catalog_spec(name: str) -> ModelSpec:
 def model_config(reference: str) -> tuple[dict[str, Any], str, str]:
     """(config.json contents, model name, where it came from) for a catalog name, a path to a
     config.json (or its folder), or a Hub id; UnknownNameError with suggestions otherwise."""
-    record = find_model_record(reference)
-    if record is not None:
-        return dict(record.config), record.name, record.config_source
     path = Path(reference).expanduser()
+    found = catalog_model(reference)
+    if found is not None:
+        record = found[0]
+        return dict(record.config), record.name, record.config_source
     # anything that exists is read as a file (userfiles.read_text refuses a pipe, a device or a
     # socket with one line, never blocking on it)
     if path.is_dir() and os.path.lexists(path / "model_index.json"):  # a diffusers pipeline folder
@@ -144,9 +235,19 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
     except Exception as error:  # network, auth, missing repo: all reported the same way
         raise InputError(
             "model",
-            f"could not fetch config.json of {shown_value(hub_id)} from the Hub ({type(error).__name__}). "
-            "Offline? Pass a local config.json path or a catalog name instead",
+            f"could not fetch config.json of {shown_value(hub_id)} from the Hub ({type(error).__name__})"
+            f"{close_models(hub_id)}. Offline, pass its config.json (--model path/to/config.json) or a "
+            "catalog name",
         ) from None
+
+
+def close_models(reference: str) -> str:
+    """'; close catalog models: A, B' for a model reference the catalog lacks, or ''."""
+    from trainplan.errors import suggest
+
+    names = [record.name for record in model_records()]
+    close = suggest(reference.rsplit("/", 1)[-1], names)
+    return f"; close catalog models: {', '.join(close)}" if close else ""
 
 
 def _hub_config_path(

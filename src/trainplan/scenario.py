@@ -28,6 +28,7 @@ OPTIMIZERS = (
     "adamw-fused",
     "adamw-8bit",
     "paged-adamw-8bit",
+    "adamw-4bit",
     "sgd",
     "sgd-momentum",
     "adafactor",
@@ -217,6 +218,18 @@ class Scenario:
             "reading; the result is labelled approximate and names the reason",
             kind="bool",
             label="Estimate a refused architecture (approximate)",
+        ),
+    )
+    vae: str | None = _field(
+        None,
+        FieldInfo(
+            "the VAE and text encoders for a denoiser's config.json given without its pipeline folder: "
+            "a catalog diffusion model, or the path of a VAE config.json (default: the closest catalog "
+            "pipeline's, named in the warnings)",
+            kind="str",
+            label="VAE",
+            families=("diffusion", "video"),
+            interfaces=("cli", "api"),
         ),
     )
     method: str = _field(

@@ -91,3 +91,26 @@ def test_a_file_we_cannot_read_says_why(page: Page, tmp_path: Path) -> None:
     )
     assert "not a training config we read" in page.text("#config-status")
     assert page.page.locator("#config-mapping li").count() == 0
+
+
+def test_a_pasted_config_lists_what_the_cli_lists(page: Page, tmp_path: Path) -> None:
+    """Pasted text is read as a dropped file is, and the page lists the CLI's provenance lines
+    (`trainplan estimate --from`) and its ignored settings, in the same words."""
+    from trainplan.configs import scenario_from_config
+
+    text = (FIXTURES / "axolotl" / "llama3-lora-8b.yml").read_text()
+    page.open()
+    before = page.renders()
+    page.page.fill("#config-paste", text)
+    page.page.click("#config-paste-read")
+    page.page.wait_for_function(
+        "() => document.getElementById('config-status').textContent.includes('read as')"
+    )
+    page.wait_render(before)
+    assert page.text("#config-status") == "pasted-config read as axolotl"
+    shown = page.page.locator("#config-mapping li").all_inner_texts()
+    (tmp_path / "pasted-config").write_text(text)
+    cli = scenario_from_config([tmp_path / "pasted-config"])
+    assert shown == [str(item) for item in cli.provenance] + [
+        f"pasted-config: {item}" for item in cli.ignored
+    ]

@@ -81,25 +81,38 @@ class ConfigReading(NamedTuple):
 Resolver = Callable[[str, str], tuple[str, str]]  # (reference, setting) -> (name, text)
 
 
-def folder_resolver(first: Path) -> Resolver:
-    """References resolved relative to `first`'s folder, and never outside its folder tree."""
+def folder_resolver(given: list[Path]) -> Resolver:
+    """References resolved as the frameworks resolve them: among the other files given (by base
+    name), then against the first config's folder and the folder the command runs in (axolotl,
+    LLaMA-Factory and accelerate open a path relative to where they were launched:
+    `deepspeed: deepspeed_configs/zero2.json` at an axolotl checkout's top); never outside those
+    two folders' trees."""
+    import os
+
     from trainplan.userfiles import read_text
 
-    root = first.resolve().parent
+    roots = list(dict.fromkeys([given[0].resolve().parent, Path.cwd().resolve()]))
+    others = {path.name: path for path in given[1:]}
 
     def resolve(reference: str, setting: str) -> tuple[str, str]:
-        target = (root / Path(reference).expanduser()).resolve()
-        if not target.is_relative_to(root):
+        wanted = Path(reference).expanduser()
+        if wanted.name in others:
+            return str(others[wanted.name]), read_text(others[wanted.name], FIELD)
+        candidates = [(root / wanted).resolve() for root in roots]
+        inside = [target for target in candidates if any(target.is_relative_to(root) for root in roots)]
+        for target in inside:
+            if os.path.lexists(target):
+                return str(target), read_text(target, FIELD)
+        where = " or ".join(str(root) for root in roots)
+        if not inside:
             raise InputError(
                 setting,
-                f"{shown_value(reference)} is outside the folder of {first.name} ({root}); "
-                "copy it beside the config",
+                f"{shown_value(reference)} is outside the folder of {given[0].name} and the folder "
+                f"trainplan runs in ({where}); copy it beside the config or pass it with another --from",
             )
-        if not target.is_file():
-            raise InputError(
-                setting, f"{shown_value(reference)} was not found in {root}; pass it with another --from"
-            )
-        return str(target), read_text(target, FIELD)
+        raise InputError(
+            setting, f"{shown_value(reference)} was not found in {where}; pass it with another --from"
+        )
 
     return resolve
 
@@ -133,7 +146,7 @@ def scenario_from_config(
     if not given:
         raise InputError(FIELD, "give at least one config file")
     files = [(str(path), read_text(path, FIELD)) for path in given]
-    return read_configs(files, folder_resolver(given[0]), overrides, check_model=True)
+    return read_configs(files, folder_resolver(given), overrides, check_model=True)
 
 
 def read_configs(
@@ -184,24 +197,32 @@ def detect(data: Mapping[str, Any], name: str, hint: str | None = None) -> Modul
 
 
 def read_file(module: ModuleType, data: Mapping[str, Any], name: str, text: str = "") -> FileReading:
-    """One file through its reader's table; `implied` gives fields from settings a file leaves
-    out, `from_text` those its comments state (torchtune's `tune run` line)."""
+    """One file through its reader's table, read as the framework reads it: every setting the
+    file leaves out or empty at the framework's own default (the reader's `defaults(flat)`,
+    declared in data/framework_defaults.yaml), stated settings first. `implied` gives fields that
+    follow from what a file leaves out, `from_text` those its comments state (torchtune's
+    `tune run` line)."""
     from trainplan.configs.base import apply_rules
 
     flat = flatten(data, whole=getattr(module, "WHOLE", ()))
     reading = FileReading(name, module.FORMAT, module.recipe(flat))
+    defaults = module.defaults(flat) if hasattr(module, "defaults") else {}
+    filled = {setting: default for setting, default in defaults.items() if flat.get(setting) is None}
+    effective = {**flat, **{setting: default.value for setting, default in filled.items()}}
     try:
-        apply_rules(reading, flat, module.RULES)
+        apply_rules(reading, effective, module.RULES, {s: d.note() for s, d in filled.items()})
     except InputError as error:
         if error.message.startswith(name):
             raise
         raise InputError(error.field, f"{name}: {error.message}") from None
-    implied = getattr(module, "implied", None)
     from_text = getattr(module, "from_text", None)
-    extra = {**(from_text(text, name) if from_text else {}), **(implied(flat) if implied else {})}
-    for field, (value, note) in extra.items():
-        if field not in reading.fields:
+    for field, (value, note) in (from_text(text, name) if from_text else {}).items():
+        if field not in reading.fields or reading.fields[field].default:
             reading.fields[field] = Source(field, value, module.FORMAT, name, note)
+    implied = getattr(module, "implied", None)
+    for field, (value, note) in (implied(flat) if implied else {}).items():
+        if field not in reading.fields:
+            reading.fields[field] = Source(field, value, module.FORMAT, name, note, default=True)
     return reading
 
 
@@ -221,6 +242,16 @@ def _merge(readings: list[FileReading]) -> dict[str, Source]:
         rank = RANK.get(reading.format, 0)
         for field, source in reading.fields.items():
             earlier = merged.get(field)
+            if earlier is not None and earlier.default != source.default:
+                # a stated setting beats any file's default
+                if earlier.default:
+                    merged[field], ranks[field] = source, rank
+                continue
+            if earlier is not None and earlier.default:
+                # of two defaults the trainer's holds (DeepSpeed's fp32 only with no trainer beside it)
+                if rank < ranks[field]:
+                    merged[field], ranks[field] = source, rank
+                continue
             if earlier is None or earlier.value == source.value:
                 merged.setdefault(field, source)
                 ranks.setdefault(field, rank)
@@ -234,7 +265,13 @@ def _merge(readings: list[FileReading]) -> dict[str, Source]:
                     f"{earlier.file}, {source.setting} = {source.value} in {source.file}; make them agree",
                 )
     precision = merged.get("precision")
-    if "DeepSpeed" in backends and precision is not None and precision.value in UNDER_DEEPSPEED:
+    deepspeed_own = precision is not None and precision.setting.startswith("deepspeed ")
+    if (
+        "DeepSpeed" in backends
+        and precision is not None
+        and precision.value in UNDER_DEEPSPEED
+        and not deepspeed_own
+    ):
         value = UNDER_DEEPSPEED[precision.value]
         note = f"{precision.value} under DeepSpeed: half weights, fp32 master and states in ZeRO"
         merged["precision"] = Source("precision", value, precision.setting, precision.file, note)
@@ -278,6 +315,7 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
     from trainplan.scenario import scenario_to_mapping
 
     sources = _merge(readings)
+    _match_model(sources)
     extra: list[Skipped] = []
     recipe = _recipe(readings)
     if recipe is not None and "recipe" not in sources:
@@ -291,10 +329,16 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
             data["lora"] = {**data.get("lora", {}), **value}
         else:
             data[name] = value
+    _least_gpus(data, sources, given)
     scenario = _build(data, sources)
-    batches = [(reading.file, reading.global_batch) for reading in readings if reading.global_batch]
+    batches = [
+        (reading.file, reading.global_batch, reading.format) for reading in readings if reading.global_batch
+    ]
     if batches:
-        data, sources, checked = _global_batch(data, sources, batches[0], scenario, "grad_accum" in given)
+        file, batch, kind = batches[0]
+        data, sources, checked = _global_batch(
+            data, sources, (file, batch), scenario, given, kind == "deepspeed"
+        )
         scenario = _build(data, sources)
         extra += checked
     if check_model and "model" in sources and "model" not in given:
@@ -341,42 +385,80 @@ def _global_batch(
     sources: dict[str, Source],
     batch: tuple[str, tuple[str, int]],
     scenario: Any,
-    given: bool,
+    given: Mapping[str, Any],
+    deepspeed: bool,
 ) -> tuple[dict[str, Any], dict[str, Source], list[Skipped]]:
-    """A global batch (all GPUs) turned into grad_accum = global / (micro_batch x data-parallel
-    GPUs), or checked against a grad_accum set elsewhere."""
+    """A global batch (all GPUs): with the micro-batch, grad_accum = global / (micro x
+    data-parallel GPUs), or checked against a grad_accum set too. DeepSpeed's train_batch_size
+    (`deepspeed`) may come without a micro-batch, and is read as DeepSpeed reads it
+    (runtime/config.py `_set_batch_related_parameters`): with the accumulation, micro = global /
+    (accumulation x data-parallel GPUs); with neither, no accumulation and micro = global /
+    data-parallel GPUs. There a framework's default counts as not set; elsewhere (torchtitan's
+    local_batch_size 8) the default is the micro-batch the framework runs."""
     from trainplan.scenario import data_parallel
 
     file, (setting, total) = batch
     replicas = data_parallel(scenario)
-    per_step = scenario.micro_batch * replicas
-    where = f"{per_step} = micro_batch {scenario.micro_batch} x {replicas} data-parallel GPUs"
-    if "grad_accum" in sources or given:
+
+    def stated(name: str) -> bool:
+        return name in given or (name in sources and not (deepspeed and sources[name].default))
+
+    if stated("micro_batch") and stated("grad_accum"):
+        per_step = scenario.micro_batch * replicas
+        where = f"{per_step} = micro_batch {scenario.micro_batch} x {replicas} data-parallel GPUs"
         if per_step * scenario.grad_accum != total:
             raise InputError(
                 FIELD,
                 f"{setting} = {total} (global) disagrees with grad_accum {scenario.grad_accum} x {where}",
             )
-        return (
-            data,
-            sources,
-            [
-                Skipped(
-                    setting.split(" ", 1)[1],
-                    file,
-                    f"global batch, checked: {total} = grad_accum {scenario.grad_accum} x {where}",
-                )
-            ],
+        reason = f"global batch, checked: {total} = grad_accum {scenario.grad_accum} x {where}"
+        return data, sources, [Skipped(setting.split(" ", 1)[1], file, reason)]
+    if stated("micro_batch"):
+        name, known, value_of = "grad_accum", scenario.micro_batch, "micro_batch"
+    else:
+        accum = scenario.grad_accum if stated("grad_accum") else 1
+        name, known, value_of = "micro_batch", accum, "grad_accum"
+    divisor = known * replicas
+    where = f"{value_of} {known} x {replicas} data-parallel GPUs"
+    if total % divisor:
+        raise InputError(FIELD, f"{setting} = {total} (global) is not a multiple of {divisor} = {where}")
+    value = total // divisor
+    derived = {name: value}
+    notes = {name: Source(name, value, setting, file, f"global {total} / ({where})")}
+    if name == "micro_batch" and not stated("grad_accum"):
+        derived["grad_accum"] = 1
+        notes["grad_accum"] = Source("grad_accum", 1, setting, file, "no gradient_accumulation_steps: 1")
+    return {**data, **derived}, {**sources, **notes}, []
+
+
+def _least_gpus(data: dict[str, Any], sources: dict[str, Source], given: Mapping[str, Any]) -> None:
+    """A layout with tensor or pipeline parallelism needs at least tensor_parallel x
+    pipeline_parallel GPUs: when no file or flag gives the GPU count, that is the count (the
+    launcher's, which a training config does not state)."""
+    if "gpus" in given or ("gpus" in sources and not sources["gpus"].default):
+        return
+    least = 1
+    for name in ("tensor_parallel", "pipeline_parallel"):
+        value = given.get(name, sources[name].value if name in sources else 1)
+        least *= value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+    if least > int(data.get("gpus") or 1):
+        data["gpus"] = least
+        note = (
+            f"no GPU count given: the least a layout of tensor_parallel x pipeline_parallel = {least} runs on"
         )
-    if total % per_step:
-        raise InputError(FIELD, f"{setting} = {total} (global) is not a multiple of {where}")
-    accum = total // per_step
-    data = {**data, "grad_accum": accum}
-    sources = {
-        **sources,
-        "grad_accum": Source("grad_accum", accum, setting, file, f"global {total} / {where}"),
-    }
-    return data, sources, []
+        sources["gpus"] = Source("gpus", least, "implied by the parallel degrees", None, note, default=True)
+
+
+def _match_model(sources: dict[str, Source]) -> None:
+    """A Hub id that is a copy or a same-shape variant of a catalog model is read as that model
+    (resolve.py `catalog_match`, offline), saying so in its provenance."""
+    from trainplan.resolve import catalog_model
+
+    source = sources.get("model")
+    found = catalog_model(str(source.value)) if source is not None else None
+    if source is not None and found is not None and found[1]:
+        note = f"{found[1]}{'; ' + source.note if source.note else ''}"
+        sources["model"] = Source("model", found[0].name, source.setting, source.file, note, source.default)
 
 
 def _check_model(source: Source) -> None:
@@ -391,22 +473,38 @@ def _check_model(source: Source) -> None:
     try:
         model_config(reference)
     except InputError as error:
+        message = error.message.rstrip(".")
+        if "has no catalog model" in source.note:  # a framework's builder: what differs
+            message = f"{source.note}; {message}"
+        if "--model" not in message:
+            message += (
+                " " if message.endswith("?") else ". "
+            ) + "Pass --model with a catalog name or a local config.json"
         raise InputError(
-            "model",
-            f"{source.file} names {shown_value(reference)} ({source.setting}): {error.message}. "
-            "Pass --model with a catalog name or a local config.json",
+            "model", f"{source.file} names {shown_value(reference)} ({source.setting}): {message}"
         ) from None
+
+
+def emit_format(kind: str) -> ModuleType:
+    """The reader that writes format `kind` (`plan --emit`); an error naming the formats."""
+    if kind not in EMIT_FORMATS:
+        raise InputError(
+            "emit", f"{shown_value(kind)} is not a format we write; allowed: {', '.join(EMIT_FORMATS)}"
+        )
+    return reader(EMIT_FORMATS[kind])
+
+
+def emit_axes(kind: str) -> dict[str, tuple[Any, ...]]:
+    """The planner's search axes narrowed to the layouts format `kind` can write: `plan --emit`
+    searches only plans that framework runs, so the winner is written whole."""
+    return dict(getattr(emit_format(kind), "PLAN_AXES", {}))
 
 
 def emit(scenario: Any, kind: str, header: list[str]) -> tuple[str, list[str]]:
     """The scenario as a config fragment of format `kind`: (text, notes on what the format
     cannot say). YAML and TOML carry `header` (and the notes) as comments; JSON cannot, so the
     caller shows them beside it."""
-    if kind not in EMIT_FORMATS:
-        raise InputError(
-            "emit", f"{shown_value(kind)} is not a format we write; allowed: {', '.join(EMIT_FORMATS)}"
-        )
-    module = reader(EMIT_FORMATS[kind])
+    module = emit_format(kind)
     data, notes = module.emit(scenario)
     run_line = getattr(module, "run_line", None)
     comments = [

@@ -43,6 +43,11 @@ def _sharding(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _reshard(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """FSDP2's true / false; under FSDP1 accelerate takes a ShardingStrategy name here too
+    (utils/dataclasses.py FullyShardedDataParallelPlugin: reshard_after_forward is
+    `bool | str`, the strategy for fsdp_version 1)."""
+    if isinstance(value, str) and value.strip().upper() in SHARDING:
+        return _sharding(value, flat)
     return {"zero_stage": 3 if truthy("fsdp_reshard_after_forward", value) else 2, "_backend": "FSDP"}
 
 
@@ -93,6 +98,8 @@ def fsdp_rules(prefix: str) -> dict[str, Rule]:
 
 
 def _distributed(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if value is False:  # an unquoted NO, which YAML 1.1 reads as false
+        value = "NO"
     kind = choice(
         "distributed_type",
         {"NO": "none", "MULTI_GPU": "ddp", "FSDP": "fsdp", "DEEPSPEED": "deepspeed", "MEGATRON_LM": "mlm",
@@ -180,7 +187,36 @@ RULES: dict[str, Rule] = {
     "deepspeed_config.gradient_accumulation_steps": to(
         "grad_accum", "micro-batches per step", positive_int("deepspeed_config.gradient_accumulation_steps")
     ),
-    "deepspeed_config.deepspeed_config_file": to("_reference", "a DeepSpeed JSON file beside this one"),
+    "deepspeed_config.deepspeed_config_file": Rule(
+        "a DeepSpeed JSON file beside this one (read under distributed_type DEEPSPEED)",
+        lambda value, flat: (
+            {"_reference": value}
+            if str(flat.get("distributed_type", "")).upper() == "DEEPSPEED"
+            else Ignore("distributed_type is not DEEPSPEED: accelerate does not read it")
+        ),
+        sets="",
+    ),
+    "parallelism_config.parallelism_config_tp_size": to(
+        "tensor_parallel", "tensor-parallel ranks", positive_int("parallelism_config_tp_size")
+    ),
+    "parallelism_config.parallelism_config_cp_size": Rule(
+        "context parallelism",
+        lambda value, flat: Ignore(
+            "1: none" if value == 1 else f"{NOT_MODELLED}: context parallelism (ring attention)"
+        ),
+        sets="",
+    ),
+    "parallelism_config.parallelism_config_dp_replicate_size": Rule(
+        "replicas of hybrid sharding",
+        lambda value, flat: Ignore(
+            "1: none"
+            if value == 1
+            else f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP); all GPUs shard"
+        ),
+        sets="",
+    ),
+    "parallelism_config.parallelism_config_dp_shard_size": ignored("the GPUs left after the other degrees"),
+    "parallelism_config.*": ignored(f"{NOT_MODELLED}: context-parallel details"),
     "deepspeed_config.*": ignored(IRRELEVANT),
     "dynamo_config.dynamo_backend": Rule(
         "torch.compile through dynamo",
@@ -211,6 +247,11 @@ def detect(data: Mapping[str, Any]) -> bool:
 def recipe(flat: Mapping[str, Any]) -> None:
     """accelerate launches a trainer; it has no defaults of its own."""
     return None
+
+
+# The layouts `emit` can write (plan --emit accelerate searches only these): FSDP or DeepSpeed
+# ZeRO over data parallelism (the checkpointing is the training script's).
+PLAN_AXES: dict[str, tuple[Any, ...]] = {"tensor_parallel": (1,), "pipeline_parallel": (1,)}
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:

@@ -22,6 +22,7 @@ from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
     Convert,
+    Default,
     Ignore,
     Rule,
     choice,
@@ -41,9 +42,15 @@ EMITS = (
 )  # fmt: skip
 
 
+def _on(flat: Mapping[str, Any], setting: str) -> bool:
+    """Whether a boolean setting of the file is on (absent or empty: off)."""
+    value = flat.get(setting)
+    return value is not None and truthy(setting, value)
+
+
 def _adapter(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     kind = choice("adapter", {"lora": "lora", "qlora": "qlora"}, value)
-    if kind == "lora" and (flat.get("load_in_4bit") is True or flat.get("load_in_8bit") is True):
+    if kind == "lora" and (_on(flat, "load_in_4bit") or _on(flat, "load_in_8bit")):
         return {"method": "qlora"}  # LoRA over a quantised base, prepared for k-bit training
     return {"method": kind}
 
@@ -70,19 +77,58 @@ def _precision(setting: str, result: str) -> Convert:
     return convert
 
 
+FSDP_CHECKPOINTING = ("fsdp_config.activation_checkpointing", "fsdp_config.fsdp_activation_checkpointing")
+
+
 def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    if isinstance(value, str) and value.strip().lower() in ("offload", "unsloth"):
+    """axolotl's gradient_checkpointing (schemas/validation.py check_gradient_checkpointing_w_offload:
+    "offload" and "offload_disk" are checkpointing plus activation offloading, to the CPU or the
+    disk; both take the activations off the GPU). Off while fsdp_config checkpoints the wrapped
+    blocks itself (its examples pair the two: "don't use with fsdp_activation_checkpointing")."""
+    if isinstance(value, str) and value.strip().lower() in ("offload", "offload_disk", "unsloth"):
         return {"activation_checkpointing": "full", "activation_offload": True}
-    if isinstance(value, str) and value.strip().lower() == "offload_disk":
-        raise InputError("gradient_checkpointing", "offload_disk is not modelled yet; use true or offload")
-    return {"activation_checkpointing": "full" if truthy("gradient_checkpointing", value) else "none"}
+    if truthy("gradient_checkpointing", value):
+        return {"activation_checkpointing": "full"}
+    if any(_on(flat, key) for key in FSDP_CHECKPOINTING):
+        return Ignore("false: fsdp_config's activation checkpointing checkpoints every wrapped block")
+    return {"activation_checkpointing": "none"}
 
 
-def _attention(kind: str) -> Convert:
+# axolotl schemas/config.py activation_offloading: Literal["legacy", "disk", "hidden_states"] |
+# bool. true and "legacy" (the earlier stream implementation) move the saved activations to the
+# CPU, "disk" to the disk (TRL's offloader), "hidden_states" the checkpointed blocks' inputs,
+# which under full checkpointing are what is saved: each takes them off the GPU.
+ACTIVATION_OFFLOADING = {"legacy": True, "disk": True, "hidden_states": True, "true": True, "false": False}
+
+
+def _activation_offloading(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    on = value if isinstance(value, bool) else choice("activation_offloading", ACTIVATION_OFFLOADING, value)
+    return {"activation_offload": bool(on)}
+
+
+def _attention(setting: str, kind: str) -> Convert:
+    """A legacy attention flag (flash_attention: true ...), read as the attn_implementation it
+    stands for (schemas/config.py LEGACY_ATTN_FLAG_TO_IMPL)."""
+
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-        return {"attention": kind} if truthy(f"{kind}_attention", value) else Ignore("false")
+        if flat.get("attn_implementation") is not None:
+            return Ignore("attn_implementation decides")
+        return {"attention": kind} if truthy(setting, value) else Ignore("false")
 
     return convert
+
+
+# attn_implementation (axolotl schemas/config.py: "eager, sdpa, flash_attention_2,
+# flash_attention_3, flex_attention, xformers, sage, fp8"; a Hub kernel path otherwise). The
+# fused kernels keep no seq x seq scores: their memory is flash attention's.
+FUSED_ATTENTION = ("flex_attention", "xformers", "sage", "fp8")
+ATTENTION = {**hf_trainer.ATTENTION, **dict.fromkeys(FUSED_ATTENTION, "flash")}
+
+
+def _attn_implementation(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if isinstance(value, str) and "/" in value:
+        return {"attention": "flash"}  # a Hub kernel (kernels-community/flash-attn3): a fused kernel
+    return {"attention": choice("attn_implementation", ATTENTION, value)}
 
 
 def _fused_loss(setting: str) -> Convert:
@@ -90,6 +136,19 @@ def _fused_loss(setting: str) -> Convert:
         return {"loss": "fused"} if truthy(setting, value) else Ignore("false")
 
     return convert
+
+
+CUT_CROSS_ENTROPY = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
+
+
+def _plugins(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """The Cut Cross-Entropy plugin replaces the loss with Apple's fused linear + cross-entropy
+    unless cut_cross_entropy is false (integrations/cut_cross_entropy/args.py:
+    `cut_cross_entropy: Optional[bool] = True`); the other plugins act through their own keys."""
+    names = value if isinstance(value, list) else [value]
+    if CUT_CROSS_ENTROPY in names and ("cut_cross_entropy" not in flat or flat["cut_cross_entropy"] is None):
+        return {"loss": "fused"}
+    return Ignore("read through the settings each plugin adds")
 
 
 def _liger_kernels(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -159,10 +218,14 @@ RULES: dict[str, Rule] = {
         sets="activation_checkpointing, activation_offload",
     ),
     "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
-    "activation_offloading": to(
-        "activation_offload", "saved activations on the CPU", lambda v: truthy("activation_offloading", v)
+    "activation_offloading": Rule(
+        "saved activations off the GPU: true, legacy, disk or hidden_states",
+        _activation_offloading,
+        sets="activation_offload",
     ),
-    "optimizer": hf_trainer.optimizer("optimizer"),
+    "optimizer": to(
+        "optimizer", hf_trainer.OPTIM_NOTE, lambda value: choice("optimizer", OPTIMIZER_NAMES, value)
+    ),
     "bf16": Rule(
         "bf16 weights (torch_dtype), so bf16 grads and states", _precision("bf16", "bf16"), sets="precision"
     ),
@@ -170,10 +233,21 @@ RULES: dict[str, Rule] = {
     "fp16": Rule("fp16 weights with loss scaling", _precision("fp16", "fp16-mixed"), sets="precision"),
     "float16": ignored(f"{NOT_MODELLED}: pure fp16"),
     "tf32": ignored(f"{NOT_MODELLED}: TF32 matmuls for fp32 work"),
-    "flash_attention": Rule("FlashAttention-2", _attention("flash"), sets="attention"),
-    "sdp_attention": Rule("PyTorch sdpa", _attention("sdpa"), sets="attention"),
-    "eager_attention": Rule("eager attention (scores materialised)", _attention("eager"), sets="attention"),
-    "xformers_attention": ignored(f"{NOT_MODELLED}: xformers"),
+    "attn_implementation": Rule("attention kernel", _attn_implementation, sets="attention"),
+    "flash_attention": Rule("FlashAttention-2", _attention("flash_attention", "flash"), sets="attention"),
+    "sdp_attention": Rule("PyTorch sdpa", _attention("sdp_attention", "sdpa"), sets="attention"),
+    "eager_attention": Rule(
+        "eager attention (scores materialised)", _attention("eager_attention", "eager"), sets="attention"
+    ),
+    "xformers_attention": Rule(
+        "xformers (a fused kernel, as flash)", _attention("xformers_attention", "flash"), sets="attention"
+    ),
+    "flex_attention": Rule(
+        "FlexAttention (a fused kernel, as flash)", _attention("flex_attention", "flash"), sets="attention"
+    ),
+    "sage_attention": Rule(
+        "SageAttention (a fused kernel, as flash)", _attention("sage_attention", "flash"), sets="attention"
+    ),
     "flash_attn_cross_entropy": ignored(NOT_MODELLED),
     "flash_attn_rms_norm": ignored(NOT_MODELLED),
     "flash_attn_fuse_qkv": ignored(NOT_MODELLED),
@@ -183,7 +257,28 @@ RULES: dict[str, Rule] = {
     "fsdp_version": ignored(f"{IRRELEVANT}: FSDP1 and FSDP2 shard the same states"),
     **fsdp_rules("fsdp_config."),
     "fsdp_config.*": ignored(IRRELEVANT),
-    "plugins": ignored("read through the settings each plugin adds"),
+    "plugins": Rule(
+        "the Cut Cross-Entropy plugin is a fused loss; the others act through their keys",
+        _plugins,
+        sets="loss",
+    ),
+    "chunked_cross_entropy": Rule(
+        "chunked cross-entropy",
+        lambda v, f: {"loss": "chunked"} if truthy("chunked_cross_entropy", v) else Ignore("false"),
+        sets="loss",
+    ),
+    "chunked_cross_entropy_num_chunks": ignored(f"{NOT_MODELLED}: the loss's chunk count (loss_chunks)"),
+    "tensor_parallel_size": to(
+        "tensor_parallel", "tensor-parallel ranks (DeepSpeed AutoTP)", positive_int("tensor_parallel_size")
+    ),
+    "context_parallel_size": ignored(f"{NOT_MODELLED}: context parallelism (ring attention)"),
+    "sequence_parallel_degree": ignored(f"{NOT_MODELLED}: context parallelism (ring attention)"),
+    "dp_shard_size": ignored(f"{NOT_MODELLED}: the shard group of hybrid sharding (HSDP); all GPUs shard"),
+    "dp_replicate_size": ignored(f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP)"),
+    "rl": ignored(
+        f"{NOT_MODELLED}: preference and RL training (DPO, KTO, ORPO, GRPO: a reference model, paired "
+        "or generated sequences); the policy's supervised step is estimated"
+    ),
     "liger_fused_linear_cross_entropy": Rule(
         "Liger fused linear + cross-entropy", _fused_loss("liger_fused_linear_cross_entropy"), sets="loss"
     ),
@@ -208,10 +303,38 @@ RULES: dict[str, Rule] = {
 }
 
 
+# axolotl schemas/training.py `optimizer` takes transformers OptimizerNames and its own
+# CustomSupportedOptimizers (schemas/enums.py); default adamw_torch_fused.
+OPTIMIZER_NAMES: dict[str, str | Ignore] = {
+    **hf_trainer.OPTIM,
+    "ao_adamw_4bit": "adamw-4bit",
+    "ao_adamw_8bit": "adamw-8bit",
+    "ao_adamw_fp8": "adamw-8bit",  # fp8 states: one byte each and a scale per 256, as 8-bit
+    "adopt_adamw": "adamw",  # ADOPT: AdamW's two states
+    **{
+        name: Ignore(f"{NOT_MODELLED}: no state model for {name}; give --optimizer for the closest")
+        for name in (
+            "optimi_adamw",
+            "came_pytorch",
+            "muon",
+            "dion",
+            "sinkgd",
+            "flash_adamw",
+            "flash_adam",
+            "flash_sgd",
+            "flash_sgdw",
+            "flash_lion",
+            "q_galore_adamw8bit",
+        )
+    },
+}
+
+
 def detect(data: Mapping[str, Any]) -> bool:
-    """axolotl's own keys."""
-    markers = ("base_model", "sequence_len", "adapter", "lora_target_linear")
-    return "micro_batch_size" in data or sum(key in data for key in markers) >= 2
+    """axolotl's own keys: `base_model` (the others name the model model_name_or_path or
+    model._component_), or two of its other keys."""
+    markers = ("sequence_len", "adapter", "lora_target_linear")
+    return "base_model" in data or "micro_batch_size" in data or sum(key in data for key in markers) >= 2
 
 
 def recipe(flat: Mapping[str, Any]) -> str:
@@ -219,13 +342,61 @@ def recipe(flat: Mapping[str, Any]) -> str:
     return "axolotl"
 
 
+_BF16 = {
+    "framework": "axolotl",
+    "where": "AxolotlInputConfig.bf16",
+    "effective": "utils/config/__init__.py resolve_dtype: auto is true on a GPU with bf16 unless fp16 is on",
+}
+DEFAULTS = {
+    "micro_batch_size": Default(1, "axolotl", "HyperparametersConfig.micro_batch_size"),
+    "gradient_accumulation_steps": Default(1, "axolotl", "HyperparametersConfig.gradient_accumulation_steps"),
+    "sequence_len": Default(512, "axolotl", "AxolotlInputConfig.sequence_len"),
+    "gradient_checkpointing": Default(False, "axolotl", "AxolotlInputConfig.gradient_checkpointing"),
+    "activation_offloading": Default(False, "axolotl", "AxolotlInputConfig.activation_offloading"),
+    "optimizer": Default("adamw_torch_fused", "axolotl", "HyperparametersConfig.optimizer"),
+    "bf16": Default("auto", **_BF16),
+}
+ADAPTER_DEFAULTS = {"lora_dropout": Default(0.0, "axolotl", "LoraConfig.lora_dropout")}
+
+
+def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
+    """axolotl's own defaults for what a file leaves out (its pydantic schemas); the LoRA ones
+    with an adapter only."""
+    bf16 = DEFAULTS if not _on(flat, "fp16") else {**DEFAULTS, "bf16": Default(False, **_BF16)}
+    return {**bf16, **(ADAPTER_DEFAULTS if flat.get("adapter") else {})}
+
+
+ATTENTION_SETTINGS = ("attn_implementation", "flash_attention", "sdp_attention", "eager_attention",
+                      "xformers_attention", "flex_attention", "sage_attention")  # fmt: skip
+
+
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """No adapter: axolotl trains the full model."""
-    return {} if flat.get("adapter") else {"method": ("full", "no adapter: a full fine-tune")}
+    """No adapter: axolotl trains the full model. No attention setting: the model loads with
+    transformers' default attention, sdpa (axolotl loaders/model.py passes no attn_implementation)."""
+    found: dict[str, tuple[Any, str]] = {}
+    if not flat.get("adapter"):
+        found["method"] = ("full", "no adapter: a full fine-tune")
+    if all(flat.get(key) is None for key in ATTENTION_SETTINGS):
+        found["attention"] = ("sdpa", "no attn_implementation: transformers' default, sdpa")
+    degrees = [flat.get(key) for key in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",
+                                         "context_parallel_size")]  # fmt: skip
+    if isinstance(degrees[0], int) and degrees[0] > 0:  # shard size given: the GPUs are its product
+        gpus = 1
+        for degree in degrees:
+            gpus *= degree if isinstance(degree, int) and not isinstance(degree, bool) and degree > 0 else 1
+        found["gpus"] = (
+            gpus,
+            "dp_shard_size x dp_replicate_size x tensor_parallel_size x context_parallel_size",
+        )
+    return found
 
 
-OPTIMIZERS = {value: key for key, value in reversed(hf_trainer.OPTIM.items()) if isinstance(value, str)}
-OPTIMIZERS |= {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit"}
+# The layouts `emit` can write (plan --emit axolotl searches only these): data parallelism with
+# FSDP (ZeRO 2, 3) or none, every block checkpointed or none, offload with FSDP's parameters.
+PLAN_AXES: dict[str, tuple[Any, ...]] = {
+    "tensor_parallel": (1,), "pipeline_parallel": (1,), "zero_stages": (0, 2, 3),
+    "checkpointing": ("none", "full"), "offloads": ("none", "optimizer+params"),
+}  # fmt: skip
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
@@ -248,8 +419,8 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"activation_checkpointing {checkpointing}: axolotl checkpoints every block")
     if scenario.activation_offload and checkpointing != "full":
         data["activation_offloading"] = True
-    if scenario.optimizer in OPTIMIZERS:
-        data["optimizer"] = OPTIMIZERS[scenario.optimizer]
+    if scenario.optimizer in hf_trainer.OPTIM_NAMES:
+        data["optimizer"] = hf_trainer.OPTIM_NAMES[scenario.optimizer]
     else:
         notes.append(f"optimizer {scenario.optimizer}: no axolotl name")
     if scenario.precision == "bf16":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from trainplan.errors import InputError, shown_value
@@ -20,6 +21,7 @@ IRRELEVANT = "irrelevant to memory and time"
 NOT_MODELLED = "not modelled yet"
 UNKNOWN = "unknown"
 REFERENCE = "names another file, read in turn"
+EMPTY = "empty: unset, the framework's default applies"
 
 # Settings that every trainer shares and that change neither memory nor time: the data, the
 # schedule's shape, logging and saving. Prefixes end with "*"; compared with the dotted path.
@@ -55,7 +57,8 @@ class Rule:
 
     `flat` is the whole file (dotted keys), for settings read together with a sibling
     (a 4-bit base turns an adapter into QLoRA). `convert` None: the setting is always ignored,
-    `note` being the reason. Otherwise `note` says what the value means (its unit)."""
+    `note` being the reason. Otherwise `note` says what the value means (its unit); a converter
+    may say more about this value under the key "_note"."""
 
     note: str
     convert: Convert | None = None
@@ -71,8 +74,6 @@ def to(target: str, note: str, convert: Callable[[Any], Any] | None = None) -> R
     """A setting that maps onto one scenario field (`lora.rank` for the LoRA part)."""
 
     def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-        if value is None:
-            return Ignore("null: the default applies")
         converted = convert(value) if convert else value
         return converted if isinstance(converted, Ignore) else {target: converted}
 
@@ -113,14 +114,95 @@ def flatten(data: Mapping[str, Any], prefix: str = "", whole: tuple[str, ...] = 
 
 
 @dataclass(frozen=True)
+class Default:
+    """What a framework uses for a setting that a file leaves out or leaves empty: `value`, the
+    default of field `where` ("Class.field") in `framework`'s own definitions, as
+    data/framework_defaults.yaml records it (a test holds the two equal). `effective` says why the
+    value in effect is not the declared one, where it is set after construction (TRL's
+    `bf16 = not fp16` in __post_init__, axolotl's bf16 "auto" resolved for a GPU with bf16)."""
+
+    value: Any
+    framework: str
+    where: str
+    effective: str = ""
+
+    def note(self) -> str:
+        """Where the default comes from: the framework's version, the field, its file and line."""
+        entry = framework_defaults()[self.framework]
+        field = declared(self.framework, self.where)
+        where = f"{self.where}, {field['source']}:{field.get('line', '?')}"
+        because = f"; {self.effective}" if self.effective else ""
+        return f"{entry['repo'].split('/')[-1]} {entry['version']} default ({where}){because}"
+
+
+@cache
+def framework_defaults() -> dict[str, Any]:
+    """data/framework_defaults.yaml, checked: each framework with its pinned commit or version and
+    its classes' fields."""
+    from trainplan.catalogs.loader import load_yaml, require
+
+    table = load_yaml("framework_defaults.yaml")["frameworks"]
+    for name, entry in table.items():
+        missing = [key for key in ("repo", "version", "classes") if key not in entry]
+        if missing:
+            raise RuntimeError(f"framework_defaults.yaml {name}: missing {missing}")
+        for class_name, record in entry["classes"].items():
+            require(record, ("source", "fields"), set(record), f"framework_defaults.yaml {name}.{class_name}")
+    return dict(table)
+
+
+@cache
+def framework_models() -> dict[str, Any]:
+    """data/framework_models.yaml: which catalog model each torchtune builder and torchtitan
+    flavor builds (exactly its shapes, or null with the closest and what differs)."""
+    from trainplan.catalogs.loader import load_yaml
+
+    table = load_yaml("framework_models.yaml")
+    for name, key in (("torchtune", "builders"), ("torchtitan", "flavors")):
+        if key not in table.get(name, {}):
+            raise RuntimeError(f"framework_models.yaml: {name}.{key} is missing")
+    return dict(table)
+
+
+def built_model(framework: str, key: str) -> tuple[str | None, str]:
+    """(the catalog model a framework's model name builds, or None; a sentence saying where that
+    comes from, or why none matches)."""
+    table = framework_models()[framework]
+    entry = table["builders" if framework == "torchtune" else "flavors"].get(key)
+    if entry is None:
+        return None, f"{key} is not a {framework} model we know (framework_models.yaml)"
+    where = f"{entry['source']} at {table['repo']}@{str(table['commit'])[:12]}"
+    if entry.get("catalog"):
+        return str(entry["catalog"]), f"{key} builds {entry['catalog']}'s shapes ({where})"
+    differs = entry.get("differs") or "no catalog model has its shapes"
+    return None, f"{key} has no catalog model: {differs} ({where})"
+
+
+def declared(framework: str, where: str) -> dict[str, Any]:
+    """The record of field `where` ("Class.field", or "recipe.setting" for the settings a
+    torchtune recipe reads with cfg.get) of `framework` in framework_defaults.yaml, with its
+    source file added."""
+    owner, _, name = where.partition(".")
+    entry = framework_defaults()[framework]
+    if owner in entry["classes"]:
+        record = entry["classes"][owner]
+        return {**record["fields"][name], "source": record["source"]}
+    recipe = entry["recipes"][owner]
+    read = recipe["reads"][name]
+    return {**read, "line": read["lines"][0], "source": recipe["source"]}
+
+
+@dataclass(frozen=True)
 class Source:
-    """Where one scenario field's value came from."""
+    """Where one scenario field's value came from. `default`: from a framework's own default for a
+    setting the file left out, which any setting a file states overrides."""
 
     field: str
     value: Any
     setting: str  # "axolotl micro_batch_size", "recipe default", "--micro-batch", "trainplan default"
     file: str | None = None
     note: str = ""
+    default: bool = False
 
     def __str__(self) -> str:
         value = ", ".join(self.value) if isinstance(self.value, list | tuple) else self.value
@@ -169,17 +251,21 @@ class FileReading:
     global_batch: tuple[str, int] | None = None  # (setting, sequences per optimizer step), all GPUs
     backends: list[tuple[str, str]] = field(default_factory=list)  # (DeepSpeed | FSDP, the setting)
 
-    def set(self, name: str, value: Any, setting: str, note: str) -> None:
+    def set(self, name: str, value: Any, setting: str, note: str, default: bool = False) -> None:
         """Record `name = value` from `setting`; a second setting of the same file giving the same
-        field another value is a contradiction."""
+        field another value is a contradiction. A framework default (`default`) fills only a field
+        that no stated setting sets."""
         earlier = self.fields.get(name)
-        if earlier is not None and earlier.value != value:
+        if earlier is not None and default:
+            return
+        if earlier is not None and not earlier.default and earlier.value != value:
             raise InputError(
                 setting,
                 f"{self.file}: sets {name} = {shown_value(value)}, but {earlier.setting} sets "
                 f"{shown_value(earlier.value)}; keep one",
             )
-        self.fields[name] = Source(name, value, f"{self.format} {setting}", self.file, note)
+        label = f"{self.format} default {setting}" if default else f"{self.format} {setting}"
+        self.fields[name] = Source(name, value, label, self.file, note, default)
 
 
 def matches(path: str, pattern: str) -> bool:
@@ -200,20 +286,43 @@ def rule_for(path: str, rules: Mapping[str, Rule]) -> Rule | None:
     return None
 
 
-def apply_rules(reading: FileReading, flat: Mapping[str, Any], rules: Mapping[str, Rule]) -> None:
-    """Every setting of `flat` through its rule, into `reading` (fields or ignored)."""
+def apply_rules(
+    reading: FileReading,
+    flat: Mapping[str, Any],
+    rules: Mapping[str, Rule],
+    defaults: Mapping[str, str] | None = None,
+) -> None:
+    """Every setting of `flat` through its rule, into `reading` (fields or ignored). A key with no
+    value (`fp16:` in YAML, null in JSON) is unset, as the frameworks read it: the framework's
+    default applies. `defaults` names the settings that `flat` holds at the framework's default
+    (the file left them out), each with the note saying where that default is declared: the
+    fields they set yield to every stated setting, and an ignored one is not listed."""
+    defaults = defaults or {}
     for path, value in flat.items():
+        note = defaults.get(path)
         rule = rule_for(path, rules)
         if rule is None:
             reading.ignored.append(Skipped(path, reading.file, UNKNOWN))
             continue
+        if value is None:
+            reading.ignored.append(Skipped(path, reading.file, EMPTY))
+            continue
         if rule.convert is None:
-            reading.ignored.append(Skipped(path, reading.file, rule.note))
+            if note is None:
+                reading.ignored.append(Skipped(path, reading.file, rule.note))
             continue
         result = rule.convert(value, flat)
         if isinstance(result, Ignore):
-            reading.ignored.append(Skipped(path, reading.file, result.reason))
+            if note is None:
+                reading.ignored.append(Skipped(path, reading.file, result.reason))
             continue
+        if note is not None:
+            for name, converted in result.items():
+                if not name.startswith("_"):
+                    shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+                    reading.set(name, converted, f"{path}: {shown}", note, default=True)
+            continue
+        said = str(result.pop("_note", "")) if "_note" in result else ""
         for name, converted in result.items():
             if name == "_reference":
                 reading.references.append((path, converted))
@@ -223,7 +332,7 @@ def apply_rules(reading: FileReading, flat: Mapping[str, Any], rules: Mapping[st
             elif name == "_global_batch":
                 reading.global_batch = (f"{reading.format} {path}", int(converted))
             else:
-                reading.set(name, converted, path, rule.note)
+                reading.set(name, converted, path, said or rule.note)
 
 
 def positive_int(setting: str) -> Callable[[Any], Any]:

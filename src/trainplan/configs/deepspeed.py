@@ -36,12 +36,29 @@ _AUTO = "auto: the trainer's own setting decides"
 
 
 def _enabled(precision: str) -> Convert:
+    """bf16/fp16 enabled: half-precision weights with an fp32 master and fp32 states in the ZeRO
+    optimizer; with bf16_master_weights_and_grads and bf16_optimizer_states both on, nothing is
+    fp32 (runtime/precision_config.py DeepSpeedBF16Config): pure bf16."""
+
     def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         if isinstance(value, str) and value.strip().lower() == "auto":
             return Ignore(_AUTO)
-        return {"precision": precision} if truthy(f"{precision[:4]}.enabled", value) else Ignore("false")
+        if not truthy(f"{precision[:4]}.enabled", value):
+            return Ignore("false")
+        if precision == "bf16-mixed" and _on(flat, "bf16.bf16_master_weights_and_grads"):
+            if _on(flat, "bf16.bf16_optimizer_states"):
+                return {"precision": "bf16"}
+            return {
+                "precision": precision
+            }  # bf16 master and grads, fp32 states: read as the fp32-master class
+        return {"precision": precision}
 
     return convert
+
+
+def _on(flat: Mapping[str, Any], setting: str) -> bool:
+    value = flat.get(setting)
+    return value is not None and truthy(setting, value)
 
 
 def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -69,13 +86,19 @@ def _offload(part: str) -> Convert:
     return convert
 
 
+_COMPRESSED = f"{NOT_MODELLED}: 1-bit compressed communication and its error-feedback buffers"
+OPTIMIZERS: dict[str, str | Ignore] = {
+    "AdamW": "adamw-fused", "Adam": "adamw-fused", "FusedAdam": "adamw-fused", "CPUAdam": "adamw-fused",
+    "Lion": "lion", "FusedLion": "lion", "Adagrad": "sgd-momentum", "Lamb": Ignore(f"{NOT_MODELLED}: LAMB"),
+    "OneBitAdam": Ignore(_COMPRESSED), "ZeroOneAdam": Ignore(_COMPRESSED), "OneBitLamb": Ignore(_COMPRESSED),
+    "MuAdam": "adamw-fused", "MuAdamW": "adamw-fused", "MuSGD": "sgd",
+}  # fmt: skip
+
+
 def _optimizer(value: Any) -> Any:
-    return choice(
-        "optimizer.type",
-        {"AdamW": "adamw-fused", "Adam": "adamw-fused", "FusedAdam": "adamw-fused", "Lion": "lion",
-         "OneBitAdam": Ignore(NOT_MODELLED), "Lamb": Ignore(NOT_MODELLED), "Adagrad": Ignore(NOT_MODELLED)},
-        value,
-    )  # fmt: skip
+    """DeepSpeed's optimizer.type names (runtime/config.py DEEPSPEED_OPTIMIZERS), by their state:
+    AdamW's two, Lion's one, Adagrad's one sum of squares (counted as SGD momentum's buffer)."""
+    return choice("optimizer.type", OPTIMIZERS, value)
 
 
 RULES: dict[str, Rule] = {
@@ -90,6 +113,10 @@ RULES: dict[str, Rule] = {
         "global: micro_batch x grad_accum x data-parallel GPUs",
         positive_int("train_batch_size"),
     ),
+    "tensor_parallel.autotp_size": to(
+        "tensor_parallel", "AutoTP tensor-parallel ranks", positive_int("tensor_parallel.autotp_size")
+    ),
+    "tensor_parallel.*": ignored(IRRELEVANT),
     "zero_optimization.stage": Rule("ZeRO stage over the data-parallel GPUs", _stage, sets="zero_stage"),
     "zero_optimization.offload_optimizer.device": Rule(
         "optimizer states (and the step) on the CPU", _offload("optimizer"), sets="offload"
@@ -138,15 +165,31 @@ RULES: dict[str, Rule] = {
 
 
 def detect(data: Mapping[str, Any]) -> bool:
-    """DeepSpeed's own keys."""
-    return any(
+    """DeepSpeed's own keys, or its precision blocks ({"fp16": {"enabled": ...}}: a trainer's
+    fp16/bf16 is a flag, never a mapping)."""
+    if any(
         key in data for key in ("zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size")
-    )
+    ):
+        return True
+    return any(isinstance(data.get(key), Mapping) and "enabled" in data[key] for key in ("fp16", "bf16"))
+
+
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """No bf16 or fp16 block: DeepSpeed trains in fp32 (runtime/precision_config.py: both
+    blocks default to enabled false). A trainer's file beside it that sets the precision wins."""
+    if any(path.split(".", 1)[0] in ("bf16", "fp16", "bfloat16") for path in flat):
+        return {}
+    return {"precision": ("fp32", "no bf16 or fp16 block: DeepSpeed's default, fp32")}
 
 
 def recipe(flat: Mapping[str, Any]) -> str:
     """DeepSpeed's defaults (used when no trainer config is given beside it)."""
     return "deepspeed"
+
+
+# The layouts `emit` can write (plan --emit deepspeed searches only these): ZeRO with AutoTP
+# tensor parallelism, no pipeline (the checkpointing is the trainer's).
+PLAN_AXES: dict[str, tuple[Any, ...]] = {"pipeline_parallel": (1,)}
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
@@ -166,6 +209,12 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     else:
         notes.append(
             f"precision {scenario.precision}: set by the trainer (DeepSpeed keeps bf16-mixed/fp16-mixed)"
+        )
+    if scenario.tensor_parallel > 1:
+        data["tensor_parallel"] = {"autotp_size": scenario.tensor_parallel}
+    if scenario.pipeline_parallel > 1:
+        notes.append(
+            f"pipeline_parallel {scenario.pipeline_parallel}: DeepSpeed's pipeline engine is not written"
         )
     if scenario.optimizer in ("adamw-fused", "lion"):
         data["optimizer"] = {"type": "AdamW" if scenario.optimizer == "adamw-fused" else "Lion"}

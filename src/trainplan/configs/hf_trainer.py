@@ -16,6 +16,7 @@ from typing import Any
 from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Default,
     Ignore,
     Rule,
     choice,
@@ -31,28 +32,65 @@ TITLE = "Hugging Face TrainingArguments / TRL SFTConfig"
 SYNTAX = "yaml"
 WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
 
-# transformers OptimizerNames -> scenario optimizer (memory and time only: paging and the
-# 32-bit paged variants hold the same state as their plain twins).
+# transformers OptimizerNames (transformers 5.24 training_args.py, every member) -> scenario
+# optimizer, by the state each keeps per parameter (memory and time only: paging and the 32-bit
+# paged variants hold the same state as their plain twins; one fp32 state of Adagrad or RMSprop
+# is SGD-with-momentum's one buffer). An optimizer with a state of its own kind is read as not
+# modelled: the optimizer stays the default, named in the ignored settings.
+_NO_STATE_MODEL = f"{NOT_MODELLED}: no state model for it; give --optimizer for the closest"
+_GALORE = (
+    "galore_adamw", "galore_adamw_8bit", "galore_adafactor", "galore_adamw_layerwise",
+    "galore_adamw_8bit_layerwise", "galore_adafactor_layerwise",
+)  # fmt: skip
 OPTIM: dict[str, str | Ignore] = {
     "adamw_torch": "adamw",
     "adamw_hf": "adamw",
+    "adamw_torch_xla": "adamw",
     "adamw_torch_fused": "adamw-fused",
+    "adamw_torch_npu_fused": "adamw-fused",
     "adamw_apex_fused": "adamw-fused",
     "adamw_bnb_8bit": "adamw-8bit",
     "adamw_8bit": "adamw-8bit",
-    "adamw_torch_8bit": "adamw-8bit",
+    "adamw_torch_8bit": "adamw-8bit",  # torchao AdamW8bit: blocks of 256, as bitsandbytes
+    "adamw_torch_4bit": "adamw-4bit",
     "paged_adamw_8bit": "paged-adamw-8bit",
     "paged_adamw_32bit": "adamw",
     "paged_adamw": "adamw",
+    "stable_adamw": "adamw",
     "adafactor": "adafactor",
     "sgd": "sgd",
+    "adagrad": "sgd-momentum",
+    "rmsprop": "sgd-momentum",
+    "rmsprop_bnb": "sgd-momentum",
+    "rmsprop_bnb_32bit": "sgd-momentum",
     "lion_32bit": "lion",
+    "paged_lion_32bit": "lion",
     "lion_8bit": Ignore(f"{NOT_MODELLED}: 8-bit Lion"),
     "paged_lion_8bit": Ignore(f"{NOT_MODELLED}: 8-bit Lion"),
-    "galore_adamw": Ignore(f"{NOT_MODELLED}: GaLore projections"),
-    "adamw_anyprecision": Ignore(NOT_MODELLED),
-    "rmsprop": Ignore(NOT_MODELLED),
+    "rmsprop_bnb_8bit": Ignore(f"{NOT_MODELLED}: 8-bit RMSprop"),
+    "ademamix": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "ademamix_8bit": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "paged_ademamix_32bit": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "paged_ademamix_8bit": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "adamw_anyprecision": Ignore(_NO_STATE_MODEL),
+    "grokadamw": Ignore(_NO_STATE_MODEL),
+    "schedule_free_radam": Ignore(f"{NOT_MODELLED}: schedule-free states"),
+    "schedule_free_adamw": Ignore(f"{NOT_MODELLED}: schedule-free states"),
+    "schedule_free_sgd": Ignore(f"{NOT_MODELLED}: schedule-free states"),
+    "lomo": Ignore(f"{NOT_MODELLED}: LOMO's fused update (no gradients kept)"),
+    "adalomo": Ignore(f"{NOT_MODELLED}: LOMO's fused update (no gradients kept)"),
+    **{name: Ignore(f"{NOT_MODELLED}: GaLore projections") for name in _GALORE},
+    **{
+        name: Ignore(f"{NOT_MODELLED}: APOLLO projections")
+        for name in ("apollo_adamw", "apollo_adamw_layerwise")
+    },
 }
+# The name written for each scenario optimizer (`plan --emit`): the plain member of its kind.
+OPTIM_NAMES = {
+    "adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit",
+    "paged-adamw-8bit": "paged_adamw_8bit", "adamw-4bit": "adamw_torch_4bit", "adafactor": "adafactor",
+    "sgd": "sgd", "lion": "lion_32bit",
+}  # fmt: skip
 OPTIM_NOTE = "transformers OptimizerNames; paged 32-bit AdamW holds AdamW's states"
 
 # attn_implementation -> scenario attention (flash and sdpa keep no seq x seq scores).
@@ -234,7 +272,10 @@ TRL_KEYS = (
     "max_seq_length", "max_length", "packing", "dataset_text_field", "completion_only_loss",
     "assistant_only_loss", "use_peft", "lora_r", "activation_offloading", "padding_free", "loss_type",
 )  # fmt: skip
-MARKERS = ("per_device_train_batch_size", "optim", "gradient_checkpointing", "output_dir", *TRL_KEYS)
+MARKERS = (
+    "per_device_train_batch_size", "optim", "gradient_checkpointing", "output_dir", "model_name_or_path",
+    "dataset_name", *TRL_KEYS,
+)  # fmt: skip
 
 
 def detect(data: Mapping[str, Any]) -> bool:
@@ -247,8 +288,52 @@ def recipe(flat: Mapping[str, Any]) -> str:
     return "trl" if any(key in flat for key in TRL_KEYS) else "hf-trainer"
 
 
-def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """A TRL file with lora_r but without use_peft still trains the full model (TRL's rule)."""
-    if "use_peft" not in flat and ("lora_r" in flat or "load_in_4bit" in flat):
-        return {"method": ("full", "no use_peft: TRL trains the full model")}
-    return {}
+# transformers TrainingArguments' own defaults, under TRL's configs and LLaMA-Factory's too.
+TRAINER_DEFAULTS = {
+    "per_device_train_batch_size": Default(
+        8, "transformers", "TrainingArguments.per_device_train_batch_size"
+    ),
+    "gradient_accumulation_steps": Default(
+        1, "transformers", "TrainingArguments.gradient_accumulation_steps"
+    ),
+    "gradient_checkpointing": Default(
+        False,
+        "transformers",
+        "TrainingArguments.gradient_checkpointing",
+        "None in the signature, false once __post_init__ has run",
+    ),
+    "optim": Default(
+        "adamw_torch_fused",
+        "transformers",
+        "TrainingArguments.optim",
+        "default_optim: adamw_torch_fused with torch 2.8 or newer (adamw_torch before)",
+    ),
+}
+# TRL's SFTConfig and ModelConfig over them (trl/trainer/base_config.py, sft_config.py,
+# model_config.py): the full model unless use_peft, checkpointing on, bf16 unless fp16.
+TRL_DEFAULTS = {
+    **TRAINER_DEFAULTS,
+    "use_peft": Default(False, "trl", "ModelConfig.use_peft"),
+    "gradient_checkpointing": Default(True, "trl", "_BaseConfig.gradient_checkpointing"),
+    "bf16": Default(
+        True, "trl", "_BaseConfig.bf16", "None in the signature; __post_init__ sets it to not fp16"
+    ),
+    "max_length": Default(1024, "trl", "SFTConfig.max_length"),
+    "activation_offloading": Default(False, "trl", "SFTConfig.activation_offloading"),
+}
+TRL_PEFT_DEFAULTS = {
+    "lora_r": Default(16, "trl", "ModelConfig.lora_r"),
+    "lora_alpha": Default(32, "trl", "ModelConfig.lora_alpha"),
+    "lora_dropout": Default(0.05, "trl", "ModelConfig.lora_dropout"),
+}
+
+
+def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
+    """TRL's defaults for a file with TRL's own keys (its LoRA ones with use_peft), the plain
+    Trainer's otherwise."""
+    if recipe(flat) != "trl":
+        return TRAINER_DEFAULTS
+    peft = flat.get("use_peft") is not None and truthy("use_peft", flat["use_peft"])
+    fp16 = flat.get("fp16") is not None and truthy("fp16", flat["fp16"])
+    bf16 = Default(not fp16, "trl", "_BaseConfig.bf16", TRL_DEFAULTS["bf16"].effective)
+    return {**TRL_DEFAULTS, "bf16": bf16, **(TRL_PEFT_DEFAULTS if peft else {})}

@@ -21,6 +21,7 @@ from trainplan.configs import deepspeed, hf_trainer
 from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Default,
     Ignore,
     Rule,
     choice,
@@ -41,10 +42,13 @@ EMITS = (
 )  # fmt: skip
 
 
+UNMODELLED_METHODS = ("freeze", "oft")
+
+
 def _method(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     kind = choice(
         "finetuning_type",
-        {"lora": "lora", "full": "full", "freeze": Ignore("x"), "oft": Ignore("x")},
+        {"lora": "lora", "full": "full", **{name: Ignore("x") for name in UNMODELLED_METHODS}},
         value,
     )
     if isinstance(kind, Ignore):
@@ -54,8 +58,11 @@ def _method(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     return {"method": kind}
 
 
-def _bits(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
-    if str(flat.get("finetuning_type", "lora")).lower() != "lora":
+def _bits(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    kind = str(flat.get("finetuning_type", "lora")).lower()
+    if kind in UNMODELLED_METHODS:
+        return Ignore(f"read with finetuning_type {kind}")
+    if kind != "lora":
         raise InputError("quantization_bit", "a quantised base needs finetuning_type: lora")
     return {"base_weights": choice("quantization_bit", {4: "nf4", 8: "int8"}, value)}
 
@@ -82,13 +89,28 @@ def _targets(value: Any) -> Any:
     return value
 
 
-def _attention(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    kind = choice("flash_attn", {"fa2": "flash", "sdpa": "sdpa", "disabled": "eager", "auto": "auto"}, value)
-    if kind == "auto":
-        return Ignore(
-            f"auto: FlashAttention-2 when installed, else sdpa; {NOT_MODELLED}, the recipe default applies"
+# flash_attn (hparams/model_args.py AttentionFunction: auto | disabled | sdpa | fa2 | fa3;
+# model/model_utils/attention.py: auto sets no attn_implementation, so transformers' default,
+# sdpa, applies); the v1 configs take transformers' own attn_implementation names.
+ATTENTION = {
+    "auto": "sdpa", "fa2": "flash", "fa3": "flash", "sdpa": "sdpa", "disabled": "eager",
+    **hf_trainer.ATTENTION,
+}  # fmt: skip
+
+
+def _attention(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    return {"attention": choice("flash_attn", ATTENTION, value)}
+
+
+def _predict(value: Any, flat: Mapping[str, Any]) -> Ignore:
+    if truthy("do_predict", value) and not (
+        flat.get("do_train") is not None and truthy("do_train", flat["do_train"])
+    ):
+        raise InputError(
+            "do_predict",
+            "a prediction run (do_predict without do_train): nothing is trained, so nothing to size",
         )
-    return {"attention": kind}
+    return Ignore(IRRELEVANT)
 
 
 def _unsloth(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -105,19 +127,13 @@ def _stage(value: Any, flat: Mapping[str, Any]) -> Ignore:
 
 
 def _implied_alpha(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    found: dict[str, tuple[Any, str]] = {}
-    if flat.get("finetuning_type", "lora") == "lora" and "lora_alpha" not in flat:
-        rank = flat.get("lora_rank", 8)
-        if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
-            found["lora.alpha"] = (2 * rank, "LLaMA-Factory default: 2 x lora_rank")
-            if "lora_rank" not in flat:
-                found["lora.rank"] = (8, "LLaMA-Factory default lora_rank")
-    if "finetuning_type" not in flat:
-        found["method"] = (
-            "qlora" if flat.get("quantization_bit") is not None else "lora",
-            "LLaMA-Factory default finetuning_type lora",
-        )
-    return found
+    """lora_alpha unset: 2 x lora_rank (hparams/finetuning_args.py __post_init__)."""
+    if str(flat.get("finetuning_type") or "lora").lower() != "lora" or flat.get("lora_alpha") is not None:
+        return {}
+    rank = flat.get("lora_rank") or 8
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
+        return {"lora.alpha": (2 * rank, "LLaMA-Factory default: lora_alpha = 2 x lora_rank")}
+    return {}
 
 
 RULES: dict[str, Rule] = {
@@ -163,6 +179,7 @@ RULES: dict[str, Rule] = {
     "upcast_layernorm": ignored(f"{NOT_MODELLED}: small fp32 norms"),
     "upcast_lmhead_output": ignored(f"{NOT_MODELLED}: an fp32 copy of the logits"),
     "stage": Rule("training stage", _stage, sets=""),
+    "do_predict": Rule("a prediction run without training is refused", _predict, sets=""),
     "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "neat_packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "freeze_vision_tower": ignored(NOT_MODELLED),
@@ -190,9 +207,45 @@ def recipe(flat: Mapping[str, Any]) -> str:
     return "llama-factory"
 
 
+DEFAULTS = {
+    "finetuning_type": Default("lora", "llama_factory", "FinetuningArguments.finetuning_type"),
+    "disable_gradient_checkpointing": Default(
+        False, "llama_factory", "BaseModelArguments.disable_gradient_checkpointing"
+    ),
+    "flash_attn": Default("auto", "llama_factory", "BaseModelArguments.flash_attn"),
+    "cutoff_len": Default(2048, "llama_factory", "DataArguments.cutoff_len"),
+}
+LORA_DEFAULTS = {
+    "lora_rank": Default(8, "llama_factory", "LoraArguments.lora_rank"),
+    "lora_dropout": Default(0.0, "llama_factory", "LoraArguments.lora_dropout"),
+    "lora_target": Default("all", "llama_factory", "LoraArguments.lora_target"),
+}
+
+
+def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
+    """LLaMA-Factory's hparams defaults (its LoRA ones for a LoRA run) over the Trainer's own
+    (LLaMA-Factory's training arguments are transformers' Seq2SeqTrainingArguments), whose
+    gradient_checkpointing LLaMA-Factory replaces with disable_gradient_checkpointing."""
+    trainer = {
+        key: value for key, value in hf_trainer.TRAINER_DEFAULTS.items() if key != "gradient_checkpointing"
+    }
+    lora = str(flat.get("finetuning_type") or "lora").lower() == "lora"
+    mine = dict(DEFAULTS)
+    if flat.get("use_unsloth") is not None and truthy("use_unsloth", flat["use_unsloth"]):
+        del mine["flash_attn"]  # Unsloth patches the attention itself (its recipe)
+    return {**trainer, **mine, **(LORA_DEFAULTS if lora else {})}
+
+
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """LLaMA-Factory's defaults for the method and the LoRA alpha."""
+    """LLaMA-Factory's rule for the LoRA alpha."""
     return _implied_alpha(flat)
+
+
+# The layouts `emit` can write (plan --emit llama-factory searches only these): data
+# parallelism and DeepSpeed ZeRO, every block checkpointed or none.
+PLAN_AXES: dict[str, tuple[Any, ...]] = {
+    "tensor_parallel": (1,), "pipeline_parallel": (1,), "checkpointing": ("none", "full"),
+}  # fmt: skip
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
@@ -211,10 +264,8 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         )
     if scenario.activation_offload:
         data["use_unsloth_gc"] = True
-    names = {value: key for key, value in reversed(hf_trainer.OPTIM.items()) if isinstance(value, str)}
-    names |= {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit"}
-    if scenario.optimizer in names:
-        data["optim"] = names[scenario.optimizer]
+    if scenario.optimizer in hf_trainer.OPTIM_NAMES:
+        data["optim"] = hf_trainer.OPTIM_NAMES[scenario.optimizer]
     else:
         notes.append(f"optimizer {scenario.optimizer}: no optim name")
     sharded = bool(scenario.zero_stage) or scenario.offload != "none"

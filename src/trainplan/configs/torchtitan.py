@@ -20,8 +20,10 @@ from typing import Any
 from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Default,
     Ignore,
     Rule,
+    built_model,
     choice,
     ignored,
     positive_int,
@@ -38,13 +40,6 @@ EMITS = (
     "activation_checkpointing", "compile", "precision", "offload",
 )  # fmt: skip
 
-# torchtitan model name + flavor -> catalog model (torchtitan/models/llama3/__init__.py flavors;
-# the 8B/70B/405B flavors are Llama 3.1's shapes).
-MODELS = {
-    ("llama3", "8B"): "Llama-3.1-8B",
-    ("llama3", "70B"): "Llama-3.1-70B",
-    ("llama3", "405B"): "Llama-3.1-405B",
-}
 DEGREES = (
     "data_parallel_replicate_degree",
     "data_parallel_shard_degree",
@@ -59,21 +54,29 @@ def _get(flat: Mapping[str, Any], key: str, default: Any = None) -> Any:
 
 
 def _model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """[model] name and flavor -> the catalog model of its shapes (data/framework_models.yaml:
+    llama3 8B is Llama 3.1's); a flavor none matches keeps its own name for the model check."""
     flavor = flat.get("model.flavor")
-    name = MODELS.get((str(value), str(flavor)))
-    return {"model": name or f"{value}-{flavor}", "method": "full"}
+    name, note = built_model("torchtitan", f"{value}/{flavor}")
+    return {"model": name or f"{value}-{flavor}", "method": "full", "_note": note}
 
 
 def _degree(key: str) -> int:
     return -1 if key == "data_parallel_shard_degree" else 1
 
 
-def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    """The whole [parallelism] layout, read once (from data_parallel_shard_degree)."""
+def _degrees(flat: Mapping[str, Any]) -> dict[str, int]:
+    """The [parallelism] degrees, each checked (a missing one at torchtitan's default)."""
     degrees = {key: _get(flat, key, _degree(key)) for key in DEGREES}
     for key, degree in degrees.items():
         if isinstance(degree, bool) or not isinstance(degree, int) or (degree < 1 and degree != -1):
             raise InputError(f"parallelism.{key}", f"{shown_value(degree)} is not a degree (>= 1, or -1)")
+    return degrees
+
+
+def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """The whole [parallelism] layout, read once (from data_parallel_shard_degree)."""
+    degrees = _degrees(flat)
     shard, replicate = degrees["data_parallel_shard_degree"], degrees["data_parallel_replicate_degree"]
     tp, pp = degrees["tensor_parallel_degree"], degrees["pipeline_parallel_degree"]
     reshard = str(_get(flat, "fsdp_reshard_after_forward", "default")).lower()
@@ -94,10 +97,24 @@ def _context(value: Any, flat: Mapping[str, Any]) -> Ignore:
 
 
 def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """mixed_precision_param as torchtitan applies it (distributed/utils.py maybe_enable_amp):
+    FSDP2's policy under sharding (bf16 compute over fp32 shards: bf16-mixed), autocast under
+    DDP or on one GPU (amp-bf16), none at all with tensor or pipeline parallelism but no FSDP."""
     if _float8(flat):
         return Ignore("float8 sets the precision")
-    kind = choice("training.mixed_precision_param", {"bfloat16": "bf16-mixed", "float32": "fp32"}, value)
-    return {"precision": kind}
+    kind = choice("training.mixed_precision_param", {"bfloat16": "bf16", "float32": "fp32"}, value)
+    degrees = _degrees(flat)
+    shard = degrees["data_parallel_shard_degree"]
+    if kind == "fp32" or shard == -1 or shard > 1:
+        return {"precision": "fp32" if kind == "fp32" else "bf16-mixed"}
+    if degrees["tensor_parallel_degree"] > 1 or degrees["pipeline_parallel_degree"] > 1:
+        return {"precision": "fp32"}
+    return {"precision": "amp-bf16"}
+
+
+def _reduce(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    kind = choice("training.mixed_precision_reduce", {"float32": "fp32", "bfloat16": "compute"}, value)
+    return {"fsdp_reduce_dtype": kind}
 
 
 def _float8(flat: Mapping[str, Any]) -> bool:
@@ -166,8 +183,12 @@ RULES: dict[str, Rule] = {
     "parallelism.mixed_precision_param": Rule(
         "FSDP2 parameters in bf16, fp32 sharded master", _precision, sets="precision"
     ),
-    "training.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
-    "parallelism.mixed_precision_reduce": ignored(f"{NOT_MODELLED}: the reduction dtype"),
+    "training.mixed_precision_reduce": Rule(
+        "FSDP2 gradient reduction dtype", _reduce, sets="fsdp_reduce_dtype"
+    ),
+    "parallelism.mixed_precision_reduce": Rule(
+        "FSDP2 gradient reduction dtype", _reduce, sets="fsdp_reduce_dtype"
+    ),
     "training.enable_cpu_offload": to(
         "offload",
         "FSDP2 CPU offload",
@@ -246,6 +267,33 @@ def recipe(flat: Mapping[str, Any]) -> str:
     return "torchtitan"
 
 
+DEFAULTS = {
+    key: Default(value, "torchtitan", where)
+    for key, value, where in (
+        ("training.local_batch_size", 8, "Training.local_batch_size"),
+        ("training.global_batch_size", -1, "Training.global_batch_size"),
+        ("training.seq_len", 2048, "Training.seq_len"),
+        ("training.mixed_precision_param", "bfloat16", "Training.mixed_precision_param"),
+        ("training.mixed_precision_reduce", "float32", "Training.mixed_precision_reduce"),
+        ("activation_checkpoint.mode", "selective", "ActivationCheckpoint.mode"),
+        ("compile.enable", False, "Compile.enable"),
+        ("optimizer.name", "AdamW", "Optimizer.name"),
+    )
+}
+# Settings that older releases kept elsewhere: their default applies only where neither name is set.
+OLDER_NAMES = {
+    "training.local_batch_size": "training.batch_size",
+    "training.mixed_precision_param": "parallelism.mixed_precision_param",
+    "training.mixed_precision_reduce": "parallelism.mixed_precision_reduce",
+}
+
+
+def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
+    """torchtitan's JobConfig defaults (torchtitan/config/job_config.py) for what a file leaves
+    out; a default global_batch_size of -1 means no gradient accumulation (train.py)."""
+    return {key: default for key, default in DEFAULTS.items() if flat.get(OLDER_NAMES.get(key, "")) is None}
+
+
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """torchtitan's default layout for a file without data_parallel_shard_degree (-1: FSDP over
     every GPU left), with whatever TP and PP degrees the file gives."""
@@ -255,6 +303,14 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     assert isinstance(fields, dict)
     note = "torchtitan default data_parallel_shard_degree -1: FSDP over every GPU left"
     return {name: (value, note) for name, value in fields.items()}
+
+
+# The layouts `emit` can write (plan --emit torchtitan searches only these): full fine-tunes,
+# FSDP2 (ZeRO 2, 3) with TP and PP, none / full checkpointing, CPU offload of parameters.
+PLAN_AXES: dict[str, tuple[Any, ...]] = {
+    "methods": ("full",), "zero_stages": (0, 2, 3), "checkpointing": ("none", "full"),
+    "offloads": ("none", "optimizer+params"),
+}  # fmt: skip
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:

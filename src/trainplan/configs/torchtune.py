@@ -21,8 +21,10 @@ from typing import Any
 from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Default,
     Ignore,
     Rule,
+    built_model,
     choice,
     ignored,
     positive_int,
@@ -55,33 +57,56 @@ OPTIMIZERS: dict[str, str | Ignore] = {
 }
 LOSSES = {
     "torchtune.modules.loss.CEWithChunkedOutputLoss": "chunked",
-    "torchtune.modules.loss.LinearCrossEntropyLoss": "fused",
+    # the output projection and the fp32 cross-entropy run a chunk at a time, and each chunk's
+    # fp32 log-softmax stays for backward (modules/loss/cross_entropy_loss.py
+    # compute_cross_entropy: F.cross_entropy(logits.float())): the chunked class
+    "torchtune.modules.loss.LinearCrossEntropyLoss": "chunked",
+    **{
+        name: Ignore(
+            f"{NOT_MODELLED}: preference and RL training (a reference model, paired or generated "
+            "sequences); the policy's supervised step is estimated"
+        )
+        for name in (
+            "torchtune.rlhf.loss.DPOLoss",
+            "torchtune.rlhf.loss.PPOLoss",
+            "torchtune.rlhf.loss.SimPOLoss",
+            "torchtune.dev.grpo.loss.GRPOSimpleLoss",
+            "torchtune.dev.grpo.loss.GRPOLoss",
+            "torchtune.dev.rl.linear_grpo_loss.LinearGRPOLoss",
+        )
+    },
+    "torchtune.modules.loss.ForwardKLWithChunkedOutputLoss": Ignore(
+        f"{NOT_MODELLED}: knowledge distillation (a teacher model); "
+        "the student's supervised step is estimated"
+    ),
     "torch.nn.CrossEntropyLoss": "standard",
 }
+_RECIPE_NAMED = re.compile(r"^#.*?\b([a-z]+(?:_[a-z]+)*_distributed)(?:\.py)?\b", re.MULTILINE)
 _TUNE_RUN = re.compile(r"tune\s+run\s+(?P<options>(?:--\S+(?:[ =]\d+)?\s+)*)(?P<recipe>[A-Za-z_]\w*)")
 
 
-def builder_model(builder: str) -> str:
-    """The catalog model of a builder name (torchtune.models.llama3_1.lora_llama3_1_8b ->
-    Llama-3.1-8B): version digits joined by dots (llama3_1 -> llama3.1), then as written
-    (gemma2_2b); the builder's own name when the catalog has neither (the model check then
-    asks for --model)."""
-    from trainplan.catalogs.models import find_model_record
-
+def builder_model(builder: str) -> tuple[str, str]:
+    """(the catalog model of a builder, torchtune.models.llama3_1.lora_llama3_1_8b ->
+    Llama-3.1-8B, by the builder's shapes in data/framework_models.yaml; the note saying so). A
+    builder no catalog model matches keeps its own name, so that the model check says which
+    catalog models are close and asks for --model."""
     name = builder.rsplit(".", 1)[-1].removeprefix("qlora_").removeprefix("lora_")
-    for candidate in (re.sub(r"(\d)_(\d)", r"\1.\2", name), name):
-        record = find_model_record(candidate)
-        if record is not None:
-            return record.name
-    return name
+    model, note = built_model("torchtune", name)
+    return (model or name), note
 
 
 def _model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(value, str):
         raise InputError("model._component_", "must be a builder name (torchtune.models...)")
+    if not any(key.endswith(("optimizer._component_", "loss._component_")) for key in flat):
+        raise InputError(
+            "model._component_",
+            "a generation, evaluation or quantization config (no optimizer, no loss): nothing is trained",
+        )
     short = value.rsplit(".", 1)[-1]
     method = "qlora" if short.startswith("qlora_") else "lora" if short.startswith("lora_") else "full"
-    return {"model": builder_model(value), "method": method}
+    model, note = builder_model(value)
+    return {"model": model, "method": method, "_note": note}
 
 
 def _targets(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -178,6 +203,15 @@ RULES: dict[str, Rule] = {
         "true = ZeRO 3, false = ZeRO 2 (distributed recipes)", _reshard, sets="zero_stage"
     ),
     "custom_sharded_layers": ignored(f"{NOT_MODELLED}: extra sharded layers"),
+    "orchestration*": ignored(
+        f"{NOT_MODELLED}: RL with a separate generation engine (the policy's step is read)"
+    ),
+    "inference*": ignored(
+        f"{NOT_MODELLED}: RL with a separate generation engine (the policy's step is read)"
+    ),
+    "postprocessing*": ignored(f"{NOT_MODELLED}: RL with a separate generation engine"),
+    "reward_functions*": ignored(f"{NOT_MODELLED}: RL rewards"),
+    "teacher_model*": ignored(f"{NOT_MODELLED}: knowledge distillation (a teacher model)"),
     "tensor_parallel_dim": to(
         "tensor_parallel", "tensor-parallel degree", positive_int("tensor_parallel_dim")
     ),
@@ -211,6 +245,22 @@ def recipe(flat: Mapping[str, Any]) -> str:
     return "torchtune"
 
 
+def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
+    """The defaults torchtune's recipes read with cfg.get (recipes/*.py): checkpointing,
+    activation offloading and the optimizer in backward off. The LoRA recipe's for an adapter
+    builder, the full fine-tune's otherwise (the same values in every recipe)."""
+    builder = str(flat.get("model._component_", "")).rsplit(".", 1)[-1]
+    recipe = (
+        "lora_finetune_single_device"
+        if builder.startswith(("lora_", "qlora_"))
+        else "full_finetune_single_device"
+    )
+    names = ["enable_activation_checkpointing", "enable_activation_offloading"]
+    if recipe.startswith("full"):
+        names.append("optimizer_in_bwd")
+    return {name: Default(False, "torchtune", f"{recipe}.{name}") for name in names}
+
+
 def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
     """The recipe named in the header (`tune run --nproc_per_node 8 full_finetune_distributed`),
     else in the file name: its GPU count, and FSDP2 full sharding for a distributed recipe."""
@@ -221,6 +271,9 @@ def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
         processes = re.search(r"--nproc_per_node[ =](\d+)", match.group("options"))
         if processes:
             found["gpus"] = (int(processes.group(1)), "tune run --nproc_per_node")
+    if recipe_name is None:  # the recipe a comment names ("... in full_finetune_distributed.py")
+        named = _RECIPE_NAMED.search(text)
+        recipe_name = named.group(1) if named else None
     if recipe_name is not None and recipe_name.endswith("distributed"):
         found["zero_stage"] = (3, f"recipe {recipe_name}: FSDP2, parameters resharded after forward")
     elif recipe_name is None and "distributed" in Path(name).stem:
@@ -228,10 +281,33 @@ def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
     return found
 
 
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """Tensor parallelism needs at least tensor_parallel_dim GPUs (x the data-parallel degrees a
+    file gives): the distributed recipe builds its device mesh from them."""
+    tp = flat.get("tensor_parallel_dim")
+    if not isinstance(tp, int) or isinstance(tp, bool) or tp <= 1:
+        return {}
+    gpus = tp
+    for key in ("data_parallel_shard_dim", "data_parallel_replicate_dim"):
+        degree = flat.get(key)
+        if isinstance(degree, int) and not isinstance(degree, bool) and degree > 1:
+            gpus *= degree
+    return {"gpus": (gpus, f"tensor_parallel_dim {tp} and the data-parallel degrees: at least {gpus} GPUs")}
+
+
 OPTIMIZER_CLASSES = {
     "adamw": "torch.optim.AdamW", "adamw-fused": "torch.optim.AdamW", "adamw-8bit": "torchao.optim.AdamW8bit",
     "paged-adamw-8bit": "bitsandbytes.optim.PagedAdamW8bit", "sgd": "torch.optim.SGD",
     "sgd-momentum": "torch.optim.SGD",
+}  # fmt: skip
+
+
+# The layouts `emit` can write (plan --emit torchtune searches only these): FSDP2 (ZeRO 2, 3),
+# tensor parallelism, no pipeline, every block checkpointed or none, parameters offloaded with
+# the optimizer (fsdp_cpu_offload).
+PLAN_AXES: dict[str, tuple[Any, ...]] = {
+    "pipeline_parallel": (1,), "zero_stages": (0, 2, 3), "checkpointing": ("none", "full"),
+    "offloads": ("none", "optimizer+params"),
 }  # fmt: skip
 
 
@@ -262,8 +338,14 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             data["optimizer"]["momentum"] = 0.9
     else:
         notes.append(f"optimizer {scenario.optimizer}: no torchtune class")
-    losses = {value: key for key, value in LOSSES.items()}
-    data["loss"] = {"_component_": losses[scenario.loss]}
+    losses = {
+        "chunked": "torchtune.modules.loss.LinearCrossEntropyLoss",
+        "standard": "torch.nn.CrossEntropyLoss",
+    }
+    if scenario.loss in losses:
+        data["loss"] = {"_component_": losses[scenario.loss]}
+    else:
+        notes.append(f"loss {scenario.loss}: torchtune's LinearCrossEntropyLoss is the chunked one")
     if scenario.loss == "chunked":
         data["loss"]["num_output_chunks"] = scenario.loss_chunks
     if scenario.zero_stage in (2, 3) and scenario.gpus > 1:

@@ -43,10 +43,16 @@ class TokenShape:
 def geometry_of(model: ModelSpec, field: str = "resolution") -> LatentGeometry:
     """The model's latent geometry; for a language model, an InputError naming `field`."""
     if model.geometry is None:
-        what = "a language model: it reads seq_len tokens" if model.kind == "llm" else "without a VAE config"
+        if model.kind == "llm":
+            raise InputError(
+                field,
+                f"{model.name} is a language model: it reads seq_len tokens; {field} applies to "
+                "diffusion, video and JEPA models",
+            )
         raise InputError(
             field,
-            f"{model.name} is {what}; {field} applies to diffusion, video and JEPA models",
+            f"cannot be read for the model {model.name!r}: it has no VAE config; give its pipeline "
+            "folder (model_index.json with vae/config.json) or --vae",
         )
     return model.geometry
 

@@ -97,21 +97,33 @@ def engine_inputs(body: Mapping[str, Any], hub: ModelSpec | None = None) -> Engi
     if config is not None and not fields.get("model"):
         fields["model"] = str(config.get("_name_or_path") or "custom model")[:200] or "custom model"
     scenario = scenario_from_mapping(fields)
+    if scenario.vae is not None and catalog.find_model_record(scenario.vae) is None:
+        raise InputError("vae", "must be a catalog diffusion model here (the server reads no paths)")
     if config is not None:
-        return EngineInputs(scenario, spec_from_upload(config, scenario.model, scenario.force), config)
+        spec = spec_from_upload(config, scenario.model, scenario.force, scenario.vae)
+        return EngineInputs(scenario, spec, config)
     model = hub if hub is not None else model_spec(scenario.model, scenario.force)
     return EngineInputs(scenario, model, None)
 
 
-def spec_from_upload(config: Mapping[str, Any], name: str, force: bool = False) -> ModelSpec:
-    """The spec of an uploaded config.json; errors name `model_config` (and the config key)."""
-    return _spec(config, name, "uploaded config.json", MODEL_CONFIG_KEY, force)
+def spec_from_upload(
+    config: Mapping[str, Any], name: str, force: bool = False, vae: str | None = None
+) -> ModelSpec:
+    """The spec of an uploaded config.json (a denoiser's alone with the closest catalog pipeline,
+    or `vae`'s: resolve.with_pipeline); errors name `model_config` (and the config key)."""
+    return _spec(config, name, "uploaded config.json", MODEL_CONFIG_KEY, force, vae)
 
 
-def _spec(config: Mapping[str, Any], name: str, source: str, field: str, force: bool = False) -> ModelSpec:
+def _spec(
+    config: Mapping[str, Any], name: str, source: str, field: str, force: bool = False, vae: str | None = None
+) -> ModelSpec:
     """spec_from_config, with every failure an InputError naming `field` (and the config key)."""
+    from dataclasses import replace
+
     try:
-        return spec_from_config(config, name, source=source, force=force)
+        full, note = resolve.with_pipeline(dict(config), vae)
+        spec = spec_from_config(full, name, source=source, force=force)
+        return replace(spec, notes=(*spec.notes, note)) if note else spec
     except TrainplanError as error:
         key = getattr(error, "field", "")
         where = field if key in ("", "model") else f"{field}.{key}"

@@ -1379,10 +1379,18 @@
     const zone = h("div", { id: "config-drop", className: "config-drop" },
       h("p", { text: "Drop your training config here: axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, accelerate or DeepSpeed. Drop several at once (with the DeepSpeed JSON a config points at)." }),
       h("label", { className: "config-pick", for: "config-files", text: "or choose the files:" }), input);
+    const pasted = h("textarea", { id: "config-paste", spellcheck: "false", rows: 4, placeholder: "base_model: meta-llama/Llama-3.1-8B\nadapter: qlora\n…" });
+    const pasteBox = h("div", { className: "field config-paste" },
+      h("label", { for: "config-paste", text: "or paste a config" }), pasted,
+      h("button", { type: "button", className: "btn", id: "config-paste-read", text: "Read pasted config",
+        onclick: () => readFiles([{ name: "pasted-config", text: pasted.value }]) }));
     const read = async (list) => {
       const files = [];
       for (const file of list) files.push({ name: file.name, text: await file.text() });
-      if (!files.length) return;
+      await readFiles(files);
+    };
+    const readFiles = async (files) => {
+      if (!files.length || !files.some((item) => item.text.trim())) return;
       status.textContent = "Reading…";
       let data;
       let ok = false;
@@ -1419,7 +1427,7 @@
       read(Array.from((event.dataTransfer && event.dataTransfer.files) || []));
     });
     const section = h("details", { className: "config-section", id: "config-section", open: true },
-      h("summary", { className: "section-title", text: "Your training config" }), zone, status, mapping);
+      h("summary", { className: "section-title", text: "Your training config" }), zone, pasteBox, status, mapping);
     const form = $("controls");
     const head = form.querySelector(".form-head");
     if (head) head.after(section);

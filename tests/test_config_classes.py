@@ -1,0 +1,393 @@
+"""Real configs read the way their framework reads them, one class of misreading per test.
+
+Each input is an excerpt of a file from the framework's own repository (the settings that decide
+the fields checked; the rest of the file is data, logging and schedule), cited by repository,
+path and commit. Each expected value is derived from the framework's source at the commit that
+data/framework_defaults.yaml records, and the comment names the line that decides it: the
+expectations are the framework's, not the reader's. tests/test_config_corpus.py reads the whole
+files where the corpus is present.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainplan.configs import ConfigReading, scenario_from_config
+from trainplan.configs.base import Default, declared, framework_defaults
+from trainplan.errors import InputError
+from trainplan.scenario import scenario_from_mapping
+
+AXOLOTL = "axolotl-ai-cloud/axolotl@067b021c8b87a9e5e380b9173c704cf7340e30f5"
+TORCHTUNE = "pytorch/torchtune@bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"
+TORCHTITAN = "pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1"
+HANDBOOK = "huggingface/alignment-handbook@925acdfe4b2b4e38c3dabd1851bc418f0b656351"
+TRL = "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8"
+ACCELERATE = "huggingface/accelerate@16cb6eb80dd9aa8b4df1a63ef57863e455d53b83"
+DS_EXAMPLES = "deepspeedai/DeepSpeedExamples@45b4b7156c8794a3452a5a7d03dbd8d797068569"
+LLAMA_FACTORY = "hiyouga/LLaMA-Factory@ff6d4d12eeb035d6ce06805a5733dd7b29f2ac30"
+
+
+def read(tmp_path: Path, name: str, text: str, **others: str) -> ConfigReading:
+    """The reading of `text` saved as `name` (and `others` beside it), from its folder."""
+    for other, content in {name: text, **others}.items():
+        path = tmp_path / other
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return scenario_from_config([tmp_path / name])
+
+
+def source(reading: ConfigReading, field: str) -> Any:
+    return next(item for item in reading.provenance if item.field == field)
+
+
+def test_an_empty_key_is_unset_and_no_adapter_is_a_full_fine_tune(tmp_path: Path) -> None:
+    # AXOLOTL examples/eaft/eaft-example.yml, lines 1, 13-14, 36, 46, 56-57, 60
+    text = (
+        "base_model: google/gemma-3-1b-it\nload_in_8bit: false\nload_in_4bit: false\nadapter:\n"
+        "micro_batch_size: 1\nbf16: auto\nfp16:\ngradient_checkpointing: true\n"
+    )
+    reading = read(tmp_path, "eaft-example.yml", text)
+    # `fp16:` and `adapter:` are None, as pydantic reads them: unset, and no adapter trains the
+    # whole model (the reader's implied rule; LoraConfig.adapter default None)
+    assert reading.mapping["method"] == "full"
+    # bf16 auto: true on a GPU with bf16 (utils/config/__init__.py resolve_dtype); the model is
+    # loaded in bf16, so the Trainer steps bf16 weights and states
+    assert reading.mapping["precision"] == "bf16"
+    assert {(item.setting, item.reason) for item in reading.ignored} >= {
+        ("fp16", "empty: unset, the framework's default applies"),
+        ("adapter", "empty: unset, the framework's default applies"),
+    }
+    # google/gemma-3-1b-it has the shapes of the catalog's Gemma-3-1B (models.yaml same_shapes)
+    assert reading.mapping["model"] == "Gemma-3-1B"
+    assert "google/gemma-3-1b-it has its shapes" in source(reading, "model").note
+    scenario_from_mapping(reading.mapping)
+
+
+def test_axolotl_defaults_come_from_its_schema(tmp_path: Path) -> None:
+    # AXOLOTL examples/llama-3/qlora-1b-kto.yaml, lines 1, 6, 22: no gradient_checkpointing, no
+    # attention setting, no optimizer, no micro_batch_size
+    reading = read(
+        tmp_path, "kto.yaml", "base_model: meta-llama/Llama-3.2-1B\nload_in_4bit: true\nadapter: qlora\n"
+    )
+    mapping = reading.mapping
+    assert mapping["activation_checkpointing"] == "none"  # schemas/config.py:600 default False
+    assert mapping["optimizer"] == "adamw-fused"  # schemas/training.py:122 adamw_torch_fused
+    assert mapping["micro_batch"] == 1 and mapping["grad_accum"] == 1  # training.py:77, :71
+    assert mapping["seq_len"] == 512  # schemas/config.py:665 sequence_len 512
+    assert mapping["attention"] == "sdpa"  # attn_implementation None: transformers' default
+    assert mapping["lora"]["dropout"] == 0.0  # schemas/peft.py:80
+    note = source(reading, "activation_checkpointing").note
+    assert note.startswith("axolotl 0.18.0 default (AxolotlInputConfig.gradient_checkpointing")
+    assert (
+        source(reading, "activation_checkpointing").setting == "axolotl default gradient_checkpointing: False"
+    )
+
+
+def test_the_cut_cross_entropy_plugin_is_a_fused_loss(tmp_path: Path) -> None:
+    # AXOLOTL examples/distributed-parallel/llama-3_1-8b-hsdp-tp.yaml, lines 1-9, 15-22, 30-38
+    text = (
+        "base_model: meta-llama/Llama-3.1-8B\nplugins:\n"
+        "  - axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin\n"
+        "dp_shard_size: 4\ndp_replicate_size: 2\ntensor_parallel_size: 2\n"
+        "fsdp_version: 2\nfsdp_config:\n  offload_params: false\n  reshard_after_forward: true\n"
+        "sequence_len: 2048\nattn_implementation: flash_attention_2\ngradient_accumulation_steps: 1\n"
+        "micro_batch_size: 1\noptimizer: adamw_torch_fused\nbf16: true\n"
+    )
+    reading = read(tmp_path, "hsdp-tp.yaml", text)
+    mapping = reading.mapping
+    # integrations/cut_cross_entropy/args.py:33 cut_cross_entropy defaults to True with the plugin
+    assert mapping["loss"] == "fused"
+    assert mapping["attention"] == "flash"  # attn_implementation flash_attention_2
+    assert mapping["tensor_parallel"] == 2 and mapping["gpus"] == 16  # 4 x 2 x 2
+    assert mapping["zero_stage"] == 3  # reshard_after_forward: true
+    ignored = {item.setting: item.reason for item in reading.ignored}
+    assert ignored["dp_replicate_size"].startswith("not modelled yet: the replicas of hybrid sharding")
+    # cut_cross_entropy: false turns it off again
+    off = read(tmp_path, "off.yaml", text + "cut_cross_entropy: false\n")
+    assert "loss" not in off.mapping and scenario_from_mapping(off.mapping).loss == "standard"
+
+
+@pytest.mark.parametrize("value", ["legacy", "disk", "hidden_states", "true"])
+def test_every_activation_offloading_value_axolotl_takes(tmp_path: Path, value: str) -> None:
+    # AXOLOTL examples/alst/llama3-8b-deepspeed-alst.yaml, lines 1, 37-38; the values are
+    # schemas/config.py:623 Literal["legacy", "disk", "hidden_states"] | bool
+    text = (
+        f"base_model: meta-llama/Llama-3.1-8B\ngradient_checkpointing: true\nactivation_offloading: {value}\n"
+    )
+    reading = read(tmp_path, "alst.yaml", text)
+    assert reading.mapping["activation_offload"] is True
+    assert reading.mapping["activation_checkpointing"] == "full"
+
+
+def test_fsdp_checkpointing_wins_over_a_false_gradient_checkpointing(tmp_path: Path) -> None:
+    # AXOLOTL examples/archived/dbrx/16bit-lora.yaml, lines 1, 24, 50, 65, 74
+    text = (
+        "base_model: meta-llama/Llama-3.1-8B\nadapter: lora\n"
+        "gradient_checkpointing: false  # don't use with fsdp_activation_checkpointing\n"
+        "fsdp:\n  - full_shard\n  - auto_wrap\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"
+    )
+    assert read(tmp_path, "dbrx.yaml", text).mapping["activation_checkpointing"] == "full"
+
+
+def test_axolotl_and_transformers_optimizer_names(tmp_path: Path) -> None:
+    # AXOLOTL examples/qwen3/32b-qlora.yaml sets optimizer: adamw_torch_4bit (transformers
+    # OptimizerNames: torchao's AdamW4bit); schemas/enums.py ao_adamw_4bit is axolotl's own name
+    for name in ("adamw_torch_4bit", "ao_adamw_4bit"):
+        reading = read(tmp_path, f"{name}.yaml", f"base_model: Qwen/Qwen3-32B\noptimizer: {name}\n")
+        assert reading.mapping["optimizer"] == "adamw-4bit"
+    muon = read(tmp_path, "muon.yaml", "base_model: Qwen/Qwen3-32B\noptimizer: muon\n")
+    assert "no state model for muon" in {item.setting: item.reason for item in muon.ignored}["optimizer"]
+
+
+def test_trl_trains_the_full_model_without_use_peft(tmp_path: Path) -> None:
+    # HANDBOOK recipes/zephyr-7b-beta/sft/config_full.yaml (model_name_or_path, torch_dtype,
+    # bf16, gradient_checkpointing, max_length, per_device_train_batch_size,
+    # gradient_accumulation_steps; no use_peft)
+    text = (
+        "model_name_or_path: mistralai/Mistral-7B-v0.3\ntorch_dtype: bfloat16\nbf16: true\n"
+        "gradient_accumulation_steps: 2\ngradient_checkpointing: true\nmax_length: 2048\n"
+        "per_device_train_batch_size: 16\n"
+    )
+    reading = read(tmp_path, "config_full.yaml", text)
+    assert reading.mapping["method"] == "full"  # trl/trainer/model_config.py:103 use_peft False
+    assert reading.mapping["precision"] == "bf16"  # bf16 over bfloat16 weights
+    assert reading.mapping["recipe"] == "trl"
+    # with use_peft, TRL's ModelConfig LoRA defaults: r 16, alpha 32, dropout 0.05 (:107-:115)
+    lora = read(tmp_path, "config_lora.yaml", text + "use_peft: true\n").mapping
+    assert lora["method"] == "lora" and lora["lora"] == {"rank": 16, "alpha": 32, "dropout": 0.05}
+
+
+def test_the_trainer_defaults_under_trl(tmp_path: Path) -> None:
+    # TRL examples/cli_configs/example_config.yaml: model_name_or_path, dataset_name, report_to,
+    # learning_rate, lr_scheduler_type, and nothing else that sizes the run
+    text = (
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\ndataset_name: stanfordnlp/imdb\nreport_to: none\n"
+        "learning_rate: 0.0001\nlr_scheduler_type: cosine\n"
+    )
+    reading = read(tmp_path, "example_config.yaml", text)
+    mapping = reading.mapping
+    assert reading.files[0][1] == "hf"
+    # transformers training_args.py:777 per_device_train_batch_size 8, :849 accumulation 1
+    assert mapping["micro_batch"] == 8 and mapping["grad_accum"] == 1
+    assert mapping["optimizer"] == "adamw-fused"  # :811 adamw_torch_fused with torch 2.8+
+
+
+def test_torchtitan_without_a_global_batch_does_not_accumulate(tmp_path: Path) -> None:
+    # TORCHTITAN torchtitan/models/llama3/train_configs/llama3_8b.toml: [training] with
+    # local_batch_size and seq_len but no global_batch_size
+    text = (
+        '[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n'
+        "[parallelism]\ndata_parallel_shard_degree = -1\n"
+        '[activation_checkpoint]\nmode = "selective"\nselective_ac_option = "op"\n'
+    )
+    mapping = read(tmp_path, "llama3_8b.toml", text).mapping
+    # config/job_config.py:256 global_batch_size -1; train.py:200 makes it local x dp: no accumulation
+    assert mapping["grad_accum"] == 1
+    assert mapping["precision"] == "bf16-mixed"  # :282 mixed_precision_param bfloat16, FSDP2
+    assert mapping["fsdp_reduce_dtype"] == "fp32"  # :290 mixed_precision_reduce float32
+    # with nothing set, selective_ac_option "2" (:655): every second block checkpointed
+    plain = read(tmp_path, "bare.toml", '[model]\nname = "llama3"\nflavor = "8B"\n').mapping
+    assert plain["activation_checkpointing"] == "full:2" and plain["micro_batch"] == 8
+
+
+def test_deepspeed_alone_without_a_precision_block_trains_fp32(tmp_path: Path) -> None:
+    # DS_EXAMPLES training/imagenet/config/ds_config.json: train_batch_size,
+    # gradient_accumulation_steps, optimizer, no fp16 or bf16 block
+    text = (
+        '{"train_batch_size": 256, "gradient_accumulation_steps": 1, "steps_per_print": 2000,'
+        ' "optimizer": {"type": "Adam", "params": {"lr": 0.001}}}'
+    )
+    reading = read(tmp_path, "ds_config.json", text)
+    # runtime/precision_config.py:46, :105 both blocks default to enabled false: fp32
+    assert reading.mapping["precision"] == "fp32"
+    # runtime/config.py:962-964: with the accumulation and no micro-batch, micro = global /
+    # (accumulation x data-parallel GPUs)
+    assert reading.mapping["micro_batch"] == 256 and reading.mapping["grad_accum"] == 1
+    # beside a trainer's file that sets the precision, the trainer's wins (bf16 under DeepSpeed:
+    # fp32 master weights in its ZeRO optimizer)
+    trainer = read(
+        tmp_path,
+        "run.yaml",
+        "base_model: Qwen/Qwen2.5-7B\nmicro_batch_size: 4\nbf16: true\ndeepspeed: zero2.json\n",
+        **{"zero2.json": '{"zero_optimization": {"stage": 2}, "train_batch_size": 256}'},
+    )
+    assert trainer.mapping["precision"] == "bf16-mixed"
+    # the trainer states the micro-batch: DeepSpeed's accumulation follows (runtime/config.py:956)
+    assert trainer.mapping["micro_batch"] == 4 and trainer.mapping["grad_accum"] == 64
+
+
+def test_deepspeed_bf16_master_and_states_is_pure_bf16(tmp_path: Path) -> None:
+    base = '{"zero_optimization": {"stage": 2}, "bf16": {"enabled": true'
+    mixed = read(tmp_path, "a.json", base + "}}").mapping
+    pure = read(
+        tmp_path, "b.json", base + ', "bf16_master_weights_and_grads": true, "bf16_optimizer_states": true}}'
+    ).mapping
+    assert mixed["precision"] == "bf16-mixed" and pure["precision"] == "bf16"
+
+
+def test_deepspeed_autotp_and_the_gpus_it_needs(tmp_path: Path) -> None:
+    # LLAMA_FACTORY examples/deepspeed/ds_z2_autotp_config.json: tensor_parallel.autotp_size 2
+    text = (
+        '{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2},'
+        ' "tensor_parallel": {"autotp_size": 2}}'
+    )
+    reading = read(tmp_path, "ds_z2_autotp_config.json", text)
+    assert reading.mapping["tensor_parallel"] == 2 and reading.mapping["gpus"] == 2
+    assert source(reading, "gpus").note.startswith("no GPU count given")
+
+
+def test_torchtunes_linear_cross_entropy_is_the_chunked_class(tmp_path: Path) -> None:
+    # TORCHTUNE recipes/configs/llama3_1/8B_lora_single_device.yaml: model, loss, optimizer
+    text = (
+        "model:\n  _component_: torchtune.models.llama3_1.lora_llama3_1_8b\n"
+        "  lora_attn_modules: ['q_proj', 'v_proj', 'output_proj']\n  lora_rank: 8\n  lora_alpha: 16\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n  fused: True\n"
+        "loss:\n  _component_: torchtune.modules.loss.LinearCrossEntropyLoss\n"
+        "batch_size: 2\ngradient_accumulation_steps: 8\n"
+    )
+    reading = read(tmp_path, "8B_lora_single_device.yaml", text)
+    # modules/loss/cross_entropy_loss.py compute_cross_entropy: each chunk's fp32 log-softmax is
+    # kept for backward, as the chunked class keeps it (not a fused kernel)
+    assert reading.mapping["loss"] == "chunked"
+    # recipes/lora_finetune_single_device.py:180, :183 read both with default False
+    assert reading.mapping["activation_checkpointing"] == "none"
+    assert reading.mapping["activation_offload"] is False
+
+
+def test_torchtune_tensor_parallel_needs_its_gpus(tmp_path: Path) -> None:
+    # TORCHTUNE recipes/configs/llama3_3/70B_full_multinode.yaml, lines 1, 20, 23-24, and its
+    # model, optimizer and loss
+    text = (
+        "# Config for multi-node full finetuning in full_finetune_distributed.py\n"
+        "tensor_parallel_dim: 8\ndata_parallel_shard_dim: -1\ndata_parallel_replicate_dim: 1\n"
+        "model:\n  _component_: torchtune.models.llama3_1.llama3_1_70b\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
+        "loss:\n  _component_: torchtune.modules.loss.LinearCrossEntropyLoss\n"
+        "batch_size: 4\ngradient_accumulation_steps: 1\n"
+    )
+    reading = read(tmp_path, "70B_full_multinode.yaml", text)
+    assert reading.mapping["tensor_parallel"] == 8 and reading.mapping["gpus"] == 8
+    assert reading.mapping["zero_stage"] == 3  # the comment names full_finetune_distributed
+
+
+def test_a_generation_config_is_refused(tmp_path: Path) -> None:
+    # TORCHTUNE recipes/configs/generation.yaml: a model and a checkpointer, no optimizer or loss
+    text = "model:\n  _component_: torchtune.models.llama2.llama2_7b\nmax_new_tokens: 300\n"
+    with pytest.raises(InputError, match="a generation, evaluation or quantization config"):
+        read(tmp_path, "generation.yaml", text)
+
+
+def test_accelerate_fsdp1_strategy_and_an_unquoted_no(tmp_path: Path) -> None:
+    # TRL examples/accelerate_configs/fsdp1.yaml: fsdp_version 1 with a ShardingStrategy in
+    # fsdp_reshard_after_forward (accelerate utils/dataclasses.py: bool | str)
+    fsdp1 = (
+        "distributed_type: FSDP\nfsdp_config:\n  fsdp_reshard_after_forward: FULL_SHARD\n"
+        "  fsdp_version: 1\nmixed_precision: bf16\nnum_processes: 8\n"
+    )
+    assert read(tmp_path, "fsdp1.yaml", fsdp1).mapping["zero_stage"] == 3
+    # ACCELERATE tests/test_configs/0_30_0_sagemaker.yaml: `distributed_type: NO`, which YAML 1.1
+    # reads as false
+    no = read(tmp_path, "sagemaker.yaml", "compute_environment: AMAZON_SAGEMAKER\ndistributed_type: NO\n")
+    assert no.mapping["zero_stage"] == 0
+
+
+def test_llama_factory_reads_attention_names_and_refuses_prediction(tmp_path: Path) -> None:
+    # LLAMA_FACTORY examples/v1/train_full/train_full_ulysses_cp.yaml: flash_attn takes
+    # transformers' names there; the v0 names (fa2) and auto (transformers' default) too
+    for value, kind in (("flash_attention_2", "flash"), ("fa2", "flash"), ("auto", "sdpa")):
+        text = (
+            f"model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: full\nflash_attn: {value}\n"
+        )
+        assert read(tmp_path, f"{value}.yaml", text).mapping["attention"] == kind
+    # LLAMA_FACTORY examples/extras/nlg_eval/llama3_lora_predict.yaml: do_predict, no do_train
+    predict = (
+        "model_name_or_path: meta-llama/Llama-3.1-8B\nstage: sft\ndo_predict: true\nfinetuning_type: lora\n"
+    )
+    with pytest.raises(InputError, match="a prediction run"):
+        read(tmp_path, "predict.yaml", predict)
+    # LLAMA_FACTORY examples/extras/qoft/llama3_oft_sft_bnb_npu.yaml: the method is what is refused
+    qoft = "model_name_or_path: meta-llama/Llama-3.1-8B\nfinetuning_type: oft\nquantization_bit: 4\n"
+    with pytest.raises(InputError, match="oft is not modelled yet"):
+        read(tmp_path, "qoft.yaml", qoft)
+
+
+@pytest.mark.parametrize(
+    ("hub_id", "catalog", "how"),
+    [
+        ("NousResearch/Meta-Llama-3.1-8B", "Llama-3.1-8B", "a copy of meta-llama/Llama-3.1-8B"),
+        ("NousResearch/Llama-2-7b-hf", "Llama-2-7B", "a copy of meta-llama/Llama-2-7b-hf"),
+        ("unsloth/Llama-3.2-1B-Instruct-bnb-4bit", "Llama-3.2-1B", "Llama-3.2-1B-Instruct has its shapes"),
+        ("Qwen/Qwen3-4B-Instruct-2507", "Qwen3-4B", "Qwen/Qwen3-4B-Instruct-2507 has its shapes"),
+    ],
+)
+def test_hub_mirrors_and_same_shape_variants_resolve_offline(
+    tmp_path: Path, hub_id: str, catalog: str, how: str
+) -> None:
+    reading = read(tmp_path, "m.yaml", f"base_model: {hub_id}\nmicro_batch_size: 1\n")
+    assert reading.mapping["model"] == catalog
+    assert f"read {hub_id} as the catalog's {catalog}" in source(reading, "model").note
+    assert how in source(reading, "model").note
+
+
+@pytest.mark.parametrize("hub_id", ["mistralai/Mistral-7B-v0.1", "someone/Llama-3.1-8B-finetuned"])
+def test_a_model_of_unknown_shapes_is_refused_with_the_close_ones(tmp_path: Path, hub_id: str) -> None:
+    # Mistral-7B-v0.1 has 32,000 tokens where the catalog's v0.3 has 32,768: not the same model
+    with pytest.raises(InputError) as caught:
+        read(tmp_path, "m.yaml", f"base_model: {hub_id}\nmicro_batch_size: 1\n")
+    message = caught.value.message
+    assert "close catalog models: " in message and "--model path/to/config.json" in message
+    assert message.count("--model") == 1
+
+
+def test_references_resolve_from_where_the_framework_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # AXOLOTL examples/mistral/mixtral/mixtral.yml: `deepspeed: deepspeed_configs/zero2.json`,
+    # a path from the checkout's top, where axolotl runs
+    (tmp_path / "deepspeed_configs").mkdir()
+    (tmp_path / "deepspeed_configs" / "zero2.json").write_text('{"zero_optimization": {"stage": 2}}')
+    config = tmp_path / "examples" / "mistral" / "mixtral" / "mixtral.yml"
+    config.parent.mkdir(parents=True)
+    config.write_text("base_model: mistralai/Mixtral-8x7B-v0.1\ndeepspeed: deepspeed_configs/zero2.json\n")
+    monkeypatch.chdir(tmp_path)
+    assert scenario_from_config([config]).mapping["zero_stage"] == 2
+    # given beside it with --from, it is found by name wherever the command runs
+    monkeypatch.chdir(config.parent)
+    both = scenario_from_config([config, tmp_path / "deepspeed_configs" / "zero2.json"])
+    assert both.mapping["zero_stage"] == 2 and len(both.files) == 2
+
+
+def test_each_reader_default_is_the_frameworks_declared_default() -> None:
+    """Every default a reader applies equals the field's default in framework_defaults.yaml, read
+    from the framework's source; a value in effect that differs says why (`effective`)."""
+    from trainplan.configs import READERS, reader
+
+    checked = 0
+    for name in READERS:
+        module = reader(name)
+        tables: list[dict[str, Default]] = [
+            value
+            for value in vars(module).values()
+            if isinstance(value, dict) and value and all(isinstance(item, Default) for item in value.values())
+        ]
+        for table in tables:
+            for setting, default in table.items():
+                record = declared(default.framework, default.where)
+                stated = record.get("default", record.get("default_expr"))
+                candidates = {item["value"] for item in record.get("default_candidates", [])}
+                if default.effective:
+                    assert record.get("set_later") or candidates or stated != default.value, (
+                        setting,
+                        default,
+                    )
+                    assert default.value == stated or default.value in candidates or record.get("set_later")
+                else:
+                    assert default.value == stated, (name, setting, default, stated)
+                checked += 1
+    assert checked >= 35
+    assert {"axolotl", "trl", "transformers", "torchtitan", "torchtune", "llama_factory"} <= set(
+        framework_defaults()
+    )
