@@ -19,8 +19,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from trainplan.errors import ConfigError  # noqa: E402
-from trainplan.families import refused_model_types, supported_model_types  # noqa: E402
+from trainplan.families import module_path_types, refused_model_types, supported_model_types  # noqa: E402
 from trainplan.hf import spec_from_config  # noqa: E402
+from trainplan.model import block_linears  # noqa: E402
 from trainplan.resolve import record_spec  # noqa: E402
 from trainplan.terms.params import total_params  # noqa: E402
 
@@ -584,3 +585,50 @@ def test_gemma4_assistant_without_sharing_in_its_text_config_matches_transformer
     expected = meta_device_params(config)
     assert expected is not None
     assert total_params(spec_from_config(config, "gemma4_unified_assistant")) == expected
+
+
+def _layer_linears_of(model: Any) -> set[str]:
+    """The nn.Linear module names inside a built model's decoder layers."""
+    prefixes = ("model.layers.", "model.language_model.layers.")
+    return {
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and name.startswith(prefixes)
+    }
+
+
+@pytest.mark.parametrize("model_type", sorted(module_path_types()))
+def test_module_paths_are_the_ones_transformers_builds(model_type: str) -> None:
+    """For the model types whose module paths are modelled (architectures.yaml module_paths), the
+    full names of every decoder layer's linears, as a regular-expression LoRA target is matched
+    against them, are exactly the nn.Linear names of the model transformers builds (the
+    conditional-generation class of a multimodal wrapper), for a two-layer default config."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from trainplan.terms.params import _stacked, module_path
+
+    config = default_config(model_type)
+    assert config is not None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text["num_hidden_layers"] = 2
+    for key in ("layer_types", "mlp_layer_types"):
+        if isinstance(text.get(key), list):
+            text[key] = text[key][:2]
+    raw = dict(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_config = AutoConfig.for_model(raw.pop("model_type"), **raw)
+        with torch.device("meta"):
+            try:
+                model = AutoModelForImageTextToText.from_config(hf_config)
+            except ValueError:  # not a multimodal wrapper
+                model = AutoModelForCausalLM.from_config(hf_config)
+    spec = spec_from_config(config, model_type)
+    ours = set()
+    for block, start in _stacked(spec):
+        for linear in block_linears(block, spec.hidden_size):
+            for index in range(start, start + block.count):
+                path = module_path(block, linear, index)
+                if path is not None:
+                    ours.add(path)
+    assert ours == _layer_linears_of(model)

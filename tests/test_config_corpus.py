@@ -46,7 +46,7 @@ TRAINING = [entry for entry in MANIFEST["files"] if entry["format_expected"] != 
 # a method or a config kind trainplan does not size.
 REFUSALS = {
     "model offline": re.compile(
-        r"(close catalog models|has no catalog model|Did you mean).*--model|Pass --model"
+        r"(close catalog models: |no catalog model is close|has no catalog model|Did you mean).*--model"
     ),
     "a template": re.compile(r"is not valid JSON"),
     "not modelled": re.compile(r"(oft|freeze) is not modelled yet"),

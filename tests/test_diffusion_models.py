@@ -14,7 +14,7 @@ from trainplan.errors import ConfigError
 from trainplan.hf import spec_from_config
 from trainplan.resolve import record_spec, resolve_model
 from trainplan.scenario import LoraSettings
-from trainplan.terms.params import lora_params, total_params
+from trainplan.terms.params import lora_params, resolved_lora, total_params
 
 NON_LLM = [record for record in model_records() if record_spec(record).kind != "llm"]
 
@@ -421,3 +421,61 @@ def test_sana_latents_must_match_the_vae() -> None:
         spec_from_config({**TINY_SANA, "_pipeline": {"vae": vae}}, "x")  # in_channels 4 vs 8 latents
     assert error.value.field == "in_channels"
     assert "need 8" in error.value.message
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern"),
+    [
+        # the Wan and FLUX training scripts pass peft target_modules as a string like these
+        ("Wan2.1-T2V-1.3B", r"blocks.*(to_q|to_k|to_v|to_out.0)"),
+        ("FLUX.1-dev", r"(single_)?transformer_blocks\.\d+\.attn\.(to_q|to_k|to_v)"),
+        ("FLUX.1-dev", r".*transformer_blocks.*(to_out\.0|to_add_out|ff\.net\.2)"),
+        ("SD3.5-Medium", r"transformer_blocks\.\d+\.attn\.(add_)?[qkv]_proj|.*\.to_[qkv]"),
+        ("SDXL-base-1.0", r".*attentions\.\d+\.transformer_blocks\.\d+\.attn[12]\.to_(q|k|v|out\.0)"),
+        ("HunyuanVideo", r"single_transformer_blocks\.\d+\.(proj_mlp|norm\.linear)"),
+        ("CogVideoX-2b", r"transformer_blocks\.\d+\.(attn1\.to_[qkv]|ff\.net\.2)"),
+    ],
+)
+def test_regular_expression_targets_adapt_what_peft_adapts(name: str, pattern: str) -> None:
+    """peft fullmatches a target_modules string against every module's full name; our module paths
+    (hf/diffusers.py BLOCK_PATHS, the UNet's) select the same modules, so the adapter counts agree."""
+    record = find_model_record(name)
+    assert record is not None
+    ours = lora_params(
+        record_spec(record), resolved_lora(record_spec(record), LoraSettings(rank=4, targets=pattern))
+    )
+    assert ours == _peft_adapter_count(dict(record.config), 4, pattern)
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern", "message"),
+    [
+        (
+            "Wan2.1-T2V-1.3B",
+            r"blocks\.(0|1)\.attn1\.to_q",
+            "selects attn1.to_q in some layers or blocks but not in",
+        ),
+        (
+            "Wan2.1-T2V-1.3B",
+            r"transformer_blocks.*to_q",
+            "matches no module of Wan2.1-T2V-1.3B (its names look like blocks.0.attn1.to_q)",
+        ),
+        ("Wan2.1-T2V-1.3B", r"blocks.(to_q", "is not a regular expression"),
+        # proj_out is a module at the top and in every FLUX single block: only some of them
+        (
+            "FLUX.1-dev",
+            r".*transformer_blocks.*proj_out",
+            "selects proj_out in some layers or blocks but not in",
+        ),
+    ],
+)
+def test_regular_expression_targets_we_cannot_count_are_refused(
+    name: str, pattern: str, message: str
+) -> None:
+    from trainplan.errors import InputError
+    from trainplan.estimate import estimate
+
+    extra = {"frames": 17} if name.startswith("Wan") else {"resolution": 512}
+    with pytest.raises(InputError) as caught:
+        estimate({"model": name, "method": "lora", "lora": {"targets": pattern}, **extra})
+    assert caught.value.field == "lora.targets" and message in caught.value.message

@@ -148,6 +148,21 @@ def _table() -> tuple[dict[str, Family], dict[str, Refusal]]:
     return families, refusals
 
 
+@cache
+def module_path_types() -> frozenset[str]:
+    """The model types whose decoder layers' module paths are modelled (architectures.yaml
+    `module_paths`)."""
+    from trainplan.catalogs.loader import load_yaml
+    from trainplan.catalogs.loader import require as _require
+
+    section = load_yaml("architectures.yaml")["module_paths"]
+    _require(section, ("source", "as_of", "model_types"), {"source", "as_of", "model_types"}, "module_paths")
+    unknown = [name for name in section["model_types"] if name not in _table()[0]]
+    if unknown:
+        raise RuntimeError(f"architectures.yaml module_paths: {unknown} are not modelled types")
+    return frozenset(str(name) for name in section["model_types"])
+
+
 def find_family(model_type: str) -> Family | None:
     """The family row of `model_type`, or None when the table does not name it."""
     return _table()[0].get(model_type)

@@ -314,6 +314,11 @@ class Block:
     # hyper-connections (Hy-V4, after DeepSeek-V4): the residual stream is this many copies of the hidden
     # state; before attention and before the MLP a mixer reads them all and weights them in and back out
     hyper_streams: int = 0
+    # where its layers sit in the module tree transformers or diffusers builds ("{}": the layer's
+    # index within the stack): "transformer_blocks.{}", "model.layers.{}". "" for a block whose
+    # linears are named from the model's top (an embedding or output block, a UNet's), or where
+    # the tree is not modelled (a regular-expression LoRA target cannot be matched there)
+    path: str = ""
 
 
 @dataclass(frozen=True)

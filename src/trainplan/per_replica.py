@@ -9,6 +9,7 @@ scenarios that differ from it only in fields the builder does not read (`NOT_REA
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -18,7 +19,7 @@ from trainplan.errors import InputError, shown_value
 from trainplan.model import Linear, ModelSpec, block_linears, derived, weight_linears
 from trainplan.presets import resolved_adapter_dtype
 from trainplan.samples import sample_shape
-from trainplan.scenario import SCENARIO_FIELDS, Scenario, resolved_base_weights
+from trainplan.scenario import SCENARIO_FIELDS, Scenario, is_pattern, resolved_base_weights
 from trainplan.terms.activations import (
     ActivationMode,
     grad_carrying_blocks,
@@ -38,7 +39,14 @@ from trainplan.terms.memory import (
     optimizer_state_bytes,
     optimizer_transient_bytes,
 )
-from trainplan.terms.params import ParamCounts, block_params, count_params, lora_run_params, targeted
+from trainplan.terms.params import (
+    ParamCounts,
+    block_params,
+    count_params,
+    lora_run_params,
+    resolved_lora,
+    targeted,
+)
 from trainplan.terms.recipes import (
     ADAPTER_RECIPE,
     BASE_WEIGHT_BYTES,
@@ -230,7 +238,10 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
 
 
 def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
-    """The coefficients of `scenario` on `model` (the `NOT_READ` fields are not read)."""
+    """The coefficients of `scenario` on `model` (the `NOT_READ` fields are not read). A
+    regular-expression LoRA target is first read as the module names it selects on `model`."""
+    if scenario.method != "full" and is_pattern(scenario.lora.targets):
+        scenario = dataclasses.replace(scenario, lora=derived(model, resolved_lora, scenario.lora))
     shape = sample_shape(model, scenario)  # checks the sample fields; None for a language model
     recipe = PRECISIONS[scenario.precision]
     optimizer = OPTIMIZERS[scenario.optimizer]

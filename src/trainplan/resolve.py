@@ -242,12 +242,21 @@ def fetch_hub_config(hub_id: str) -> dict[str, Any]:
 
 
 def close_models(reference: str) -> str:
-    """'; close catalog models: A, B' for a model reference the catalog lacks, or ''."""
+    """'; close catalog models: A, B' for a model reference the catalog lacks: by spelling, else
+    those of the same size ("7b" in zephyr-7b-sft-full); or that none is close."""
     from trainplan.errors import suggest
 
     names = [record.name for record in model_records()]
-    close = suggest(reference.rsplit("/", 1)[-1], names)
-    return f"; close catalog models: {', '.join(close)}" if close else ""
+    repo = reference.rsplit("/", 1)[-1]
+    close = suggest(repo, names)
+    size = re.search(r"(?<![\d.])(\d+(?:\.\d+)?[bm])(?![a-z])", repo.lower())
+    if not close and size:
+        close = [
+            name
+            for name in names
+            if re.search(rf"(?<![\d.]){re.escape(size.group(1))}(?![a-z])", name.lower())
+        ][:3]
+    return f"; close catalog models: {', '.join(close)}" if close else "; no catalog model is close"
 
 
 def _hub_config_path(

@@ -1024,12 +1024,25 @@ def checkpointing_from(raw: Any) -> str:
     return text
 
 
+_PATTERN_SIGNS = frozenset("*+?()[]{}|\\^$")
+
+
+def is_pattern(targets: str | tuple[str, ...]) -> bool:
+    """Whether LoRA targets are one regular expression (peft's rule for a target_modules string:
+    re.fullmatch against each module's full name), not a preset."""
+    return isinstance(targets, str) and targets not in LORA_TARGET_PRESETS
+
+
 def _targets_from(raw: Any) -> str | tuple[str, ...]:
-    """A preset name, or an explicit list of module names (a comma-separated string works too)."""
+    """A preset name, an explicit list of module names (a comma-separated string works too), or
+    one regular expression (a string holding any of * + ? ( ) [ ] { } | \\ ^ $ and no comma, as
+    the diffusers and axolotl examples pass peft `blocks.*(to_q|to_k|to_v|to_out.0)`)."""
     if isinstance(raw, str):
         text = raw.strip()
         if text.lower() in LORA_TARGET_PRESETS:
             return text.lower()
+        if "," not in text and any(sign in text for sign in _PATTERN_SIGNS):
+            return text
         raw = [part for part in text.split(",") if part.strip()]
     if isinstance(raw, list | tuple) and raw and all(isinstance(x, str) and x.strip() for x in raw):
         if len(raw) == 1 and raw[0].strip().lower() in LORA_TARGET_PRESETS:

@@ -21,7 +21,15 @@ from dataclasses import replace
 from typing import Any
 
 from trainplan.errors import ConfigError, shown_value
-from trainplan.families import GENERIC, Family, find_family, refusal, resolve, supported_model_types
+from trainplan.families import (
+    GENERIC,
+    Family,
+    find_family,
+    module_path_types,
+    refusal,
+    resolve,
+    supported_model_types,
+)
 from trainplan.hf.additions import (
     GatedNorms,
     head_transform,
@@ -187,6 +195,11 @@ def _spec_and_notes(
     if text is not cfg:
         text = drafter_text(text, wrapper)
     spec = _decoder(text, name, source, family)
+    if text_type in module_path_types():
+        nested = any(isinstance(cfg.get(key), Mapping) for key in ("text_config", "language_config"))
+        wrapped = nested and not flag(family, "text_only", cfg)
+        path = "model.language_model.layers.{}" if wrapped else "model.layers.{}"
+        spec = replace(spec, blocks=tuple(replace(block, path=path) for block in spec.blocks))
     if text is not cfg and flag(family, "text_only", cfg):
         return spec, forced  # the causal LM of this multimodal wrapper has no vision tower
     if wrapper is not None and wrapper.row.get("language_only") and text is not cfg:

@@ -623,6 +623,23 @@ def _output_block(dim: int, out_features: int) -> Block:
     )
 
 
+# Where each block role's layers sit in the diffusers module tree (the model's named_modules():
+# FluxTransformer2DModel.transformer_blocks / single_transformer_blocks, WanTransformer3DModel
+# .blocks, HunyuanVideo's token refiner), for regular-expression LoRA targets; tests/measure
+# holds each against the real class.
+BLOCK_PATHS = {
+    "double_stream": "transformer_blocks.{}",
+    "single_stream": "single_transformer_blocks.{}",
+    "joint": "transformer_blocks.{}",
+    "pixart": "transformer_blocks.{}",
+    "sana": "transformer_blocks.{}",
+    "ltx_video": "transformer_blocks.{}",
+    "cogvideox": "transformer_blocks.{}",
+    "video_dit": "blocks.{}",
+    "text_refiner": "context_embedder.token_refiner.refiner_blocks.{}",
+}
+
+
 def denoiser_model(
     name: str,
     source: str,
@@ -631,7 +648,13 @@ def denoiser_model(
     kind: str,
     geometry: LatentGeometry | None = None,
 ) -> ModelSpec:
-    """A diffusion, video or JEPA model: no vocabulary or LM head, every norm counted in its block."""
+    """A diffusion, video or JEPA model: no vocabulary or LM head, every norm counted in its block;
+    a diffusion or video block's layers at their module path (`BLOCK_PATHS`)."""
+    if kind in ("diffusion", "video"):
+        blocks = tuple(
+            replace(block, path=BLOCK_PATHS.get(block.role, "")) if not block.path else block
+            for block in blocks
+        )
     return ModelSpec(
         name=name,
         hidden_size=width,

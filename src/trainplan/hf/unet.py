@@ -194,6 +194,7 @@ def _transformer(
         linears=cross_linears,
         extra_params=3 * 2 * width,
         level=level,
+        path=f"{prefix}.transformer_blocks.{{}}",
     )
     # proj_in / proj_out are a linear (SDXL's use_linear_projection) or a 1x1 conv: the same C x C + C
     proj_role = "embed" if linear_proj else "conv"

@@ -22,9 +22,9 @@ from trainplan.model import ModelSpec, block_linears
 from trainplan.presets import resolved_adapter_dtype
 from trainplan.resolve import model_config, resolve_model
 from trainplan.result import Estimate
-from trainplan.scenario import Scenario
+from trainplan.scenario import Scenario, is_pattern
 from trainplan.terms.jepa_masks import jepa_masks
-from trainplan.terms.params import targeted
+from trainplan.terms.params import regex_targets, targeted
 from trainplan.terms.recipes import PRECISIONS
 
 NOT_TRACED = (
@@ -182,6 +182,8 @@ def _lora_targets(scenario: Scenario, config: dict[str, Any]) -> tuple[str, ...]
     if isinstance(targets, tuple):
         return targets
     model = spec_from_config(config, scenario.model)
+    if is_pattern(targets):
+        return tuple(sorted(regex_targets(model, str(targets))))
     whole = model.kind != "llm"
     names = {
         linear.name if whole else linear.name.rsplit(".", 1)[-1]

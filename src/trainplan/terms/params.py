@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplan.errors import InputError
+from trainplan.errors import InputError, shown_value
 from trainplan.model import (
     ATTENTION_ROLES,
     DENOISER_ROLES,
@@ -30,7 +30,7 @@ from trainplan.model import (
     ssm_extra_params,
     weight_linears,
 )
-from trainplan.scenario import LoraSettings
+from trainplan.scenario import LoraSettings, is_pattern
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,8 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
     """
     if linear.role == "einsum" or not linear.adaptable:  # a weight tensor peft does not wrap
         return False
+    if is_pattern(targets):
+        raise RuntimeError("a regular-expression target must be resolved first (resolved_lora)")
     if targets == "qv":
         return linear.role in QUERY_VALUE_ROLES
     if targets == "attention":
@@ -156,6 +158,106 @@ def targeted(linear: Linear, targets: str | tuple[str, ...]) -> bool:
         )
     name = linear.name
     return any(name == target or name.endswith("." + target) for target in targets)
+
+
+def module_path(block: Block, linear: Linear, index: int) -> str | None:
+    """The full module name the framework gives `linear` in layer `index` of its stack, which
+    peft matches a regular-expression target against (`re.fullmatch`): the block's `path`, a
+    decoder's attention or MLP module (transformers' self_attn and mlp), then the linear's name.
+    None where the tree is not modelled, and for a decoder's routed experts and router, which
+    transformers 5 holds as fused 3-D parameters and a router weight (no nn.Linear a regex
+    reaches)."""
+    if not block.path:
+        return linear.name if block.count == 1 and block.role != "decoder" else None
+    prefix = block.path.format(index)
+    if block.role != "decoder":
+        return f"{prefix}.{linear.name}"
+    if linear.expert or linear.role == "router":
+        return None
+    if linear.role in ATTENTION_ROLES:
+        return f"{prefix}.self_attn.{linear.name}"
+    if linear.role in MLP_ROLES:
+        return f"{prefix}.mlp.{linear.name}"
+    return None
+
+
+def regex_targets(model: ModelSpec, pattern: str) -> tuple[str, ...]:
+    """The module names a regular-expression LoRA target selects, as peft selects them: the
+    pattern fullmatched against every layer's full module names (`module_path`). The estimate
+    counts adapters by module name, so a pattern must select a name in every layer and block
+    that has it or in none; one that picks some layers (`layers.(0|1).q_proj`) is refused, as is
+    one for a model whose module tree is not modelled here."""
+    import re
+
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise InputError(
+            "lora.targets", f"{shown_value(pattern)} is not a regular expression ({error})"
+        ) from None
+    outcomes: dict[str, set[bool]] = {}
+    unknown = False
+    for block, start in _stacked(model):
+        for linear in block_linears(block, model.hidden_size):
+            if linear.role == "einsum":
+                continue
+            for index in range(start, start + block.count):
+                path = module_path(block, linear, index)
+                if path is None:
+                    unknown = unknown or not (linear.expert or linear.role == "router")
+                    continue
+                outcomes.setdefault(linear.name, set()).add(compiled.fullmatch(path) is not None)
+    chosen = tuple(name for name, seen in outcomes.items() if True in seen)
+    split = [name for name in chosen if False in outcomes[name]]
+    if unknown and not chosen:
+        raise InputError(
+            "lora.targets",
+            f"{shown_value(pattern)} is a regular expression, and {model.name}'s module names are not "
+            "modelled here; list the modules instead: " + ", ".join(module_names(model)),
+        )
+    if split:
+        raise InputError(
+            "lora.targets",
+            f"{shown_value(pattern)} selects {split[0]} in some layers or blocks but not in others; "
+            "adapters on part of a module's layers are not modelled: list module names instead",
+        )
+    if not chosen:
+        example = next(
+            (
+                module_path(b, lin, s)
+                for b, s in sorted(_stacked(model), key=lambda item: not item[0].path)
+                for lin in block_linears(b, model.hidden_size)
+            ),
+            None,
+        )
+        raise InputError(
+            "lora.targets",
+            f"{shown_value(pattern)} matches no module of {model.name} (its names look like {example})",
+        )
+    return chosen
+
+
+def _stacked(model: ModelSpec) -> list[tuple[Block, int]]:
+    """Each block with the index of its first layer in its stack (the blocks of one path)."""
+    starts: dict[str, int] = {}
+    found = []
+    for block in model.blocks:
+        if block.rerun:
+            continue
+        start = starts.get(block.path, 0)
+        found.append((block, start))
+        starts[block.path] = start + block.count
+    return found
+
+
+def resolved_lora(model: ModelSpec, lora: LoraSettings) -> LoraSettings:
+    """`lora` with a regular-expression target turned into the module names it selects."""
+    from dataclasses import replace
+
+    if not is_pattern(lora.targets):
+        return lora
+    assert isinstance(lora.targets, str)
+    return replace(lora, targets=regex_targets(model, lora.targets))
 
 
 def adapter_matrix_params(linear: Linear, lora: LoraSettings) -> int:
