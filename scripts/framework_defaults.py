@@ -712,6 +712,20 @@ FRAMEWORKS: tuple[Framework, ...] = (
         },
     ),
     Framework(
+        key="llama_factory_v1",
+        repo="hiyouga/LLaMA-Factory",
+        mirror="hiyouga+LLaMA-Factory",
+        version_file="src/llamafactory/extras/env.py",
+        version_pattern=r'VERSION = "(?P<v>[^"]+)"',
+        note="the v1 trainer's arguments (llamafactory-cli v1 train; examples/v1): a model, peft/quant/dist"
+        " plugin configs, micro_batch_size and global_batch_size; torch.optim.AdamW unless optim_config",
+        classes=(
+            ClassSpec("src/llamafactory/v1/config/model_args.py", "ModelArguments"),
+            ClassSpec("src/llamafactory/v1/config/training_args.py", "TrainingArguments"),
+        ),
+        enums=("src/llamafactory/v1/utils/types.py", "src/llamafactory/v1/config/arg_utils.py"),
+    ),
+    Framework(
         key="accelerate",
         repo="huggingface/accelerate",
         mirror="huggingface+accelerate",

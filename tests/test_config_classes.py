@@ -391,3 +391,28 @@ def test_each_reader_default_is_the_frameworks_declared_default() -> None:
     assert {"axolotl", "trl", "transformers", "torchtitan", "torchtune", "llama_factory"} <= set(
         framework_defaults()
     )
+
+
+def test_llama_factory_v1_configs_are_read_as_the_v1_trainer_reads_them(tmp_path: Path) -> None:
+    # LLAMA_FACTORY examples/v1/train_qlora/quantization.yaml: model, peft_config, quant_config,
+    # dist_config, micro_batch_size, cutoff_len, max_steps (and data, sample and kernel settings)
+    text = (
+        "model: Qwen/Qwen3-0.6B\nmodel_class: llm\npeft_config:\n  name: lora\n  r: 16\n  lora_alpha: 32\n"
+        "  lora_dropout: 0.05\n  target_modules: all\nkernel_config:\n  name: auto\n"
+        "dist_config:\n  name: fsdp2\n  dcp_path: null\nquant_config:\n  name: bnb\n  quantization_bit: 4\n"
+        "train_dataset: data/v1_sft_demo.yaml\noutput_dir: outputs/test_quantization\nmicro_batch_size: 1\n"
+        "cutoff_len: 2048\nlearning_rate: 1.0e-4\nmax_steps: 10\n"
+    )
+    reading = read(tmp_path, "quantization.yaml", text)
+    assert reading.files[0][1] == "llama-factory-v1"
+    mapping = reading.mapping
+    assert (mapping["method"], mapping["base_weights"]) == ("qlora", "nf4")
+    assert mapping["lora"] == {"rank": 16, "alpha": 32, "dropout": 0.05, "targets": "all-linear"}
+    assert mapping["zero_stage"] == 3  # dist_config fsdp2: FSDP2 full sharding
+    # v1/config/training_args.py: enable_activation_checkpointing True, bf16 True; no
+    # global_batch_size: no accumulation; core/base_trainer.py: torch.optim.AdamW
+    assert mapping["activation_checkpointing"] == "full" and mapping["grad_accum"] == 1
+    assert mapping["optimizer"] == "adamw" and mapping["attention"] == "sdpa"  # model_args.py flash_attn SDPA
+    # no peft_config: the full model
+    full = read(tmp_path, "full.yaml", "model: Qwen/Qwen3-0.6B\nmodel_class: llm\nmicro_batch_size: 2\n")
+    assert full.mapping["method"] == "full" and full.mapping["micro_batch"] == 2

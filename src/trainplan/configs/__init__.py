@@ -23,7 +23,10 @@ from trainplan.errors import InputError, shown_value
 
 FIELD = "from"  # the CLI flag and the error field of everything a config file gets wrong
 # Detection order: the formats with the most distinctive keys first.
-READERS = ("deepspeed", "accelerate", "torchtune", "torchtitan", "llama_factory", "axolotl", "hf_trainer")
+READERS = (
+    "deepspeed", "accelerate", "torchtune", "torchtitan", "llama_factory_v1", "llama_factory", "axolotl",
+    "hf_trainer",
+)  # fmt: skip
 EMIT_FORMATS = {
     "axolotl": "axolotl",
     "torchtune": "torchtune",
