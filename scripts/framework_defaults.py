@@ -10,7 +10,7 @@ line, and the assignments made after construction (`__post_init__`, pydantic val
 config normalisation) that change the value in effect. torchtune's recipes are read for their
 `cfg.get(name, default)` and `cfg.name` reads; DeepSpeed's top-level keys come from its constants module.
 
-    python scripts/framework_defaults.py [--mirrors /work/.mirror] [--transformers DIR] [--ref KEY=REF]
+    python scripts/framework_defaults.py [--mirrors DIR] [--transformers DIR] [--ref KEY=REF]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import copy
 import inspect
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "trainplan" / "data" / "framework_defaults.yaml"
-MIRRORS = Path("/work/.mirror")
+MIRRORS = Path(os.environ.get("TRAINPLAN_MIRRORS", "mirrors"))  # OWNER+NAME/repo git mirrors
 SITE = ROOT / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 
 HELP_CHARS = 200
@@ -229,6 +230,9 @@ LLAMA_FACTORY_SETTINGS = words(
     " pissa_convert pissa_init pref_beta pref_loss pure_bf16 quantization_bit quantization_method"
     " quantization_type rope_scaling shift_attn stage streaming tokenized_path upcast_layernorm"
     " upcast_lmhead_output use_unsloth use_unsloth_gc"
+    " tensor_model_parallel_size pipeline_model_parallel_size virtual_pipeline_model_parallel_size"
+    " sequence_parallel context_parallel_size expert_model_parallel_size recompute_granularity"
+    " recompute_method recompute_num_layers use_distributed_optimizer mixed_precision"
 )
 AXOLOTL_SETTINGS = words(
     "activation_offloading adapter base_model base_model_config batch_size bf16 bfloat16 bnb_config_kwargs"
@@ -670,6 +674,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
             ClassSpec(f"{LLAMA_FACTORY}/finetuning_args.py", "FinetuningArguments", every_field=False),
             ClassSpec(f"{LLAMA_FACTORY}/training_args.py", "Fp8Arguments"),
             ClassSpec(f"{LLAMA_FACTORY}/training_args.py", "TrainingArguments"),
+            ClassSpec(f"{LLAMA_FACTORY}/megatron_bridge_args.py", "MegatronBridgeArguments"),
         ),
         enums=("src/llamafactory/extras/constants.py",),
         scans=(
@@ -1983,7 +1988,7 @@ HEADER = """\
 # reads onto the class fields; `not_found` says why a setting has no field.
 #
 # Regenerate (needs the git mirrors, OWNER+NAME/repo, under --mirrors):
-#   .venv/bin/python scripts/framework_defaults.py --mirrors /work/.mirror
+#   .venv/bin/python scripts/framework_defaults.py --mirrors DIR
 """
 
 

@@ -26,7 +26,7 @@ attention heads, key/value heads, intermediate size, vocabulary, head dim, tied 
 width, and the MoE and MLA counts where either side has them. `catalog` names the record whose shapes are
 all equal, else is null, with `differs` naming the fields that differ from the closest record.
 
-    .venv/bin/python scripts/framework_models.py [--mirrors /work/.mirror] [--torchtune-ref REF]
+    .venv/bin/python scripts/framework_models.py [--mirrors DIR] [--torchtune-ref REF]
         [--torchtitan-ref REF] [--out PATH]
 
 The mirrors are bare git repositories, `OWNER+NAME/repo` under --mirrors (pytorch+torchtune,
@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import ast
 import operator
+import os
 import re
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,7 +56,7 @@ from trainplan.hf.values import flag
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "trainplan" / "data" / "framework_models.yaml"
-MIRRORS = Path("/work/.mirror")
+MIRRORS = Path(os.environ.get("TRAINPLAN_MIRRORS", "mirrors"))  # OWNER+NAME/repo git mirrors
 TORCHTUNE_REPO = "pytorch/torchtune"
 TORCHTITAN_REPO = "pytorch/torchtitan"
 TORCHTUNE_REF = "HEAD"
@@ -1416,7 +1417,7 @@ HEADER = """\
 # other_differences  (matched entries) settings that are not shapes but differ from the catalog config.
 #
 # Regenerate (needs the git mirrors, OWNER+NAME/repo, under --mirrors):
-#   .venv/bin/python scripts/framework_models.py --mirrors /work/.mirror
+#   .venv/bin/python scripts/framework_models.py --mirrors DIR
 """
 
 
