@@ -416,3 +416,191 @@ def test_llama_factory_v1_configs_are_read_as_the_v1_trainer_reads_them(tmp_path
     # no peft_config: the full model
     full = read(tmp_path, "full.yaml", "model: Qwen/Qwen3-0.6B\nmodel_class: llm\nmicro_batch_size: 2\n")
     assert full.mapping["method"] == "full" and full.mapping["micro_batch"] == 2
+
+
+def test_fsdp_version_decides_the_master_copy_and_the_units(tmp_path: Path) -> None:
+    # AXOLOTL examples/llama-3/fft-8b-liger-fsdp.yaml lines 1, 44, 58-71: bf16 auto, the legacy
+    # fsdp list and an fsdp_config with no fsdp_version
+    fsdp1 = (
+        "base_model: NousResearch/Meta-Llama-3.1-8B\nbf16: auto\nfsdp:\n  - full_shard\n  - auto_wrap\n"
+        "fsdp_config:\n  fsdp_offload_params: true\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+        "  fsdp_sharding_strategy: FULL_SHARD\n"
+    )
+    one = read(tmp_path, "fft-8b-liger-fsdp.yaml", fsdp1).mapping
+    # utils/schemas/validation.py:1118-1123 pins fsdp_version 1; accelerate's FSDP1 prepare
+    # upcasts every trainable FlatParameter to fp32 (accelerator.py:2017-2031): an fp32 master
+    assert one["precision"] == "bf16-mixed" and one["zero_stage"] == 3
+    # FSDP1's transformer auto-wrap leaves the embedding, norm and head in the root unit
+    assert one["fsdp_wrap"] == "root"
+    # AXOLOTL examples/alst/llama3-8b-fsdp2-alst.yaml lines 1, 34, 51-57
+    fsdp2 = (
+        "base_model: meta-llama/Llama-3.1-8B\nbf16: auto\nfsdp_version: 2\nfsdp_config:\n"
+        "  offload_params: false\n  auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  reshard_after_forward: true\n"
+    )
+    two = read(tmp_path, "llama3-8b-fsdp2-alst.yaml", fsdp2).mapping
+    # loaders/patch_manager.py:343-351 swaps in monkeypatch/accelerate/fsdp2.py:539, which
+    # neither upcasts (no float32 cast in it) nor carves out the embedding and head (:759-768)
+    assert two["precision"] == "bf16" and two["fsdp_wrap"] == "root" and two["zero_stage"] == 3
+    # TRL examples/accelerate_configs/fsdp2.yaml: accelerate's own FSDP2 prepare upcasts too
+    # (utils/fsdp_utils.py:806-810) and shards the embedding and [norm, lm_head] as their own
+    # units (:847-856)
+    accelerate2 = (
+        "distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+        "  fsdp_reshard_after_forward: true\n  fsdp_version: 2\nmixed_precision: bf16\nnum_processes: 8\n"
+    )
+    carved = read(tmp_path, "fsdp2.yaml", accelerate2).mapping
+    assert carved["fsdp_wrap"] == "layers" and carved["precision"] == "bf16-mixed"
+    # the HF Trainer's own fsdp option over a bf16 flag goes through the same FSDP1 prepare
+    trainer = read(
+        tmp_path,
+        "args.yaml",
+        "output_dir: out\nper_device_train_batch_size: 2\nbf16: true\nfsdp: full_shard auto_wrap\n",
+    ).mapping
+    assert trainer["precision"] == "bf16-mixed"
+
+
+def test_deepspeed_zero3_master_torch_adam_and_micro_batch_alone(tmp_path: Path) -> None:
+    # ACCELERATE examples/deepspeed_config_templates/zero_stage1_config.json lines 2-3, 10-18, 28-29
+    text = (
+        '{"fp16": {"enabled": true}, "optimizer": {"type": "AdamW", "params": {"lr": "auto",'
+        ' "torch_adam": true, "adam_w_mode": true}}, "zero_optimization": {"stage": 1},'
+        ' "train_micro_batch_size_per_gpu": "auto"}'
+    )
+    # runtime/engine.py:2096-2106 (deepspeedai/DeepSpeed@edaa7221): torch_adam builds
+    # torch.optim.AdamW, not FusedAdam
+    assert read(tmp_path, "zero_stage1_config.json", text).mapping["optimizer"] == "adamw"
+    # ACCELERATE tests/deepspeed/ds_config_zero3_model_only.json: fp16 and bf16 "auto", stage 3,
+    # offload_param cpu, train_micro_batch_size_per_gpu 1 and nothing else about the batch
+    zero3 = (
+        '{"fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3,'
+        ' "offload_param": {"device": "cpu", "pin_memory": true}}, "train_micro_batch_size_per_gpu": 1}'
+    )
+    reading = read(tmp_path, "ds_config_zero3_model_only.json", zero3).mapping
+    # runtime/config.py:978-980: a micro-batch alone sets gradient_accumulation_steps 1
+    assert reading["grad_accum"] == 1 and reading["micro_batch"] == 1
+    # stage 3 keeps 16-bit partitions beside the fp32 master in its optimizer
+    # (runtime/zero/stage3.py _create_fp32_partitions)
+    assert reading["zero3_master"] == "separate" and "precision" not in reading
+    # DS_EXAMPLES training/imagenet/config/ds_config.json lines 2, 20, 23-24: an fp16 block with
+    # enabled false and no bf16 block trains fp32 (runtime/precision_config.py)
+    imagenet = '{"train_batch_size": 256, "zero_optimization": {"stage": 0}, "fp16": {"enabled": false}}'
+    assert read(tmp_path, "ds_config.json", imagenet).mapping["precision"] == "fp32"
+
+
+def test_torchtune_units_qlora_base_and_the_downloaded_model(tmp_path: Path) -> None:
+    # TORCHTUNE recipes/configs/llama3_1/8B_full.yaml lines 9, 46, 84 and 70B_lora.yaml lines 9,
+    # 15, 89 (custom_sharded_layers commented out)
+    full = (
+        "# tune run --nproc_per_node 4 full_finetune_distributed --config llama3_1/8B_full\n"
+        "model:\n  _component_: torchtune.models.llama3_1.llama3_1_8b\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
+        "custom_sharded_layers: ['tok_embeddings', 'output']\n"
+    )
+    # training/_distributed.py get_shard_conditions: each layers.<i> and the names listed are
+    # their own FSDP2 units, the rest the root's
+    assert read(tmp_path, "8B_full.yaml", full).mapping["fsdp_wrap"] == "layers"
+    lora = (
+        "# tune run --nproc_per_node 8 lora_finetune_distributed --config llama3_1/70B_lora\n"
+        "model:\n  _component_: torchtune.models.llama3_1.lora_llama3_1_70b\n  quantize_base: true\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
+    )
+    unlisted = read(tmp_path, "70B_lora.yaml", lora).mapping
+    assert unlisted["fsdp_wrap"] == "root"
+    # a lora_ builder with quantize_base is the qlora_ builder: an NF4 base
+    # (models/llama3_1/_model_builders.py qlora_llama3_1_70b = partial(lora_..., quantize_base=True))
+    assert unlisted["method"] == "qlora"
+    # TORCHTUNE recipes/configs/mistral/7B_lora.yaml lines 10, 50: the builder's vocabulary
+    # (32000) is no catalog model's, so the checkpoint the header downloads names the model
+    mistral = (
+        "#   tune download mistralai/Mistral-7B-v0.1 --output-dir /tmp/Mistral-7B-v0.1\n"
+        "model:\n  _component_: torchtune.models.mistral.lora_mistral_7b\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
+    )
+    with pytest.raises(InputError) as refused:
+        read(tmp_path, "7B_lora.yaml", mistral)
+    assert "'mistralai/Mistral-7B-v0.1'" in refused.value.message
+    assert "tune download mistralai/Mistral-7B-v0.1" in refused.value.message
+
+
+def test_torchtitan_compile_components_and_the_reshard_policy(tmp_path: Path) -> None:
+    # TORCHTITAN torchtitan/models/deepseek_v3/train_configs/deepseek_v3_16b.toml lines 67-69,
+    # over the llama3 8B model lines of llama3_8b.toml
+    model = '[model]\nname = "llama3"\nflavor = "8B"\n'
+    loss_only = read(tmp_path, "a.toml", model + '[compile]\nenable = true\ncomponents = ["loss"]\n').mapping
+    # config/job_config.py:722-725: the components compiled; without "model" no block is
+    assert loss_only["compile"] is False
+    assert read(tmp_path, "b.toml", model + "[compile]\nenable = true\n").mapping["compile"] is True
+    # torchtitan/models/llama4/train_configs/llama4_17bx128e.toml lines 41, 44: shard degree -1
+    # and 4 pipeline stages with no fsdp_reshard_after_forward: policy "default" keeps each
+    # layer gathered from forward to backward under PP (models/llama3/infra/parallelize.py:325-327)
+    pp = "[parallelism]\ndata_parallel_shard_degree = -1\npipeline_parallel_degree = 4\n"
+    assert read(tmp_path, "c.toml", model + pp).mapping["zero_stage"] == 2
+    always = pp + 'fsdp_reshard_after_forward = "always"\n'
+    assert read(tmp_path, "d.toml", model + always).mapping["zero_stage"] == 3
+
+
+def test_a_llama_factory_megatron_bridge_run(tmp_path: Path) -> None:
+    # LLAMA_FACTORY examples/megatron_bridge/llama3_sft.yaml lines 2, 7, 32, 35-36, 43, 46, 49
+    # (recompute_granularity commented out)
+    text = (
+        "model_name_or_path: meta-llama/Llama-3.2-1B-Instruct\nstage: sft\nfinetuning_type: lora\n"
+        "per_device_train_batch_size: 1\nbf16: true\ntensor_model_parallel_size: 1\n"
+        "pipeline_model_parallel_size: 1\nuse_distributed_optimizer: true\nmixed_precision: bf16_mixed\n"
+        "# recompute_granularity: full\n"
+    )
+    reading = read(tmp_path, "llama3_sft.yaml", text)
+    mapping = reading.mapping
+    # hparams/megatron_bridge_args.py: mixed_precision bf16_mixed (fp32 main parameters in the
+    # distributed optimizer, which shards them: ZeRO 1); recompute_granularity None recomputes
+    # nothing, whatever LLaMA-Factory's own checkpointing default
+    assert mapping["precision"] == "bf16-mixed" and mapping["zero_stage"] == 1
+    assert mapping["activation_checkpointing"] == "none" and mapping["recipe"] == "megatron"
+    assert ("bf16", "Megatron Bridge: mixed_precision and recompute_granularity decide") in {
+        (item.setting, item.reason) for item in reading.ignored
+    }
+    selective = read(tmp_path, "s.yaml", text + "recompute_granularity: selective\n").mapping
+    assert selective["activation_checkpointing"] == "selective"
+
+
+def test_trl_command_line_configs_and_trl_versions(tmp_path: Path) -> None:
+    # TRL examples/cli_configs/example_config.yaml: its header names `trl sft --config`, and it
+    # sets only model_name_or_path, dataset_name and the schedule
+    text = (
+        "# This is an example configuration file of TRL CLI, you can use it for\n"
+        "# SFT like that: `trl sft --config config.yaml --output_dir test-sft`\n"
+        "model_name_or_path:\n  Qwen/Qwen2.5-0.5B\ndataset_name:\n  stanfordnlp/imdb\n"
+        "learning_rate:\n  0.0001\n"
+    )
+    mapping = read(tmp_path, "example_config.yaml", text).mapping
+    # TRL's defaults, not the plain Trainer's: the full model (model_config.py use_peft False),
+    # max_length 1024 (sft_config.py), fp32 weights under bf16 autocast, checkpointing on
+    assert mapping["recipe"] == "trl" and mapping["method"] == "full" and mapping["seq_len"] == 1024
+    assert mapping["precision"] == "amp-bf16" and mapping["activation_checkpointing"] == "full"
+    # sft_config.py:335-336 loss_type None -> chunked_nll; sft_trainer.py
+    # _chunked_cross_entropy_loss keeps each chunk's logits only inside its own checkpointed
+    # forward and backward: the fused class, the trl recipe's
+    assert scenario_from_mapping(mapping).loss == "fused"
+    assert read(tmp_path, "nll.yaml", text + "loss_type: nll\n").mapping["loss"] == "standard"
+    # HANDBOOK recipes/zephyr-7b-beta/sft/config_full.yaml lines 32, 42: max_seq_length is TRL
+    # 0.19's name (renamed max_length in 0.20), before the chunked loss (TRL 1.4)
+    old = "model_name_or_path: Qwen/Qwen2.5-0.5B\ngradient_checkpointing: true\nmax_seq_length: 2048\n"
+    assert read(tmp_path, "config_full.yaml", old).mapping["loss"] == "standard"
+    # HANDBOOK recipes/zephyr-7b-beta/dpo/config_qlora.yaml: beta and max_prompt_length are DPO's
+    dpo = read(
+        tmp_path,
+        "dpo.yaml",
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\nbeta: 0.01\nmax_length: 1024\nmax_prompt_length: 512\n",
+    )
+    assert dpo.mapping["loss"] == "standard"
+    assert {item.setting for item in dpo.ignored if "preference" in item.reason} >= {
+        "beta",
+        "max_prompt_length",
+    }
+
+
+def test_one_machine_holds_every_process(tmp_path: Path) -> None:
+    # LLAMA_FACTORY examples/accelerate/fsdp_config_offload.yaml lines 18-19: one machine, two
+    # processes: the default node of 8 GPUs holds them; sixteen on one machine make a node of 16
+    base = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_machines: 1\n"
+    assert "gpus_per_node" not in read(tmp_path, "a.yaml", base + "num_processes: 2\n").mapping
+    assert read(tmp_path, "b.yaml", base + "num_processes: 16\n").mapping["gpus_per_node"] == 16

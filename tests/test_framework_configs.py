@@ -42,8 +42,10 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "loss": "fused",  # liger_fused_linear_cross_entropy
         "kernels": "liger",  # liger_rms_norm and liger_glu_activation
         "seq_len": 8192, "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": "full",
-        "optimizer": "adamw-fused", "precision": "bf16", "attention": "flash",
+        "optimizer": "adamw-fused", "attention": "flash",
+        "precision": "bf16-mixed",  # fsdp_config without fsdp_version: FSDP1, which upcasts to fp32
         "zero_stage": 3,  # fsdp: [full_shard, auto_wrap]
+        "fsdp_wrap": "root",  # FSDP1 wraps the decoder layers; embedding and head in the root unit
         "recipe": "axolotl",
     }),
     "axolotl/mistral-full-zero3.yml": ("axolotl", {
@@ -52,6 +54,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "grad_accum": 2, "activation_checkpointing": "full", "optimizer": "adamw",
         "precision": "bf16-mixed",  # bf16 under DeepSpeed (bf16 auto): fp32 master in ZeRO
         "attention": "sdpa", "zero_stage": 3, "recipe": "axolotl",
+        "zero3_master": "separate",  # DeepSpeed ZeRO-3: 16-bit partitions beside the fp32 master
     }),
     "axolotl/gemma-lora-cce.yml": ("axolotl", {
         "activation_offload": False,  # axolotl default: AxolotlInputConfig.activation_offloading false
@@ -81,6 +84,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "optimizer": "adamw-fused", "loss": "chunked", "compile": False, "optimizer_in_backward": False,
         "grad_accum": 1, "activation_checkpointing": "full", "activation_offload": False, "precision": "bf16",
         "gpus": 8, "zero_stage": 3,  # tune run --nproc_per_node 8 full_finetune_distributed
+        "fsdp_wrap": "layers",  # custom_sharded_layers: ['tok_embeddings', 'output']
         "recipe": "torchtune",
     }),
     "torchtune/qwen2_5_3B_full_single_device.yaml": ("torchtune", {
@@ -97,6 +101,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "offload": "optimizer+params",  # fsdp_cpu_offload
         "activation_checkpointing": "full", "activation_offload": False, "precision": "bf16",
         "gpus": 8, "zero_stage": 3, "recipe": "torchtune",
+        "fsdp_wrap": "root",  # no custom_sharded_layers: embedding and output in the root group
     }),
     "torchtitan/llama3_8b.toml": ("torchtitan", {
         "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
@@ -121,7 +126,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "compile": False,  # torchtitan default: Compile.enable false
         "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-torchao", "optimizer": "adamw-fused",
         "micro_batch": 2, "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
-        "zero_stage": 3, "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
+        "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
+        "zero_stage": 2,  # reshard policy "default" under PP: layers kept gathered forward to backward
         "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)
     }),
     "torchtitan/llama3_8b_older.toml": ("torchtitan", {
@@ -169,6 +175,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "model": "Qwen/Qwen2.5-7B", "method": "full", "seq_len": 2048, "micro_batch": 1, "grad_accum": 2,
         "precision": "bf16-mixed",  # bf16 under DeepSpeed ZeRO-3
         "loss": "fused", "kernels": "liger", "zero_stage": 3, "recipe": "llama-factory",
+        "zero3_master": "separate",  # DeepSpeed ZeRO-3
     }),
     "llama-factory/qwen_lora_unsloth.yaml": ("llama-factory", {
         "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
@@ -211,9 +218,11 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "optimizer": "paged-adamw-8bit",
         "precision": "bf16",  # bf16 over a model loaded in bfloat16
         "activation_offload": True, "recipe": "trl",
+        "loss": "standard",  # max_seq_length: a TRL 0.19 config, before the chunked loss
     }),
     "hf/fsdp_args.yaml": ("hf", {
-        "micro_batch": 2, "grad_accum": 4, "precision": "amp-bf16", "zero_stage": 3,
+        "micro_batch": 2, "grad_accum": 4, "zero_stage": 3,
+        "precision": "bf16-mixed",  # bf16 under accelerate's FSDP: an fp32 master, bf16 compute
         "activation_checkpointing": "full",  # fsdp_config.activation_checkpointing
         "steps": 2000, "loss": "fused", "kernels": "liger", "compile": True, "optimizer": "adamw",
         "recipe": "hf-trainer",
@@ -224,9 +233,11 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "optimizer": "sgd", "recipe": "trl",
         "method": "full",  # TRL default: ModelConfig.use_peft false, the full model
         "activation_offload": False,  # TRL default: SFTConfig.activation_offloading false
+        "loss": "standard",  # max_seq_length: a TRL 0.19 config, before the chunked loss
     }),
     "accelerate/fsdp_full_shard.yaml": ("accelerate", {
         "zero_stage": 3, "activation_checkpointing": "full", "precision": "bf16-mixed", "gpus": 8,
+        "fsdp_wrap": "root",  # FSDP1: embedding, final norm and head in the root unit
     }),
     "accelerate/deepspeed_zero2_offload.yaml": ("accelerate", {
         "grad_accum": 4, "offload": "optimizer", "zero_stage": 2, "precision": "bf16-mixed", "gpus": 4,
@@ -235,10 +246,12 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     "accelerate/fsdp2_two_nodes.yaml": ("accelerate", {
         "zero_stage": 2,  # reshard_after_forward false
         "precision": "bf16-mixed", "gpus_per_node": 8, "gpus": 16,
+        "fsdp_wrap": "layers",  # accelerate's FSDP2 carves out the embedding and the head
     }),
     "accelerate/deepspeed_file.yaml": ("accelerate", {
         "compile": True, "gpus": 8, "precision": "bf16-mixed", "zero_stage": 3, "offload": "optimizer+params",
         "grad_accum": 2, "micro_batch": 1, "recipe": "deepspeed",  # from ds_z3_offload.json
+        "zero3_master": "separate",  # DeepSpeed ZeRO-3
     }),
     "deepspeed/zero2.json": ("deepspeed", {
         "micro_batch": 4, "grad_accum": 8, "optimizer": "adamw-fused", "precision": "bf16-mixed",
@@ -246,6 +259,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "deepspeed/zero3_offload_fp16.json": ("deepspeed", {
         "precision": "fp16-mixed", "zero_stage": 3, "offload": "optimizer+params", "recipe": "deepspeed",
+        "zero3_master": "separate",  # DeepSpeed ZeRO-3
     }),
     "deepspeed/zero1_global_batch.json": ("deepspeed", {
         "micro_batch": 2, "precision": "bf16-mixed", "zero_stage": 1, "optimizer": "adamw-fused",
@@ -253,10 +267,11 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "deepspeed/zero3_nvme.json": ("deepspeed", {
         "zero_stage": 3, "offload": "optimizer+params", "precision": "bf16-mixed", "micro_batch": 1,
-        "grad_accum": 16, "recipe": "deepspeed",
+        "grad_accum": 16, "recipe": "deepspeed", "zero3_master": "separate",
     }),
     "deepspeed/zero0_consistent.json": ("deepspeed", {
         "micro_batch": 4, "grad_accum": 8, "zero_stage": 0, "recipe": "deepspeed",
+        "precision": "fp32",  # both blocks enabled false: DeepSpeed's fp32
     }),
 }  # fmt: skip
 

@@ -53,7 +53,7 @@ def test_user_fields_win() -> None:
 def test_result_says_which_defaults_came_from_the_recipe() -> None:
     scenario = scenario_from_mapping({"recipe": "trl", "method": "qlora", "model": "Qwen2.5-0.5B"})
     used = recipe_defaults(scenario)
-    assert used == {"loss": "chunked", "attention": "sdpa", "kbit_upcast": True}
+    assert used == {"loss": "fused", "attention": "sdpa", "kbit_upcast": True}
     summary: dict[str, Any] = estimate(scenario).assumptions["recipe"]
     assert summary["name"] == "trl" and summary["defaults"] == used and summary["as_of"]
     assert estimate(Scenario(model="Qwen2.5-0.5B")).assumptions["recipe"] is None

@@ -42,6 +42,11 @@ MAX_FILES = 16
 # A trainer's half-precision flag under DeepSpeed ("auto" follows it): DeepSpeed's bf16/fp16
 # modes cast the model to half precision and keep fp32 master weights in the ZeRO optimizer.
 UNDER_DEEPSPEED = {"amp-bf16": "bf16-mixed", "bf16": "bf16-mixed", "amp-fp16": "fp16-mixed"}
+# The same flags under accelerate's FSDP (the HF Trainer's `fsdp`, axolotl's FSDP1): prepare
+# upcasts every trainable parameter to fp32 when mixed precision is on and computes in the half
+# dtype (accelerate accelerator.py:2017-2031 for FSDP1, utils/fsdp_utils.py:806-810 for FSDP2,
+# at huggingface/accelerate@16cb6eb80dd9).
+UNDER_FSDP = UNDER_DEEPSPEED
 # The scenario fields a training config can set; the others (GPU type, prices, region) never
 # come from one and are listed only when given.
 CONFIG_FIELDS = (
@@ -208,8 +213,12 @@ def read_file(module: ModuleType, data: Mapping[str, Any], name: str, text: str 
     from trainplan.configs.base import apply_rules
 
     flat = flatten(data, whole=getattr(module, "WHOLE", ()))
-    reading = FileReading(name, module.FORMAT, module.recipe(flat))
-    defaults = module.defaults(flat) if hasattr(module, "defaults") else {}
+    # what the file's comments say about how it is run (`trl sft --config`), for the recipe and
+    # the defaults only: no setting of the file
+    hints = module.hints(text) if hasattr(module, "hints") else {}
+    context = {**hints, **flat}
+    reading = FileReading(name, module.FORMAT, module.recipe(context))
+    defaults = module.defaults(context) if hasattr(module, "defaults") else {}
     filled = {setting: default for setting, default in defaults.items() if flat.get(setting) is None}
     effective = {**flat, **{setting: default.value for setting, default in filled.items()}}
     try:
@@ -219,8 +228,9 @@ def read_file(module: ModuleType, data: Mapping[str, Any], name: str, text: str 
             raise
         raise InputError(error.field, f"{name}: {error.message}") from None
     from_text = getattr(module, "from_text", None)
-    for field, (value, note) in (from_text(text, name) if from_text else {}).items():
-        if field not in reading.fields or reading.fields[field].default:
+    wins = getattr(module, "TEXT_WINS", ())
+    for field, (value, note) in (from_text(text, name, flat) if from_text else {}).items():
+        if field not in reading.fields or reading.fields[field].default or field in wins:
             reading.fields[field] = Source(field, value, module.FORMAT, name, note)
     implied = getattr(module, "implied", None)
     for field, (value, note) in (implied(flat) if implied else {}).items():
@@ -278,7 +288,32 @@ def _merge(readings: list[FileReading]) -> dict[str, Source]:
         value = UNDER_DEEPSPEED[precision.value]
         note = f"{precision.value} under DeepSpeed: half weights, fp32 master and states in ZeRO"
         merged["precision"] = Source("precision", value, precision.setting, precision.file, note)
+    keeps = next((reading.keeps_dtype for reading in readings if reading.keeps_dtype), "")
+    if (
+        "FSDP" in backends
+        and precision is not None
+        and precision.value in UNDER_FSDP
+        and ranks.get("precision", 0) == 0
+        and not keeps
+    ):
+        value = UNDER_FSDP[precision.value]
+        note = f"{precision.value} under accelerate's FSDP: trainable parameters upcast to an fp32 master"
+        merged["precision"] = Source("precision", value, precision.setting, precision.file, note)
+    if "DeepSpeed" in backends and _stage(merged) == 3 and "zero3_master" not in merged:
+        merged["zero3_master"] = Source(
+            "zero3_master",
+            "separate",
+            "implied by DeepSpeed ZeRO-3",
+            backends["DeepSpeed"].split(": ", 1)[0],
+            "DeepSpeed ZeRO-3 keeps 16-bit partitions beside the fp32 master in its optimizer "
+            "(runtime/zero/stage3.py _create_fp32_partitions)",
+        )
     return merged
+
+
+def _stage(merged: Mapping[str, Source]) -> Any:
+    source = merged.get("zero_stage")
+    return None if source is None else source.value
 
 
 def _recipe(readings: list[FileReading]) -> tuple[str, Source] | None:

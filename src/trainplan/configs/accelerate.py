@@ -78,7 +78,7 @@ FSDP_RULES: dict[str, Rule] = {
         "checkpoint every wrapped block", _fsdp_checkpointing, sets="activation_checkpointing"
     ),
     "fsdp_version": ignored(f"{IRRELEVANT}: FSDP1 and FSDP2 shard the same states"),
-    "fsdp_auto_wrap_policy": ignored(IRRELEVANT),
+    "fsdp_auto_wrap_policy": ignored("read with the FSDP version (fsdp_wrap)"),
     "fsdp_transformer_layer_cls_to_wrap": ignored(IRRELEVANT),
     "fsdp_state_dict_type": ignored(IRRELEVANT),
     "fsdp_sync_module_states": ignored(IRRELEVANT),
@@ -158,10 +158,17 @@ def _ds_stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _machines(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    from trainplan.scenario import default_scenario
+
+    node_gpus = default_scenario().gpus_per_node
     machines = positive_int("num_machines")(value)
     processes = flat.get("num_processes")
-    if isinstance(machines, Ignore) or machines == 1 or not isinstance(processes, int):
-        return Ignore("one machine")
+    if isinstance(machines, Ignore) or not isinstance(processes, int):
+        return Ignore("no process count")
+    if machines == 1:  # one machine holds every process: a node at least that large
+        if processes > node_gpus:
+            return {"gpus_per_node": processes}
+        return Ignore(f"one machine: its {processes} processes fit a node of {node_gpus} GPUs")
     return {"gpus_per_node": max(1, processes // machines)}
 
 
@@ -249,6 +256,33 @@ def recipe(flat: Mapping[str, Any]) -> None:
     return None
 
 
+def fsdp_wrap(flat: Mapping[str, Any], prefix: str, carves: bool) -> dict[str, tuple[Any, str]]:
+    """Where FSDP leaves the embedding, the final norm and the head. FSDP1's transformer auto-wrap
+    wraps the decoder layers and leaves the rest to the root unit, gathered for the whole step
+    (root). accelerate's FSDP2 prepare (`carves`) shards the input embedding and [final norm,
+    lm_head] as their own units (utils/fsdp_utils.py:847-856 at huggingface/accelerate@16cb6eb8):
+    layers. Another wrap policy (size-based, none) is not modelled and keeps the default."""
+    version = str(flat.get(f"{prefix}fsdp_version", flat.get(f"{prefix}version", 1))).strip()
+    policy = str(flat.get(f"{prefix}fsdp_auto_wrap_policy", flat.get(f"{prefix}auto_wrap_policy", "")))
+    if policy.strip().upper() not in ("", "TRANSFORMER_BASED_WRAP"):
+        return {}
+    if version == "2" and carves:
+        return {"fsdp_wrap": ("layers", "FSDP2: the embedding and [final norm, head] their own units")}
+    return {
+        "fsdp_wrap": (
+            "root",
+            "each decoder layer its own unit; the embedding, final norm and head in the root",
+        )
+    }
+
+
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """FSDP's units (fsdp_wrap) under distributed_type FSDP."""
+    if str(flat.get("distributed_type", "")).upper() != "FSDP":
+        return {}
+    return fsdp_wrap(flat, "fsdp_config.", carves=True)
+
+
 # The layouts `emit` can write (plan --emit accelerate searches only these): FSDP or DeepSpeed
 # ZeRO over data parallelism (the checkpointing is the training script's).
 PLAN_AXES: dict[str, tuple[Any, ...]] = {"tensor_parallel": (1,), "pipeline_parallel": (1,)}
@@ -273,8 +307,14 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"precision {scenario.precision}: set by the model's dtype and the trainer")
     if sharded:
         data["distributed_type"] = "FSDP"
-        fsdp: dict[str, Any] = {
-            "fsdp_sharding_strategy": "FULL_SHARD" if scenario.zero_stage == 3 else "SHARD_GRAD_OP",
+        # FSDP2 gives the embedding and the head their own units (fsdp_wrap layers), FSDP1 leaves
+        # them to the root unit
+        fsdp: dict[str, Any] = {"fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}
+        if scenario.fsdp_wrap == "layers":
+            fsdp |= {"fsdp_version": 2, "fsdp_reshard_after_forward": scenario.zero_stage == 3}
+        else:
+            fsdp["fsdp_sharding_strategy"] = "FULL_SHARD" if scenario.zero_stage == 3 else "SHARD_GRAD_OP"
+        fsdp |= {
             "fsdp_offload_params": scenario.offload == "optimizer+params",
             "fsdp_activation_checkpointing": scenario.activation_checkpointing == "full",
         }

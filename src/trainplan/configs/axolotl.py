@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainplan.configs import hf_trainer
-from trainplan.configs.accelerate import fsdp_rules
+from trainplan.configs.accelerate import fsdp_rules, fsdp_wrap
 from trainplan.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
@@ -75,6 +75,21 @@ def _precision(setting: str, result: str) -> Convert:
         return {"precision": result} if truthy(setting, value) else Ignore("false")
 
     return convert
+
+
+FSDP_VERSIONS = ("fsdp_version", "fsdp_config.version", "fsdp_config.fsdp_version")
+
+
+def _fsdp_version(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """axolotl pins FSDP1 when no version is given (check_fsdp_version_in_fsdp_config,
+    utils/schemas/validation.py:1106-1124), and accelerate's FSDP1 prepare upcasts the trainable
+    parameters of a bf16-loaded model to an fp32 master. Under FSDP2 axolotl replaces accelerate's
+    fsdp2_prepare_model with its own (loaders/patch_manager.py:343-351,
+    monkeypatch/accelerate/fsdp2.py:539), which has no such upcast: the bf16 weights are sharded
+    as loaded and the optimizer's states follow them (axolotl-ai-cloud/axolotl@067b021c)."""
+    if str(value).strip() == "2":
+        return {"_keeps_dtype": "axolotl's FSDP2 prepare shards the weights as loaded"}
+    return Ignore("FSDP1: accelerate upcasts the trainable parameters to an fp32 master")
 
 
 FSDP_CHECKPOINTING = ("fsdp_config.activation_checkpointing", "fsdp_config.fsdp_activation_checkpointing")
@@ -254,8 +269,13 @@ RULES: dict[str, Rule] = {
     "flash_attn_fuse_mlp": ignored(NOT_MODELLED),
     "deepspeed": hf_trainer.RULES["deepspeed"],
     "fsdp": Rule("FSDP options", _fsdp, sets="zero_stage, offload"),
-    "fsdp_version": ignored(f"{IRRELEVANT}: FSDP1 and FSDP2 shard the same states"),
     **fsdp_rules("fsdp_config."),
+    **{
+        key: Rule(
+            "FSDP2 keeps the loaded dtype; FSDP1 upcasts to an fp32 master", _fsdp_version, sets="precision"
+        )
+        for key in FSDP_VERSIONS
+    },
     "fsdp_config.*": ignored(IRRELEVANT),
     "plugins": Rule(
         "the Cut Cross-Entropy plugin is a fused loss; the others act through their keys",
@@ -380,6 +400,10 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         found["attention"] = ("sdpa", "no attn_implementation: transformers' default, sdpa")
     degrees = [flat.get(key) for key in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",
                                          "context_parallel_size")]  # fmt: skip
+    if any(path.startswith("fsdp_config.") for path in flat):
+        # FSDP1 wraps the decoder layers only; axolotl's own FSDP2 prepare does not carve the
+        # embedding and the head out (monkeypatch/accelerate/fsdp2.py:759-768): root in both
+        found |= fsdp_wrap(flat, "fsdp_config.", carves=False)
     if isinstance(degrees[0], int) and degrees[0] > 0:  # shard size given: the GPUs are its product
         gpus = 1
         for degree in degrees:
@@ -423,7 +447,8 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["optimizer"] = hf_trainer.OPTIM_NAMES[scenario.optimizer]
     else:
         notes.append(f"optimizer {scenario.optimizer}: no axolotl name")
-    if scenario.precision == "bf16":
+    sharded = scenario.zero_stage in (2, 3)
+    if scenario.precision == "bf16" or (sharded and scenario.precision == "bf16-mixed"):
         data["bf16"] = True
     elif scenario.precision == "fp16-mixed":
         data["fp16"] = True
@@ -441,11 +466,15 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append("kernels unsloth: axolotl has no switch for Unsloth's kernels")
     if scenario.compile:
         data["torch_compile"] = True
-    if scenario.zero_stage in (2, 3):
-        data["fsdp"] = ["full_shard" if scenario.zero_stage == 3 else "shard_grad_op", "auto_wrap"]
-        if scenario.offload == "optimizer+params":
-            data["fsdp"].append("offload")
-        elif scenario.offload == "optimizer":
+    if sharded:
+        # FSDP2 shards the bf16 weights as loaded; FSDP1 upcasts them to an fp32 master (_fsdp_version)
+        data["fsdp_version"] = 1 if scenario.precision == "bf16-mixed" else 2
+        data["fsdp_config"] = {
+            "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "reshard_after_forward": scenario.zero_stage == 3,
+            "offload_params": scenario.offload == "optimizer+params",
+        }
+        if scenario.offload == "optimizer":
             notes.append("offload optimizer: FSDP offloads parameters too; use --emit deepspeed")
     elif scenario.zero_stage == 1 or scenario.offload != "none":
         notes.append(f"zero_stage {scenario.zero_stage}, offload {scenario.offload}: use --emit deepspeed")

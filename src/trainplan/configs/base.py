@@ -250,6 +250,8 @@ class FileReading:
     references: list[tuple[str, Any]] = field(default_factory=list)  # (setting, path or inline mapping)
     global_batch: tuple[str, int] | None = None  # (setting, sequences per optimizer step), all GPUs
     backends: list[tuple[str, str]] = field(default_factory=list)  # (DeepSpeed | FSDP, the setting)
+    # why FSDP keeps the loaded dtype here (no fp32 upcast of the trainable parameters), or ""
+    keeps_dtype: str = ""
 
     def set(self, name: str, value: Any, setting: str, note: str, default: bool = False) -> None:
         """Record `name = value` from `setting`; a second setting of the same file giving the same
@@ -329,6 +331,8 @@ def apply_rules(
                 reading.ignored.append(Skipped(path, reading.file, REFERENCE))
             elif name == "_backend":
                 reading.backends.append((str(converted), f"{reading.file}: {reading.format} {path}"))
+            elif name == "_keeps_dtype":
+                reading.keeps_dtype = f"{reading.file}: {reading.format} {path}: {converted}"
             elif name == "_global_batch":
                 reading.global_batch = (f"{reading.format} {path}", int(converted))
             else:

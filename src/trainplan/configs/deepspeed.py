@@ -95,10 +95,18 @@ OPTIMIZERS: dict[str, str | Ignore] = {
 }  # fmt: skip
 
 
-def _optimizer(value: Any) -> Any:
+def _optimizer(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """DeepSpeed's optimizer.type names (runtime/config.py DEEPSPEED_OPTIMIZERS), by their state:
-    AdamW's two, Lion's one, Adagrad's one sum of squares (counted as SGD momentum's buffer)."""
-    return choice("optimizer.type", OPTIMIZERS, value)
+    AdamW's two, Lion's one, Adagrad's one sum of squares (counted as SGD momentum's buffer).
+    Adam or AdamW with params.torch_adam is torch.optim.Adam(W) (runtime/engine.py:2096-2106 at
+    deepspeedai/DeepSpeed@edaa7221); without it, FusedAdam, or DeepSpeedCPUAdam on the host
+    under offload_optimizer (no GPU temporaries either way: adamw-fused)."""
+    kind = choice("optimizer.type", OPTIMIZERS, value)
+    if isinstance(kind, Ignore):
+        return kind
+    if kind == "adamw-fused" and str(value) in ("Adam", "AdamW") and _on(flat, "optimizer.params.torch_adam"):
+        return {"optimizer": "adamw"}
+    return {"optimizer": kind}
 
 
 RULES: dict[str, Rule] = {
@@ -143,7 +151,10 @@ RULES: dict[str, Rule] = {
     ),
     "fp16.*": ignored(f"{IRRELEVANT} (loss-scale settings)"),
     "bf16.*": ignored(IRRELEVANT),
-    "optimizer.type": to("optimizer", "DeepSpeed's fused (or CPU) Adam", _optimizer),
+    "optimizer.type": Rule(
+        "DeepSpeed's fused (or CPU) Adam; torch_adam: torch's", _optimizer, sets="optimizer"
+    ),
+    "optimizer.params.torch_adam": ignored("read with optimizer.type"),
     "optimizer.params*": ignored(IRRELEVANT),
     "scheduler*": ignored(IRRELEVANT),
     "gradient_clipping": ignored(IRRELEVANT),
@@ -175,11 +186,21 @@ def detect(data: Mapping[str, Any]) -> bool:
 
 
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """No bf16 or fp16 block: DeepSpeed trains in fp32 (runtime/precision_config.py: both
-    blocks default to enabled false). A trainer's file beside it that sets the precision wins."""
-    if any(path.split(".", 1)[0] in ("bf16", "fp16", "bfloat16") for path in flat):
-        return {}
-    return {"precision": ("fp32", "no bf16 or fp16 block: DeepSpeed's default, fp32")}
+    """No bf16 or fp16 block enabled (or "auto"): DeepSpeed trains in fp32
+    (runtime/precision_config.py: both blocks default to enabled false). A micro-batch without
+    train_batch_size or gradient_accumulation_steps: no accumulation (runtime/config.py:978-980
+    _set_batch_related_parameters). A trainer's file beside it that sets either wins."""
+    found: dict[str, tuple[Any, str]] = {}
+    blocks = [flat.get(f"{name}.enabled") for name in ("bf16", "fp16", "bfloat16")]
+    if not any(value is not None and (str(value).lower() == "auto" or value is True) for value in blocks):
+        found["precision"] = ("fp32", "no bf16 or fp16 block enabled: DeepSpeed's default, fp32")
+    if (
+        flat.get("train_micro_batch_size_per_gpu") is not None
+        and flat.get("train_batch_size") is None
+        and flat.get("gradient_accumulation_steps") is None
+    ):
+        found["grad_accum"] = (1, "a micro-batch alone: DeepSpeed sets gradient_accumulation_steps 1")
+    return found
 
 
 def recipe(flat: Mapping[str, Any]) -> str:

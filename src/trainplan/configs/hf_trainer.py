@@ -10,6 +10,7 @@ LLaMA-Factory use the same TrainingArguments underneath and import them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -193,6 +194,30 @@ def _fsdp_rules() -> dict[str, Rule]:
     return {**fsdp_rules("fsdp_config."), "fsdp_config.*": ignored(IRRELEVANT)}
 
 
+# TRL's preference and RL trainers (DPOConfig, ORPOConfig, KTOConfig, CPOConfig, GRPOConfig):
+# their own keys. A pair's chosen and rejected sequences run as one batch and a reference model
+# may run beside the policy; trainplan sizes the policy's step on the sequences as given.
+PREFERENCE_KEYS = (
+    "beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "precompute_ref_log_probs",
+    "ref_model_init_kwargs", "num_generations", "desirable_weight", "undesirable_weight", "simpo_gamma",
+    "cpo_alpha", "reference_free", "sync_ref_model",
+)  # fmt: skip
+_PREFERENCE = (
+    f"{NOT_MODELLED}: preference and RL training (pairs, a reference model); the policy's step is estimated"
+)
+SFT_LOSSES = {"chunked_nll": "fused", "nll": "standard", "dft": "standard"}
+
+
+def _loss_type(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """SFTConfig.loss_type: chunked_nll runs lm_head and the cross-entropy a chunk of tokens at a
+    time, each chunk's logits alive only in its own checkpointed forward and backward (the fused
+    class: sft_trainer.py _chunked_cross_entropy_loss at huggingface/trl@f2cd5771, TRL 1.4+); nll
+    and dft take the model's full logits. A preference trainer's loss_type names its objective."""
+    if isinstance(value, str) and value in SFT_LOSSES:
+        return {"loss": SFT_LOSSES[value]}
+    return Ignore(_PREFERENCE)
+
+
 RULES: dict[str, Rule] = {
     "model_name_or_path": to("model", "catalog name, Hub id or local path"),
     "per_device_train_batch_size": to("micro_batch", "per GPU", positive_int("per_device_train_batch_size")),
@@ -237,7 +262,12 @@ RULES: dict[str, Rule] = {
         "TRL's offload of saved activations",
         lambda v: truthy("activation_offloading", v),
     ),
-    "loss_type": ignored(f"{IRRELEVANT}: the recipe's loss kernel applies"),
+    "loss_type": Rule(
+        "SFTConfig.loss_type: chunked_nll is checkpointed chunks, nll the full logits",
+        _loss_type,
+        sets="loss",
+    ),
+    **{key: ignored(_PREFERENCE) for key in PREFERENCE_KEYS},
     "completion_only_loss": ignored(IRRELEVANT),
     "assistant_only_loss": ignored(IRRELEVANT),
     "dataset_text_field": ignored(IRRELEVANT),
@@ -283,9 +313,34 @@ def detect(data: Mapping[str, Any]) -> bool:
     return sum(key in data for key in MARKERS) >= 2
 
 
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """The model's own cross-entropy over full logits where TRL's chunked loss does not run: a
+    config with max_seq_length is for TRL 0.19 or older (renamed max_length in 0.20, trl
+    e102ac8df), before chunked_nll (TRL 1.4, 9bcf72943); a preference trainer's loss is its own."""
+    if recipe(flat) != "trl" or flat.get("loss_type") is not None:
+        return {}
+    if "max_seq_length" in flat:
+        return {"loss": ("standard", "max_seq_length: a TRL 0.19 config, the model's own cross-entropy")}
+    if any(key in flat for key in PREFERENCE_KEYS):
+        return {"loss": ("standard", "a preference trainer's log-probabilities over the full logits")}
+    return {}
+
+
+# A config for TRL's command line (`trl sft --config FILE`, trl/cli.py): its comments name it.
+TRL_CLI = "<trl command line>"
+_TRL_COMMAND = re.compile(r"^#.*\btrl\s+(sft|dpo|grpo|kto|orpo|reward|rloo|ppo)\b", re.MULTILINE)
+
+
+def hints(text: str) -> dict[str, Any]:
+    """A file its comments say is run with `trl sft` (or another TRL command) is a TRL config."""
+    found = _TRL_COMMAND.search(text)
+    return {TRL_CLI: found.group(1)} if found else {}
+
+
 def recipe(flat: Mapping[str, Any]) -> str:
-    """TRL's SFTConfig defaults when the file has TRL's own keys; the plain Trainer's otherwise."""
-    return "trl" if any(key in flat for key in TRL_KEYS) else "hf-trainer"
+    """TRL's SFTConfig defaults when the file has TRL's own keys or is run with TRL's command
+    line; the plain Trainer's otherwise."""
+    return "trl" if TRL_CLI in flat or any(key in flat for key in TRL_KEYS) else "hf-trainer"
 
 
 # transformers TrainingArguments' own defaults, under TRL's configs and LLaMA-Factory's too.

@@ -14,7 +14,7 @@ bf16: true trains amp-bf16.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainplan.configs import deepspeed, hf_trainer
@@ -67,20 +67,133 @@ def _bits(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return {"base_weights": choice("quantization_bit", {4: "nf4", 8: "int8"}, value)}
 
 
+# Megatron Bridge (USE_MEGATRON_BRIDGE=1): LLaMA-Factory hands the run to Megatron, whose
+# MegatronBridgeArguments (hparams/megatron_bridge_args.py) replace the Trainer's precision and
+# checkpointing; a file with these keys is one (the Trainer's parser refuses them otherwise).
+MEGATRON_BRIDGE = (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+    "context_parallel_size", "expert_model_parallel_size", "recompute_granularity", "recompute_method",
+    "use_distributed_optimizer", "overlap_param_gather", "mixed_precision", "megatron_pretrained_checkpoint",
+    "export_hf_on_finish",
+)  # fmt: skip
+_MEGATRON_OWNS = "Megatron Bridge: mixed_precision and recompute_granularity decide"
+
+
+def megatron_bridge(flat: Mapping[str, Any]) -> bool:
+    """Whether the file configures a Megatron Bridge run."""
+    return any(key in flat for key in MEGATRON_BRIDGE)
+
+
 def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if megatron_bridge(flat):
+        return Ignore(_MEGATRON_OWNS)
     if not truthy("bf16", value):
         return Ignore("false")
     return {"precision": "bf16" if flat.get("pure_bf16") is True else "amp-bf16"}
 
 
 def _fp16(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if megatron_bridge(flat):
+        return Ignore(_MEGATRON_OWNS)
     return {"precision": "amp-fp16"} if truthy("fp16", value) else Ignore("false")
 
 
 def _pure(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if megatron_bridge(flat):
+        return Ignore(_MEGATRON_OWNS)
     if not truthy("pure_bf16", value):
         return Ignore("false")
     return Ignore("read with bf16") if "bf16" in flat else {"precision": "bf16"}
+
+
+def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if megatron_bridge(flat):
+        return Ignore(_MEGATRON_OWNS)
+    return {"activation_checkpointing": "none" if truthy("disable_gradient_checkpointing", value) else "full"}
+
+
+def _mixed_precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """Megatron Bridge's precision recipes by name: bf16_mixed / fp16_mixed keep fp32 main
+    parameters in the (distributed) optimizer; the fp8 ones add fp8 matmuls."""
+    name = str(value).strip().lower()
+    if "fp8" in name:
+        return {"precision": "fp8-mixed"}
+    found = choice("mixed_precision", {"bf16_mixed": "bf16-mixed", "fp16_mixed": "fp16-mixed"}, name)
+    return found if isinstance(found, Ignore) else {"precision": found}
+
+
+def _recompute(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """full: every layer's input kept and the layer rerun (recompute_method uniform or block over
+    recompute_num_layers); selective: the core attention rerun (Korthikanti et al. 2022)."""
+    found = choice("recompute_granularity", {"full": "full", "selective": "selective"}, value)
+    if isinstance(found, Ignore):
+        return found
+    if found == "full" and str(flat.get("recompute_method", "")).lower() == "block":
+        return Ignore(f"{NOT_MODELLED}: recompute_method block (only some layers recomputed)")
+    return {"activation_checkpointing": found}
+
+
+def _one_or_not_modelled(setting: str, what: str) -> Callable[[Any, Mapping[str, Any]], Ignore]:
+    def convert(value: Any, flat: Mapping[str, Any]) -> Ignore:
+        if positive_int(setting)(value) == 1:
+            return Ignore(IRRELEVANT)
+        return Ignore(f"{NOT_MODELLED}: {what}")
+
+    return convert
+
+
+MEGATRON_RULES: dict[str, Rule] = {
+    "tensor_model_parallel_size": to(
+        "tensor_parallel", "Megatron tensor-parallel ranks", positive_int("tensor_model_parallel_size")
+    ),
+    "pipeline_model_parallel_size": to(
+        "pipeline_parallel", "Megatron pipeline stages", positive_int("pipeline_model_parallel_size")
+    ),
+    "virtual_pipeline_model_parallel_size": to(
+        "virtual_stages",
+        "model chunks per pipeline rank",
+        positive_int("virtual_pipeline_model_parallel_size"),
+    ),
+    "sequence_parallel": to(
+        "sequence_parallel", "Megatron sequence parallelism", lambda v: truthy("sequence_parallel", v)
+    ),
+    "context_parallel_size": Rule(
+        "context parallelism", _one_or_not_modelled("context_parallel_size", "context parallelism"), sets=""
+    ),
+    "expert_model_parallel_size": Rule(
+        "expert parallelism",
+        _one_or_not_modelled("expert_model_parallel_size", "expert parallelism"),
+        sets="",
+    ),
+    "recompute_granularity": Rule(
+        "Megatron activation recomputation", _recompute, sets="activation_checkpointing"
+    ),
+    "recompute_method": ignored("read with recompute_granularity"),
+    "recompute_num_layers": ignored(f"{NOT_MODELLED}: layers per recompute unit"),
+    "use_distributed_optimizer": to(
+        "zero_stage",
+        "Megatron's distributed optimizer shards the fp32 main parameters and states (ZeRO 1)",
+        lambda v: 1 if truthy("use_distributed_optimizer", v) else 0,
+    ),
+    "mixed_precision": Rule("Megatron Bridge's precision recipe", _mixed_precision, sets="precision"),
+    "overlap_param_gather": ignored(f"{NOT_MODELLED}: trainplan's comm_overlap applies"),
+    "overlap_grad_reduce": ignored(f"{NOT_MODELLED}: trainplan's comm_overlap applies"),
+    "megatron_pretrained_checkpoint": ignored(IRRELEVANT),
+    "export_hf_on_finish": ignored(IRRELEVANT),
+    "use_packed_sequences": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "extra_config": ignored(f"{NOT_MODELLED}: Megatron overrides given as JSON are not read"),
+    **{
+        key: ignored(f"{NOT_MODELLED}: Megatron's fused kernels")
+        for key in (
+            "bias_activation_fusion",
+            "apply_rope_fusion",
+            "masked_softmax_fusion",
+            "cross_entropy_loss_fusion",
+            "moe_grouped_gemm",
+            "moe_token_dispatcher_type",
+        )
+    },
+}
 
 
 def _targets(value: Any) -> Any:
@@ -171,11 +284,7 @@ RULES: dict[str, Rule] = {
     "use_unsloth_gc": to(
         "activation_offload", "Unsloth's offloaded checkpointing", lambda v: truthy("use_unsloth_gc", v)
     ),
-    "disable_gradient_checkpointing": to(
-        "activation_checkpointing",
-        "true = none",
-        lambda v: "none" if truthy("disable_gradient_checkpointing", v) else "full",
-    ),
+    "disable_gradient_checkpointing": Rule("true = none", _checkpointing, sets="activation_checkpointing"),
     "upcast_layernorm": ignored(f"{NOT_MODELLED}: small fp32 norms"),
     "upcast_lmhead_output": ignored(f"{NOT_MODELLED}: an fp32 copy of the logits"),
     "stage": Rule("training stage", _stage, sets=""),
@@ -194,6 +303,7 @@ RULES: dict[str, Rule] = {
     "tokenized_path": ignored(IRRELEVANT),
     "pref_beta": ignored(IRRELEVANT),
     "pref_loss": ignored(IRRELEVANT),
+    **MEGATRON_RULES,
 }
 
 
@@ -203,8 +313,8 @@ def detect(data: Mapping[str, Any]) -> bool:
 
 
 def recipe(flat: Mapping[str, Any]) -> str:
-    """LLaMA-Factory's defaults."""
-    return "llama-factory"
+    """LLaMA-Factory's defaults; Megatron's for a Megatron Bridge run."""
+    return "megatron" if megatron_bridge(flat) else "llama-factory"
 
 
 DEFAULTS = {
@@ -233,12 +343,25 @@ def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     mine = dict(DEFAULTS)
     if flat.get("use_unsloth") is not None and truthy("use_unsloth", flat["use_unsloth"]):
         del mine["flash_attn"]  # Unsloth patches the attention itself (its recipe)
+    if megatron_bridge(flat):
+        del mine["disable_gradient_checkpointing"]
+        mine |= MEGATRON_DEFAULTS
     return {**trainer, **mine, **(LORA_DEFAULTS if lora else {})}
 
 
+MEGATRON_DEFAULTS = {
+    name: Default(value, "llama_factory", f"MegatronBridgeArguments.{name}")
+    for name, value in (("mixed_precision", "bf16_mixed"), ("use_distributed_optimizer", True))
+}
+
+
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """LLaMA-Factory's rule for the LoRA alpha."""
-    return _implied_alpha(flat)
+    """LLaMA-Factory's rule for the LoRA alpha; a Megatron Bridge run without
+    recompute_granularity recomputes nothing (MegatronBridgeArguments.recompute_granularity None)."""
+    found = _implied_alpha(flat)
+    if megatron_bridge(flat) and flat.get("recompute_granularity") is None:
+        found["activation_checkpointing"] = ("none", "no recompute_granularity: Megatron recomputes nothing")
+    return found
 
 
 # The layouts `emit` can write (plan --emit llama-factory searches only these): data

@@ -82,7 +82,11 @@ def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     reshard = str(_get(flat, "fsdp_reshard_after_forward", "default")).lower()
     fields: dict[str, Any] = {"tensor_parallel": tp, "pipeline_parallel": pp}
     sharded = shard == -1 or shard > 1
-    fields["zero_stage"] = (2 if reshard == "never" else 3) if sharded else 0
+    # "default" keeps the layers gathered from forward to backward under pipeline parallelism
+    # (reshard_after_forward = not pp_enabled, models/llama3/infra/parallelize.py:325-327 at
+    # pytorch/torchtitan@238fa995), as "never" always does: read as ZeRO 2
+    kept = reshard == "never" or (reshard == "default" and pp > 1)
+    fields["zero_stage"] = (2 if kept else 3) if sharded else 0
     if shard != -1:
         fields["gpus"] = shard * replicate * tp * pp
     elif tp * pp > 1:
@@ -165,6 +169,18 @@ def _global_batch(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     return {"_global_batch": positive_int("training.global_batch_size")(value)}
 
 
+def _compile(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """compile.enable compiles the components listed (Compile.components, default ["model",
+    "loss"], config/job_config.py:725 at pytorch/torchtitan@238fa995): the blocks only with
+    "model"; the loss alone changes no saved activation trainplan counts."""
+    if not truthy("compile.enable", value):
+        return {"compile": False}
+    components = flat.get("compile.components", ["model", "loss"])
+    if isinstance(components, list) and "model" not in components:
+        return {"compile": False, "_note": 'compile.components has no "model": only the loss is compiled'}
+    return {"compile": True}
+
+
 RULES: dict[str, Rule] = {
     "model.name": Rule("model family; with flavor the catalog model", _model, sets="model, method"),
     "model.flavor": ignored("read with model.name"),
@@ -197,7 +213,8 @@ RULES: dict[str, Rule] = {
     "training.compile": to(
         "compile", "torch.compile (older releases)", lambda value: truthy("training.compile", value)
     ),
-    "compile.enable": to("compile", "torch.compile", lambda value: truthy("compile.enable", value)),
+    "compile.enable": Rule("torch.compile of the model's blocks", _compile, sets="compile"),
+    "compile.components": ignored("read with compile.enable"),
     "compile.*": ignored(IRRELEVANT),
     "parallelism.data_parallel_shard_degree": Rule(
         "FSDP degree (-1: every GPU left); with the others, the GPU count",
@@ -213,7 +230,7 @@ RULES: dict[str, Rule] = {
     "parallelism.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.fsdp_reshard_after_forward": ignored(
-        "read with data_parallel_shard_degree (never = ZeRO 2)"
+        "read with data_parallel_shard_degree (never, or default under PP = ZeRO 2)"
     ),
     "training.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
@@ -343,6 +360,8 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     }
     if scenario.zero_stage == 2:
         parallelism["fsdp_reshard_after_forward"] = "never"
+    elif scenario.zero_stage == 3 and scenario.pipeline_parallel > 1:
+        parallelism["fsdp_reshard_after_forward"] = "always"  # "default" keeps them gathered under PP
     if scenario.zero_stage == 1 or (sharded and replicas == 1):
         notes.append(f"zero_stage {scenario.zero_stage}: torchtitan shards with FSDP2 over more than one GPU")
     checkpointing = scenario.activation_checkpointing

@@ -105,6 +105,9 @@ def _model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
         )
     short = value.rsplit(".", 1)[-1]
     method = "qlora" if short.startswith("qlora_") else "lora" if short.startswith("lora_") else "full"
+    quantize = flat.get("model.quantize_base")
+    if method == "lora" and quantize is not None and truthy("model.quantize_base", quantize):
+        method = "qlora"  # a lora_ builder with quantize_base: the qlora_ builder's NF4 base
     model, note = builder_model(value)
     return {"model": model, "method": method, "_note": note}
 
@@ -159,7 +162,7 @@ RULES: dict[str, Rule] = {
     "model.apply_lora_to_mlp": ignored("read with model.lora_attn_modules"),
     "model.apply_lora_to_output": ignored("read with model.lora_attn_modules"),
     "model.use_dora": to("lora.dora", "DoRA", lambda value: truthy("model.use_dora", value)),
-    "model.quantize_base": ignored("read with model._component_ (qlora_ builders)"),
+    "model.quantize_base": ignored("read with model._component_ (qlora_ builders: an NF4 base)"),
     "model.*": ignored(f"{IRRELEVANT}: the builder fixes the architecture"),
     "tokenizer.max_seq_len": to(
         "seq_len", "tokens per sequence (null: no cap, give seq_len)", positive_int("tokenizer.max_seq_len")
@@ -202,7 +205,7 @@ RULES: dict[str, Rule] = {
     "fsdp_reshard_after_forward": Rule(
         "true = ZeRO 3, false = ZeRO 2 (distributed recipes)", _reshard, sets="zero_stage"
     ),
-    "custom_sharded_layers": ignored(f"{NOT_MODELLED}: extra sharded layers"),
+    "custom_sharded_layers": ignored("read with the distributed recipe (fsdp_wrap)"),
     "orchestration*": ignored(
         f"{NOT_MODELLED}: RL with a separate generation engine (the policy's step is read)"
     ),
@@ -261,10 +264,26 @@ def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     return {name: Default(False, "torchtune", f"{recipe}.{name}") for name in names}
 
 
-def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
+_TUNE_DOWNLOAD = re.compile(r"^#\s*tune\s+download\s+(?P<hub_id>[\w.-]+/[\w.-]+)", re.MULTILINE)
+# A comment's `tune download` Hub id names the model where the builder matches no catalog model.
+TEXT_WINS = ("model",)
+
+
+def from_text(text: str, name: str, flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """The recipe named in the header (`tune run --nproc_per_node 8 full_finetune_distributed`),
-    else in the file name: its GPU count, and FSDP2 full sharding for a distributed recipe."""
+    else in the file name: its GPU count, and FSDP2 full sharding for a distributed recipe, with
+    each layer its own group and, unless custom_sharded_layers lists them, the embedding and the
+    output in the root group (training/_distributed.py get_shard_conditions and shard_model;
+    the recipes pass cfg.get("custom_sharded_layers", None), at pytorch/torchtune@bd2a0fc7).
+    A builder no catalog model matches is read as the Hub id its `tune download` line fetches."""
     found: dict[str, tuple[Any, str]] = {}
+    builder = flat.get("model._component_")
+    downloads = set(_TUNE_DOWNLOAD.findall(text))
+    if isinstance(builder, str) and len(downloads) == 1:
+        note = builder_model(builder)[1]
+        if "has no catalog model" in note:
+            (hub_id,) = downloads
+            found["model"] = (hub_id, f"the checkpoint its `tune download {hub_id}` line fetches; {note}")
     match = _TUNE_RUN.search(text)
     recipe_name = match.group("recipe") if match else None
     if match:
@@ -278,6 +297,14 @@ def from_text(text: str, name: str) -> dict[str, tuple[Any, str]]:
         found["zero_stage"] = (3, f"recipe {recipe_name}: FSDP2, parameters resharded after forward")
     elif recipe_name is None and "distributed" in Path(name).stem:
         found["zero_stage"] = (3, "a *_distributed config: FSDP2 full sharding")
+    if "zero_stage" in found:
+        listed = flat.get("custom_sharded_layers") or []
+        own = isinstance(listed, list) and {"tok_embeddings", "output"} <= set(listed)
+        found["fsdp_wrap"] = (
+            ("layers", "custom_sharded_layers: the embedding and the output their own groups")
+            if own
+            else ("root", "each layer its own FSDP2 group, the embedding and the output in the root")
+        )
     return found
 
 
@@ -350,6 +377,8 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["loss"]["num_output_chunks"] = scenario.loss_chunks
     if scenario.zero_stage in (2, 3) and scenario.gpus > 1:
         data["fsdp_reshard_after_forward"] = scenario.zero_stage == 3
+        if scenario.zero_stage == 3 and scenario.fsdp_wrap == "layers":
+            data["custom_sharded_layers"] = ["tok_embeddings", "output"]
     elif scenario.zero_stage:
         notes.append(f"zero_stage {scenario.zero_stage}: torchtune's distributed recipes shard with FSDP2")
     if scenario.offload == "optimizer+params":
