@@ -321,6 +321,8 @@ def test_llama_factory_reads_attention_names_and_refuses_prediction(tmp_path: Pa
         ("NousResearch/Llama-2-7b-hf", "Llama-2-7B", "a copy of meta-llama/Llama-2-7b-hf"),
         ("unsloth/Llama-3.2-1B-Instruct-bnb-4bit", "Llama-3.2-1B", "Llama-3.2-1B-Instruct has its shapes"),
         ("Qwen/Qwen3-4B-Instruct-2507", "Qwen3-4B", "Qwen/Qwen3-4B-Instruct-2507 has its shapes"),
+        # the alignment handbook's zephyr-7b-beta recipes: a Mistral-7B-v0.1 fine-tune
+        ("HuggingFaceH4/zephyr-7b-beta", "Mistral-7B-v0.1", "HuggingFaceH4/zephyr-7b-beta has its shapes"),
     ],
 )
 def test_hub_mirrors_and_same_shape_variants_resolve_offline(
@@ -332,9 +334,9 @@ def test_hub_mirrors_and_same_shape_variants_resolve_offline(
     assert how in source(reading, "model").note
 
 
-@pytest.mark.parametrize("hub_id", ["mistralai/Mistral-7B-v0.1", "someone/Llama-3.1-8B-finetuned"])
+@pytest.mark.parametrize("hub_id", ["google/gemma-2b", "someone/Llama-3.1-8B-finetuned"])
 def test_a_model_of_unknown_shapes_is_refused_with_the_close_ones(tmp_path: Path, hub_id: str) -> None:
-    # Mistral-7B-v0.1 has 32,000 tokens where the catalog's v0.3 has 32,768: not the same model
+    # Gemma 2B (18 layers, one KV head) is not the catalog's Gemma-2-2B: not the same model
     with pytest.raises(InputError) as caught:
         read(tmp_path, "m.yaml", f"base_model: {hub_id}\nmicro_batch_size: 1\n")
     message = caught.value.message
@@ -509,17 +511,24 @@ def test_torchtune_units_qlora_base_and_the_downloaded_model(tmp_path: Path) -> 
     # a lora_ builder with quantize_base is the qlora_ builder: an NF4 base
     # (models/llama3_1/_model_builders.py qlora_llama3_1_70b = partial(lora_..., quantize_base=True))
     assert unlisted["method"] == "qlora"
-    # TORCHTUNE recipes/configs/mistral/7B_lora.yaml lines 10, 50: the builder's vocabulary
-    # (32000) is no catalog model's, so the checkpoint the header downloads names the model
+    # TORCHTUNE recipes/configs/mistral/7B_lora.yaml line 50: the builder's shapes (vocabulary
+    # 32000, models/mistral/_model_builders.py:29) are the catalog's Mistral-7B-v0.1, not v0.3
     mistral = (
-        "#   tune download mistralai/Mistral-7B-v0.1 --output-dir /tmp/Mistral-7B-v0.1\n"
         "model:\n  _component_: torchtune.models.mistral.lora_mistral_7b\n"
         "optimizer:\n  _component_: torch.optim.AdamW\n"
     )
+    assert read(tmp_path, "7B_lora.yaml", mistral).mapping["model"] == "Mistral-7B-v0.1"
+    # TORCHTUNE recipes/configs/gemma/2B_lora.yaml lines 6, 42: a builder no catalog model
+    # matches is the checkpoint its header downloads (looked up on the Hub; refused offline)
+    gemma = (
+        '#   tune download google/gemma-2b --ignore-patterns "gemma-2b.gguf"\n'
+        "model:\n  _component_: torchtune.models.gemma.lora_gemma_2b\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
+    )
     with pytest.raises(InputError) as refused:
-        read(tmp_path, "7B_lora.yaml", mistral)
-    assert "'mistralai/Mistral-7B-v0.1'" in refused.value.message
-    assert "tune download mistralai/Mistral-7B-v0.1" in refused.value.message
+        read(tmp_path, "2B_lora.yaml", gemma)
+    assert "'google/gemma-2b'" in refused.value.message
+    assert "tune download google/gemma-2b" in refused.value.message
 
 
 def test_torchtitan_compile_components_and_the_reshard_policy(tmp_path: Path) -> None:
