@@ -58,3 +58,42 @@ def test_strings_from_flags_are_converted() -> None:
 def test_round_trip() -> None:
     scenario = Scenario(lora=LoraSettings(targets=("q_proj",)), gpus=8, zero_stage=3)
     assert scenario_from_mapping(scenario_to_mapping(scenario)) == scenario
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"micro_batch": -3}, "micro_batch"),  # was estimated at 17 GiB
+        ({"method": "bogus"}, "method"),  # was estimated at 20.5 GiB
+        ({"seq_len": 0}, "seq_len"),  # was a ZeroDivisionError
+        ({"gpus": 8, "tensor_parallel": 3}, "gpus"),  # a cross-field rule that needs no model
+        ({"steps": 10, "train_tokens": 5}, "train_tokens"),
+        ({"offload": "optimizer+params", "gpus": 2}, "offload"),
+    ],
+)
+def test_a_scenario_refuses_bad_values_as_a_mapping_does(fields: dict[str, Any], field: str) -> None:
+    """Scenario is public API: built directly, it raises the InputError a mapping of the same
+    values gets (field and allowed range), before any estimate."""
+    with pytest.raises(InputError) as direct:
+        Scenario(**fields)
+    with pytest.raises(InputError) as mapped:
+        scenario_from_mapping(fields)
+    assert direct.value.field == mapped.value.field == field
+    assert direct.value.message == mapped.value.message
+
+
+def test_a_constructed_value_must_be_in_the_form_a_mapping_gives() -> None:
+    """A mapping's "BF16" or "4" is converted; a record holds the converted value, so a
+    constructed one must already be it (and a LoRA part is checked as the scenario's)."""
+    with pytest.raises(InputError, match=r"precision: 'BF16': give 'bf16'"):
+        Scenario(precision="BF16")
+    with pytest.raises(InputError, match=r"micro_batch: 2.0 is not an integer"):
+        Scenario(micro_batch=2.0)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"lora.rank: must be between 1 and 65,536 \(got 0\)"):
+        LoraSettings(rank=0)
+    with pytest.raises(InputError, match="activation_checkpointing"):
+        Scenario(activation_checkpointing="most")
+    assert Scenario(precision="bf16", micro_batch=4).micro_batch == 4
+    assert scenario_from_mapping({"precision": "BF16", "micro_batch": "4"}) == Scenario(
+        precision="bf16", micro_batch=4
+    )

@@ -29,7 +29,7 @@ from trainplan.per_gpu import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.per_replica import Coefficients, coefficients
 from trainplan.resolve import resolve_model
 from trainplan.result import Estimate
-from trainplan.scenario import METHODS, Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.scenario import METHODS, Scenario, layout_template, scenario_from_mapping, scenario_to_mapping
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.timing import efficiency_kind
 from trainplan.time_cost_energy import (
@@ -249,7 +249,7 @@ def evaluate_group(
     import numpy as np
 
     scenario = with_method(
-        dataclasses.replace(request.base, activation_checkpointing=checkpointing, offload=offload), method
+        layout_template(request.base, activation_checkpointing=checkpointing, offload=offload), method
     )
     coeffs = coefficients(model, scenario)
     hw = _hardware_arrays(np, gpus, scenario, coeffs)
@@ -312,7 +312,7 @@ def evaluate_group(
     hardware = Hardware(**{name: hw[name][g] for name in Hardware.__dataclass_fields__})
     with np.errstate(invalid="ignore", divide="ignore"):
         step = scenario_step_seconds(
-            coeffs, hardware, layout, dataclasses.replace(scenario, virtual_stages=1)
+            coeffs, hardware, layout, layout_template(scenario, virtual_stages=1)
         )
         total_step = step.total
         global_tokens = mb * coeffs.seq_len * grad_accum * dp
@@ -355,8 +355,8 @@ def evaluate_group(
 def with_method(base: Scenario, method: str) -> Scenario:
     """`base` switched to `method`: its base-weight format where that method can use it, and
     kbit upcasting only over a quantised base."""
-    scenario = dataclasses.replace(base, method=method, base_weights=base_weights_for(base, method))
-    return dataclasses.replace(scenario, kbit_upcast=base.kbit_upcast and quantised_base(scenario))
+    scenario = layout_template(base, method=method, base_weights=base_weights_for(base, method))
+    return layout_template(scenario, kbit_upcast=base.kbit_upcast and quantised_base(scenario))
 
 
 def base_weights_for(base: Scenario, method: str) -> str | None:

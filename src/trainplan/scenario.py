@@ -183,6 +183,40 @@ def _field(default: Any, info: FieldInfo) -> Any:
     return field(default=default, metadata={"info": info})
 
 
+@cache
+def _defaults(record: type) -> dict[str, Any]:
+    """The declared default of each field of a dataclass (no instance is built)."""
+    return {item.name: item.default for item in dataclasses.fields(record)}
+
+
+def _checked_type(name: str, value: Any, kind: type) -> None:
+    if type(value) is not kind:
+        raise InputError(name, f"{shown_value(value)} is not a {kind.__name__}")
+
+
+def _checked_value(name: str, value: Any, default: Any, info: FieldInfo) -> None:
+    """`value` as a constructed record holds it: of the field's type, in its range or among its
+    choices, and already what `_coerce` would make of it (a choice in lower case, a stripped
+    string), else the InputError naming the field."""
+    kind = info.kind or type(default).__name__
+    if kind == "bool":
+        _checked_type(name, value, bool)
+        return
+    if info.choices is None and kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InputError(name, f"{shown_value(value)} is not an integer")
+    if (
+        info.choices is None
+        and kind == "float"
+        and (isinstance(value, bool) or not isinstance(value, int | float))
+    ):
+        raise InputError(name, f"{shown_value(value)} is not a number")
+    if (info.choices is not None or kind == "str") and not isinstance(value, str):
+        raise InputError(name, f"{shown_value(value)} is not a string")
+    coerced = _coerce(name, value, default, info)
+    if coerced != value:
+        raise InputError(name, f"{shown_value(value)}: give {shown_value(coerced)}")
+
+
 @dataclass(frozen=True)
 class LoraSettings:
     """LoRA adapter settings (Hu et al. 2021; DoRA: Liu et al. 2024)."""
@@ -193,6 +227,21 @@ class LoraSettings:
     dora: bool = False
     dropout: float = 0.0
     dtype: str | None = None  # unset: presets.resolved_adapter_dtype decides by the model
+
+    def __post_init__(self) -> None:
+        """Refuse a bad part at construction with the InputError a mapping gets."""
+        defaults = _defaults(LoraSettings)
+        for part, info in LORA_FIELDS.items():
+            value = getattr(self, part)
+            if value is defaults[part] or (type(value) is type(defaults[part]) and value == defaults[part]):
+                continue
+            if part == "targets":
+                if _targets_from(value) != value:
+                    raise InputError("lora.targets", f"{shown_value(value)} is not in canonical form")
+            elif part == "dora":
+                _checked_type(f"lora.{part}", value, bool)
+            elif not (value is None and part == "dtype"):
+                _checked_value(f"lora.{part}", value, defaults[part], info)
 
 
 @dataclass(frozen=True)
@@ -789,6 +838,33 @@ class Scenario:
         ),
     )
 
+    def __post_init__(self) -> None:
+        """Refuse bad values at construction, with the InputError (field and allowed range) a
+        mapping of the same values gets from `scenario_from_mapping`: every per-field check and
+        every cross-field rule that needs no model (validity.py). A value must already be in the
+        form a mapping's is converted to (an int for an int field, a choice in lower case)."""
+        infos = field_infos()
+        defaults = _defaults(Scenario)
+        for name, info in infos.items():
+            value = getattr(self, name)
+            default = defaults[name]
+            if value is default or (type(value) is type(default) and value == default):
+                continue  # the defaults are valid (a test holds the default scenario)
+            if name == "lora":
+                if not isinstance(value, LoraSettings):
+                    raise InputError("lora", f"must be a LoraSettings, not {type(value).__name__}")
+            elif name == "activation_checkpointing":
+                if not isinstance(value, str) or checkpointing_from(value) != value:
+                    raise InputError(
+                        name, f"{shown_value(value)} is not one of: {', '.join(CHECKPOINTING)}, full:N"
+                    )
+            elif name == "resolution":
+                if value is not None and (not isinstance(value, str) or resolution_from(value) != value):
+                    raise InputError(name, f"{shown_value(value)}: give WIDTHxHEIGHT, e.g. 1024x1024")
+            elif value is not None or default is not None:
+                _checked_value(name, value, default, info)
+        _check_combinations(self)
+
     def field_info(self, name: str) -> FieldInfo:
         """The documentation record of field `name`."""
         info: FieldInfo = {f.name: f for f in dataclasses.fields(self)}[name].metadata["info"]
@@ -850,6 +926,18 @@ def checked_recipes() -> dict[str, Recipe]:
     return found
 
 
+def layout_template(base: Scenario, **changes: Any) -> Scenario:
+    """`base` with `changes`, built without the checks of construction: the planner's template
+    for one group of candidates, whose layout fields (GPUs, parallel degrees, ZeRO stage,
+    accumulation) are placeholders it replaces with arrays and checks per candidate
+    (validity.layout_problems), so the template alone may break a cross-field rule. Every
+    candidate it reports is built as a checked Scenario."""
+    template = object.__new__(Scenario)
+    for name in SCENARIO_FIELDS:
+        object.__setattr__(template, name, changes.get(name, getattr(base, name)))
+    return template
+
+
 def scenario_from_mapping(data: Mapping[str, Any], base: Scenario | None = None) -> Scenario:
     """Build a validated Scenario from a dict (a scenario file, CLI flags or a JSON body).
 
@@ -889,9 +977,7 @@ def _build(data: Mapping[str, Any], base: Scenario) -> Scenario:
             values[name] = None
         else:
             values[name] = _coerce(name, raw, getattr(default_scenario(), name), infos[name])
-    scenario = dataclasses.replace(base, **values)
-    _check_combinations(scenario)
-    return scenario
+    return dataclasses.replace(base, **values)  # the record checks the cross-field rules itself
 
 
 def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
