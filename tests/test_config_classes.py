@@ -613,3 +613,40 @@ def test_one_machine_holds_every_process(tmp_path: Path) -> None:
     base = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_machines: 1\n"
     assert "gpus_per_node" not in read(tmp_path, "a.yaml", base + "num_processes: 2\n").mapping
     assert read(tmp_path, "b.yaml", base + "num_processes: 16\n").mapping["gpus_per_node"] == 16
+
+
+def test_held_out_classes_flux_units_kbit_and_workers(tmp_path: Path) -> None:
+    """The classes the held-out hand-checks (tests/corpus/held_out.yaml) found misread."""
+    # TORCHTITAN torchtitan/models/flux/train_configs/flux_schnell_model.toml lines 20-22, 39, 44
+    flux = (
+        '[model]\nname = "flux"\nflavor = "flux-schnell"\n[training]\nimg_size = 256\n'
+        '[encoder]\nt5_encoder = "google/t5-v1_1-xxl"\nmax_t5_encoding_len = 256\n'
+    )
+    mapping = read(tmp_path, "flux_schnell_model.toml", flux).mapping
+    # models/flux/job_config.py:16 img_size (images resized and cropped to it), :34 the T5
+    # length; models/flux/train.py:52-74 the autoencoder, CLIP and T5 on the GPU every step
+    assert mapping["resolution"] == "256x256" and mapping["text_tokens"] == 256
+    assert mapping["frozen_encoders"] == "gpu" and mapping["ema"] == "none" and "seq_len" not in mapping
+    # AXOLOTL examples/mistral/mistral-qlora-fsdp.yml lines 1, 11, 23, 64-70: QLoRA under FSDP skips
+    # prepare_model_for_kbit_training (loaders/model.py:162-165, :1003-1009)
+    qlora = (
+        "base_model: mistralai/Mixtral-8x7B-v0.1\nload_in_4bit: true\nadapter: qlora\n"
+        "fsdp:\n  - full_shard\n  - auto_wrap\nfsdp_config:\n  fsdp_offload_params: false\n"
+    )
+    assert read(tmp_path, "mistral-qlora-fsdp.yml", qlora).mapping["kbit_upcast"] is False
+    # TORCHTUNE recipes/configs/gemma2/2B_qlora_single_device.yaml line 34: Gemma2Attention
+    # soft-caps its own q @ k^T (models/gemma2/_attention.py:24): eager
+    gemma2 = (
+        "model:\n  _component_: torchtune.models.gemma2.qlora_gemma2_2b\n"
+        "optimizer:\n  _component_: torch.optim.AdamW\n"
+    )
+    assert read(tmp_path, "2B_qlora_single_device.yaml", gemma2).mapping["attention"] == "eager"
+    # LLAMA_FACTORY examples/train_lora/qwen3_lora_sft_ray.yaml lines 2, 31: one GPU per Ray worker
+    ray = "model_name_or_path: Qwen/Qwen3-4B-Instruct-2507\nfinetuning_type: lora\nray_num_workers: 4\n"
+    assert read(tmp_path, "qwen3_lora_sft_ray.yaml", ray).mapping["gpus"] == 4
+    # LLAMA_FACTORY examples/v1/train_full/train_full_muon.yaml lines 1-6: the v1 FSDP2 engine
+    # leaves the head in the root unit and reduces in fp32 (v1/plugins/trainer_plugins/
+    # distributed/fsdp2.py:206-213, :262-271)
+    v1 = "model: Qwen/Qwen3-0.6B\nmodel_class: llm\ndist_config:\n  name: fsdp2\nmicro_batch_size: 1\n"
+    fsdp2 = read(tmp_path, "train_full_muon.yaml", v1).mapping
+    assert fsdp2["fsdp_wrap"] == "root" and fsdp2["fsdp_reduce_dtype"] == "fp32" and fsdp2["zero_stage"] == 3

@@ -311,9 +311,7 @@ def evaluate_group(
     reject("does not fit", peak > hw["memory"][g])
     hardware = Hardware(**{name: hw[name][g] for name in Hardware.__dataclass_fields__})
     with np.errstate(invalid="ignore", divide="ignore"):
-        step = scenario_step_seconds(
-            coeffs, hardware, layout, layout_template(scenario, virtual_stages=1)
-        )
+        step = scenario_step_seconds(coeffs, hardware, layout, layout_template(scenario, virtual_stages=1))
         total_step = step.total
         global_tokens = mb * coeffs.seq_len * grad_accum * dp
         tokens = _train_tokens(scenario, global_tokens, coeffs.seq_len if model.kind != "llm" else 0)

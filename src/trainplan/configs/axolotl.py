@@ -400,6 +400,11 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         found["attention"] = ("sdpa", "no attn_implementation: transformers' default, sdpa")
     degrees = [flat.get(key) for key in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",
                                          "context_parallel_size")]  # fmt: skip
+    fsdp = flat.get("fsdp") is not None or any(path.startswith("fsdp_config.") for path in flat)
+    if fsdp and str(flat.get("adapter", "")).lower() == "qlora":
+        # loaders/model.py:162-165, :1003-1009: QLoRA under FSDP skips
+        # prepare_model_for_kbit_training (the norms and embeddings stay at the load dtype)
+        found["kbit_upcast"] = (False, "QLoRA under FSDP: axolotl skips prepare_model_for_kbit_training")
     if any(path.startswith("fsdp_config.") for path in flat):
         # FSDP1 wraps the decoder layers only; axolotl's own FSDP2 prepare does not carve the
         # embedding and the head out (monkeypatch/accelerate/fsdp2.py:759-768): root in both

@@ -303,6 +303,10 @@ RULES: dict[str, Rule] = {
     "tokenized_path": ignored(IRRELEVANT),
     "pref_beta": ignored(IRRELEVANT),
     "pref_loss": ignored(IRRELEVANT),
+    # RayArguments (hparams/training_args.py): under USE_RAY=1 run_exp starts ray_num_workers
+    # training workers, one GPU each (train/tuner.py)
+    "ray_num_workers": to("gpus", "Ray workers under USE_RAY=1, a GPU each", positive_int("ray_num_workers")),
+    "ray_*": ignored(IRRELEVANT),
     **MEGATRON_RULES,
 }
 

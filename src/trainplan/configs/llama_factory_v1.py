@@ -58,7 +58,10 @@ def _dist(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         value,
     )
     if kind == "fsdp":
-        return {"zero_stage": 3, "_backend": "FSDP"}
+        # v1/plugins/trainer_plugins/distributed/fsdp2.py: each decoder layer its own unit, the
+        # input embedding only when untied and the head never (:262-271), so the head stays in
+        # the root; gradients reduced in fp32 for bf16 and fp32 alike (get_mp_policy, :206-213)
+        return {"zero_stage": 3, "_backend": "FSDP", "fsdp_wrap": "root", "fsdp_reduce_dtype": "fp32"}
     if kind == "deepspeed":
         return Ignore("read with dist_config.config_file")
     return {"zero_stage": 0}

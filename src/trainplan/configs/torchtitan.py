@@ -181,6 +181,20 @@ def _compile(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return {"compile": True}
 
 
+def _flux(flat: Mapping[str, Any]) -> bool:
+    """A FLUX run (torchtitan/models/flux): images, not token sequences."""
+    return str(flat.get("model.name", "")).strip().lower() == "flux"
+
+
+def _img_size(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """FLUX's Training.img_size (models/flux/job_config.py:16): every image resized and cropped
+    to img_size x img_size."""
+    if not _flux(flat):
+        return Ignore(IRRELEVANT)
+    size = positive_int("training.img_size")(value)
+    return {"resolution": f"{size}x{size}"}
+
+
 RULES: dict[str, Rule] = {
     "model.name": Rule("model family; with flavor the catalog model", _model, sets="model, method"),
     "model.flavor": ignored("read with model.name"),
@@ -192,6 +206,13 @@ RULES: dict[str, Rule] = {
         "global: local batch x data-parallel GPUs x accumulation", _global_batch, sets="grad_accum"
     ),
     "training.seq_len": to("seq_len", "tokens per sequence", positive_int("training.seq_len")),
+    "training.img_size": Rule("FLUX: images resized to img_size x img_size", _img_size, sets="resolution"),
+    "encoder.max_t5_encoding_len": to(
+        "text_tokens",
+        "FLUX: T5 tokens per prompt (padded or cut)",
+        positive_int("encoder.max_t5_encoding_len"),
+    ),
+    "encoder.*": ignored(f"{IRRELEVANT} (the encoders' and autoencoder's checkpoints)"),
     "training.steps": to("steps", "optimizer steps", positive_int("training.steps")),
     "training.mixed_precision_param": Rule(
         "FSDP2 parameters in bf16, fp32 sharded master", _precision, sets="precision"
@@ -308,18 +329,30 @@ OLDER_NAMES = {
 def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     """torchtitan's JobConfig defaults (torchtitan/config/job_config.py) for what a file leaves
     out; a default global_batch_size of -1 means no gradient accumulation (train.py)."""
-    return {key: default for key, default in DEFAULTS.items() if flat.get(OLDER_NAMES.get(key, "")) is None}
+    found = {key: default for key, default in DEFAULTS.items() if flat.get(OLDER_NAMES.get(key, "")) is None}
+    if _flux(flat):
+        found.pop("training.seq_len", None)  # a FLUX step is sized by img_size, not seq_len
+    return found
 
 
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """torchtitan's default layout for a file without data_parallel_shard_degree (-1: FSDP over
     every GPU left), with whatever TP and PP degrees the file gives."""
+    found: dict[str, tuple[Any, str]] = {}
+    if _flux(flat):
+        # models/flux/train.py:52-74 (pytorch/torchtitan@238fa995): the autoencoder, CLIP and T5
+        # are loaded on the GPU and encode every batch; FluxTrainer keeps no EMA copy
+        found["frozen_encoders"] = (
+            "gpu",
+            "FluxTrainer: the autoencoder, CLIP and T5 on the GPU, run every step",
+        )
+        found["ema"] = ("none", "FluxTrainer keeps no EMA copy of the weights")
     if _get(flat, "data_parallel_shard_degree") is not None:
-        return {}
+        return found
     fields = _parallel(-1, flat)
     assert isinstance(fields, dict)
     note = "torchtitan default data_parallel_shard_degree -1: FSDP over every GPU left"
-    return {name: (value, note) for name, value in fields.items()}
+    return found | {name: (value, note) for name, value in fields.items()}
 
 
 # The layouts `emit` can write (plan --emit torchtitan searches only these): full fine-tunes,

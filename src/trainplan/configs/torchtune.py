@@ -109,7 +109,12 @@ def _model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     if method == "lora" and quantize is not None and truthy("model.quantize_base", quantize):
         method = "qlora"  # a lora_ builder with quantize_base: the qlora_ builder's NF4 base
     model, note = builder_model(value)
-    return {"model": model, "method": method, "_note": note}
+    found = {"model": model, "method": method, "_note": note}
+    if ".gemma2." in value:
+        # models/gemma2/_attention.py:24 (pytorch/torchtune@bd2a0fc7): Gemma2Attention computes
+        # q @ k^T itself, soft-capped, because SDPA cannot soft-cap: the scores are materialised
+        found["attention"] = "eager"
+    return found
 
 
 def _targets(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
