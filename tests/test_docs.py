@@ -60,6 +60,16 @@ def test_accuracy_page_is_current() -> None:
     assert (DOCS / "accuracy.md").read_text() == expected, "run scripts/accuracy.py"
 
 
+def test_readme_accuracy_figures_are_the_accuracy_pages() -> None:
+    """The README's figures come from the same cases and evaluations as docs/accuracy.md."""
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    from accuracy import readme_block
+
+    assert readme_block() in (DOCS.parent / "README.md").read_text(), "run scripts/accuracy.py"
+
+
 def test_accuracy_plot_exists() -> None:
     png = DOCS / "accuracy.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
