@@ -70,6 +70,7 @@ def _get(url: str) -> tuple[int, bytes]:
         return response.status, response.read()
 
 
+@pytest.mark.slow
 def test_a_fresh_install_of_the_web_extra_serves_the_whole_page(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)

@@ -42,6 +42,7 @@ def test_untraceable_settings_are_clear_errors(fields: dict[str, object], field:
     assert error.value.field == field
 
 
+@pytest.mark.slow
 def test_live_traces_match_the_estimate() -> None:
     pytest.importorskip("torch")
     from trainplan.measure.compare import measure_scenario
@@ -99,6 +100,7 @@ SSM_CONFIGS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "fields", "tolerance"),
     [

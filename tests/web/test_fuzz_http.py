@@ -14,6 +14,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from trainplan.scenario import field_infos
@@ -144,6 +145,7 @@ def request(rng: random.Random) -> tuple[str, str, str | None, dict[str, str]]:
     return "POST", path, scenario_body(rng), {"content-type": media} if media else {}
 
 
+@pytest.mark.slow
 def test_no_request_gets_a_5xx() -> None:
     rng = random.Random(SEED)
     statuses: Counter[int] = Counter()
