@@ -650,3 +650,20 @@ def test_held_out_classes_flux_units_kbit_and_workers(tmp_path: Path) -> None:
     v1 = "model: Qwen/Qwen3-0.6B\nmodel_class: llm\ndist_config:\n  name: fsdp2\nmicro_batch_size: 1\n"
     fsdp2 = read(tmp_path, "train_full_muon.yaml", v1).mapping
     assert fsdp2["fsdp_wrap"] == "root" and fsdp2["fsdp_reduce_dtype"] == "fp32" and fsdp2["zero_stage"] == 3
+
+
+def test_second_held_out_classes_one_process_and_a_preference_loss(tmp_path: Path) -> None:
+    # TRL trl/accelerate_configs/single_gpu.yaml: distributed_type "NO" with num_processes 8 runs
+    # one plain process (accelerate commands/launch.py:1212-1245)
+    one = (
+        'compute_environment: LOCAL_MACHINE\ndistributed_type: "NO"\nmixed_precision: bf16\n'
+        "num_processes: 8\n"
+    )
+    assert read(tmp_path, "single_gpu.yaml", one).mapping["gpus"] == 1
+    # HANDBOOK recipes/pref_align_scan/dpo/config_zephyr.yaml: beta and a DPO loss_type (sigmoid):
+    # the preference trainer's log-probabilities over the full logits, not SFT's chunked loss
+    dpo = (
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\nbf16: true\nbeta: 0.01\nloss_type: sigmoid\n"
+        "max_prompt_length: 512\n"
+    )
+    assert read(tmp_path, "config_zephyr.yaml", dpo).mapping["loss"] == "standard"

@@ -157,6 +157,17 @@ def _ds_stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     return {"zero_stage": stage, "_backend": "DeepSpeed"}
 
 
+def _processes(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """num_processes, except that distributed_type NO launches one process whatever it says
+    (commands/launch.py:1212-1245 at huggingface/accelerate@16cb6eb8: only the MULTI_* types,
+    FSDP and DeepSpeed start several)."""
+    processes = positive_int("num_processes")(value)
+    kind = flat.get("distributed_type")
+    if kind is False or str(kind).strip().upper() == "NO":  # an unquoted NO is YAML 1.1's false
+        return {"gpus": 1, "_note": "distributed_type NO: accelerate launches one process"}
+    return processes if isinstance(processes, Ignore) else {"gpus": processes}
+
+
 def _machines(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     from trainplan.scenario import default_scenario
 
@@ -176,7 +187,7 @@ RULES: dict[str, Rule] = {
     "distributed_type": Rule(
         "NO / MULTI_GPU = ZeRO 0; FSDP and DEEPSPEED read with their blocks", _distributed, sets="zero_stage"
     ),
-    "num_processes": to("gpus", "GPUs over all machines", positive_int("num_processes")),
+    "num_processes": Rule("GPUs over all machines (one under distributed_type NO)", _processes, sets="gpus"),
     "num_machines": Rule(
         "nodes: num_processes / num_machines GPUs per node", _machines, sets="gpus_per_node"
     ),

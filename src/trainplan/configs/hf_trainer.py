@@ -317,7 +317,7 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     """The model's own cross-entropy over full logits where TRL's chunked loss does not run: a
     config with max_seq_length is for TRL 0.19 or older (renamed max_length in 0.20, trl
     e102ac8df), before chunked_nll (TRL 1.4, 9bcf72943); a preference trainer's loss is its own."""
-    if recipe(flat) != "trl" or flat.get("loss_type") is not None:
+    if recipe(flat) != "trl" or flat.get("loss_type") in SFT_LOSSES:
         return {}
     if "max_seq_length" in flat:
         return {"loss": ("standard", "max_seq_length: a TRL 0.19 config, the model's own cross-entropy")}
