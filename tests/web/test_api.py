@@ -371,3 +371,29 @@ def test_sample_fields_through_the_api(client: TestClient) -> None:
     assert (ratio["exclusiveMinimum"], ratio["exclusiveMaximum"]) == (0.0, 1.0)
     assert {"type": "integer"} in properties["resolution"]["anyOf"][0]["anyOf"]
     assert properties["ema"]["anyOf"][0]["enum"] == ["none", "fp32", "bf16"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # torchtune's LoRA recipe fills adamw-fused, lora.dtype compute and chunked loss: a value
+        # set back to trainplan's default must still be stated, or the recipe would fill it
+        {"model": "Llama-3.1-8B", "recipe": "torchtune", "method": "lora", "optimizer": "adamw",
+         "loss": "standard", "lora": {"dtype": "fp32"}},
+        {"model": "Llama-3.1-8B", "recipe": "axolotl", "method": "full", "optimizer": "adamw",
+         "activation_checkpointing": "none"},
+    ],
+)  # fmt: skip
+def test_a_recipe_command_and_link_state_what_the_recipe_would_fill(
+    client: TestClient, body: dict[str, Any]
+) -> None:
+    data = post(client, body).json()
+    args = shlex.split(data["display"]["cli"])[1:]
+    for name in body:
+        if name not in ("model", "lora", "method"):  # method lora is the default either way
+            assert f"--{name.replace('_', '-')}" in args, (name, args)
+    result = CliRunner().invoke(cli_app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    ran = json.loads(result.output)
+    assert ran["memory"]["per_gpu"]["total_bytes"] == data["memory"]["per_gpu"]["total_bytes"]
+    assert ran["scenario"] == data["scenario"]

@@ -644,3 +644,39 @@ def test_the_api_docs_page_runs_under_its_policy(page: Page) -> None:
     page.page.wait_for_selector(".opblock-summary-path", timeout=20_000)
     paths = page.page.locator(".opblock-summary-path").all_inner_texts()
     assert {"/api/estimate", "/api/plan", "/api/config"} <= {path.strip() for path in paths}
+
+
+@pytest.mark.parametrize(
+    ("model", "recipe"),
+    [("Llama-3.1-8B", "torchtune"), ("Llama-3.1-8B", "unsloth"), ("FLUX.1-dev", "diffusers")],
+)
+def test_a_recipe_on_the_page_is_the_recipe_of_its_link_and_command(
+    page: Page, client: TestClient, model: str, recipe: str
+) -> None:
+    """Picking a framework recipe changes the page's estimate exactly as its share link and its
+    command apply it: the page left every default-valued control out of its request only after
+    this was fixed (it sent them, so a recipe filled nothing on the page)."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from trainplan.cli import app
+
+    page.open(f"?model={model}")
+    before = page.renders()
+    page.page.get_by_role("combobox", name="Framework recipe", exact=True).select_option(recipe)
+    page.wait_render(before)
+    query = {key: values[0] for key, values in parse_qs(urlsplit(page.page.url).query).items()}
+    assert query["recipe"] == recipe
+    linked = api(client, query)
+    assert_shows(page, linked)  # the page's figures are its link's, its command included
+    command = shlex.split(page.page.locator("#cli-command").input_value())
+    assert command[:2] == ["trainplan", "estimate"] and "--recipe" in command
+    ran = CliRunner().invoke(app, [*command[1:], "--json"], catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
+    assert (
+        json.loads(ran.output)["memory"]["per_gpu"]["total_bytes"]
+        == linked["memory"]["per_gpu"]["total_bytes"]
+    )
+    plain = api(client, {"model": model})
+    assert linked["memory"]["per_gpu"]["total_bytes"] != plain["memory"]["per_gpu"]["total_bytes"]

@@ -28,7 +28,7 @@ from trainplan.phrasing import (
     weights_detail,
 )
 from trainplan.result import Estimate
-from trainplan.scenario import Scenario, scenario_to_mapping
+from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.units import format_count, format_gib, format_percent
 
 
@@ -49,16 +49,36 @@ def _defaults() -> dict[str, Any]:
 
 
 def changed_fields(scenario: Scenario) -> list[tuple[str, Any]]:
-    """(field, value) for every field that differs from the default; LoRA parts as `lora.rank`."""
+    """(field, value) for every field that differs from the default; LoRA parts as `lora.rank`.
+    Under a recipe, a field at the default that the recipe would fill otherwise is listed too, so
+    that the fields read back give `scenario` itself (the command's and the link's rule)."""
     data = scenario_to_mapping(scenario)
-    defaults = _defaults()
-    changed: list[tuple[str, Any]] = []
+    changed = _differing(data, _defaults())
+    if scenario.recipe is not None:
+        rebuilt = scenario_to_mapping(scenario_from_mapping(_as_mapping(data["model"], changed)))
+        listed = {name for name, _ in changed}
+        changed += [pair for pair in _differing(data, rebuilt) if pair[0] not in listed]
+    return changed
+
+
+def _differing(data: dict[str, Any], other: dict[str, Any]) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
     for name, value in data.items():
         if name == "lora":
-            changed += [(f"lora.{part}", v) for part, v in value.items() if v != defaults["lora"][part]]
-        elif name != "model" and value is not None and value != defaults[name]:
-            changed.append((name, value))
-    return changed
+            found += [(f"lora.{part}", v) for part, v in value.items() if v != other["lora"][part]]
+        elif name != "model" and value is not None and value != other[name]:
+            found.append((name, value))
+    return found
+
+
+def _as_mapping(model: str, fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping: dict[str, Any] = {"model": model}
+    for name, value in fields:
+        if name.startswith("lora."):
+            mapping.setdefault("lora", {})[name[5:]] = value
+        else:
+            mapping[name] = value
+    return mapping
 
 
 def cli_command(scenario: Scenario, uploaded: bool = False) -> str:

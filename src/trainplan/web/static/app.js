@@ -11,6 +11,9 @@
     meta: null, fields: {}, values: {}, controls: {}, config: null,
     models: [], gpus: [], regions: [], result: null, seq: 0, controller: null, timer: 0, chart: null,
     plan: null, planChart: null,
+    // the fields someone set (a control, the link, a config, a plan): under a recipe, one of them
+    // at its default is still sent, since the recipe would fill it otherwise
+    stated: new Set(),
   };
 
   // ---------- small helpers ----------
@@ -55,6 +58,13 @@
     if (typeof value === "boolean") return value ? "true" : "false";
     if (Array.isArray(value)) return value.join(",");
     return String(value);
+  }
+  // A value the request and the link leave out, so that the server fills it as the command's
+  // reader does: one at its default, unless someone set it under a recipe (which would fill it).
+  function leftOut(name, text) {
+    const field = state.fields[name];
+    if (!field || !isDefault(field, text)) return false;
+    return !(state.values.recipe && state.stated.has(name));
   }
   function isDefault(field, text) {
     const def = asText(field.default);
@@ -103,7 +113,7 @@
     params.set("model", state.values.model || "");
     for (const field of state.meta.fields) {
       const text = state.values[field.name];
-      if (field.name === "model" || text === undefined || text === "" || isDefault(field, text)) continue;
+      if (field.name === "model" || text === undefined || text === "" || leftOut(field.name, text)) continue;
       params.set(field.name, text);
     }
     let note = false;
@@ -151,6 +161,7 @@
     for (const [name, text] of Object.entries(values)) {
       if (text === "" || text === undefined || text === null) continue;
       if (kind && !appliesTo(name, kind)) continue;
+      if (name !== "model" && leftOut(name, text)) continue;
       if (name.startsWith("lora.")) (body.lora ||= {})[name.slice(5)] = text;
       else body[name] = text;
     }
@@ -262,6 +273,7 @@
   // ---------- controls ----------
   function onEdit(name, value, delay) {
     state.values[name] = value;
+    state.stated.add(name);
     if (name === "method") {
       // a full fine-tune has no frozen base: its precision setting no longer applies
       if (value === "full" && state.values.base_weights) setValue("base_weights", "", false);
@@ -272,6 +284,7 @@
   function setValue(name, value, now) {
     const text = asText(value);
     state.values[name] = text;
+    state.stated.add(name);
     if (state.controls[name]) state.controls[name].set(text);
     applyVisibility();
     if (now) schedule(0);
@@ -624,6 +637,7 @@
       onclick: () => {
         state.config = null;
         state.values = defaults();
+        state.stated.clear();
         for (const [name, control] of Object.entries(state.controls)) control.set(state.values[name] || "");
         applyVisibility();
         schedule(0);
@@ -1349,6 +1363,7 @@
     for (const [name, text] of Object.entries(values)) {
       if (!state.fields[name]) continue;
       state.values[name] = text;
+      state.stated.add(name);
       if (state.controls[name] && !(name === "model" && state.config)) state.controls[name].set(text);
     }
     const mode = values.steps ? "steps" : values.dataset_tokens ? "dataset" : "tokens";
@@ -1452,8 +1467,10 @@
     state.values = defaults();
     let dropped = false;
     for (const [name, text] of Object.entries(fromUrl)) {
-      if (state.fields[name]) state.values[name] = text;
-      else dropped = true;
+      if (state.fields[name]) {
+        state.values[name] = text;
+        state.stated.add(name);
+      } else dropped = true;
     }
     buildForm();
     buildLargest();
