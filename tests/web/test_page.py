@@ -680,3 +680,34 @@ def test_a_recipe_on_the_page_is_the_recipe_of_its_link_and_command(
     )
     plain = api(client, {"model": model})
     assert linked["memory"]["per_gpu"]["total_bytes"] != plain["memory"]["per_gpu"]["total_bytes"]
+
+
+def test_a_model_of_another_kind_switches_the_form_at_once(page: Page, client: TestClient) -> None:
+    """Picking a diffusion model after a language model shows its fields and hides the others
+    without a reload, and a kind-specific value typed for one model is cleared for the next
+    (a FLUX resolution carried over to V-JEPA 2 made it fail with "give frames per clip")."""
+
+    def pick(name: str) -> None:
+        before = page.renders()
+        model = page.page.get_by_role("combobox", name="Model", exact=True)
+        model.fill(name)
+        model.press("Enter")
+        page.wait_render(before)
+
+    page.open()
+    sequence = page.page.locator('[data-field="seq_len"]')
+    resolution = page.page.locator('[data-field="resolution"]')
+    assert sequence.is_visible() and not resolution.is_visible()
+    pick("FLUX.1-dev")
+    assert not sequence.is_visible() and resolution.is_visible()
+    before = page.renders()
+    page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).fill("512")
+    page.wait_render(before)
+    assert page.text("#total") == api(client, {"model": "FLUX.1-dev", "resolution": 512})["display"]["total"]
+    pick("V-JEPA-2-ViT-L")
+    assert page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).input_value() == ""
+    assert "resolution" not in parse_qs(urlsplit(page.page.url).query)
+    assert_shows(page, api(client, {"model": "V-JEPA-2-ViT-L"}))
+    pick("Llama-3.1-8B")
+    assert sequence.is_visible() and not resolution.is_visible()
+    assert_shows(page, api(client, {"model": "Llama-3.1-8B"}))

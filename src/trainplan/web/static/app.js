@@ -274,6 +274,7 @@
   function onEdit(name, value, delay) {
     state.values[name] = value;
     state.stated.add(name);
+    if (name === "model") followKind();
     if (name === "method") {
       // a full fine-tune has no frozen base: its precision setting no longer applies
       if (value === "full" && state.values.base_weights) setValue("base_weights", "", false);
@@ -609,6 +610,23 @@
     return h("div", { className: "field" }, h("span", { className: "label", id: "budget-mode-label", text: "Budget by" }), group);
   }
 
+  // A model of another kind (language, diffusion, video, JEPA) switches the form at once: its
+  // fields appear, the others hide, and every kind-specific value goes back to its default (a
+  // resolution typed for an image model means nothing to the next one).
+  function followKind() {
+    const before = document.body.dataset.kind;
+    const kind = modelKind();
+    if (before && kind !== before) {
+      for (const field of state.meta.fields) {
+        if (!field.families || field.name === "model") continue;
+        const text = asText(field.default);
+        state.values[field.name] = text;
+        state.stated.delete(field.name);
+        if (state.controls[field.name]) state.controls[field.name].set(text);
+      }
+    }
+    applyVisibility();
+  }
   function applyVisibility() {
     const kind = modelKind();
     document.body.dataset.kind = kind;
