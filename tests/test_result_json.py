@@ -70,7 +70,7 @@ def test_derived_figures_by_hand() -> None:
 def test_the_max_object_leaves_the_estimate_out() -> None:
     """The default scenario's largest micro-batch: rounded down to its multiple, never above the limit."""
     data = largest_that_fits(estimate({}).scenario, "micro_batch", None).to_dict()
-    assert sorted(data) == ["exact", "field", "headroom", "multiple", "value"]
+    assert sorted(data) == ["exact", "field", "headroom", "limit", "multiple", "value"]
     assert data["field"] == "micro_batch"
     assert data["value"] <= data["exact"]
     assert data["value"] % data["multiple"] == 0

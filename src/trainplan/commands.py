@@ -22,6 +22,7 @@ from trainplan.options import (
     HEADROOM_FLAG,
     JSON_FLAG,
     MAX_FLAG,
+    PAST_CONTEXT_FLAG,
     PLAN_OPTIONS,
     estimate_options,
     flag_name,
@@ -166,7 +167,19 @@ def _register_estimate() -> None:
         ),
         annotation=float | None,
     )
-    estimate_command.__signature__ = inspect.Signature([*_estimate_parameters(), maximise, headroom])  # type: ignore[attr-defined]
+    past_context = inspect.Parameter(
+        "past_context",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(
+            False,
+            PAST_CONTEXT_FLAG,
+            help="with --max seq_len: search past the model's context window (it stops there otherwise)",
+        ),
+        annotation=bool,
+    )
+    estimate_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*_estimate_parameters(), maximise, headroom, past_context]
+    )
     app.command("estimate")(estimate_command)
 
 

@@ -264,6 +264,12 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
     notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
+    if model.kind == "llm" and 0 < model.context_window < scenario.seq_len:
+        notes.append(
+            f"seq_len {scenario.seq_len:,} is beyond {model.name}'s context window of "
+            f"{model.context_window:,} tokens (its config's max_position_embeddings or rope scaling): "
+            "the memory is estimated, but the model was never trained on positions past it"
+        )
     notes.extend(_fsdp_notes(scenario))
     if gpu.dense_flops_per_s.get(recipe.compute) is None:
         fallback = (

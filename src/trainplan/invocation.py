@@ -77,6 +77,7 @@ def run_estimate(**kwargs: Any) -> None:
     as_json = kwargs.pop("as_json")
     maximise = kwargs.pop("maximise")
     headroom = kwargs.pop("headroom")
+    past_context = bool(kwargs.pop("past_context", False))
     found = None
     try:
         scenario, reading = scenario_and_reading(kwargs)
@@ -84,7 +85,10 @@ def run_estimate(**kwargs: Any) -> None:
             from trainplan.largest_fit import DEFAULT_HEADROOM, largest_that_fits
 
             found = largest_that_fits(
-                scenario, maximise, headroom=DEFAULT_HEADROOM if headroom is None else headroom
+                scenario,
+                maximise,
+                headroom=DEFAULT_HEADROOM if headroom is None else headroom,
+                past_context=past_context,
             )
             result = found.estimate
         else:

@@ -36,10 +36,12 @@ def largest_fitting(
     field: str,
     model: ModelSpec | None = None,
     headroom: float = DEFAULT_HEADROOM,
+    past_context: bool = False,
 ) -> Largest | None:
     """The largest `field` value whose peak fits the scenario's GPU with `headroom` of its memory
     left free, rounded down to a useful multiple (headroom 0: the exact boundary, not rounded);
-    None when even 1 does not fit."""
+    None when even 1 does not fit. A sequence stops at the model's context window (`ceiling`
+    says so) unless `past_context`."""
     if field not in SEARCHABLE:
         raise InputError("max", f"can search {', '.join(SEARCHABLE)}, not {shown_value(field)}")
     if not 0 <= headroom <= 0.5:
@@ -54,19 +56,35 @@ def largest_fitting(
     def fits(value: int) -> bool:
         return run(value).total_bytes <= capacity
 
-    exact = _largest(fits, SEARCHABLE[field])
+    ceiling = SEARCHABLE[field]
+    window = _context_window(scenario, model) if field == "seq_len" and not past_context else 0
+    if 0 < window < ceiling:
+        ceiling = window
+    exact = _largest(fits, ceiling)
     if not exact:
         return None
-    multiple = useful_multiple(field, exact) if headroom > 0 else 1
+    multiple = useful_multiple(field, exact) if headroom > 0 and exact < ceiling else 1
     value = exact // multiple * multiple
-    return Largest(run(value), field, value, exact, headroom, multiple)
+    limit = "context window" if exact == ceiling and ceiling == window else ""
+    return Largest(run(value), field, value, exact, headroom, multiple, limit)
+
+
+def _context_window(scenario: Scenario, model: ModelSpec | None) -> int:
+    from trainplan.resolve import resolve_model
+
+    spec = model if model is not None else resolve_model(scenario.model, scenario.force, scenario.vae)
+    return spec.context_window if spec.kind == "llm" else 0
 
 
 def largest_that_fits(
-    scenario: Scenario, field: str, model: ModelSpec | None = None, headroom: float = DEFAULT_HEADROOM
+    scenario: Scenario,
+    field: str,
+    model: ModelSpec | None = None,
+    headroom: float = DEFAULT_HEADROOM,
+    past_context: bool = False,
 ) -> Largest:
     """`largest_fitting`, or the nothing-fits InputError on `max` (the CLI's and the API's answer)."""
-    found = largest_fitting(scenario, field, model=model, headroom=headroom)
+    found = largest_fitting(scenario, field, model=model, headroom=headroom, past_context=past_context)
     if found is None:
         raise nothing_fits(scenario, field, model)
     return found

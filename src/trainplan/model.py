@@ -449,6 +449,9 @@ class ModelSpec:
     embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
     head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
     residual_streams: int = 1  # copies of the hidden state the residual stream carries (hyper-connections)
+    # the longest sequence the config's positions cover (max_position_embeddings, or the original
+    # length times a rope_scaling factor); 0 where the config gives none
+    context_window: int = 0
 
     @once
     def num_layers(self) -> int:

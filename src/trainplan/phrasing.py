@@ -115,6 +115,12 @@ def largest_line(found: Largest) -> str:
         if found.value != found.exact
         else ""
     )
+    if found.limit == "context window":
+        return (
+            f"Largest {field_noun(found.field)}: {found.value:,}, {result.model_name}'s context window, "
+            f"fits on {result.gpu}{free}{held}; past it the model has no trained positions "
+            "(--past-context searches further)"
+        )
     return (
         f"Largest {field_noun(found.field)} that fits on {result.gpu}{free}: {found.value:,}{held}{rounded}"
     )

@@ -299,6 +299,8 @@ class Largest:
     exact: int
     headroom: float
     multiple: int
+    # what stopped the search short of memory: "context window" (the model's, for seq_len), or ""
+    limit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The `max` object of `estimate --max --json` and `POST /api/estimate?max=`."""

@@ -397,3 +397,13 @@ def test_a_recipe_command_and_link_state_what_the_recipe_would_fill(
     ran = json.loads(result.output)
     assert ran["memory"]["per_gpu"]["total_bytes"] == data["memory"]["per_gpu"]["total_bytes"]
     assert ran["scenario"] == data["scenario"]
+
+
+def test_the_largest_sequence_stops_at_the_context_window_unless_asked(client: TestClient) -> None:
+    body = {"model": "Llama-2-7B", "method": "qlora"}
+    capped = client.post("/api/estimate", params={"max": "seq_len"}, json=body).json()
+    assert capped["max"]["value"] == 4096 and capped["max"]["limit"] == "context window"
+    assert "context window" in capped["display"]["largest"]
+    past = client.post("/api/estimate", params={"max": "seq_len", "past_context": "true"}, json=body).json()
+    assert past["max"]["value"] > 4096 and past["max"]["limit"] == ""
+    assert any("context window" in note for note in past["warnings"])

@@ -47,7 +47,7 @@ def test_the_answer_fits_and_one_more_does_not(client: TestClient, field: str, b
     assert response.status_code == 200, response.text
     data = response.json()
     value = data["max"]["value"]
-    exact = {"field": field, "value": value, "exact": value, "headroom": 0.0, "multiple": 1}
+    exact = {"field": field, "value": value, "exact": value, "headroom": 0.0, "multiple": 1, "limit": ""}
     assert data["max"] == exact and data["scenario"][field] == value
     capacity = find_gpu(data["scenario"]["gpu"]).memory_bytes
     assert data["memory"]["per_gpu"]["total_bytes"] == total_at(body, field, value) <= capacity

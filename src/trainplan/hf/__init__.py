@@ -127,6 +127,8 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "", force:
 
     A config whose layout is not modelled is refused; with `force` it is read with the closest
     modelled reading instead, and the spec carries the refusal as an approximation note."""
+    from dataclasses import replace
+
     try:
         spec, forced = _spec_and_notes(cfg, name, source, force)
     except ConfigError as error:
@@ -136,11 +138,27 @@ def spec_from_config(cfg: Mapping[str, Any], name: str, source: str = "", force:
             error.field,
             f"{error.message} (force: the closest modelled reading cannot read this config either)",
         ) from None
+    if spec.kind == "llm":
+        spec = replace(spec, context_window=context_window(language_config(cfg)))
     if not forced:
         return spec
-    from dataclasses import replace
-
     return replace(spec, approximations=(*forced, *spec.approximations))
+
+
+WINDOW_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
+
+
+def context_window(cfg: Mapping[str, Any]) -> int:
+    """The longest sequence a config's positions cover: its max_position_embeddings (or the
+    older names of it), or, where rope_scaling stretches an original length by a factor (YaRN,
+    linear, dynamic), that length times the factor if longer; 0 where the config gives none."""
+    window = next((cfg[key] for key in WINDOW_KEYS if isinstance(cfg.get(key), int) and cfg[key] > 0), 0)
+    scaling = cfg.get("rope_scaling")
+    if isinstance(scaling, Mapping) and isinstance(scaling.get("factor"), int | float):
+        original = scaling.get("original_max_position_embeddings") or window
+        if isinstance(original, int) and original > 0:
+            window = max(window, int(original * float(scaling["factor"])))
+    return int(window)
 
 
 def _spec_and_notes(

@@ -20,8 +20,13 @@ MAX_FIELDS: tuple[str, ...] = get_args(MaxField)  # the keys of search.SEARCHABL
 
 
 def largest(
-    scenario: Scenario, field: str, model: ModelSpec | None, headroom: float = DEFAULT_HEADROOM
+    scenario: Scenario,
+    field: str,
+    model: ModelSpec | None,
+    headroom: float = DEFAULT_HEADROOM,
+    past_context: bool = False,
 ) -> Largest:
     """The answer at the largest `field` value that fits (its estimate, and the `max` object of
-    the CLI's `--json`); an InputError on `max` when not even 1 fits."""
-    return largest_that_fits(scenario, field, model, headroom)
+    the CLI's `--json`); an InputError on `max` when not even 1 fits. A sequence stops at the
+    model's context window unless `past_context`."""
+    return largest_that_fits(scenario, field, model, headroom, past_context)

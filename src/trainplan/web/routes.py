@@ -186,9 +186,11 @@ def estimate_payload(
     return payload
 
 
-def largest_payload(inputs: EngineInputs, field: str, with_hints: bool, headroom: float) -> dict[str, Any]:
+def largest_payload(
+    inputs: EngineInputs, field: str, with_hints: bool, headroom: float, past_context: bool = False
+) -> dict[str, Any]:
     """The estimate payload at the largest `field` that fits, with the CLI's `max` object."""
-    found = largest(inputs.scenario, field, inputs.model, headroom)
+    found = largest(inputs.scenario, field, inputs.model, headroom, past_context)
     payload = estimate_payload(inputs, with_hints, found.estimate)
     payload["max"] = found.to_dict()
     payload["display"]["largest"] = largest_line(found)
@@ -311,6 +313,11 @@ async def post_estimate(
         description="with `max`: the share of GPU memory to leave free; the answer is then rounded "
         "down to a useful multiple (0: the exact boundary, not rounded)",
     ),
+    past_context: bool = Query(
+        False,
+        description="with `max=seq_len`: search past the model's context window (the search stops "
+        "there otherwise, and `max.limit` says so)",
+    ),
 ) -> Response:
     """Body: scenario fields as in a scenario file (absent fields take their defaults), and
     optionally `model_config`, the contents of a config.json. A Hub id in `model` is fetched
@@ -321,13 +328,15 @@ async def post_estimate(
     fits, a 422 naming `max`."""
     body = await read_json_object(request)
     kept = answers(request.app)
-    key = Answers.key(body, (hints, maximise, headroom))
+    key = Answers.key(body, (hints, maximise, headroom, past_context))
     answer = kept.get(key)
     if answer is not None:
         return Response(answer, media_type="application/json")
     inputs = await resolve_inputs(request, body)
     if maximise is not None:
-        response = json_response(await compute(largest_payload, inputs, maximise, hints, headroom))
+        response = json_response(
+            await compute(largest_payload, inputs, maximise, hints, headroom, past_context)
+        )
     else:
         response = json_response(await compute(estimate_payload, inputs, hints))
     if hub_id_of(body) is None:  # a Hub config may change: its answers are not kept
