@@ -87,11 +87,28 @@ def live_server() -> Iterator[str]:
         yield url
 
 
+def need_browser(path: Path, required: bool) -> None:
+    """Skip the browser tests where `path` (Chromium) is absent, or fail them where `required`."""
+    if not path.exists():
+        message = f"{path} is absent (apt-get install chromium); browser tests need it"
+        if required:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture
+def browser_check() -> Any:
+    """`need_browser`, for the test that holds its rule."""
+    return need_browser
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Debian's Chromium driven by Playwright (never a downloaded browser)."""
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is absent (apt-get install chromium); browser tests need it")
+    required = os.environ.get("TRAINPLAN_REQUIRE_BROWSER") == "1"  # .ci/run sets it: CI fails, never skips
+    need_browser(CHROMIUM, required)
+    if required:
+        import playwright.sync_api  # an ImportError fails the run
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
