@@ -89,3 +89,24 @@ def test_the_lora_flags_show_the_declared_ranges() -> None:
     assert help_of["lora_dtype"] == LORA_FIELDS["dtype"].help + " [fp32|compute]"
     assert help_of["dora"] == LORA_FIELDS["dora"].help + " (true/false)"
     assert help_of["lora_targets"] == option_help(LORA_FIELDS["targets"]) + " (comma-separated)"
+
+
+def test_help_shows_each_option_s_allowed_values() -> None:
+    """rich reads `[a|b]` as markup and drops it: the choices must survive into the printed help,
+    and each option's value is named by its choices or its kind, never typer's `<str>`."""
+    from typer.testing import CliRunner
+
+    from trainplan.cli import app
+
+    runner = CliRunner()
+    text = runner.invoke(app, ["estimate", "--help"], env={"COLUMNS": "250"}).output
+    assert "<str>" not in text
+    method = next(line for line in text.splitlines() if "--method " in line)
+    assert "full|lora|qlora" in method and "what is trained [full|lora|qlora]" in method
+    micro = next(line for line in text.splitlines() if "--micro-batch " in line)
+    assert " INT " in micro and "(1 .. 65536)" in micro
+    optimizer = next(line for line in text.splitlines() if "--optimizer " in line)
+    assert "[adamw|adamw-fused|adamw-8bit|" in optimizer
+    plan = runner.invoke(app, ["plan", "--help"], env={"COLUMNS": "250"}).output
+    assert "<str>" not in plan
+    assert "time|cost|energy|pareto|gpus" in next(row for row in plan.splitlines() if "--objective " in row)

@@ -26,6 +26,7 @@ from trainplan.options import (
     PLAN_OPTIONS,
     estimate_options,
     flag_name,
+    option_metavar,
 )
 
 app = typer.Typer(
@@ -35,15 +36,19 @@ app = typer.Typer(
 )
 
 
-def _option(flag: str, help_text: str) -> Any:
-    return typer.Option(None, flag, help=help_text, show_default=False)
+def _option(flag: str, help_text: str, metavar: str | None = None) -> Any:
+    """A string option; its help's `[a|b]` choices are escaped so that rich prints them."""
+    return typer.Option(None, flag, help=help_text.replace("[", "\\["), show_default=False, metavar=metavar)
 
 
 def _estimate_parameters() -> list[inspect.Parameter]:
     """The string options, then --from (repeatable) and --json."""
     parameters = [
         inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=_option(flag, help_text), annotation=str | None
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=_option(flag, help_text, option_metavar(name)),
+            annotation=str | None,
         )
         for name, flag, help_text in estimate_options()
     ]
@@ -55,6 +60,7 @@ def _estimate_parameters() -> list[inspect.Parameter]:
                 FROM_FLAG,
                 "a training config to read (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, "
                 "accelerate, DeepSpeed; repeatable); the scenario file and flags override it",
+                "FILE",
             ),
             annotation=list[str] | None,
         )
@@ -152,6 +158,7 @@ def _register_estimate() -> None:
             MAX_FLAG,
             help="find the largest micro_batch or seq_len that fits the GPU",
             show_default=False,
+            metavar="micro_batch|seq_len",
         ),
         annotation=str | None,
     )
@@ -285,7 +292,7 @@ def _register_plan() -> None:
         inspect.Parameter(
             name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=_option(flag_name(name), option.help_text()),
+            default=_option(flag_name(name), option.help_text(), option.metavar()),
             annotation=str | None,
         )
         for name, option in PLAN_OPTIONS.items()
@@ -298,6 +305,7 @@ def _register_plan() -> None:
                 "--emit",
                 "write the winning plan as a config fragment: axolotl | torchtune | torchtitan | "
                 "llama-factory | accelerate | deepspeed",
+                "FRAMEWORK",
             ),
             annotation=str | None,
         )

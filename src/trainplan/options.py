@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplan.scenario import LORA_FIELDS, METHODS, FieldInfo, field_infos
+from trainplan.scenario import (
+    LORA_FIELDS,
+    METHODS,
+    FieldInfo,
+    LoraSettings,
+    default_scenario,
+    field_infos,
+    field_kind,
+)
 
 # The CLI parameter of each LoRA part (`--lora-rank` ... and `--dora`); the parts themselves,
 # with their types, ranges and help, are scenario.LORA_FIELDS.
@@ -29,6 +37,22 @@ def option_help(info: FieldInfo) -> str:
     elif low is not None:
         text += f" ({'>' if info.exclusive else '>='} {low:g})"
     return text
+
+
+def option_metavar(name: str) -> str | None:
+    """What an `estimate` option's value looks like in `--help` (a scenario field, or a LoRA
+    setting by its flag): its choices where they are few (`fp32|compute`), else its kind (INT,
+    NUMBER, BOOL, CHOICE, TEXT); FILE for --scenario."""
+    if name in LORA_FLAGS:
+        info, default = LORA_FIELDS[LORA_FLAGS[name]], getattr(LoraSettings(), LORA_FLAGS[name])
+    elif name in field_infos():
+        info, default = field_infos()[name], getattr(default_scenario(), name)
+    else:
+        return "FILE" if name == "scenario" else None
+    if info.choices:
+        joined = "|".join(info.choices)
+        return joined if len(joined) <= 28 else "CHOICE"
+    return {"int": "INT", "float": "NUMBER", "bool": "BOOL"}.get(field_kind(info, default), "TEXT")
 
 
 OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
@@ -54,6 +78,12 @@ class PlanOption:
     choice_labels: tuple[tuple[str, str], ...] = ()
     form_help: str | None = None
     placeholder: str | None = None
+
+    def metavar(self) -> str:
+        """What the option's value looks like in `--help`: its choices, or its kind."""
+        if self.choices:
+            return "|".join(self.choices)
+        return {"int": "INT", "float": "NUMBER", "list": "A,B,..."}.get(self.kind, "TEXT")
 
     def help_text(self) -> str:
         """The help as the CLI and OpenAPI show it, with the default."""

@@ -437,7 +437,7 @@ def step_seconds(
     fused_s = fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
     # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
     # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
-    fusion = -minimum(fused_s, (1 - hw.efficiency) * compute)
+    fusion = 0.0 - minimum(fused_s, (1 - hw.efficiency) * compute)  # 0.0, not -0.0, when none
     bubble = pipeline_bubble_seconds(compute + dequant + casts + fusion, pp, v.grad_accum, virtual_stages)
 
     spans = gpus > gpus_per_node

@@ -16,6 +16,7 @@ from typing import Any
 
 from trainplan.catalogs.prices import USD_PER_GPU_HOUR_RANGE
 from trainplan.errors import InputError, shown_number, shown_value
+from trainplan.model import MODEL_KINDS
 from trainplan.presets import Recipe, recipes, with_recipe
 from trainplan.validity import check_layout
 from trainplan.validity import resolved_base_weights as resolved_base_weights  # re-exported
@@ -128,6 +129,9 @@ class FieldInfo:
     choice_labels: tuple[tuple[str, str], ...] = ()  # (choice, how the form names it)
     budget: str | None = None  # the training-budget mode (BUDGET_MODES) the field belongs to
     interfaces: tuple[str, ...] = INTERFACES  # where the field appears (INTERFACES)
+    # (model kind, value) the page's form takes when a model of that kind is picked, where the
+    # default would not be what anyone runs; the value is then stated in the link and the command
+    kind_defaults: tuple[tuple[str, str], ...] = ()
 
 
 LORA_FIELDS: dict[str, FieldInfo] = {
@@ -187,6 +191,20 @@ def _field(default: Any, info: FieldInfo) -> Any:
 def _defaults(record: type) -> dict[str, Any]:
     """The declared default of each field of a dataclass (no instance is built)."""
     return {item.name: item.default for item in dataclasses.fields(record)}
+
+
+def field_kind(info: FieldInfo, default: Any) -> str:
+    """int | float | str | bool (or a declared kind such as targets): the declared kind, else the
+    default's type."""
+    if info.kind:
+        return info.kind
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    return "str"
 
 
 def _checked_type(name: str, value: Any, kind: type) -> None:
@@ -289,6 +307,8 @@ class Scenario:
             label="Method",
             short_label="method",
             choice_labels=(("full", "Full"), ("lora", "LoRA"), ("qlora", "QLoRA")),
+            # a JEPA's published recipes pretrain every weight (data/jepa_recipes.yaml)
+            kind_defaults=(("jepa", "full"),),
         ),
     )
     recipe: str | None = _field(
@@ -900,6 +920,11 @@ def check_field_table(infos: Mapping[str, FieldInfo]) -> None:
         stray = sorted({choice for choice, _ in info.choice_labels} - set(info.choices or ()))
         if stray:
             raise ValueError(f"scenario field {name!r}: choice labels for no choice: {stray}")
+        odd = [(kind, value) for kind, value in info.kind_defaults if value not in (info.choices or ())]
+        if odd or any(kind not in MODEL_KINDS for kind, _ in info.kind_defaults):
+            raise ValueError(
+                f"scenario field {name!r}: kind defaults {info.kind_defaults} name no kind or choice"
+            )
         if info.budget is not None and info.budget not in BUDGET_MODES:
             raise ValueError(
                 f"scenario field {name!r}: budget {info.budget!r} is not one of {tuple(BUDGET_MODES)}"

@@ -706,8 +706,22 @@ def test_a_model_of_another_kind_switches_the_form_at_once(page: Page, client: T
     assert page.text("#total") == api(client, {"model": "FLUX.1-dev", "resolution": 512})["display"]["total"]
     pick("V-JEPA-2-ViT-L")
     assert page.page.get_by_role("textbox", name="Resolution (px or WxH)", exact=True).input_value() == ""
-    assert "resolution" not in parse_qs(urlsplit(page.page.url).query)
-    assert_shows(page, api(client, {"model": "V-JEPA-2-ViT-L"}))
+    query = parse_qs(urlsplit(page.page.url).query)
+    assert "resolution" not in query
+    # a JEPA is pretrained in full (its published recipes), so the form opens it so, stated
+    assert page.page.get_by_role("radio", name="Full", exact=True).is_checked()
+    assert query["method"] == ["full"]
+    vjepa = api(client, {"model": "V-JEPA-2-ViT-L", "method": "full"})
+    assert_shows(page, vjepa)
+    assert "--method full" in vjepa["display"]["cli"]
+    # the step table names a share that rounds to nothing 0%, never -0%
+    shares = page.page.locator("#step-table tbody td").all_inner_texts()
+    assert shares and not any("-0%" in cell for cell in shares)
     pick("Llama-3.1-8B")
     assert sequence.is_visible() and not resolution.is_visible()
+    assert page.page.get_by_role("radio", name="LoRA", exact=True).is_checked()
     assert_shows(page, api(client, {"model": "Llama-3.1-8B"}))
+    # a method someone chose stays through a change of kind
+    page.page.get_by_role("radio", name="QLoRA", exact=True).check()
+    pick("V-JEPA-2-ViT-L")
+    assert page.page.get_by_role("radio", name="QLoRA", exact=True).is_checked()

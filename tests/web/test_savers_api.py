@@ -69,3 +69,20 @@ def test_liger_kernels_are_suggested_where_they_save_memory(client: TestClient) 
     assert hint["change"] == {"kernels": "liger"}
     direct = estimate({**body, "kernels": "liger"})
     assert hint["total_bytes"] == direct.total_bytes < data["memory"]["per_gpu"]["total_bytes"]
+
+
+def test_a_pricing_hint_names_cents_under_100_usd() -> None:
+    """A run under $100 is priced to the cent everywhere (phrasing.format_usd): the spot hint of
+    a $1.75 run said "$1 instead of $2" beside a cost card of $1.75."""
+    from trainplan.estimate import estimate
+    from trainplan.phrasing import format_usd
+    from trainplan.scenario import scenario_from_mapping
+    from trainplan.web.hints import hints
+
+    scenario = scenario_from_mapping({"model": "Llama-3.2-1B", "train_tokens": 1e8})
+    base = estimate(scenario)
+    assert base.cost is not None and base.cost.usd is not None and base.cost.usd < 100
+    spot = next(hint for hint in hints(scenario, base) if hint.id == "spot")
+    assert spot.usd is not None
+    assert spot.text.startswith(f"{format_usd(spot.usd)} instead of {format_usd(base.cost.usd)} (")
+    assert format_usd(base.cost.usd).count(".") == 1  # cents shown

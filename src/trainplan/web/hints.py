@@ -15,7 +15,7 @@ from trainplan.catalogs.models import find_model_record
 from trainplan.errors import TrainplanError
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
-from trainplan.phrasing import format_duration, with_article
+from trainplan.phrasing import format_duration, format_usd, with_article
 from trainplan.resolve import catalog_spec
 from trainplan.result import Estimate
 from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
@@ -280,7 +280,7 @@ def _cost_hints(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]
         if result is None or result.cost is None or result.cost.usd is None:
             continue
         text = (
-            f"${result.cost.usd:,.0f} instead of ${base.cost.usd:,.0f} "
+            f"{format_usd(result.cost.usd)} instead of {format_usd(base.cost.usd)} "
             f"({result.cost.discount:.0%} off the on-demand rate)"
         )
         hints.append(_hint(plan, f"{plan.capitalize()} pricing", text, change, result, "cost"))

@@ -22,6 +22,7 @@ from trainplan.scenario import (
     FieldInfo,
     Scenario,
     field_infos,
+    field_kind,
     scenario_to_mapping,
 )
 from trainplan.web.largest import MAX_FIELDS
@@ -125,22 +126,9 @@ WIDGETS = {
 }
 
 
-def _kind(info: FieldInfo, default: Any) -> str:
-    """int | float | str | bool | targets: the declared kind, else the default's type."""
-    if info.kind:
-        return info.kind
-    if isinstance(default, bool):
-        return "bool"
-    if isinstance(default, int):
-        return "int"
-    if isinstance(default, float):
-        return "float"
-    return "str"
-
-
 def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any]:
     """One field's metadata record."""
-    kind = _kind(info, default)
+    kind = field_kind(info, default)
     widget = WIDGETS.get(name) or (
         "checkbox"
         if kind == "bool"
@@ -171,6 +159,7 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
         "exclusive": info.exclusive,
         "families": list(info.families) if info.families else None,
         "methods": list(info.methods) if info.methods else None,
+        "kind_defaults": dict(info.kind_defaults) or None,
     }
 
 

@@ -41,6 +41,8 @@
     new Intl.NumberFormat("en-US", {
       style: "currency", currency: "USD", maximumFractionDigits: Math.abs(value) < 100 ? 2 : 0,
     }).format(value);
+  // a share that rounds to nothing is "0%", never "-0%" (a saving too small to show)
+  const share = (percent) => `${nf0.format(Math.round(percent) || 0)}%`;
   const seconds = (value) => (value >= 100 ? `${nf0.format(value)} s` : `${value.toPrecision(3)} s`);
   const normalise = (text) => String(text).toLowerCase().replace(/[\s_\-/]+/g, "");
   // A field's label, from the field table; a name the table does not hold (a key of a pasted
@@ -624,6 +626,16 @@
         state.stated.delete(field.name);
         if (state.controls[field.name]) state.controls[field.name].set(text);
       }
+      // a field with a default of its own for a kind (a JEPA is pretrained in full) takes it,
+      // unless someone chose another value than the one the previous kind opened with
+      for (const field of state.meta.fields) {
+        if (!field.kind_defaults) continue;
+        const opened = field.kind_defaults[before] ?? asText(field.default);
+        if (state.values[field.name] !== undefined && state.values[field.name] !== opened) continue;
+        const text = field.kind_defaults[kind] ?? asText(field.default);
+        state.values[field.name] = text;
+        if (state.controls[field.name]) state.controls[field.name].set(text);
+      }
     }
     applyVisibility();
   }
@@ -930,7 +942,7 @@
     const steps = time ? Object.entries(time.step_breakdown_s) : [];
     $("step-table").tBodies[0].replaceChildren(...steps.map(([part, value]) =>
       h("tr", {}, h("th", { scope: "row", text: part.replace(/_/g, " ") }),
-        h("td", { className: "num", text: `${seconds(value)}${time.step_s ? ` (${nf0.format((100 * value) / time.step_s)}%)` : ""}` }))));
+        h("td", { className: "num", text: `${seconds(value)}${time.step_s ? ` (${share((100 * value) / time.step_s)})` : ""}` }))));
     const entries = Object.entries(result.assumptions).filter(([, value]) => value !== null && typeof value !== "object");
     const short = entries.filter(([, value]) => asText(value).length <= 48);
     const long = entries.filter(([, value]) => asText(value).length > 48);
