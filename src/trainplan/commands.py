@@ -41,37 +41,31 @@ def _option(flag: str, help_text: str, metavar: str | None = None) -> Any:
     return typer.Option(None, flag, help=help_text.replace("[", "\\["), show_default=False, metavar=metavar)
 
 
+def _keyword(name: str, option: Any, annotation: Any = str | None) -> inspect.Parameter:
+    """A keyword-only parameter of a generated command signature."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+
+
 def _estimate_parameters() -> list[inspect.Parameter]:
     """The string options, then --from (repeatable) and --json."""
     parameters = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=_option(flag, help_text, option_metavar(name)),
-            annotation=str | None,
-        )
+        _keyword(name, _option(flag, help_text, option_metavar(name)))
         for name, flag, help_text in estimate_options()
     ]
     parameters.append(
-        inspect.Parameter(
+        _keyword(
             "from_files",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=_option(
+            _option(
                 FROM_FLAG,
                 "a training config to read (axolotl, torchtune, torchtitan, LLaMA-Factory, HF/TRL, "
                 "accelerate, DeepSpeed; repeatable); the scenario file and flags override it",
                 "FILE",
             ),
-            annotation=list[str] | None,
+            list[str] | None,
         )
     )
     parameters.append(
-        inspect.Parameter(
-            "as_json",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(False, JSON_FLAG, help="print the result as JSON"),
-            annotation=bool,
-        )
+        _keyword("as_json", typer.Option(False, JSON_FLAG, help="print the result as JSON"), bool)
     )
     return parameters
 
@@ -150,39 +144,35 @@ def _register_estimate() -> None:
         """Estimate parameters, per-GPU training memory and which GPUs fit."""
         run_estimate(**kwargs)
 
-    maximise = inspect.Parameter(
+    maximise = _keyword(
         "maximise",
-        inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(
+        typer.Option(
             None,
             MAX_FLAG,
             help="find the largest micro_batch or seq_len that fits the GPU",
             show_default=False,
             metavar="micro_batch|seq_len",
         ),
-        annotation=str | None,
     )
-    headroom = inspect.Parameter(
+    headroom = _keyword(
         "headroom",
-        inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(
+        typer.Option(
             None,
             HEADROOM_FLAG,
             help="with --max: share of GPU memory to leave free, default 0.05 (0: the exact "
             "boundary, not rounded)",
             show_default=False,
         ),
-        annotation=float | None,
+        float | None,
     )
-    past_context = inspect.Parameter(
+    past_context = _keyword(
         "past_context",
-        inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(
+        typer.Option(
             False,
             PAST_CONTEXT_FLAG,
             help="with --max seq_len: search past the model's context window (it stops there otherwise)",
         ),
-        annotation=bool,
+        bool,
     )
     estimate_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [*_estimate_parameters(), maximise, headroom, past_context]
@@ -289,25 +279,18 @@ def _register_plan() -> None:
         _run_plan(**kwargs)
 
     extra = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=_option(flag_name(name), option.help_text(), option.metavar()),
-            annotation=str | None,
-        )
+        _keyword(name, _option(flag_name(name), option.help_text(), option.metavar()))
         for name, option in PLAN_OPTIONS.items()
     ]
     extra.append(
-        inspect.Parameter(
+        _keyword(
             "emit",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=_option(
+            _option(
                 "--emit",
                 "write the winning plan as a config fragment: axolotl | torchtune | torchtitan | "
                 "llama-factory | accelerate | deepspeed",
                 "FRAMEWORK",
             ),
-            annotation=str | None,
         )
     )
     plan_command.__signature__ = inspect.Signature([*_estimate_parameters(), *extra])  # type: ignore[attr-defined]

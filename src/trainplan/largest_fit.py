@@ -14,7 +14,8 @@ from trainplan.errors import InputError, shown_value
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.phrasing import nothing_fits_line
-from trainplan.result import Estimate, Largest
+from trainplan.resolve import resolve_model
+from trainplan.result import CONTEXT_WINDOW, Estimate, Largest
 from trainplan.scenario import Scenario
 
 SEARCHABLE = {"micro_batch": 65536, "seq_len": 10_000_000}
@@ -47,6 +48,11 @@ def largest_fitting(
     if not 0 <= headroom <= 0.5:
         raise InputError("headroom", f"must be between 0 and 0.5 (a share of GPU memory), got {headroom:g}")
     capacity = find_gpu(scenario.gpu).memory_bytes * (1 - headroom)
+    window = 0  # 0: no stop short of SEARCHABLE (a config without a window, or not a language model)
+    if field == "seq_len" and not past_context:
+        if model is None:  # resolved once, for the window and every estimate of the search
+            model = resolve_model(scenario.model, scenario.force, scenario.vae)
+        window = model.context_window
 
     def run(value: int) -> Estimate:
         if field == "micro_batch":
@@ -56,24 +62,14 @@ def largest_fitting(
     def fits(value: int) -> bool:
         return run(value).total_bytes <= capacity
 
-    ceiling = SEARCHABLE[field]
-    window = _context_window(scenario, model) if field == "seq_len" and not past_context else 0
-    if 0 < window < ceiling:
-        ceiling = window
+    ceiling = window if 0 < window < SEARCHABLE[field] else SEARCHABLE[field]
     exact = _largest(fits, ceiling)
     if not exact:
         return None
     multiple = useful_multiple(field, exact) if headroom > 0 and exact < ceiling else 1
     value = exact // multiple * multiple
-    limit = "context window" if exact == ceiling and ceiling == window else ""
+    limit = CONTEXT_WINDOW if exact == ceiling and ceiling == window else ""
     return Largest(run(value), field, value, exact, headroom, multiple, limit)
-
-
-def _context_window(scenario: Scenario, model: ModelSpec | None) -> int:
-    from trainplan.resolve import resolve_model
-
-    spec = model if model is not None else resolve_model(scenario.model, scenario.force, scenario.vae)
-    return spec.context_window if spec.kind == "llm" else 0
 
 
 def largest_that_fits(

@@ -39,6 +39,10 @@ def option_help(info: FieldInfo) -> str:
     return text
 
 
+# How `--help` names a value of each kind (a scenario field's or a planner option's).
+METAVARS = {"int": "INT", "float": "NUMBER", "bool": "BOOL", "list": "A,B,..."}
+
+
 def option_metavar(name: str) -> str | None:
     """What an `estimate` option's value looks like in `--help` (a scenario field, or a LoRA
     setting by its flag): its choices where they are few (`fp32|compute`), else its kind (INT,
@@ -52,7 +56,7 @@ def option_metavar(name: str) -> str | None:
     if info.choices:
         joined = "|".join(info.choices)
         return joined if len(joined) <= 28 else "CHOICE"
-    return {"int": "INT", "float": "NUMBER", "bool": "BOOL"}.get(field_kind(info, default), "TEXT")
+    return METAVARS.get(field_kind(info, default), "TEXT")
 
 
 OBJECTIVES = ("time", "cost", "energy", "pareto", "gpus")
@@ -83,7 +87,7 @@ class PlanOption:
         """What the option's value looks like in `--help`: its choices, or its kind."""
         if self.choices:
             return "|".join(self.choices)
-        return {"int": "INT", "float": "NUMBER", "list": "A,B,..."}.get(self.kind, "TEXT")
+        return METAVARS.get(self.kind, "TEXT")
 
     def help_text(self) -> str:
         """The help as the CLI and OpenAPI show it, with the default."""

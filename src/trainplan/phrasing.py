@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.result import Batch, Estimate, FitRow, Largest
+from trainplan.result import CONTEXT_WINDOW, Batch, Estimate, FitRow, Largest
 from trainplan.scenario import field_infos
 from trainplan.terms.geometry import TokenShape
 from trainplan.time_cost_energy import CostFigures
@@ -115,7 +115,7 @@ def largest_line(found: Largest) -> str:
         if found.value != found.exact
         else ""
     )
-    if found.limit == "context window":
+    if found.limit == CONTEXT_WINDOW:
         return (
             f"Largest {field_noun(found.field)}: {found.value:,}, {result.model_name}'s context window, "
             f"fits on {result.gpu}{free}{held}; past it the model has no trained positions "

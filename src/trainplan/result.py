@@ -288,6 +288,9 @@ def json_tree(value: Any) -> Any:
     return value
 
 
+CONTEXT_WINDOW = "context window"  # Largest.limit where a sequence search stopped at the model's window
+
+
 @dataclass(frozen=True)
 class Largest:
     """The answer of a largest-that-fits search: `value` is what to use, `exact` the largest value
@@ -299,7 +302,7 @@ class Largest:
     exact: int
     headroom: float
     multiple: int
-    # what stopped the search short of memory: "context window" (the model's, for seq_len), or ""
+    # what stopped the search short of memory: CONTEXT_WINDOW (the model's, for seq_len), or ""
     limit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
