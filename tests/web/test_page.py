@@ -680,6 +680,53 @@ def test_a_recipe_on_the_page_is_the_recipe_of_its_link_and_command(
     )
     plain = api(client, {"model": model})
     assert linked["memory"]["per_gpu"]["total_bytes"] != plain["memory"]["per_gpu"]["total_bytes"]
+    # the controls the recipe fills show its values, marked as the recipe's (they showed
+    # trainplan's defaults while the figures were the recipe's); without it, the form's own again
+    filled = linked["assumptions"]["recipe"]["defaults"]
+    assert filled
+    for name, value in filled.items():
+        wrapper = page.page.locator(f'[data-field="{name}"]')
+        assert wrapper.get_attribute("data-recipe") == recipe, name
+        assert shown_value(page, name) == as_text(value), name
+        assert wrapper.locator(".from-recipe").inner_text().startswith(f"from the {recipe} recipe")
+    before = page.renders()
+    page.page.get_by_role("combobox", name="Framework recipe", exact=True).select_option("")
+    page.wait_render(before)
+    defaults = {field["name"]: field["default"] for field in client.get("/api/fields").json()["fields"]}
+    for name in filled:
+        assert page.page.locator(f'[data-field="{name}"]').get_attribute("data-recipe") is None
+        assert shown_value(page, name) == as_text(defaults[name]), name
+    assert page.page.locator(".from-recipe").count() == 0
+    assert_shows(page, plain)
+    # a share link that names the recipe opens with its values shown
+    page.open(f"?model={model}&recipe={recipe}")
+    for name, value in filled.items():
+        assert shown_value(page, name) == as_text(value), name
+
+
+def as_text(value: Any) -> str:
+    """A value as the page's controls hold it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def shown_value(page: Page, name: str) -> str:
+    """The value a field's control shows: its checked radio, its checkbox, else its select or box."""
+    value: str = page.page.evaluate(
+        """name => {
+          const wrapper = document.querySelector(`[data-field="${name}"]`);
+          const radio = wrapper.querySelector("input[type=radio]:checked");
+          if (radio) return radio.value;
+          const box = wrapper.querySelector("input[type=checkbox]");
+          if (box) return box.checked ? "true" : "false";
+          return wrapper.querySelector("select, input").value;
+        }""",
+        name,
+    )
+    return value
 
 
 def test_a_model_of_another_kind_switches_the_form_at_once(page: Page, client: TestClient) -> None:

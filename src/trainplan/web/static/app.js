@@ -746,8 +746,39 @@
     renderFit(result);
     renderRun(result);
     renderShare(result);
+    showRecipeValues(result);
     planLabels(result);
     largestLabels(result);
+  }
+
+  // A recipe's values show in the controls it fills (the request leaves those fields to the
+  // recipe, as the command does): each shows the recipe's value, marked as the recipe's; without
+  // a recipe, or once someone sets the field, the control shows the form's own value again.
+  function showRecipeValues(result) {
+    if (!state.meta) return; // the first answer can come before the form
+    const recipe = result.assumptions && result.assumptions.recipe;
+    const filled = (recipe && recipe.defaults) || {};
+    for (const field of state.meta.fields) {
+      const control = state.controls[field.name];
+      const wrapper = document.querySelector(`[data-field="${field.name}"]`);
+      if (!control || !wrapper) continue;
+      const own = state.values[field.name] ?? "";
+      const lent = recipe && field.name in filled && leftOut(field.name, own);
+      let mark = wrapper.querySelector(".from-recipe");
+      if (lent) {
+        control.set(asText(filled[field.name]));
+        if (!mark) {
+          mark = h("span", { className: "from-recipe" });
+          wrapper.querySelector(".help").before(mark);
+        }
+        mark.textContent = `from the ${recipe.name} recipe (the default is ${choiceLabel(field.name, asText(field.default)) || "auto"})`;
+        wrapper.dataset.recipe = recipe.name;
+      } else if (wrapper.dataset.recipe) {
+        control.set(own);
+        if (mark) mark.remove();
+        delete wrapper.dataset.recipe;
+      }
+    }
   }
 
   function renderBreakdown(result, row) {
@@ -1507,7 +1538,11 @@
     buildPlanner();
     buildConfigDrop();
     writeUrl();
-    if (state.result) planLabels(state.result); // the first answer came before the choice names
+    if (state.result) {
+      // the first answer came before the choice names and the controls
+      planLabels(state.result);
+      showRecipeValues(state.result);
+    }
     if (state.error) showError(state.error);
     if (state.config && state.controls.model.showConfig) state.controls.model.showConfig();
     if (dropped) schedule(0);
