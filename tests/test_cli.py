@@ -146,7 +146,9 @@ def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
     text = console.export_text()
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     best = result.plans[0]
-    assert f"${best.usd:,.0f}" in text and f"{best.estimate.total_bytes / 2**30:,.1f}" in text
+    from trainplan.phrasing import format_usd
+
+    assert format_usd(best.usd) in text and f"{best.estimate.total_bytes / 2**30:,.1f}" in text
 
 
 def test_gpu_short_names_are_unambiguous() -> None:

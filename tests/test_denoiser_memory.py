@@ -366,7 +366,7 @@ def test_the_planner_searches_these_kinds_data_parallel(model: str, extra: dict[
         assert (found.scenario.tensor_parallel, found.scenario.pipeline_parallel) == (1, 1)
         assert found.scenario.activation_checkpointing in ("none", "full")
         assert found.estimate.time is not None and found.estimate.time.train_samples == 10_000
-        assert found.total_s == pytest.approx(found.estimate.time.total_s, rel=1e-9)
+        assert found.total_s == pytest.approx(found.estimate.time.run_s, rel=1e-9)
         assert found.estimate.peak.total <= find_gpu(found.scenario.gpu).memory_bytes
     assert result.rejected.get("invalid: tensor parallel on a diffusion, video or JEPA model", 0) > 0
 

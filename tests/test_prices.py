@@ -26,7 +26,7 @@ from trainplan.catalogs.prices import (
 )
 from trainplan.cli import app
 from trainplan.errors import InputError
-from trainplan.plan import PlanRequest, explain, plan, result_to_dict
+from trainplan.plan import DEFAULT_VENDORS, PlanRequest, explain, plan, result_to_dict
 from trainplan.scenario import Scenario, scenario_from_mapping
 from trainplan.time_cost_energy import cost_figures, discount_for, discount_range
 
@@ -354,9 +354,13 @@ def test_planner_searches_every_priced_gpu_and_names_the_rest() -> None:
         pipeline_parallel=(1,), zero_stages=(0,), checkpointing=("none",), offloads=("none",), top_k=40,
     )  # fmt: skip
     result = plan(request)
-    assert set(result.unpriced) == set(no_price_reasons()) and not result.unpriced_searched
+    # unpriced among the vendors searched by default (a TPU v5p is left out as a TPU)
+    default_unpriced = {name for name in no_price_reasons() if find_gpu(name).vendor in DEFAULT_VENDORS}
+    assert default_unpriced and "TPU v5p" in no_price_reasons() and "TPU v5p" not in default_unpriced
+    assert set(result.unpriced) == default_unpriced and not result.unpriced_searched
     searched = {p.scenario.gpu for p in result.plans}
     assert "GeForce RTX 4090" in searched and not searched & set(no_price_reasons())
+    assert all(find_gpu(name).vendor in DEFAULT_VENDORS for name in searched)
     cheapest = result.plans[0]
     assert all(cheapest.usd is not None and p.usd is not None and cheapest.usd <= p.usd for p in result.plans)
     assert any("Left out for lack of a price" in line for line in explain(result))

@@ -18,7 +18,7 @@ from trainplan.hf import spec_from_config
 from trainplan.scenario import Scenario, scenario_from_mapping
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import flops_per_token
-from trainplan.terms.loading import load_seconds
+from trainplan.terms.loading import checkpoint_writes, load_bandwidth, node_share
 from trainplan.terms.timing import pipeline_bubble_seconds, ring_allreduce_seconds
 
 SPEC = spec_from_config(LLAMA_8B, "l8b")
@@ -81,9 +81,47 @@ def test_cost_energy_load_formulas() -> None:
     # 8 GPUs x 700 W x 1 h x 1.3 host x 1.2 PUE = 8.736 kWh
     assert energy_kwh(700, 8, 3600, 0.3, 1.2) == pytest.approx(8.736)
     assert co2e_kg(1000, 400) == 400
-    # 16 GB over min(7 GB/s NVMe, 8 x 25 GB/s PCIe) = 16/7 s
-    assert load_seconds(16e9, 7e9, 25e9, 8) == pytest.approx(16 / 7)
-    assert load_seconds(16e9, 100e9, 25e9, 1) == pytest.approx(16 / 25)
+    # 16 GB over min(7 GB/s NVMe, 8 x 25 GB/s PCIe) = 16/7 s; one stream: min(100, 25) GB/s
+    assert 16e9 / load_bandwidth(7e9, 7e9, 25e9, 8, True) == pytest.approx(16 / 7)
+    assert 16e9 / load_bandwidth(100e9, 100e9, 25e9, 8, False) == pytest.approx(16 / 25)
+    # a ZeRO-3 checkpoint read by 16 GPUs on nodes of 8: each node its half; one node, all
+    assert node_share(True, 16, 8) == 0.5
+    assert node_share(True, 8, 8) == 1.0 and node_share(False, 16, 8) == 1.0
+
+
+def test_checkpoint_writes_are_one_every_interval_and_one_at_the_end() -> None:
+    """transformers' Trainer saves at every multiple of save_steps, and the final model at the
+    end: 1,000 steps at 500 write at 500 and 1,000; 1,001 a third at the end; 10 only the end."""
+    assert checkpoint_writes(1000, 500) == 2
+    assert checkpoint_writes(1001, 500) == 3
+    assert checkpoint_writes(10, 500) == 1
+
+
+def test_fixed_time_and_cost_by_hand() -> None:
+    """A full fine-tune of Llama-3.1-8B (8,030,261,248 parameters) on 16 H100s in two nodes with
+    FSDP: the weights load at 2 bytes each, each node its half at the NVMe's 7 GB/s; a
+    checkpoint holds the fp32 master and two AdamW moments (12 bytes per parameter: FSDP's fp32
+    shard is the weight itself), each node writing its half at the same rate, once every 250
+    of 1,000 steps; launch as given. The fixed time's GPU-hours cost the same rate, and the GPUs
+    draw their idle power (H100 SXM: 70 W measured) through it."""
+    params = 8_030_261_248
+    result = run(method="full", gpus=16, zero_stage=3, steps=1000, checkpoint_every=250, launch_s=60, mfu=0.4)
+    fixed = result.time.fixed
+    assert fixed.load_s == pytest.approx(params * 2 * 0.5 / 7e9)
+    assert fixed.checkpoint_bytes == params * 12
+    assert fixed.checkpoint_writes == 4
+    assert fixed.checkpoints_s == pytest.approx(4 * params * 12 * 0.5 / 7e9)
+    assert fixed.launch_s == 60
+    assert result.time.fixed_s == pytest.approx(60 + params * (1 + 24) / 7e9)
+    assert result.time.run_s == pytest.approx(result.time.total_s + result.time.fixed_s)
+    rate = rates()["H100 SXM 80GB"].usd_per_gpu_hour
+    assert result.cost.fixed_usd == pytest.approx(result.time.fixed_s * 16 / 3600 * rate)
+    assert result.cost.run_usd == pytest.approx(result.cost.usd + result.cost.fixed_usd)
+    assert result.energy.fixed_kwh == pytest.approx(70 * 16 * result.time.fixed_s * 1.3 * 1.2 / 3.6e6)
+    # a LoRA checkpoint is the adapters (fp32, as peft keeps them: no separate master) and
+    # their two fp32 moments, 12 bytes per adapter parameter: no frozen base is written
+    lora = run(steps=1000)
+    assert lora.time.fixed.checkpoint_bytes == lora.params.trainable * (4 + 2 * 4)
 
 
 def test_cost_and_energy_end_to_end() -> None:
@@ -127,7 +165,7 @@ def test_planner_energy_uses_each_gpus_idle_draw() -> None:
     result = plan(request)
     assert {item.scenario.gpu for item in result.plans} == {"H100 SXM 80GB", "H100 PCIe 80GB"}
     for item in result.plans:
-        assert item.kwh == pytest.approx(item.estimate.energy.kwh, rel=1e-9)
+        assert item.kwh == pytest.approx(item.estimate.energy.run_kwh, rel=1e-9)
 
 
 def test_budget_forms() -> None:
@@ -258,4 +296,4 @@ def test_planner_uses_the_unet_efficiency_of_estimate() -> None:
     for found in result.plans:
         assert found.estimate.time is not None
         assert found.estimate.time.efficiency == pytest.approx(0.47 * 0.67, rel=1e-12)
-        assert found.total_s == pytest.approx(found.estimate.time.total_s, rel=1e-9)
+        assert found.total_s == pytest.approx(found.estimate.time.run_s, rel=1e-9)

@@ -87,7 +87,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     phases = _phases(mem)
     peak = max(phases, key=_total)
     paged = paged_state_bytes(scenario, peak)
-    time = time_figures(coeffs, scenario, gpu, layout)
+    load = load_figures(scenario, gpu, coeffs.counts, coeffs.recipe)
+    time = time_figures(coeffs, scenario, gpu, layout, load)
     cost = cost_figures(scenario, gpu, time)
     energy = energy_figures(scenario, gpu, time)
     base = coeffs.base
@@ -113,7 +114,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         time=time,
         cost=cost,
         energy=energy,
-        load=load_figures(scenario, gpu, coeffs.counts, coeffs.recipe),
+        load=load,
         gpu=gpu.name,
         assumptions={
             "base_weights": base,

@@ -37,8 +37,12 @@ def model_listing(records: Iterable[ModelRecord]) -> list[dict[str, Any]]:
 
 def gpu_listing(gpus: Iterable[GpuSpec]) -> list[dict[str, Any]]:
     """One record per catalog GPU: names, vendor, class, memory (bytes), dense FLOP/s per dtype,
-    TDP, whether the price catalog has an on-demand rate for it, and the row's source and date."""
+    TDP, whether the price catalog has an on-demand rate for it, whether the planner searches it
+    unless GPU types are named (plan.default_gpu_types), and the row's source and date."""
+    from trainplan.plan import default_gpu_types
+
     priced = rates()
+    planned = set(default_gpu_types())
     return [
         {
             "name": gpu.name,
@@ -49,6 +53,7 @@ def gpu_listing(gpus: Iterable[GpuSpec]) -> list[dict[str, Any]]:
             "dense_flops_per_s": dict(gpu.dense_flops_per_s),
             "tdp_w": gpu.tdp_w,
             "has_price": gpu.name in priced,
+            "planned_by_default": gpu.name in planned,
             "source": gpu.source,
             "as_of": gpu.as_of,
         }

@@ -105,7 +105,7 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
     "gpu_types": PlanOption(
         "list",
         "GPU types",
-        "GPU types to consider, comma-separated (default: every GPU with a catalog price)",
+        "GPU types to consider, comma-separated (default: every NVIDIA and AMD GPU with a catalog price)",
     ),
     "max_gpus": PlanOption(
         "int",
@@ -159,7 +159,7 @@ PLAN_OPTIONS: dict[str, PlanOption] = {
         "choice",
         "Objective",
         "time | cost | energy | pareto | gpus (fewest GPUs that fit)",
-        "time",
+        "cost",
         choices=OBJECTIVES,
         choice_labels=(
             ("time", "Fastest"),

@@ -229,7 +229,33 @@ def runtime_lines(result: Estimate) -> list[str]:
         lines.append(
             f"Load weights: {format_duration(load.seconds)} from {load.source} ({load_mode(result)})"
         )
+    if time is not None:
+        lines.append(f"Fixed per run: {fixed_text(result)}; {run_text(result)} in all")
     return lines
+
+
+def fixed_text(result: Estimate) -> str:
+    """'2 min (launch 120 s, loading the weights 2 s, 123 checkpoint writes of 0.08 GiB 1 s)':
+    the run's time outside its training steps, by part."""
+    if result.time is None:
+        return ""
+    fixed = result.time.fixed
+    writes = (
+        f"{format_int(fixed.checkpoint_writes)} checkpoint write{'s' if fixed.checkpoint_writes != 1 else ''}"
+    )
+    return (
+        f"{format_duration(fixed.total)} (launch {format_duration(fixed.launch_s)}, loading the weights "
+        f"{format_duration(fixed.load_s)}, {writes} of {format_gib(fixed.checkpoint_bytes)} "
+        f"{format_duration(fixed.checkpoints_s)})"
+    )
+
+
+def run_text(result: Estimate) -> str:
+    """'2.3 d, $217.72': the whole run, training steps and fixed time, and its cost."""
+    if result.time is None:
+        return ""
+    cost = result.cost.run_usd if result.cost is not None else None
+    return format_duration(result.time.run_s) + (f", {format_usd(cost)}" if cost is not None else "")
 
 
 def no_time_text(result: Estimate) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplan.catalogs.cost_inputs import rates
+from trainplan.catalogs.cost_inputs import host_link_bytes_per_s, rates
 from trainplan.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.errors import InputError, shown_value
 from trainplan.estimate import estimate
@@ -27,6 +27,7 @@ from trainplan.model import ModelSpec
 from trainplan.options import PLAN_OPTIONS
 from trainplan.per_gpu import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.per_replica import Coefficients, coefficients
+from trainplan.phrasing import format_duration, format_usd
 from trainplan.resolve import resolve_model
 from trainplan.result import Estimate
 from trainplan.scenario import METHODS, Scenario, layout_template, scenario_from_mapping, scenario_to_mapping
@@ -35,9 +36,11 @@ from trainplan.terms.timing import efficiency_kind
 from trainplan.time_cost_energy import (
     DEFAULT_TRAIN_TOKENS,
     discount_for,
+    fixed_seconds,
     hardware_of,
     host_and_pue,
     idle_fraction_of,
+    load_path,
     scenario_step_seconds,
     training_tokens,
 )
@@ -151,7 +154,8 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class Candidates:
-    """Every evaluated candidate of one (method, checkpointing, offload) group, as arrays."""
+    """Every evaluated candidate of one (method, checkpointing, offload) group, as arrays;
+    `total_s`, `usd` and `kwh` are the whole run's (the training steps and the fixed time)."""
 
     method: str
     checkpointing: str
@@ -174,7 +178,8 @@ class Candidates:
 
 @dataclass(frozen=True)
 class Plan:
-    """One recommended configuration: its complete scenario and its full estimate."""
+    """One recommended configuration: its complete scenario and its full estimate; `total_s`,
+    `usd` and `kwh` are the whole run's (the estimate's time.run_s, cost.run_usd, energy.run_kwh)."""
 
     scenario: Scenario
     estimate: Estimate
@@ -196,10 +201,16 @@ class PlanResult:
     unpriced_searched: bool = False  # True: they were named and searched; False: left out
 
 
+#: The vendors whose GPUs the planner searches unless told otherwise: PyTorch's CUDA and ROCm
+#: builds run the recipes trainplan models unchanged there, where TPUs, Gaudi and Trainium need
+#: another stack (torch_xla, the Gaudi bridge, Neuron). Named in `gpu_types`, those are searched.
+DEFAULT_VENDORS = ("NVIDIA", "AMD")
+
+
 def default_gpu_types() -> tuple[str, ...]:
-    """Every GPU with a catalog price, consumer, workstation and datacenter alike."""
+    """Every NVIDIA and AMD GPU with a catalog price, consumer, workstation and datacenter."""
     priced = rates()
-    return tuple(g.name for g in gpu_catalog() if g.name in priced)
+    return tuple(g.name for g in gpu_catalog() if g.name in priced and g.vendor in DEFAULT_VENDORS)
 
 
 def unpriced_gpus(request: PlanRequest) -> tuple[str, ...]:
@@ -208,7 +219,9 @@ def unpriced_gpus(request: PlanRequest) -> tuple[str, ...]:
     if request.base.usd_per_gpu_hour is not None:
         return ()
     priced = rates()
-    names = tuple(find_gpu(name).name for name in request.gpu_types) or tuple(g.name for g in gpu_catalog())
+    names = tuple(find_gpu(name).name for name in request.gpu_types) or tuple(
+        g.name for g in gpu_catalog() if g.vendor in DEFAULT_VENDORS
+    )
     return tuple(name for name in names if name not in priced)
 
 
@@ -238,6 +251,7 @@ def _hardware_arrays(
         "usd": column(usd),
         "tdp": column([g.tdp_w for g in gpus]),
         "idle": column([idle_fraction_of(scenario, g) for g in gpus]),
+        "pcie": column([host_link_bytes_per_s(g) for g in gpus]),
         **{name: from_hw(name) for name in Hardware.__dataclass_fields__},
     }
 
@@ -316,11 +330,19 @@ def evaluate_group(
         global_tokens = mb * coeffs.seq_len * grad_accum * dp
         tokens = _train_tokens(scenario, global_tokens, coeffs.seq_len if model.kind != "llm" else 0)
         steps = np.maximum(np.ceil(tokens / global_tokens), 1)
-        total_s = steps * total_step
+        training_s = steps * total_step
+        # the run's fixed time (launch, load, checkpoint writes), as estimate() times it
+        path = load_path(scenario, coeffs.counts, coeffs.recipe, hw["pcie"][g], n, zero)
+        launch, load_s, written = fixed_seconds(
+            coeffs, scenario, steps, layout, path.seconds, path.bandwidth, path.share
+        )[:3]
+        fixed_s = launch + load_s + written
+        total_s = training_s + fixed_s
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
         host, pue = host_and_pue(scenario)
         power = gpu_power_w(hw["tdp"][g], hw["idle"][g], step.busy / total_step)
-        kwh = energy_kwh(power, n, total_s, host, pue)
+        idle_power = gpu_power_w(hw["tdp"][g], hw["idle"][g], 0.0)
+        kwh = energy_kwh(power, n, training_s, host, pue) + energy_kwh(idle_power, n, fixed_s, host, pue)
     reject(
         "no price for this GPU",
         np.isnan(usd) & (request.objective in ("cost", "pareto") or request.budget_usd is not None),
@@ -623,14 +645,15 @@ def unpriced_lines(result: PlanResult) -> list[str]:
 
 
 def describe(plan: Plan) -> str:
-    """'lora on 8 x B200 (tp 1, pp 1, ZeRO 0, micro 1 x accum 61, no checkpointing): 2.2 h, $105'."""
+    """'lora on 8 x B200 (tp 1, pp 1, ZeRO 0, micro 1 x accum 61, no checkpointing): 2.2 h, $105'
+    (the whole run's time and cost, written as everywhere else)."""
     s = plan.scenario
-    usd = f", ${plan.usd:,.0f}" if plan.usd is not None else ""
+    usd = f", {format_usd(plan.usd)}" if plan.usd is not None else ""
     return (
         f"{s.method} on {s.gpus} x {s.gpu} (tp {s.tensor_parallel}, pp {s.pipeline_parallel}, "
         f"ZeRO {s.zero_stage}, micro {s.micro_batch} x accum {s.grad_accum}, "
         f"checkpointing {s.activation_checkpointing}, offload {s.offload}): "
-        f"{plan.total_s / 3600:,.1f} h{usd}, {plan.estimate.total_bytes / 2**30:,.1f} GiB per GPU"
+        f"{format_duration(plan.total_s)}{usd}, {plan.estimate.total_bytes / 2**30:,.1f} GiB per GPU"
     )
 
 

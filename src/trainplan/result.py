@@ -248,10 +248,14 @@ JSON_SHAPES: dict[type, JsonShape] = {
             "step_s": lambda time: time.step.total,
             "step_breakdown_s": lambda time: time.step,
             "dominant_overhead": lambda time: time.step.dominant_overhead(),
+            "fixed_s": lambda time: time.fixed_s,
+            "run_s": lambda time: time.run_s,
         },
     ),
+    CostFigures: JsonShape(derived={"run_usd": lambda cost: cost.run_usd}),
     EnergyFigures: JsonShape(
-        elsewhere=dict.fromkeys(("pue", "host_overhead", "idle_fraction", "region_source"), _IN_ASSUMPTIONS)
+        elsewhere=dict.fromkeys(("pue", "host_overhead", "idle_fraction", "region_source"), _IN_ASSUMPTIONS),
+        derived={"run_kwh": lambda energy: energy.run_kwh, "run_co2e_kg": lambda energy: energy.run_co2e_kg},
     ),
 }
 

@@ -340,9 +340,23 @@ class Scenario:
         ),
     )
     precision: str = _field(
-        "bf16-mixed", FieldInfo("training precision recipe", PRECISIONS, label="Training precision")
+        "bf16-mixed",
+        FieldInfo(
+            "how weights are kept and matmuls run: *-mixed keep 16-bit weights beside an fp32 master "
+            "copy, amp-* autocast fp32 weights, bf16 is pure bf16, fp8-* run the linears in float8",
+            PRECISIONS,
+            label="Training precision",
+        ),
     )
-    optimizer: str = _field("adamw", FieldInfo("optimizer", OPTIMIZERS, label="Optimizer"))
+    optimizer: str = _field(
+        "adamw",
+        FieldInfo(
+            "what the optimizer keeps per trainable weight: AdamW two fp32 moments, the 8- and 4-bit "
+            "variants quantised ones (paged: in unified memory), SGD none or one, Adafactor factored",
+            OPTIMIZERS,
+            label="Optimizer",
+        ),
+    )
     micro_batch: int = _field(
         1,
         FieldInfo(
@@ -357,7 +371,7 @@ class Scenario:
     seq_len: int = _field(
         2048,
         FieldInfo(
-            "tokens per sequence",
+            "tokens per training sequence (prompt and response together), padded or packed to it",
             None,
             1,
             10_000_000,
@@ -570,7 +584,7 @@ class Scenario:
     tensor_parallel: int = _field(
         1,
         FieldInfo(
-            "tensor-parallel degree",
+            "GPUs each layer's matrices are split across (Megatron tensor parallelism, within a node)",
             None,
             1,
             1024,
@@ -582,7 +596,7 @@ class Scenario:
     pipeline_parallel: int = _field(
         1,
         FieldInfo(
-            "pipeline-parallel degree",
+            "stages the layers are cut into, one per GPU group (1F1B pipeline schedule)",
             None,
             1,
             1024,
@@ -610,7 +624,14 @@ class Scenario:
         ),
     )
     offload: str = _field(
-        "none", FieldInfo("CPU offload of model states", OFFLOAD, label="CPU offload", short_label="offload")
+        "none",
+        FieldInfo(
+            "model states moved to CPU memory: the optimizer state (DeepSpeed offload_optimizer, with "
+            "its gradients), or the parameters too (offload_param, ZeRO-3)",
+            OFFLOAD,
+            label="CPU offload",
+            short_label="offload",
+        ),
     )
     loss: str = _field(
         "standard",
@@ -739,7 +760,7 @@ class Scenario:
     steps: int | None = _field(
         None,
         FieldInfo(
-            "optimizer steps (instead of a token budget)",
+            "train for this many optimizer steps instead of a token budget",
             None,
             1,
             1e12,
@@ -764,7 +785,14 @@ class Scenario:
     gpus_per_node: int = _field(
         8, FieldInfo("GPUs per node (one NVLink/PCIe domain)", None, 1, 1024, label="GPUs per node")
     )
-    pricing: str = _field("on-demand", FieldInfo("pricing plan", PRICING, label="Pricing"))
+    pricing: str = _field(
+        "on-demand",
+        FieldInfo(
+            "on-demand at the catalog rate, or committed-use or spot capacity at a discount off it",
+            PRICING,
+            label="Pricing",
+        ),
+    )
     usd_per_gpu_hour: float | None = _field(
         None,
         FieldInfo(
@@ -855,6 +883,30 @@ class Scenario:
         True,
         FieldInfo(
             "sharded parallel loader (every GPU reads its shard) instead of one stream", label="Load parallel"
+        ),
+    )
+    launch_s: float | None = _field(
+        None,
+        FieldInfo(
+            "seconds from the job's start to its first step besides loading the weights: processes, "
+            "imports, process groups, the first compile (default from data: 120)",
+            None,
+            0.0,
+            86_400.0,
+            "float",
+            label="Launch time (s)",
+        ),
+    )
+    checkpoint_every: int | None = _field(
+        None,
+        FieldInfo(
+            "optimizer steps between checkpoint writes (trainable weights and optimizer state), the "
+            "last at the run's end (default from data: 500, transformers' save_steps)",
+            None,
+            1,
+            1e12,
+            "int",
+            label="Checkpoint every (steps)",
         ),
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date
+from typing import Any, NamedTuple
 
 from trainplan.catalogs.cost_inputs import (
     discounts,
@@ -15,16 +16,18 @@ from trainplan.catalogs.cost_inputs import (
     no_price_reasons,
     parse_load_source,
     rates,
+    run_fixed_defaults,
 )
 from trainplan.catalogs.gpus import GpuSpec
 from trainplan.catalogs.prices import is_stale, parse_date
 from trainplan.frozen import direct_init
 from trainplan.per_gpu import Hardware, Layout, StepSeconds, step_seconds
 from trainplan.per_replica import Coefficients
+from trainplan.scalar_or_array import minimum, where
 from trainplan.scenario import Scenario, data_parallel
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import FlopsPerToken
-from trainplan.terms.loading import load_seconds
+from trainplan.terms.loading import checkpoint_writes, load_bandwidth, node_share
 from trainplan.terms.params import ParamCounts
 from trainplan.terms.recipes import PrecisionRecipe
 from trainplan.terms.timing import default_efficiency, efficiency_kind, fp8_matmul_efficiency_ratio
@@ -32,6 +35,26 @@ from trainplan.terms.timing import default_efficiency, efficiency_kind, fp8_matm
 DEFAULT_TRAIN_TOKENS = 2.0e9
 #: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
 DEFAULT_TRAIN_SAMPLES = 10_000.0
+
+
+@direct_init
+@dataclass(frozen=True)
+class FixedSeconds:
+    """A run's time outside its training steps, the same however many tokens it trains on:
+    launch (a judgement, or the scenario's `launch_s`), loading the weights (LoadFigures), and
+    writing `checkpoint_writes` checkpoints of `checkpoint_bytes` each (trainable weights and
+    optimizer state) at the load's bandwidth. Every part is an estimate."""
+
+    launch_s: float
+    load_s: float
+    checkpoints_s: float
+    checkpoint_writes: int
+    checkpoint_every: int
+    checkpoint_bytes: float
+
+    @property
+    def total(self) -> float:
+        return self.launch_s + self.load_s + self.checkpoints_s
 
 
 @direct_init
@@ -49,13 +72,24 @@ class TimeFigures:
     train_tokens: float
     tokens_per_s: float
     tokens_per_s_per_gpu: float
-    total_s: float
-    gpu_hours: float
+    total_s: float  # the training steps alone
+    gpu_hours: float  # of the training steps
     mfu: float
     hfu: float
+    fixed: FixedSeconds
     # diffusion, video and JEPA: images or clips (None for a language model)
     samples_per_s_per_gpu: float | None = None
     train_samples: float | None = None
+
+    @property
+    def fixed_s(self) -> float:
+        """The run's time outside its training steps."""
+        return self.fixed.total
+
+    @property
+    def run_s(self) -> float:
+        """The whole run: training steps plus the fixed time."""
+        return self.total_s + self.fixed.total
 
 
 @direct_init
@@ -74,6 +108,12 @@ class CostFigures:
     price_stale: bool | None = None  # older than STALE_AFTER_DAYS today
     discount_range: tuple[float, float] | None = None  # (low, high) the data's sources give
     usd_per_thousand_samples: float | None = None  # diffusion, video, JEPA: per 1,000 images / clips
+    fixed_usd: float | None = None  # the fixed time's GPU-hours at the same rate
+
+    @property
+    def run_usd(self) -> float | None:
+        """The whole run: training steps plus the fixed time."""
+        return None if self.usd is None else self.usd + (self.fixed_usd or 0.0)
 
 
 @direct_init
@@ -90,6 +130,18 @@ class EnergyFigures:
     host_overhead: float
     idle_fraction: float
     region_source: str
+    fixed_kwh: float | None = None  # the fixed time with the GPUs at their idle draw
+
+    @property
+    def run_kwh(self) -> float | None:
+        """The whole run: training steps plus the fixed time."""
+        return None if self.kwh is None else self.kwh + (self.fixed_kwh or 0.0)
+
+    @property
+    def run_co2e_kg(self) -> float | None:
+        """The whole run's emissions."""
+        run = self.run_kwh
+        return None if run is None else co2e_kg(run, self.gco2e_per_kwh)
 
 
 @direct_init
@@ -102,6 +154,7 @@ class LoadFigures:
     bytes_per_node: float
     bandwidth_bytes_per_s: float
     parallel: bool
+    node_share: float = 1.0  # of the checkpoint, each node's: its GPUs' shards, or all of it
 
 
 def peak_flops(gpu: GpuSpec, precision: str) -> tuple[float | None, str]:
@@ -184,9 +237,10 @@ def scenario_step_seconds(
 
 
 def time_figures(
-    coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout
+    coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout, load: LoadFigures
 ) -> TimeFigures | None:
-    """Step time by cause and the time to train; None when the GPU lacks the precision."""
+    """Step time by cause, the time to train and the run's fixed time; None when the GPU lacks
+    the precision."""
     hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu, efficiency_kind(coeffs.model))
     if hardware is None:
         return None
@@ -198,6 +252,9 @@ def time_figures(
     total_s = steps * step.total
     tokens_per_s = global_tokens / step.total
     peak = hardware.peak_flops_per_s
+    launch, load_s, written, writes, every, saved = fixed_seconds(
+        coeffs, scenario, steps, layout, load.seconds, load.bandwidth_bytes_per_s, load.node_share
+    )
     return TimeFigures(
         flops=flops,
         peak_flops_per_s=peak,
@@ -213,6 +270,7 @@ def time_figures(
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
         hfu=tokens_per_s * (flops.total + coeffs.encoder_flops_per_token) / (scenario.gpus * peak),
+        fixed=FixedSeconds(launch, load_s, written, int(writes), every, saved),
         samples_per_s_per_gpu=tokens_per_s / per_sample / scenario.gpus if per_sample else None,
         train_samples=train_tokens / per_sample if per_sample else None,
     )
@@ -282,14 +340,15 @@ def cost_figures(
         reason = no_price_reasons().get(gpu.name, "no quote")
         rate, rate_source = None, f"no default price for {gpu.name} ({reason}): set usd_per_gpu_hour"
     discount = discount_for(scenario)
-    usd = per_million = per_thousand = None
+    usd = per_million = per_thousand = fixed_usd = None
     if rate is not None and time is not None:
         usd = cost_usd(time.gpu_hours, rate, discount)
+        fixed_usd = cost_usd(time.fixed_s * scenario.gpus / 3600, rate, discount)
         per_million = usd / time.train_tokens * 1e6
         per_thousand = usd / time.train_samples * 1e3 if time.train_samples else None
     return CostFigures(
         usd, per_million, rate, scenario.pricing, discount, rate_source, quotes, as_of, stale,
-        discount_range(scenario), per_thousand,
+        discount_range(scenario), per_thousand, fixed_usd,
     )  # fmt: skip
 
 
@@ -305,9 +364,11 @@ def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -
     utilisation = time.step.busy / time.step.total
     power = gpu_power_w(gpu.tdp_w, idle, utilisation)
     kwh = energy_kwh(power, scenario.gpus, time.total_s, host, pue)
+    # outside the steps (launch, load, checkpoint writes) the GPUs draw their idle power
+    fixed_kwh = energy_kwh(gpu_power_w(gpu.tdp_w, idle, 0.0), scenario.gpus, time.fixed_s, host, pue)
     return EnergyFigures(
         kwh, co2e_kg(kwh, region.gco2e_per_kwh), region.id, region.gco2e_per_kwh, power, pue, host, idle,
-        region.source,
+        region.source, fixed_kwh,
     )  # fmt: skip
 
 
@@ -315,17 +376,75 @@ def load_figures(
     scenario: Scenario, gpu: GpuSpec, counts: ParamCounts, recipe: PrecisionRecipe
 ) -> LoadFigures:
     """Seconds to read the checkpoint (16-bit, or fp32 for fp32 training) onto one node."""
+    path = load_path(scenario, counts, recipe, host_link_bytes_per_s(gpu), scenario.gpus, scenario.zero_stage)
     source = parse_load_source(scenario.load_source)
-    checkpoint = counts.total * (4 if recipe.compute == "fp32" else 2)
-    node_gpus = min(scenario.gpus, scenario.gpus_per_node)
-    per_node: float = checkpoint
-    if scenario.zero_stage == 3 and scenario.load_parallel and scenario.gpus > scenario.gpus_per_node:
-        per_node = checkpoint * node_gpus / scenario.gpus  # sharded checkpoint: each node reads its shard
-    pcie = host_link_bytes_per_s(gpu)
-    if scenario.load_parallel:
-        bandwidth = min(source.parallel_bytes_per_s, pcie * node_gpus)
-        seconds = load_seconds(per_node, source.parallel_bytes_per_s, pcie, node_gpus)
-    else:
-        bandwidth = min(source.single_stream_bytes_per_s, pcie)
-        seconds = load_seconds(per_node, source.single_stream_bytes_per_s, pcie, 1)
-    return LoadFigures(seconds, source.kind, per_node, bandwidth, scenario.load_parallel)
+    return LoadFigures(
+        path.seconds, source.kind, path.bytes_per_node, path.bandwidth, scenario.load_parallel, path.share
+    )
+
+
+class LoadPath(NamedTuple):
+    """How the weights reach one node, and checkpoints leave it (numbers or arrays)."""
+
+    seconds: Any
+    bytes_per_node: Any
+    bandwidth: Any
+    share: Any  # of a checkpoint, each node's (terms/loading.node_share)
+
+
+def load_path(
+    scenario: Scenario, counts: ParamCounts, recipe: PrecisionRecipe, pcie: Any, gpus: Any, zero_stage: Any
+) -> LoadPath:
+    """The load of the weights (16-bit, or fp32 for fp32 training) from the scenario's source:
+    each node reads its shard when every GPU reads its own of a ZeRO-3 checkpoint, else all of
+    it. `pcie`, `gpus` and `zero_stage` may be the planner's arrays."""
+    source = parse_load_source(scenario.load_source)
+    share = node_share((zero_stage == 3) & scenario.load_parallel, gpus, scenario.gpus_per_node)
+    per_node = counts.total * (4 if recipe.compute == "fp32" else 2) * share
+    bandwidth = load_bandwidth(
+        source.single_stream_bytes_per_s,
+        source.parallel_bytes_per_s,
+        pcie,
+        minimum(gpus, scenario.gpus_per_node),
+        scenario.load_parallel,
+    )
+    return LoadPath(per_node / bandwidth, per_node, bandwidth, share)
+
+
+def fixed_settings(scenario: Scenario) -> tuple[float, int]:
+    """(launch seconds, optimizer steps between checkpoint writes): the scenario's, else the
+    defaults of load_sources.yaml `run_fixed`."""
+    data = run_fixed_defaults()
+    launch = scenario.launch_s if scenario.launch_s is not None else data["launch_s"]
+    every = (
+        scenario.checkpoint_every if scenario.checkpoint_every is not None else int(data["checkpoint_every"])
+    )
+    return launch, every
+
+
+def checkpoint_bytes(coeffs: Coefficients, zero_stage: Any, data_parallel: Any) -> Any:
+    """One checkpoint of the run (all ranks' shards together): the trainable weights and the
+    optimizer state with its master copy, as transformers' Trainer (model plus optimizer.pt)
+    and torch.distributed.checkpoint (model and optimizer state dicts) write them; a LoRA
+    checkpoint holds the adapters and their state, never the frozen base. Where FSDP keeps the
+    fp32 master as the weights' shard, the optimizer bytes hold the weights already."""
+    shard_master = (zero_stage == 3) & (data_parallel > 1) & (coeffs.shard_master_bytes > 0)
+    return coeffs.optimizer_bytes + where(shard_master, 0.0, coeffs.trainable_weight_bytes)
+
+
+def fixed_seconds(
+    coeffs: Coefficients,
+    scenario: Scenario,
+    steps: Any,
+    layout: Layout,
+    load_s: Any,
+    write_bytes_per_s: Any,
+    share: Any,
+) -> tuple[float, Any, Any, Any, int, Any]:
+    """(launch, load, checkpoint writes' seconds, writes, steps between writes, bytes of one
+    checkpoint) of a run of `steps` steps; numbers or the planner's arrays alike. Each node
+    writes its `share` of every checkpoint at `write_bytes_per_s` (the load's bandwidth)."""
+    launch, every = fixed_settings(scenario)
+    writes = checkpoint_writes(steps, every)
+    saved = checkpoint_bytes(coeffs, layout.zero_stage, layout.data_parallel)
+    return launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved

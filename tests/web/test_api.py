@@ -81,7 +81,7 @@ def test_hints_are_true_numbers(client: TestClient) -> None:
             direct = estimate(scenario_from_mapping(changed))
             assert hint["total_bytes"] == direct.total_bytes, hint["id"]
             if hint["usd"] is not None:
-                assert direct.cost is not None and hint["usd"] == direct.cost.usd
+                assert direct.cost is not None and hint["usd"] == direct.cost.run_usd
 
 
 def test_hints_say_what_makes_a_70b_full_fine_tune_fit(client: TestClient) -> None:

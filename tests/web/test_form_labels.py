@@ -130,3 +130,20 @@ def test_the_cli_and_the_web_list_the_catalogs_alike(client: TestClient) -> None
     gpu = next(row for row in client.get("/api/gpus").json() if row["name"] == "H100 SXM 80GB")
     assert gpu["class"] == "datacenter" and gpu["has_price"] is True and gpu["source"] and gpu["as_of"]
     assert gpu["memory_bytes"] == 81559 * 1024**2  # the 81,559 MiB nvidia-smi reports (gpus.yaml)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def test_no_help_text_only_repeats_its_label(client: TestClient) -> None:
+    """Each control's help says something its label does not: at least three words beyond the
+    label's ("Optimizer: optimizer", "Pricing: pricing plan", "Training precision: training
+    precision recipe" said nothing), on the form and in the planner."""
+    served = _served(client)
+    helps = [(field["label"], field["form_help"]) for field in served.values()]
+    helps += [(option.label, option.form_help or option.help) for option in PLAN_OPTIONS.values()]
+    for label, help_text in helps:
+        label_words = set(_words(label))
+        beyond = [word for word in _words(help_text) if word not in label_words]
+        assert len(beyond) >= 3, (label, help_text)

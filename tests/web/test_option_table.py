@@ -38,7 +38,7 @@ def test_plan_options_come_from_the_table(client: TestClient) -> None:
         assert option["maximum"] == WEB_CAPS.get(option["name"], declared.maximum)
     plan_schema = _body_schema(client, "/api/plan")["properties"]["plan"]["properties"]
     assert plan_schema["max_gpus"]["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 4096}
-    assert plan_schema["top_k"]["default"] == 5 and plan_schema["objective"]["default"] == "time"
+    assert plan_schema["top_k"]["default"] == 5 and plan_schema["objective"]["default"] == "cost"
     # the server refuses past its cap with the validator's own message
     response = client.post("/api/plan", json={"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 5000}})
     assert response.status_code == 422, response.text

@@ -305,23 +305,33 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     page.page.wait_for_selector("body[data-plan=ready]")
     assert page.page.get_by_role("button", name="Plan", exact=True).is_enabled()
 
-    # every catalog GPU is listed, consumer to datacenter; the priced ones are checked
-    priced = [gpu["name"] for gpu in client.get("/api/gpus").json() if gpu["has_price"]]
+    # every catalog GPU is listed, consumer to datacenter; the planner's default set is checked:
+    # the priced NVIDIA and AMD GPUs (TPUs, Gaudi and Trainium when named)
+    gpus = client.get("/api/gpus").json()
+    searched = [gpu["name"] for gpu in gpus if gpu["planned_by_default"]]
+    assert searched == [g["name"] for g in gpus if g["has_price"] and g["vendor"] in ("NVIDIA", "AMD")]
+    assert not any(g["planned_by_default"] for g in gpus if g["vendor"] in ("Google", "Intel", "AWS"))
     checked = page.page.locator("#plan-gpu-list input:checked").evaluate_all("els => els.map(e => e.value)")
-    assert checked == priced
-    # the page names the checked GPUs, so its answer is that of the same list named in the API
-    data = planned(
-        client, {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8, "objective": "time", "gpu_types": priced}}
-    )
+    assert checked == searched
+    # the page names the checked GPUs, so its answer is that of the same list named in the API,
+    # under the default objective (the cheapest plan)
+    assert page.page.locator("#plan-objective").input_value() == "cost"
+    data = planned(client, {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8, "gpu_types": searched}})
+    assert data["plans"] == planned(client, {"model": "Qwen2.5-0.5B", "plan": {"max_gpus": 8}})["plans"]
     first = data["plans"][0]
     scenario, estimate = first["scenario"], first["estimate"]
     row = page.page.locator('#plan-table tr[data-plan="0"]')
-    cells = row.locator("td, th").all_inner_texts()
-    assert cells[2] == f"{scenario['gpus']} × {scenario['gpu']}"
+
+    def cell(column: str) -> str:
+        return str(row.locator(f'[data-col="{column}"]').inner_text()).strip()
+
+    assert row.locator(".plan-hw").inner_text() == f"{scenario['gpus']} × {scenario['gpu']}"
     replicas = estimate["batch"]["replicas"]
-    assert cells[6] == f"{scenario['tensor_parallel']} / {scenario['pipeline_parallel']} / {replicas}"
-    assert cells[8] == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
-    assert cells[5] == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
+    layout = f"{scenario['tensor_parallel']} / {scenario['pipeline_parallel']} / {replicas}"
+    assert cell("layout") == f"{layout}, ZeRO {scenario['zero_stage']}"
+    assert cell("batch") == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
+    assert cell("memory") == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
+    assert cell("time") == first["display"]["duration"] and cell("cost") == first["display"]["usd"]
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
     assert page.text("#plan-table-caption") == data["display"]["heading"]
     options = page.page.locator("#plan-objective option").evaluate_all(
@@ -341,8 +351,12 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     series = page.page.evaluate(
         "() => Chart.getChart(document.getElementById('plan-chart')).data.datasets[0].data"
     )
+    # the whole run's cost against its time (training steps and the fixed time per run)
     assert [point["y"] for point in series] == pytest.approx(
-        [item["estimate"]["cost"]["usd"] for item in data["pareto"]]
+        [item["estimate"]["cost"]["run_usd"] for item in data["pareto"]]
+    )
+    assert [point["x"] for point in series] == pytest.approx(
+        [item["estimate"]["time"]["run_s"] / 3600 for item in data["pareto"]]
     )
 
     before = page.renders()
@@ -357,7 +371,8 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     assert_shows(page, shown)
     assert page.page.get_by_role("combobox", name="GPU type", exact=True).input_value() == scenario["gpu"]
     query = parse_qs(urlsplit(page.page.url).query)
-    assert query["gpu"] == [scenario["gpu"]] and query["gpus"] == [str(scenario["gpus"])]
+    # the link names what differs from the defaults (one GPU is the default count)
+    assert query["gpu"] == [scenario["gpu"]] and query.get("gpus", ["1"]) == [str(scenario["gpus"])]
     assert row.get_attribute("aria-current") == "true"
     page.page.add_style_tag(content=".summary { position: static; }")  # keep it off the element shot
     shot = tmp_path / "planner-desktop.png"
@@ -516,6 +531,64 @@ def test_a_cleared_model_box_asks_for_a_model(page: Page, key: str) -> None:
     assert page.page.locator('[data-field="model"] .field-error').inner_text() == ""
 
 
+@pytest.mark.parametrize("width", [1366, 390])
+def test_gpu_names_in_the_fit_grid_are_whole(browser: Any, live_server: str, width: int) -> None:
+    """Every GPU's name in the fit grid is shown whole, wrapped where it is long ("GB200 (per
+    Blackwell GPU, NVL72)" was cut to an ellipsis), at a laptop's and at a phone's width."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    view = Page(context.new_page(), live_server)
+    view.open()
+    cut = view.page.evaluate(
+        "() => [...document.querySelectorAll('#fit .gpu-name')]"
+        ".filter(b => b.scrollWidth > b.clientWidth + 1 || b.getBoundingClientRect().right > innerWidth)"
+        ".map(b => b.textContent)"
+    )
+    names = view.page.locator("#fit .gpu-name").all_inner_texts()
+    assert "GB200 (per Blackwell GPU, NVL72)" in names and cut == []
+    assert not view.errors
+    context.close()
+
+
+def test_the_plan_table_fits_a_laptop_window(browser: Any, live_server: str) -> None:
+    """At 1440 px the plan table needs no sideways scrolling, every column shown (Offload, kWh and
+    "Use this plan" were cut before), with any method and the longest GPU names in it."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    wide = Page(context.new_page(), live_server)
+    wide.open("?model=Llama-3.1-8B")
+    wide.page.locator("#planner > summary").click()
+    wide.page.get_by_role("radio", name="Any method").check()
+    wide.page.get_by_role("textbox", name="Max GPUs", exact=True).fill("16")
+    wide.page.get_by_role("combobox", name="Objective").select_option("time")
+    wide.page.get_by_role("button", name="Plan", exact=True).click()
+    wide.page.wait_for_selector("body[data-plan=ready]")
+    scroll = wide.page.evaluate(
+        "() => { const box = document.querySelector('#plan-table').closest('.table-scroll');"
+        " return [box.scrollWidth, box.clientWidth]; }"
+    )
+    assert scroll[0] <= scroll[1], scroll
+    columns = wide.page.locator("#plan-table thead th").count()
+    assert columns == wide.page.locator('#plan-table tbody tr[data-plan="0"] > *').count() == 10
+    assert wide.page.locator('#plan-table tr[data-plan="0"] .use-plan').is_visible()
+    # the fastest plan of a small job takes the most GPUs allowed
+    assert wide.page.locator('#plan-table tr[data-plan="0"] .plan-hw').inner_text().startswith("16 × ")
+    assert not wide.errors
+    context.close()
+
+
+def test_the_fixed_time_per_run_is_on_the_time_and_cost_cards(page: Page, client: TestClient) -> None:
+    """The time and cost cards show the whole run (training steps plus launch, loading and
+    checkpoint writes), and say what the fixed part is."""
+    page.open("?model=Llama-3.1-8B&train_tokens=1e8")
+    data = api(client, {"model": "Llama-3.1-8B", "train_tokens": 1e8})
+    assert_shows(page, data)
+    time_card = page.page.locator('[data-card="time"]')
+    assert time_card.locator(".big").inner_text() == data["display"]["duration"]
+    assert data["display"]["fixed"] in time_card.locator(".muted").inner_text()
+    cost_card = page.page.locator('[data-card="cost"]')
+    assert cost_card.locator(".big").inner_text() == data["display"]["usd"]
+    assert f"{data['display']['fixed_usd']} of it fixed per run" in cost_card.locator(".muted").inner_text()
+
+
 def test_phone_width_after_a_pareto_plan(browser: Any, live_server: str) -> None:
     """After a plan, with the Pareto table open, the page still does not scroll sideways."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
@@ -532,9 +605,9 @@ def test_phone_width_after_a_pareto_plan(browser: Any, live_server: str) -> None
     # each plan's time and cost are on screen without scrolling the table sideways
     right_edges = phone.page.evaluate(
         """() => [...document.querySelectorAll('#plan-table tbody tr')].map(row => Math.max(
-            row.cells[3].getBoundingClientRect().right, row.cells[4].getBoundingClientRect().right))"""
+            ...[...row.querySelectorAll('td, th')].map(cell => cell.getBoundingClientRect().right)))"""
     )
-    assert right_edges and max(right_edges) <= 390
+    assert right_edges and max(right_edges) <= 390  # every figure of every plan, not only some
     assert not phone.errors
     context.close()
 
@@ -566,8 +639,11 @@ def test_plans_with_the_same_time_and_cost_say_what_differs(page: Page) -> None:
     seen: dict[tuple[str, ...], int] = {}
     duplicates = 0
     for index in range(rows.count()):
-        cells = rows.nth(index).locator("td, th").all_inner_texts()
-        figures = (cells[3], cells[4])  # time and cost
+        row = rows.nth(index)
+        figures = (
+            row.locator('[data-col="time"]').inner_text(),
+            row.locator('[data-col="cost"]').inner_text(),
+        )
         note = rows.nth(index).locator(".plan-differs")
         if figures in seen:
             duplicates += 1

@@ -43,12 +43,13 @@ def test_plan_is_the_cli_json(client: TestClient) -> None:
     # each plan with the display strings of the CLI's plan table beside the CLI's JSON
     for item in (*data["plans"], *data["pareto"]):
         shown, figures = item.pop("display"), item["estimate"]
-        assert shown["duration"] == format_duration(figures["time"]["total_s"])
+        # the whole run's figures: training steps and the fixed time
+        assert shown["duration"] == format_duration(figures["time"]["run_s"])
         assert shown["usd"] == (
-            format_usd(figures["cost"]["usd"]) if figures["cost"]["usd"] is not None else None
+            format_usd(figures["cost"]["run_usd"]) if figures["cost"]["usd"] is not None else None
         )
     # and the heading the CLI's plan table has, beside the JSON
-    assert data.pop("display") == {"heading": plans_heading(len(data["plans"]), "time")}
+    assert data.pop("display") == {"heading": plans_heading(len(data["plans"]), "cost")}
     assert data == json.loads(json.dumps(expected))
     assert set(data) == {
         "objective",
@@ -59,7 +60,8 @@ def test_plan_is_the_cli_json(client: TestClient) -> None:
         "unpriced",
         "explanation",
     }
-    assert data["plans"] and data["explanation"][0].startswith("Best for time")
+    # the default objective is the cheapest plan
+    assert data["objective"] == "cost" and data["explanation"][0].startswith("Best for cost")
     assert all(plan["scenario"]["gpus"] <= 8 for plan in data["plans"])
 
 
@@ -74,6 +76,7 @@ def test_each_plan_is_what_the_estimate_endpoint_gives(client: TestClient) -> No
             == item["estimate"]["memory"]["per_gpu"]["total_bytes"]
         )
         assert estimate["time"]["total_s"] == item["estimate"]["time"]["total_s"]
+        assert estimate["time"]["run_s"] == item["estimate"]["time"]["run_s"]
         assert estimate["cost"]["usd"] == item["estimate"]["cost"]["usd"]
 
 

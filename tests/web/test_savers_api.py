@@ -84,5 +84,7 @@ def test_a_pricing_hint_names_cents_under_100_usd() -> None:
     assert base.cost is not None and base.cost.usd is not None and base.cost.usd < 100
     spot = next(hint for hint in hints(scenario, base) if hint.id == "spot")
     assert spot.usd is not None
-    assert spot.text.startswith(f"{format_usd(spot.usd)} instead of {format_usd(base.cost.usd)} (")
-    assert format_usd(base.cost.usd).count(".") == 1  # cents shown
+    # the whole run's cost, as the cost card shows it
+    assert base.cost.run_usd is not None
+    assert spot.text.startswith(f"{format_usd(spot.usd)} instead of {format_usd(base.cost.run_usd)} (")
+    assert format_usd(base.cost.run_usd).count(".") == 1  # cents shown

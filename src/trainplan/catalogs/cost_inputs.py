@@ -200,6 +200,22 @@ def unpublished_links() -> UnpublishedLinks:
     )
 
 
+_FIXED_KEYS = ("value", "basis", "source", "as_of")
+
+
+@cache
+def run_fixed_defaults() -> dict[str, float]:
+    """load_sources.yaml `run_fixed`: launch_s (seconds to the first step) and checkpoint_every
+    (steps between checkpoint writes)."""
+    raw = load_yaml("load_sources.yaml")["run_fixed"]
+    require(
+        raw, ("launch_s", "checkpoint_every"), {"launch_s", "checkpoint_every"}, "load_sources.yaml run_fixed"
+    )
+    for key, row in raw.items():
+        require(row, _FIXED_KEYS, set(_FIXED_KEYS), f"load_sources.yaml run_fixed {key}")
+    return {key: float(row["value"]) for key, row in raw.items()}
+
+
 def host_link_bytes_per_s(gpu: GpuSpec) -> float:
     """Practical pinned host-to-device bytes/s of the GPU's PCIe generation (x16), or of the
     assumed one where its record has none (`unpublished_links`)."""

@@ -14,6 +14,7 @@ from trainplan.phrasing import (
     fit_group_lines,
     fit_summary,
     fit_verdict,
+    fixed_text,
     format_duration,
     format_kwh,
     format_usd,
@@ -118,13 +119,17 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "fit_free": {row.gpu: free_text(row.free_bytes) for row in result.fit},
         "notes": [f"{label.capitalize()}: {text}" for label, text in note_lines(result)],
         "runtime_lines": runtime_lines(result),
-        "duration": format_duration(time.total_s) if time else None,
+        "duration": format_duration(time.run_s) if time else None,
         "no_time": no_time_text(result) if time is None else None,
         "cost_detail": cost_detail(result),
         "load_mode": load_mode(result),
-        "usd": format_usd(result.cost.usd) if result.cost and result.cost.usd is not None else None,
+        "usd": format_usd(result.cost.run_usd) if result.cost and result.cost.run_usd is not None else None,
         "budget": _budget(result),
         "load_duration": format_duration(result.load.seconds) if result.load else None,
+        "fixed": fixed_text(result) if time else None,
+        "fixed_usd": format_usd(result.cost.fixed_usd)
+        if result.cost and result.cost.fixed_usd is not None
+        else None,
         "cli": cli_command(result.scenario, uploaded),
     }
 
@@ -144,7 +149,7 @@ def plan_display(plan: dict[str, Any]) -> dict[str, str | None]:
     estimate = plan["estimate"]
     time, cost, energy = estimate["time"], estimate.get("cost"), estimate.get("energy")
     return {
-        "duration": format_duration(time["total_s"]) if time else None,
-        "usd": format_usd(cost["usd"]) if cost and cost["usd"] is not None else None,
-        "kwh": format_kwh(energy["kwh"]) if energy and energy["kwh"] else None,
+        "duration": format_duration(time["run_s"]) if time else None,
+        "usd": format_usd(cost["run_usd"]) if cost and cost["run_usd"] is not None else None,
+        "kwh": format_kwh(energy["run_kwh"]) if energy and energy["run_kwh"] else None,
     }

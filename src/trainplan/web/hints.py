@@ -86,8 +86,8 @@ def _hint(hint_id: str, title: str, text: str, change: dict[str, Any], result: E
         change,
         result.total_bytes,
         result.fits,
-        result.time.total_s if result.time else None,
-        result.cost.usd if result.cost else None,
+        result.time.run_s if result.time else None,
+        result.cost.run_usd if result.cost else None,
         tags,
     )
 
@@ -171,7 +171,7 @@ def _more_gpus(scenario: Scenario, trier: Callable[[dict[str, Any]], Estimate | 
         if result is not None and result.fits:
             text = f"{format_gib(result.total_bytes)} per GPU on {gpus} x {result.gpu}"
             if result.time:
-                text += f"; the run takes {format_duration(result.time.total_s)}"
+                text += f"; the run takes {format_duration(result.time.run_s)}"
             return _hint("more_gpus", f"{gpus} GPUs with ZeRO-3", text, change, result, "fit")
     return None
 
@@ -217,14 +217,14 @@ def _saves_time(result: Estimate, base: Estimate, threshold: float = 0.03) -> bo
     """Whether `result` trains at least `threshold` faster than `base`."""
     if result.time is None or base.time is None:
         return False
-    return result.time.total_s < base.time.total_s * (1 - threshold)
+    return result.time.run_s < base.time.run_s * (1 - threshold)
 
 
 def _faster(result: Estimate, base: Estimate) -> str:
     if result.time is None or base.time is None:
         return ""
-    change = _pct(result.time.total_s, base.time.total_s)
-    return f"; the run takes {format_duration(result.time.total_s)} ({change} time)"
+    change = _pct(result.time.run_s, base.time.run_s)
+    return f"; the run takes {format_duration(result.time.run_s)} ({change} time)"
 
 
 def _when_fits(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]:
@@ -277,11 +277,12 @@ def _cost_hints(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]
     for plan in ("spot", "committed"):
         change = {"pricing": plan}
         result = trier(change)
-        if result is None or result.cost is None or result.cost.usd is None:
+        cost = result.cost if result is not None else None
+        if result is None or cost is None or cost.run_usd is None or base.cost.run_usd is None:
             continue
         text = (
-            f"{format_usd(result.cost.usd)} instead of {format_usd(base.cost.usd)} "
-            f"({result.cost.discount:.0%} off the on-demand rate)"
+            f"{format_usd(cost.run_usd)} instead of {format_usd(base.cost.run_usd)} "
+            f"({cost.discount:.0%} off the on-demand rate)"
         )
         hints.append(_hint(plan, f"{plan.capitalize()} pricing", text, change, result, "cost"))
     return hints

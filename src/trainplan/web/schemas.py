@@ -310,6 +310,10 @@ class GpuItem(BaseModel):
     dense_flops_per_s: dict[str, float | None] = Field(description="dense peak FLOP/s per dtype")
     tdp_w: float | None = Field(description="board power, W")
     has_price: bool = Field(description="whether the catalog has a default on-demand rate")
+    planned_by_default: bool = Field(
+        description="whether the planner searches it when no GPU types are named "
+        "(NVIDIA and AMD GPUs with a price)"
+    )
     source: str
     as_of: str
 

@@ -951,7 +951,8 @@
     const cards = [];
     if (time) {
       const what = result.sample ? (result.sample.frames > 1 ? "clips" : "images") : null;
-      cards.push(card("Time", display.duration, `${nf0.format(time.steps)} steps × ${seconds(time.step_s)}; ${display.budget}`, "time"));
+      cards.push(card("Time", display.duration,
+        `${nf0.format(time.steps)} steps × ${seconds(time.step_s)}; ${display.budget}; plus fixed per run ${display.fixed}`, "time"));
       cards.push(card("GPU-hours", nf1.format(time.gpu_hours), `${scenario.gpus} × ${result.gpu}`, "gpu_hours"));
       cards.push(what
         ? card("Throughput", `${nf2.format(time.samples_per_s_per_gpu)} ${what}/s`, `per GPU; MFU ${nf1.format(time.mfu * 100)}%; ${time.compute_precision} peak`, "throughput")
@@ -960,11 +961,12 @@
       cards.push(card("Time", "–", display.no_time, "time"));
     }
     if (cost) {
-      cards.push(card("Cost", display.usd || "–", display.cost_detail, "cost"));
+      const fixed = display.fixed_usd ? `; ${display.fixed_usd} of it fixed per run` : "";
+      cards.push(card("Cost", display.usd || "–", `${display.cost_detail}${fixed}`, "cost"));
     }
     if (energy && energy.kwh !== null) {
-      cards.push(card("Energy", `${nf0.format(energy.kwh)} kWh`, `PUE ${energy.pue ?? result.assumptions.pue}; ${nf0.format(energy.gpu_power_w || 0)} W per GPU`, "energy"));
-      cards.push(card("CO2e", `${nf1.format(energy.co2e_kg)} kg`, `${energy.region}: ${nf0.format(energy.gco2e_per_kwh)} g/kWh`, "co2"));
+      cards.push(card("Energy", `${nf0.format(energy.run_kwh)} kWh`, `PUE ${energy.pue ?? result.assumptions.pue}; ${nf0.format(energy.gpu_power_w || 0)} W per GPU while training, idle draw outside the steps`, "energy"));
+      cards.push(card("CO2e", `${nf1.format(energy.run_co2e_kg)} kg`, `${energy.region}: ${nf0.format(energy.gco2e_per_kwh)} g/kWh`, "co2"));
     }
     if (load) cards.push(card("Load weights", display.load_duration, `from ${load.source}, ${display.load_mode}`, "load"));
     $("run-cards").replaceChildren(...cards);
@@ -1195,15 +1197,16 @@
       if (help && option.maximum !== null) help.textContent += `; at most ${nf0.format(option.maximum)}`;
     }
     const list = $("plan-gpu-list");
-    // every catalog GPU, consumer to datacenter; the priced ones are checked (the planner's default)
+    // every catalog GPU, consumer to datacenter; the planner's default set is checked (the
+    // priced NVIDIA and AMD GPUs: /api/gpus `planned_by_default`)
     list.replaceChildren(...state.gpus.map((gpu, index) => {
       const id = `plan-gpu-${index}`;
       return h("label", { className: "check plan-gpu", for: id },
-        h("input", { type: "checkbox", id, value: gpu.name, checked: gpu.has_price, "data-priced": String(gpu.has_price) }),
+        h("input", { type: "checkbox", id, value: gpu.name, checked: gpu.planned_by_default, "data-default": String(gpu.planned_by_default) }),
         h("span", {}, gpu.name, h("span", { className: "gpu-mem", text: ` ${nf0.format(gpu.memory_bytes / GIB)} GiB${gpu.has_price ? "" : " · no price"}` })));
     }));
     const pick = (test) => () => gpuBoxes().forEach((box) => { box.checked = test(box); });
-    $("plan-gpus-priced").addEventListener("click", pick((box) => box.dataset.priced === "true"));
+    $("plan-gpus-default").addEventListener("click", pick((box) => box.dataset.default === "true"));
     $("plan-gpus-all").addEventListener("click", pick(() => true));
     $("plan-gpus-none").addEventListener("click", pick(() => false));
     $("plan-form").addEventListener("submit", (event) => {
@@ -1305,32 +1308,52 @@
     const differs = planSettings().filter((field) => items[earlier].scenario[field.name] !== item.scenario[field.name]);
     return `same time and cost as #${earlier + 1}; differs in ${differs.map((field) => field.short_label).join(", ") || "nothing shown"}`;
   }
+  // The plan tables' columns, written once for both tables: the figures a reader compares come
+  // first after the plan itself; on a phone each row is a card of labelled lines (app.css).
+  const PLAN_COLUMNS = [
+    { id: "rank", label: "#", num: true },
+    { id: "plan", label: "Plan" },
+    { id: "time", label: "Time", num: true },
+    { id: "cost", label: "Cost", num: true },
+    { id: "memory", label: "GiB/GPU", num: true },
+    { id: "layout", label: "tp / pp / dp, ZeRO" },
+    { id: "batch", label: "Micro × accum" },
+    { id: "savers", label: "Checkpointing, offload" },
+    { id: "kwh", label: "kWh", num: true },
+    { id: "use", label: "Action", hidden: true },
+  ];
+  function planHead() {
+    return h("tr", {}, PLAN_COLUMNS.map((column) => h("th", { scope: "col", className: column.num ? "num" : null, "data-col": column.id },
+      column.hidden ? h("span", { className: "visually-hidden", text: column.label }) : column.label)));
+  }
   function planRow(item, index, list, items) {
     const { scenario, estimate, display } = item;
-    const cost = display.usd || "–";
-    const kwh = display.kwh || "–";
-    const time = display.duration || "–";
     const what = `${choiceLabel("method", scenario.method)} on ${scenario.gpus} × ${scenario.gpu}`;
     const same = sameFiguresAs(item, index, items);
-    return h("tr", { "data-plan": String(index), "data-list": list },
-      h("td", { className: "num", text: String(index + 1) }),
-      h("td", {}, choiceLabel("method", scenario.method),
-        same ? h("div", { className: "plan-differs", text: same }) : ""),
-      h("th", { scope: "row", className: "plan-gpus-cell", text: `${scenario.gpus} × ${scenario.gpu}` }),
-      // the figures a reader compares come first, so a phone shows them without scrolling
-      h("td", { className: "num", text: time }),
-      h("td", { className: "num", text: cost }),
-      h("td", { className: "num", text: nf2.format(estimate.memory.per_gpu.total_bytes / GIB) }),
-      h("td", { text: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}` }),
-      h("td", { className: "num", text: String(scenario.zero_stage) }),
-      h("td", { text: `${scenario.micro_batch} × ${scenario.grad_accum}` }),
-      h("td", { text: scenario.activation_checkpointing }),
-      h("td", { text: scenario.offload }),
-      h("td", { className: "num", text: kwh }),
-      h("td", {}, h("button", {
+    const cells = {
+      rank: String(index + 1),
+      plan: [h("span", { className: "plan-method", text: choiceLabel("method", scenario.method) }), " ",
+        h("span", { className: "plan-hw", text: `${scenario.gpus} × ${scenario.gpu}` }),
+        same ? h("div", { className: "plan-differs", text: same }) : ""],
+      time: display.duration || "–",
+      cost: display.usd || "–",
+      memory: nf2.format(estimate.memory.per_gpu.total_bytes / GIB),
+      layout: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}, ZeRO ${scenario.zero_stage}`,
+      batch: `${scenario.micro_batch} × ${scenario.grad_accum}`,
+      savers: `${scenario.activation_checkpointing}, ${scenario.offload}`,
+      kwh: display.kwh || "–",
+      use: h("button", {
         type: "button", className: "btn btn-small use-plan", text: "Use this plan",
         "aria-label": `Use plan ${index + 1}: ${what}`, onclick: () => usePlan(item, index, list),
-      })));
+      }),
+    };
+    return h("tr", { "data-plan": String(index), "data-list": list }, PLAN_COLUMNS.map((column) => {
+      const attrs = { className: column.num ? "num" : null, "data-col": column.id, "data-label": column.hidden ? null : column.label };
+      const content = cells[column.id];
+      return column.id === "plan"
+        ? h("th", { ...attrs, scope: "row" }, content)
+        : h("td", typeof content === "string" ? { ...attrs, text: content } : attrs, typeof content === "string" ? null : content);
+    }));
   }
   function renderPlan(data, body, seconds) {
     const scenarioName = body.model || "the model";
@@ -1338,6 +1361,7 @@
       `${nf0.format(data.candidates_evaluated)} candidates searched in ${nf1.format(seconds)} s for ${scenarioName}.`;
     $("plan-explanation").replaceChildren(...data.explanation.map((line) => h("li", { text: line })));
     $("plan-table-caption").textContent = data.display.heading;
+    for (const id of ["plan-table", "plan-pareto-table"]) $(id).tHead.replaceChildren(planHead());
     $("plan-table").tBodies[0].replaceChildren(...data.plans.map((item, index) => planRow(item, index, "plans", data.plans)));
     $("plan-pareto-table").tBodies[0].replaceChildren(...data.pareto.map((item, index) => planRow(item, index, "pareto", data.pareto)));
     // reasons a user acts on (memory, budget, deadline, price) first; the search's own
@@ -1362,8 +1386,8 @@
   function renderPlanChart(data) {
     const canvas = $("plan-chart");
     const points = data.pareto
-      .filter((item) => item.estimate.time && item.estimate.cost && item.estimate.cost.usd !== null)
-      .map((item, index) => ({ x: item.estimate.time.total_s / 3600, y: item.estimate.cost.usd, index }));
+      .filter((item) => item.estimate.time && item.estimate.cost && item.estimate.cost.run_usd !== null)
+      .map((item, index) => ({ x: item.estimate.time.run_s / 3600, y: item.estimate.cost.run_usd, index }));
     $("plan-chart-note").textContent = points.length
       ? `${points.length} plan${points.length === 1 ? "" : "s"} that no other beats on both time and cost. Click a point to use it.`
       : "No priced plan to draw.";
