@@ -848,3 +848,89 @@ def test_a_model_of_another_kind_switches_the_form_at_once(page: Page, client: T
     page.page.get_by_role("radio", name="QLoRA", exact=True).check()
     pick("V-JEPA-2-ViT-L")
     assert page.page.get_by_role("radio", name="QLoRA", exact=True).is_checked()
+
+
+# A scripted user: each step changes one control to a value it does not hold, chosen by a
+# seeded generator; the choices are valid for every model in the list (what a user may do).
+SEQUENCE_MODELS = ("Llama-3.1-8B", "Qwen2.5-0.5B", "FLUX.1-dev", "Llama-3.2-1B")
+SEQUENCE_CHOICES: dict[str, tuple[str, ...]] = {
+    "Framework recipe": ("", "torchtune", "unsloth", "hf-trainer", "axolotl", "diffusers"),
+    "GPU type": ("H100 SXM 80GB", "GeForce RTX 4090", "A100 80GB SXM4", "L40S"),
+    "Training precision": ("bf16-mixed", "bf16"),
+    "Activation checkpointing": ("none", "full", "selective"),
+}
+
+
+def _sequence_step(page: Page, rng: Any) -> str:
+    """Change one control (never to the value it shows) and wait for the page's answer."""
+    before = page.renders()
+    kind = rng.choice(["model", "method", "micro_batch", *SEQUENCE_CHOICES])
+    if kind == "model":
+        box = page.page.get_by_role("combobox", name="Model", exact=True)
+        name = rng.choice([m for m in SEQUENCE_MODELS if m != box.input_value()])
+        box.fill(name)
+        box.press("Enter")
+        done = f"model {name}"
+    elif kind == "method":
+        checked = page.page.locator('[data-field="method"] input:checked').input_value()
+        method = rng.choice([m for m in ("full", "lora", "qlora") if m != checked])
+        page.page.locator(f'[data-field="method"] input[value="{method}"]').check()
+        done = f"method {method}"
+    elif kind == "micro_batch":
+        box = page.page.get_by_role("textbox", name="Micro-batch", exact=True)
+        value = rng.choice([v for v in ("1", "2", "3", "4") if v != box.input_value()])
+        box.fill(value)
+        done = f"micro_batch {value}"
+    else:
+        select = page.page.get_by_role("combobox", name=kind, exact=True)
+        value = rng.choice([v for v in SEQUENCE_CHOICES[kind] if v != select.input_value()])
+        select.select_option(value)
+        done = f"{kind} {value or '(none)'}"
+    page.page.wait_for_function(
+        "n => Number(document.body.dataset.renders || 0) > n || document.body.dataset.state === 'error'",
+        arg=before,
+    )
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_page_equals_its_own_command_after_any_sequence_of_changes(
+    page: Page, client: TestClient, seed: int
+) -> None:
+    """After every step of a seeded sequence of changes (model of another kind, recipe, method,
+    micro-batch, GPU, precision, checkpointing), the page's figures are those its share link
+    gives the API and its own `trainplan estimate` command gives the CLI; where the scenario is
+    refused, the command refuses it too."""
+    import random
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from trainplan.cli import app
+
+    rng = random.Random(seed)
+    page.open()
+    steps = []
+    for _ in range(10):
+        steps.append(_sequence_step(page, rng))
+        page.page.wait_for_function(
+            "() => ['ready', 'error'].includes(document.body.dataset.state)"
+            " && document.body.dataset.chart === document.body.dataset.renders"
+        )
+        query = {key: values[0] for key, values in parse_qs(urlsplit(page.page.url).query).items()}
+        linked = client.post("/api/estimate", json=query)
+        if page.page.evaluate("document.body.dataset.state") == "error":
+            assert linked.status_code == 422, (steps, linked.text)
+            continue
+        assert linked.status_code == 200, (steps, linked.text)
+        data = linked.json()
+        assert page.text("#total") == data["display"]["total"], steps
+        assert_shows(page, data)
+        command = shlex.split(page.page.locator("#cli-command").input_value())
+        ran = CliRunner().invoke(app, [*command[1:], "--json"], catch_exceptions=False)
+        assert ran.exit_code == 0, (steps, ran.output)
+        assert (
+            json.loads(ran.output)["memory"]["per_gpu"]["total_bytes"]
+            == (data["memory"]["per_gpu"]["total_bytes"])
+        ), steps
