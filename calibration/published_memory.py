@@ -260,20 +260,21 @@ CASES: tuple[PublishedMemoryCase, ...] = (
 
 @dataclass(frozen=True)
 class PublishedMemoryRow:
-    """A case, its estimate, and the figure compared (the peak less paged optimizer state)."""
+    """A case, its estimate, and the figure compared (the peak, which holds no paged optimizer
+    state: that lives in unified memory, memory.paged_bytes)."""
 
     case: PublishedMemoryCase
     estimate: Estimate
 
     @property
     def compared_gib(self) -> float:
-        """What the caching allocator would see: the peak without paged (unified) memory, and,
-        for sources that log allocated or active bytes, without the blocks that FSDP2's
+        """What the caching allocator would see: the peak (paged optimizer state is outside it)
+        and, for sources that log allocated or active bytes, without the blocks that FSDP2's
         all-gather stream keeps reserved."""
         peak = self.estimate.total_bytes
         if self.case.statistic != "reserved":
             peak = self.estimate.allocated_peak_bytes
-        return (peak - self.estimate.paged_bytes) / GIB
+        return peak / GIB
 
     @property
     def error(self) -> float:

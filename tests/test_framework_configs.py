@@ -118,6 +118,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "model": "Llama-3.1-70B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 8,
         "seq_len": 8192, "steps": 1000, "tensor_parallel": 8, "pipeline_parallel": 1, "zero_stage": 3,
+        "sequence_parallel": True,  # apply_tp: SequenceParallel on every norm (parallelize.py)
         "gpus": 8,  # shard degree -1: at least TP x PP; the user gives --gpus
         "compile": True, "activation_checkpointing": "full", "recipe": "torchtitan",
     }),
@@ -126,6 +127,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "compile": False,  # torchtitan default: Compile.enable false
         "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-torchao", "optimizer": "adamw-fused",
         "micro_batch": 2, "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
+        "sequence_parallel": True,  # apply_tp: SequenceParallel on every norm (parallelize.py)
         "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
         "zero_stage": 2,  # reshard policy "default" under PP: layers kept gathered forward to backward
         "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)
@@ -135,6 +137,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 4,
         "seq_len": 4096, "tensor_parallel": 2, "pipeline_parallel": 1, "zero_stage": 3, "gpus": 8,
+        "sequence_parallel": True,  # apply_tp: SequenceParallel on every norm (parallelize.py)
         "compile": True, "precision": "bf16-mixed", "steps": 500,
         "activation_checkpointing": "full:2",  # selective, option "2": every 2nd block
         "recipe": "torchtitan",

@@ -60,13 +60,14 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     table.add_column("kind")
     for term in result.peak.terms:
         table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
-        if term.name == "optimizer" and result.paged_bytes:
-            table.add_row("  paged: may spill to host", f"{result.paged_bytes / 2**30:,.2f}", "exact")
         if term.name == "temporaries" and result.stream_pool_bytes:
             table.add_row(
                 "  reserved by FSDP2's side streams", f"{result.stream_pool_bytes / 2**30:,.2f}", "estimate"
             )
     table.add_row("[bold]total[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
+    if result.paged_bytes:
+        # unified memory, outside the total: the driver pages it to the host under pressure
+        table.add_row("paged optimizer state (outside)", f"{result.paged_bytes / 2**30:,.2f}", "exact")
     console.print(table)
     phases = ", ".join(f"{phase.name} {format_gib(phase.total)}" for phase in result.phases)
     console.print(f"Phases: {phases}")

@@ -86,7 +86,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     mem = memory(coeffs, layout)
     phases = _phases(mem)
     peak = max(phases, key=_total)
-    paged = paged_state_bytes(scenario, peak)
+    paged = float(mem.paged)
     load = load_figures(scenario, gpu, coeffs.counts, coeffs.recipe)
     time = time_figures(coeffs, scenario, gpu, layout, load)
     cost = cost_figures(scenario, gpu, time)
@@ -109,7 +109,9 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         allocated_peak=_allocated_peak(mem),
         fit=fit_rows(peak.total),
         batch=Batch(scenario.micro_batch, scenario.grad_accum, layout.data_parallel, coeffs.seq_len),
-        warnings=tuple(_warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu)),
+        warnings=tuple(
+            _warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu, scenario)
+        ),
         approximations=spec.approximations,
         time=time,
         cost=cost,
@@ -218,25 +220,26 @@ def _fit_columns() -> tuple[tuple[str, ...], tuple[str, ...], tuple[int, ...], t
     )
 
 
-def paged_state_bytes(scenario: Scenario, peak: Phase) -> float:
-    """Optimizer state at the peak that a paged optimizer keeps in CUDA unified memory
-    (bitsandbytes `is_paged`: allocated with cudaMallocManaged, which the driver pages to the host
-    under pressure and torch.cuda.max_memory_allocated() does not count); 0 otherwise."""
-    if not OPTIMIZERS[scenario.optimizer].paged:
-        return 0.0
-    return peak.term("optimizer").value
-
-
-def _paged_warning(paged: float, peak: float, gpu: GpuSpec) -> list[str]:
-    """One sentence: how much state is paged and whether it decides the fit on this GPU."""
+def _paged_warning(paged: float, peak: float, gpu: GpuSpec, scenario: Scenario) -> list[str]:
+    """What the paged optimizer state does on this GPU: stays on it while there is room beside
+    the resident peak, else its excess pages to the host (bitsandbytes' paged optimizers:
+    cudaMallocManaged, evicted by the driver under pressure) and each step reads it back."""
     if not paged:
         return []
-    decides = (peak <= gpu.memory_bytes) != (peak - paged <= gpu.memory_bytes)
-    verdict = "decides" if decides else "does not decide"
+    free = max(gpu.memory_bytes - peak, 0.0)
+    text = (
+        f"paged: {paged / GIB:.2f} GiB of optimizer state is in unified memory, outside the "
+        f"{peak / GIB:.2f} GiB peak (it pages to the host when the GPU is short)"
+    )
+    if paged <= free:
+        return [f"{text}; it fits in the {free / GIB:.2f} GiB left free on {gpu.name}"]
+    if peak > gpu.memory_bytes:
+        return [f"{text}; the resident peak alone is more than the {gpu.name}'s memory"]
+    host = (paged - free) * min(scenario.gpus, scenario.gpus_per_node)
     return [
-        f"paged: may spill to host: {paged / GIB:.2f} GiB of optimizer state is in unified memory, "
-        f"counted in the peak; without it the peak is {(peak - paged) / GIB:.2f} GiB, so paging "
-        f"{verdict} the fit on {gpu.name}"
+        f"{text}; {free / GIB:.2f} GiB is left free on {gpu.name}, so {(paged - free) / GIB:.2f} GiB "
+        f"per GPU pages to the host ({host / GIB:.2f} GiB of host RAM per node) and moves over "
+        "PCIe at every optimizer step, which the step time does not include"
     ]
 
 

@@ -86,6 +86,9 @@ class Memory:
     phases: dict[str, dict[str, Any]]
     states: dict[str, Any]
     offloaded: Any
+    # a paged optimizer's states in unified memory, outside every phase (they page to the host
+    # under pressure; max_memory_allocated does not count them)
+    paged: Any = 0.0
     # reserved by FSDP2's side streams at each phase's peak, inside `temporaries` (terms/fsdp.py)
     stream_pool: dict[str, Any] = field(default_factory=dict)
     # each moment's terms and the pool bytes inside its temporaries (scalars: estimate() only)
@@ -153,6 +156,11 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     offload = v.offload
     offloaded = where(offload >= 1, optimizer, 0.0) + where(offload == 2, weights, 0.0)
     optimizer = where(offload >= 1, 0.0, optimizer)
+    # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (unified
+    # memory): the driver moves those pages to the host when the GPU runs short, so they are not
+    # resident memory, and the caching allocator never sees them
+    paged = where(offload >= 1, 0.0, c.paged_optimizer_bytes * per_gpu / zero1)
+    optimizer = optimizer - paged
     transient = where(offload >= 1, 0.0, transient)
     weights = where(offload == 2, 0.0, weights)
     working = where(offload == 2, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
@@ -250,6 +258,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         phases={"forward": forward, "backward": backward, "optimizer": step},
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
         offloaded=offloaded,
+        paged=paged,
         stream_pool={
             "forward": pool + scatter_pool,
             "backward": where(end_later, pool, pool + scatter_pool),

@@ -116,6 +116,8 @@ class Coefficients:
     stage_fractions: dict[int, float] = field(default_factory=dict, compare=False)
     # memory savers (terms/savers.py)
     optimizer_in_backward: bool = False
+    # of optimizer_bytes, the states a paged optimizer keeps in unified memory (not the master)
+    paged_optimizer_bytes: float = 0.0
     largest_grad_bytes: float = 0.0
     offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
     recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
@@ -493,6 +495,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
         optimizer_in_backward=scenario.optimizer_in_backward,
+        paged_optimizer_bytes=optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer)
+        - states.master_bytes * counts.trainable
+        if optimizer.paged
+        else 0.0,
         largest_grad_bytes=largest * states.grad_bytes,
         offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
         recompute_layer_share=sum(checkpointed) / model.num_layers,

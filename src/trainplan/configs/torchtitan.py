@@ -81,6 +81,11 @@ def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     tp, pp = degrees["tensor_parallel_degree"], degrees["pipeline_parallel_degree"]
     reshard = str(_get(flat, "fsdp_reshard_after_forward", "default")).lower()
     fields: dict[str, Any] = {"tensor_parallel": tp, "pipeline_parallel": pp}
+    if tp > 1:
+        # torchtitan's tensor parallelism is always sequence parallel: apply_tp shards every
+        # norm's input over the sequence ("Apply tensor + sequence parallelism to every
+        # transformer block", models/llama3/infra/parallelize.py at pytorch/torchtitan@018740b7)
+        fields["sequence_parallel"] = True
     sharded = shard == -1 or shard > 1
     # "default" keeps the layers gathered from forward to backward under pipeline parallelism
     # (reshard_after_forward = not pp_enabled, models/llama3/infra/parallelize.py:325-327 at
@@ -240,10 +245,12 @@ RULES: dict[str, Rule] = {
     "parallelism.data_parallel_shard_degree": Rule(
         "FSDP degree (-1: every GPU left); with the others, the GPU count",
         _parallel,
-        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel",
+        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel, sequence_parallel",
     ),
     "training.data_parallel_shard_degree": Rule(
-        "FSDP degree (older releases)", _parallel, sets="zero_stage, gpus, tensor_parallel, pipeline_parallel"
+        "FSDP degree (older releases)",
+        _parallel,
+        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel, sequence_parallel",
     ),
     "parallelism.data_parallel_replicate_degree": ignored(
         "read with data_parallel_shard_degree (HSDP replicas)"

@@ -120,7 +120,7 @@ OPTIMIZERS: dict[str, OptimizerRecipe] = {
                         "bitsandbytes AdamW8bit: block-wise 8-bit states (Dettmers et al. 2022)"),
         OptimizerRecipe("paged-adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, True,
                         "as adamw-8bit, states in paged (unified) memory that can spill to the CPU "
-                        "under pressure; counted as resident here"),
+                        "under pressure; outside the resident peak (memory.paged_bytes)"),
         OptimizerRecipe("adamw-4bit", 2, 0.5 + 4 / 128, False, "none", 0, False,
                         "torchao AdamW4bit (transformers adamw_torch_4bit): 4-bit states in blocks "
                         "of 128 values with one fp32 scale each (Li et al. 2023, arXiv:2309.01507; "

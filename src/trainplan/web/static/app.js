@@ -797,6 +797,9 @@
     const offload = $("offload-note");
     offload.hidden = !result.memory.cpu_offload_bytes;
     offload.textContent = `CPU memory for offloaded state: ${gib(result.memory.cpu_offload_bytes)} per GPU.`;
+    const paged = $("paged-note");
+    paged.hidden = !result.memory.paged_bytes;
+    paged.textContent = `Paged optimizer state in unified memory, outside the total: ${gib(result.memory.paged_bytes)} per GPU (the driver pages it to the host when the GPU runs short).`;
     renderChart(result, terms, row);
   }
 
