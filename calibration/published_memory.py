@@ -268,11 +268,12 @@ class PublishedMemoryRow:
 
     @property
     def compared_gib(self) -> float:
-        """What the caching allocator would see: the peak (paged optimizer state is outside it)
-        and, for sources that log allocated or active bytes, without the blocks that FSDP2's
-        all-gather stream keeps reserved."""
+        """The figure the source reports: for allocated or active bytes the allocated peak
+        (live tensors: without the blocks FSDP2's side streams keep reserved), for reserved
+        bytes and for a card a published length filled, the per-GPU total (paged optimizer
+        state is outside both)."""
         peak = self.estimate.total_bytes
-        if self.case.statistic != "reserved":
+        if self.case.statistic not in ("reserved", "card"):
             peak = self.estimate.allocated_peak_bytes
         return peak / GIB
 

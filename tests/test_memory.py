@@ -153,3 +153,23 @@ def test_fused_loss_holds_no_vocab_sized_buffers(llama8b_config: dict[str, Any])
     assert forward.term("logits").value == tokens * (2 * 4096 + 6 * 4096)
     standard = run(llama8b_config, micro_batch=2, seq_len=1024)
     assert fused.total_bytes < standard.total_bytes
+
+
+def test_the_allocated_peak_holds_tensors_only() -> None:
+    """memory.allocated_peak_bytes is what max_memory_allocated counts: live tensors, so neither
+    the overhead term (CUDA context, workspaces, fragmentation: no tensors) nor the blocks that
+    FSDP2's side streams keep reserved. On one GPU with the default 2 GiB overhead it is the peak
+    less 2 GiB; the overhead set to 5 GiB moves the peak and leaves it where it was."""
+    from trainplan.estimate import estimate
+
+    base = estimate({"model": "Llama-3.1-8B"})
+    assert base.stream_pool_bytes == 0
+    assert base.allocated_peak_bytes == base.total_bytes - 2 * 2**30
+    more = estimate({"model": "Llama-3.1-8B", "overhead_gib": 5})
+    assert more.total_bytes == base.total_bytes + 3 * 2**30
+    assert more.allocated_peak_bytes == base.allocated_peak_bytes
+    sharded = estimate({"model": "Llama-3.1-8B", "method": "full", "gpus": 8, "zero_stage": 3})
+    assert sharded.stream_pool_bytes > 0
+    assert sharded.allocated_peak_bytes == pytest.approx(
+        sharded.total_bytes - sharded.stream_pool_bytes - 2 * 2**30
+    )

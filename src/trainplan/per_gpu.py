@@ -96,11 +96,12 @@ class Memory:
 
     def allocated(self) -> tuple[str, dict[str, Any]]:
         """The moment with the largest total without the side streams' pools, and its terms with
-        the pools taken out of `temporaries`: what max_memory_allocated() would see."""
+        the pools taken out of `temporaries` and no overhead (the CUDA context, workspaces and
+        fragmentation are no tensors): what max_memory_allocated() would see."""
         name, (terms, pool) = max(
             self.moments.items(), key=lambda item: float(sum(item[1][0].values()) - item[1][1])
         )
-        return name, {**terms, "temporaries": terms["temporaries"] - pool}
+        return name, {**terms, "temporaries": terms["temporaries"] - pool, "overhead": 0.0}
 
     def totals(self) -> dict[str, Any]:
         """Phase -> total bytes."""
