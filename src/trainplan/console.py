@@ -189,6 +189,14 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
     if estimate is not None:
         where += f"; estimated peak during {(estimate.allocated_peak or estimate.peak).name}"
     console.print(where + ".")
+    if measured.reserved_peak_bytes:
+        # what max_memory_reserved would show for the traced allocations (the allocator's rules)
+        console.print(
+            f"Reserved (modelled: the caching allocator's rules over the traced allocations): "
+            f"{measured.reserved_peak_bytes / 2**30:,.2f} GiB, "
+            f"{measured.reserved_peak_bytes / measured.peak_bytes - 1:+.1%} over the allocated peak; "
+            f"with expandable segments {measured.reserved_peak_expandable_bytes / 2**30:,.2f} GiB."
+        )
     for note in (*comparison.notes, *measured.notes):
         console.print(f"[yellow]{NOTE}:[/] {note}")
 

@@ -217,6 +217,21 @@ def test_replay_classifies_with_hindsight() -> None:
     assert result.peak.breakdown()["temporaries"] == 2048
     assert result.phase_peaks[0].breakdown()["temporaries"] == 1024
     assert result.forward_ends[1].total == 512
+    # the caching allocator packs the three small blocks into one 2 MiB segment
+    assert result.reserved_peak == result.reserved_peak_expandable == 2 << 20
+
+
+def test_replay_models_the_reserved_pool() -> None:
+    """Two 10 MiB tensors, the first freed, then a 12 MiB one: 22 MiB allocated at the peak,
+    and by the allocator's rules 32 MiB reserved (the free 10 MiB block cannot serve 12)."""
+    mib = 1 << 20
+    recs = [Rec(10 * mib, 1, 0, "a"), Rec(10 * mib, 2, 0, "b"), Rec(12 * mib, 4, 0, "c")]
+    recs[0].free, recs[1].free, recs[2].free = 3, 6, 7
+    kinds = [PHASE, ALLOC, ALLOC, FREE, ALLOC, CHECK, FREE, FREE]
+    args = [0, 0, 1, 0, 2, 0, 1, 2]
+    result = replay(recs, kinds, args, [(1, "forward")])
+    assert result.peak.total == 22 * mib
+    assert result.reserved_peak == result.reserved_peak_expandable == 32 * mib
 
 
 def test_bad_settings_raise_input_errors() -> None:

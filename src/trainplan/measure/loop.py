@@ -180,5 +180,7 @@ def summarise(
         "peak_op": op,
         "peak_context": where,
         "peak_top_tensors": top,
+        "reserved_peak_bytes": result.reserved_peak,
+        "reserved_peak_expandable_bytes": result.reserved_peak_expandable,
         "notes": _math_sdpa_note(tracker),
     }

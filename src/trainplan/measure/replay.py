@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from trainplan.measure.result import CATEGORIES
+from trainplan.terms.allocator import CachingAllocator
 
 ALLOC, FREE, CHECK, PHASE = 0, 1, 2, 3
 
@@ -68,6 +69,11 @@ class Replay:
     phase_peaks: dict[int, Snapshot]
     forward_ends: dict[int, Snapshot]
     cats: list[Cat]
+    #: The caching allocator's reserved peak for the same allocations and frees, by its rules
+    #: (terms/allocator.py; modelled: fake tensors never reach the allocator), without and with
+    #: expandable segments.
+    reserved_peak: int = 0
+    reserved_peak_expandable: int = 0
 
 
 def classify(recs: list[Rec], phases: list[tuple[int, str]], phase_start: list[int]) -> list[Cat]:
@@ -104,6 +110,8 @@ def replay(recs: list[Rec], kinds: list[int], args: list[int], phases: list[tupl
     phase_peaks: dict[int, Snapshot] = {}
     forward_ends: dict[int, Snapshot] = {}
     phase = -1
+    heaps = (CachingAllocator(), CachingAllocator(expandable_segments=True))
+    handles: dict[int, tuple[int, int]] = {}
     for i, kind in enumerate(kinds):
         arg = args[i]
         if kind in (ALLOC, FREE):
@@ -114,6 +122,12 @@ def replay(recs: list[Rec], kinds: list[int], args: list[int], phases: list[tupl
                 total += delta
                 if recs[arg].weight_copy:
                     copies += delta
+                if kind == ALLOC:
+                    handles[arg] = (heaps[0].malloc(recs[arg].nbytes), heaps[1].malloc(recs[arg].nbytes))
+                elif arg in handles:
+                    first, second = handles.pop(arg)
+                    heaps[0].free(first)
+                    heaps[1].free(second)
         elif kind == CHECK:
             # On a tie, the later step wins: its state is the steady one.
             if total > peak.total or (
@@ -127,7 +141,7 @@ def replay(recs: list[Rec], kinds: list[int], args: list[int], phases: list[tupl
             phase = arg
             if phases[arg][1] == "backward":
                 forward_ends[arg] = Snapshot(total, by_cat.copy(), i, -1, arg, copies)
-    return Replay(peak, phase_peaks, forward_ends, cats)
+    return Replay(peak, phase_peaks, forward_ends, cats, heaps[0].peak_reserved, heaps[1].peak_reserved)
 
 
 def alive_at(recs: list[Rec], cats: list[Cat], event: int) -> list[int]:

@@ -91,6 +91,11 @@ class MeasuredStep:
     #: The EMA copy's dtype ("none", "fp32", "bf16") and, for a JEPA, each mask generator's ratio.
     ema: str = "none"
     mask_ratios: tuple[float, ...] = ()
+    #: The caching allocator's reserved peak for the traced allocations and frees, by its rules
+    #: (modelled, terms/allocator.py: fake tensors never reach the allocator), without and with
+    #: `expandable_segments`; 0 in a trace recorded before they were kept.
+    reserved_peak_bytes: int = 0
+    reserved_peak_expandable_bytes: int = 0
 
     def breakdown(self) -> dict[str, int]:
         """Category -> bytes at the peak; the values sum to `peak_bytes`."""
