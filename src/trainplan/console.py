@@ -25,6 +25,7 @@ from trainplan.phrasing import (
     runtime_lines,
 )
 from trainplan.result import Estimate
+from trainplan.scenario import data_parallel
 from trainplan.units import format_count, format_gib
 
 
@@ -226,7 +227,7 @@ def print_plan(result: Any, console: Console | None = None) -> None:
         table.add_column(column, justify="right" if figure else "left", no_wrap=figure, overflow="fold")
     for rank, plan in enumerate(result.plans, 1):
         s = plan.scenario
-        dp = s.gpus // (s.tensor_parallel * s.pipeline_parallel)
+        dp = data_parallel(s)
         row = [
             str(rank),
             s.method,

@@ -16,9 +16,10 @@ from trainplan.model import ModelSpec
 from trainplan.phrasing import nothing_fits_line
 from trainplan.resolve import resolve_model
 from trainplan.result import CONTEXT_WINDOW, Estimate, Largest
-from trainplan.scenario import Scenario
+from trainplan.scenario import Scenario, field_infos
 
-SEARCHABLE = {"micro_batch": 65536, "seq_len": 10_000_000}
+#: The fields a largest-fit search runs over, each up to the field table's own maximum.
+SEARCHABLE = {name: int(field_infos()[name].maximum or 0) for name in ("micro_batch", "seq_len")}
 DEFAULT_HEADROOM = (
     0.05  # share of GPU memory left free by default: fragmentation and spikes the estimate cannot see
 )

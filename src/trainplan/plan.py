@@ -30,11 +30,18 @@ from trainplan.per_replica import Coefficients, coefficients
 from trainplan.phrasing import format_duration, format_usd
 from trainplan.resolve import resolve_model
 from trainplan.result import Estimate
-from trainplan.scenario import METHODS, Scenario, layout_template, scenario_from_mapping, scenario_to_mapping
+from trainplan.scenario import (
+    DEFAULT_TRAIN_TOKENS,
+    METHODS,
+    Scenario,
+    data_parallel_degree,
+    layout_template,
+    scenario_from_mapping,
+    scenario_to_mapping,
+)
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.timing import efficiency_kind
 from trainplan.time_cost_energy import (
-    DEFAULT_TRAIN_TOKENS,
     discount_for,
     fixed_seconds,
     hardware_of,
@@ -277,8 +284,7 @@ def evaluate_group(
         indexing="ij",
     )
     g, n, tp, pp, zero, mb = (axis.ravel() for axis in grid)
-    model_parallel = tp * pp
-    dp = np.maximum(n // model_parallel, 1)
+    dp = np.maximum(data_parallel_degree(n, tp, pp), 1)
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
     grad_accum = np.maximum(np.rint(sequences / np.maximum(mb * dp, 1)).astype(int), 1)

@@ -21,6 +21,13 @@ from trainplan.presets import Recipe, recipes, with_recipe
 from trainplan.validity import check_layout
 from trainplan.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
+#: Tokens trained on when a language-model scenario gives no budget (the field table's help and
+#: the time figures read this one number).
+DEFAULT_TRAIN_TOKENS = 2.0e9
+#: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
+DEFAULT_TRAIN_SAMPLES = 10_000.0
+_TOKENS_TEXT = f"{DEFAULT_TRAIN_TOKENS:.0e}".replace("e+0", "e")  # "2e9", as the form takes it
+
 METHODS = ("full", "lora", "qlora")
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16", "bf16", "fp32", "fp8-mixed", "fp8-torchao")
 BASE_WEIGHTS = ("bf16", "fp16", "fp32", "int8", "nf4")
@@ -697,14 +704,14 @@ class Scenario:
     train_tokens: float | None = _field(
         None,
         FieldInfo(
-            "tokens to train on (2e9 when neither steps nor dataset_tokens is given)",
+            f"tokens to train on ({_TOKENS_TEXT} when neither steps nor dataset_tokens is given)",
             None,
             1,
             1e16,
             "float",
             families=LLM_ONLY,
             label="Training tokens",
-            placeholder="2e9 (default)",
+            placeholder=f"{_TOKENS_TEXT} (default)",
             budget="tokens",
         ),
     )
@@ -745,15 +752,15 @@ class Scenario:
     train_samples: float | None = _field(
         None,
         FieldInfo(
-            "diffusion, video, JEPA: images or clips to train on (10,000 when neither steps nor "
-            "dataset_size is given)",
+            f"diffusion, video, JEPA: images or clips to train on ({DEFAULT_TRAIN_SAMPLES:,.0f} when "
+            "neither steps nor dataset_size is given)",
             None,
             1,
             1e13,
             "float",
             families=SAMPLE_KINDS,
             label="Training images or clips",
-            placeholder="10,000 (default)",
+            placeholder=f"{DEFAULT_TRAIN_SAMPLES:,.0f} (default)",
             budget="tokens",
         ),
     )
@@ -1232,7 +1239,14 @@ def _check_combinations(scenario: Scenario) -> None:
 
 def data_parallel(scenario: Scenario) -> int:
     """Data-parallel replicas: gpus / (tensor_parallel x pipeline_parallel)."""
-    return scenario.gpus // (scenario.tensor_parallel * scenario.pipeline_parallel)
+    replicas: int = data_parallel_degree(scenario.gpus, scenario.tensor_parallel, scenario.pipeline_parallel)
+    return replicas
+
+
+def data_parallel_degree(gpus: Any, tensor_parallel: Any, pipeline_parallel: Any) -> Any:
+    """Data-parallel replicas of a layout: gpus / (tensor_parallel x pipeline_parallel); numbers
+    or the planner's arrays alike."""
+    return gpus // (tensor_parallel * pipeline_parallel)
 
 
 def scenario_to_mapping(scenario: Scenario) -> dict[str, Any]:

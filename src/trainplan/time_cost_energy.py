@@ -24,17 +24,13 @@ from trainplan.frozen import direct_init
 from trainplan.per_gpu import Hardware, Layout, StepSeconds, step_seconds
 from trainplan.per_replica import Coefficients
 from trainplan.scalar_or_array import minimum, where
-from trainplan.scenario import Scenario, data_parallel
+from trainplan.scenario import DEFAULT_TRAIN_SAMPLES, DEFAULT_TRAIN_TOKENS, Scenario, data_parallel
 from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.terms.flops import FlopsPerToken
 from trainplan.terms.loading import checkpoint_writes, load_bandwidth, node_share
 from trainplan.terms.params import ParamCounts
 from trainplan.terms.recipes import PrecisionRecipe
 from trainplan.terms.timing import default_efficiency, efficiency_kind, fp8_matmul_efficiency_ratio
-
-DEFAULT_TRAIN_TOKENS = 2.0e9
-#: Images or clips trained on when a diffusion, video or JEPA scenario gives no budget.
-DEFAULT_TRAIN_SAMPLES = 10_000.0
 
 
 @direct_init

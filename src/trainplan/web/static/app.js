@@ -1189,7 +1189,7 @@
       if (box && option.placeholder) box.placeholder = option.placeholder;
     }
     const objective = planOption("objective");
-    $("plan-objective").replaceChildren(...objective.choices.map((value) =>
+    $(PLAN_INPUTS.objective).replaceChildren(...objective.choices.map((value) =>
       h("option", { value, selected: value === objective.default, text: objective.choice_labels[value] })));
     for (const [key, id] of Object.entries(PLAN_INPUTS)) {
       const option = planOption(key);
@@ -1222,14 +1222,16 @@
     // "This method" names the calculator's method; the target placeholder shows its global batch
     const method = result.scenario.method;
     $("plan-this-method").textContent = `This method (${choiceLabel("method", method)})`;
-    $("plan-target-tokens").placeholder = `${nf0.format(result.batch.global_tokens)} (the calculator's)`;
+    $(PLAN_INPUTS.target_global_tokens).placeholder = `${nf0.format(result.batch.global_tokens)} (the calculator's)`;
   }
   function planOptions() {
-    const options = { objective: $("plan-objective").value };
+    const options = { objective: $(PLAN_INPUTS.objective).value };
     if ($("plan-methods-any").checked) options.methods = "any";
-    for (const [key, id] of [["max_gpus", "plan-max-gpus"], ["target_global_tokens", "plan-target-tokens"],
-      ["budget_usd", "plan-budget"], ["deadline_hours", "plan-deadline"]]) {
-      const text = $(id).value.trim().replace(/[$,\s]/g, "");
+    // every text box of the form (PLAN_INPUTS names each option's control once)
+    for (const [key, id] of Object.entries(PLAN_INPUTS)) {
+      const input = $(id);
+      if (!input || input.tagName !== "INPUT" || input.type !== "text") continue;
+      const text = input.value.trim().replace(/[$,\s]/g, "");
       if (text) options[key] = text;
     }
     options.gpu_types = gpuBoxes().filter((box) => box.checked).map((box) => box.value);
