@@ -9,13 +9,13 @@ from operator import attrgetter
 from typing import Any
 
 from trainplan.catalogs.cost_inputs import unpublished_links
-from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, find_gpu, gpu_catalog
+from trainplan.catalogs.gpus import GPU_CLASSES, GpuSpec, gpu_catalog
 from trainplan.labels import ESTIMATE, EXACT
 from trainplan.model import ModelSpec
 from trainplan.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
 from trainplan.per_replica import Coefficients, coefficients
 from trainplan.presets import adapter_dtype_summary, recipe_summary
-from trainplan.resolve import resolve_model
+from trainplan.resolve import chosen_gpu, resolve_model
 from trainplan.result import Batch, Estimate, FitRow, Phase, Term, TermLabels, record
 from trainplan.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.scenario import (
@@ -79,7 +79,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     if not isinstance(scenario, Scenario):
         scenario = scenario_from_mapping(scenario)
     spec = model if model is not None else resolve_model(scenario.model, scenario.force, scenario.vae)
-    gpu = find_gpu(scenario.gpu)
+    gpu, gpu_record = chosen_gpu(scenario)
     check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)
     layout = layout_of(coeffs, scenario)
@@ -107,7 +107,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         paged_bytes=paged,
         stream_pool_bytes=float(mem.stream_pool.get(peak.name, 0.0)),
         allocated_peak=_allocated_peak(mem),
-        fit=fit_rows(peak.total),
+        fit=_with_chosen(fit_rows(peak.total), gpu, peak.total),
         batch=Batch(scenario.micro_batch, scenario.grad_accum, layout.data_parallel, coeffs.seq_len),
         warnings=tuple(
             _warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu, scenario)
@@ -120,6 +120,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         gpu=gpu.name,
         assumptions={
             "base_weights": base,
+            "gpu_record": gpu_record,
             "base_weight_bytes_per_param": BASE_WEIGHT_BYTES[base] if base else None,
             "overhead_bytes": scenario.overhead_gib * GIB,
             "precision": coeffs.recipe.note,
@@ -204,6 +205,22 @@ def fit_rows(total_bytes: float) -> tuple[FitRow, ...]:
     free = map(total.__rsub__, as_floats)
     fits = map(total.__le__, as_floats)
     return tuple(map(record, repeat(FitRow), zip(names, classes, memories, free, fits, strict=True)))
+
+
+def _with_chosen(rows: tuple[FitRow, ...], gpu: GpuSpec, total_bytes: float) -> tuple[FitRow, ...]:
+    """The fit table with the chosen GPU's row as the scenario has it: a GPU of the user's file
+    added, a catalog GPU whose memory the scenario overrode (`gpu_memory_gib`) replaced."""
+    row = FitRow(
+        gpu.name,
+        gpu.gpu_class,
+        gpu.memory_bytes,
+        gpu.memory_bytes - total_bytes,
+        total_bytes <= gpu.memory_bytes,
+    )
+    for index, other in enumerate(rows):
+        if other.gpu == gpu.name:
+            return rows if other == row else (*rows[:index], row, *rows[index + 1 :])
+    return (*rows, row)
 
 
 @lru_cache(maxsize=1)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from trainplan.catalogs.gpus import find_gpu
 from trainplan.errors import InputError, shown_value
 from trainplan.estimate import estimate
 from trainplan.model import ModelSpec
 from trainplan.phrasing import nothing_fits_line
-from trainplan.resolve import resolve_model
+from trainplan.resolve import resolve_model, scenario_gpu
 from trainplan.result import CONTEXT_WINDOW, Estimate, Largest
 from trainplan.scenario import Scenario, field_infos
 
@@ -48,7 +47,7 @@ def largest_fitting(
         raise InputError("max", f"can search {', '.join(SEARCHABLE)}, not {shown_value(field)}")
     if not 0 <= headroom <= 0.5:
         raise InputError("headroom", f"must be between 0 and 0.5 (a share of GPU memory), got {headroom:g}")
-    capacity = find_gpu(scenario.gpu).memory_bytes * (1 - headroom)
+    capacity = scenario_gpu(scenario).memory_bytes * (1 - headroom)
     window = 0  # 0: no stop short of SEARCHABLE (a config without a window, or not a language model)
     if field == "seq_len" and not past_context:
         if model is None:  # resolved once, for the window and every estimate of the search
@@ -89,7 +88,7 @@ def largest_that_fits(
 
 def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> InputError:
     """The error when even `field` = 1 does not fit: how far off it is, and what to try."""
-    gpu = find_gpu(scenario.gpu)
+    gpu = scenario_gpu(scenario)
     smallest = (
         dataclasses.replace(scenario, micro_batch=1)
         if field == "micro_batch"

@@ -49,9 +49,12 @@ def params_line(result: Estimate) -> str:
 
 
 def fit_summary(result: Estimate) -> str:
-    """'Fits 9 of 30 catalog GPUs'."""
+    """'Fits 9 of 30 catalog GPUs' ('listed GPUs' where the table holds one of your own, or a
+    catalog GPU with the memory you gave it)."""
     fitting = sum(row.fits for row in result.fit)
-    return f"Fits {fitting} of {len(result.fit)} catalog GPUs at {format_gib(result.total_bytes)} per GPU"
+    record = result.assumptions.get("gpu_record") or {}
+    listed = "listed" if record.get("from", "catalog") != "catalog" or record.get("overrides") else "catalog"
+    return f"Fits {fitting} of {len(result.fit)} {listed} GPUs at {format_gib(result.total_bytes)} per GPU"
 
 
 def free_text(free_bytes: float) -> str:

@@ -424,6 +424,12 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     # a request built in code is held to the same declarations as one read from options
     plan_option("objective", request.objective)
     plan_option("max_gpus", str(request.max_gpus))
+    for name in ("gpu_file", "gpu_memory_gib"):
+        if getattr(request.base, name) is not None:
+            raise InputError(
+                name,
+                "the planner searches the catalog's GPUs as they are; estimate your own GPU with `estimate`",
+            )
     request.check_size()
     spec = (
         model

@@ -9,11 +9,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from trainplan.catalogs.gpus import GpuSpec, find_gpu, user_gpu
+from trainplan.catalogs.loader import normalise
 from trainplan.catalogs.models import ModelRecord, catalog_match, find_model_record, model_records
 from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError, shown_value
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
-from trainplan.userfiles import read_config_file
+from trainplan.userfiles import parse_json, parse_yaml, read_config_file, read_text
 
 
 def record_spec(record: ModelRecord, vae: str | None = None) -> ModelSpec:
@@ -271,3 +273,87 @@ def _hub_config_path(
         pass
     metadata(url(hub_id, filename), timeout=HUB_TIMEOUT_S, retry_on_errors=False)
     return str(download(hub_id, filename, etag_timeout=HUB_TIMEOUT_S))
+
+
+#: The most GPU records one user file may hold.
+MAX_USER_GPUS = 64
+GIB = 2**30
+
+
+def gpus_from_file(path: str) -> tuple[GpuSpec, ...]:
+    """Your own GPU records (`gpu_file`): a YAML or JSON file holding one record, a list of them,
+    or a mapping with a `gpus` list, each in the catalog's schema (data/gpus.yaml) and validated
+    the same way; keys that may be null in the catalog (links, power, year, flags) may be left
+    out. Errors are InputErrors naming `gpu_file`, the record and the key."""
+    stat = os.stat(path) if os.path.exists(path) else None
+    return _gpus_from_file(path, stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
+
+
+@cache
+def _gpus_from_file(path: str, mtime_ns: int, size: int) -> tuple[GpuSpec, ...]:
+    """The records of one version of a file (its path, modification time and size): an
+    estimate's hints re-read nothing."""
+    text = read_text(Path(path), "gpu_file")
+    data = (
+        parse_json(text, path, "gpu_file") if path.endswith(".json") else parse_yaml(text, path, "gpu_file")
+    )
+    if isinstance(data, dict) and "gpus" in data:
+        data = data["gpus"]
+    records = [data] if isinstance(data, dict) else data
+    if not isinstance(records, list) or not records:
+        raise InputError("gpu_file", f"{path} must hold a GPU record, a list of them, or a `gpus:` list")
+    if len(records) > MAX_USER_GPUS:
+        raise InputError("gpu_file", f"{path} holds {len(records)} records; at most {MAX_USER_GPUS}")
+    found = []
+    for index, raw in enumerate(records):
+        if not isinstance(raw, dict):
+            raise InputError("gpu_file", f"{path} record {index} must be a mapping of the catalog's keys")
+        try:
+            found.append(user_gpu(raw, index, path))
+        except RuntimeError as error:
+            raise InputError("gpu_file", str(error)) from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise InputError("gpu_file", f"{path} record {index} ({raw.get('name')}): {error}") from None
+    return tuple(found)
+
+
+def scenario_gpu(scenario: Any) -> GpuSpec:
+    """The GPU a scenario runs on: `gpu` looked up in its `gpu_file` first, then the catalog,
+    with `gpu_memory_gib` (when given) as its usable memory."""
+    return chosen_gpu(scenario)[0]
+
+
+def chosen_gpu(scenario: Any) -> tuple[GpuSpec, dict[str, Any]]:
+    """`scenario_gpu` and, for the result, which record it is, where it came from (the file or
+    the catalog) and what the scenario overrode."""
+    gpu: GpuSpec | None = None
+    origin = "catalog"
+    if scenario.gpu_file is not None:
+        wanted = normalise(scenario.gpu)
+        own = gpus_from_file(scenario.gpu_file)
+        gpu = next((g for g in own if wanted in {normalise(n) for n in (g.name, *g.aliases)}), None)
+        if gpu is not None:
+            origin = scenario.gpu_file
+        else:
+            try:
+                gpu = find_gpu(scenario.gpu)
+            except UnknownNameError:
+                names = ", ".join(g.name for g in own)
+                where = f"{scenario.gpu_file} ({names})"
+                raise InputError(
+                    "gpu", f"{shown_value(scenario.gpu)} is neither in {where} nor in the catalog"
+                ) from None
+    if gpu is None:
+        gpu = find_gpu(scenario.gpu)
+    overrides: dict[str, Any] = {}
+    if scenario.gpu_memory_gib is not None:
+        import dataclasses
+
+        overrides["gpu_memory_gib"] = scenario.gpu_memory_gib
+        gpu = dataclasses.replace(
+            gpu,
+            memory_bytes=int(scenario.gpu_memory_gib * GIB),
+            memory_source=f"gpu_memory_gib {scenario.gpu_memory_gib:g} "
+            f"(the record says {gpu.memory_bytes / GIB:.2f} GiB)",
+        )
+    return gpu, {"name": gpu.name, "from": origin, "memory_bytes": gpu.memory_bytes, "overrides": overrides}

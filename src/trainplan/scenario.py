@@ -528,6 +528,29 @@ class Scenario:
     gpus: int = _field(
         1, FieldInfo("total number of GPUs", None, 1, 1_000_000, label="GPUs", short_label="GPU count")
     )
+    gpu_file: str | None = _field(
+        None,
+        FieldInfo(
+            "a YAML or JSON file of your own GPU records in the catalog's schema (src/trainplan/data/"
+            "gpus.yaml; null-able keys may be left out): `gpu` is looked up there first",
+            kind="str",
+            label="GPU file",
+            interfaces=("cli", "api"),
+        ),
+    )
+    gpu_memory_gib: float | None = _field(
+        None,
+        FieldInfo(
+            "the chosen GPU's usable memory in GiB instead of its record's (a MIG slice, a card shared "
+            "with another process, a variant with less memory); the fit and the largest-fit search use it",
+            None,
+            0.125,
+            1_000_000,
+            "float",
+            label="GPU memory (GiB)",
+            placeholder="the GPU's own",
+        ),
+    )
     zero_stage: int = _field(
         0,
         FieldInfo(

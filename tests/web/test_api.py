@@ -407,3 +407,20 @@ def test_the_largest_sequence_stops_at_the_context_window_unless_asked(client: T
     past = client.post("/api/estimate", params={"max": "seq_len", "past_context": "true"}, json=body).json()
     assert past["max"]["value"] > 4096 and past["max"]["limit"] == ""
     assert any("context window" in note for note in past["warnings"])
+
+
+def test_the_server_reads_no_gpu_file_but_takes_a_gpu_memory(client: TestClient) -> None:
+    refused = client.post("/api/estimate", json={"model": "Llama-3.1-8B", "gpu_file": "/etc/hostname"})
+    assert refused.status_code == 422 and refused.json()["field"] == "gpu_file"
+    assert "reads no paths" in refused.json()["message"]
+    small = client.post("/api/estimate", json={"model": "Llama-3.1-8B", "gpu_memory_gib": 16})
+    assert small.status_code == 200
+    data = small.json()
+    row = next(row for row in data["fit"] if row["gpu"] == data["gpu"])
+    assert row["memory_bytes"] == 16 * 2**30 and not row["fits"]
+    assert (
+        data["display"]["fit_summary"].startswith("Fits ") and "listed GPUs" in data["display"]["fit_summary"]
+    )
+    # the hint to a bigger GPU takes it as it is, without the memory given for this one
+    bigger = next(hint for hint in data["hints"] if hint["id"] == "gpu")
+    assert bigger["change"]["gpu_memory_gib"] is None

@@ -59,8 +59,8 @@ _NOT_NULL = (
 )  # fmt: skip
 
 
-def _gpu_from(raw: dict[str, Any], index: int) -> GpuSpec:
-    where = f"gpus.yaml[{index}] ({raw.get('name')})"
+def _gpu_from(raw: dict[str, Any], index: int, file: str = "gpus.yaml") -> GpuSpec:
+    where = f"{file}[{index}] ({raw.get('name')})"
     require(raw, _KEYS, set(_KEYS), where)
     missing = [key for key in _NOT_NULL if raw.get(key) is None]
     if missing:
@@ -68,7 +68,7 @@ def _gpu_from(raw: dict[str, Any], index: int) -> GpuSpec:
     if not float(raw["memory_bandwidth_bytes_per_s"]) > 0 or int(raw["scale_up_domain_gpus"]) < 1:
         raise RuntimeError(f"{where}: memory bandwidth must be positive, the scale-up domain at least 1")
     if raw["class"] not in GPU_CLASSES:
-        raise RuntimeError(f"gpus.yaml[{index}]: class {raw['class']!r} not in {GPU_CLASSES}")
+        raise RuntimeError(f"{where}: class {raw['class']!r} not in {GPU_CLASSES}")
     flops = {str(k): (float(v) if v is not None else None) for k, v in raw["dense_flops_per_s"].items()}
 
     def opt_float(key: str) -> float | None:
@@ -144,3 +144,12 @@ def matching_gpus(query: str, exact_first: bool = False) -> tuple[GpuSpec, ...]:
         for g in gpu_catalog()
         if any(needle in text.lower() for text in (g.name, g.vendor, g.gpu_class, *g.aliases))
     )
+
+
+def user_gpu(raw: dict[str, Any], index: int, where: str) -> GpuSpec:
+    """A GPU record of a user's file, validated as the catalog's rows are (RuntimeError with the
+    key on a bad one); the keys that may be null in the catalog may be left out."""
+    filled = {key: None for key in _KEYS if key not in _NOT_NULL} | {"scale_up_domain_gpus": 8} | raw
+    if filled.get("aliases") is None:
+        filled["aliases"] = []
+    return _gpu_from(filled, index, where)

@@ -205,10 +205,14 @@ def _when_short(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]
         hints.append(more)
     bigger = _smallest_fitting_gpu(base)
     if bigger is not None:
-        result = trier({"gpu": bigger})
+        # another catalog GPU as it is: a memory given for the chosen one does not carry over
+        switch: dict[str, Any] = {"gpu": bigger}
+        if scenario.gpu_memory_gib is not None:
+            switch["gpu_memory_gib"] = None
+        result = trier(switch)
         if result is not None:
             text = f"the smallest catalog GPU that holds {format_gib(base.total_bytes)} per GPU"
-            hints.append(_hint("gpu", f"Use {with_article(bigger)}", text, {"gpu": bigger}, result, "fit"))
+            hints.append(_hint("gpu", f"Use {with_article(bigger)}", text, switch, result, "fit"))
     hints.sort(key=lambda hint: (not hint.fits, hint.total_bytes))
     return hints
 

@@ -97,6 +97,8 @@ def engine_inputs(body: Mapping[str, Any], hub: ModelSpec | None = None) -> Engi
     if config is not None and not fields.get("model"):
         fields["model"] = str(config.get("_name_or_path") or "custom model")[:200] or "custom model"
     scenario = scenario_from_mapping(fields)
+    if scenario.gpu_file is not None:
+        raise InputError("gpu_file", "the server reads no paths: give the GPU by name (or gpu_memory_gib)")
     if scenario.vae is not None and catalog.find_model_record(scenario.vae) is None:
         raise InputError("vae", "must be a catalog diffusion model here (the server reads no paths)")
     if config is not None:
