@@ -111,6 +111,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "seq_len": 8192, "steps": 1000, "tensor_parallel": 1, "pipeline_parallel": 1, "zero_stage": 3,
         "gpus": 8,  # 1 replica x 8 shards x TP 1 x PP 1
         "compile": False, "activation_checkpointing": "op", "recipe": "torchtitan",
+        "checkpoint_every": 0,  # line 43 [checkpoint] enable = false: no writes (read as one at the end)
     }),
     "torchtitan/llama3_70b.toml": ("torchtitan", {
         "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
@@ -153,6 +154,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "llama-factory/llama3_lora_sft.yaml": ("llama-factory", {
         "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
+        "checkpoint_every": 500,  # line 23 save_steps: 500 (save_strategy steps by default)
         "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
         "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
         "model": "meta-llama/Llama-3.1-8B", "method": "lora",
@@ -209,6 +211,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "hf/training_args.json": ("hf", {
         "micro_batch": 4, "grad_accum": 8, "optimizer": "adafactor",
+        "checkpoint_every": 0,  # line 9 save_strategy "epoch": one write at each epoch's end
         "precision": "fp16-mixed",  # fp16 under DeepSpeed (fp16 auto)
         "zero_stage": 2, "recipe": "hf-trainer",
         "activation_checkpointing": "none",  # Trainer default: gradient_checkpointing false
@@ -492,3 +495,45 @@ def test_public_api() -> None:
     ]
     assert trainplan.scenario_from_mapping(mapping).zero_stage == 2 and provenance and ignored
     assert {"scenario_from_config", "ConfigReading"} <= set(trainplan.__all__)
+
+
+@pytest.mark.parametrize(
+    ("text", "every"),
+    [
+        # transformers 5.24 TrainingArguments: save_strategy "steps", save_steps 500 by default
+        ("save_steps: 250\n", 250),
+        ("save_strategy: steps\nsave_steps: 0.1\nmax_steps: 1000\n", 100),  # a share of max_steps
+        ("save_strategy: epoch\nsave_steps: 250\n", 0),  # each epoch's end; save_steps unread
+        ('save_strategy: "no"\n', 0),  # no saves within training: the final save only
+        ("save_strategy: steps\n", None),  # the default interval (500)
+    ],
+)
+def test_checkpoint_writes_are_read_as_the_trainer_saves(
+    tmp_path: Path, text: str, every: int | None
+) -> None:
+    path = tmp_path / "trl.yaml"
+    path.write_text("model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 2\n" + text)
+    assert scenario_from_config([path]).mapping.get("checkpoint_every") == every
+
+
+def test_a_bad_save_setting_names_itself(tmp_path: Path) -> None:
+    path = tmp_path / "trl.yaml"
+    path.write_text(
+        "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 2\nsave_strategy: hourly\n"
+    )
+    with pytest.raises(InputError, match="save_strategy"):
+        scenario_from_config([path])
+
+
+def test_torchtitan_checkpoint_interval_is_read_when_enabled(tmp_path: Path) -> None:
+    """[checkpoint] enable true with interval 100: a write every 100 steps (JobConfig's default
+    interval is 500); off, the reading keeps one write at the end."""
+    source = (FIXTURES / "torchtitan/llama3_8b.toml").read_text()
+    on = tmp_path / "on.toml"
+    on.write_text(
+        source.replace("enable = false\nfolder", "enable = true\nfolder").replace(
+            "interval = 500", "interval = 100"
+        )
+    )
+    assert scenario_from_config([on]).mapping["checkpoint_every"] == 100
+    assert scenario_from_config([FIXTURES / "torchtitan/llama3_8b.toml"]).mapping["checkpoint_every"] == 0

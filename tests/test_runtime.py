@@ -95,6 +95,11 @@ def test_checkpoint_writes_are_one_every_interval_and_one_at_the_end() -> None:
     assert checkpoint_writes(1000, 500) == 2
     assert checkpoint_writes(1001, 500) == 3
     assert checkpoint_writes(10, 500) == 1
+    # 0: one write at the end of each epoch (torchtune's recipes save once per epoch)
+    assert checkpoint_writes(1000, 0) == 1 and checkpoint_writes(1000, 0, 3) == 3
+    per_epoch = run(checkpoint_every=0, dataset_tokens=1e7, epochs=2.5)
+    assert per_epoch.time.fixed.checkpoint_writes == 3  # epochs 1, 2 and the half third
+    assert run(checkpoint_every=0, train_tokens=1e7).time.fixed.checkpoint_writes == 1
 
 
 def test_fixed_time_and_cost_by_hand() -> None:

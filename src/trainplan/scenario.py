@@ -931,9 +931,10 @@ class Scenario:
         None,
         FieldInfo(
             "optimizer steps between checkpoint writes (trainable weights and optimizer state), the "
-            "last at the run's end (default from data: 500, transformers' save_steps)",
+            "last at the run's end (default from data: 500, transformers' save_steps); 0: one write at "
+            "the end of each epoch, as torchtune's recipes save",
             None,
-            1,
+            0,
             1e12,
             "int",
             label="Checkpoint every (steps)",

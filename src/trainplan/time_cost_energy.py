@@ -441,6 +441,8 @@ def fixed_seconds(
     checkpoint) of a run of `steps` steps; numbers or the planner's arrays alike. Each node
     writes its `share` of every checkpoint at `write_bytes_per_s` (the load's bandwidth)."""
     launch, every = fixed_settings(scenario)
-    writes = checkpoint_writes(steps, every)
+    # epochs are counted where the budget is a dataset (dataset_tokens or dataset_size)
+    dataset = scenario.dataset_tokens is not None or scenario.dataset_size is not None
+    writes = checkpoint_writes(steps, every, math.ceil(scenario.epochs) if dataset else 1)
     saved = checkpoint_bytes(coeffs, layout.zero_stage, layout.data_parallel)
     return launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved

@@ -54,7 +54,8 @@ CONFIG_FIELDS = (
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
     "tensor_parallel", "pipeline_parallel", "offload", "loss", "loss_chunks", "kernels",
-    "compile", "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps",
+    "compile", "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps", "sequence_parallel",
+    "checkpoint_every",
 )  # fmt: skip
 
 

@@ -268,6 +268,8 @@ RULES: dict[str, Rule] = {
     "flash_attn_fuse_qkv": ignored(NOT_MODELLED),
     "flash_attn_fuse_mlp": ignored(NOT_MODELLED),
     "deepspeed": hf_trainer.RULES["deepspeed"],
+    "save_strategy": hf_trainer.RULES["save_strategy"],
+    "save_steps": hf_trainer.RULES["save_steps"],
     "fsdp": Rule("FSDP options", _fsdp, sets="zero_stage, offload"),
     **fsdp_rules("fsdp_config."),
     **{
@@ -314,7 +316,9 @@ RULES: dict[str, Rule] = {
     "num_epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
     "dataset_prepared_path": ignored(IRRELEVANT),
     "evals_per_epoch": ignored(IRRELEVANT),
-    "saves_per_epoch": ignored(IRRELEVANT),
+    "saves_per_epoch": ignored(
+        f"{NOT_MODELLED}: a share of an epoch's steps per write; the default interval applies"
+    ),
     "eval_table_size": ignored(IRRELEVANT),
     "eval_max_new_tokens": ignored(IRRELEVANT),
     "xformers_attention_*": ignored(NOT_MODELLED),

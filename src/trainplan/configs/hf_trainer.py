@@ -10,6 +10,7 @@ LLaMA-Factory use the same TrainingArguments underneath and import them.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -175,6 +176,39 @@ def _max_steps(value: Any) -> Any:
     return positive_int("max_steps")(value)
 
 
+def _save_strategy(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """TrainingArguments.save_strategy (default "steps", every save_steps = 500: transformers
+    5.24 training_args.py lines 1177-1191): "epoch" saves at each epoch's end and "no" never
+    within training (the example scripts' final save_model is the one write), both read as
+    checkpoint_every 0; "steps" is read with save_steps; "best" depends on the evaluation."""
+    strategy = str(value if value is not None else "steps").strip().lower()
+    if strategy in ("epoch", "no"):
+        return {"checkpoint_every": 0}
+    if strategy == "steps":
+        return Ignore("read with save_steps")
+    if strategy == "best":
+        return Ignore(f"{NOT_MODELLED}: saves when the evaluation improves; the default interval applies")
+    raise InputError("save_strategy", f"must be steps, epoch, no or best (got {value!r})")
+
+
+def _save_steps(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """save_steps under the "steps" strategy: an integer is the interval; a float below 1 is a
+    share of the total steps (read where max_steps gives them)."""
+    strategy = str(flat.get("save_strategy") or "steps").strip().lower()
+    if strategy != "steps":
+        return Ignore("read with save_strategy")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise InputError(
+            "save_steps", f"must be a positive number of steps or a share below 1 (got {value!r})"
+        )
+    if value < 1:
+        steps = flat.get("max_steps")
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+            return {"checkpoint_every": max(1, math.ceil(value * steps))}
+        return Ignore("a share of the total steps, which the epochs decide: the default interval applies")
+    return {"checkpoint_every": int(value)}
+
+
 def _peft(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if not truthy("use_peft", value):
         return {"method": "full"}
@@ -241,6 +275,8 @@ RULES: dict[str, Rule] = {
     "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "padding_free": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "max_steps": to("steps", "optimizer steps", _max_steps),
+    "save_strategy": Rule("checkpoint writes: steps, epoch or no", _save_strategy, sets="checkpoint_every"),
+    "save_steps": Rule("steps between checkpoint writes", _save_steps, sets="checkpoint_every"),
     "num_train_epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
     "deepspeed": to("_reference", "a DeepSpeed JSON file (beside this one) or its contents", _reference),
     "fsdp": Rule("FSDP options", lambda value, flat: fsdp_option("fsdp", value), sets="zero_stage, offload"),

@@ -99,6 +99,18 @@ def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return fields
 
 
+def _checkpoint(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """[checkpoint] enable (JobConfig default false) with its interval (default 500 steps): on,
+    one write every interval steps; off, torchtitan writes none, read as the one write at the
+    end (checkpoint_every 0)."""
+    if not truthy("checkpoint.enable", value):
+        return {"checkpoint_every": 0}
+    interval = flat.get("checkpoint.interval", 500)
+    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+        raise InputError("checkpoint.interval", f"must be a positive number of steps (got {interval!r})")
+    return {"checkpoint_every": interval}
+
+
 def _context(value: Any, flat: Mapping[str, Any]) -> Ignore:
     if value in (1, None):
         return Ignore("1: no context parallelism")
@@ -290,6 +302,11 @@ RULES: dict[str, Rule] = {
     "job.*": ignored(IRRELEVANT),
     "metrics.*": ignored(IRRELEVANT),
     "profiling.*": ignored(IRRELEVANT),
+    "checkpoint.enable": Rule("checkpoint writes on or off", _checkpoint, sets="checkpoint_every"),
+    "checkpoint.enable_checkpoint": Rule(
+        "checkpoint writes on or off (older releases)", _checkpoint, sets="checkpoint_every"
+    ),
+    "checkpoint.interval": ignored("read with checkpoint.enable"),
     "checkpoint.*": ignored(IRRELEVANT),
     "comm.*": ignored(IRRELEVANT),
     "validation.*": ignored(IRRELEVANT),

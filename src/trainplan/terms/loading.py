@@ -36,8 +36,11 @@ def node_share(sharded: Any, gpus: Any, gpus_per_node: int) -> Any:
     return where(sharded & (gpus > gpus_per_node), minimum(gpus, gpus_per_node) / gpus, 1.0)
 
 
-def checkpoint_writes(steps: Any, every: float) -> Any:
+def checkpoint_writes(steps: Any, every: float, epochs: int = 1) -> Any:
     """Checkpoints a run writes: one every `every` optimizer steps, the last at the run's end,
     so ceil(steps / every) (transformers' Trainer saves at each multiple of save_steps; the
-    final model is written when training ends)."""
+    final model is written when training ends); `every` 0: one at the end of each of `epochs`
+    (torchtune's recipes call save_checkpoint once per epoch)."""
+    if not every:
+        return steps * 0 + epochs
     return -(-steps // every)
