@@ -192,3 +192,18 @@ def test_headroom_help_states_the_engine_default() -> None:
     command = typer.main.get_command(app).commands["estimate"]  # type: ignore[attr-defined]
     (option,) = [param for param in command.params if "--headroom" in param.opts]
     assert f"default {DEFAULT_HEADROOM}" in option.help
+
+
+def test_the_memory_table_shows_the_allocated_figure_beside_the_total() -> None:
+    """The terminal shows both figures: the total the fit is decided on and, under it, the live
+    tensors max_memory_allocated() would report (the total less the 2 GiB overhead here)."""
+    from typer.testing import CliRunner
+
+    from trainplan.cli import app
+
+    ran = CliRunner().invoke(app, ["estimate", "--model", "Llama-3.1-8B"], env={"COLUMNS": "120"})
+    data = json.loads(CliRunner().invoke(app, ["estimate", "--model", "Llama-3.1-8B", "--json"]).output)
+    total, allocated = data["memory"]["per_gpu"]["total_bytes"], data["memory"]["allocated_peak_bytes"]
+    assert allocated == total - 2 * 2**30
+    line = next(row for row in ran.output.splitlines() if "live tensors (allocated)" in row)
+    assert f"{allocated / 2**30:,.2f}" in line

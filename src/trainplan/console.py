@@ -66,6 +66,8 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
                 "  reserved by FSDP2's side streams", f"{result.stream_pool_bytes / 2**30:,.2f}", "estimate"
             )
     table.add_row("[bold]total[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
+    # the figure max_memory_allocated reports: no overhead term, no side streams' pools
+    table.add_row("of it live tensors (allocated)", f"{result.allocated_peak_bytes / 2**30:,.2f}", "estimate")
     if result.paged_bytes:
         # unified memory, outside the total: the driver pages it to the host under pressure
         table.add_row("paged optimizer state (outside)", f"{result.paged_bytes / 2**30:,.2f}", "exact")

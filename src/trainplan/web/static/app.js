@@ -797,6 +797,9 @@
     const offload = $("offload-note");
     offload.hidden = !result.memory.cpu_offload_bytes;
     offload.textContent = `CPU memory for offloaded state: ${gib(result.memory.cpu_offload_bytes)} per GPU.`;
+    // the figure torch.cuda.max_memory_allocated() reports: live tensors, without the overhead
+    // term and the blocks FSDP2's side streams keep reserved
+    $("allocated-note").textContent = `Of the total, live tensors (what torch.cuda.max_memory_allocated() reports): ${gib(result.memory.allocated_peak_bytes)} per GPU.`;
     const paged = $("paged-note");
     paged.hidden = !result.memory.paged_bytes;
     paged.textContent = `Paged optimizer state in unified memory, outside the total: ${gib(result.memory.paged_bytes)} per GPU (the driver pages it to the host when the GPU runs short).`;
