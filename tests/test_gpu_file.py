@@ -116,3 +116,11 @@ def test_the_planner_and_the_server_refuse_what_they_cannot_honour(tmp_path: Pat
         with pytest.raises(InputError) as error:
             plan(PlanRequest(base=base))
         assert error.value.field == next(iter(fields))
+
+
+def test_the_example_gpu_file_reads() -> None:
+    """examples/my-gpus.yaml, which the README's command uses, is a valid file of one record."""
+    path = str(Path(__file__).resolve().parents[1] / "examples" / "my-gpus.yaml")
+    result = estimate({"model": "Llama-3.1-8B", "gpu": "my-h100", "gpu_file": path})
+    assert result.gpu == "My H100 500W" and result.assumptions["gpu_record"]["from"] == path
+    assert result.chosen_fit.memory_bytes == 85_520_809_984
