@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainplan.catalogs.gpus import find_gpu
 from trainplan.errors import InputError
 from trainplan.estimate import estimate
 from trainplan.largest_fit import largest_fitting
@@ -110,12 +111,31 @@ def test_the_memory_you_give_decides_the_fit_and_the_largest_micro_batch() -> No
     assert roomy.estimate.total_bytes <= 40 * GIB * 0.95
 
 
-def test_the_planner_and_the_server_refuse_what_they_cannot_honour(tmp_path: Path) -> None:
-    for fields in ({"gpu_memory_gib": 16}, {"gpu_file": own_file(tmp_path, [OWN])}):
-        base = scenario_from_mapping({"model": "Llama-3.1-8B", **fields})
-        with pytest.raises(InputError) as error:
-            plan(PlanRequest(base=base))
-        assert error.value.field == next(iter(fields))
+def test_the_planner_refuses_a_gpu_file_and_keeps_a_memory_with_its_gpu(tmp_path: Path) -> None:
+    """The planner searches catalog GPUs, so it refuses a gpu_file; a usable memory given for the
+    scenario's GPU holds for that type only: an H100 with 16 GiB needs ZeRO-3 over several GPUs,
+    an A100 beside it keeps its 80 GB, and every plan re-estimates to the planner's own peak
+    within the memory its GPU has."""
+    base = scenario_from_mapping({"model": "Llama-3.1-8B", "gpu_file": own_file(tmp_path, [OWN])})
+    with pytest.raises(InputError) as error:
+        plan(PlanRequest(base=base))
+    assert error.value.field == "gpu_file"
+    small = scenario_from_mapping(
+        {"model": "Llama-3.1-8B", "gpu": "H100 SXM 80GB", "gpu_memory_gib": 16, "train_tokens": 1e8}
+    )
+    found = plan(PlanRequest(base=small, gpu_types=("H100 SXM 80GB", "A100 80GB SXM4"), max_gpus=8, top_k=8))
+    by_gpu = {item.scenario.gpu: item for item in found.plans}
+    assert set(by_gpu) == {"H100 SXM 80GB", "A100 80GB SXM4"}
+    for item in found.plans:
+        given = 16 if item.scenario.gpu == "H100 SXM 80GB" else None
+        assert item.scenario.gpu_memory_gib == given
+        catalog = find_gpu(item.scenario.gpu).memory_bytes
+        assert item.estimate.fits and item.estimate.chosen_fit.memory_bytes == (
+            16 * GIB if given else catalog
+        )
+    h100 = by_gpu["H100 SXM 80GB"].scenario
+    assert h100.gpus > 1 and h100.zero_stage == 3
+    assert by_gpu["A100 80GB SXM4"].estimate.total_bytes > 16 * GIB
 
 
 def test_the_example_gpu_file_reads() -> None:

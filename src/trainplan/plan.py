@@ -28,7 +28,7 @@ from trainplan.options import PLAN_OPTIONS
 from trainplan.per_gpu import OFFLOAD_CODES, Hardware, Layout, memory
 from trainplan.per_replica import Coefficients, coefficients
 from trainplan.phrasing import format_duration, format_usd
-from trainplan.resolve import resolve_model
+from trainplan.resolve import resolve_model, scenario_gpu
 from trainplan.result import Estimate
 from trainplan.scenario import (
     DEFAULT_TRAIN_TOKENS,
@@ -424,12 +424,10 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     # a request built in code is held to the same declarations as one read from options
     plan_option("objective", request.objective)
     plan_option("max_gpus", str(request.max_gpus))
-    for name in ("gpu_file", "gpu_memory_gib"):
-        if getattr(request.base, name) is not None:
-            raise InputError(
-                name,
-                "the planner searches the catalog's GPUs as they are; estimate your own GPU with `estimate`",
-            )
+    if request.base.gpu_file is not None:
+        raise InputError(
+            "gpu_file", "the planner searches the catalog's GPUs; estimate your own GPU with `estimate`"
+        )
     request.check_size()
     spec = (
         model
@@ -444,6 +442,9 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
             f"{spec.name} is a {spec.kind} model: give target_global_sequences (images or clips per step)",
         )
     gpus = [find_gpu(name) for name in (request.gpu_types or default_gpu_types())]
+    # a usable memory given for the scenario's GPU (gpu_memory_gib) holds for that type only
+    own = scenario_gpu(request.base)
+    gpus = [own if gpu.name == own.name else gpu for gpu in gpus]
     if not gpus:
         raise InputError("gpu_types", "no GPU type to plan on")
     groups = [
@@ -568,12 +569,16 @@ def _pareto(ranked: _Ranked) -> list[tuple[int, int]]:
 
 
 def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, position: int) -> Scenario:
-    """The complete scenario of one candidate (what `trainplan estimate --scenario` accepts)."""
+    """The complete scenario of one candidate (what `trainplan estimate --scenario` accepts); a
+    usable memory given for the scenario's GPU stays with that GPU type only."""
+    gpu = gpus[int(group.gpu_index[position])].name
+    memory = request.base.gpu_memory_gib if gpu == find_gpu(request.base.gpu).name else None
     return dataclasses.replace(
         with_method(request.base, group.method),
         activation_checkpointing=group.checkpointing,
         offload=group.offload,
-        gpu=gpus[int(group.gpu_index[position])].name,
+        gpu=gpu,
+        gpu_memory_gib=memory,
         gpus=int(group.gpus[position]),
         tensor_parallel=int(group.tensor_parallel[position]),
         pipeline_parallel=int(group.pipeline_parallel[position]),
