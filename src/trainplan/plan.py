@@ -339,10 +339,9 @@ def evaluate_group(
         training_s = steps * total_step
         # the run's fixed time (launch, load, checkpoint writes), as estimate() times it
         path = load_path(scenario, coeffs.counts, coeffs.recipe, hw["pcie"][g], n, zero)
-        launch, load_s, written = fixed_seconds(
+        fixed_s = fixed_seconds(
             coeffs, scenario, steps, layout, path.seconds, path.bandwidth, path.share
-        )[:3]
-        fixed_s = launch + load_s + written
+        ).total
         total_s = training_s + fixed_s
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))
         host, pue = host_and_pue(scenario)

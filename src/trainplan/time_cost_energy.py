@@ -248,7 +248,7 @@ def time_figures(
     total_s = steps * step.total
     tokens_per_s = global_tokens / step.total
     peak = hardware.peak_flops_per_s
-    launch, load_s, written, writes, every, saved = fixed_seconds(
+    fixed = fixed_seconds(
         coeffs, scenario, steps, layout, load.seconds, load.bandwidth_bytes_per_s, load.node_share
     )
     return TimeFigures(
@@ -266,7 +266,7 @@ def time_figures(
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
         hfu=tokens_per_s * (flops.total + coeffs.encoder_flops_per_token) / (scenario.gpus * peak),
-        fixed=FixedSeconds(launch, load_s, written, int(writes), every, saved),
+        fixed=fixed,
         samples_per_s_per_gpu=tokens_per_s / per_sample / scenario.gpus if per_sample else None,
         train_samples=train_tokens / per_sample if per_sample else None,
     )
@@ -373,9 +373,8 @@ def load_figures(
 ) -> LoadFigures:
     """Seconds to read the checkpoint (16-bit, or fp32 for fp32 training) onto one node."""
     path = load_path(scenario, counts, recipe, host_link_bytes_per_s(gpu), scenario.gpus, scenario.zero_stage)
-    source = parse_load_source(scenario.load_source)
     return LoadFigures(
-        path.seconds, source.kind, path.bytes_per_node, path.bandwidth, scenario.load_parallel, path.share
+        path.seconds, path.source, path.bytes_per_node, path.bandwidth, scenario.load_parallel, path.share
     )
 
 
@@ -386,6 +385,7 @@ class LoadPath(NamedTuple):
     bytes_per_node: Any
     bandwidth: Any
     share: Any  # of a checkpoint, each node's (terms/loading.node_share)
+    source: str  # the load source's kind
 
 
 def load_path(
@@ -404,7 +404,7 @@ def load_path(
         minimum(gpus, scenario.gpus_per_node),
         scenario.load_parallel,
     )
-    return LoadPath(per_node / bandwidth, per_node, bandwidth, share)
+    return LoadPath(per_node / bandwidth, per_node, bandwidth, share, source.kind)
 
 
 def fixed_settings(scenario: Scenario) -> tuple[float, int]:
@@ -436,13 +436,12 @@ def fixed_seconds(
     load_s: Any,
     write_bytes_per_s: Any,
     share: Any,
-) -> tuple[float, Any, Any, Any, int, Any]:
-    """(launch, load, checkpoint writes' seconds, writes, steps between writes, bytes of one
-    checkpoint) of a run of `steps` steps; numbers or the planner's arrays alike. Each node
-    writes its `share` of every checkpoint at `write_bytes_per_s` (the load's bandwidth)."""
+) -> FixedSeconds:
+    """The fixed time of a run of `steps` steps; numbers or the planner's arrays alike. Each
+    node writes its `share` of every checkpoint at `write_bytes_per_s` (the load's bandwidth)."""
     launch, every = fixed_settings(scenario)
     # epochs are counted where the budget is a dataset (dataset_tokens or dataset_size)
     dataset = scenario.dataset_tokens is not None or scenario.dataset_size is not None
     writes = checkpoint_writes(steps, every, math.ceil(scenario.epochs) if dataset else 1)
     saved = checkpoint_bytes(coeffs, layout.zero_stage, layout.data_parallel)
-    return launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved
+    return FixedSeconds(launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved)
