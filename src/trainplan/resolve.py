@@ -15,6 +15,7 @@ from trainplan.catalogs.models import ModelRecord, catalog_match, find_model_rec
 from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError, shown_value
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
+from trainplan.units import GIB
 from trainplan.userfiles import parse_json, parse_yaml, read_config_file, read_text
 
 
@@ -277,7 +278,6 @@ def _hub_config_path(
 
 #: The most GPU records one user file may hold.
 MAX_USER_GPUS = 64
-GIB = 2**30
 
 
 def gpus_from_file(path: str) -> tuple[GpuSpec, ...]:
@@ -285,8 +285,11 @@ def gpus_from_file(path: str) -> tuple[GpuSpec, ...]:
     or a mapping with a `gpus` list, each in the catalog's schema (data/gpus.yaml) and validated
     the same way; keys that may be null in the catalog (links, power, year, flags) may be left
     out. Errors are InputErrors naming `gpu_file`, the record and the key."""
-    stat = os.stat(path) if os.path.exists(path) else None
-    return _gpus_from_file(path, stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
+    try:
+        stat = os.stat(path)
+    except OSError:  # read_text names the failure
+        return _gpus_from_file(path, 0, 0)
+    return _gpus_from_file(path, stat.st_mtime_ns, stat.st_size)
 
 
 @cache
