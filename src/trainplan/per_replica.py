@@ -427,6 +427,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         grad_bytes=states.grad_bytes,
         master_bytes=states.master_bytes,
     )
+    optimizer_bytes = optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer)
     return Coefficients(
         model=model,
         counts=counts,
@@ -438,7 +439,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         trainable_weight_bytes=trainable_weights,
         frozen_weight_bytes=frozen_weights,
         gradient_bytes=counts.trainable * states.grad_bytes,
-        optimizer_bytes=optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer),
+        optimizer_bytes=optimizer_bytes,
         # optimizer-in-backward steps one parameter at a time: temporaries of the largest only
         optimizer_transient_bytes=optimizer_transient_bytes(
             largest if scenario.optimizer_in_backward else counts.trainable, largest, states, optimizer
@@ -495,8 +496,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
         optimizer_in_backward=scenario.optimizer_in_backward,
-        paged_optimizer_bytes=optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer)
-        - states.master_bytes * counts.trainable
+        paged_optimizer_bytes=optimizer_bytes - states.master_bytes * counts.trainable
         if optimizer.paged
         else 0.0,
         largest_grad_bytes=largest * states.grad_bytes,
