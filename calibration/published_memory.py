@@ -52,7 +52,7 @@ TITAN_UNSTATED = (
     "sequence length not in the file (torchtitan's Llama 3 default 8192 assumed); 'selective' read "
     "as the config's op-level SAC; FSDP2 wrapped as torchtitan's 2024 apply_fsdp does (root keeps "
     "embeddings and head); the figure is torchtitan's logged max reserved memory, so FSDP2's "
-    "side-stream pools are compared, the allocator's other cache is not modelled"
+    "side-stream pools and the allocator's cache (cache_fraction) are compared"
 )
 TT_31 = {"recipe": "torchtune", "micro_batch": 2, "seq_len": 2048, "grad_accum": 1, "compile": True}
 
@@ -269,13 +269,15 @@ class PublishedMemoryRow:
     @property
     def compared_gib(self) -> float:
         """The figure the source reports: for allocated or active bytes the allocated peak
-        (live tensors: without the blocks FSDP2's side streams keep reserved), for reserved
-        bytes and for a card a published length filled, the per-GPU total (paged optimizer
-        state is outside both)."""
-        peak = self.estimate.total_bytes
-        if self.case.statistic not in ("reserved", "card"):
-            peak = self.estimate.allocated_peak_bytes
-        return peak / GIB
+        (live tensors: without the blocks FSDP2's side streams keep reserved and the allocator's
+        cache), for reserved bytes the reserved peak (those included), for a card a published
+        length filled the device total (the memory outside the allocator too); paged optimizer
+        state is outside all three."""
+        figures = {
+            "reserved": self.estimate.reserved_peak_bytes,
+            "card": self.estimate.total_bytes,
+        }
+        return figures.get(self.case.statistic, self.estimate.allocated_peak_bytes) / GIB
 
     @property
     def error(self) -> float:
@@ -284,11 +286,9 @@ class PublishedMemoryRow:
 
 
 def evaluate(case: PublishedMemoryCase) -> PublishedMemoryRow:
-    """Estimate one case with no overhead term where the source reports allocator statistics; a
-    max-context case (`statistic` card) keeps the default overhead term, since the card's memory
-    is the limit its published length reached."""
-    fields = case.scenario if case.statistic == "card" else {**case.scenario, "overhead_gib": 0}
-    return PublishedMemoryRow(case, estimate(scenario_from_mapping(fields)))
+    """Estimate one case as its scenario states it (the compared figure is chosen by
+    `compared_gib`: the memory outside the allocator only reaches the card's figure)."""
+    return PublishedMemoryRow(case, estimate(scenario_from_mapping(case.scenario)))
 
 
 # Unsloth's Llama 3.1 (8B) max-context table (published.yaml
@@ -296,8 +296,8 @@ def evaluate(case: PublishedMemoryCase) -> PublishedMemoryRow:
 # Cross-Entropy, unsloth.ai/blog/llama3-3): 4-bit QLoRA on all seven projections, rank 32,
 # batch 1, sequences padded to the length, Unsloth's offloaded checkpointing. A length is the
 # largest that fit, so the card's whole memory is what the peak reached there: the estimate is
-# compared with the card, with the default overhead term (CUDA context, workspaces,
-# fragmentation) included.
+# compared with the card: the device figure, the allocator's cache and the memory outside it
+# (CUDA context, cuBLAS workspace) included.
 UNSLOTH_8B = {
     "recipe": "unsloth",
     "model": "Llama-3.1-8B",

@@ -151,6 +151,27 @@ def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
     assert format_usd(best.usd) in text and f"{best.estimate.total_bytes / 2**30:,.1f}" in text
 
 
+def test_wide_plan_table_shows_the_three_memory_figures() -> None:
+    """On a wide terminal each plan's row holds the device figure, then the allocator's reserved
+    and allocated figures; on 80 columns the last two are left out."""
+    from rich.console import Console
+
+    from trainplan.console import print_plan
+    from trainplan.plan import plan, request_from_options
+    from trainplan.scenario import scenario_from_mapping
+
+    result = plan(request_from_options(scenario_from_mapping({"model": "Qwen2.5-0.5B"}), {"max_gpus": "8"}))
+    for width, shown in ((120, True), (80, False)):
+        console = Console(width=width, record=True)
+        print_plan(result, console)
+        text = console.export_text()
+        best = result.plans[0].estimate
+        figures = f"{best.reserved_peak_bytes / 2**30:,.1f}/{best.allocated_peak_bytes / 2**30:,.1f}"
+        row = next(line for line in text.splitlines() if line.strip().startswith("1 "))
+        assert (figures in row) is shown and f"{best.total_bytes / 2**30:,.1f}" in row
+        assert ("res/alloc" in text) is shown
+
+
 def test_gpu_short_names_are_unambiguous() -> None:
     from trainplan.catalogs.gpus import find_gpu, gpu_catalog
 
@@ -194,16 +215,29 @@ def test_headroom_help_states_the_engine_default() -> None:
     assert f"default {DEFAULT_HEADROOM}" in option.help
 
 
-def test_the_memory_table_shows_the_allocated_figure_beside_the_total() -> None:
-    """The terminal shows both figures: the total the fit is decided on and, under it, the live
-    tensors max_memory_allocated() would report (the total less the 2 GiB overhead here)."""
+def test_the_memory_table_shows_the_three_figures() -> None:
+    """The terminal shows the three figures: the device total the fit is decided on, the
+    allocator's reserved pool and the live tensors max_memory_allocated() would report, and the
+    parts outside the allocator (on one H100: the CUDA context and the cuBLAS workspace)."""
     from typer.testing import CliRunner
 
     from trainplan.cli import app
 
-    ran = CliRunner().invoke(app, ["estimate", "--model", "Llama-3.1-8B"], env={"COLUMNS": "120"})
-    data = json.loads(CliRunner().invoke(app, ["estimate", "--model", "Llama-3.1-8B", "--json"]).output)
-    total, allocated = data["memory"]["per_gpu"]["total_bytes"], data["memory"]["allocated_peak_bytes"]
-    assert allocated == total - 2 * 2**30
-    line = next(row for row in ran.output.splitlines() if "live tensors (allocated)" in row)
-    assert f"{allocated / 2**30:,.2f}" in line
+    args = ["estimate", "--model", "Llama-3.1-8B", "--gpu", "H100-SXM"]
+    ran = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
+    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).output)
+    memory = data["memory"]
+    total, reserved = memory["per_gpu"]["total_bytes"], memory["reserved_peak_bytes"]
+    allocated, device = memory["allocated_peak_bytes"], memory["device_overhead"]
+    assert total == reserved + device["total_bytes"]
+    assert device["total_bytes"] == 426 * 2**20 + 32 * 2**20
+    lines = ran.output.splitlines()
+    for label, value in (
+        ("total on the device", total),
+        ("of it reserved (allocator)", reserved),
+        ("live tensors (allocated)", allocated),
+        ("CUDA context", device["context_bytes"]),
+        ("cuBLAS workspace", device["workspace_bytes"]),
+    ):
+        line = next(row for row in lines if label in row)
+        assert f"{value / 2**30:,.2f}" in line, label

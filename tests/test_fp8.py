@@ -17,7 +17,11 @@ HEAD = 128_256 * 4096  # the untied LM head
 
 
 def run(config: dict[str, Any], **fields: Any) -> Any:
-    return estimate(Scenario(model="x", gpu="H100-SXM", **fields), model=spec_from_config(config, "l8b"))
+    # the tensors' arithmetic: no allocator cache (tests/test_device_memory.py holds that term)
+    return estimate(
+        Scenario(model="x", gpu="H100-SXM", cache_fraction=0.0, **fields),
+        model=spec_from_config(config, "l8b"),
+    )
 
 
 def phases(result: Any) -> dict[str, float]:

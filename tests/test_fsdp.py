@@ -17,13 +17,22 @@ from trainplan.hf import spec_from_config
 from trainplan.per_gpu import memory
 from trainplan.per_replica import coefficients
 from trainplan.scenario import scenario_from_mapping
+from trainplan.terms.device import flat_overhead
 from trainplan.terms.fsdp import all_gather_pool_bytes, reduce_buffer_bytes
 
 LAYER = 218_103_808
 P = 8_030_261_248  # Llama-3.1-8B parameters (test_params.py)
 EMBEDDING = 128256 * 4096
 ROOT = 2 * EMBEDDING + 4096
-FULL_8 = {"model": "x", "method": "full", "gpus": 8, "zero_stage": 3, "grad_accum": 1, "overhead_gib": 0.0}
+FULL_8 = {
+    "model": "x",
+    "method": "full",
+    "gpus": 8,
+    "zero_stage": 3,
+    "grad_accum": 1,
+    "overhead_gib": 0.0,
+    "cache_fraction": 0.0,
+}
 
 
 def coeffs(config: dict[str, Any], **fields: Any) -> Any:
@@ -119,7 +128,7 @@ def test_root_wrap_in_the_backward_peak(llama8b_config: dict[str, Any]) -> None:
 def test_end_of_backward_under_the_root(llama8b_config: dict[str, Any]) -> None:
     scenario = scenario_from_mapping({**FULL_8, "fsdp_wrap": "root", "fsdp_reduce_dtype": "fp32"})
     c = coefficients(spec_from_config(llama8b_config, "l8b"), scenario)
-    mem = memory(c, layout_of(c, scenario))
+    mem = memory(c, layout_of(c, scenario, flat_overhead(0.0)))
     terms, pool = mem.moments["backward end"]
     # the larger of a layer's working set with the unsharded head gradient (2 x 2L + 4L + 2E)
     # and the root's bf16 gradients with their fp32 buffer (6 x ROOT), beside the pool
@@ -146,7 +155,7 @@ def test_tensor_parallel_divides_the_working_set(llama8b_config: dict[str, Any])
     for tp in (1, 2):
         scenario = scenario_from_mapping({**FULL_8, "fsdp_wrap": "root", "gpus": 16, "tensor_parallel": tp})
         c = coefficients(spec_from_config(llama8b_config, "l8b"), scenario)
-        pools.append(memory(c, layout_of(c, scenario)).moments["optimizer"][1])
+        pools.append(memory(c, layout_of(c, scenario, flat_overhead(0.0))).moments["optimizer"][1])
     # the all-gather pool (root + first layer, bf16) is split by tensor parallelism
     assert pools == [pytest.approx(2 * (ROOT + LAYER)), pytest.approx(ROOT + LAYER)]
 

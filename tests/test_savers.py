@@ -29,7 +29,7 @@ EMBEDDING = VOCAB * HIDDEN
 
 
 def run(config: dict[str, Any], **fields: Any) -> Any:
-    base = {"model": "x", "overhead_gib": 0.0, "grad_accum": 1}
+    base = {"model": "x", "overhead_gib": 0.0, "cache_fraction": 0.0, "grad_accum": 1}
     return estimate(scenario_from_mapping({**base, **fields}), model=spec_from_config(config, "l8b"))
 
 

@@ -14,6 +14,7 @@ from trainplan.phrasing import (
     APPROXIMATE,
     NOTE,
     batch_line,
+    device_parts,
     fit_summary,
     fit_verdict,
     format_kwh,
@@ -65,8 +66,13 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
             table.add_row(
                 "  reserved by FSDP2's side streams", f"{result.stream_pool_bytes / 2**30:,.2f}", "estimate"
             )
-    table.add_row("[bold]total[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
-    # the figure max_memory_allocated reports: no overhead term, no side streams' pools
+        if term.name == "overhead":
+            for label, value in device_parts(result):
+                table.add_row(f"  {label}", f"{value / 2**30:,.2f}", "estimate")
+    # the three figures: the device's used memory (fits is decided on it), the caching
+    # allocator's pool (max_memory_reserved) and the live tensors (max_memory_allocated)
+    table.add_row("[bold]total on the device[/]", f"[bold]{result.total_bytes / 2**30:,.2f}[/]", "")
+    table.add_row("of it reserved (allocator)", f"{result.reserved_peak_bytes / 2**30:,.2f}", "estimate")
     table.add_row("of it live tensors (allocated)", f"{result.allocated_peak_bytes / 2**30:,.2f}", "estimate")
     if result.paged_bytes:
         # unified memory, outside the total: the driver pages it to the host under pressure
@@ -200,13 +206,22 @@ def print_measurement(comparison: Any, console: Console | None = None) -> None:
             f"{measured.reserved_peak_bytes / measured.peak_bytes - 1:+.1%} over the allocated peak; "
             f"with expandable segments {measured.reserved_peak_expandable_bytes / 2**30:,.2f} GiB."
         )
+        if comparison.reserved_error is not None and estimate is not None:
+            # the estimate's reserved figure on the same one stream (its cache_fraction)
+            console.print(
+                f"Estimated reserved (one stream): "
+                f"{(estimate.reserved_peak_bytes - estimate.stream_pool_bytes) / 2**30:,.2f} GiB, "
+                f"{comparison.reserved_error:+.1%} against the modelled figure."
+            )
     for note in (*comparison.notes, *measured.notes):
         console.print(f"[yellow]{NOTE}:[/] {note}")
 
 
 def print_plan(result: Any, console: Console | None = None) -> None:
     """The ranked plans as a table, then why the winner wins. The figures a reader compares
-    (memory, time, cost) never wrap; on a narrow terminal (under 100 columns) kWh is left out."""
+    (memory, time, cost) never wrap. GiB is the device figure the fit is decided on; on a wide
+    terminal (100 columns or more) the allocator's reserved and allocated figures follow it, and
+    kWh."""
     from rich import box
 
     from trainplan.catalogs.gpus import find_gpu
@@ -223,7 +238,9 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     )
     columns = [
         ("#", True), ("method", False), ("GPUs", False), ("layout", True), ("batch", True),
-        ("savers", False), ("GiB", True), ("time", True), ("cost", True),
+        ("savers", False), ("GiB", True),
+    ] + ([("res/alloc", True)] if wide else []) + [
+        ("time", True), ("cost", True),
     ] + ([("kWh", True)] if wide else [])  # fmt: skip
     for column, figure in columns:
         table.add_column(column, justify="right" if figure else "left", no_wrap=figure, overflow="fold")
@@ -238,9 +255,13 @@ def print_plan(result: Any, console: Console | None = None) -> None:
             f"{s.micro_batch}x{s.grad_accum}",
             savers_text(s.activation_checkpointing, s.offload),
             f"{plan.estimate.total_bytes / 2**30:,.1f}",
-            format_duration(plan.total_s),
-            format_usd(plan.usd) if plan.usd is not None else "-",
         ]
+        if wide:
+            estimate = plan.estimate
+            row.append(
+                f"{estimate.reserved_peak_bytes / 2**30:,.1f}/{estimate.allocated_peak_bytes / 2**30:,.1f}"
+            )
+        row += [format_duration(plan.total_s), format_usd(plan.usd) if plan.usd is not None else "-"]
         if wide:
             row.append(format_kwh(plan.kwh) if plan.kwh else "-")
         table.add_row(*row)

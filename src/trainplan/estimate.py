@@ -25,6 +25,7 @@ from trainplan.scenario import (
     resolved_base_weights,
     scenario_from_mapping,
 )
+from trainplan.terms.device import DeviceOverhead, cache_fraction, device_rates, layout_overhead
 from trainplan.terms.recipes import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
@@ -46,7 +47,15 @@ from trainplan.time_cost_energy import (
 from trainplan.units import GIB
 from trainplan.validity import QUANTISED_BASES, check_layout
 
-__all__ = ["estimate", "fit_rows", "layout_of", "resolved_base_weights", "resolved_ema", "sample_shape"]
+__all__ = [
+    "device_of",
+    "estimate",
+    "fit_rows",
+    "layout_of",
+    "resolved_base_weights",
+    "resolved_ema",
+    "sample_shape",
+]
 
 KINDS = {
     "weights": (
@@ -67,7 +76,16 @@ KINDS = {
         "reduce-scatter buffers and the all-gather stream's pool; a diffusion model's frozen "
         "encoders' working set while they run",
     ),
-    "overhead": (ESTIMATE, "CUDA context, kernel workspaces, allocator fragmentation (user-set)"),
+    "cache": (
+        ESTIMATE,
+        "blocks the CUDA caching allocator keeps reserved beyond the live tensors (a fraction of "
+        "them, fitted on traced steps replayed through the allocator's rules)",
+    ),
+    "overhead": (
+        ESTIMATE,
+        "device memory outside PyTorch's allocator: CUDA context, cuBLAS workspace, NCCL buffers per "
+        "communicator (or the scenario's overhead_gib)",
+    ),
 }
 
 
@@ -82,7 +100,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     gpu, gpu_record = chosen_gpu(scenario)
     check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)
-    layout = layout_of(coeffs, scenario)
+    device = device_of(scenario, gpu)
+    layout = layout_of(coeffs, scenario, device)
     mem = memory(coeffs, layout)
     phases = _phases(mem)
     peak = max(phases, key=_total)
@@ -107,6 +126,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         paged_bytes=paged,
         stream_pool_bytes=float(mem.stream_pool.get(peak.name, 0.0)),
         allocated_peak=_allocated_peak(mem),
+        device=device,
         fit=_with_chosen(fit_rows(peak.total), gpu, peak.total),
         batch=Batch(scenario.micro_batch, scenario.grad_accum, layout.data_parallel, coeffs.seq_len),
         warnings=tuple(
@@ -122,7 +142,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "base_weights": base,
             "gpu_record": gpu_record,
             "base_weight_bytes_per_param": BASE_WEIGHT_BYTES[base] if base else None,
-            "overhead_bytes": scenario.overhead_gib * GIB,
+            "overhead_bytes": device.total,
+            "cache_fraction": layout.cache_fraction,
             "precision": coeffs.recipe.note,
             "optimizer": OPTIMIZERS[scenario.optimizer].note,
             "data_parallel": layout.data_parallel,
@@ -153,7 +174,18 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     )
 
 
-def layout_of(coeffs: Coefficients, scenario: Scenario) -> Layout:
+def device_of(scenario: Scenario, gpu: GpuSpec) -> DeviceOverhead:
+    """The scenario's memory outside the caching allocator on `gpu` (terms/device.py)."""
+    return layout_overhead(
+        scenario.overhead_gib,
+        device_rates(gpu),
+        scenario.tensor_parallel,
+        scenario.pipeline_parallel,
+        data_parallel(scenario),
+    )
+
+
+def layout_of(coeffs: Coefficients, scenario: Scenario, device: DeviceOverhead) -> Layout:
     """The scenario's parallel layout as formula inputs (Python numbers)."""
     return Layout(
         tensor_parallel=scenario.tensor_parallel,
@@ -165,7 +197,8 @@ def layout_of(coeffs: Coefficients, scenario: Scenario) -> Layout:
         stage_fraction=coeffs.stage_fraction(scenario.pipeline_parallel),
         offload=OFFLOAD_CODES[scenario.offload],
         sequence_parallel=scenario.sequence_parallel,
-        overhead_bytes=scenario.overhead_gib * GIB,
+        overhead_bytes=device.total,
+        cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
     )
 
 

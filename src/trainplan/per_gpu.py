@@ -38,6 +38,7 @@ def _terms(
     logits: Any,
     temporaries: Any,
     overhead: Any,
+    cache: Any = 0.0,
 ) -> dict[str, Any]:
     """One moment's memory terms by name (a dict display: built in one step)."""
     return {
@@ -47,12 +48,30 @@ def _terms(
         "activations": activations,
         "logits": logits,
         "temporaries": temporaries,
+        "cache": cache,
         "overhead": overhead,
     }
 
 
 #: The memory terms of every moment, in order: the keys `_terms` writes.
 TERMS: tuple[str, ...] = tuple(_terms(*[0] * 7))
+#: The terms that are no live tensors: the allocator's cache and the memory outside it.
+_NOT_ALLOCATED = ("cache", "overhead")
+
+
+def _allocated(terms: dict[str, Any], pool: Any) -> Any:
+    """A moment's live tensors: its terms without the cache, the overhead and the side streams'
+    pools (reserved blocks inside `temporaries`)."""
+    return sum(value for name, value in terms.items() if name not in _NOT_ALLOCATED) - pool
+
+
+def _cached(terms: dict[str, Any], pool: Any, fraction: Any) -> dict[str, Any]:
+    """`terms` with the allocator's cache: `fraction` of the moment's live tensors (the fraction
+    fitted on traced steps replayed through the allocator's rules, terms/device.py)."""
+    terms["cache"] = fraction * _allocated(terms, pool)
+    return terms
+
+
 PHASES = ("forward", "backward", "optimizer")
 
 
@@ -70,7 +89,11 @@ class Layout:
     stage_fraction: Any  # Coefficients.stage_fraction(pipeline_parallel)
     offload: Any = 0  # OFFLOAD_CODES
     sequence_parallel: Any = False
+    # memory outside the caching allocator (terms/device.py): the CUDA context, the cuBLAS
+    # workspace, NCCL's buffers, or a scenario's flat figure
     overhead_bytes: Any = 0.0
+    # the allocator's cache beyond the live tensors, as a fraction of the allocated bytes
+    cache_fraction: Any = 0.0
 
     @property
     def gpus(self) -> Any:
@@ -96,12 +119,11 @@ class Memory:
 
     def allocated(self) -> tuple[str, dict[str, Any]]:
         """The moment with the largest total without the side streams' pools, and its terms with
-        the pools taken out of `temporaries` and no overhead (the CUDA context, workspaces and
-        fragmentation are no tensors): what max_memory_allocated() would see."""
-        name, (terms, pool) = max(
-            self.moments.items(), key=lambda item: float(sum(item[1][0].values()) - item[1][1])
-        )
-        return name, {**terms, "temporaries": terms["temporaries"] - pool, "overhead": 0.0}
+        the pools taken out of `temporaries`, no cache and no overhead (the allocator's cache,
+        the CUDA context, workspaces and NCCL's buffers are no tensors): what
+        max_memory_allocated() would see."""
+        name, (terms, pool) = max(self.moments.items(), key=lambda item: float(_allocated(*item[1])))
+        return name, {**terms, "temporaries": terms["temporaries"] - pool, "cache": 0.0, "overhead": 0.0}
 
     def totals(self) -> dict[str, Any]:
         """Phase -> total bytes."""
@@ -219,6 +241,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         autocast + gathered + side + maximum(encoding, layer_forward),
         overhead,
     )
+    fraction = v.cache_fraction
+    forward = _cached(forward, pool + scatter_pool, fraction)
     # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
     # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
@@ -238,6 +262,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         working_forward + layer_backward + side,
         overhead,
     )
+    loss_moment = _cached(loss_moment, pool + scatter_pool, fraction)
+    layer_moment = _cached(layer_moment, pool + scatter_pool, fraction)
     start, _ = _larger(loss_moment, layer_moment)
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
@@ -251,10 +277,16 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         maximum(working + head_unsharded, c.last_group_grad_bytes / tp) + c.dequant_bytes / tp + pool,
         temporaries,
     )
-    end = _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + end_working + stepping, overhead)
+    end = _cached(
+        _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + end_working + stepping, overhead),
+        pool,
+        fraction,
+    )
     backward, end_later = _larger(start, end)
     # the all-gather stream's pool stays reserved through the optimizer step
-    step = _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead)
+    step = _cached(
+        _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead), pool, fraction
+    )
     return Memory(
         phases={"forward": forward, "backward": backward, "optimizer": step},
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer},

@@ -328,3 +328,17 @@ def plans_heading(count: int, objective: str) -> str:
     if count == 0:
         return "No plan meets the constraints"
     return f"{count} best plan{'s' if count != 1 else ''}, {_RANKINGS[objective]}"
+
+
+def device_parts(result: Estimate) -> list[tuple[str, float]]:
+    """The parts of the memory outside the caching allocator, named (none where the scenario set
+    its own overhead figure)."""
+    device = result.device
+    if device is None or device.flat:
+        return []
+    parts = [("CUDA context", float(device.context)), ("cuBLAS workspace", float(device.workspace))]
+    count = int(device.communicators)
+    if count:
+        plural = "s" if count > 1 else ""
+        parts.append((f"NCCL buffers, {count} communicator{plural}", float(device.nccl)))
+    return parts

@@ -40,6 +40,7 @@ from trainplan.scenario import (
     scenario_to_mapping,
 )
 from trainplan.terms.cost import cost_usd, energy_kwh, gpu_power_w
+from trainplan.terms.device import DeviceRates, cache_fraction, device_rates, layout_overhead
 from trainplan.terms.timing import efficiency_kind
 from trainplan.time_cost_energy import (
     discount_for,
@@ -260,7 +261,22 @@ def _hardware_arrays(
         "idle": column([idle_fraction_of(scenario, g) for g in gpus]),
         "pcie": column([host_link_bytes_per_s(g) for g in gpus]),
         **{name: from_hw(name) for name in Hardware.__dataclass_fields__},
+        **_device_columns(np, gpus),
     }
+
+
+def _device_columns(np: Any, gpus: list[GpuSpec]) -> dict[str, Any]:
+    """Each GPU type's figures for the memory outside the caching allocator, as columns."""
+    rates = [device_rates(gpu) for gpu in gpus]
+    return {
+        f"device_{name}": np.array([float(getattr(r, name)) for r in rates])
+        for name in DeviceRates.__dataclass_fields__
+    }
+
+
+def hw_rates(hw: dict[str, Any], g: Any) -> DeviceRates:
+    """The device-memory figures of the candidates' GPU types (`g` indexes the columns)."""
+    return DeviceRates(**{name: hw[f"device_{name}"][g] for name in DeviceRates.__dataclass_fields__})
 
 
 def evaluate_group(
@@ -325,7 +341,8 @@ def evaluate_group(
         stage_fraction=stage_fraction,
         offload=offload_code,
         sequence_parallel=sequence_parallel,
-        overhead_bytes=scenario.overhead_gib * 2**30,
+        overhead_bytes=layout_overhead(scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp).total,
+        cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
     )
     peak = memory(coeffs, layout).peak()
     reject("does not fit", peak > hw["memory"][g])

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from trainplan.frozen import direct_init, once
 from trainplan.scenario import Scenario, scenario_to_mapping
+from trainplan.terms.device import DeviceOverhead
 from trainplan.terms.geometry import TokenShape
 from trainplan.terms.params import ParamCounts
 from trainplan.time_cost_energy import CostFigures, EnergyFigures, LoadFigures, TimeFigures
@@ -114,12 +115,19 @@ class Estimate:
     batch: Batch
     stream_pool_bytes: float = 0.0
     allocated_peak: Phase | None = None  # the peak without FSDP2's reserved stream pools
+    device: DeviceOverhead | None = None  # the memory outside the caching allocator, by part
 
     @property
     def allocated_peak_bytes(self) -> float:
         """What torch.cuda.max_memory_allocated() would report (the peak without the blocks
         FSDP2's side streams keep reserved)."""
         return self.allocated_peak.total if self.allocated_peak is not None else self.total_bytes
+
+    @property
+    def reserved_peak_bytes(self) -> float:
+        """What torch.cuda.max_memory_reserved() would report: the peak without the memory outside
+        the caching allocator (the live tensors, the side streams' pools and the cache)."""
+        return self.peak.total - self.peak.term("overhead").value
 
     warnings: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()
@@ -192,6 +200,22 @@ def _memory(result: Estimate) -> dict[str, Any]:
         "paged_bytes": result.paged_bytes,
         "stream_pool_bytes": result.stream_pool_bytes,
         "allocated_peak_bytes": result.allocated_peak_bytes,
+        "reserved_peak_bytes": result.reserved_peak_bytes,
+        "device_overhead": _device(result.device),
+    }
+
+
+def _device(device: DeviceOverhead | None) -> dict[str, Any] | None:
+    """The memory outside the caching allocator by part (`flat_bytes`: the scenario's own figure)."""
+    if device is None:
+        return None
+    return {
+        "context_bytes": float(device.context),
+        "workspace_bytes": float(device.workspace),
+        "nccl_bytes": float(device.nccl),
+        "communicators": int(device.communicators),
+        "flat_bytes": float(device.flat),
+        "total_bytes": float(device.total),
     }
 
 
@@ -219,6 +243,7 @@ JSON_SHAPES: dict[type, JsonShape] = {
                     "paged_bytes",
                     "stream_pool_bytes",
                     "allocated_peak",
+                    "device",
                 ),
                 _IN_MEMORY,
             ),

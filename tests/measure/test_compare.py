@@ -51,7 +51,7 @@ def test_live_traces_match_the_estimate() -> None:
     errors = []
     for fields in LIVE:
         comparison = measure_scenario(scenario_from_mapping({"gpus": 1, **fields}))
-        error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
+        error = comparison.estimate.allocated_peak_bytes / comparison.measured.peak_bytes - 1
         assert abs(error) < 0.08, (fields, error)
         errors.append(abs(error))
     assert statistics.median(errors) < 0.05
@@ -134,7 +134,7 @@ def test_ssm_traces_match_the_naive_estimate(
     )  # fmt: skip
     comparison = measure_scenario(scenario)
     assert comparison.scenario.ssm_kernel == "naive" and SSM_NOTE in comparison.notes
-    error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
+    error = comparison.estimate.allocated_peak_bytes / comparison.measured.peak_bytes - 1
     assert abs(error) < tolerance, error
 
 
@@ -177,7 +177,7 @@ def test_linear_mixer_traces_match_the_naive_estimate(tmp_path: object, name: st
     )  # fmt: skip
     comparison = measure_scenario(scenario)
     assert comparison.scenario.ssm_kernel == "naive" and MIXER_NOTE in comparison.notes
-    error = comparison.estimate.total_bytes / comparison.measured.peak_bytes - 1
+    error = comparison.estimate.allocated_peak_bytes / comparison.measured.peak_bytes - 1
     assert abs(error) < tolerance, error
 
 
@@ -191,9 +191,17 @@ def test_the_modelled_reserved_pool_of_small_lora_steps(model: str) -> None:
     from trainplan.measure.compare import measure_scenario
     from trainplan.scenario import scenario_from_mapping
 
-    measured = measure_scenario(
+    comparison = measure_scenario(
         scenario_from_mapping({"model": model, "method": "lora", "seq_len": 1024, "gpus": 1})
-    ).measured
+    )
+    measured = comparison.measured
     above = measured.reserved_peak_bytes / measured.peak_bytes - 1
     assert 0.08 <= above <= 0.135, above
     assert measured.peak_bytes <= measured.reserved_peak_expandable_bytes <= measured.reserved_peak_bytes
+    # the estimate's reserved figure is its allocated one plus the 7.2% cache: against the
+    # replay, within the held-out claim of docs/methodology.md (worst 25%)
+    assert comparison.estimate is not None and comparison.error is not None
+    reserved_error = comparison.reserved_error
+    assert reserved_error == pytest.approx((1 + comparison.error) * 1.072 / (1 + above) - 1)
+    assert abs(reserved_error) <= 0.25
+    assert comparison.to_dict()["reserved_error"] == reserved_error

@@ -105,8 +105,12 @@ def assert_shows(page: Page, data: dict[str, Any]) -> None:
         free = f"{gib(row['free_bytes'])} free" if row["fits"] else f"short {gib(-row['free_bytes'])}"
         assert item.locator(".free").inner_text() == free
     assert page.page.locator("#cli-command").input_value() == data["display"]["cli"]
-    # the allocated figure (live tensors) beside the total
-    assert gib(data["memory"]["allocated_peak_bytes"]) in page.text("#allocated-note")
+    # the reserved and allocated figures beside the total, and the parts outside the allocator
+    note = page.text("#allocated-note")
+    memory = data["memory"]
+    assert f"reserves {gib(memory['reserved_peak_bytes'])}" in note
+    assert f"tensors take {gib(memory['allocated_peak_bytes'])}" in note
+    assert f"CUDA context {gib(memory['device_overhead']['context_bytes'])}" in note
     assert page.page.locator('[data-card="time"] .big').inner_text() == data["display"]["duration"]
     hint_ids = [hint["id"] for hint in data["hints"]]
     assert (
@@ -332,7 +336,11 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     layout = f"{scenario['tensor_parallel']} / {scenario['pipeline_parallel']} / {replicas}"
     assert cell("layout") == f"{layout}, ZeRO {scenario['zero_stage']}"
     assert cell("batch") == f"{scenario['micro_batch']} × {scenario['grad_accum']}"
-    assert cell("memory") == f"{estimate['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
+    # the three figures: the device's, then the allocator's reserved and allocated
+    memory = estimate["memory"]
+    assert row.locator(".plan-device").inner_text() == f"{memory['per_gpu']['total_bytes'] / GIB:,.2f}"
+    reserved, allocated = memory["reserved_peak_bytes"] / GIB, memory["allocated_peak_bytes"] / GIB
+    assert row.locator(".plan-figures").inner_text() == f"reserved {reserved:,.2f} · allocated {allocated:,.2f}"
     assert cell("time") == first["display"]["duration"] and cell("cost") == first["display"]["usd"]
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
     assert page.text("#plan-table-caption") == data["display"]["heading"]

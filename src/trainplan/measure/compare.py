@@ -28,9 +28,10 @@ from trainplan.terms.params import regex_targets, targeted
 from trainplan.terms.recipes import PRECISIONS
 
 NOT_TRACED = (
-    "A trace cannot see the CUDA context (~0.5 GiB), cuBLAS/cuDNN workspaces, NCCL buffers, "
+    "A trace cannot see the CUDA context (~0.4 GiB), cuBLAS/cuDNN workspaces, NCCL buffers, "
     "allocator fragmentation or reserved-but-unused memory, or scratch inside kernels; the "
-    "estimate's overhead term (overhead_gib) stands for those and is left out of this comparison."
+    "estimate's cache and overhead terms stand for those and are left out of this comparison "
+    "(its allocated figure is compared)."
 )
 SSM_NOTE = (
     "SSM mixers run transformers' PyTorch path in a trace (mamba-ssm's kernels need CUDA), so the "
@@ -79,6 +80,16 @@ class Comparison:
         estimated = self.estimated_bytes
         return None if estimated is None else estimated / self.measured.peak_bytes - 1
 
+    @property
+    def reserved_error(self) -> float | None:
+        """The estimate's reserved figure against the trace's replayed reserved peak, both on one
+        stream (the side streams' pools left out): estimated / modelled - 1 (None without an
+        estimate or a replay)."""
+        if self.estimate is None or not self.measured.reserved_peak_bytes:
+            return None
+        one_stream = self.estimate.reserved_peak_bytes - self.estimate.stream_pool_bytes
+        return one_stream / self.measured.reserved_peak_bytes - 1
+
     def terms(self) -> list[tuple[str, float, float | None]]:
         """(term, measured bytes, estimated bytes or None) at each one's peak moment.
 
@@ -97,7 +108,7 @@ class Comparison:
             peak = {term.name: term.value for term in moment.terms}
         separate_ema = "ema" in peak or (self.estimate is None and m.ema_bytes > 0)
         weights = m.params_bytes + m.buffers_bytes + (0 if separate_ema else m.ema_bytes)
-        rest = [name for name in peak if name not in STATE_TERMS and name != "overhead"]
+        rest = [name for name in peak if name not in STATE_TERMS and name not in ("cache", "overhead")]
         rest_label = " + ".join(rest) if self.estimate is not None else "activations + temporaries"
         rows: list[tuple[str, float, float | None]]
         if (
@@ -132,10 +143,13 @@ class Comparison:
                 "temporaries_bytes": m.temporaries_bytes,
                 "ema_bytes": m.ema_bytes,
                 "phase_peaks_bytes": m.phase_peaks_bytes,
+                "reserved_peak_bytes": m.reserved_peak_bytes,
+                "reserved_peak_expandable_bytes": m.reserved_peak_expandable_bytes,
                 "notes": list(m.notes),
             },
             "estimate": None if self.estimate is None else self.estimate.to_dict(),
             "error": self.error,
+            "reserved_error": self.reserved_error,
             "notes": list(self.notes),
         }
 

@@ -797,13 +797,22 @@
     const offload = $("offload-note");
     offload.hidden = !result.memory.cpu_offload_bytes;
     offload.textContent = `CPU memory for offloaded state: ${gib(result.memory.cpu_offload_bytes)} per GPU.`;
-    // the figure torch.cuda.max_memory_allocated() reports: live tensors, without the overhead
-    // term and the blocks FSDP2's side streams keep reserved
-    $("allocated-note").textContent = `Of the total, live tensors (what torch.cuda.max_memory_allocated() reports): ${gib(result.memory.allocated_peak_bytes)} per GPU.`;
+    // the three figures: the device's used memory (the total, on which fits is decided), the
+    // caching allocator's pool (max_memory_reserved) and the live tensors (max_memory_allocated)
+    $("allocated-note").textContent = `The total is the GPU's used memory, as nvidia-smi shows it. Of it, the caching allocator reserves ${gib(result.memory.reserved_peak_bytes)} (what torch.cuda.max_memory_reserved() reports), and live tensors take ${gib(result.memory.allocated_peak_bytes)} (torch.cuda.max_memory_allocated()).${deviceText(result.memory.device_overhead)}`;
     const paged = $("paged-note");
     paged.hidden = !result.memory.paged_bytes;
     paged.textContent = `Paged optimizer state in unified memory, outside the total: ${gib(result.memory.paged_bytes)} per GPU (the driver pages it to the host when the GPU runs short).`;
     renderChart(result, terms, row);
+  }
+
+  // the memory outside the caching allocator by part, as a sentence ("" for a flat figure)
+  function deviceText(device) {
+    if (!device || device.flat_bytes) return "";
+    const nccl = device.communicators
+      ? `, NCCL buffers ${gib(device.nccl_bytes)} (${device.communicators} communicator${device.communicators > 1 ? "s" : ""})`
+      : "";
+    return ` Outside the allocator: CUDA context ${gib(device.context_bytes)}, cuBLAS workspace ${gib(device.workspace_bytes)}${nccl}.`;
   }
 
   function stripes(color) {
@@ -1345,7 +1354,9 @@
         same ? h("div", { className: "plan-differs", text: same }) : ""],
       time: display.duration || "–",
       cost: display.usd || "–",
-      memory: nf2.format(estimate.memory.per_gpu.total_bytes / GIB),
+      // the device figure the fit is decided on, and under it the allocator's two
+      memory: [h("span", { className: "plan-device", text: nf2.format(estimate.memory.per_gpu.total_bytes / GIB) }),
+        h("div", { className: "plan-figures", text: `reserved ${nf2.format(estimate.memory.reserved_peak_bytes / GIB)} · allocated ${nf2.format(estimate.memory.allocated_peak_bytes / GIB)}` })],
       layout: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}, ZeRO ${scenario.zero_stage}`,
       batch: `${scenario.micro_batch} × ${scenario.grad_accum}`,
       savers: `${scenario.activation_checkpointing}, ${scenario.offload}`,

@@ -1,0 +1,67 @@
+"""data/device_memory.yaml: the allocator's cache fraction and the device memory outside
+PyTorch's allocator (CUDA context, NCCL buffers, cuBLAS workspaces), each row sourced and dated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from trainplan.catalogs.loader import load_yaml, require
+
+_FILE = "device_memory.yaml"
+_ROW = ("value", "basis", "source", "as_of")
+_BASES = {"sourced", "fitted", "judgement"}
+_SINGLE = ("cuda_context", "nccl_pair", "nccl_group", "nvls", "other_vendors")
+_NESTED = {
+    "cache_fraction": ("default", "expandable_segments"),
+    "cublas_workspace": ("hopper_and_later", "earlier"),
+}
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """The figures of device_memory.yaml (bytes, or a fraction for the cache)."""
+
+    cache_fraction: float
+    cache_fraction_expandable: float
+    cuda_context: float
+    nccl_pair: float
+    nccl_group: float
+    nvls: float
+    cublas_workspace_hopper: float
+    cublas_workspace_earlier: float
+    other_vendors: float
+
+
+def _value(row: object, where: str, upper: float) -> float:
+    if not isinstance(row, dict):
+        raise RuntimeError(f"{_FILE} {where}: expected a mapping")
+    require(row, _ROW, set(_ROW), f"{_FILE} {where}")
+    if row["basis"] not in _BASES:
+        raise RuntimeError(f"{_FILE} {where}: basis {row['basis']!r} is not one of {sorted(_BASES)}")
+    value = row["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= upper:
+        raise RuntimeError(f"{_FILE} {where}: value {value!r} is not a number in [0, {upper:g}]")
+    return float(value)
+
+
+@cache
+def device_memory() -> DeviceMemory:
+    """The file's figures, checked: every row has a value in range, a basis, a source and a date."""
+    raw = load_yaml(_FILE)
+    require(raw, (*_SINGLE, *_NESTED), {*_SINGLE, *_NESTED}, _FILE)
+    for key, inner in _NESTED.items():
+        require(raw[key], inner, set(inner), f"{_FILE} {key}")
+    cache_row, workspace = raw["cache_fraction"], raw["cublas_workspace"]
+    gib = float(2**30)
+    return DeviceMemory(
+        cache_fraction=_value(cache_row["default"], "cache_fraction default", 1.0),
+        cache_fraction_expandable=_value(
+            cache_row["expandable_segments"], "cache_fraction expandable_segments", 1.0
+        ),
+        **{key: _value(raw[key], key, 64 * gib) for key in _SINGLE},
+        cublas_workspace_hopper=_value(
+            workspace["hopper_and_later"], "cublas_workspace hopper_and_later", gib
+        ),
+        cublas_workspace_earlier=_value(workspace["earlier"], "cublas_workspace earlier", gib),
+    )
