@@ -340,7 +340,9 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     memory = estimate["memory"]
     assert row.locator(".plan-device").inner_text() == f"{memory['per_gpu']['total_bytes'] / GIB:,.2f}"
     reserved, allocated = memory["reserved_peak_bytes"] / GIB, memory["allocated_peak_bytes"] / GIB
-    assert row.locator(".plan-figures").inner_text() == f"reserved {reserved:,.2f} · allocated {allocated:,.2f}"
+    assert (
+        row.locator(".plan-figures").inner_text() == f"reserved {reserved:,.2f} · allocated {allocated:,.2f}"
+    )
     assert cell("time") == first["display"]["duration"] and cell("cost") == first["display"]["usd"]
     assert page.page.locator("#plan-table tbody tr").count() == len(data["plans"])
     assert page.text("#plan-table-caption") == data["display"]["heading"]
