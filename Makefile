@@ -12,7 +12,7 @@ VENDOR := src/trainplan/web/static/vendor
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench lint calibrate clean assets
+.PHONY: run test bench lint calibrate calibrate-gpu clean assets
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ bench: $(TEST_STAMP)
 calibrate: $(TEST_STAMP)
 	$(BIN)/python scripts/calibrate.py
 	$(BIN)/python scripts/trace_diffusion.py
+	$(BIN)/python scripts/accuracy.py
+
+# real-GPU peaks (allocated, reserved, device) against the three figures; skipped without CUDA
+calibrate-gpu: $(TEST_STAMP)
+	$(BIN)/python scripts/calibrate_gpu.py
 	$(BIN)/python scripts/accuracy.py
 
 clean:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "calibration"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
+from calibrate_gpu import compare as compare_gpu_run  # noqa: E402
 from diffusion_memory_reference import evaluate as evaluate_diffusion_memory  # noqa: E402
 from diffusion_memory_reference import load_records as load_diffusion_records  # noqa: E402
 from diffusion_time_reference import CASES as DIFFUSION_TIME  # noqa: E402
@@ -139,8 +142,36 @@ def reserved_section() -> str:
         "GPU measurement of trainplan's own yet, and Unsloth's max-context rows below are the "
         "only published figures compared with it.",
         "",
+        *gpu_run_lines(),
     ]
     return "\n".join(lines)
+
+
+def gpu_run_lines(path: Path = ROOT / "calibration" / "gpu_runs.json") -> list[str]:
+    """Real-GPU steps of calibration/gpu_runs.json (`make calibrate-gpu`), each figure against
+    the real one; a line saying there are none until a GPU has run them."""
+    records = json.loads(path.read_text()) if path.exists() else []
+    lines = ["### Real-GPU steps (`make calibrate-gpu`)", ""]
+    if not records:
+        return [
+            *lines,
+            "None recorded yet: `make calibrate-gpu` on a machine with a CUDA GPU runs "
+            "calibration/gpu_cases.yaml and writes calibration/gpu_runs.json, which this section then "
+            "shows (real max_memory_allocated, max_memory_reserved and device used memory against the "
+            "three figures).",
+            "",
+        ]
+    lines += [
+        "| step | GPU | figure | measured GiB | estimated GiB | error |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for record in records:
+        for case_id, label, measured, estimated, error in compare_gpu_run(record):
+            lines.append(
+                f"| {case_id} | {record['gpu']} | {label} | {measured / GIB:.2f} | {estimated / GIB:.2f} | "
+                f"{error:+.1%} |"
+            )
+    return [*lines, ""]
 
 
 def diffusion_memory_section() -> str:
