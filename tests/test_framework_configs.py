@@ -98,7 +98,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
                  "rank": 16, "alpha": 32, "dropout": 0.0},
         "seq_len": 4096, "micro_batch": 2, "grad_accum": 1, "optimizer": "adamw-fused",
         "loss": "chunked",  # LinearCrossEntropyLoss keeps each chunk's fp32 log-softmax
-        "offload": "optimizer+params",  # fsdp_cpu_offload
+        "offload": "optimizer+params+grads",  # fsdp_cpu_offload: FSDP2 CPUOffloadPolicy
         "activation_checkpointing": "full", "activation_offload": False, "precision": "bf16",
         "gpus": 8, "zero_stage": 3, "recipe": "torchtune",
         "fsdp_wrap": "root",  # no custom_sharded_layers: embedding and output in the root group

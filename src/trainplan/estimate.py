@@ -40,6 +40,7 @@ from trainplan.terms.timing import (
 from trainplan.time_cost_energy import (
     cost_figures,
     energy_figures,
+    host_memory_bytes_per_s,
     linear_efficiency_ratio,
     load_figures,
     time_figures,
@@ -153,6 +154,9 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             if time
             else None,
             "comm_overlap": scenario.comm_overlap,
+            "host_memory_bytes_per_s": host_memory_bytes_per_s(scenario)
+            if scenario.offload != "none"
+            else None,
             "intra_node_bus_efficiency": INTRA_NODE_EFFICIENCY,
             "inter_node_bus_efficiency": INTER_NODE_EFFICIENCY,
             "qlora_dequant_bytes_per_weight": QLORA_DEQUANT_BYTES_PER_WEIGHT

@@ -27,7 +27,7 @@ from trainplan.terms.timing import (
     ring_allreduce_seconds,
 )
 
-OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2}
+OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2, "optimizer+params+grads": 3}
 
 
 def _terms(
@@ -177,7 +177,16 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     root = where(sharded_weights, c.root_gathered_bytes / tp, 0.0)
     pool = where(sharded_weights, c.all_gather_pool_bytes / tp, 0.0)
     offload = v.offload
-    offloaded = where(offload >= 1, optimizer, 0.0) + where(offload == 2, weights, 0.0)
+    # FSDP's CPU offload (code 3) copies each sharded gradient to the host as its reduce-scatter
+    # completes and frees the GPU's (torch fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce,
+    # offload_to_cpu): no gradient stays, and accumulation adds on the CPU
+    params_off, grads_off = offload >= 2, offload == 3
+    offloaded = (
+        where(offload >= 1, optimizer, 0.0)
+        + where(params_off, weights, 0.0)
+        + where(grads_off, gradients, 0.0)
+    )
+    gradients = where(grads_off, 0.0, gradients)
     optimizer = where(offload >= 1, 0.0, optimizer)
     # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (unified
     # memory): the driver moves those pages to the host when the GPU runs short, so they are not
@@ -185,10 +194,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     paged = where(offload >= 1, 0.0, c.paged_optimizer_bytes * per_gpu / zero1)
     optimizer = optimizer - paged
     transient = where(offload >= 1, 0.0, transient)
-    weights = where(offload == 2, 0.0, weights)
-    working = where(offload == 2, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
-    working_forward = where(offload == 2, maximum(working_forward, working), working_forward)
-    gathered = where(offload == 2, maximum(gathered, 2 * c.largest_layer_weight_bytes / tp), gathered)
+    weights = where(params_off, 0.0, weights)
+    working = where(params_off, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
+    working_forward = where(params_off, maximum(working_forward, working), working_forward)
+    gathered = where(params_off, maximum(gathered, 2 * c.largest_layer_weight_bytes / tp), gathered)
 
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
     tokens = v.micro_batch * c.seq_len
@@ -385,6 +394,8 @@ class StepSeconds:
     # a diffusion pipeline's frozen VAE encoder and text encoders, run forward each micro-batch
     # (frozen_encoders gpu / offload; terms/encoders.py)
     frozen_encoders: Any = 0.0
+    # the optimizer step on the CPU under offload, bound by the host's memory bandwidth
+    host_optimizer: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of the trained model's compute, by name."""
@@ -396,6 +407,7 @@ class StepSeconds:
             "dequantisation": self.dequantisation,
             "float8_casts": self.float8_casts,
             "frozen_encoders": self.frozen_encoders,
+            "host_optimizer": self.host_optimizer,
         }
 
     @property
@@ -421,6 +433,7 @@ class StepSeconds:
             + self.float8_casts
             + self.compile_fusion
             + self.frozen_encoders
+            + self.host_optimizer
         )
 
 
@@ -431,6 +444,7 @@ def step_seconds(
     *,
     gpus_per_node: Any,
     comm_overlap: float,
+    host_bytes_per_s: float = float("inf"),
     virtual_stages: Any = 1,
     all_in: bool = False,
 ) -> StepSeconds:
@@ -507,11 +521,23 @@ def step_seconds(
         per_layer * c.model.num_layers / pp * v.grad_accum * ring_allreduce_seconds(volume, tp, tp_bandwidth)
     )
     zero_dp = where(v.zero_stage >= 1, dp, 1)
-    moved = c.counts.trainable * (c.recipe.grad_bytes + c.recipe.weight_bytes) * share / zero_dp
+    # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each
+    # gather copies the shards up, in forward and in backward, and under FSDP's offload the
+    # updated shards stay on the host (no separate upload)
+    trainable = c.counts.trainable * share / zero_dp
+    moved = trainable * (c.recipe.grad_bytes + where(v.offload == 3, 0.0, c.recipe.weight_bytes))
     moved = moved + where(
-        v.offload == 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
+        v.offload >= 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
     )
     offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
+    # the CPU optimizer step: it reads the weights, gradients and optimizer state and writes the
+    # weights and state back (2 x state + weight + gradient bytes per parameter), every process of
+    # the node at once over the host's memory bandwidth; nothing runs beside it
+    host_bytes = 2 * c.optimizer_bytes * share / zero_dp + trainable * (
+        c.recipe.weight_bytes + c.recipe.grad_bytes
+    )
+    on_node = minimum(gpus, gpus_per_node)
+    host_optimizer = where(v.offload >= 1, host_bytes * on_node / host_bytes_per_s, 0.0)
     # frozen encoders kept on the CPU: their weights come over PCIe for every micro-batch
     offload = offload + c.encoder_offload_bytes * v.grad_accum / hw.pcie_bytes_per_s
     # activation offloading: every offloaded byte goes down in forward and up in backward, on
@@ -519,5 +545,14 @@ def step_seconds(
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
     offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
     return StepSeconds(
-        compute, bubble, data_parallel, tensor_parallel, offload, dequant, casts, fusion, encoders
+        compute,
+        bubble,
+        data_parallel,
+        tensor_parallel,
+        offload,
+        dequant,
+        casts,
+        fusion,
+        encoders,
+        host_optimizer,
     )

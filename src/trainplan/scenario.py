@@ -18,6 +18,7 @@ from trainplan.catalogs.prices import USD_PER_GPU_HOUR_RANGE
 from trainplan.errors import InputError, shown_number, shown_value
 from trainplan.model import MODEL_KINDS
 from trainplan.presets import Recipe, recipes, with_recipe
+from trainplan.terms.offload import OFFLOAD
 from trainplan.validity import check_layout
 from trainplan.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
@@ -46,7 +47,6 @@ CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
 SSM_KERNELS = ("fused", "naive")
 KERNELS = ("eager", "liger", "unsloth")
-OFFLOAD = ("none", "optimizer", "optimizer+params")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
@@ -656,8 +656,10 @@ class Scenario:
     offload: str = _field(
         "none",
         FieldInfo(
-            "model states moved to CPU memory: the optimizer state (DeepSpeed offload_optimizer, with "
-            "its gradients), or the parameters too (offload_param, ZeRO-3)",
+            "model states moved to CPU memory: the optimizer state, stepped on the CPU (DeepSpeed "
+            "offload_optimizer), the parameters too (DeepSpeed offload_param, ZeRO-3), or the "
+            "parameters and their sharded gradients (FSDP's CPU offload: FSDP2 CPUOffloadPolicy, "
+            "torchtune fsdp_cpu_offload, accelerate fsdp_offload_params; ZeRO-3)",
             OFFLOAD,
             label="CPU offload",
             short_label="offload",
@@ -938,6 +940,18 @@ class Scenario:
         True,
         FieldInfo(
             "sharded parallel loader (every GPU reads its shard) instead of one stream", label="Load parallel"
+        ),
+    )
+    host_memory_gb_s: float | None = _field(
+        None,
+        FieldInfo(
+            "the host's sustained memory bandwidth in GB/s (decimal), shared by its GPUs' CPU "
+            "optimizer steps under offload (default from data: 70% of a DGX A100's 409.6)",
+            None,
+            1.0,
+            100_000.0,
+            "float",
+            label="Host memory bandwidth (GB/s)",
         ),
     )
     launch_s: float | None = _field(

@@ -12,6 +12,7 @@ from trainplan.catalogs.cost_inputs import (
     energy_defaults,
     find_region,
     host_link_bytes_per_s,
+    host_memory_defaults,
     network_bytes_per_s,
     no_price_reasons,
     parse_load_source,
@@ -216,6 +217,14 @@ def hardware_of(
     )
 
 
+def host_memory_bytes_per_s(scenario: Scenario) -> float:
+    """The host's sustained memory bandwidth: the scenario's, else the data's peak x efficiency."""
+    if scenario.host_memory_gb_s is not None:
+        return scenario.host_memory_gb_s * 1e9
+    peak, efficiency = host_memory_defaults()
+    return peak * efficiency
+
+
 def scenario_step_seconds(
     coeffs: Coefficients, hardware: Hardware, layout: Layout, scenario: Scenario
 ) -> StepSeconds:
@@ -227,6 +236,7 @@ def scenario_step_seconds(
         layout,
         gpus_per_node=scenario.gpus_per_node,
         comm_overlap=scenario.comm_overlap,
+        host_bytes_per_s=host_memory_bytes_per_s(scenario),
         virtual_stages=scenario.virtual_stages,
         all_in=scenario.mfu is not None,
     )

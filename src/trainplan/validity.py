@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trainplan.errors import InputError
+from trainplan.terms.offload import PARAM_OFFLOADS
 
 # The base-weight precisions that are quantised (bitsandbytes int8, QLoRA's NF4): what QLoRA
 # needs, what kbit_upcast applies to, and what dequantises before each matmul.
@@ -227,7 +228,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "offload",
         "invalid: parameter offload needs ZeRO-3",
-        lambda c, m: (c.offload == "optimizer+params") & (c.zero_stage != 3) & (c.zero_stage != 0),
+        lambda c, m: (c.offload in PARAM_OFFLOADS) & (c.zero_stage != 3) & (c.zero_stage != 0),
         lambda c, m: "parameter offload needs zero_stage 3",
     ),
     Rule(

@@ -216,6 +216,18 @@ def run_fixed_defaults() -> dict[str, float]:
     return {key: float(row["value"]) for key, row in raw.items()}
 
 
+@cache
+def host_memory_defaults() -> tuple[float, float]:
+    """load_sources.yaml `host_memory`: the host's peak memory bandwidth (bytes/s) and the share a
+    streaming kernel sustains."""
+    raw = load_yaml("load_sources.yaml")["host_memory"]
+    keys = ("bandwidth_bytes_per_s", "efficiency")
+    require(raw, keys, set(keys), "load_sources.yaml host_memory")
+    for key, row in raw.items():
+        require(row, _FIXED_KEYS, set(_FIXED_KEYS), f"load_sources.yaml host_memory {key}")
+    return float(raw["bandwidth_bytes_per_s"]["value"]), float(raw["efficiency"]["value"])
+
+
 def host_link_bytes_per_s(gpu: GpuSpec) -> float:
     """Practical pinned host-to-device bytes/s of the GPU's PCIe generation (x16), or of the
     assumed one where its record has none (`unpublished_links`)."""

@@ -26,6 +26,7 @@ from trainplan.configs.base import (
     to,
     truthy,
 )
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, deepspeed_offload_note, fsdp_offload_note
 
 FORMAT = "accelerate"
 TITLE = "accelerate config"
@@ -52,7 +53,8 @@ def _reshard(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _fsdp_offload(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    return {"offload": "optimizer+params"} if truthy("fsdp_offload_params", value) else Ignore("false")
+    # FSDP1 CPUOffload(offload_params=True) and FSDP2 CPUOffloadPolicy: parameters and gradients
+    return {"offload": FSDP_OFFLOAD} if truthy("fsdp_offload_params", value) else Ignore("false")
 
 
 def _fsdp_checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -326,7 +328,7 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         else:
             fsdp["fsdp_sharding_strategy"] = "FULL_SHARD" if scenario.zero_stage == 3 else "SHARD_GRAD_OP"
         fsdp |= {
-            "fsdp_offload_params": scenario.offload == "optimizer+params",
+            "fsdp_offload_params": scenario.offload in PARAM_OFFLOADS,
             "fsdp_activation_checkpointing": scenario.activation_checkpointing == "full",
         }
         data["fsdp_config"] = fsdp
@@ -338,6 +340,7 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             notes.append(
                 "offload optimizer: FSDP offloads parameters too; use DeepSpeed for optimizer-only offload"
             )
+        notes += fsdp_offload_note(scenario.offload)
         notes.append(
             f"grad_accum {scenario.grad_accum}: set gradient_accumulation_steps in the training script"
         )
@@ -346,9 +349,10 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["deepspeed_config"] = {
             "zero_stage": scenario.zero_stage,
             "offload_optimizer_device": "cpu" if scenario.offload != "none" else "none",
-            "offload_param_device": "cpu" if scenario.offload == "optimizer+params" else "none",
+            "offload_param_device": "cpu" if scenario.offload in PARAM_OFFLOADS else "none",
             "gradient_accumulation_steps": scenario.grad_accum,
         }
+        notes += deepspeed_offload_note(scenario.offload)
         notes.append(
             f"activation_checkpointing {scenario.activation_checkpointing}: set in the training script"
         )

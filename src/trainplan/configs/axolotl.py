@@ -32,6 +32,7 @@ from trainplan.configs.base import (
     truthy,
 )
 from trainplan.errors import InputError
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, fsdp_offload_note
 
 FORMAT = "axolotl"
 TITLE = "axolotl YAML"
@@ -428,7 +429,7 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # FSDP (ZeRO 2, 3) or none, every block checkpointed or none, offload with FSDP's parameters.
 PLAN_AXES: dict[str, tuple[Any, ...]] = {
     "tensor_parallel": (1,), "pipeline_parallel": (1,), "zero_stages": (0, 2, 3),
-    "checkpointing": ("none", "full"), "offloads": ("none", "optimizer+params"),
+    "checkpointing": ("none", "full"), "offloads": ("none", FSDP_OFFLOAD),
 }  # fmt: skip
 
 
@@ -481,10 +482,11 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["fsdp_config"] = {
             "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
             "reshard_after_forward": scenario.zero_stage == 3,
-            "offload_params": scenario.offload == "optimizer+params",
+            "offload_params": scenario.offload in PARAM_OFFLOADS,
         }
         if scenario.offload == "optimizer":
             notes.append("offload optimizer: FSDP offloads parameters too; use --emit deepspeed")
+        notes += fsdp_offload_note(scenario.offload)
     elif scenario.zero_stage == 1 or scenario.offload != "none":
         notes.append(f"zero_stage {scenario.zero_stage}, offload {scenario.offload}: use --emit deepspeed")
     for name in ("tensor_parallel", "pipeline_parallel"):

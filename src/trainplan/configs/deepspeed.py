@@ -26,6 +26,7 @@ from trainplan.configs.base import (
     truthy,
 )
 from trainplan.errors import InputError, shown_value
+from trainplan.terms.offload import PARAM_OFFLOADS, deepspeed_offload_note
 
 FORMAT = "deepspeed"
 TITLE = "DeepSpeed JSON"
@@ -221,10 +222,11 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         "zero_optimization": {"stage": scenario.zero_stage},
     }
     notes = []
-    if scenario.offload in ("optimizer", "optimizer+params"):
+    if scenario.offload != "none":
         data["zero_optimization"]["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-    if scenario.offload == "optimizer+params":
+    if scenario.offload in PARAM_OFFLOADS:
         data["zero_optimization"]["offload_param"] = {"device": "cpu", "pin_memory": True}
+    notes += deepspeed_offload_note(scenario.offload)
     if scenario.precision in ("bf16-mixed", "fp16-mixed"):
         data[scenario.precision[:4]] = {"enabled": True}
     else:

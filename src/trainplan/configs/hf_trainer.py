@@ -28,6 +28,7 @@ from trainplan.configs.base import (
     truthy,
 )
 from trainplan.errors import InputError
+from trainplan.terms.offload import FSDP_OFFLOAD
 
 FORMAT = "hf"
 TITLE = "Hugging Face TrainingArguments / TRL SFTConfig"
@@ -165,8 +166,8 @@ def fsdp_option(setting: str, value: Any) -> dict[str, Any] | Ignore:
     if not found:
         raise InputError(setting, f"names no sharding strategy; allowed: {', '.join(stages)}")
     fields: dict[str, Any] = {"zero_stage": found[0], "_backend": "FSDP"}
-    if "offload" in words:
-        fields["offload"] = "optimizer+params"
+    if "offload" in words:  # FSDP1 CPUOffload(offload_params=True): parameters and gradients
+        fields["offload"] = FSDP_OFFLOAD
     return fields
 
 

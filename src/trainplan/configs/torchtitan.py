@@ -31,6 +31,7 @@ from trainplan.configs.base import (
     truthy,
 )
 from trainplan.errors import InputError, shown_value
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, fsdp_offload_note
 
 FORMAT = "torchtitan"
 TITLE = "torchtitan TOML"
@@ -246,7 +247,7 @@ RULES: dict[str, Rule] = {
     "training.enable_cpu_offload": to(
         "offload",
         "FSDP2 CPU offload",
-        lambda v: "optimizer+params" if truthy("enable_cpu_offload", v) else Ignore("false"),
+        lambda v: FSDP_OFFLOAD if truthy("enable_cpu_offload", v) else Ignore("false"),
     ),
     "training.compile": to(
         "compile", "torch.compile (older releases)", lambda value: truthy("training.compile", value)
@@ -383,7 +384,7 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # FSDP2 (ZeRO 2, 3) with TP and PP, none / full checkpointing, CPU offload of parameters.
 PLAN_AXES: dict[str, tuple[Any, ...]] = {
     "methods": ("full",), "zero_stages": (0, 2, 3), "checkpointing": ("none", "full"),
-    "offloads": ("none", "optimizer+params"),
+    "offloads": ("none", FSDP_OFFLOAD),
 }  # fmt: skip
 
 
@@ -405,8 +406,9 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             f"precision {scenario.precision}: torchtitan's float8 is torchao's (fp8-torchao); "
             "otherwise it keeps an fp32 master (bf16-mixed)"
         )
-    if scenario.offload == "optimizer+params":
+    if scenario.offload in PARAM_OFFLOADS:
         training["enable_cpu_offload"] = True
+        notes += fsdp_offload_note(scenario.offload)
     elif scenario.offload != "none":
         notes.append(f"offload {scenario.offload}: torchtitan offloads parameters with the optimizer")
     parallelism: dict[str, Any] = {

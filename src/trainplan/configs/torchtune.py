@@ -32,6 +32,7 @@ from trainplan.configs.base import (
     truthy,
 )
 from trainplan.errors import InputError
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, fsdp_offload_note
 
 FORMAT = "torchtune"
 TITLE = "torchtune recipe config"
@@ -147,7 +148,8 @@ def _dtype(value: Any) -> Any:
 
 
 def _offload(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    return {"offload": "optimizer+params"} if truthy("fsdp_cpu_offload", value) else Ignore("false")
+    # FSDP2 CPUOffloadPolicy: parameters, gradients and the optimizer step on the CPU
+    return {"offload": FSDP_OFFLOAD} if truthy("fsdp_cpu_offload", value) else Ignore("false")
 
 
 def _reshard(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -339,7 +341,7 @@ OPTIMIZER_CLASSES = {
 # the optimizer (fsdp_cpu_offload).
 PLAN_AXES: dict[str, tuple[Any, ...]] = {
     "pipeline_parallel": (1,), "zero_stages": (0, 2, 3), "checkpointing": ("none", "full"),
-    "offloads": ("none", "optimizer+params"),
+    "offloads": ("none", FSDP_OFFLOAD),
 }  # fmt: skip
 
 
@@ -386,8 +388,9 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             data["custom_sharded_layers"] = ["tok_embeddings", "output"]
     elif scenario.zero_stage:
         notes.append(f"zero_stage {scenario.zero_stage}: torchtune's distributed recipes shard with FSDP2")
-    if scenario.offload == "optimizer+params":
+    if scenario.offload in PARAM_OFFLOADS:
         data["fsdp_cpu_offload"] = True
+        notes += fsdp_offload_note(scenario.offload)
     elif scenario.offload != "none":
         notes.append(f"offload {scenario.offload}: torchtune offloads parameters with the optimizer")
     if scenario.tensor_parallel > 1:
