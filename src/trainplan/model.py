@@ -90,6 +90,7 @@ class Attention:
     relative_bias_params: int = 0
     logit_softcap: bool = False
     sinks: bool = False  # a learned attention-sink logit per head (gpt-oss style)
+    dropout: float = 0.0  # the probabilities' dropout in training (config attention_dropout)
     output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the output (Qwen3-Next)
     head_gate: bool = False  # a g_proj h -> heads gates each head's output (Ling 3.0, LFM3)
     input_size: int = 0  # width q/k/v read when not the hidden size (Zamba2: hidden + embedding)

@@ -10,7 +10,7 @@ from typing import Any
 from trainplan.errors import ConfigError, shown_value
 from trainplan.families import Family, resolve
 from trainplan.hf.layers import num_experts
-from trainplan.hf.values import MISSING, flag, get, get_int, key_tuple
+from trainplan.hf.values import MISSING, flag, get, get_int, get_probability, key_tuple
 from trainplan.model import DELTANET_PROJECTIONS, LINEAR_MIXER_KINDS, Attention, LinearMixer, Mlp, Ssm
 from trainplan.terms.params import PEFT_EXPERT_ADAPTER_TYPES
 
@@ -36,6 +36,9 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     gate_per = str(resolve(gate.get("per"), cfg))
     gate_bias = bool(resolve(gate.get("bias", False), cfg))
     gate_name = str(gate.get("name", "gate_proj"))
+    # transformers' eager_attention_forward drops out the probabilities in training with
+    # `attention_dropout` (Llama, Qwen, Mistral, Gemma, Granite, ...; 0.0 by default)
+    dropout = get_probability(cfg, "attention_dropout")
     if family.row.get("attention") == "mla" and "kv_lora_rank" in cfg:
         rope = get_int(cfg, "qk_rope_head_dim")
         index_heads, index_dim = _indexer(cfg, family)
@@ -59,6 +62,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
             gate_size={"head": heads, "full": heads * v_dim}.get(gate_per, 0),
             gate_bias=gate_bias,
             gate_name=gate_name,
+            dropout=dropout,
         )
     names = family.row.get("attention_names") or ("q_proj", "k_proj", "v_proj", "o_proj")
     _check_uniform_heads(cfg, family, heads)
@@ -89,6 +93,7 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
         gate_size={"head": heads, "full": heads * head_dim}.get(gate_per, 0),
         gate_bias=gate_bias,
         gate_name=gate_name,
+        dropout=dropout,
     )
 
 

@@ -85,6 +85,17 @@ def get_int(cfg: Mapping[str, Any], *keys: str, default: Any = MISSING, minimum:
     return int(value)
 
 
+def get_probability(cfg: Mapping[str, Any], key: str, default: float = 0.0) -> float:
+    """A dropout probability: a number from 0 to 1 (absent or null: `default`), the error naming
+    the key (torch's dropout refuses any other)."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(key, f"must be a probability between 0 and 1, got {shown_value(value)}")
+    return float(value)
+
+
 def flag(family: Family, name: str, cfg: Mapping[str, Any], default: Any = False) -> bool:
     return bool(family.setting(name, cfg, default))
 

@@ -70,14 +70,16 @@ def linear_input(mode: ActivationMode, width: int, consumers: list[str]) -> floa
 
 def eager_per_key(attention: Attention, mode: ActivationMode) -> float:
     """Eager attention's score tensors per key: the fp32 softmax kept, its half copy kept for
-    probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool). With attention sinks
+    probs @ v, Gemma 2's soft-capping tanh output, the dropout mask (bool: the model's dropout, or
+    the attention's own `attention_dropout`, whose dropped probabilities replace the half copy
+    for probs @ v and whose mask is the one byte more). With attention sinks
     (gpt-oss's eager_attention_forward) the softmax runs at the logits' own dtype, which the
     sink parameter and the mask (the embeddings' dtype) promote to fp32 only with fp32 weights:
     its result is kept, and probs[..., :-1] @ v reads a view of it unless a cast to the values'
     dtype makes a copy (checked against a traced gpt-oss layer's saved tensors)."""
     a = mode.activation_bytes
     softcap = a if attention.logit_softcap else 0
-    dropout = 1 if mode.dropout else 0
+    dropout = 1 if mode.dropout or attention.dropout > 0 else 0
     if attention.sinks:
         logits = mode.residual_bytes
         return float(attention.num_heads * (logits + (a if logits != a else 0) + softcap + dropout))
