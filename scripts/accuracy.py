@@ -55,7 +55,9 @@ def memory_section() -> str:
         "the optimizer state is resident, with PyTorch's memory tracker following every storage "
         "(rounded to 512 bytes like the CUDA caching allocator) and CUDA's autocast and "
         "attention-kernel choices emulated. The estimate's allocated figure is compared, since a trace "
-        "has no allocator cache, CUDA context, workspaces or NCCL buffers (see methodology.md).",
+        "has no allocator cache, CUDA context, workspaces or NCCL buffers (see methodology.md). No "
+        "coefficient is fitted to these cases, and none is held out: the formulas were written "
+        "with these traces in view (methodology.md says which rule moved which cases).",
         "",
         f"**{len(rows)} cases: median error {statistics.median(errors):.1%}, worst "
         f"{max(errors):.1%}, {within} of {len(rows)} within 5%.**",

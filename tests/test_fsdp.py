@@ -111,9 +111,9 @@ def test_root_wrap_in_the_backward_peak(llama8b_config: dict[str, Any]) -> None:
         assert phase_term(titan, phase, "temporaries") - phase_term(base, phase, "temporaries") == (
             pytest.approx(grown)
         )
-    # the head's gradient does not exist yet at that moment: both hold only the sharded
-    # convention's share of it
-    assert phase_term(titan, "backward", "gradients") == pytest.approx(2 * EMBEDDING / 8)
+    # the head's gradient does not exist yet at that moment (the head's backward comes after the
+    # loss's): no gradient at all
+    assert phase_term(titan, "backward", "gradients") == 0
     # reserved beside the allocations: the all-gather pool and the blocks of the fp32 gradient
     # shards (4 bytes x P / 8), which the reduce-scatter stream keeps once zero_grad frees them
     assert titan.stream_pool_bytes == pytest.approx(2 * (ROOT + LAYER) + 4 * P / 8)

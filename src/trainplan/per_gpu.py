@@ -223,6 +223,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     loss_backward = c.logits_backward * tokens / tp
 
     autocast = c.autocast_cache_bytes * per_gpu / zero3
+    # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
+    # the head's once the head's backward is done
+    saved_copies = c.autocast_saved_bytes * per_gpu / zero3
+    head_copy = c.autocast_head_bytes * per_gpu / zero3
     # the sharded gradients live in blocks the reduce-scatter stream allocated; once freed by
     # zero_grad those stay reserved on that stream, so before gradients exist they are reserved
     # memory that forward and the start of backward cannot use
@@ -232,6 +236,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     side = c.dequant_bytes / tp + root + pool + scatter_pool
     resident = where(v.grad_accum > 1, gradients, 0.0)
     head_grad = c.head_grad_bytes / tp / zero2
+    loss_head_grad = c.loss_head_grad_bytes / tp / zero2
     # under FSDP2's root group the head's gradient stays unsharded from the head's backward
     # until backward ends
     head_unsharded = where(sharded_weights & c.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
@@ -260,7 +265,13 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # two moments: the loss's backward over the vocabulary, and right after it the last layer's
     # backward (recomputed first where checkpointed) with the head's gradient; the larger one
     loss_moment = _terms(
-        weights, maximum(resident, head_grad), optimizer, stored, loss_backward, gathered + side, overhead
+        weights,
+        maximum(resident, loss_head_grad),
+        optimizer,
+        stored,
+        loss_backward,
+        gathered + side + saved_copies,
+        overhead,
     )
     layer_moment = _terms(
         weights,
@@ -268,7 +279,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         optimizer,
         stored + recompute,
         held,
-        working_forward + layer_backward + side,
+        working_forward + layer_backward + side + saved_copies - head_copy,
         overhead,
     )
     loss_moment = _cached(loss_moment, pool + scatter_pool, fraction)

@@ -88,10 +88,19 @@ class Coefficients:
     largest_layer_weight_bytes: float
     largest_layer_grad_bytes: float
     autocast_cache_bytes: float
+    # of those copies, what the matmuls save for backward once the forward's cache is gone: the
+    # head's, and the layers' where they are not checkpointed (freed as each backward runs)
+    autocast_saved_bytes: float
+    autocast_head_bytes: float
     dequant_bytes: float
     frozen_cast_stored_bytes: float
     frozen_cast_recompute_bytes: float
     head_grad_bytes: float
+    # of it, what is alive while the loss's backward runs over the vocabulary: the head's
+    # gradient comes from the head's own backward, after the loss's, unless the loss applies the
+    # head itself (chunked: per chunk, each chunk's gradient accumulating while later chunks run
+    # backward; fused: the head's gradient formed inside the loss)
+    loss_head_grad_bytes: float
     embedding_grad_end_bytes: float
     embedding_grad_accum_bytes: float
     # activations per token (tensor parallel 1): layer sums split into the part TP shards and
@@ -449,6 +458,16 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         autocast_cache_bytes=(
             recipe.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
         ),
+        autocast_saved_bytes=(
+            recipe.autocast_copy_bytes
+            * (
+                head_matrix
+                + (counts.linear_weights if scenario.activation_checkpointing in ("none", "selective") else 0)
+            )
+            if full
+            else 0.0
+        ),
+        autocast_head_bytes=recipe.autocast_copy_bytes * head_matrix if full else 0.0,
         dequant_bytes=max(
             (2 * largest_matrix if base in QUANTISED_BASES else 0.0),
             # autocast casts the frozen fp32 head for each use, without caching it
@@ -463,6 +482,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             else 0.0
         ),
         head_grad_bytes=head_matrix * recipe.grad_bytes if full else 0.0,
+        loss_head_grad_bytes=head_matrix * recipe.grad_bytes if full and scenario.loss != "standard" else 0.0,
         embedding_grad_end_bytes=(
             2 * head_matrix * recipe.grad_bytes if full and model.tied_embeddings else 0.0
         ),
