@@ -298,7 +298,9 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         temporaries,
     )
     end = _cached(
-        _terms(weights, gradients, optimizer, 0.0, 0.0, embedding + end_working + stepping, overhead),
+        # optimizer-in-backward steps the summed gradient once its inputs are freed: the step's
+        # temporaries come after the sum's moment, not beside it
+        _terms(weights, gradients, optimizer, 0.0, 0.0, maximum(embedding, stepping) + end_working, overhead),
         pool,
         fraction,
     )
