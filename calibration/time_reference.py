@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from published_memory import TT_70B_CPU_OFFLOAD
+
 from trainplan.estimate import estimate
 from trainplan.hf import spec_from_config
 from trainplan.model import ModelSpec
@@ -315,21 +317,7 @@ CASES: tuple[TimeCase, ...] = (
         # over 8 GPUs
         id="torchtune-llama31-70b-full-8xa100-cpuoffload",
         model="Llama-3.1-70B",
-        scenario={
-            "recipe": "torchtune",
-            "method": "full",
-            "precision": "bf16",
-            "optimizer": "adamw-fused",
-            "gpu": "A100 80GB SXM4",
-            "gpus": 8,
-            "zero_stage": 3,
-            "offload": "optimizer+params+grads",
-            "micro_batch": 2,
-            "grad_accum": 1,
-            "seq_len": 2048,
-            "compile": True,
-            "activation_checkpointing": "full",
-        },
+        scenario=TT_70B_CPU_OFFLOAD,
         measured_tokens_per_s_per_gpu=196,
         conversion="reported tokens/s / 8 GPUs",
         tolerance=0.35,
