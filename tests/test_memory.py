@@ -180,3 +180,20 @@ def test_the_allocated_peak_holds_tensors_only() -> None:
     assert sharded.allocated_peak_bytes == pytest.approx(
         sharded.total_bytes - sharded.stream_pool_bytes - 2 * 2**30 - sharded.peak.term("cache").value
     )
+
+
+@pytest.mark.parametrize(
+    ("loss", "held"), [("standard", 2 * 4096), ("chunked", 4 * 128256), ("fused", 2 * 4096)]
+)
+def test_what_the_loss_leaves_beside_the_last_layers_backward(
+    llama8b_config: dict[str, Any], loss: str, held: float
+) -> None:
+    """Once the loss's backward is done the standard loss keeps only the hidden states' gradient
+    (bf16, 2 x hidden per token: its fp32 log-softmax is freed; traced FSDP2 and 8,192-token
+    steps), as the fused loss keeps its saved one; the chunked loss keeps its per-token figure
+    (4 bytes per vocabulary entry, as torchtune's published runs need)."""
+    from trainplan.per_replica import coefficients
+
+    scenario = Scenario(model="x", method="full", precision="bf16", loss=loss)
+    c = coefficients(spec_from_config(llama8b_config, "l8b"), scenario)
+    assert c.logits_held == held
