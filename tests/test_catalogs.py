@@ -166,3 +166,29 @@ def test_an_assumed_link_is_said_where_it_is_used() -> None:
     assert not any(
         "published network" in w or "host link" in w for w in warnings(gpu="H100 SXM 80GB", gpus=16)
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("source"), "missing keys ['source']"),
+        (
+            lambda r: r.update(basis="guess"),
+            "basis 'guess' is not one of sourced, derived, fitted, judgement",
+        ),
+        (lambda r: r.update(value=True), "value True is not a number in [0, 1]"),
+        (lambda r: r.update(value=-0.1), "value -0.1 is not a number in [0, 1]"),
+        (lambda r: r.update(value=1.5), "value 1.5 is not a number in [0, 1]"),
+    ],
+)
+def test_a_sourced_row_is_checked(change: Any, message: str) -> None:
+    """Every sourced figure of the data files (device_memory.yaml, load_sources.yaml run_fixed and
+    host_memory) passes one check: its four keys, a known basis, a number in range."""
+    from trainplan.catalogs.loader import sourced_value
+
+    row: dict[str, Any] = {"value": 0.5, "basis": "fitted", "source": "a fit", "as_of": "2026-12-02"}
+    assert sourced_value(dict(row), "f row", 1.0) == 0.5
+    change(row)
+    with pytest.raises(RuntimeError) as error:
+        sourced_value(row, "f row", 1.0)
+    assert str(error.value).startswith("f row: ") and message in str(error.value)

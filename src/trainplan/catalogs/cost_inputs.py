@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from trainplan.catalogs.gpus import GpuSpec
-from trainplan.catalogs.loader import load_yaml, require
+from trainplan.catalogs.loader import load_yaml, require, sourced_section
 from trainplan.catalogs.prices import Discount, price_index
 from trainplan.errors import InputError, UnknownNameError
 
@@ -200,20 +200,12 @@ def unpublished_links() -> UnpublishedLinks:
     )
 
 
-_FIXED_KEYS = ("value", "basis", "source", "as_of")
-
-
 @cache
 def run_fixed_defaults() -> dict[str, float]:
     """load_sources.yaml `run_fixed`: launch_s (seconds to the first step) and checkpoint_every
     (steps between checkpoint writes)."""
     raw = load_yaml("load_sources.yaml")["run_fixed"]
-    require(
-        raw, ("launch_s", "checkpoint_every"), {"launch_s", "checkpoint_every"}, "load_sources.yaml run_fixed"
-    )
-    for key, row in raw.items():
-        require(row, _FIXED_KEYS, set(_FIXED_KEYS), f"load_sources.yaml run_fixed {key}")
-    return {key: float(row["value"]) for key, row in raw.items()}
+    return sourced_section(raw, ("launch_s", "checkpoint_every"), "load_sources.yaml run_fixed")
 
 
 @cache
@@ -221,11 +213,8 @@ def host_memory_defaults() -> tuple[float, float]:
     """load_sources.yaml `host_memory`: the host's peak memory bandwidth (bytes/s) and the share a
     streaming kernel sustains."""
     raw = load_yaml("load_sources.yaml")["host_memory"]
-    keys = ("bandwidth_bytes_per_s", "efficiency")
-    require(raw, keys, set(keys), "load_sources.yaml host_memory")
-    for key, row in raw.items():
-        require(row, _FIXED_KEYS, set(_FIXED_KEYS), f"load_sources.yaml host_memory {key}")
-    return float(raw["bandwidth_bytes_per_s"]["value"]), float(raw["efficiency"]["value"])
+    rows = sourced_section(raw, ("bandwidth_bytes_per_s", "efficiency"), "load_sources.yaml host_memory")
+    return rows["bandwidth_bytes_per_s"], rows["efficiency"]
 
 
 def host_link_bytes_per_s(gpu: GpuSpec) -> float:

@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from trainplan.catalogs.loader import load_yaml, require
+from trainplan.catalogs.loader import load_yaml, require, sourced_value
 
 _FILE = "device_memory.yaml"
-_ROW = ("value", "basis", "source", "as_of")
-_BASES = {"sourced", "fitted", "judgement"}
 _SINGLE = ("cuda_context", "nccl_pair", "nccl_group", "nvls", "other_vendors")
 _NESTED = {
     "cache_fraction": ("default", "expandable_segments"),
@@ -34,15 +32,7 @@ class DeviceMemory:
 
 
 def _value(row: object, where: str, upper: float) -> float:
-    if not isinstance(row, dict):
-        raise RuntimeError(f"{_FILE} {where}: expected a mapping")
-    require(row, _ROW, set(_ROW), f"{_FILE} {where}")
-    if row["basis"] not in _BASES:
-        raise RuntimeError(f"{_FILE} {where}: basis {row['basis']!r} is not one of {sorted(_BASES)}")
-    value = row["value"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= upper:
-        raise RuntimeError(f"{_FILE} {where}: value {value!r} is not a number in [0, {upper:g}]")
-    return float(value)
+    return sourced_value(row, f"{_FILE} {where}", upper)
 
 
 @cache

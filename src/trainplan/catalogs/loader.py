@@ -8,6 +8,7 @@ load time, never a silent fallback.
 from __future__ import annotations
 
 import marshal
+import math
 import os
 import re
 import sys
@@ -85,6 +86,32 @@ def require(record: Mapping[str, Any], keys: tuple[str, ...], allowed: set[str],
     unknown = sorted(set(record) - allowed)
     if missing or unknown:
         raise RuntimeError(f"{where}: missing keys {missing}, unknown keys {unknown}")
+
+
+#: The keys of a sourced figure in a data file (load_sources.yaml `run_fixed` and `host_memory`,
+#: device_memory.yaml): its value, how it was come by, where from, and when.
+SOURCED_ROW = ("value", "basis", "source", "as_of")
+#: How a sourced figure was come by.
+BASES = ("sourced", "derived", "fitted", "judgement")
+
+
+def sourced_value(row: Any, where: str, upper: float = math.inf) -> float:
+    """A sourced row's value, checked: the row's keys, a known basis, a number from 0 to `upper`."""
+    if not isinstance(row, dict):
+        raise RuntimeError(f"{where}: expected a mapping")
+    require(row, SOURCED_ROW, set(SOURCED_ROW), where)
+    if row["basis"] not in BASES:
+        raise RuntimeError(f"{where}: basis {row['basis']!r} is not one of {', '.join(BASES)}")
+    value = row["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= upper:
+        raise RuntimeError(f"{where}: value {value!r} is not a number in [0, {upper:g}]")
+    return float(value)
+
+
+def sourced_section(raw: Any, keys: tuple[str, ...], where: str) -> dict[str, float]:
+    """A section of sourced rows with exactly `keys`: each row's checked value by key."""
+    require(raw, keys, set(keys), where)
+    return {key: sourced_value(raw[key], f"{where} {key}") for key in keys}
 
 
 _SEPARATORS = re.compile(r"[\s_\-/]+")
