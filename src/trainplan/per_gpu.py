@@ -233,6 +233,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # (with gradient accumulation they are resident, counted as gradients)
     scatter_pool = where(sharded_weights & (v.grad_accum == 1), gradients, 0.0)
     temporaries = working + c.dequant_bytes / tp + root + pool
+    # the side streams' reserved blocks until the gradients exist (forward, start of backward)
+    early_pools = pool + scatter_pool
     side = c.dequant_bytes / tp + root + pool + scatter_pool
     resident = where(v.grad_accum > 1, gradients, 0.0)
     head_grad = c.head_grad_bytes / tp / zero2
@@ -256,7 +258,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         overhead,
     )
     fraction = v.cache_fraction
-    forward = _cached(forward, pool + scatter_pool, fraction)
+    forward = _cached(forward, early_pools, fraction)
     # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
     # (the embedding's) completes at the end of backward
     stepping = transient if c.optimizer_in_backward else 0.0
@@ -282,8 +284,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         working_forward + layer_backward + side + saved_copies - head_copy,
         overhead,
     )
-    loss_moment = _cached(loss_moment, pool + scatter_pool, fraction)
-    layer_moment = _cached(layer_moment, pool + scatter_pool, fraction)
+    loss_moment = _cached(loss_moment, early_pools, fraction)
+    layer_moment = _cached(layer_moment, early_pools, fraction)
     start, _ = _larger(loss_moment, layer_moment)
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
@@ -315,14 +317,14 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         offloaded=offloaded,
         paged=paged,
         stream_pool={
-            "forward": pool + scatter_pool,
-            "backward": where(end_later, pool, pool + scatter_pool),
+            "forward": early_pools,
+            "backward": where(end_later, pool, early_pools),
             "optimizer": pool,
         },
         # what max_memory_allocated() would see: each moment without the side streams' pools
         moments={
-            "forward": (forward, pool + scatter_pool),
-            "backward": (start, pool + scatter_pool),
+            "forward": (forward, early_pools),
+            "backward": (start, early_pools),
             "backward end": (end, pool),
             "optimizer": (step, pool),
         },

@@ -21,12 +21,14 @@ from trainplan.configs.base import (
     Ignore,
     Rule,
     choice,
+    deepspeed_offload_note,
+    fsdp_offload_note,
     ignored,
     positive_int,
     to,
     truthy,
 )
-from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, deepspeed_offload_note, fsdp_offload_note
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS
 
 FORMAT = "accelerate"
 TITLE = "accelerate config"

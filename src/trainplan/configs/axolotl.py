@@ -26,13 +26,14 @@ from trainplan.configs.base import (
     Ignore,
     Rule,
     choice,
+    fsdp_offload_note,
     ignored,
     positive_int,
     to,
     truthy,
 )
 from trainplan.errors import InputError
-from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, fsdp_offload_note
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS
 
 FORMAT = "axolotl"
 TITLE = "axolotl YAML"

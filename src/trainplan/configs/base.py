@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from trainplan.errors import InputError, shown_value
+from trainplan.terms.offload import FSDP_OFFLOAD
 
 IRRELEVANT = "irrelevant to memory and time"
 NOT_MODELLED = "not modelled yet"
@@ -355,3 +356,20 @@ def positive_int(setting: str) -> Callable[[Any], Any]:
 def keys(flat: Mapping[str, Any]) -> Iterator[str]:
     """The top-level keys of a flattened file."""
     return iter({path.split(".", 1)[0] for path in flat})
+
+
+def fsdp_offload_note(offload: str) -> list[str]:
+    """What an FSDP config cannot write of `offload` (its CPU offload moves the gradients too)."""
+    if offload == "optimizer+params":
+        return [f"offload {offload}: FSDP's CPU offload moves the gradients too (written as {FSDP_OFFLOAD})"]
+    return []
+
+
+def deepspeed_offload_note(offload: str) -> list[str]:
+    """What a DeepSpeed config cannot write of `offload` (offload_param keeps gradients with the
+    optimizer's offload, not FSDP's)."""
+    if offload == FSDP_OFFLOAD:
+        return [
+            f"offload {offload}: FSDP's CPU offload (written as DeepSpeed's offload_param, optimizer+params)"
+        ]
+    return []

@@ -20,13 +20,14 @@ from trainplan.configs.base import (
     Ignore,
     Rule,
     choice,
+    deepspeed_offload_note,
     ignored,
     positive_int,
     to,
     truthy,
 )
 from trainplan.errors import InputError, shown_value
-from trainplan.terms.offload import PARAM_OFFLOADS, deepspeed_offload_note
+from trainplan.terms.offload import PARAM_OFFLOADS
 
 FORMAT = "deepspeed"
 TITLE = "DeepSpeed JSON"

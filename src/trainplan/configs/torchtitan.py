@@ -25,13 +25,14 @@ from trainplan.configs.base import (
     Rule,
     built_model,
     choice,
+    fsdp_offload_note,
     ignored,
     positive_int,
     to,
     truthy,
 )
 from trainplan.errors import InputError, shown_value
-from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS, fsdp_offload_note
+from trainplan.terms.offload import FSDP_OFFLOAD, PARAM_OFFLOADS
 
 FORMAT = "torchtitan"
 TITLE = "torchtitan TOML"

@@ -24,6 +24,7 @@ from typing import Any
 from trainplan.catalogs.device_memory import device_memory
 from trainplan.catalogs.gpus import GpuSpec
 from trainplan.scalar_or_array import minimum, where
+from trainplan.units import GIB
 
 #: Architectures on which NCCL builds NVLink SHARP (NVLS) buffers over an NVSwitch domain.
 NVLS_ARCHITECTURES = frozenset({"Hopper", "Blackwell"})
@@ -125,5 +126,5 @@ def layout_overhead(
     """A scenario's memory outside the allocator: its own flat figure where it sets overhead_gib,
     else the parts derived for its GPU and layout."""
     if overhead_gib is not None:
-        return flat_overhead(overhead_gib * 2**30)
+        return flat_overhead(overhead_gib * GIB)
     return device_overhead(rates, tensor_parallel, pipeline_parallel, data_parallel)

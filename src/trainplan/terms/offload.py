@@ -10,20 +10,3 @@ PARAM_OFFLOADS = ("optimizer+params", "optimizer+params+grads")
 #: FSDP's CPU offload (FSDP1 CPUOffload(offload_params=True), FSDP2 CPUOffloadPolicy): the
 #: sharded parameters, their gradients and the optimizer step all on the CPU.
 FSDP_OFFLOAD = "optimizer+params+grads"
-
-
-def fsdp_offload_note(offload: str) -> list[str]:
-    """What an FSDP config cannot write of `offload` (its CPU offload moves the gradients too)."""
-    if offload == "optimizer+params":
-        return [f"offload {offload}: FSDP's CPU offload moves the gradients too (written as {FSDP_OFFLOAD})"]
-    return []
-
-
-def deepspeed_offload_note(offload: str) -> list[str]:
-    """What a DeepSpeed config cannot write of `offload` (offload_param keeps gradients with the
-    optimizer's offload, not FSDP's)."""
-    if offload == FSDP_OFFLOAD:
-        return [
-            f"offload {offload}: FSDP's CPU offload (written as DeepSpeed's offload_param, optimizer+params)"
-        ]
-    return []
