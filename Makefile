@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 # Browser assets (chart.js, the API docs page) are vendored in the package, with their licences,
 # so a wheel serves the whole page; `make assets` refreshes them from npm (package-lock.json pins).
-VENDOR := src/trainplan/web/static/vendor
+VENDOR := src/trainplan/interfaces/web/static/vendor
 HOST ?= 127.0.0.1
 PORT ?= 8000
 

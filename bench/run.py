@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def in_process(repeats: int = 2000) -> list[float]:
     from trainplan import estimate
-    from trainplan.resolve import resolve_model
-    from trainplan.scenario import Scenario
+    from trainplan.inputs.resolve import resolve_model
+    from trainplan.specs.scenario import Scenario
 
     scenario = Scenario(model="Llama-3.1-8B", method="full", gpus=8, zero_stage=3)
     model = resolve_model(scenario.model)
@@ -39,8 +39,8 @@ def in_process_uncached(repeats: int = 500) -> list[float]:
     """As `in_process`, with a scenario whose coefficients are new at each call (its seq_len
     changes), so the coefficients cache never answers: the cost of a first estimate."""
     from trainplan import estimate
-    from trainplan.resolve import resolve_model
-    from trainplan.scenario import Scenario
+    from trainplan.inputs.resolve import resolve_model
+    from trainplan.specs.scenario import Scenario
 
     model = resolve_model("Llama-3.1-8B")
     scenarios = [
@@ -113,8 +113,9 @@ def main() -> None:
 
 def planner(max_gpus: int = 128) -> tuple[float, int]:
     """Seconds and candidates of one vectorised plan() over the full default space."""
-    from trainplan.plan import PlanRequest, plan
-    from trainplan.scenario import Scenario
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
+    from trainplan.specs.scenario import Scenario
 
     request = PlanRequest(
         base=Scenario(model="Llama-3.1-8B", train_tokens=1e10),
@@ -131,8 +132,8 @@ def planner(max_gpus: int = 128) -> tuple[float, int]:
 def loop_rate(samples: int = 300) -> float:
     """Candidates per second of a plain Python loop over estimate()."""
     from trainplan import estimate
-    from trainplan.resolve import resolve_model
-    from trainplan.scenario import Scenario
+    from trainplan.inputs.resolve import resolve_model
+    from trainplan.specs.scenario import Scenario
 
     model = resolve_model("Llama-3.1-8B")
     scenarios = [

@@ -214,8 +214,8 @@ def page_load(base: str, repeats: int = 5) -> list[float] | None:
 
 def in_process(repeats: int = 300) -> None:
     """The server's own work per request (body to JSON text), without HTTP."""
-    from trainplan.web.inputs import engine_inputs
-    from trainplan.web.routes import estimate_payload, json_response
+    from trainplan.interfaces.web.inputs import engine_inputs
+    from trainplan.interfaces.web.routes import estimate_payload, json_response
 
     for hints in (False, True):
         times = []

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainplan.estimate import estimate
-from trainplan.result import Estimate
+from trainplan.engine.estimate import estimate
+from trainplan.engine.result import Estimate
 
 TRACE = Path(__file__).resolve().parent / "diffusion_trace.json"
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.hf.pipeline import PIPELINE_KEY
-from trainplan.model import ModelSpec
-from trainplan.resolve import resolve_model
-from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.terms.timing import efficiency_kind
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.timing import efficiency_kind
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.hf.pipeline import PIPELINE_KEY
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.model import ModelSpec
+from trainplan.specs.scenario import Scenario, scenario_from_mapping
 
 # The Stable Diffusion v2 UNet of the MLPerf Training benchmark, as a diffusers config. The NeMo
 # config the submissions ran (mlcommons/training_results_v4.0:NVIDIA/benchmarks/stable_diffusion/

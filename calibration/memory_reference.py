@@ -1,7 +1,7 @@
 """Measured peak memory of real training steps (fake-tensor traces) against trainplan's estimate.
 
 calibration/fake_trace.json holds one record per case of calibration/cases.yaml, measured with
-`trainplan.measure` (scripts/calibrate.py regenerates it). Each case is turned into the
+`trainplan.engine.measure` (scripts/calibrate.py regenerates it). Each case is turned into the
 equivalent scenario, with no overhead (a trace sees no CUDA context) and no gradient
 accumulation, and the estimated per-GPU peak is compared with the traced peak.
 """
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.resolve import resolve_model
-from trainplan.result import Estimate
-from trainplan.scenario import scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.engine.result import Estimate
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.scenario import scenario_from_mapping
 
 TRACE = Path(__file__).resolve().parent / "fake_trace.json"
 BASE_FOR_PRECISION = {"amp-bf16": "fp32", "bf16": "bf16", "fp32": "fp32"}

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.estimate import estimate
-from trainplan.result import Estimate
-from trainplan.scenario import scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.engine.result import Estimate
+from trainplan.specs.scenario import scenario_from_mapping
 
 GIB = 2**30
 ALL_BUT_EMBEDDINGS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"

@@ -15,12 +15,12 @@ from typing import Any
 
 from published_memory import TT_70B_CPU_OFFLOAD
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.model import ModelSpec
-from trainplan.resolve import resolve_model
-from trainplan.scenario import Scenario
-from trainplan.terms import timing
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms import timing
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.model import ModelSpec
+from trainplan.specs.scenario import Scenario
 
 
 def gpt(hidden: int, layers: int, heads: int, vocab: int, seq: int) -> dict[str, Any]:
@@ -518,7 +518,7 @@ class TimeRow:
 def evaluate(case: TimeCase) -> TimeRow:
     """Run the case through estimate() with trainplan's own efficiency model."""
     scenario = Scenario(model=case.id)
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.specs.scenario import scenario_from_mapping
 
     result = estimate(scenario_from_mapping(case.scenario, base=scenario), model=case.spec())
     assert result.time is not None

@@ -26,12 +26,12 @@ from reserved_fraction import rows as reserved_rows  # noqa: E402
 from time_reference import CASES, compile_speedups, fitted_fp8_ratio, float8_speedups  # noqa: E402
 from time_reference import evaluate as evaluate_time  # noqa: E402
 
-from trainplan.catalogs.device_memory import device_memory  # noqa: E402
-from trainplan.terms.timing import (  # noqa: E402
+from trainplan.engine.terms.timing import (  # noqa: E402
     EFFICIENCY_BY_ARCHITECTURE,
     EFFICIENCY_FACTOR_BY_MODEL_KIND,
     FP8_MATMUL_EFFICIENCY_RATIO_BY_ARCHITECTURE,
 )
+from trainplan.inputs.catalogs.device_memory import device_memory  # noqa: E402
 
 GIB = 2**30
 HEADER = """# Accuracy

@@ -2,7 +2,7 @@
 
 Reads calibration/cases.yaml, looks each case's `model` up in src/trainplan/data/models.yaml (by
 name or alias; a case's inline `config:` is used only when the catalog lacks the model), runs
-`trainplan.measure.measure_training_step` for each case in a fresh subprocess (fake-tensor graphs
+`trainplan.engine.measure.measure_training_step` for each case in a fresh subprocess (fake-tensor graphs
 of large models leave Python memory behind), and writes calibration/fake_trace.json: a list of
 {case, config_source, measured, versions, date, runtime_s} (or {case, error, ...} for a failure).
 
@@ -70,7 +70,7 @@ def load_cases(path: Path, keys: set[str] = CASE_KEYS) -> list[dict[str, Any]]:
 
 def resolve_config(case: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """(HF config, where it came from) for a case: the catalog record, else an inline config."""
-    from trainplan.catalogs.models import find_model_record
+    from trainplan.inputs.catalogs.models import find_model_record
 
     record = find_model_record(str(case["model"]))
     if record is not None:
@@ -101,7 +101,7 @@ def measure_kwargs(case: dict[str, Any]) -> dict[str, Any]:
         if key in case
     }
     if "fsdp" in case:
-        from trainplan.measure.fsdp import FsdpTrace
+        from trainplan.engine.measure.fsdp import FsdpTrace
 
         kwargs["fsdp"] = FsdpTrace(**case["fsdp"])
     lora = case.get("lora") or {}
@@ -122,7 +122,7 @@ def run_case(case: dict[str, Any], config: dict[str, Any], source: str) -> dict[
     import torch
     import transformers
 
-    from trainplan.measure import measure_training_step
+    from trainplan.engine.measure import measure_training_step
 
     record: dict[str, Any] = {
         "case": case,

@@ -70,7 +70,7 @@ def compare(record: dict[str, Any]) -> list[tuple[str, str, float, float, float]
 def catalog_gpu(device_name: str) -> str:
     """The catalog GPU whose name or alias matches the device's name (torch.cuda.get_device_name),
     or the first one whose name shares its model number."""
-    from trainplan.catalogs.gpus import gpu_catalog, matching_gpus
+    from trainplan.inputs.catalogs.gpus import gpu_catalog, matching_gpus
 
     name = device_name.removeprefix("NVIDIA ").strip()
     found = matching_gpus(name, exact_first=True)
@@ -89,7 +89,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     import torch
     import transformers
 
-    from trainplan.measure.model import build_model, make_optimizer
+    from trainplan.engine.measure.model import build_model, make_optimizer
 
     torch.cuda.init()
     torch.zeros(1, device="cuda")

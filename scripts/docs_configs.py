@@ -1,10 +1,10 @@
-"""Regenerate the field maps of docs/configs.md from the readers' tables (trainplan/configs/*)."""
+"""Regenerate the field maps of docs/configs.md from the readers' tables (trainplan/inputs/configs/*)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from trainplan.configs import READERS, reader
+from trainplan.inputs.configs import READERS, reader
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "configs.md"
 

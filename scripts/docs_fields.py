@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainplan.cli import flag_name
-from trainplan.scenario import Scenario, field_infos
+from trainplan.interfaces.cli.main import flag_name
+from trainplan.specs.scenario import Scenario, field_infos
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 

@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainplan.catalogs.models import model_records
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.scenario import scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.catalogs.models import model_records
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import scenario_from_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "reference" / "figure_baseline.json"

@@ -49,10 +49,10 @@ from typing import Any
 
 import yaml
 
-from trainplan.catalogs.models import ModelRecord, model_records
-from trainplan.families import GENERIC, Family, find_family
-from trainplan.hf import language_config
-from trainplan.hf.values import flag
+from trainplan.inputs.catalogs.models import ModelRecord, model_records
+from trainplan.inputs.families import GENERIC, Family, find_family
+from trainplan.inputs.hf import language_config
+from trainplan.inputs.hf.values import flag
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "trainplan" / "data" / "framework_models.yaml"

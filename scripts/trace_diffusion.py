@@ -1,7 +1,7 @@
 """Trace the real-size diffusion, video and JEPA training steps and write their calibration data.
 
 Reads calibration/diffusion_cases.yaml (each case an id and a trainplan scenario), traces each
-with `trainplan.measure.compare.sample_trace` in a fresh subprocess (the fake-tensor graph of a
+with `trainplan.engine.measure.compare.sample_trace` in a fresh subprocess (the fake-tensor graph of a
 12B model leaves Python memory behind), and writes calibration/diffusion_trace.json: a list of
 {case, versions, date, measured, runtime_s} (or {case, error, ...} for a failure), the format of
 scripts/calibrate.py's calibration/fake_trace.json, written by its `run_and_write`.
@@ -33,7 +33,7 @@ CASE_KEYS = {"id", "scenario", "notes"}
 
 def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
     """The case list, checked for unknown keys, duplicate ids and valid scenarios."""
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.specs.scenario import scenario_from_mapping
 
     cases = calibrate.load_cases(path, CASE_KEYS)
     for case in cases:
@@ -48,8 +48,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     import torch
     import transformers
 
-    from trainplan.measure.compare import sample_trace
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.measure.compare import sample_trace
+    from trainplan.specs.scenario import scenario_from_mapping
 
     record: dict[str, Any] = {
         "case": case,

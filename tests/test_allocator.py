@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from trainplan.terms.allocator import CachingAllocator, allocation_size, round_size
+from trainplan.engine.terms.allocator import CachingAllocator, allocation_size, round_size
 
 MIB = 1 << 20
 

@@ -18,12 +18,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from trainplan.errors import ConfigError  # noqa: E402
-from trainplan.families import module_path_types, refused_model_types, supported_model_types  # noqa: E402
-from trainplan.hf import spec_from_config  # noqa: E402
-from trainplan.model import block_linears  # noqa: E402
-from trainplan.resolve import record_spec  # noqa: E402
-from trainplan.terms.params import total_params  # noqa: E402
+from trainplan.inputs.families import module_path_types, refused_model_types, supported_model_types  # noqa: E402
+from trainplan.inputs.hf import spec_from_config  # noqa: E402
+from trainplan.inputs.resolve import record_spec  # noqa: E402
+from trainplan.specs.errors import ConfigError  # noqa: E402
+from trainplan.specs.weights import block_linears, total_params  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::FutureWarning", "ignore::UserWarning", "ignore::DeprecationWarning"
@@ -176,7 +175,7 @@ def test_refusal_message_names_field_reason_and_supported() -> None:
 
 
 def _hybrid_records() -> list[Any]:
-    from trainplan.catalogs.models import model_records
+    from trainplan.inputs.catalogs.models import model_records
 
     return [r for r in model_records() if any(b.ssm or b.mixer for b in record_spec(r).blocks)]
 
@@ -605,7 +604,7 @@ def test_module_paths_are_the_ones_transformers_builds(model_type: str) -> None:
     conditional-generation class of a multimodal wrapper), for a two-layer default config."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
-    from trainplan.terms.params import _stacked, module_path
+    from trainplan.engine.terms.params import _stacked, module_path
 
     config = default_config(model_type)
     assert config is not None

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from trainplan import estimate
-from trainplan.catalogs.models import find_model_record
-from trainplan.errors import InputError
+from trainplan.inputs.catalogs.models import find_model_record
+from trainplan.specs.errors import InputError
 
 LAYERS, HEADS = 16, 32  # Llama-3.2-1B
 
@@ -59,8 +59,8 @@ def test_a_traced_step_with_attention_dropout(tmp_path: Path) -> None:
     """A traced LoRA step (eager attention, dropout 0.1): within 2% (+0.1% when written; -6.5%
     without the mask)."""
     pytest.importorskip("torch")
-    from trainplan.measure.compare import measure_scenario
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.measure.compare import measure_scenario
+    from trainplan.specs.scenario import scenario_from_mapping
 
     comparison = measure_scenario(
         scenario_from_mapping(

@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import ConfigError
-from trainplan.hf import spec_from_config
-from trainplan.model import block_linears
-from trainplan.terms.activations import ActivationMode, attention_bytes, layer_activations, mlp_bytes
-from trainplan.terms.flops import block_matmul_active
-from trainplan.terms.params import block_active_params, block_params, total_params
+from trainplan.engine.terms.activations import ActivationMode, attention_bytes, layer_activations, mlp_bytes
+from trainplan.engine.terms.flops import block_matmul_active
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.weights import block_active_params, block_linears, block_params, total_params
 
 # h 64; 2 kv heads of 16 (K = 32); 4 expert pairs, 2 per token (H = 4 query heads); MLP 96 wide
 TINY_JETMOE: dict[str, Any] = {
@@ -32,7 +31,7 @@ def saved_per_token(model: Any, run: Callable[[], object], seq: int) -> float:
     """Bytes a token of `run()` leaves saved for backward: every tensor autograd packs, weights
     left out, each storage counted once."""
     pytest.importorskip("torch")
-    from trainplan.measure.tracker import saved_for_backward
+    from trainplan.engine.measure.tracker import saved_for_backward
 
     with saved_for_backward(model.parameters()) as saved:
         run()
@@ -409,7 +408,7 @@ def test_hy_v4_hyper_connections_match_saved_tensors() -> None:
     saves (bf16 streams, real CPU tensors)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from trainplan.terms.variants import hyper_connection_bytes, hyper_head_bytes
+    from trainplan.engine.terms.variants import hyper_connection_bytes, hyper_head_bytes
 
     seq = 64
     with warnings.catch_warnings():
@@ -436,9 +435,9 @@ def test_hy_v4_hyper_connections_match_saved_tensors() -> None:
 
 
 def test_hy_v4_checkpointed_layers_keep_every_stream() -> None:
-    from trainplan.estimate import estimate
-    from trainplan.scenario import scenario_from_mapping
-    from trainplan.terms.variants import hyper_head_bytes
+    from trainplan.engine.estimate import estimate
+    from trainplan.engine.terms.variants import hyper_head_bytes
+    from trainplan.specs.scenario import scenario_from_mapping
 
     spec = spec_from_config(TINY_HY_V4, "tiny-hy-v4")
     one_stream = replace(spec, residual_streams=1)
@@ -468,8 +467,8 @@ def test_eager_attention_with_sinks_keeps_its_softmax_at_the_logits_dtype() -> N
     # softmax, 2 B per head and key. fp32 weights under autocast: the sink parameter promotes the
     # logits to fp32 (4 B kept) and the cast to the values' bf16 is a second copy (2 B): 6 B,
     # the same as HF's usual fp32 softmax plus its half copy.
-    from trainplan.model import Attention
-    from trainplan.terms.mode import eager_per_key
+    from trainplan.engine.terms.mode import eager_per_key
+    from trainplan.specs.model import Attention
 
     sinks, plain = Attention(8, 2, 64, 64, sinks=True), Attention(8, 2, 64, 64)
     bf16 = ActivationMode(2, 2, False, frozenset({"q_proj"}), "eager", "none")

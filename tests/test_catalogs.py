@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.gpus import find_gpu, gpu_catalog
-from trainplan.catalogs.loader import normalise
-from trainplan.catalogs.models import model_records
-from trainplan.errors import UnknownNameError
-from trainplan.resolve import record_spec
-from trainplan.terms.params import block_params, total_params
+from trainplan.inputs.catalogs.gpus import find_gpu, gpu_catalog
+from trainplan.inputs.catalogs.models import model_records
+from trainplan.inputs.resolve import record_spec
+from trainplan.specs.errors import UnknownNameError
+from trainplan.specs.loader import normalise
+from trainplan.specs.weights import block_params, total_params
 
 
 @pytest.mark.parametrize(
@@ -68,7 +68,7 @@ def published_tolerance(published: int) -> float:
 
 @pytest.mark.parametrize("record", model_records(), ids=lambda r: r.name)
 def test_params_match_published(record: object) -> None:
-    from trainplan.catalogs.models import ModelRecord
+    from trainplan.inputs.catalogs.models import ModelRecord
 
     assert isinstance(record, ModelRecord)
     spec = record_spec(record)
@@ -110,7 +110,7 @@ def test_normalise_matches_its_definition_on_every_character() -> None:
 def _gpu_record(change: Any) -> dict[str, Any]:
     import yaml
 
-    from trainplan.catalogs.loader import DATA_FOLDER
+    from trainplan.specs.loader import DATA_FOLDER
 
     raw = yaml.safe_load((DATA_FOLDER / "gpus.yaml").read_text())
     record: dict[str, Any] = dict(raw[0] if isinstance(raw, list) else raw["gpus"][0])
@@ -129,7 +129,7 @@ def _gpu_record(change: Any) -> dict[str, Any]:
     ],
 )
 def test_a_gpu_record_is_checked_strictly(change: Any, text: str) -> None:
-    from trainplan.catalogs.gpus import _gpu_from
+    from trainplan.inputs.catalogs.gpus import _gpu_from
 
     _gpu_from(_gpu_record(lambda r: None), 0)  # the unchanged record loads
     with pytest.raises(RuntimeError, match=re.escape(text)):
@@ -137,7 +137,11 @@ def test_a_gpu_record_is_checked_strictly(change: Any, text: str) -> None:
 
 
 def test_links_come_from_the_record_or_the_stated_assumption() -> None:
-    from trainplan.catalogs.cost_inputs import host_link_bytes_per_s, network_bytes_per_s, unpublished_links
+    from trainplan.inputs.catalogs.cost_inputs import (
+        host_link_bytes_per_s,
+        network_bytes_per_s,
+        unpublished_links,
+    )
 
     links = unpublished_links()
     assert (links.pcie_gen, links.network_bytes_per_s) == (4, 12.5e9)  # PCIe 4.0 x16; 100 Gb/s
@@ -184,7 +188,7 @@ def test_an_assumed_link_is_said_where_it_is_used() -> None:
 def test_a_sourced_row_is_checked(change: Any, message: str) -> None:
     """Every sourced figure of the data files (device_memory.yaml, load_sources.yaml run_fixed and
     host_memory) passes one check: its four keys, a known basis, a number in range."""
-    from trainplan.catalogs.loader import sourced_value
+    from trainplan.specs.loader import sourced_value
 
     row: dict[str, Any] = {"value": 0.5, "basis": "fitted", "source": "a fit", "as_of": "2026-12-02"}
     assert sourced_value(dict(row), "f row", 1.0) == 0.5

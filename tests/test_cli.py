@@ -10,8 +10,8 @@ import pytest
 from conftest import LLAMA_8B
 from typer.testing import CliRunner
 
-from trainplan.catalogs.cost_inputs import discounts, rates
-from trainplan.cli import app
+from trainplan.inputs.catalogs.cost_inputs import discounts, rates
+from trainplan.interfaces.cli.main import app
 
 
 def invoke(*args: str) -> Any:
@@ -135,9 +135,10 @@ def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
     """On a narrow terminal the plan's memory, time and cost are printed whole."""
     from rich.console import Console
 
-    from trainplan.console import print_plan
-    from trainplan.plan import plan, request_from_options
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import request_from_options
+    from trainplan.interfaces.cli.console import print_plan
+    from trainplan.specs.scenario import scenario_from_mapping
 
     scenario = scenario_from_mapping({"model": "Qwen2.5-0.5B"})
     result = plan(request_from_options(scenario, {"max_gpus": "8", "objective": "cost"}))
@@ -146,7 +147,7 @@ def test_plan_table_fits_80_columns_without_cutting_figures() -> None:
     text = console.export_text()
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
     best = result.plans[0]
-    from trainplan.phrasing import format_usd
+    from trainplan.interfaces.text.phrasing import format_usd
 
     assert format_usd(best.usd) in text and f"{best.estimate.total_bytes / 2**30:,.1f}" in text
 
@@ -156,9 +157,10 @@ def test_wide_plan_table_shows_the_three_memory_figures() -> None:
     and allocated figures; on 80 columns the last two are left out."""
     from rich.console import Console
 
-    from trainplan.console import print_plan
-    from trainplan.plan import plan, request_from_options
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import request_from_options
+    from trainplan.interfaces.cli.console import print_plan
+    from trainplan.specs.scenario import scenario_from_mapping
 
     result = plan(request_from_options(scenario_from_mapping({"model": "Qwen2.5-0.5B"}), {"max_gpus": "8"}))
     for width, shown in ((120, True), (80, False)):
@@ -173,7 +175,7 @@ def test_wide_plan_table_shows_the_three_memory_figures() -> None:
 
 
 def test_gpu_short_names_are_unambiguous() -> None:
-    from trainplan.catalogs.gpus import find_gpu, gpu_catalog
+    from trainplan.inputs.catalogs.gpus import find_gpu, gpu_catalog
 
     for gpu in gpu_catalog():
         assert find_gpu(gpu.short_name).name == gpu.name
@@ -208,7 +210,7 @@ def test_headroom_help_states_the_engine_default() -> None:
     so it must equal the search's own default."""
     import typer.main
 
-    from trainplan.largest_fit import DEFAULT_HEADROOM
+    from trainplan.engine.largest_fit import DEFAULT_HEADROOM
 
     command = typer.main.get_command(app).commands["estimate"]  # type: ignore[attr-defined]
     (option,) = [param for param in command.params if "--headroom" in param.opts]
@@ -221,7 +223,7 @@ def test_the_memory_table_shows_the_three_figures() -> None:
     parts outside the allocator (on one H100: the CUDA context and the cuBLAS workspace)."""
     from typer.testing import CliRunner
 
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     args = ["estimate", "--model", "Llama-3.1-8B", "--gpu", "H100-SXM"]
     ran = CliRunner().invoke(app, args, env={"COLUMNS": "120"})

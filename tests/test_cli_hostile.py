@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.userfiles import MAX_FILE_BYTES
+from trainplan.inputs.userfiles import MAX_FILE_BYTES
+from trainplan.interfaces.cli.main import app
 
 TINY = {
     "model_type": "llama",
@@ -109,7 +109,14 @@ def test_serve_on_a_taken_port_says_so_before_any_banner() -> None:
         taken.listen(1)
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-c", "from trainplan.cli import main; main()", "serve", "--port", str(port)],
+            [
+                sys.executable,
+                "-c",
+                "from trainplan.interfaces.cli.main import main; main()",
+                "serve",
+                "--port",
+                str(port),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -122,7 +129,7 @@ def test_serve_on_a_taken_port_says_so_before_any_banner() -> None:
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The installed entry point in a process of its own: a hang fails at `timeout`."""
     return subprocess.run(
-        [sys.executable, "-c", "from trainplan.cli import main; main()", *args],
+        [sys.executable, "-c", "from trainplan.interfaces.cli.main import main; main()", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -217,7 +224,7 @@ def test_serve_on_a_host_that_is_no_address() -> None:
 
 
 def test_an_unexpected_exception_is_one_error_line(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from trainplan import cli
+    from trainplan.interfaces.cli import main as cli
 
     def broken(argv: list[str]) -> None:
         raise KeyError("a bug")
@@ -230,7 +237,7 @@ def test_an_unexpected_exception_is_one_error_line(monkeypatch: pytest.MonkeyPat
 
 
 def test_running_out_of_memory_is_one_error_line(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from trainplan import cli
+    from trainplan.interfaces.cli import main as cli
 
     def hungry(argv: list[str]) -> None:
         raise MemoryError

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from trainplan import estimate
-from trainplan.model import ModelSpec
-from trainplan.per_replica import (
+from trainplan.engine.per_replica import (
     CACHE_SIZE,
     KEY_FIELDS,
     NOT_READ,
@@ -19,8 +18,9 @@ from trainplan.per_replica import (
     build_coefficients,
     coefficients,
 )
-from trainplan.resolve import resolve_model
-from trainplan.scenario import SCENARIO_FIELDS, Scenario, scenario_from_mapping
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.model import ModelSpec
+from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario, scenario_from_mapping
 
 # one of each path through the builder: full, LoRA, QLoRA, each checkpointing mode, the losses,
 # compile and fp8, MoE, an encoder-decoder, diffusion, video and JEPA models

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from trainplan import cli
-from trainplan.catalogs.loader import _cache_path, load_yaml
-from trainplan.errors import InputError
+from trainplan.interfaces.cli import main as cli
+from trainplan.specs.errors import InputError
+from trainplan.specs.loader import DATA_FOLDER, _cache_path, load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "examples/default.yaml")
@@ -103,7 +103,7 @@ def test_repeatable_from_and_equals_values() -> None:
 def test_the_json_path_imports_neither_typer_nor_rich() -> None:
     code = (
         "import sys; sys.argv = ['trainplan', 'estimate', '--scenario', sys.argv[1], '--json']\n"
-        "from trainplan.cli import main\n"
+        "from trainplan.interfaces.cli.main import main\n"
         "main()\n"
         "loaded = [m for m in ('typer', 'rich', 'click', 'pydantic') if m in sys.modules]\n"
         "print(loaded, file=sys.stderr)"
@@ -124,7 +124,7 @@ def test_the_kept_parse_is_read_back_and_equals_the_yaml(
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     parse = load_yaml.__wrapped__
-    raw = (Path(cli.__file__).parent / "data" / "architectures.yaml").read_bytes()
+    raw = (DATA_FOLDER / "architectures.yaml").read_bytes()
     expected = yaml.safe_load(raw.decode("utf-8"))
     assert parse("architectures.yaml") == expected
     kept = _cache_path("architectures.yaml", raw)
@@ -148,7 +148,7 @@ def test_an_unwritable_cache_folder_only_costs_time(tmp_path: Path, monkeypatch:
 def test_a_scenario_file_read_again_comes_from_its_kept_parse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainplan.userfiles import read_mapping
+    from trainplan.inputs.userfiles import read_mapping
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path = tmp_path / "run.yaml"

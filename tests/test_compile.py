@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario
-from trainplan.terms.activations import ActivationMode, layer_activations
-from trainplan.terms.timing import compile_fusion_bytes
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.activations import ActivationMode, layer_activations
+from trainplan.engine.terms.timing import compile_fusion_bytes
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.scenario import Scenario
 
 H, Q, KV, INNER = 4096, 4096, 1024, 14336  # Llama-3.1-8B: hidden, q and kv widths, MLP width
 
@@ -130,7 +130,7 @@ def test_fusion_saving_is_bounded_by_the_non_matmul_time(tiny_config: dict[str, 
 def test_compile_never_adds_memory_or_time(name: str, method: str, checkpointing: str) -> None:
     # recomputing instead of saving and fusing kernels only ever remove bytes and seconds (MoE,
     # qk-norms, four norms a block, a fused gate/up projection)
-    from trainplan.resolve import catalog_spec
+    from trainplan.inputs.resolve import catalog_spec
 
     fields: dict[str, Any] = {
         "method": method, "activation_checkpointing": checkpointing, "micro_batch": 1, "seq_len": 1024,

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.configs import ConfigReading, scenario_from_config
-from trainplan.configs.base import Default, declared, framework_defaults
-from trainplan.errors import InputError
-from trainplan.scenario import scenario_from_mapping
+from trainplan.inputs.configs import ConfigReading, scenario_from_config
+from trainplan.inputs.configs.base import Default, declared, framework_defaults
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import scenario_from_mapping
 
 AXOLOTL = "axolotl-ai-cloud/axolotl@067b021c8b87a9e5e380b9173c704cf7340e30f5"
 TORCHTUNE = "pytorch/torchtune@bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"
@@ -365,7 +365,7 @@ def test_references_resolve_from_where_the_framework_runs(
 def test_each_reader_default_is_the_frameworks_declared_default() -> None:
     """Every default a reader applies equals the field's default in framework_defaults.yaml, read
     from the framework's source; a value in effect that differs says why (`effective`)."""
-    from trainplan.configs import READERS, reader
+    from trainplan.inputs.configs import READERS, reader
 
     checked = 0
     for name in READERS:

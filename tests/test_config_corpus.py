@@ -28,17 +28,17 @@ from typing import Any
 import pytest
 import yaml
 
-from trainplan.catalogs.models import find_model_record
-from trainplan.configs import folder_resolver, read_configs, scenario_from_config
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.model import block_linears
-from trainplan.presets import resolved_adapter_dtype
-from trainplan.resolve import resolve_model
-from trainplan.scenario import LoraSettings, Scenario, resolution_from, scenario_from_mapping
-from trainplan.terms.params import resolved_lora, targeted
-from trainplan.terms.recipes import PRECISIONS
-from trainplan.validity import resolved_base_weights
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.params import resolved_lora, targeted
+from trainplan.engine.terms.recipes import PRECISIONS
+from trainplan.inputs.catalogs.models import find_model_record
+from trainplan.inputs.configs import folder_resolver, read_configs, scenario_from_config
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.errors import InputError
+from trainplan.specs.presets import resolved_adapter_dtype
+from trainplan.specs.scenario import LoraSettings, Scenario, resolution_from, scenario_from_mapping
+from trainplan.specs.validity import resolved_base_weights
+from trainplan.specs.weights import block_linears
 
 HERE = Path(__file__).parent / "corpus"
 MANIFEST = json.loads((HERE / "manifest.json").read_text())

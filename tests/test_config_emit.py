@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.configs import EMIT_FORMATS, emit, reader, scenario_from_config
-from trainplan.errors import InputError
-from trainplan.scenario import scenario_from_mapping
+from trainplan.inputs.configs import EMIT_FORMATS, emit, reader, scenario_from_config
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import scenario_from_mapping
 
 FIXTURES = Path(__file__).parent / "fixtures" / "configs"
 SUFFIX = {"yaml": ".yaml", "toml": ".toml", "json": ".json"}
@@ -215,9 +215,10 @@ def test_plan_from_config_is_the_flag_twin() -> None:
 def test_plan_emit_searches_only_what_the_format_writes(kind: str) -> None:
     """Every plan `--emit FORMAT` ranks is one that format writes whole: its layout axes are the
     format's, and the winner's fragment names no layout setting it could not write."""
-    from trainplan.configs import emit, emit_axes
-    from trainplan.plan import plan, request_from_options
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import request_from_options
+    from trainplan.inputs.configs import emit, emit_axes
+    from trainplan.specs.scenario import scenario_from_mapping
 
     base = scenario_from_mapping({"model": "Llama-3.1-70B", "method": "full"})
     options = {"methods": "full", "max_gpus": "64", "gpu_types": "H100-SXM", "top_k": "20"}

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record
-from trainplan.errors import ConfigError, InputError
-from trainplan.hf import spec_from_config
-from trainplan.resolve import record_spec, resolve_model
-from trainplan.terms.params import total_params
+from trainplan.inputs.catalogs.models import find_model_record
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.resolve import record_spec, resolve_model
+from trainplan.specs.errors import ConfigError, InputError
+from trainplan.specs.weights import total_params
 
 
 def write(tmp_path: Path, config: dict[str, Any], name: str = "model") -> Path:
@@ -130,7 +130,7 @@ def test_unknown_name_suggests() -> None:
 def test_hub_lookup_uses_the_cache_first_and_never_retries() -> None:
     """A cached config.json needs no network; an uncached one costs one metadata request made
     without the library's retry backoff, then the download."""
-    from trainplan.resolve import HUB_TIMEOUT_S, _hub_config_path
+    from trainplan.inputs.resolve import HUB_TIMEOUT_S, _hub_config_path
 
     calls: list[tuple[str, Any]] = []
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.catalogs.models import find_model_record
+from trainplan.specs.errors import InputError
 
 
 def denoiser_config(tmp_path: Path, name: str) -> str:

@@ -8,20 +8,20 @@ from typing import Any
 import pytest
 from configs import TINY_DC_AE, TINY_LTX_VAE
 
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.hf import denoiser_spec
-from trainplan.model import ModelSpec
-from trainplan.per_replica import coefficients
-from trainplan.resolve import resolve_model
-from trainplan.scenario import scenario_from_mapping
-from trainplan.terms.activations import ActivationMode
-from trainplan.terms.denoisers import denoiser_activations, denoiser_flops
-from trainplan.terms.geometry import token_shape
-from trainplan.terms.jepa_masks import jepa_masks
-from trainplan.terms.params import block_params
-from trainplan.units import GIB
+from trainplan.engine.estimate import estimate
+from trainplan.engine.per_replica import coefficients
+from trainplan.engine.terms.activations import ActivationMode
+from trainplan.engine.terms.denoisers import denoiser_activations, denoiser_flops
+from trainplan.engine.terms.geometry import token_shape
+from trainplan.engine.terms.jepa_masks import jepa_masks
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.hf import denoiser_spec
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.errors import InputError
+from trainplan.specs.model import ModelSpec
+from trainplan.specs.scenario import scenario_from_mapping
+from trainplan.specs.units import GIB
+from trainplan.specs.weights import block_params
 
 VAE = {"_class_name": "AutoencoderKL", "block_out_channels": [8, 8, 8, 8], "latent_channels": 16}
 
@@ -357,7 +357,8 @@ def test_the_diffusers_recipe_runs_a_bf16_base_under_autocast() -> None:
 def test_the_planner_searches_these_kinds_data_parallel(model: str, extra: dict[str, Any]) -> None:
     """The cheapest plan for 10,000 samples: data-parallel only, whole-block checkpointing only,
     and each plan's own estimate agrees with the search's time and cost."""
-    from trainplan.plan import PlanRequest, plan
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
 
     base = scenario_from_mapping({"model": model, "method": "lora", "train_samples": 10_000, **extra})
     result = plan(PlanRequest(base=base, objective="cost", max_gpus=8, gpu_types=("H100 SXM", "L40S")))
@@ -372,7 +373,8 @@ def test_the_planner_searches_these_kinds_data_parallel(model: str, extra: dict[
 
 
 def test_the_planner_asks_for_images_not_tokens_per_step() -> None:
-    from trainplan.plan import PlanRequest, plan
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
 
     request = PlanRequest(base=scenario_from_mapping({"model": "FLUX.1-dev"}), target_global_tokens=65536)
     with pytest.raises(InputError) as error:
@@ -441,7 +443,7 @@ def test_sd3_position_table_is_a_buffer_on_the_gpu() -> None:
     """SD3.5-Medium's PatchEmbed keeps a sin-cos table over pos_embed_max_size^2 = 384^2
     positions x 1536 channels as a buffer: not a parameter, but on the GPU at the weights' dtype
     (bf16 for the LoRA scripts' cast model, fp32 for a full fine-tune under autocast)."""
-    from trainplan.terms.params import total_params
+    from trainplan.specs.weights import total_params
 
     model = resolve_model("SD3.5-Medium")
     assert model.buffer_elements == 384 * 384 * 1536
@@ -456,7 +458,7 @@ def test_sd3_position_table_is_a_buffer_on_the_gpu() -> None:
 def test_wan_always_has_its_qk_norms() -> None:
     """WanAttention builds its q/k RMSNorms over all heads whatever the config's qk_norm says
     (diffusers 0.42 builds 37,336 parameters for this config with and without qk_norm: null)."""
-    from trainplan.terms.params import total_params
+    from trainplan.specs.weights import total_params
 
     wan: dict[str, Any] = {
         "_class_name": "WanTransformer3DModel",
@@ -697,8 +699,8 @@ def test_hunyuan_video_reuses_the_flux_blocks() -> None:
 def test_a_geometry_only_vae_refuses_running_the_encoders(monkeypatch: pytest.MonkeyPatch) -> None:
     """A VAE class read for its geometry alone (none in the catalog now: Sana's DC-AE made one
     here) counts nothing, so gpu and offload are refused, naming the field and the component."""
-    from trainplan.hf import vae
-    from trainplan.samples import sample_shape
+    from trainplan.engine.samples import sample_shape
+    from trainplan.inputs.hf import vae
 
     readers = {name: reader for name, reader in vae.VAE_READERS.items() if name != "AutoencoderDC"}
     monkeypatch.setattr(vae, "VAE_READERS", readers)
@@ -730,9 +732,9 @@ def test_every_catalog_block_has_a_row_and_the_checkpointed_ones_are_the_layers(
     # the embedders, heads, HunyuanVideo's token refiner and CogVideoX's head never
     from dataclasses import replace
 
-    from trainplan.catalogs.models import model_records
-    from trainplan.resolve import record_spec
-    from trainplan.terms.denoisers import block_kind
+    from trainplan.engine.terms.denoisers import block_kind
+    from trainplan.inputs.catalogs.models import model_records
+    from trainplan.inputs.resolve import record_spec
 
     layers = {"double_stream", "single_stream", "joint", "video_dit", "pixart", "sana", "ltx_video",
               "cogvideox", "resnet", "transformer", "encoder", "predictor"}  # fmt: skip

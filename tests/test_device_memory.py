@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from trainplan import estimate
-from trainplan.catalogs.device_memory import device_memory
-from trainplan.result import Estimate
+from trainplan.engine.result import Estimate
+from trainplan.inputs.catalogs.device_memory import device_memory
 
 MIB = 2**20
 GIB = 2**30

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import ModelRecord, find_model_record, model_records
-from trainplan.errors import ConfigError
-from trainplan.hf import spec_from_config
-from trainplan.resolve import record_spec, resolve_model
-from trainplan.scenario import LoraSettings
-from trainplan.terms.params import lora_params, resolved_lora, total_params
+from trainplan.engine.terms.params import lora_params, resolved_lora
+from trainplan.inputs.catalogs.models import ModelRecord, find_model_record, model_records
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.resolve import record_spec, resolve_model
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.scenario import LoraSettings
+from trainplan.specs.weights import total_params
 
 NON_LLM = [record for record in model_records() if record_spec(record).kind != "llm"]
 
@@ -264,7 +265,7 @@ def test_unmodelled_configs_are_refused_by_field(config: dict[str, Any], field: 
 def test_models_family_filter() -> None:
     from typer.testing import CliRunner
 
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     runner = CliRunner()
     rows = json.loads(runner.invoke(app, ["models", "--family", "jepa", "--json"]).output)
@@ -321,7 +322,7 @@ def test_hub_pipeline_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     pytest.importorskip("huggingface_hub")
     from huggingface_hub.utils import EntryNotFoundError
 
-    from trainplan import resolve
+    from trainplan.inputs import resolve
 
     record = find_model_record("FLUX.1-dev")
     assert record is not None and record.pipeline is not None
@@ -472,8 +473,8 @@ def test_regular_expression_targets_adapt_what_peft_adapts(name: str, pattern: s
 def test_regular_expression_targets_we_cannot_count_are_refused(
     name: str, pattern: str, message: str
 ) -> None:
-    from trainplan.errors import InputError
-    from trainplan.estimate import estimate
+    from trainplan.engine.estimate import estimate
+    from trainplan.specs.errors import InputError
 
     extra = {"frames": 17} if name.startswith("Wan") else {"resolution": 512}
     with pytest.raises(InputError) as caught:

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from trainplan.frozen import direct_init
-from trainplan.per_gpu import Layout
-from trainplan.result import Estimate
+from trainplan.engine.per_gpu import Layout
+from trainplan.engine.result import Estimate
+from trainplan.specs.frozen import direct_init
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainplan.cli import flag_name
-from trainplan.estimate import estimate
-from trainplan.scenario import SCENARIO_FIELDS, Scenario
+from trainplan.engine.estimate import estimate
+from trainplan.interfaces.cli.main import flag_name
+from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -32,7 +32,7 @@ def test_every_json_key_in_cli_doc() -> None:
 def test_readme_scenario_is_valid() -> None:
     import yaml
 
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.specs.scenario import scenario_from_mapping
 
     readme = (DOCS.parent / "README.md").read_text()
     block = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
@@ -82,7 +82,7 @@ def test_readme_commands_run() -> None:
 
     from typer.testing import CliRunner
 
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     readme = (DOCS.parent / "README.md").read_text()
     block = readme.split("```sh\n", 2)[2].split("```", 1)[0]

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.cost_inputs import pcie_practical_bytes_per_s
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.estimate import estimate
-from trainplan.resolve import resolve_model
-from trainplan.samples import sample_shape
-from trainplan.scenario import scenario_from_mapping
-from trainplan.terms.encoders import flops_per_sample
+from trainplan.engine.estimate import estimate
+from trainplan.engine.samples import sample_shape
+from trainplan.engine.terms.encoders import flops_per_sample
+from trainplan.inputs.catalogs.cost_inputs import pcie_practical_bytes_per_s
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.scenario import scenario_from_mapping
 
 FLUX_FP8: dict[str, Any] = {
     "model": "FLUX.1-dev",

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record, model_records
-from trainplan.errors import ConfigError, InputError
-from trainplan.hf.encoders import frozen_components, text_encoder_component
-from trainplan.hf.vae import vae_component
-from trainplan.model import FrozenComponent
-from trainplan.resolve import catalog_spec, record_spec, resolve_model
-from trainplan.terms import encoders
-from trainplan.terms.geometry import TokenShape, token_shape
+from trainplan.engine.terms import encoders
+from trainplan.engine.terms.geometry import TokenShape, token_shape
+from trainplan.inputs.catalogs.models import find_model_record, model_records
+from trainplan.inputs.hf.encoders import frozen_components, text_encoder_component
+from trainplan.inputs.hf.vae import vae_component
+from trainplan.inputs.resolve import catalog_spec, record_spec, resolve_model
+from trainplan.specs.errors import ConfigError, InputError
+from trainplan.specs.model import FrozenComponent
 
 PIPELINES = [record for record in model_records() if record.pipeline]
 
@@ -522,7 +522,7 @@ def test_unmodelled_components_are_refused_by_field(pipeline: dict[str, Any], fi
 
 
 def test_frozen_components_stay_out_of_the_denoiser_count() -> None:
-    from trainplan.terms.params import total_params
+    from trainplan.specs.weights import total_params
 
     for record in PIPELINES:
         spec = record_spec(record)
@@ -583,8 +583,8 @@ def test_working_set_matches_a_fake_tensor_trace(
     transformers = pytest.importorskip("transformers")
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from trainplan.measure.replay import Cat, replay
-    from trainplan.measure.tracker import StorageTracker
+    from trainplan.engine.measure.replay import Cat, replay
+    from trainplan.engine.measure.tracker import StorageTracker
 
     record = find_model_record(name)
     assert record is not None and record.pipeline is not None

@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from trainplan import options, scenario
-from trainplan.errors import InputError
-from trainplan.scenario import (
+from trainplan.interfaces import options
+from trainplan.specs import scenario
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import (
     BUDGET_MODES,
     INTERFACES,
     LORA_FIELDS,

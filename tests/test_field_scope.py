@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from trainplan import InputError, estimate
-from trainplan.model import MODEL_KINDS
-from trainplan.scenario import METHODS, field_infos
+from trainplan.specs.model import MODEL_KINDS
+from trainplan.specs.scenario import METHODS, field_infos
 
 # One catalog model of each kind.
 MODELS = {

@@ -12,12 +12,12 @@ import pytest
 from configs import TINY_LLAMA
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.errors import ConfigError
-from trainplan.estimate import estimate
-from trainplan.families import refused_model_types
-from trainplan.hf import spec_from_config
-from trainplan.terms.params import total_params
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.families import refused_model_types
+from trainplan.inputs.hf import spec_from_config
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.weights import total_params
 
 # A Llama-shaped config under a refused model type whose closest modelled reading is Qwen 3's
 # (data/architectures.yaml: the MoE / MLA group names qwen3_moe).
@@ -118,7 +118,7 @@ def test_web_api_force_field() -> None:
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from trainplan.web.app import create_app
+    from trainplan.interfaces.web.app import create_app
 
     with TestClient(create_app(), base_url="http://localhost") as client:
         refused = client.post("/api/estimate", json={"model_config": INKLING})

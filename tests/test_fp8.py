@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario
-from trainplan.terms.recipes import PRECISIONS
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.recipes import PRECISIONS
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.scenario import Scenario
 
 LINEAR = 32 * (41_943_040 + 176_160_768)  # every matrix inside Llama-3.1-8B's layers
 HEAD = 128_256 * 4096  # the untied LM head
@@ -111,7 +111,7 @@ def test_fp8_linears_at_the_full_fp8_peak_under_a_given_mfu(llama8b_config: dict
 def test_fp8_matmul_ratio_by_architecture() -> None:
     # the published MAMF pairs (terms/timing.py): Hopper 70.9 / 80.3, Blackwell 76.3 / 77.6; no
     # pair for the others, which keep their 16-bit efficiency
-    from trainplan.terms.timing import fp8_matmul_efficiency_ratio
+    from trainplan.engine.terms.timing import fp8_matmul_efficiency_ratio
 
     assert fp8_matmul_efficiency_ratio("Hopper") == pytest.approx(70.9 / 80.3, abs=5e-4)
     assert fp8_matmul_efficiency_ratio("Blackwell") == pytest.approx(76.3 / 77.6, abs=5e-4)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.configs import FIELD, read_configs, scenario_from_config, upload_resolver
-from trainplan.configs.base import flatten
-from trainplan.errors import InputError
-from trainplan.scenario import scenario_from_mapping
-from trainplan.userfiles import parse_any
+from trainplan.inputs.configs import FIELD, read_configs, scenario_from_config, upload_resolver
+from trainplan.inputs.configs.base import flatten
+from trainplan.inputs.userfiles import parse_any
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import scenario_from_mapping
 
 FIXTURES = Path(__file__).parent / "fixtures" / "configs"
 
@@ -461,12 +461,12 @@ def test_bad_values_name_the_setting_and_file(tmp_path: Path) -> None:
 
 
 def test_unreachable_hub_model_asks_for_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import trainplan.resolve
+    import trainplan.inputs.resolve
 
     def offline(hub_id: str) -> dict[str, Any]:
         raise InputError("model", f"could not fetch config.json of {hub_id!r} from the Hub")
 
-    monkeypatch.setattr(trainplan.resolve, "fetch_hub_config", offline)
+    monkeypatch.setattr(trainplan.inputs.resolve, "fetch_hub_config", offline)
     (tmp_path / "ax.yml").write_text("base_model: acme/secret-model\nmicro_batch_size: 1\n")
     with pytest.raises(InputError) as error:
         scenario_from_config([tmp_path / "ax.yml"])

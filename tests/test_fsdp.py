@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from trainplan.estimate import estimate, layout_of
-from trainplan.hf import spec_from_config
-from trainplan.per_gpu import memory
-from trainplan.per_replica import coefficients
-from trainplan.scenario import scenario_from_mapping
-from trainplan.terms.device import flat_overhead
-from trainplan.terms.fsdp import all_gather_pool_bytes, reduce_buffer_bytes
+from trainplan.engine.estimate import estimate, layout_of
+from trainplan.engine.per_gpu import memory
+from trainplan.engine.per_replica import coefficients
+from trainplan.engine.terms.device import flat_overhead
+from trainplan.engine.terms.fsdp import all_gather_pool_bytes, reduce_buffer_bytes
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.scenario import scenario_from_mapping
 
 LAYER = 218_103_808
 P = 8_030_261_248  # Llama-3.1-8B parameters (test_params.py)
@@ -178,7 +178,7 @@ def test_fp32_reduce_doubles_the_reduce_scatter_traffic(llama8b_config: dict[str
 
 
 def test_bad_prefetch_is_a_field_error(llama8b_config: dict[str, Any]) -> None:
-    from trainplan.errors import InputError
+    from trainplan.specs.errors import InputError
 
     with pytest.raises(InputError, match="fsdp_prefetch"):
         run(llama8b_config, fsdp_prefetch=17)

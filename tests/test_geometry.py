@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.resolve import resolve_model
-from trainplan.scenario import parse_resolution
-from trainplan.terms.geometry import token_shape
+from trainplan.engine.terms.geometry import token_shape
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import parse_resolution
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.largest_fit import largest_fitting
-from trainplan.plan import PlanRequest, plan
-from trainplan.scenario import scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.engine.largest_fit import largest_fitting
+from trainplan.engine.plan import plan
+from trainplan.engine.plan_request import PlanRequest
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import scenario_from_mapping
 
 GIB = 2**30
 # A power-capped 96 GB Hopper part as a cluster might describe it: only the keys the catalog

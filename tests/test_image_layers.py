@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import ConfigError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario
-from trainplan.terms.params import total_params
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.scenario import Scenario
+from trainplan.specs.weights import total_params
 
 # Mllama's text model: h 64, 4 heads of 16 (2 key/value heads), MLP 128, 4 layers of which 1 and 3
 # are cross-attention image layers, vocabulary 100

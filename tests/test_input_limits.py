@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.loader import _cache_path
-from trainplan.errors import InputError, shown_value
-from trainplan.userfiles import (
+from trainplan.inputs.userfiles import (
     MAX_DEPTH,
     MAX_NODES,
     parse_any,
@@ -25,6 +23,8 @@ from trainplan.userfiles import (
     read_mapping,
     read_text,
 )
+from trainplan.specs.errors import InputError, shown_value
+from trainplan.specs.loader import _cache_path
 
 
 def alias_bomb(levels: int = 9, width: int = 9) -> str:

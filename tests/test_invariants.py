@@ -10,9 +10,9 @@ from conftest import LLAMA_8B
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.scenario import Scenario
 
 SPEC = spec_from_config(LLAMA_8B, "l8b")
 MOE = spec_from_config(

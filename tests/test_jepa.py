@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record
-from trainplan.errors import ConfigError
-from trainplan.hf import spec_from_config
-from trainplan.resolve import resolve_model
-from trainplan.terms.activations import ActivationMode
-from trainplan.terms.denoisers import denoiser_activations, denoiser_flops
-from trainplan.terms.geometry import token_shape
-from trainplan.terms.jepa_masks import jepa_masks
-from trainplan.terms.params import block_params, total_params
+from trainplan.engine.terms.activations import ActivationMode
+from trainplan.engine.terms.denoisers import denoiser_activations, denoiser_flops
+from trainplan.engine.terms.geometry import token_shape
+from trainplan.engine.terms.jepa_masks import jepa_masks
+from trainplan.inputs.catalogs.models import find_model_record
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.weights import block_params, total_params
 
 
 def _roles(name: str) -> dict[str, int]:
@@ -222,9 +222,10 @@ def test_repo_yaml_errors_name_the_field(tmp_path: Any) -> None:
 
 
 def test_recipe_rows_are_validated_strictly() -> None:
-    from trainplan.terms import jepa_masks as recipes
+    from trainplan.engine.terms import jepa_masks as recipes
+    from trainplan.inputs.hf.jepa_yaml import jepa_recipe_rows
 
-    rows = recipes.jepa_recipe_rows()
+    rows = jepa_recipe_rows()
     assert set(rows) == {"ijepa", "vjepa", "vjepa2"}
     assert all(row["source"] and row["as_of"] for row in rows.values())
     good = dict(rows["vjepa"])

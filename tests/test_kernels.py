@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from trainplan.estimate import estimate
-from trainplan.resolve import resolve_model
-from trainplan.scenario import scenario_from_mapping
-from trainplan.terms.activations import ActivationMode, layer_activations
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.activations import ActivationMode, layer_activations
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.scenario import scenario_from_mapping
 
 H, Q, KV, INNER, HEADS = 4096, 4096, 1024, 14336, 32
 ALL_LINEAR = frozenset({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"})
@@ -108,7 +108,7 @@ def test_fused_kernels_never_add_memory(method: str, model: str) -> None:
 
 
 def test_kernels_are_refused_for_a_diffusion_model() -> None:
-    from trainplan.errors import InputError
+    from trainplan.specs.errors import InputError
 
     with pytest.raises(InputError) as error:
         estimate(scenario_from_mapping({"model": "FLUX.1-dev", "method": "lora", "kernels": "liger"}))
@@ -120,7 +120,7 @@ def test_liger_kernels_remove_the_fused_ops_traffic_without_the_residual_add() -
     # 3a + 28); the backward, RoPE and SwiGLU savings are the same. Llama-3.1-8B, no recompute:
     # the difference is 32 layers x 2 norms x 4096 channels x a (2 bytes) per token
     model = resolve_model("Llama-3.1-8B")
-    from trainplan.terms.timing import compile_fusion_bytes
+    from trainplan.engine.terms.timing import compile_fusion_bytes
 
     layers = [block.count for block in model.blocks]
     none = [0] * len(model.blocks)

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import ConfigError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.model import block_linears
-from trainplan.scenario import LoraSettings
-from trainplan.terms.activations import ActivationMode, attention_bytes
-from trainplan.terms.flops import block_matmul_active
-from trainplan.terms.params import block_params, lora_params, total_params
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.activations import ActivationMode, attention_bytes
+from trainplan.engine.terms.flops import block_matmul_active
+from trainplan.engine.terms.params import lora_params
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.scenario import LoraSettings
+from trainplan.specs.weights import block_linears, block_params, total_params
 
 S, F = "sliding_attention", "full_attention"
 # h 64; 2 query heads and 1 kv head of 16 (full layers: 32); gated MLP 96; 6 layers, no per-layer inputs

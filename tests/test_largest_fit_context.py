@@ -7,11 +7,11 @@ import json
 
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.estimate import estimate
-from trainplan.hf import context_window
-from trainplan.largest_fit import largest_that_fits
-from trainplan.scenario import scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.engine.largest_fit import largest_that_fits
+from trainplan.inputs.hf import context_window
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.scenario import scenario_from_mapping
 
 
 def test_a_sequence_past_the_context_window_is_a_warning_not_an_error() -> None:

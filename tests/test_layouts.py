@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from trainplan.catalogs.models import find_model_record
-from trainplan.errors import ConfigError
-from trainplan.hf import spec_from_config
-from trainplan.model import Ssm
-from trainplan.resolve import record_spec
-from trainplan.terms.activations import ActivationMode
-from trainplan.terms.params import block_params, total_params
-from trainplan.terms.ssm import ssm_bytes, ssm_scan_flops
+from trainplan.engine.terms.activations import ActivationMode
+from trainplan.engine.terms.ssm import ssm_bytes, ssm_scan_flops
+from trainplan.inputs.catalogs.models import find_model_record
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.resolve import record_spec
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.model import Ssm
+from trainplan.specs.weights import block_params, total_params
 
 # Mamba-2: h 64, expand 2 -> D 128, 4 heads of 32, 1 group, state 16, conv 4, chunk 64
 TINY_MAMBA2: dict[str, Any] = {
@@ -148,7 +148,7 @@ def test_naive_formula_matches_saved_tensors() -> None:
     transformers = pytest.importorskip("transformers")
     import warnings
 
-    from trainplan.measure.tracker import saved_for_backward
+    from trainplan.engine.measure.tracker import saved_for_backward
 
     spec, ssm = tiny_ssm()
     with warnings.catch_warnings():
@@ -178,7 +178,7 @@ def test_parallel_block_keeps_the_shared_input_once() -> None:
     # GPT-J: attention and MLP read one normed tensor; a sequential block keeps two inputs
     from dataclasses import replace
 
-    from trainplan.terms.activations import layer_activations
+    from trainplan.engine.terms.activations import layer_activations
 
     cfg = {"model_type": "gptj", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
            "n_positions": 128, "tie_word_embeddings": False}  # fmt: skip
@@ -201,8 +201,8 @@ ZAMBA2: dict[str, Any] = {
 
 
 def test_zamba2_shared_block_counted_once_and_adapted_per_layer() -> None:
-    from trainplan.scenario import LoraSettings
-    from trainplan.terms.params import count_params
+    from trainplan.engine.terms.params import count_params
+    from trainplan.specs.scenario import LoraSettings
 
     spec = spec_from_config(ZAMBA2, "z2")
     # one shared block: q, k, v 512 x 512 each, o 512 x 256, gate_up 256 x 1024, down 512 x 256,
@@ -216,7 +216,7 @@ def test_zamba2_shared_block_counted_once_and_adapted_per_layer() -> None:
 
 
 def test_weight_matrices_of_a_shared_block_exist_once_per_copy() -> None:
-    from trainplan.model import weight_linears
+    from trainplan.specs.weights import weight_linears
 
     spec = spec_from_config({**ZAMBA2, "num_mem_blocks": 2}, "z2")
     weights = weight_linears(spec)
@@ -242,8 +242,8 @@ TINY_ZAMBA: dict[str, Any] = {
 
 
 def test_zamba_params_by_hand() -> None:
-    from trainplan.model import block_linears
-    from trainplan.terms.flops import block_matmul_active
+    from trainplan.engine.terms.flops import block_matmul_active
+    from trainplan.specs.weights import block_linears
 
     spec = spec_from_config(TINY_ZAMBA, "zamba")
     # Mamba layer: in_proj 64 x 256 = 16,384; conv 128 x 4 + 128 = 640; x_proj_weight (8 + 32) x 128

@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import ConfigError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.hf.loops import hrm_passes
-from trainplan.per_replica import coefficients
-from trainplan.scenario import LoraSettings, scenario_from_mapping
-from trainplan.terms.flops import flops_per_token
-from trainplan.terms.params import lora_params, lora_run_params, total_params
+from trainplan.engine.estimate import estimate
+from trainplan.engine.per_replica import coefficients
+from trainplan.engine.terms.flops import flops_per_token
+from trainplan.engine.terms.params import lora_params, lora_run_params
+from trainplan.inputs.hf import spec_from_config
+from trainplan.inputs.hf.loops import hrm_passes
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.scenario import LoraSettings, scenario_from_mapping
+from trainplan.specs.weights import total_params
 
 # h 64; 4 heads of 16 (MHA); gated MLP 96; two stacks of 2 layers; 2 high cycles of 3 low + 1 high
 TINY_HRM: dict[str, Any] = {

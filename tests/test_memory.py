@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario
-from trainplan.terms.recipes import nf4_bytes_per_param
-from trainplan.units import GIB
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.recipes import nf4_bytes_per_param
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.scenario import Scenario
+from trainplan.specs.units import GIB
 
 P = 8_030_261_248  # Llama-3.1-8B, derived in test_params.py
 LINEAR = 32 * (41_943_040 + 176_160_768)  # every matrix inside the layers
@@ -164,7 +164,7 @@ def test_the_allocated_peak_holds_tensors_only() -> None:
     the allocator's cache, nor the memory outside the allocator (CUDA context, workspace, NCCL:
     no tensors), nor the blocks that FSDP2's side streams keep reserved. Setting the overhead to
     5 GiB moves the device figure and leaves the allocated one where it was."""
-    from trainplan.estimate import estimate
+    from trainplan.engine.estimate import estimate
 
     base = estimate({"model": "Llama-3.1-8B", "overhead_gib": 2})
     assert base.stream_pool_bytes == 0
@@ -192,7 +192,7 @@ def test_what_the_loss_leaves_beside_the_last_layers_backward(
     (bf16, 2 x hidden per token: its fp32 log-softmax is freed; traced FSDP2 and 8,192-token
     steps), as the fused loss keeps its saved one; the chunked loss keeps its per-token figure
     (4 bytes per vocabulary entry, as torchtune's published runs need)."""
-    from trainplan.per_replica import coefficients
+    from trainplan.engine.per_replica import coefficients
 
     scenario = Scenario(model="x", method="full", precision="bf16", loss=loss)
     c = coefficients(spec_from_config(llama8b_config, "l8b"), scenario)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import ConfigError
-from trainplan.hf import spec_from_config
-from trainplan.terms.activations import ActivationMode, mlp_bytes
-from trainplan.terms.params import total_params
+from trainplan.engine.terms.activations import ActivationMode, mlp_bytes
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import ConfigError
+from trainplan.specs.weights import total_params
 
 # h 64; 4 heads of 16 (2 key/value heads); a dense layer of 96, then an MoE layer of 4 experts of 32
 # (top-2) and a shared expert of 48; vocabulary 100

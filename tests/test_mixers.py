@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from trainplan.hf import spec_from_config
-from trainplan.model import LinearMixer, ModelSpec, mixer_extra_params, mixer_linears
-from trainplan.terms.activations import ActivationMode, layer_activations
-from trainplan.terms.flops import flops_per_token
-from trainplan.terms.mixers import mixer_bytes, mixer_flops, output_gate_bytes
-from trainplan.terms.params import block_params, total_params
+from trainplan.engine.terms.activations import ActivationMode, layer_activations
+from trainplan.engine.terms.flops import flops_per_token
+from trainplan.engine.terms.mixers import mixer_bytes, mixer_flops, output_gate_bytes
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.model import LinearMixer, ModelSpec
+from trainplan.specs.weights import block_params, mixer_extra_params, mixer_linears, total_params
 
 BF16_FULL = ActivationMode(2, 2, True, frozenset(), "sdpa", "none")
 FROZEN = ActivationMode(2, 2, False, frozenset(), "sdpa", "none")
@@ -105,7 +105,7 @@ def test_qwen3_next_layer_order_and_gated_attention() -> None:
 
 
 def mixer_linears_of_attention(spec: ModelSpec) -> list[Any]:
-    from trainplan.model import attention_linears
+    from trainplan.specs.weights import attention_linears
 
     attention = spec.blocks[1].attention
     assert attention is not None
@@ -160,7 +160,7 @@ def test_full_rank_kda_gates_and_per_head_attention_gate() -> None:
 
 
 def mixer_linears_of(attention: Any, hidden: int) -> list[Any]:
-    from trainplan.model import attention_linears
+    from trainplan.specs.weights import attention_linears
 
     return attention_linears(attention, hidden)
 
@@ -295,7 +295,7 @@ def saved_bytes_per_token(config: dict[str, Any], module_of: Any, extra_args: An
     (lightning attention's decays) are not activations."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from trainplan.measure.tracker import saved_for_backward
+    from trainplan.engine.measure.tracker import saved_for_backward
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from trainplan import estimate
-from trainplan.configs import scenario_from_config
-from trainplan.errors import InputError
+from trainplan.inputs.configs import scenario_from_config
+from trainplan.specs.errors import InputError
 
 P = 8_030_261_248  # Llama-3.1-8B parameters
 BASE = {

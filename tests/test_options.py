@@ -7,10 +7,16 @@ import dataclasses
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.options import LORA_FLAGS, PLAN_OPTIONS, WEB_CAPS, estimate_options, option_help
-from trainplan.plan import PlanRequest, plan_option, request_from_options
-from trainplan.scenario import LORA_FIELDS, Scenario
+from trainplan.engine.plan_request import (
+    PLAN_OPTIONS,
+    WEB_CAPS,
+    PlanRequest,
+    plan_option,
+    request_from_options,
+)
+from trainplan.interfaces.options import LORA_FLAGS, estimate_options, option_help
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import LORA_FIELDS, Scenario
 
 BASE = Scenario(model="Qwen2.5-0.5B")
 
@@ -96,7 +102,7 @@ def test_help_shows_each_option_s_allowed_values() -> None:
     and each option's value is named by its choices or its kind, never typer's `<str>`."""
     from typer.testing import CliRunner
 
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     runner = CliRunner()
     text = runner.invoke(app, ["estimate", "--help"], env={"COLUMNS": "250"}).output

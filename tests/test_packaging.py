@@ -19,12 +19,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}  # no source tree
 ASSETS = (
-    "trainplan/web/static/vendor/chart.umd.min.js",
-    "trainplan/web/static/vendor/swagger-ui-bundle.js",
-    "trainplan/web/static/vendor/swagger-ui.css",
-    "trainplan/web/static/vendor/chart.js-LICENSE.md",
-    "trainplan/web/static/vendor/swagger-ui-LICENSE",
-    "trainplan/web/static/app.js",
+    "trainplan/interfaces/web/static/vendor/chart.umd.min.js",
+    "trainplan/interfaces/web/static/vendor/swagger-ui-bundle.js",
+    "trainplan/interfaces/web/static/vendor/swagger-ui.css",
+    "trainplan/interfaces/web/static/vendor/chart.js-LICENSE.md",
+    "trainplan/interfaces/web/static/vendor/swagger-ui-LICENSE",
+    "trainplan/interfaces/web/static/app.js",
     "trainplan/data/gpus.yaml",
 )
 
@@ -112,7 +112,7 @@ def test_a_fresh_install_of_the_web_extra_serves_the_whole_page(wheel: Path, tmp
         page = _get(f"{base}/")[1].decode()
         assert "/static/vendor/chart.umd.min.js" in page
         for asset in ASSETS[:3]:
-            status, body = _get(f"{base}/static/{asset.removeprefix('trainplan/web/static/')}")
+            status, body = _get(f"{base}/static/{asset.removeprefix('trainplan/interfaces/web/static/')}")
             assert status == 200 and len(body) > 10_000
         docs = _get(f"{base}/docs")[1].decode()
         assert "/static/vendor/swagger-ui-bundle.js" in docs

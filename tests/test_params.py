@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.hf import spec_from_config
-from trainplan.scenario import LoraSettings
-from trainplan.terms.params import count_params, module_names
+from trainplan.engine.terms.params import count_params, module_names
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import LoraSettings
 
 
 def test_llama_8b_total_by_hand(llama8b_config: dict[str, Any]) -> None:
@@ -123,9 +123,9 @@ def test_moe_adapters_are_peft_s(config: dict[str, Any], experts_adapted: bool) 
 
     from peft import LoraConfig, get_peft_model
 
-    from trainplan.hf import spec_from_config
-    from trainplan.scenario import LoraSettings
-    from trainplan.terms.params import lora_params
+    from trainplan.engine.terms.params import lora_params
+    from trainplan.inputs.hf import spec_from_config
+    from trainplan.specs.scenario import LoraSettings
 
     full = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
             "num_key_value_heads": 2, "vocab_size": 128, **config}  # fmt: skip

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.cli import app
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.plan import PlanRequest, plan, request_from_options
-from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.engine.plan import plan
+from trainplan.engine.plan_request import PlanRequest, request_from_options
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 
 BASE = Scenario(model="Qwen2.5-7B", method="lora", seq_len=2048, train_tokens=1e8, gpus_per_node=8)
 SMALL = PlanRequest(
@@ -194,7 +195,7 @@ def test_planner_carries_the_savers_and_agrees_with_brute_force() -> None:
         assert item.scenario.loss == "chunked" and item.scenario.activation_offload
         assert item.scenario.lora.dropout == 0.1 and item.scenario.lora.dtype == "compute"
     op_base = scenario_from_mapping({**scenario_to_mapping(BASE), "activation_checkpointing": "op"})
-    from trainplan.plan import searched_checkpointing
+    from trainplan.engine.plan import searched_checkpointing
 
     assert searched_checkpointing(PlanRequest(base=op_base)) == ("none", "selective", "full", "op")
 
@@ -202,7 +203,8 @@ def test_planner_carries_the_savers_and_agrees_with_brute_force() -> None:
 def test_the_pareto_objective_lists_only_the_front() -> None:
     """Ranked by 'pareto', every plan listed is on the cost/time front: no listed or front plan
     is at least as fast and as cheap and better in one of the two."""
-    from trainplan.plan import plan, request_from_options
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import request_from_options
 
     scenario = scenario_from_mapping({"model": "Qwen2.5-0.5B"})
     result = plan(request_from_options(scenario, {"max_gpus": "8", "objective": "pareto"}))

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.presets import recipe_defaults, recipes
-from trainplan.scenario import METHODS, RECIPES, Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.specs.errors import InputError
+from trainplan.specs.presets import recipe_defaults, recipes
+from trainplan.specs.scenario import METHODS, RECIPES, Scenario, scenario_from_mapping, scenario_to_mapping
 
 
 @pytest.mark.parametrize("name", RECIPES)
@@ -118,7 +118,7 @@ def test_a_diffusion_or_video_model_without_a_recipe_keeps_adapters_at_the_compu
     bf16 (the diffusers scripts' adapters, the default for FLUX.1-dev and Wan 2.1 given neither a
     recipe nor lora.dtype), 2 x 4 B = 8 B in fp32 (peft's, a language model's default, and any
     value the user gives); the result and its recipe line say where the default came from."""
-    from trainplan.phrasing import recipe_line
+    from trainplan.interfaces.text.phrasing import recipe_line
 
     for model in ("FLUX.1-dev", "Wan2.1-T2V-1.3B"):
         result, optimizer, adapters = _adapters(model=model)

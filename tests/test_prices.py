@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.catalogs.cost_inputs import discounts, no_price_reasons, rates
-from trainplan.catalogs.gpus import find_gpu, gpu_catalog
-from trainplan.catalogs.prices import (
+from trainplan.engine.plan import plan
+from trainplan.engine.plan_request import DEFAULT_VENDORS, PlanRequest
+from trainplan.engine.time_cost_energy import cost_figures, discount_for, discount_range
+from trainplan.inputs.catalogs.cost_inputs import discounts, no_price_reasons, rates
+from trainplan.inputs.catalogs.gpus import find_gpu, gpu_catalog
+from trainplan.inputs.catalogs.prices import (
     STALE_AFTER_DAYS,
     build_index,
     is_stale,
@@ -24,11 +27,10 @@ from trainplan.catalogs.prices import (
     price_index,
     price_to_dict,
 )
-from trainplan.cli import app
-from trainplan.errors import InputError
-from trainplan.plan import DEFAULT_VENDORS, PlanRequest, explain, plan, result_to_dict
-from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.time_cost_energy import cost_figures, discount_for, discount_range
+from trainplan.interfaces.cli.main import app
+from trainplan.interfaces.text.plans import explain, result_to_dict
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import Scenario, scenario_from_mapping
 
 TODAY = date(2026, 12, 1)
 

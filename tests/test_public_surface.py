@@ -17,7 +17,7 @@ def current_surface() -> dict[str, Any]:
     from typer.testing import CliRunner
 
     import trainplan
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     command = typer.main.get_command(app)
     flags = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainplan import estimate
-from trainplan.phrasing import (
+from trainplan.engine.result import Batch
+from trainplan.interfaces.text.phrasing import (
     APPROXIMATE,
     NOTE,
     batch_line,
@@ -20,8 +21,7 @@ from trainplan.phrasing import (
     weights_detail,
     with_article,
 )
-from trainplan.result import Batch
-from trainplan.units import format_count, format_gb, format_gib, format_percent
+from trainplan.specs.units import format_count, format_gb, format_gib, format_percent
 
 
 def test_global_batch_line_matches_the_spec() -> None:

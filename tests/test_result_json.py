@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from trainplan import estimate
-from trainplan.catalogs.gpus import GPU_CLASSES
-from trainplan.largest_fit import largest_that_fits
-from trainplan.result import JSON_SHAPES, field_names, json_tree
+from trainplan.engine.largest_fit import largest_that_fits
+from trainplan.engine.result import JSON_SHAPES, field_names, json_tree
+from trainplan.inputs.catalogs.gpus import GPU_CLASSES
 
 
 def test_every_declared_name_is_a_field_of_its_type() -> None:

@@ -7,11 +7,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan.catalogs.gpus import gpu_catalog
-from trainplan.catalogs.models import model_records
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.scenario import (
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.catalogs.gpus import gpu_catalog
+from trainplan.inputs.catalogs.models import model_records
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import (
     ATTENTION,
     BASE_WEIGHTS,
     CHECKPOINTING,

@@ -10,16 +10,16 @@ from conftest import LLAMA_8B
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainplan.catalogs.cost_inputs import no_price_reasons, rates
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.errors import InputError, UnknownNameError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
-from trainplan.terms.flops import flops_per_token
-from trainplan.terms.loading import checkpoint_writes, load_bandwidth, node_share
-from trainplan.terms.timing import pipeline_bubble_seconds, ring_allreduce_seconds
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
+from trainplan.engine.terms.flops import flops_per_token
+from trainplan.engine.terms.loading import checkpoint_writes, load_bandwidth, node_share
+from trainplan.engine.terms.timing import pipeline_bubble_seconds, ring_allreduce_seconds
+from trainplan.inputs.catalogs.cost_inputs import no_price_reasons, rates
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import InputError, UnknownNameError
+from trainplan.specs.scenario import Scenario, scenario_from_mapping
 
 SPEC = spec_from_config(LLAMA_8B, "l8b")
 MATMUL = 32 * (41_943_040 + 176_160_768)  # layer matrices per token (each used once)
@@ -158,7 +158,8 @@ def test_idle_draw_is_the_gpus_measured_one_where_the_data_has_it() -> None:
 
 def test_planner_energy_uses_each_gpus_idle_draw() -> None:
     """The planner's kWh for a plan on a measured GPU and on an unmeasured one equal estimate()'s."""
-    from trainplan.plan import PlanRequest, plan
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
 
     base = scenario_from_mapping({"model": "Qwen2.5-0.5B", "train_tokens": 1e8})
     request = PlanRequest(
@@ -274,8 +275,8 @@ def test_unknown_region_and_load_source() -> None:
     ],
 )
 def test_efficiency_per_model_kind(model: str, gpu: str, kind: str, expected: float) -> None:
-    from trainplan.resolve import resolve_model
-    from trainplan.terms.timing import efficiency_kind
+    from trainplan.engine.terms.timing import efficiency_kind
+    from trainplan.inputs.resolve import resolve_model
 
     assert efficiency_kind(resolve_model(model)) == kind
     result = estimate(Scenario(model=model, gpu=gpu, method="lora"))
@@ -293,7 +294,8 @@ def test_efficiency_per_model_kind(model: str, gpu: str, kind: str, expected: fl
 
 def test_planner_uses_the_unet_efficiency_of_estimate() -> None:
     """The planner's step time for a UNet comes from the same per-kind efficiency as estimate()."""
-    from trainplan.plan import PlanRequest, plan
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
 
     base = scenario_from_mapping({"model": "SD-1.5", "method": "lora", "train_samples": 10_000})
     result = plan(PlanRequest(base=base, objective="time", max_gpus=2, gpu_types=("H100 SXM",)))

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.errors import InputError
-from trainplan.estimate import estimate, resolved_ema, sample_shape
-from trainplan.resolve import resolve_model
-from trainplan.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.engine.estimate import estimate, resolved_ema, sample_shape
+from trainplan.inputs.resolve import resolve_model
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 
 LLAMA = "Llama-3.1-8B"
 
@@ -240,7 +240,8 @@ def test_cli_errors(args: list[str], text: str) -> None:
     [({"model": "FLUX.1-dev", "resolution": 1000}, "resolution"), ({"model": LLAMA, "frames": 1}, "frames")],
 )
 def test_the_planner_asks_the_same_rules(fields: dict[str, Any], field: str) -> None:
-    from trainplan.plan import PlanRequest, plan
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
 
     with pytest.raises(InputError) as error:
         plan(PlanRequest(base=scenario_from_mapping(fields)))

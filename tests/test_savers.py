@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.terms.memory import logits_bytes
-from trainplan.terms.savers import (
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.memory import logits_bytes
+from trainplan.engine.terms.savers import (
     checkpointed_layers,
     chunked_loss_bytes,
     lora_dropout_input_bytes,
     op_sac_saved,
 )
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import Scenario, scenario_from_mapping
 
 P = 8_030_261_248  # Llama-3.1-8B parameters (test_params.py)
 LINEAR = 32 * (41_943_040 + 176_160_768)  # every matrix inside the layers
@@ -120,10 +120,10 @@ def test_optimizer_in_backward_steps_the_tied_embedding_after_the_sum() -> None:
     sqrt(v), bf16) come once the two inputs are freed, beside the sum alone. Llama-3.2-1B's head:
     128256 x 2048 x 2 bytes (a traced step: +4.9% when the step was counted beside the sum, 0.0%
     after)."""
-    from trainplan.estimate import device_of, layout_of
-    from trainplan.per_gpu import memory
-    from trainplan.per_replica import coefficients
-    from trainplan.resolve import chosen_gpu, resolve_model
+    from trainplan.engine.estimate import device_of, layout_of
+    from trainplan.engine.per_gpu import memory
+    from trainplan.engine.per_replica import coefficients
+    from trainplan.inputs.resolve import chosen_gpu, resolve_model
 
     scenario = scenario_from_mapping(
         {"model": "Llama-3.2-1B", "method": "full", "precision": "bf16", "optimizer": "adamw",
@@ -281,7 +281,7 @@ def test_paged_optimizer_state_is_outside_the_resident_peak(llama8b_config: dict
 
 
 def test_savers_round_trip() -> None:
-    from trainplan.scenario import scenario_to_mapping
+    from trainplan.specs.scenario import scenario_to_mapping
 
     scenario = scenario_from_mapping(
         {

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.scenario import LoraSettings, Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import LoraSettings, Scenario, scenario_from_mapping, scenario_to_mapping
 
 
 @pytest.mark.parametrize(

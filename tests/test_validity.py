@@ -7,13 +7,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.plan import PlanRequest, evaluate_group, plan, scenario_of
-from trainplan.resolve import resolve_model
-from trainplan.scenario import METHODS, OFFLOAD, Scenario, scenario_from_mapping, scenario_to_mapping
-from trainplan.validity import LAYOUT_REASONS, LayoutArrays, check_layout, layout_problems
+from trainplan.engine.estimate import estimate
+from trainplan.engine.plan import evaluate_group, plan, scenario_of
+from trainplan.engine.plan_request import PlanRequest
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import METHODS, OFFLOAD, Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.specs.validity import LAYOUT_REASONS, LayoutArrays, check_layout, layout_problems
 
 # Qwen2.5-0.5B: 14 attention heads, 2 key/value heads, 24 layers. tp 4 does not divide 14 heads,
 # 32 stages exceed 24 layers, tp 8 exceeds a 4-GPU node.

@@ -7,10 +7,10 @@ from typing import Any
 
 from configs import TINY_LLAMA
 
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.terms.activations import ActivationMode, attention_bytes
-from trainplan.terms.params import total_params
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.activations import ActivationMode, attention_bytes
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.weights import total_params
 
 # MLA: hidden 64, 4 heads, q latent 32, kv latent 16, rope 8 + nope 8, v 8; 2 dense layers
 TINY_MLA: dict[str, Any] = {
@@ -35,7 +35,7 @@ def test_dsa_indexer_parameters() -> None:
 def test_dsa_layers_that_share_an_indexer_are_refused() -> None:
     import pytest
 
-    from trainplan.errors import ConfigError
+    from trainplan.specs.errors import ConfigError
 
     dsa = {**TINY_MLA, "model_type": "deepseek_v32", "index_n_heads": 2, "index_head_dim": 8,
            "indexer_types": ["full", "shared"]}  # fmt: skip

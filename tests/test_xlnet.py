@@ -9,14 +9,20 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import ConfigError, InputError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.per_replica import BASE_WEIGHT_BYTES
-from trainplan.scenario import LoraSettings, Scenario
-from trainplan.terms.activations import ActivationMode, attention_bytes, layer_activations, outside_layers
-from trainplan.terms.flops import attention_core, block_matmul_active, flops_per_token
-from trainplan.terms.params import lora_params, total_params
+from trainplan.engine.estimate import estimate
+from trainplan.engine.per_replica import BASE_WEIGHT_BYTES
+from trainplan.engine.terms.activations import (
+    ActivationMode,
+    attention_bytes,
+    layer_activations,
+    outside_layers,
+)
+from trainplan.engine.terms.flops import attention_core, block_matmul_active, flops_per_token
+from trainplan.engine.terms.params import lora_params
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.errors import ConfigError, InputError
+from trainplan.specs.scenario import LoraSettings, Scenario
+from trainplan.specs.weights import total_params
 
 # d_model 64, 4 heads of 16 (W = 64), d_inner 96, 2 layers, vocabulary 100
 TINY_XLNET: dict[str, Any] = {

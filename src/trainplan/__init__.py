@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainplan.errors import ConfigError, InputError, TrainplanError, UnknownNameError
-from trainplan.estimate import estimate
-from trainplan.result import Estimate
-from trainplan.scenario import LoraSettings, Scenario, scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.engine.result import Estimate
+from trainplan.specs.errors import ConfigError, InputError, TrainplanError, UnknownNameError
+from trainplan.specs.scenario import LoraSettings, Scenario, scenario_from_mapping
 
 if TYPE_CHECKING:
-    from trainplan.configs import ConfigReading, scenario_from_config
+    from trainplan.inputs.configs import ConfigReading, scenario_from_config
 
 __all__ = [
     "ConfigError",
@@ -32,14 +32,14 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-_LAZY = ("ConfigReading", "scenario_from_config")  # defined in trainplan.configs
+_LAZY = ("ConfigReading", "scenario_from_config")  # defined in trainplan.inputs.configs
 
 
 def __getattr__(name: str) -> Any:
     """The config readers' public names, imported the first time one is asked for."""
     if name not in _LAZY:
         raise AttributeError(f"module 'trainplan' has no attribute {name!r}")
-    from trainplan import configs
+    from trainplan.inputs import configs
 
     value = getattr(configs, name)
     globals()[name] = value

@@ -8,10 +8,10 @@ import statistics
 import pytest
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.errors import InputError
-from trainplan.measure.compare import check_traceable
-from trainplan.scenario import Scenario
+from trainplan.engine.measure.compare import check_traceable
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import Scenario
 
 LIVE = [
     {"model": "Qwen2.5-0.5B", "method": "lora", "micro_batch": 2, "seq_len": 512},
@@ -45,8 +45,8 @@ def test_untraceable_settings_are_clear_errors(fields: dict[str, object], field:
 @pytest.mark.slow
 def test_live_traces_match_the_estimate() -> None:
     pytest.importorskip("torch")
-    from trainplan.measure.compare import measure_scenario
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.measure.compare import measure_scenario
+    from trainplan.specs.scenario import scenario_from_mapping
 
     errors = []
     for fields in LIVE:
@@ -123,8 +123,8 @@ def test_ssm_traces_match_the_naive_estimate(
     pytest.importorskip("torch")
     from pathlib import Path
 
-    from trainplan.measure.compare import SSM_NOTE, measure_scenario
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.measure.compare import SSM_NOTE, measure_scenario
+    from trainplan.specs.scenario import scenario_from_mapping
 
     path = Path(str(tmp_path)) / "config.json"
     path.write_text(json.dumps(SSM_CONFIGS[name]))
@@ -166,8 +166,8 @@ def test_linear_mixer_traces_match_the_naive_estimate(tmp_path: object, name: st
     pytest.importorskip("torch")
     from pathlib import Path
 
-    from trainplan.measure.compare import MIXER_NOTE, measure_scenario
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.measure.compare import MIXER_NOTE, measure_scenario
+    from trainplan.specs.scenario import scenario_from_mapping
 
     path = Path(str(tmp_path)) / "config.json"
     path.write_text(json.dumps(MIXER_CONFIGS[name]))
@@ -188,8 +188,8 @@ def test_the_modelled_reserved_pool_of_small_lora_steps(model: str) -> None:
     the caching allocator's rules reserve 8-13% above the allocated peak, and that expandable
     segments reserve no more than the default."""
     pytest.importorskip("torch")
-    from trainplan.measure.compare import measure_scenario
-    from trainplan.scenario import scenario_from_mapping
+    from trainplan.engine.measure.compare import measure_scenario
+    from trainplan.specs.scenario import scenario_from_mapping
 
     comparison = measure_scenario(
         scenario_from_mapping({"model": model, "method": "lora", "seq_len": 1024, "gpus": 1})

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from trainplan.hf import spec_from_config
-from trainplan.measure.compiled import trace_compiled_layer
-from trainplan.terms.activations import ActivationMode, layer_activations
+from trainplan.engine.measure.compiled import trace_compiled_layer
+from trainplan.engine.terms.activations import ActivationMode, layer_activations
+from trainplan.inputs.hf import spec_from_config
 
 LLAMA: dict[str, Any] = {
     "model_type": "llama",

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from trainplan.errors import InputError
-from trainplan.measure.compare import check_traceable
-from trainplan.scenario import Scenario, scenario_from_mapping
+from trainplan.engine.measure.compare import check_traceable
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import Scenario, scenario_from_mapping
 
 SMALL_LLAMA: dict[str, Any] = {
     "model_type": "llama",
@@ -43,10 +43,10 @@ FSDP_8 = {"method": "full", "precision": "bf16-mixed", "gpus": 8, "zero_stage": 
 )
 def test_rank0_trace_matches_the_estimate(fields: dict[str, Any]) -> None:
     pytest.importorskip("torch")
-    from trainplan.estimate import estimate
-    from trainplan.hf import spec_from_config
-    from trainplan.measure.fsdp import FsdpTrace
-    from trainplan.measure.trace import measure_training_step
+    from trainplan.engine.estimate import estimate
+    from trainplan.engine.measure.fsdp import FsdpTrace
+    from trainplan.engine.measure.trace import measure_training_step
+    from trainplan.inputs.hf import spec_from_config
 
     scenario = scenario_from_mapping(
         {"model": "x", **FSDP_8, "optimizer": "adamw-fused", "micro_batch": 2, "seq_len": 512}
@@ -88,7 +88,7 @@ def test_fsdp_traceable_and_refused_settings() -> None:
         with pytest.raises(InputError) as error:
             check_traceable(Scenario(**fields))
         assert error.value.field == field, fields
-    from trainplan.measure.compare import _trace_precision
+    from trainplan.engine.measure.compare import _trace_precision
 
     with pytest.raises(InputError) as error:
         _trace_precision(Scenario(**{**FSDP_8, "precision": "amp-bf16"}))
@@ -97,8 +97,8 @@ def test_fsdp_traceable_and_refused_settings() -> None:
 
 def test_tied_embeddings_need_the_root_group() -> None:
     pytest.importorskip("torch")
-    from trainplan.measure.fsdp import FsdpTrace
-    from trainplan.measure.trace import measure_training_step
+    from trainplan.engine.measure.fsdp import FsdpTrace
+    from trainplan.engine.measure.trace import measure_training_step
 
     tied = {**SMALL_LLAMA, "tie_word_embeddings": True}
     with pytest.raises(InputError) as error:

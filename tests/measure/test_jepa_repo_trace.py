@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from trainplan.hf import spec_from_config
-from trainplan.measure.sample import measure_sample_step
-from trainplan.terms.geometry import token_shape
-from trainplan.terms.jepa_masks import jepa_masks
-from trainplan.terms.params import block_params, total_params
+from trainplan.engine.measure.sample import measure_sample_step
+from trainplan.engine.terms.geometry import token_shape
+from trainplan.engine.terms.jepa_masks import jepa_masks
+from trainplan.inputs.hf import spec_from_config
+from trainplan.specs.weights import block_params, total_params
 
 pytest.importorskip("torch")
 
@@ -53,7 +53,7 @@ def test_repo_jepa_step_states_are_the_counts(config: dict[str, Any], frames: in
 
 
 def test_repo_jepa_step_needs_context_and_targets() -> None:
-    from trainplan.errors import InputError
+    from trainplan.specs.errors import InputError
 
     spec = spec_from_config(TINY_IJEPA, "tiny")
     shape = token_shape(spec, 56, 1, None)

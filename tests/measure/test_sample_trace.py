@@ -11,19 +11,20 @@ import pytest
 from configs import TINY_DC_AE, TINY_LTX_VAE
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.errors import InputError
-from trainplan.hf import spec_from_config
-from trainplan.measure.result import MeasuredStep
-from trainplan.scenario import LoraSettings, Scenario, scenario_from_mapping
-from trainplan.terms.geometry import token_shape
-from trainplan.terms.params import lora_params, total_params
+from trainplan.engine.measure.result import MeasuredStep
+from trainplan.engine.terms.geometry import token_shape
+from trainplan.engine.terms.params import lora_params
+from trainplan.inputs.hf import spec_from_config
+from trainplan.interfaces.cli.main import app
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import LoraSettings, Scenario, scenario_from_mapping
+from trainplan.specs.weights import total_params
 
 pytest.importorskip("diffusers")
 pytest.importorskip("torch")
 
-from trainplan.measure.compare import NO_ESTIMATE, check_traceable, measure_scenario
-from trainplan.measure.sample import measure_sample_step
+from trainplan.engine.measure.compare import NO_ESTIMATE, check_traceable, measure_scenario
+from trainplan.engine.measure.sample import measure_sample_step
 
 # Every tensor of these configs holds a multiple of 256 elements, so the 512-byte rounding of the
 # CUDA caching allocator adds nothing to a bf16 or fp32 tensor: a term's bytes are its elements
@@ -304,7 +305,7 @@ def _pipeline(folder: Path) -> Path:
 def _no_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
     """estimate() refusing the model by its `model` field, as it refuses a kind whose memory
     trainplan does not model (so the test holds whether or not this kind is estimated)."""
-    from trainplan.measure import compare
+    from trainplan.engine.measure import compare
 
     def refuse(*_args: Any, **_kwargs: Any) -> Any:
         raise InputError(
@@ -344,7 +345,7 @@ def test_measure_cli_traces_a_pipeline_folder(monkeypatch: pytest.MonkeyPatch, t
 
 
 def test_measure_cli_needs_the_sample_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from trainplan.measure import compare
+    from trainplan.engine.measure import compare
 
     monkeypatch.setattr(compare, "sample_shape", lambda *_args: None)  # a scenario without one
     folder = str(_pipeline(tmp_path / "tiny-sd3"))
@@ -377,8 +378,8 @@ def test_the_comparison_appears_once_an_estimate_exists(
 ) -> None:
     """compare.py matches terms by name: once estimate() accepts a model, the rows carry its
     values (stood in for here by a language model's estimate)."""
-    from trainplan.estimate import estimate as real_estimate
-    from trainplan.measure import compare
+    from trainplan.engine.estimate import estimate as real_estimate
+    from trainplan.engine.measure import compare
 
     stand_in = real_estimate(
         Scenario(model="GPT-2", method="full", precision="bf16", seq_len=64, grad_accum=1)
@@ -414,9 +415,9 @@ def test_preset_targets_become_diffusers_module_paths(name: str) -> None:
     import peft
     import torch
 
-    from trainplan.catalogs.models import find_model_record
-    from trainplan.measure.compare import _lora_targets
-    from trainplan.resolve import resolve_model
+    from trainplan.engine.measure.compare import _lora_targets
+    from trainplan.inputs.catalogs.models import find_model_record
+    from trainplan.inputs.resolve import resolve_model
 
     record = find_model_record(name)
     assert record is not None

@@ -16,9 +16,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trainplan.measure.replay import ALLOC, FREE, Cat  # noqa: E402
-from trainplan.measure.tracker import StorageTracker  # noqa: E402
-from trainplan.terms.savers import chunked_loss_bytes, lora_dropout_input_bytes  # noqa: E402
+from trainplan.engine.measure.replay import ALLOC, FREE, Cat  # noqa: E402
+from trainplan.engine.measure.tracker import StorageTracker  # noqa: E402
+from trainplan.engine.terms.savers import chunked_loss_bytes, lora_dropout_input_bytes  # noqa: E402
 
 F = torch.nn.functional
 
@@ -134,7 +134,7 @@ def test_lora_dropout_keeps_a_mask_per_module() -> None:
         def forward(self, x: Any) -> Any:
             return self.q_proj(x) + self.v_proj(x)
 
-    from trainplan.measure.emulation import _cuda_dropout, _patched
+    from trainplan.engine.measure.emulation import _cuda_dropout, _patched
 
     held: dict[float, int] = {}
     cuda_dropout = _patched(F, "dropout", _cuda_dropout(F.dropout))  # a bool mask, as on CUDA
@@ -157,8 +157,8 @@ def test_lora_dropout_keeps_a_mask_per_module() -> None:
 def test_op_level_sac_saves_every_second_matmul() -> None:
     from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-    from trainplan.hf import spec_from_config
-    from trainplan.terms.savers import op_sac_saved
+    from trainplan.engine.terms.savers import op_sac_saved
+    from trainplan.inputs.hf import spec_from_config
 
     torch.manual_seed(0)
     tokens, hidden, heads, kv_heads, inner = 256, 128, 4, 2, 256
@@ -254,7 +254,7 @@ def test_rms_norm_is_traced_as_cuda_fused_kernel() -> None:
     import torch
     import torch.nn.functional as F
 
-    from trainplan.measure.emulation import _cuda_rms_norm
+    from trainplan.engine.measure.emulation import _cuda_rms_norm
 
     rms_norm = _cuda_rms_norm(F.rms_norm)
     x = torch.randn(3, 5, 64, dtype=torch.bfloat16, requires_grad=True)

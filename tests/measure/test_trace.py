@@ -15,12 +15,12 @@ pytest.importorskip("peft")
 
 from configs import TINY_LLAMA  # noqa: E402
 
-from trainplan.errors import InputError  # noqa: E402
-from trainplan.measure import measure_training_step  # noqa: E402
-from trainplan.measure.loop import trace_steps  # noqa: E402
-from trainplan.measure.model import make_optimizer  # noqa: E402
-from trainplan.measure.replay import ALLOC, CHECK, FREE, PHASE, Cat, Rec, replay  # noqa: E402
-from trainplan.measure.tracker import rounded  # noqa: E402
+from trainplan.engine.measure import measure_training_step  # noqa: E402
+from trainplan.engine.measure.loop import trace_steps  # noqa: E402
+from trainplan.engine.measure.model import make_optimizer  # noqa: E402
+from trainplan.engine.measure.replay import ALLOC, CHECK, FREE, PHASE, Cat, Rec, replay  # noqa: E402
+from trainplan.engine.measure.tracker import rounded  # noqa: E402
+from trainplan.specs.errors import InputError  # noqa: E402
 
 # transformers/peft emit deprecation and user warnings on model construction; they are not ours.
 pytestmark = pytest.mark.filterwarnings(
@@ -184,7 +184,7 @@ def test_lora_trainable_params_match_hand_count() -> None:
 
 
 def test_amp_uses_cuda_fp32_policy_and_caches_weight_copies() -> None:
-    from trainplan.measure.emulation import cuda_autocast_policy
+    from trainplan.engine.measure.emulation import cuda_autocast_policy
 
     x = torch.ones(4, dtype=torch.bfloat16)
     with cuda_autocast_policy(), torch.autocast("cpu", dtype=torch.bfloat16):

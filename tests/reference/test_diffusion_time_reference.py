@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
 from diffusion_time_reference import CASES, DiffusionTimeCase, evaluate
 
-from trainplan.estimate import estimate
-from trainplan.scenario import Scenario, scenario_from_mapping
-from trainplan.terms.timing import EFFICIENCY_FACTOR_BY_MODEL_KIND
+from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.timing import EFFICIENCY_FACTOR_BY_MODEL_KIND
+from trainplan.specs.scenario import Scenario, scenario_from_mapping
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from trainplan.resolve import resolve_model
-from trainplan.scenario import scenario_from_mapping
-from trainplan.terms.params import lora_params, total_params
+from trainplan.engine.terms.params import lora_params
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.scenario import scenario_from_mapping
+from trainplan.specs.weights import total_params
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "calibration"
 RECORDS: list[dict[str, Any]] = json.loads((CALIBRATION / "diffusion_trace.json").read_text())

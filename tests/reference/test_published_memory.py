@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
 from published_memory import CASES, MAX_CONTEXT_CASES, PublishedMemoryCase, evaluate
 
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.estimate import estimate
-from trainplan.scenario import scenario_from_mapping
+from trainplan.engine.estimate import estimate
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.specs.scenario import scenario_from_mapping
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
 from reserved_fraction import errors, fitted, rows
 
-from trainplan.catalogs.device_memory import device_memory
+from trainplan.inputs.catalogs.device_memory import device_memory
 
 CLAIM_MEDIAN, CLAIM_WORST = 0.05, 0.25
 

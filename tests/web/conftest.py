@@ -22,7 +22,7 @@ fastapi = pytest.importorskip("fastapi", reason="the web extra is not installed 
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from trainplan.web.app import create_app  # noqa: E402
+from trainplan.interfaces.web.app import create_app  # noqa: E402
 
 T = TypeVar("T")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -62,7 +62,7 @@ def serving(app: Any) -> Iterator[str]:
     """`app` on uvicorn in a background thread on a free loopback port; yields its base URL."""
     import uvicorn
 
-    from trainplan.web.connections import uvicorn_config
+    from trainplan.interfaces.web.connections import uvicorn_config
 
     port = _free_port()
     server = uvicorn.Server(uvicorn_config(app, "critical", host="127.0.0.1", port=port))

@@ -11,17 +11,17 @@ from configs import LLAMA_8B, TINY_LLAMA
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from trainplan import resolve
-from trainplan.catalogs.cost_inputs import regions
-from trainplan.catalogs.gpus import gpu_catalog
-from trainplan.catalogs.models import model_records
-from trainplan.cli import app as cli_app
-from trainplan.errors import InputError
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.scenario import SCENARIO_FIELDS, scenario_from_mapping
-from trainplan.web import inputs
-from trainplan.web.inputs import MAX_BODY_BYTES
+from trainplan.engine.estimate import estimate
+from trainplan.inputs import resolve
+from trainplan.inputs.catalogs.cost_inputs import regions
+from trainplan.inputs.catalogs.gpus import gpu_catalog
+from trainplan.inputs.catalogs.models import model_records
+from trainplan.inputs.hf import spec_from_config
+from trainplan.interfaces.cli.main import app as cli_app
+from trainplan.interfaces.web import inputs
+from trainplan.interfaces.web.inputs import MAX_BODY_BYTES
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import SCENARIO_FIELDS, scenario_from_mapping
 
 EXTRAS = ("display", "hints")
 

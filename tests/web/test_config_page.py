@@ -96,7 +96,7 @@ def test_a_file_we_cannot_read_says_why(page: Page, tmp_path: Path) -> None:
 def test_a_pasted_config_lists_what_the_cli_lists(page: Page, tmp_path: Path) -> None:
     """Pasted text is read as a dropped file is, and the page lists the CLI's provenance lines
     (`trainplan estimate --from`) and its ignored settings, in the same words."""
-    from trainplan.configs import scenario_from_config
+    from trainplan.inputs.configs import scenario_from_config
 
     text = (FIXTURES / "axolotl" / "llama3-lora-8b.yml").read_text()
     page.open()

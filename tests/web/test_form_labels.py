@@ -12,12 +12,12 @@ from typing import Any
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from trainplan.cli import app as cli_app
-from trainplan.options import PLAN_OPTIONS
-from trainplan.scenario import BUDGET_MODES, LORA_FIELDS, field_infos
-from trainplan.web.largest import MAX_FIELDS
+from trainplan.engine.plan_request import PLAN_OPTIONS
+from trainplan.interfaces.cli.main import app as cli_app
+from trainplan.interfaces.web.largest import MAX_FIELDS
+from trainplan.specs.scenario import BUDGET_MODES, LORA_FIELDS, field_infos
 
-STATIC = Path(__file__).resolve().parents[2] / "src" / "trainplan" / "web" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "src" / "trainplan" / "interfaces" / "web" / "static"
 
 
 def _served(client: TestClient) -> dict[str, dict[str, Any]]:
@@ -99,7 +99,7 @@ def test_the_planner_form_draws_the_options_marked_web() -> None:
 
 
 def test_the_plans_heading_is_one_phrase_for_the_cli_and_the_page(client: TestClient) -> None:
-    from trainplan.phrasing import plans_heading
+    from trainplan.interfaces.text.phrasing import plans_heading
 
     assert plans_heading(5, "cost") == "5 best plans, cheapest first"
     assert plans_heading(1, "gpus") == "1 best plan, fewest GPUs first"

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan.scenario import Scenario, field_infos
-from trainplan.web.app import create_app
+from trainplan.interfaces.web.app import create_app
+from trainplan.specs.scenario import Scenario, field_infos
 
 CLIENT = TestClient(create_app(), raise_server_exceptions=True, base_url="http://localhost")
 INFOS = field_infos()

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from trainplan.scenario import field_infos
-from trainplan.web.app import create_app
+from trainplan.interfaces.web.app import create_app
+from trainplan.specs.scenario import field_infos
 
 REQUESTS = int(os.environ.get("FUZZ_REQUESTS", "2400"))
 SEED = int(os.environ.get("FUZZ_SEED", "20261201"))

@@ -47,7 +47,14 @@ def server() -> Iterator[tuple[int, int]]:
     """`trainplan serve` in a process of its own: (pid, port)."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-c", "from trainplan.cli import main; main()", "serve", "--port", str(port)],
+        [
+            sys.executable,
+            "-c",
+            "from trainplan.interfaces.cli.main import main; main()",
+            "serve",
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

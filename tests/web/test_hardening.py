@@ -16,14 +16,14 @@ import pytest
 from conftest import run_async, serving
 from fastapi.testclient import TestClient
 
-from trainplan import resolve
-from trainplan.errors import InputError
-from trainplan.model import ModelSpec
-from trainplan.scenario import field_infos
-from trainplan.web import inputs
-from trainplan.web.app import create_app
-from trainplan.web.hub import HubLookups
-from trainplan.web.inputs import BodyError
+from trainplan.inputs import resolve
+from trainplan.interfaces.web import inputs
+from trainplan.interfaces.web.app import create_app
+from trainplan.interfaces.web.hub import HubLookups
+from trainplan.interfaces.web.inputs import BodyError
+from trainplan.specs.errors import InputError
+from trainplan.specs.model import ModelSpec
+from trainplan.specs.scenario import field_infos
 
 ENDPOINTS = ("/api/estimate", "/api/estimate?max=micro_batch", "/api/plan")
 NUMBER_FIELDS = [
@@ -323,7 +323,7 @@ def test_hub_lookups_are_not_made_for_catalog_names(monkeypatch: pytest.MonkeyPa
 def test_identical_requests_are_answered_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The second identical request is served from the kept answers, byte for byte; a different
     body or query is computed afresh."""
-    from trainplan.web import routes
+    from trainplan.interfaces.web import routes
 
     made: list[bool] = []
     real = routes.estimate_payload

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import serving
 
-from trainplan.web import connections
-from trainplan.web.app import create_app
+from trainplan.interfaces.web import connections
+from trainplan.interfaces.web.app import create_app
 
 ESTIMATE = (
     b"POST /api/estimate?hints=false HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"

@@ -10,8 +10,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from trainplan.web.app import PAGE_POLICY, create_app
-from trainplan.web.hosts import HostPolicy, host_name
+from trainplan.interfaces.web.app import PAGE_POLICY, create_app
+from trainplan.interfaces.web.hosts import HostPolicy, host_name
 
 PATHS = ["/", "/healthz", "/docs", "/openapi.json", "/api/models", "/static/app.js", "/static/index.html"]
 

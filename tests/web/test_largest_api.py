@@ -11,15 +11,14 @@ from configs import TINY_LLAMA
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from trainplan.catalogs.gpus import find_gpu
-from trainplan.cli import app as cli_app
-from trainplan.estimate import estimate
-from trainplan.hf import spec_from_config
-from trainplan.largest_fit import SEARCHABLE
-from trainplan.model import ModelSpec
-from trainplan.phrasing import field_noun
-from trainplan.scenario import scenario_from_mapping
-from trainplan.web.largest import MaxField
+from trainplan.engine.estimate import estimate
+from trainplan.engine.largest_fit import SEARCHABLE
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.hf import spec_from_config
+from trainplan.interfaces.cli.main import app as cli_app
+from trainplan.interfaces.web.largest import MaxField
+from trainplan.specs.model import ModelSpec
+from trainplan.specs.scenario import field_noun, scenario_from_mapping
 
 EXTRAS = ("display", "hints", "max")
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from trainplan.options import PLAN_OPTIONS, WEB_CAPS
-from trainplan.scenario import LORA_FIELDS
+from trainplan.engine.plan_request import PLAN_OPTIONS, WEB_CAPS
+from trainplan.specs.scenario import LORA_FIELDS
 
 
 def _body_schema(client: TestClient, path: str) -> Any:

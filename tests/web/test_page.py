@@ -748,7 +748,7 @@ def test_a_recipe_on_the_page_is_the_recipe_of_its_link_and_command(
 
     from typer.testing import CliRunner
 
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     page.open(f"?model={model}")
     before = page.renders()
@@ -920,7 +920,7 @@ def test_the_page_equals_its_own_command_after_any_sequence_of_changes(
 
     from typer.testing import CliRunner
 
-    from trainplan.cli import app
+    from trainplan.interfaces.cli.main import app
 
     rng = random.Random(seed)
     page.open()

@@ -13,14 +13,16 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainplan import resolve
-from trainplan.phrasing import format_duration, format_usd, plans_heading
-from trainplan.plan import plan, request_from_options, result_to_dict
-from trainplan.scenario import scenario_from_mapping
-from trainplan.web import routes
-from trainplan.web.app import create_app
-from trainplan.web.inputs import MAX_BODY_BYTES
-from trainplan.web.planning import MAX_CANDIDATES, MAX_GPUS
+from trainplan.engine.plan import plan
+from trainplan.engine.plan_request import request_from_options
+from trainplan.inputs import resolve
+from trainplan.interfaces.text.phrasing import format_duration, format_usd, plans_heading
+from trainplan.interfaces.text.plans import result_to_dict
+from trainplan.interfaces.web import routes
+from trainplan.interfaces.web.app import create_app
+from trainplan.interfaces.web.inputs import MAX_BODY_BYTES
+from trainplan.interfaces.web.planning import MAX_CANDIDATES, MAX_GPUS
+from trainplan.specs.scenario import scenario_from_mapping
 
 SMALL: dict[str, Any] = {"model": "Qwen2.5-0.5B", "method": "lora", "plan": {"max_gpus": 8}}
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from trainplan.estimate import estimate
+from trainplan.engine.estimate import estimate
 
 
 def test_savers_and_recipe_through_the_api(client: TestClient) -> None:
@@ -74,10 +74,10 @@ def test_liger_kernels_are_suggested_where_they_save_memory(client: TestClient) 
 def test_a_pricing_hint_names_cents_under_100_usd() -> None:
     """A run under $100 is priced to the cent everywhere (phrasing.format_usd): the spot hint of
     a $1.75 run said "$1 instead of $2" beside a cost card of $1.75."""
-    from trainplan.estimate import estimate
-    from trainplan.phrasing import format_usd
-    from trainplan.scenario import scenario_from_mapping
-    from trainplan.web.hints import hints
+    from trainplan.engine.estimate import estimate
+    from trainplan.interfaces.text.hints import hints
+    from trainplan.interfaces.text.phrasing import format_usd
+    from trainplan.specs.scenario import scenario_from_mapping
 
     scenario = scenario_from_mapping({"model": "Llama-3.2-1B", "train_tokens": 1e8})
     base = estimate(scenario)

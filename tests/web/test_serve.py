@@ -7,9 +7,9 @@ import sys
 
 from typer.testing import CliRunner
 
-from trainplan.cli import app
-from trainplan.scenario import scenario_from_mapping
-from trainplan.web.display import share_query
+from trainplan.interfaces.cli.main import app
+from trainplan.interfaces.web.display import share_query
+from trainplan.specs.scenario import scenario_from_mapping
 
 
 def test_serve_is_a_cli_command() -> None:
@@ -20,7 +20,7 @@ def test_serve_is_a_cli_command() -> None:
 
 def test_cli_import_does_not_load_the_web_stack() -> None:
     code = (
-        "import sys, trainplan.cli; "
+        "import sys, trainplan.interfaces.cli.main; "
         "print(sorted(m for m in ('fastapi', 'uvicorn', 'starlette', 'pydantic') if m in sys.modules))"
     )
     output = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout

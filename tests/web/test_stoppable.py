@@ -12,9 +12,9 @@ import pytest
 from conftest import run_async
 from fastapi.testclient import TestClient
 
-from trainplan.web import routes
-from trainplan.web.app import create_app
-from trainplan.web.workers import Workers
+from trainplan.interfaces.web import routes
+from trainplan.interfaces.web.app import create_app
+from trainplan.interfaces.web.workers import Workers
 
 
 def running(pid: int) -> bool:

@@ -1,0 +1,228 @@
+"""Measured mode: run real Hugging Face training steps on fake tensors and track every storage.
+
+No GPU and no weights are needed: `FakeTensorMode` gives every tensor its real shape, dtype and
+storage size without allocating it, and `StorageTracker` follows the storages' lifetimes through
+forward, backward and the optimizer step. The result approximates `torch.cuda.max_memory_allocated`
+of the same step on a CUDA GPU (see `emulation` for what is patched to get CUDA behaviour).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from trainplan.engine.measure.fsdp import FSDP_WRAPS, FsdpTrace
+from trainplan.engine.measure.result import MeasuredStep
+from trainplan.specs.errors import InputError
+
+METHODS = ("full", "lora", "dora")
+PRECISIONS = ("amp-bf16", "bf16", "fp32", "bf16-mixed")
+OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
+ATTENTIONS = ("sdpa", "eager")
+LOSSES = ("standard", "chunked")
+
+
+def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise InputError(field, f"{value!r} is not supported; use one of {', '.join(allowed)}.")
+
+
+def _check_positive(field: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise InputError(field, f"must be a positive integer, got {value!r}.")
+
+
+def measure_training_step(
+    hf_config: dict[str, Any],
+    *,
+    method: str = "full",
+    lora_rank: int = 16,
+    lora_alpha: int = 32,
+    lora_targets: Sequence[str] = ("q_proj", "v_proj"),
+    lora_dropout: float = 0.0,
+    precision: str = "amp-bf16",
+    optimizer: str = "adamw",
+    micro_batch: int = 1,
+    seq_len: int = 512,
+    gradient_checkpointing: bool = False,
+    attention: str = "sdpa",
+    steps: int = 2,
+    fake: bool = True,
+    loss: str = "standard",
+    loss_chunks: int = 8,
+    optimizer_in_backward: bool = False,
+    checkpoint_policy: str = "full",
+    fsdp: FsdpTrace | None = None,
+) -> MeasuredStep:
+    """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
+
+    Each step is: forward on `micro_batch` x `seq_len` random token ids with labels = input ids
+    (causal-LM loss as HF computes it, on fp32-upcast logits), backward, `optimizer.step()`,
+    `zero_grad(set_to_none=True)`. `precision="amp-bf16"` is HF Trainer `bf16=True` on an fp32
+    model: fp32 weights, grads and optimizer state, forward under bf16 autocast, and
+    accelerate's conversion of bf16 outputs to fp32. `"bf16"`: weights, grads and optimizer state in
+    bf16 (peft keeps LoRA adapters in fp32, its default). `lora_targets` are module-name suffixes
+    as peft `target_modules`, or `("all-linear",)`. Encoder-decoder configs (T5) use
+    AutoModelForSeq2SeqLM with a decoder input of the same length (labels shifted right);
+    configs with a nested `text_config` measure the text model only. `fake=False` runs real CPU
+    tensors (tests only; small models). `loss="chunked"` runs the decoder, then torchtune's
+    chunked cross-entropy (the head applied per chunk of hidden states, each chunk upcast and
+    put through cross-entropy on its own, the logits deleted after the loss);
+    `optimizer_in_backward` steps one optimizer per parameter in its post-accumulate-grad hook
+    and frees the gradient there (torchtune's optimizer_in_bwd). `checkpoint_policy="op"` (with
+    gradient checkpointing) applies torchtitan's op-level selective checkpointing to each layer.
+    With `fsdp`, the model is sharded with FSDP2 over a fake process group of `fsdp.ranks` ranks
+    and rank 0 is traced (measure/fsdp.py); `precision="bf16-mixed"` (FSDP2 only) keeps fp32
+    sharded parameters and gathers them in bf16 (MixedPrecisionPolicy(param_dtype=bfloat16)).
+    """
+    _check_choice("method", method, METHODS)
+    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    _check_choice("attention", attention, ATTENTIONS)
+    _check_choice("loss", loss, LOSSES)
+    _check_choice("checkpoint_policy", checkpoint_policy, ("full", "op"))
+    if fsdp is not None:
+        _check_choice("fsdp_wrap", fsdp.wrap, FSDP_WRAPS)
+        if fsdp.ranks < 2:
+            raise InputError("gpus", "FSDP2 is traced over at least 2 ranks")
+        if method != "full":
+            raise InputError("method", "FSDP2 is traced for full fine-tuning")
+    elif precision == "bf16-mixed":
+        raise InputError("precision", "bf16-mixed is traced only under FSDP2 (zero_stage 3, gpus > 1)")
+    for name, value in (
+        ("micro_batch", micro_batch),
+        ("seq_len", seq_len),
+        ("steps", steps),
+        ("loss_chunks", loss_chunks),
+    ):
+        _check_positive(name, value)
+    if method != "full":
+        _check_positive("lora_rank", lora_rank)
+        if not lora_targets:
+            raise InputError("lora_targets", "name at least one module suffix, or 'all-linear'.")
+
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from trainplan.engine.measure.emulation import cuda_emulation
+    from trainplan.engine.measure.fsdp import fake_process_group, shard_model
+    from trainplan.engine.measure.loop import trace_steps
+    from trainplan.engine.measure.model import build_model, make_optimizer
+
+    amp = precision == "amp-bf16"
+    notes: list[str] = []
+    fake_mode: contextlib.AbstractContextManager[Any] = FakeTensorMode() if fake else contextlib.nullcontext()
+    group: contextlib.AbstractContextManager[Any] = (
+        fake_process_group(fsdp.ranks) if fsdp is not None else contextlib.nullcontext()
+    )
+    with (
+        warnings.catch_warnings(),
+        group as mesh,
+        fake_mode,
+        cuda_emulation(amp=amp) as emulation_notes,
+    ):
+        # transformers/peft warn about their own deprecations while building and running the
+        # model; those are not the user's to act on
+        for category in (FutureWarning, DeprecationWarning, UserWarning):
+            warnings.filterwarnings("ignore", category=category, module=r"(transformers|peft|torch)\b")
+        notes += emulation_notes
+        built = build_model(
+            hf_config,
+            method=method,
+            lora_rank=lora_rank,
+            lora_alpha=lora_alpha,
+            lora_targets=tuple(lora_targets),
+            lora_dropout=lora_dropout,
+            dtype=torch.bfloat16 if precision == "bf16" else torch.float32,
+            attention=attention,
+            gradient_checkpointing=gradient_checkpointing,
+            checkpoint_policy=checkpoint_policy,
+        )
+        notes += built.notes
+        model = built.model
+        if fsdp is not None:
+            mixed = torch.bfloat16 if precision == "bf16-mixed" else None
+            shard_model(model, mesh, fsdp, mixed)
+            notes.append(
+                f"FSDP2 over a fake process group of {fsdp.ranks} ranks (rank 0 traced), wrap "
+                f"{fsdp.wrap}, reduce {'fp32' if fsdp.reduce_fp32 else 'at the parameter dtype'}"
+                + ("" if fsdp.reshard_after_forward else ", no resharding after forward")
+            )
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        opt, fused = make_optimizer(optimizer, trainable)
+        in_backward = (
+            {p: make_optimizer(optimizer, [p])[0] for p in trainable} if optimizer_in_backward else None
+        )
+        if loss == "chunked":
+            notes.append(
+                f"chunked cross-entropy over {loss_chunks} chunks (torchtune CEWithChunkedOutputLoss)"
+            )
+        if optimizer_in_backward:
+            notes.append("optimizer step per parameter in its post-accumulate-grad hook, gradient freed")
+
+        def loss_of(model: Any, batch: dict[str, Any]) -> Any:
+            if loss == "chunked":
+                return _chunked_loss(model, batch, loss_chunks, amp, torch)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+                outputs = model(**batch)
+            if amp:  # accelerate's ConvertOutputsToFp32 wraps the autocast forward
+                upcast = [v.float() for v in outputs.values() if _is_low(v, torch)]
+                del upcast
+            return outputs.loss
+
+        result = trace_steps(
+            model,
+            opt,
+            fused=fused,
+            make_batch=lambda: built.make_batch(micro_batch, seq_len),
+            loss_of=loss_of,
+            steps=steps,
+            in_backward=in_backward,
+            fsdp=fsdp is not None,
+        )
+        result["notes"] = tuple(notes) + result["notes"]
+    return MeasuredStep(
+        **result,
+        model_type=built.model_type,
+        model_class=type(built.model).__name__,
+        method=method,
+        lora_rank=lora_rank if method != "full" else 0,
+        lora_alpha=lora_alpha if method != "full" else 0,
+        lora_targets=tuple(lora_targets) if method != "full" else (),
+        precision=precision,
+        optimizer=optimizer,
+        micro_batch=micro_batch,
+        seq_len=seq_len,
+        gradient_checkpointing=gradient_checkpointing,
+        attention=attention,
+        steps=steps,
+    )
+
+
+def _chunked_loss(model: Any, batch: dict[str, Any], chunks: int, amp: bool, torch: Any) -> Any:
+    """torchtune's chunked cross-entropy on a Hugging Face causal LM: decoder, then the head per
+    chunk of hidden states, each chunk upcast to fp32 on its own; the logits are dropped once the
+    loss is formed."""
+    lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(lm.config, "is_encoder_decoder", False) or getattr(lm.config, "final_logit_softcapping", None):
+        raise InputError(
+            "loss", "the chunked loss is traced for decoder-only models without logit soft-capping"
+        )
+    # the loss runs inside the autocast region, as the HF Trainer's compute_loss does
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        hidden = lm.get_decoder()(input_ids=batch["input_ids"]).last_hidden_state
+        logits = [lm.lm_head(chunk) for chunk in hidden.tensor_split(chunks, dim=1)]
+        del hidden
+        labels = batch["labels"].tensor_split(chunks, dim=1)
+        total = sum(
+            torch.nn.functional.cross_entropy(c.float().flatten(0, 1), y.flatten(), reduction="sum")
+            for c, y in zip(logits, labels, strict=True)
+        )
+        del logits
+    return total / batch["labels"].numel()
+
+
+def _is_low(value: Any, torch: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16)

@@ -1,0 +1,573 @@
+"""Per-GPU memory and step time of a layout, from a scenario's coefficients.
+
+Every function here takes plain numbers or numpy arrays for the layout and hardware fields and
+branches only through `scalar_or_array.where/maximum/minimum`, so `estimate()` (one layout, Python
+numbers) and the planner (a million layouts, arrays) run the same formulas. Sources of each
+formula are in the term modules they compose: ZeRO sharding (terms/memory.py), activations
+(terms/activations.py), logits, the step timeline, the roofline and its overheads
+(terms/timing.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainplan.engine.per_replica import Coefficients
+from trainplan.engine.scalar_or_array import maximum, minimum, where
+from trainplan.engine.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
+from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
+from trainplan.engine.terms.timing import (
+    INTER_NODE_EFFICIENCY,
+    INTRA_NODE_EFFICIENCY,
+    exposed_seconds,
+    gather_or_scatter_seconds,
+    pipeline_bubble_seconds,
+    ring_allreduce_seconds,
+)
+from trainplan.specs.frozen import direct_init, once
+
+OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2, "optimizer+params+grads": 3}
+
+
+def _terms(
+    weights: Any,
+    gradients: Any,
+    optimizer: Any,
+    activations: Any,
+    logits: Any,
+    temporaries: Any,
+    overhead: Any,
+    cache: Any = 0.0,
+) -> dict[str, Any]:
+    """One moment's memory terms by name (a dict display: built in one step)."""
+    return {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer": optimizer,
+        "activations": activations,
+        "logits": logits,
+        "temporaries": temporaries,
+        "cache": cache,
+        "overhead": overhead,
+    }
+
+
+#: The memory terms of every moment, in order: the keys `_terms` writes.
+TERMS: tuple[str, ...] = tuple(_terms(*[0] * 7))
+#: The terms that are no live tensors: the allocator's cache and the memory outside it.
+_NOT_ALLOCATED = ("cache", "overhead")
+
+
+def _allocated(terms: dict[str, Any], pool: Any) -> Any:
+    """A moment's live tensors: its terms without the cache, the overhead and the side streams'
+    pools (reserved blocks inside `temporaries`)."""
+    return sum(value for name, value in terms.items() if name not in _NOT_ALLOCATED) - pool
+
+
+def _cached(terms: dict[str, Any], pool: Any, fraction: Any) -> dict[str, Any]:
+    """`terms` with the allocator's cache: `fraction` of the moment's live tensors (the fraction
+    fitted on traced steps replayed through the allocator's rules, terms/device.py)."""
+    terms["cache"] = fraction * _allocated(terms, pool)
+    return terms
+
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+@direct_init
+@dataclass(frozen=True)
+class Layout:
+    """How one replica is laid out on GPUs. Any field may be a numpy array of candidates."""
+
+    tensor_parallel: Any
+    pipeline_parallel: Any
+    data_parallel: Any
+    zero_stage: Any
+    micro_batch: Any
+    grad_accum: Any
+    stage_fraction: Any  # Coefficients.stage_fraction(pipeline_parallel)
+    offload: Any = 0  # OFFLOAD_CODES
+    sequence_parallel: Any = False
+    # memory outside the caching allocator (terms/device.py): the CUDA context, the cuBLAS
+    # workspace, NCCL's buffers, or a scenario's flat figure
+    overhead_bytes: Any = 0.0
+    # the allocator's cache beyond the live tensors, as a fraction of the allocated bytes
+    cache_fraction: Any = 0.0
+
+    @property
+    def gpus(self) -> Any:
+        """Total GPUs."""
+        return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+
+
+@direct_init
+@dataclass(frozen=True)
+class Memory:
+    """Per-GPU bytes of every term at each phase's peak moment, and the states held."""
+
+    phases: dict[str, dict[str, Any]]
+    states: dict[str, Any]
+    offloaded: Any
+    # a paged optimizer's states in unified memory, outside every phase (they page to the host
+    # under pressure; max_memory_allocated does not count them)
+    paged: Any = 0.0
+    # reserved by FSDP2's side streams at each phase's peak, inside `temporaries` (terms/fsdp.py)
+    stream_pool: dict[str, Any] = field(default_factory=dict)
+    # each moment's terms and the pool bytes inside its temporaries (scalars: estimate() only)
+    moments: dict[str, tuple[dict[str, Any], Any]] = field(default_factory=dict)
+
+    def allocated(self) -> tuple[str, dict[str, Any]]:
+        """The moment with the largest total without the side streams' pools, and its terms with
+        the pools taken out of `temporaries`, no cache and no overhead (the allocator's cache,
+        the CUDA context, workspaces and NCCL's buffers are no tensors): what
+        max_memory_allocated() would see."""
+        name, (terms, pool) = max(self.moments.items(), key=lambda item: float(_allocated(*item[1])))
+        return name, {**terms, "temporaries": terms["temporaries"] - pool, "cache": 0.0, "overhead": 0.0}
+
+    def totals(self) -> dict[str, Any]:
+        """Phase -> total bytes."""
+        return {name: sum(terms.values()) for name, terms in self.phases.items()}
+
+    def peak(self) -> Any:
+        """The largest phase total."""
+        totals = self.totals()
+        return maximum(maximum(totals["forward"], totals["backward"]), totals["optimizer"])
+
+
+def memory(c: Coefficients, v: Layout) -> Memory:
+    """Per-GPU memory of the busiest GPU at the moments of a steady-state step.
+
+    States: ZeRO stage 1 divides optimizer state by the data-parallel degree, 2 also gradients,
+    3 also weights, plus FSDP2's working set (terms/fsdp.py: gathered layers, one layer's
+    gradients or reduce-scatter buffer, the root group, the all-gather stream's pool); tensor
+    parallelism divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
+    """
+    tp, dp, zero = v.tensor_parallel, v.data_parallel, v.zero_stage
+    sharded_dp = dp > 1
+    per_gpu = v.stage_fraction / tp
+    zero1 = where(sharded_dp & (zero >= 1), dp, 1)
+    zero2 = where(sharded_dp & (zero >= 2), dp, 1)
+    zero3 = where(sharded_dp & (zero >= 3), dp, 1)
+    sharded_weights = zero3 > 1
+    unsharded = c.ema_bytes + c.encoder_bytes + c.buffer_bytes  # on every GPU whatever the sharding
+    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded
+    gradients = c.gradient_bytes * per_gpu / zero2
+    # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
+    # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
+    # to the sharded parameter's dtype)
+    shard_master = sharded_weights & (c.shard_master_bytes > 0)
+    weights = where(
+        shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded, weights
+    )
+    gradients = where(shard_master, c.shard_master_bytes * per_gpu / zero2, gradients)
+    if c.optimizer_in_backward:
+        # each gradient is stepped and freed as soon as it is complete (torchtune
+        # optimizer_in_bwd): the largest one is the most ever present
+        gradients = c.largest_grad_bytes / tp / zero2
+    optimizer = c.optimizer_bytes * per_gpu / zero1
+    optimizer = where(shard_master, (c.optimizer_bytes - c.shard_master_bytes) * per_gpu / zero1, optimizer)
+    transient = c.optimizer_transient_bytes * per_gpu / zero1
+    # a layer's backward: its gathered weights, the prefetched ones, its gradients or their
+    # reduce-scatter buffer; at the end of forward and while the loss gradient is formed only the
+    # gathered weights (all of them without resharding after forward)
+    working = where(sharded_weights, (c.gathered_backward_bytes + c.layer_reduce_bytes) / tp, 0.0)
+    gathered = where(sharded_weights, c.gathered_forward_bytes / tp, 0.0)
+    working_forward = where(sharded_weights, (c.gathered_forward_bytes + c.layer_reduce_bytes) / tp, 0.0)
+    root = where(sharded_weights, c.root_gathered_bytes / tp, 0.0)
+    pool = where(sharded_weights, c.all_gather_pool_bytes / tp, 0.0)
+    offload = v.offload
+    # FSDP's CPU offload (code 3) copies each sharded gradient to the host as its reduce-scatter
+    # completes and frees the GPU's (torch fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce,
+    # offload_to_cpu): no gradient stays, and accumulation adds on the CPU
+    params_off, grads_off = offload >= 2, offload == 3
+    offloaded = (
+        where(offload >= 1, optimizer, 0.0)
+        + where(params_off, weights, 0.0)
+        + where(grads_off, gradients, 0.0)
+    )
+    gradients = where(grads_off, 0.0, gradients)
+    optimizer = where(offload >= 1, 0.0, optimizer)
+    # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (unified
+    # memory): the driver moves those pages to the host when the GPU runs short, so they are not
+    # resident memory, and the caching allocator never sees them
+    paged = where(offload >= 1, 0.0, c.paged_optimizer_bytes * per_gpu / zero1)
+    optimizer = optimizer - paged
+    transient = where(offload >= 1, 0.0, transient)
+    weights = where(params_off, 0.0, weights)
+    working = where(params_off, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
+    working_forward = where(params_off, maximum(working_forward, working), working_forward)
+    gathered = where(params_off, maximum(gathered, 2 * c.largest_layer_weight_bytes / tp), gathered)
+
+    # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
+    tokens = v.micro_batch * c.seq_len
+    replicated_divisor = where(v.sequence_parallel, tp, 1)
+    layers_on_host = offloaded_activation_bytes(c, v)
+    offloaded = offloaded + layers_on_host
+    stored = _stored_layer_bytes(c, v) - layers_on_host
+    stored = stored + c.outside_per_token / tp * tokens + c.frozen_cast_stored_bytes * per_gpu
+    recompute: Any = 0.0
+    for sharded, replicated in c.recompute_layers:
+        recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
+    recompute = recompute + c.frozen_cast_recompute_bytes / tp
+    if c.batch_split_per_token or c.batch_split_recompute:  # only diffusion joint blocks have one
+        split = where(v.micro_batch > 1, tokens / tp, 0.0)
+        stored = stored + c.batch_split_per_token * split
+        recompute = recompute + c.batch_split_recompute * split
+    # one layer's working set (terms/activations.py layer_working_bytes): in forward, and while
+    # the last layer runs (is recomputed) in backward
+    layer_forward = c.layer_working_forward / tp * tokens
+    layer_backward = c.layer_working_backward / tp * tokens
+    held = c.logits_held * tokens / tp
+    loss = c.logits_loss * tokens / tp
+    loss_backward = c.logits_backward * tokens / tp
+
+    autocast = c.autocast_cache_bytes * per_gpu / zero3
+    # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
+    # the head's once the head's backward is done
+    saved_copies = c.autocast_saved_bytes * per_gpu / zero3
+    head_copy = c.autocast_head_bytes * per_gpu / zero3
+    # the sharded gradients live in blocks the reduce-scatter stream allocated; once freed by
+    # zero_grad those stay reserved on that stream, so before gradients exist they are reserved
+    # memory that forward and the start of backward cannot use
+    # (with gradient accumulation they are resident, counted as gradients)
+    scatter_pool = where(sharded_weights & (v.grad_accum == 1), gradients, 0.0)
+    temporaries = working + c.dequant_bytes / tp + root + pool
+    # the side streams' reserved blocks until the gradients exist (forward, start of backward)
+    early_pools = pool + scatter_pool
+    side = c.dequant_bytes / tp + root + pool + scatter_pool
+    resident = where(v.grad_accum > 1, gradients, 0.0)
+    head_grad = c.head_grad_bytes / tp / zero2
+    loss_head_grad = c.loss_head_grad_bytes / tp / zero2
+    # under FSDP2's root group the head's gradient stays unsharded from the head's backward
+    # until backward ends
+    head_unsharded = where(sharded_weights & c.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
+    overhead = v.overhead_bytes
+
+    # the frozen encoders run before the denoiser's forward, without grad: their working set is a
+    # moment of its own, counted as the temporaries it needs beyond the forward's activations
+    encode = c.encoder_peak[0] + c.encoder_peak[1] * v.micro_batch
+    encoding = maximum(encode - (stored + loss + autocast + gathered + side), 0.0)
+    forward = _terms(
+        weights,
+        resident,
+        optimizer,
+        stored,
+        loss,
+        autocast + gathered + side + maximum(encoding, layer_forward),
+        overhead,
+    )
+    fraction = v.cache_fraction
+    forward = _cached(forward, early_pools, fraction)
+    # optimizer-in-backward: each step's temporaries come with its gradient; the largest gradient
+    # (the embedding's) completes at the end of backward
+    stepping = transient if c.optimizer_in_backward else 0.0
+    # start of backward: the loss gradient over the vocabulary, then the last layer recomputed
+    # (after the head's backward, with that layer's gradients)
+    # two moments: the loss's backward over the vocabulary, and right after it the last layer's
+    # backward (recomputed first where checkpointed) with the head's gradient; the larger one
+    loss_moment = _terms(
+        weights,
+        maximum(resident, loss_head_grad),
+        optimizer,
+        stored,
+        loss_backward,
+        gathered + side + saved_copies,
+        overhead,
+    )
+    layer_moment = _terms(
+        weights,
+        maximum(resident, maximum(head_grad, head_unsharded)),
+        optimizer,
+        stored + recompute,
+        held,
+        working_forward + layer_backward + side + saved_copies - head_copy,
+        overhead,
+    )
+    loss_moment = _cached(loss_moment, early_pools, fraction)
+    layer_moment = _cached(layer_moment, early_pools, fraction)
+    start, _ = _larger(loss_moment, layer_moment)
+    # end of backward: every gradient present; the embedding's new gradient and its sum with
+    # the tied head's (or the accumulated) gradient are alive for a moment
+    embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
+    # FSDP2: the last group's unsharded gradients and the reduce-scatter buffer they are copied
+    # into, once its parameters are resharded (post_backward reshards before it reduces), or a
+    # layer's working set, whichever is larger
+    last_group = sharded_weights & (c.last_group_grad_bytes > 0)
+    end_working = where(
+        last_group,
+        maximum(working + head_unsharded, c.last_group_grad_bytes / tp) + c.dequant_bytes / tp + pool,
+        temporaries,
+    )
+    end = _cached(
+        # optimizer-in-backward steps the summed gradient once its inputs are freed: the step's
+        # temporaries come after the sum's moment, not beside it
+        _terms(weights, gradients, optimizer, 0.0, 0.0, maximum(embedding, stepping) + end_working, overhead),
+        pool,
+        fraction,
+    )
+    backward, end_later = _larger(start, end)
+    # the all-gather stream's pool stays reserved through the optimizer step
+    step = _cached(
+        _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead), pool, fraction
+    )
+    return Memory(
+        phases={"forward": forward, "backward": backward, "optimizer": step},
+        states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
+        offloaded=offloaded,
+        paged=paged,
+        stream_pool={
+            "forward": early_pools,
+            "backward": where(end_later, pool, early_pools),
+            "optimizer": pool,
+        },
+        # what max_memory_allocated() would see: each moment without the side streams' pools
+        moments={
+            "forward": (forward, early_pools),
+            "backward": (start, early_pools),
+            "backward end": (end, pool),
+            "optimizer": (step, pool),
+        },
+    )
+
+
+def _larger(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """Of two moments, the one with the larger total (term by term, scalars or arrays), and
+    whether that is `second` (a tie keeps `first`)."""
+    later = sum(second.values()) > sum(first.values())
+    if later.__class__ is bool:
+        # Python-number totals, so Python-number terms: `where` would take each from that moment
+        return (second if later else first), later
+    return {name: where(later, second[name], first[name]) for name in TERMS}, later
+
+
+def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
+    """Saved bytes per token of all layers on one GPU of the tensor-parallel group."""
+    replicated_divisor = where(v.sequence_parallel, v.tensor_parallel, 1)
+    return c.layers_sharded / v.tensor_parallel + c.layers_replicated / replicated_divisor
+
+
+def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
+    """Saved activations of the layers on the first pipeline stage: its share of the layers for
+    min(pp, grad_accum) in-flight micro-batches (1F1B)."""
+    in_flight = minimum(v.pipeline_parallel, v.grad_accum)
+    return _layer_bytes_per_token(c, v) / v.pipeline_parallel * in_flight * v.micro_batch * c.seq_len
+
+
+def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
+    """Saved layer activations moved to CPU memory by activation offloading: all but the
+    layers in flight (terms/savers.py); zero without offloading."""
+    if c.offload_resident >= 1:
+        return 0.0 * v.micro_batch
+    resident = _layer_bytes_per_token(c, v) * c.offload_resident * v.micro_batch * c.seq_len
+    stored = _stored_layer_bytes(c, v)
+    return stored - minimum(stored, resident)
+
+
+@direct_init
+@dataclass(frozen=True)
+class Hardware:
+    """What the step time needs to know about a GPU type. Fields may be arrays."""
+
+    peak_flops_per_s: Any
+    attention_peak_flops_per_s: Any  # the 16-bit rate under an fp8 recipe, else the peak above
+    efficiency: Any
+    # the linears' efficiency relative to `efficiency`: below 1 for fp8 matmuls (terms/timing.py
+    # fp8_matmul_efficiency_ratio), 1 otherwise
+    linear_efficiency_ratio: Any
+    nvlink_bytes_per_s: Any  # one direction; 0 without a scale-up link
+    scale_up_domain_gpus: Any
+    network_bytes_per_s: Any
+    pcie_bytes_per_s: Any
+    memory_bandwidth_bytes_per_s: Any
+
+
+def link_bytes_per_s(hw: Hardware, group: Any, spans_nodes: Any) -> Any:
+    """Usable per-GPU bandwidth of a collective over `group` ranks: the network across nodes,
+    NVLink within its domain, PCIe otherwise; each at a stated bus efficiency."""
+    nvlink = hw.nvlink_bytes_per_s * INTRA_NODE_EFFICIENCY
+    pcie = hw.pcie_bytes_per_s * INTRA_NODE_EFFICIENCY
+    on_nvlink = (hw.nvlink_bytes_per_s > 0) & (group <= hw.scale_up_domain_gpus)
+    intra = where(on_nvlink, nvlink, pcie)
+    return where(spans_nodes, hw.network_bytes_per_s * INTER_NODE_EFFICIENCY, intra)
+
+
+@direct_init
+@dataclass(frozen=True)
+class StepSeconds:
+    """Seconds per optimizer step by cause."""
+
+    compute: Any
+    pipeline_bubble: Any
+    data_parallel_comm: Any
+    tensor_parallel_comm: Any
+    offload: Any
+    dequantisation: Any
+    float8_casts: Any
+    # torch.compile's fused pointwise kernels: eager memory traffic removed (zero or negative)
+    compile_fusion: Any = 0.0
+    # a diffusion pipeline's frozen VAE encoder and text encoders, run forward each micro-batch
+    # (frozen_encoders gpu / offload; terms/encoders.py)
+    frozen_encoders: Any = 0.0
+    # the optimizer step on the CPU under offload, bound by the host's memory bandwidth
+    host_optimizer: Any = 0.0
+
+    def overheads(self) -> dict[str, Any]:
+        """Everything on top of the trained model's compute, by name."""
+        return {
+            "pipeline_bubble": self.pipeline_bubble,
+            "data_parallel_comm": self.data_parallel_comm,
+            "tensor_parallel_comm": self.tensor_parallel_comm,
+            "offload": self.offload,
+            "dequantisation": self.dequantisation,
+            "float8_casts": self.float8_casts,
+            "frozen_encoders": self.frozen_encoders,
+            "host_optimizer": self.host_optimizer,
+        }
+
+    @property
+    def busy(self) -> Any:
+        """Seconds the GPU computes: the trained model's step and the frozen encoders' forward."""
+        return self.compute + self.frozen_encoders
+
+    def dominant_overhead(self) -> str:
+        """The largest term other than compute ('none' when all are zero)."""
+        name, value = max(self.overheads().items(), key=lambda item: float(item[1]))
+        return name if value > 0 else "none"
+
+    @once
+    def total(self) -> Any:
+        """Seconds per step (worked out once: the time, cost and energy figures all read it)."""
+        return (
+            self.compute
+            + self.pipeline_bubble
+            + self.data_parallel_comm
+            + self.tensor_parallel_comm
+            + self.offload
+            + self.dequantisation
+            + self.float8_casts
+            + self.compile_fusion
+            + self.frozen_encoders
+            + self.host_optimizer
+        )
+
+
+def step_seconds(
+    c: Coefficients,
+    hw: Hardware,
+    v: Layout,
+    *,
+    gpus_per_node: Any,
+    comm_overlap: float,
+    host_bytes_per_s: float = float("inf"),
+    virtual_stages: Any = 1,
+    all_in: bool = False,
+) -> StepSeconds:
+    """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
+    bubble, exposed data-parallel and tensor-parallel communication, offload traffic and torchao's
+    float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation and
+    a diffusion pipeline's frozen encoders' forward are added either way (see terms/timing.py for
+    each formula's source)."""
+    tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
+    gpus = v.gpus
+    global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
+    flops = c.flops.total
+    # the attention core and the output head run at the 16-bit rate under the fp8 recipes
+    sixteen_bit = c.attention_flops + c.flops.head_training
+    compute = (
+        global_tokens
+        * (
+            (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
+            + sixteen_bit / hw.attention_peak_flops_per_s
+        )
+        / (gpus * hw.efficiency)
+    )
+    weights = c.quantised_weights * v.stage_fraction / tp
+    dequant = (
+        QLORA_DEQUANT_BYTES_PER_WEIGHT
+        * weights
+        * c.dequant_recompute_factor
+        / hw.memory_bandwidth_bytes_per_s
+        * v.grad_accum
+    )
+    # the frozen encoders' forward (no grad) on each micro-batch: at the compute dtype's rate (the
+    # 16-bit one under an fp8 recipe, which converts only the trained model's linears) and the
+    # step's efficiency; under `offload` they still run on the GPU, after their weights come over
+    encoders = (
+        global_tokens * c.encoder_flops_per_token / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
+    )
+    if all_in:
+        zero: Any = 0.0 * compute
+        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders)
+    # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
+    casts_per_micro = v.micro_batch * c.seq_len * c.float8_cast_bytes_per_token + c.float8_cast_weight_bytes
+    casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
+    # compile's fusion: each GPU runs its stage's layers on its micro-batches (tensor parallelism
+    # taken to shard the fused tensors too, though without sequence parallelism norms are not)
+    fused = v.micro_batch * c.seq_len * c.compile_fusion_bytes_per_token * v.grad_accum
+    fused_s = fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
+    # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
+    # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
+    fusion = 0.0 - minimum(fused_s, (1 - hw.efficiency) * compute)  # 0.0, not -0.0, when none
+    bubble = pipeline_bubble_seconds(compute + dequant + casts + fusion, pp, v.grad_accum, virtual_stages)
+
+    spans = gpus > gpus_per_node
+    bandwidth = link_bytes_per_s(hw, dp, spans)
+    share = v.stage_fraction / tp
+    grads = c.gradient_bytes * share
+    # gradients are reduced once per step, under the last micro-batch's backward (2/3 of it);
+    # ZeRO-3 gathers weights twice and reduce-scatters gradients every micro-batch, under all
+    # of the compute
+    ring = ring_allreduce_seconds(grads, dp, bandwidth)
+    gathered = c.weights_16bit_bytes * share
+    # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
+    # reduce dtype (terms/fsdp.py)
+    gathers = 1 + c.reshard_after_forward
+    per_micro = gather_or_scatter_seconds(gathers * gathered + grads * c.reduce_grad_factor, dp, bandwidth)
+    zero3 = (v.zero_stage == 3) & (dp > 1)
+    comm = where(zero3, per_micro * v.grad_accum, ring)
+    window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)
+    data_parallel = exposed_seconds(comm, window, comm_overlap)
+
+    per_layer = 4 + 2 * c.recompute_layer_share
+    volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.recipe.activation_bytes
+    tp_bandwidth = link_bytes_per_s(hw, tp, False)
+    tensor_parallel = (
+        per_layer * c.model.num_layers / pp * v.grad_accum * ring_allreduce_seconds(volume, tp, tp_bandwidth)
+    )
+    zero_dp = where(v.zero_stage >= 1, dp, 1)
+    # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each
+    # gather copies the shards up, in forward and in backward, and under FSDP's offload the
+    # updated shards stay on the host (no separate upload)
+    trainable = c.counts.trainable * share / zero_dp
+    moved = trainable * (c.recipe.grad_bytes + where(v.offload == 3, 0.0, c.recipe.weight_bytes))
+    moved = moved + where(
+        v.offload >= 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
+    )
+    offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
+    # the CPU optimizer step: it reads the weights, gradients and optimizer state and writes the
+    # weights and state back (2 x state + weight + gradient bytes per parameter), every process of
+    # the node at once over the host's memory bandwidth; nothing runs beside it
+    host_bytes = 2 * c.optimizer_bytes * share / zero_dp + trainable * (
+        c.recipe.weight_bytes + c.recipe.grad_bytes
+    )
+    on_node = minimum(gpus, gpus_per_node)
+    host_optimizer = where(v.offload >= 1, host_bytes * on_node / host_bytes_per_s, 0.0)
+    # frozen encoders kept on the CPU: their weights come over PCIe for every micro-batch
+    offload = offload + c.encoder_offload_bytes * v.grad_accum / hw.pcie_bytes_per_s
+    # activation offloading: every offloaded byte goes down in forward and up in backward, on
+    # side streams under the compute
+    copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s
+    offload = offload + exposed_seconds(copies, compute, OFFLOAD_OVERLAP)
+    return StepSeconds(
+        compute,
+        bubble,
+        data_parallel,
+        tensor_parallel,
+        offload,
+        dequant,
+        casts,
+        fusion,
+        encoders,
+        host_optimizer,
+    )

@@ -1,0 +1,97 @@
+"""Model-state and loss-buffer sizes; their per-GPU composition is in per_gpu.memory.
+
+Model states follow ZeRO (Rajbhandari et al. 2020, sec. 5): stage 1 shards optimizer state,
+stage 2 also gradients, stage 3 also weights, each over the data-parallel ranks; tensor and
+pipeline parallelism split every state by their degree (Shoeybi et al. 2019; Narayanan et al.
+2021). The first pipeline stage holds activations of min(pp, grad_accum) in-flight micro-batches
+under 1F1B (Korthikanti et al. 2022, sec. 4.2.3). The peak is the largest of: end of forward,
+start and end of backward, optimizer step, with optimizer state resident (second step on) and,
+with gradient accumulation, gradients resident from the first micro-batch on.
+"""
+
+from __future__ import annotations
+
+from trainplan.engine.terms.recipes import OptimizerRecipe, PrecisionRecipe
+from trainplan.specs.model import ModelSpec, derived
+from trainplan.specs.weights import block_linears
+
+
+def optimizer_state_bytes(
+    trainable: float,
+    matrix_rows_cols: float,
+    recipe: PrecisionRecipe,
+    optimizer: OptimizerRecipe,
+) -> float:
+    """Optimizer bytes per replica: master copy + states.
+
+    Adam-type: states x state bytes per parameter (fp32 = 4, pure bf16 = 2, 8-bit = 1 + absmax);
+    Adafactor: factored second moment = rows + columns per matrix (Shazeer & Stern 2018, sec. 3),
+    in fp32.
+    """
+    master = recipe.master_bytes * trainable
+    state_bytes = optimizer.state_bytes if optimizer.state_bytes is not None else recipe.state_bytes
+    if optimizer.factored:
+        return master + 4 * matrix_rows_cols
+    return master + optimizer.states * state_bytes * trainable
+
+
+def optimizer_transient_bytes(
+    trainable: float, largest_tensor: float, recipe: PrecisionRecipe, optimizer: OptimizerRecipe
+) -> float:
+    """Temporaries during optimizer.step(): multi-tensor (foreach) AdamW materialises one
+    state-sized tensor per parameter (sqrt of the variance) for all parameters at once
+    (torch.optim.adamw._multi_tensor_adamw); per-parameter optimizers only for the largest
+    tensor; fused kernels none."""
+    state_bytes = optimizer.state_bytes if optimizer.state_bytes is not None else recipe.state_bytes
+    if optimizer.transient == "all":
+        return optimizer.transient_tensors * state_bytes * trainable
+    if optimizer.transient == "largest":
+        return optimizer.transient_tensors * 4 * largest_tensor
+    return 0.0
+
+
+def layer_weight_bytes(model: ModelSpec, bytes_per_param: float) -> float:
+    """Weights of the largest single layer (what ZeRO-3 gathers at a time)."""
+    return max(derived(model, block_linear_params), default=0) * bytes_per_param
+
+
+def block_linear_params(model: ModelSpec) -> tuple[int, ...]:
+    """Linear-layer parameters of one layer of each block group, in forward order."""
+    return tuple(
+        sum(linear.params for linear in block_linears(block, model.hidden_size)) for block in model.blocks
+    )
+
+
+def logits_bytes(vocab_size: int, activation_bytes: int, softcap: bool = False) -> tuple[float, float, float]:
+    """(held from the loss to backward, peak while computing the loss, peak in its backward), per
+    token (the layout formulas divide by tensor parallelism).
+
+    The LM head writes logits at the activation dtype; the loss upcasts them to fp32 (a no-op in
+    fp32 training) and cross-entropy keeps only its fp32 log-softmax for backward (the logits
+    themselves are dropped once the loss is computed, as the HF Trainer does). Backward holds
+    that log-softmax, the fp32 gradient of the log-probabilities and the fp32 gradient of the
+    logits at once: 12 bytes per element. Measured on fake-tensor traces with a 131K vocabulary
+    (calibration/fake_trace.json): 10 / 4 / 12 bytes per element for bf16, 8 / 4 / 12 for fp32.
+    Vocab-parallel heads shard all of it by TP (Megatron-LM's vocab-parallel cross-entropy).
+    Final-logit soft-capping (Gemma 2: cap x tanh(logits / cap)) keeps the tanh output at the
+    activation dtype throughout (measured: 6 / 12 / 14 bytes per element with bf16).
+    """
+    per_token = float(vocab_size)
+    upcast = 4 if activation_bytes < 4 else 0
+    cap = activation_bytes if softcap else 0
+    return (
+        (4 + cap) * per_token,
+        (activation_bytes + upcast + 4 + cap) * per_token,
+        (12 + cap) * per_token,
+    )
+
+
+def fused_loss_bytes(hidden_size: int, activation_bytes: int) -> tuple[float, float, float]:
+    """(held, peak while computing the loss, peak in its backward) per token for a fused linear +
+    cross-entropy kernel (Liger-Kernel's FusedLinearCrossEntropy, Hsu et al. 2024, sec. 3;
+    Cut Cross-Entropy, Wijmans et al. 2024): logits are made chunk by chunk, with chunks sized
+    so that chunk x vocab ~ tokens x hidden, and the gradient of the hidden states is computed in
+    forward. Held: that gradient (hidden x activation bytes); while the loss runs, one chunk of
+    logits and its fp32 softmax on top (~ hidden x (activation + 4) bytes per token)."""
+    held = activation_bytes * hidden_size
+    return held, held + (activation_bytes + 4) * hidden_size, held

@@ -1,0 +1,431 @@
+"""Hugging Face `TrainingArguments` / TRL `SFTConfig` (and TRL's `ModelConfig` keys) as YAML or JSON.
+
+Field names: transformers src/transformers/training_args.py (per_device_train_batch_size is per
+GPU; optim names from its OptimizerNames enum), TRL trl/trainer/sft_config.py (max_length, formerly
+max_seq_length; activation_offloading; use_liger_kernel) and trl/trainer/model_config.py
+(model_name_or_path, use_peft, lora_r, load_in_4bit, attn_implementation, torch_dtype).
+The optimizer names, the precision rule and the attention names live here once; axolotl and
+LLaMA-Factory use the same TrainingArguments underneath and import them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.inputs.configs.base import (
+    IRRELEVANT,
+    NOT_MODELLED,
+    Default,
+    Ignore,
+    Rule,
+    choice,
+    ignored,
+    positive_int,
+    to,
+    truthy,
+)
+from trainplan.specs.errors import InputError
+from trainplan.specs.offload import FSDP_OFFLOAD
+
+FORMAT = "hf"
+TITLE = "Hugging Face TrainingArguments / TRL SFTConfig"
+SYNTAX = "yaml"
+WHOLE = ("deepspeed",)  # an inline DeepSpeed config (TrainingArguments takes a dict too)
+
+# transformers OptimizerNames (transformers 5.24 training_args.py, every member) -> scenario
+# optimizer, by the state each keeps per parameter (memory and time only: paging and the 32-bit
+# paged variants hold the same state as their plain twins; one fp32 state of Adagrad or RMSprop
+# is SGD-with-momentum's one buffer). An optimizer with a state of its own kind is read as not
+# modelled: the optimizer stays the default, named in the ignored settings.
+_NO_STATE_MODEL = f"{NOT_MODELLED}: no state model for it; give --optimizer for the closest"
+_GALORE = (
+    "galore_adamw", "galore_adamw_8bit", "galore_adafactor", "galore_adamw_layerwise",
+    "galore_adamw_8bit_layerwise", "galore_adafactor_layerwise",
+)  # fmt: skip
+OPTIM: dict[str, str | Ignore] = {
+    "adamw_torch": "adamw",
+    "adamw_hf": "adamw",
+    "adamw_torch_xla": "adamw",
+    "adamw_torch_fused": "adamw-fused",
+    "adamw_torch_npu_fused": "adamw-fused",
+    "adamw_apex_fused": "adamw-fused",
+    "adamw_bnb_8bit": "adamw-8bit",
+    "adamw_8bit": "adamw-8bit",
+    "adamw_torch_8bit": "adamw-8bit",  # torchao AdamW8bit: blocks of 256, as bitsandbytes
+    "adamw_torch_4bit": "adamw-4bit",
+    "paged_adamw_8bit": "paged-adamw-8bit",
+    "paged_adamw_32bit": "adamw",
+    "paged_adamw": "adamw",
+    "stable_adamw": "adamw",
+    "adafactor": "adafactor",
+    "sgd": "sgd",
+    "adagrad": "sgd-momentum",
+    "rmsprop": "sgd-momentum",
+    "rmsprop_bnb": "sgd-momentum",
+    "rmsprop_bnb_32bit": "sgd-momentum",
+    "lion_32bit": "lion",
+    "paged_lion_32bit": "lion",
+    "lion_8bit": Ignore(f"{NOT_MODELLED}: 8-bit Lion"),
+    "paged_lion_8bit": Ignore(f"{NOT_MODELLED}: 8-bit Lion"),
+    "rmsprop_bnb_8bit": Ignore(f"{NOT_MODELLED}: 8-bit RMSprop"),
+    "ademamix": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "ademamix_8bit": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "paged_ademamix_32bit": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "paged_ademamix_8bit": Ignore(f"{NOT_MODELLED}: AdEMAMix's three states"),
+    "adamw_anyprecision": Ignore(_NO_STATE_MODEL),
+    "grokadamw": Ignore(_NO_STATE_MODEL),
+    "schedule_free_radam": Ignore(f"{NOT_MODELLED}: schedule-free states"),
+    "schedule_free_adamw": Ignore(f"{NOT_MODELLED}: schedule-free states"),
+    "schedule_free_sgd": Ignore(f"{NOT_MODELLED}: schedule-free states"),
+    "lomo": Ignore(f"{NOT_MODELLED}: LOMO's fused update (no gradients kept)"),
+    "adalomo": Ignore(f"{NOT_MODELLED}: LOMO's fused update (no gradients kept)"),
+    **{name: Ignore(f"{NOT_MODELLED}: GaLore projections") for name in _GALORE},
+    **{
+        name: Ignore(f"{NOT_MODELLED}: APOLLO projections")
+        for name in ("apollo_adamw", "apollo_adamw_layerwise")
+    },
+}
+# The name written for each scenario optimizer (`plan --emit`): the plain member of its kind.
+OPTIM_NAMES = {
+    "adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "adamw-8bit": "adamw_bnb_8bit",
+    "paged-adamw-8bit": "paged_adamw_8bit", "adamw-4bit": "adamw_torch_4bit", "adafactor": "adafactor",
+    "sgd": "sgd", "lion": "lion_32bit",
+}  # fmt: skip
+OPTIM_NOTE = "transformers OptimizerNames; paged 32-bit AdamW holds AdamW's states"
+
+# attn_implementation -> scenario attention (flash and sdpa keep no seq x seq scores).
+ATTENTION = {"flash_attention_2": "flash", "flash_attention_3": "flash", "sdpa": "sdpa", "eager": "eager"}
+
+BF16_DTYPES = ("bfloat16", "bf16", "torch.bfloat16")
+FP16_DTYPES = ("float16", "fp16", "torch.float16", "half")
+
+
+def optimizer(setting: str) -> Rule:
+    """The `optim` rule (shared by the readers built on TrainingArguments)."""
+    return to("optimizer", OPTIM_NOTE, lambda value: choice(setting, OPTIM, value))
+
+
+def precision(bf16: Any, fp16: Any, model_dtype: Any) -> str | Ignore:
+    """The precision recipe of the Trainer's flags over a model loaded in `model_dtype`.
+
+    transformers Trainer: bf16/fp16 turn on torch.autocast over the model's own weights. A model
+    loaded in fp32 (from_pretrained's default) trains amp-bf16 / amp-fp16 (fp32 weights, grads and
+    states); loaded in bf16, the Trainer steps bf16 weights with bf16 states: pure bf16."""
+    dtype = str(model_dtype).strip().lower() if model_dtype is not None else None
+    if truthy("bf16", bf16) if bf16 is not None else False:
+        return "bf16" if dtype in BF16_DTYPES else "amp-bf16"
+    if truthy("fp16", fp16) if fp16 is not None else False:
+        if dtype in FP16_DTYPES:
+            raise InputError("fp16", "pure fp16 weights cannot be trained with the GradScaler; load in fp32")
+        return "amp-fp16"
+    if dtype in BF16_DTYPES:
+        return "bf16"
+    return (
+        "fp32"
+        if dtype in (None, "float32", "fp32", "auto")
+        else Ignore(f"torch_dtype {dtype}: {NOT_MODELLED}")
+    )
+
+
+def _model_dtype(flat: Mapping[str, Any]) -> Any:
+    return flat.get("torch_dtype", flat.get("dtype", flat.get("model_init_kwargs.torch_dtype")))
+
+
+def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("bf16", value) and flat.get("fp16") is True:
+        return Ignore("false; fp16 decides")
+    result = precision(flat.get("bf16"), flat.get("fp16"), _model_dtype(flat))
+    return result if isinstance(result, Ignore) else {"precision": result}
+
+
+def _fp16(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if "bf16" in flat and (truthy("bf16", flat["bf16"]) or not truthy("fp16", value)):
+        return Ignore("read with bf16")
+    result = precision(None, value, _model_dtype(flat))
+    return result if isinstance(result, Ignore) else {"precision": result}
+
+
+def _checkpointing(value: Any) -> str:
+    return "full" if truthy("gradient_checkpointing", value) else "none"
+
+
+def fsdp_option(setting: str, value: Any) -> dict[str, Any] | Ignore:
+    """TrainingArguments `fsdp`: "full_shard auto_wrap offload" (a string or a list) -> ZeRO
+    stage (full_shard = 3, shard_grad_op = 2, hybrid_shard modelled as 3) and offload."""
+    words = value.split() if isinstance(value, str) else list(value) if isinstance(value, list) else None
+    if words is None or not all(isinstance(word, str) for word in words):
+        raise InputError(setting, "must be a string or list of FSDP options (full_shard, offload, ...)")
+    words = [word.strip().lower() for word in words]
+    if not words or words == ["false"]:
+        return Ignore("no FSDP")
+    stages = {"full_shard": 3, "hybrid_shard": 3, "shard_grad_op": 2, "hybrid_shard_zero2": 2, "no_shard": 0}
+    found = [stages[word] for word in words if word in stages]
+    if not found:
+        raise InputError(setting, f"names no sharding strategy; allowed: {', '.join(stages)}")
+    fields: dict[str, Any] = {"zero_stage": found[0], "_backend": "FSDP"}
+    if "offload" in words:  # FSDP1 CPUOffload(offload_params=True): parameters and gradients
+        fields["offload"] = FSDP_OFFLOAD
+    return fields
+
+
+def _max_steps(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        return Ignore("not positive: the epochs decide")
+    return positive_int("max_steps")(value)
+
+
+def _save_strategy(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """TrainingArguments.save_strategy (default "steps", every save_steps = 500: transformers
+    5.24 training_args.py lines 1177-1191): "epoch" saves at each epoch's end and "no" never
+    within training (the example scripts' final save_model is the one write), both read as
+    checkpoint_every 0; "steps" is read with save_steps; "best" depends on the evaluation."""
+    strategy = str(value if value is not None else "steps").strip().lower()
+    if strategy in ("epoch", "no"):
+        return {"checkpoint_every": 0}
+    if strategy == "steps":
+        return Ignore("read with save_steps")
+    if strategy == "best":
+        return Ignore(f"{NOT_MODELLED}: saves when the evaluation improves; the default interval applies")
+    raise InputError("save_strategy", f"must be steps, epoch, no or best (got {value!r})")
+
+
+def _save_steps(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """save_steps under the "steps" strategy: an integer is the interval; a float below 1 is a
+    share of the total steps (read where max_steps gives them)."""
+    strategy = str(flat.get("save_strategy") or "steps").strip().lower()
+    if strategy != "steps":
+        return Ignore("read with save_strategy")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise InputError(
+            "save_steps", f"must be a positive number of steps or a share below 1 (got {value!r})"
+        )
+    if value < 1:
+        steps = flat.get("max_steps")
+        if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+            return {"checkpoint_every": max(1, math.ceil(value * steps))}
+        return Ignore("a share of the total steps, which the epochs decide: the default interval applies")
+    return {"checkpoint_every": int(value)}
+
+
+def _peft(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not truthy("use_peft", value):
+        return {"method": "full"}
+    quantised = flat.get("load_in_4bit") is True or flat.get("load_in_8bit") is True
+    return {"method": "qlora" if quantised else "lora"}
+
+
+def _reference(value: Any) -> Any:
+    if isinstance(value, str | Mapping):
+        return value
+    raise InputError("deepspeed", "must be a path to a DeepSpeed JSON file or its contents")
+
+
+def _fsdp_rules() -> dict[str, Rule]:
+    from trainplan.inputs.configs.accelerate import fsdp_rules
+
+    return {**fsdp_rules("fsdp_config."), "fsdp_config.*": ignored(IRRELEVANT)}
+
+
+# TRL's preference and RL trainers (DPOConfig, ORPOConfig, KTOConfig, CPOConfig, GRPOConfig):
+# their own keys. A pair's chosen and rejected sequences run as one batch and a reference model
+# may run beside the policy; trainplan sizes the policy's step on the sequences as given.
+PREFERENCE_KEYS = (
+    "beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "precompute_ref_log_probs",
+    "ref_model_init_kwargs", "num_generations", "desirable_weight", "undesirable_weight", "simpo_gamma",
+    "cpo_alpha", "reference_free", "sync_ref_model",
+)  # fmt: skip
+_PREFERENCE = (
+    f"{NOT_MODELLED}: preference and RL training (pairs, a reference model); the policy's step is estimated"
+)
+SFT_LOSSES = {"chunked_nll": "fused", "nll": "standard", "dft": "standard"}
+
+
+def _loss_type(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """SFTConfig.loss_type: chunked_nll runs lm_head and the cross-entropy a chunk of tokens at a
+    time, each chunk's logits alive only in its own checkpointed forward and backward (the fused
+    class: sft_trainer.py _chunked_cross_entropy_loss at huggingface/trl@f2cd5771, TRL 1.4+); nll
+    and dft take the model's full logits. A preference trainer's loss_type names its objective."""
+    if isinstance(value, str) and value in SFT_LOSSES:
+        return {"loss": SFT_LOSSES[value]}
+    return Ignore(_PREFERENCE)
+
+
+RULES: dict[str, Rule] = {
+    "model_name_or_path": to("model", "catalog name, Hub id or local path"),
+    "per_device_train_batch_size": to("micro_batch", "per GPU", positive_int("per_device_train_batch_size")),
+    "gradient_accumulation_steps": to(
+        "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
+    ),
+    "gradient_checkpointing": to("activation_checkpointing", "every block (true) or none", _checkpointing),
+    "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
+    "bf16": Rule("autocast over the model's dtype (fp32 by default: amp-bf16)", _precision, sets="precision"),
+    "fp16": Rule("autocast with a GradScaler over fp32 weights", _fp16, sets="precision"),
+    "tf32": ignored(f"{NOT_MODELLED}: TF32 matmuls for fp32 work"),
+    "bf16_full_eval": ignored(IRRELEVANT),
+    "fp16_full_eval": ignored(IRRELEVANT),
+    "torch_dtype": ignored("read with bf16/fp16 (the weights' dtype)"),
+    "dtype": ignored("read with bf16/fp16 (the weights' dtype)"),
+    "model_init_kwargs.torch_dtype": ignored("read with bf16/fp16 (the weights' dtype)"),
+    "model_init_kwargs*": ignored(IRRELEVANT),
+    "optim": optimizer("optim"),
+    "max_seq_length": to("seq_len", "tokens per sequence (TRL before 0.20)", positive_int("max_seq_length")),
+    "max_length": to("seq_len", "tokens per sequence", positive_int("max_length")),
+    "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "padding_free": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
+    "max_steps": to("steps", "optimizer steps", _max_steps),
+    "save_strategy": Rule("checkpoint writes: steps, epoch or no", _save_strategy, sets="checkpoint_every"),
+    "save_steps": Rule("steps between checkpoint writes", _save_steps, sets="checkpoint_every"),
+    "num_train_epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
+    "deepspeed": to("_reference", "a DeepSpeed JSON file (beside this one) or its contents", _reference),
+    "fsdp": Rule("FSDP options", lambda value, flat: fsdp_option("fsdp", value), sets="zero_stage, offload"),
+    **_fsdp_rules(),
+    "fsdp_config": ignored(f"{NOT_MODELLED}: an FSDP config file; write its fsdp_* keys inline"),
+    "torch_compile": to("compile", "torch.compile", lambda value: truthy("torch_compile", value)),
+    "torch_compile_backend": ignored(IRRELEVANT),
+    "torch_compile_mode": ignored(IRRELEVANT),
+    "use_liger_kernel": Rule(
+        "Liger's fused linear + cross-entropy and its RMSNorm, RoPE and SwiGLU kernels",
+        lambda value, flat: (
+            {"loss": "fused", "kernels": "liger"} if truthy("use_liger_kernel", value) else Ignore("false")
+        ),
+        sets="loss, kernels",
+    ),
+    "liger_kernel_config*": ignored(f"{NOT_MODELLED}: per-kernel Liger switches (all are taken as on)"),
+    "activation_offloading": to(
+        "activation_offload",
+        "TRL's offload of saved activations",
+        lambda v: truthy("activation_offloading", v),
+    ),
+    "loss_type": Rule(
+        "SFTConfig.loss_type: chunked_nll is checkpointed chunks, nll the full logits",
+        _loss_type,
+        sets="loss",
+    ),
+    **{key: ignored(_PREFERENCE) for key in PREFERENCE_KEYS},
+    "completion_only_loss": ignored(IRRELEVANT),
+    "assistant_only_loss": ignored(IRRELEVANT),
+    "dataset_text_field": ignored(IRRELEVANT),
+    "use_peft": Rule("LoRA through peft (4/8-bit base: QLoRA)", _peft, sets="method"),
+    "lora_r": to("lora.rank", "LoRA rank", positive_int("lora_r")),
+    "lora_alpha": to("lora.alpha", "LoRA alpha"),
+    "lora_dropout": to("lora.dropout", "LoRA dropout"),
+    "lora_target_modules": to("lora.targets", "module names or all-linear"),
+    "use_dora": to("lora.dora", "DoRA", lambda value: truthy("use_dora", value)),
+    "load_in_4bit": Rule(
+        "4-bit base",
+        lambda v, f: {"base_weights": "nf4"} if truthy("load_in_4bit", v) else Ignore("false"),
+        sets="base_weights",
+    ),
+    "load_in_8bit": Rule(
+        "8-bit base",
+        lambda v, f: {"base_weights": "int8"} if truthy("load_in_8bit", v) else Ignore("false"),
+        sets="base_weights",
+    ),
+    "bnb_4bit_quant_type": ignored(f"{NOT_MODELLED}: nf4 and fp4 take the same bytes"),
+    "use_bnb_nested_quant": ignored(f"{NOT_MODELLED}: nf4 is counted with double quantisation"),
+    "attn_implementation": to(
+        "attention", "attention kernel", lambda value: choice("attn_implementation", ATTENTION, value)
+    ),
+    "model_revision": ignored(IRRELEVANT),
+    "lora_task_type": ignored(IRRELEVANT),
+    "lora_modules_to_save": ignored(f"{NOT_MODELLED}: fully trained extra modules"),
+    "use_rslora": ignored(f"{IRRELEVANT} (a scaling rule)"),
+}
+
+TRL_KEYS = (
+    "max_seq_length", "max_length", "packing", "dataset_text_field", "completion_only_loss",
+    "assistant_only_loss", "use_peft", "lora_r", "activation_offloading", "padding_free", "loss_type",
+)  # fmt: skip
+MARKERS = (
+    "per_device_train_batch_size", "optim", "gradient_checkpointing", "output_dir", "model_name_or_path",
+    "dataset_name", *TRL_KEYS,
+)  # fmt: skip
+
+
+def detect(data: Mapping[str, Any]) -> bool:
+    """TrainingArguments keys at the top level."""
+    return sum(key in data for key in MARKERS) >= 2
+
+
+def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """The model's own cross-entropy over full logits where TRL's chunked loss does not run: a
+    config with max_seq_length is for TRL 0.19 or older (renamed max_length in 0.20, trl
+    e102ac8df), before chunked_nll (TRL 1.4, 9bcf72943); a preference trainer's loss is its own."""
+    if recipe(flat) != "trl" or flat.get("loss_type") in SFT_LOSSES:
+        return {}
+    if "max_seq_length" in flat:
+        return {"loss": ("standard", "max_seq_length: a TRL 0.19 config, the model's own cross-entropy")}
+    if any(key in flat for key in PREFERENCE_KEYS):
+        return {"loss": ("standard", "a preference trainer's log-probabilities over the full logits")}
+    return {}
+
+
+# A config for TRL's command line (`trl sft --config FILE`, trl/cli.py): its comments name it.
+TRL_CLI = "<trl command line>"
+_TRL_COMMAND = re.compile(r"^#.*\btrl\s+(sft|dpo|grpo|kto|orpo|reward|rloo|ppo)\b", re.MULTILINE)
+
+
+def hints(text: str) -> dict[str, Any]:
+    """A file its comments say is run with `trl sft` (or another TRL command) is a TRL config."""
+    found = _TRL_COMMAND.search(text)
+    return {TRL_CLI: found.group(1)} if found else {}
+
+
+def recipe(flat: Mapping[str, Any]) -> str:
+    """TRL's SFTConfig defaults when the file has TRL's own keys or is run with TRL's command
+    line; the plain Trainer's otherwise."""
+    return "trl" if TRL_CLI in flat or any(key in flat for key in TRL_KEYS) else "hf-trainer"
+
+
+# transformers TrainingArguments' own defaults, under TRL's configs and LLaMA-Factory's too.
+TRAINER_DEFAULTS = {
+    "per_device_train_batch_size": Default(
+        8, "transformers", "TrainingArguments.per_device_train_batch_size"
+    ),
+    "gradient_accumulation_steps": Default(
+        1, "transformers", "TrainingArguments.gradient_accumulation_steps"
+    ),
+    "gradient_checkpointing": Default(
+        False,
+        "transformers",
+        "TrainingArguments.gradient_checkpointing",
+        "None in the signature, false once __post_init__ has run",
+    ),
+    "optim": Default(
+        "adamw_torch_fused",
+        "transformers",
+        "TrainingArguments.optim",
+        "default_optim: adamw_torch_fused with torch 2.8 or newer (adamw_torch before)",
+    ),
+}
+# TRL's SFTConfig and ModelConfig over them (trl/trainer/base_config.py, sft_config.py,
+# model_config.py): the full model unless use_peft, checkpointing on, bf16 unless fp16.
+TRL_DEFAULTS = {
+    **TRAINER_DEFAULTS,
+    "use_peft": Default(False, "trl", "ModelConfig.use_peft"),
+    "gradient_checkpointing": Default(True, "trl", "_BaseConfig.gradient_checkpointing"),
+    "bf16": Default(
+        True, "trl", "_BaseConfig.bf16", "None in the signature; __post_init__ sets it to not fp16"
+    ),
+    "max_length": Default(1024, "trl", "SFTConfig.max_length"),
+    "activation_offloading": Default(False, "trl", "SFTConfig.activation_offloading"),
+}
+TRL_PEFT_DEFAULTS = {
+    "lora_r": Default(16, "trl", "ModelConfig.lora_r"),
+    "lora_alpha": Default(32, "trl", "ModelConfig.lora_alpha"),
+    "lora_dropout": Default(0.05, "trl", "ModelConfig.lora_dropout"),
+}
+
+
+def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
+    """TRL's defaults for a file with TRL's own keys (its LoRA ones with use_peft), the plain
+    Trainer's otherwise."""
+    if recipe(flat) != "trl":
+        return TRAINER_DEFAULTS
+    peft = flat.get("use_peft") is not None and truthy("use_peft", flat["use_peft"])
+    fp16 = flat.get("fp16") is not None and truthy("fp16", flat["fp16"])
+    bf16 = Default(not fp16, "trl", "_BaseConfig.bf16", TRL_DEFAULTS["bf16"].effective)
+    return {**TRL_DEFAULTS, "bf16": bf16, **(TRL_PEFT_DEFAULTS if peft else {})}

@@ -1,0 +1,1 @@
+"""The command line: typer commands, the fast path of `estimate`, terminal tables."""

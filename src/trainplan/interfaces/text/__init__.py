@@ -1,0 +1,1 @@
+"""Words shared by the command line and the web page: phrasing of results, plans and hints."""

@@ -1,0 +1,317 @@
+"""Which layouts can run: one table of rules, checked on one scenario or on a million candidates.
+
+`layout_problems()` evaluates every rule on numbers or on numpy arrays (one element per
+planner candidate). `estimate()` and the scenario parser raise the first problem as an
+`InputError` naming the field (`check_layout`); the planner (plan.py) rejects the candidates a
+rule marks, counting them under the rule's `reason`. Both ask this one table, so a layout the
+planner keeps is one `estimate()` accepts, and one it drops as invalid is one `estimate()`
+refuses (tests/test_validity.py checks it over every method and offload mode).
+
+A setting that merely has no effect is not a problem here: ZeRO with a single data-parallel
+replica shards over one rank, which is the unsharded layout (STYLE rule 9: a warning on the
+result, `estimate._warnings`). The planner keeps such a layout and ranks it; its ties go to the
+lower ZeRO stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from trainplan.specs.errors import InputError
+from trainplan.specs.offload import PARAM_OFFLOADS
+
+# The base-weight precisions that are quantised (bitsandbytes int8, QLoRA's NF4): what QLoRA
+# needs, what kbit_upcast applies to, and what dequantises before each matmul.
+QUANTISED_BASES = frozenset({"int8", "nf4"})
+
+if TYPE_CHECKING:
+    from trainplan.specs.model import ModelSpec
+
+
+class LayoutChoice(Protocol):
+    """The fields the rules read. A Scenario is one; the planner passes arrays for the first
+    five (one element per candidate) and one value for the rest."""
+
+    @property
+    def gpus(self) -> Any: ...
+    @property
+    def tensor_parallel(self) -> Any: ...
+    @property
+    def pipeline_parallel(self) -> Any: ...
+    @property
+    def zero_stage(self) -> Any: ...
+    @property
+    def grad_accum(self) -> Any: ...
+    @property
+    def sequence_parallel(self) -> Any: ...
+    @property
+    def virtual_stages(self) -> Any: ...
+    @property
+    def gpus_per_node(self) -> Any: ...
+    @property
+    def offload(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def base_weights(self) -> str | None: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def kbit_upcast(self) -> bool: ...
+    @property
+    def optimizer_in_backward(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class LayoutArrays:
+    """Candidate layouts for the rules: the axes the planner searches as arrays (one element per
+    candidate), every other setting from the scenario they vary."""
+
+    scenario: LayoutChoice
+    gpus: Any
+    tensor_parallel: Any
+    pipeline_parallel: Any
+    zero_stage: Any
+    grad_accum: Any
+    sequence_parallel: Any
+    virtual_stages: Any
+
+    @property
+    def gpus_per_node(self) -> Any:
+        return self.scenario.gpus_per_node
+
+    @property
+    def offload(self) -> str:
+        return self.scenario.offload
+
+    @property
+    def method(self) -> str:
+        return self.scenario.method
+
+    @property
+    def base_weights(self) -> str | None:
+        return self.scenario.base_weights
+
+    @property
+    def precision(self) -> str:
+        return self.scenario.precision
+
+    @property
+    def kbit_upcast(self) -> bool:
+        return self.scenario.kbit_upcast
+
+    @property
+    def optimizer_in_backward(self) -> bool:
+        return self.scenario.optimizer_in_backward
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One validity rule: where it applies (`broken`, array-friendly), what the error names
+    (`field`, `message` on one layout) and what the planner counts (`reason`)."""
+
+    field: str
+    reason: str
+    broken: Callable[[LayoutChoice, ModelSpec | None], Any]
+    message: Callable[[LayoutChoice, ModelSpec | None], str]
+    needs_model: bool = False
+
+
+def _model_parallel(c: LayoutChoice) -> Any:
+    return c.tensor_parallel * c.pipeline_parallel
+
+
+def _heads(model: ModelSpec | None) -> tuple[int, int]:
+    assert model is not None, "a model rule needs the model"
+    return model.attention_heads
+
+
+def _layers(model: ModelSpec | None) -> int:
+    assert model is not None, "a model rule needs the model"
+    return model.num_layers
+
+
+def _kind(model: ModelSpec | None) -> str:
+    assert model is not None, "a model rule needs the model"
+    return model.kind
+
+
+def _data_parallel_only(degree: Any, model: ModelSpec | None) -> str:
+    assert model is not None, "a model rule needs the model"
+    return (
+        f"{degree}: {model.name} is a {model.kind} model, trained data-parallel (with ZeRO / FSDP) as "
+        "the diffusers and JEPA scripts do; tensor and pipeline parallelism must be 1"
+    )
+
+
+def _uses_offload(c: LayoutChoice) -> bool:
+    return c.offload != "none"
+
+
+def accumulation_forbidden(optimizer_in_backward: Any, grad_accum: Any) -> Any:
+    """Optimizer-in-backward frees each gradient as soon as its step has run, so gradients
+    cannot accumulate over micro-batches (torchtune's recipes raise on
+    gradient_accumulation_steps > 1 with optimizer_in_bwd). Works on numpy arrays too."""
+    return optimizer_in_backward & (grad_accum > 1)
+
+
+def resolved_base_weights(c: LayoutChoice) -> str | None:
+    """The frozen base's storage format: given, else nf4 for QLoRA, else the weight dtype."""
+    if c.method == "full":
+        return None
+    if c.base_weights is not None:
+        return c.base_weights
+    if c.method == "qlora":
+        return "nf4"
+    return {"fp32": "fp32", "fp16-mixed": "fp16", "amp-fp16": "fp16"}.get(c.precision, "bf16")
+
+
+def quantised_base(c: LayoutChoice) -> bool:
+    """Whether the frozen base is stored quantised (int8 or nf4; QLoRA defaults to nf4)."""
+    return resolved_base_weights(c) in QUANTISED_BASES
+
+
+TP_HEADS = "invalid: tensor parallel does not divide the attention heads"
+OPTIMIZER_IN_BACKWARD = "invalid: optimizer_in_backward needs grad_accum 1 and no offload"
+
+# In the order the errors are raised; the planner counts a candidate under its first problem.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "gpus",
+        "invalid: gpus not a multiple of tensor x pipeline parallel",
+        lambda c, m: c.gpus % _model_parallel(c) != 0,
+        lambda c, m: (
+            f"{c.gpus} GPUs is not a multiple of tensor_parallel x pipeline_parallel = {_model_parallel(c)}"
+        ),
+    ),
+    Rule(
+        "base_weights",
+        "invalid: QLoRA over an unquantised base",
+        lambda c, m: c.method == "qlora" and c.base_weights not in (None, *QUANTISED_BASES),
+        lambda c, m: f"qlora quantises the base: use nf4 or int8, not {c.base_weights}",
+    ),
+    Rule(
+        "base_weights",
+        "invalid: base weights on a full fine-tune",
+        lambda c, m: c.method == "full" and c.base_weights is not None,
+        lambda c, m: "only applies to lora/qlora (a full fine-tune trains every weight)",
+    ),
+    Rule(
+        "virtual_stages",
+        "invalid: interleaved stages without pipeline parallel",
+        lambda c, m: (c.virtual_stages > 1) & (c.pipeline_parallel == 1),
+        lambda c, m: "needs pipeline_parallel > 1",
+    ),
+    Rule(
+        "sequence_parallel",
+        "invalid: sequence parallel without tensor parallel",
+        lambda c, m: c.sequence_parallel & (c.tensor_parallel == 1),
+        lambda c, m: "needs tensor_parallel > 1",
+    ),
+    Rule(
+        "offload",
+        "invalid: CPU offload without ZeRO on several GPUs",
+        lambda c, m: _uses_offload(c) & (c.zero_stage == 0) & (c.gpus > 1),
+        lambda c, m: "CPU offload needs zero_stage >= 1 with several GPUs",
+    ),
+    Rule(
+        "tensor_parallel",
+        "invalid: tensor parallel beyond one node",
+        lambda c, m: c.tensor_parallel > c.gpus_per_node,
+        lambda c, m: (
+            f"{c.tensor_parallel} exceeds gpus_per_node={c.gpus_per_node}: "
+            "tensor parallelism needs the fast intra-node link"
+        ),
+    ),
+    Rule(
+        "offload",
+        "invalid: parameter offload needs ZeRO-3",
+        lambda c, m: (c.offload in PARAM_OFFLOADS) & (c.zero_stage != 3) & (c.zero_stage != 0),
+        lambda c, m: "parameter offload needs zero_stage 3",
+    ),
+    Rule(
+        "optimizer_in_backward",
+        OPTIMIZER_IN_BACKWARD,
+        lambda c, m: accumulation_forbidden(c.optimizer_in_backward, c.grad_accum),
+        lambda c, m: (
+            f"cannot run with grad_accum = {c.grad_accum}: each gradient is freed right "
+            "after its step, so nothing accumulates. Set grad_accum 1 or optimizer_in_backward false"
+        ),
+    ),
+    Rule(
+        "optimizer_in_backward",
+        OPTIMIZER_IN_BACKWARD,
+        lambda c, m: c.optimizer_in_backward and _uses_offload(c),
+        lambda c, m: (
+            f"cannot run with offload = {c.offload}: the offloaded optimizer steps on the CPU "
+            "after backward. Set offload none or optimizer_in_backward false"
+        ),
+    ),
+    Rule(
+        "kbit_upcast",
+        "invalid: kbit_upcast without a quantised base",
+        lambda c, m: c.kbit_upcast and not quantised_base(c),
+        lambda c, m: (
+            "needs a quantised base (method qlora, or base_weights int8 or nf4): it casts what "
+            "the quantisation leaves unquantised to fp32"
+        ),
+    ),
+    Rule(
+        "tensor_parallel",
+        "invalid: tensor parallel on a diffusion, video or JEPA model",
+        lambda c, m: (_kind(m) != "llm") & (c.tensor_parallel > 1),
+        lambda c, m: _data_parallel_only(c.tensor_parallel, m),
+        needs_model=True,
+    ),
+    Rule(
+        "pipeline_parallel",
+        "invalid: pipeline parallel on a diffusion, video or JEPA model",
+        lambda c, m: (_kind(m) != "llm") & (c.pipeline_parallel > 1),
+        lambda c, m: _data_parallel_only(c.pipeline_parallel, m),
+        needs_model=True,
+    ),
+    Rule(
+        "tensor_parallel",
+        TP_HEADS,
+        lambda c, m: _heads(m)[0] % c.tensor_parallel != 0,
+        lambda c, m: f"{c.tensor_parallel} does not divide the {_heads(m)[0]} attention heads",
+        needs_model=True,
+    ),
+    Rule(
+        "tensor_parallel",
+        TP_HEADS,
+        lambda c, m: (_heads(m)[1] % c.tensor_parallel != 0) & (c.tensor_parallel % _heads(m)[1] != 0),
+        lambda c, m: f"{c.tensor_parallel} and the {_heads(m)[1]} key/value heads do not nest",
+        needs_model=True,
+    ),
+    Rule(
+        "pipeline_parallel",
+        "invalid: more pipeline stages than layers",
+        lambda c, m: c.pipeline_parallel > _layers(m),
+        lambda c, m: f"must be <= the {_layers(m)} layers",
+        needs_model=True,
+    ),
+)
+
+# Every label the planner may count a layout problem under, in rule order (no repeats).
+LAYOUT_REASONS: tuple[str, ...] = tuple(dict.fromkeys(rule.reason for rule in RULES))
+
+
+def layout_problems(choice: LayoutChoice, model: ModelSpec | None = None) -> list[tuple[Rule, Any]]:
+    """Every rule with where it is broken: a bool for one layout, a boolean array for arrays of
+    candidates. Without a model, the rules that need one (heads, layers) are left out."""
+    return [(rule, rule.broken(choice, model)) for rule in RULES if model is not None or not rule.needs_model]
+
+
+#: The rules that read no model, in order (what a scenario is checked against before its model is read).
+_MODEL_FREE_RULES = tuple(rule for rule in RULES if not rule.needs_model)
+
+
+def check_layout(choice: LayoutChoice, model: ModelSpec | None = None) -> None:
+    """Raise the first problem of one layout as an InputError naming its field: the rules of
+    `layout_problems`, in its order, stopping at the first one broken."""
+    for rule in RULES if model is not None else _MODEL_FREE_RULES:
+        if rule.broken(choice, model):
+            raise InputError(rule.field, rule.message(choice, model))
