@@ -12,7 +12,7 @@ from typing import Any
 from trainplan.inputs.catalogs.cost_inputs import rates
 from trainplan.inputs.catalogs.gpus import find_gpu, gpu_catalog
 from trainplan.specs.errors import InputError, shown_value
-from trainplan.specs.scenario import METHODS, Scenario
+from trainplan.specs.scenario import METHODS, Scenario, data_parallel
 
 # How `--help` names a value of each kind (a scenario field's or a planner option's).
 METAVARS = {"int": "INT", "float": "NUMBER", "bool": "BOOL", "list": "A,B,..."}
@@ -241,7 +241,7 @@ class PlanRequest:
         return (
             self.base.micro_batch
             * self.base.grad_accum
-            * max(1, self.base.gpus // (self.base.tensor_parallel * self.base.pipeline_parallel))
+            * max(1, data_parallel(self.base))
         )
 
 
