@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainplan.engine.estimate import estimate
+from trainplan.engine.terms.recipes import PRECISIONS
 from trainplan.inputs.hf import spec_from_config
 from trainplan.specs.scenario import Scenario
 
@@ -96,7 +97,12 @@ def test_more_sharding_gpus_never_increase_memory(scenario: Scenario) -> None:
 @settings(max_examples=40, deadline=None)
 @given(scenarios)
 def test_fused_loss_never_increases_memory(scenario: Scenario) -> None:
-    assert total(dataclasses.replace(scenario, loss="fused")) <= total(scenario)
+    """The fused loss holds no logits; the one thing it keeps that the standard loss does not
+    overlap is the head's autocast copy (Cut Cross-Entropy saves the classifier weight for its
+    backward) beside the head's gradient, while the loss runs backward: under an autocast
+    precision (fp32 weights, bf16 copies) a short sequence can cost up to that copy more."""
+    copy = PRECISIONS[scenario.precision].autocast_copy_bytes * SPEC.vocab_size * SPEC.head_width
+    assert total(dataclasses.replace(scenario, loss="fused")) <= total(scenario) + copy
 
 
 @settings(max_examples=40, deadline=None)
