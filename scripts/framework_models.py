@@ -49,8 +49,8 @@ from typing import Any
 
 import yaml
 
+from trainplan.inputs.architecture_families import GENERIC, ArchitectureFamily, find_architecture_family
 from trainplan.inputs.catalogs.models import ModelRecord, model_records
-from trainplan.inputs.families import GENERIC, Family, find_family
 from trainplan.inputs.hf import language_config
 from trainplan.inputs.hf.values import flag
 
@@ -1244,9 +1244,9 @@ def catalog_models() -> list[CatalogModel]:
             models.append(CatalogModel(record, shapes, None, None))
             continue
         text = language_config(cfg)
-        family: Family = find_family(str(text.get("model_type", ""))) or GENERIC
+        family: ArchitectureFamily = find_architecture_family(str(text.get("model_type", ""))) or GENERIC
 
-        def first(name: str, text: Mapping[str, Any] = text, family: Family = family) -> Any:
+        def first(name: str, text: Mapping[str, Any] = text, family: ArchitectureFamily = family) -> Any:
             return next((text[k] for k in family.key(name) if text.get(k) is not None), None)
 
         hidden, heads = first("hidden_size"), first("num_heads")

@@ -18,7 +18,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from trainplan.inputs.families import module_path_types, refused_model_types, supported_model_types  # noqa: E402
+from trainplan.inputs.architecture_families import (  # noqa: E402
+    module_path_types,
+    refused_model_types,
+    supported_model_types,
+)
 from trainplan.inputs.hf import spec_from_config  # noqa: E402
 from trainplan.inputs.resolve import record_spec  # noqa: E402
 from trainplan.specs.errors import ConfigError  # noqa: E402

@@ -1,4 +1,4 @@
-"""The field table says which model kinds and methods each field applies to (`FieldInfo.families`,
+"""The field table says which model kinds and methods each field applies to (`FieldInfo.model_kinds`,
 `FieldInfo.methods`); the page shows and sends a field only there (it reads them from /api/fields).
 Outside its scope a field must not matter: the engine refuses a value naming the field, or the
 value changes no figure. Each declared field is tried on a catalog model of every kind (or with
@@ -51,9 +51,9 @@ FIGURES = ("params", "memory", "time", "cost", "energy")
 
 def scoped() -> dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]:
     return {
-        name: (info.families, info.methods)
+        name: (info.model_kinds, info.methods)
         for name, info in field_infos().items()
-        if info.families is not None or info.methods is not None
+        if info.model_kinds is not None or info.methods is not None
     }
 
 

@@ -13,7 +13,7 @@ from configs import TINY_LLAMA
 from typer.testing import CliRunner
 
 from trainplan.engine.estimate import estimate
-from trainplan.inputs.families import refused_model_types
+from trainplan.inputs.architecture_families import refused_model_types
 from trainplan.inputs.hf import spec_from_config
 from trainplan.interfaces.cli.main import app
 from trainplan.specs.errors import ConfigError

@@ -238,11 +238,7 @@ class PlanRequest:
             return self.target_global_sequences
         if self.target_global_tokens:
             return max(1, round(self.target_global_tokens / self.base.seq_len))
-        return (
-            self.base.micro_batch
-            * self.base.grad_accum
-            * max(1, data_parallel(self.base))
-        )
+        return self.base.micro_batch * self.base.grad_accum * max(1, data_parallel(self.base))
 
 
 #: The vendors whose GPUs the planner searches unless told otherwise: PyTorch's CUDA and ROCm

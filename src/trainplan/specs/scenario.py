@@ -132,7 +132,7 @@ class FieldInfo:
     # the model kinds (model.MODEL_KINDS) the field applies to, and the methods; None: every one.
     # The form shows a field only where it applies and sends it only then; the engine refuses a
     # value where it applies to nothing, or the value changes nothing (a test holds both).
-    families: tuple[str, ...] | None = None
+    model_kinds: tuple[str, ...] | None = None
     methods: tuple[str, ...] | None = None
     label: str = ""  # the form's label, e.g. "Micro-batch"
     short_label: str | None = None  # lower-case, inside a sentence: "differs in micro-batch"
@@ -306,7 +306,7 @@ class Scenario:
             "pipeline's, named in the warnings)",
             kind="str",
             label="VAE",
-            families=("diffusion", "video"),
+            model_kinds=("diffusion", "video"),
             interfaces=("cli", "api"),
         ),
     )
@@ -386,7 +386,7 @@ class Scenario:
             None,
             1,
             10_000_000,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Sequence length",
             short_label="sequence length",
         ),
@@ -408,7 +408,7 @@ class Scenario:
             "diffusion, video and JEPA models: pixels per side (1024) or WxH (832x480), each side a "
             "multiple of the VAE stride x patch; not for language models",
             kind="str",
-            families=SAMPLE_KINDS,
+            model_kinds=SAMPLE_KINDS,
             label="Resolution (px or WxH)",
             placeholder="the pipeline's default",
         ),
@@ -421,7 +421,7 @@ class Scenario:
             1,
             MAX_FRAMES,
             "int",
-            families=SAMPLE_KINDS,
+            model_kinds=SAMPLE_KINDS,
             label="Frames per clip",
             placeholder="the pipeline's default",
         ),
@@ -435,7 +435,7 @@ class Scenario:
             0,
             1_000_000,
             "int",
-            families=("diffusion", "video"),
+            model_kinds=("diffusion", "video"),
             label="Text tokens",
             placeholder="the pipeline's default",
         ),
@@ -447,7 +447,7 @@ class Scenario:
             "beforehand, only the denoiser on the GPU), gpu (resident, run every step) or offload "
             "(kept on the CPU)",
             FROZEN_ENCODERS,
-            families=("diffusion", "video"),
+            model_kinds=("diffusion", "video"),
             label="VAE and text encoders",
         ),
     )
@@ -457,7 +457,7 @@ class Scenario:
             "EMA copy of the trainable weights (the diffusers full fine-tune scripts' use_ema); for "
             "a JEPA the target encoder's dtype (null: none for diffusion, fp32 for a JEPA)",
             EMA_DTYPES,
-            families=SAMPLE_KINDS,
+            model_kinds=SAMPLE_KINDS,
             label="EMA copy",
         ),
     )
@@ -471,7 +471,7 @@ class Scenario:
             1.0,
             "float",
             exclusive=True,
-            families=("jepa",),
+            model_kinds=("jepa",),
             label="JEPA mask ratio",
             placeholder="published masks",
         ),
@@ -511,7 +511,7 @@ class Scenario:
             "(the same, plus Unsloth's fused LoRA MLP / QKV / O functions, which keep each input once "
             "and recompute the SwiGLU product)",
             KERNELS,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Layer kernels",
         ),
     )
@@ -521,7 +521,7 @@ class Scenario:
             "Mamba / Mamba-2 and linear-attention kernels: fused (mamba-ssm, flash-linear-attention, "
             "causal-conv1d) or naive (the PyTorch fallback, which keeps far more for backward)",
             SSM_KERNELS,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="SSM kernel",
         ),
     )
@@ -622,7 +622,7 @@ class Scenario:
             None,
             1,
             1024,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Tensor parallel",
             short_label="tensor parallel",
         ),
@@ -634,7 +634,7 @@ class Scenario:
             None,
             1,
             1024,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Pipeline parallel",
             short_label="pipeline parallel",
         ),
@@ -653,7 +653,7 @@ class Scenario:
         False,
         FieldInfo(
             "shard norm/dropout activations over the tensor-parallel group",
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Sequence parallel",
         ),
     )
@@ -676,7 +676,7 @@ class Scenario:
             "(Liger, Cut Cross-Entropy), which never holds the full logits; chunked upcasts the "
             "logits to fp32 one chunk at a time (torchtune)",
             LOSSES,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Loss kernel",
         ),
     )
@@ -687,7 +687,7 @@ class Scenario:
             None,
             1,
             1024,
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Loss chunks",
         ),
     )
@@ -763,7 +763,7 @@ class Scenario:
             1,
             1e16,
             "float",
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Training tokens",
             placeholder=f"{_TOKENS_TEXT} (default)",
             budget="tokens",
@@ -777,7 +777,7 @@ class Scenario:
             1,
             1e16,
             "float",
-            families=LLM_ONLY,
+            model_kinds=LLM_ONLY,
             label="Dataset tokens",
             placeholder="e.g. 5e8",
             budget="dataset",
@@ -797,7 +797,7 @@ class Scenario:
             1,
             1e13,
             "float",
-            families=SAMPLE_KINDS,
+            model_kinds=SAMPLE_KINDS,
             label="Dataset images or clips",
             placeholder="e.g. 10000",
             budget="dataset",
@@ -812,7 +812,7 @@ class Scenario:
             1,
             1e13,
             "float",
-            families=SAMPLE_KINDS,
+            model_kinds=SAMPLE_KINDS,
             label="Training images or clips",
             placeholder=f"{DEFAULT_TRAIN_SAMPLES:,.0f} (default)",
             budget="tokens",

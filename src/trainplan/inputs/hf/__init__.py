@@ -1,7 +1,7 @@
 """Hugging Face config.json -> ModelSpec. The only package that knows Hugging Face key names.
 
 How a decoder's config maps to blocks is declared per `model_type` family in the architecture
-table (`families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
+table (`architecture_families.py`, `data/architectures.yaml`): key aliases, plain or gated MLP, biases, norms,
 parallel blocks, MoE interleaving, and the attention / Mamba layer order of SSM hybrids.
 Encoder-decoder T5/mT5/Flan-T5, GPT-2, BERT-style and BART-style decoders have readers of their
 own; multimodal configs whose language model sits under `text_config`/`language_config` add a

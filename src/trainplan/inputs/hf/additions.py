@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainplan.inputs.families import Family, resolve
+from trainplan.inputs.architecture_families import ArchitectureFamily, resolve
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.errors import ConfigError
 from trainplan.specs.model import Attention, Block, ExtraComponent, Linear, Mlp, ModelSpec, norm_param_count
@@ -20,7 +20,11 @@ _VECTOR_WIDTHS = ("hidden_size", "intermediate_size", "head_dim", "rope_head_dim
 
 
 def model_vectors(
-    family: Family, cfg: Mapping[str, Any], hidden: int, attention: Attention | None, dense: Mlp | None
+    family: ArchitectureFamily,
+    cfg: Mapping[str, Any],
+    hidden: int,
+    attention: Attention | None,
+    dense: Mlp | None,
 ) -> tuple[ExtraComponent, ...]:
     """Learned vectors outside the layer groups, from the row's `model_vectors` (width name -> how
     many): GPT-NeoX-Japanese's attention output bias, which only its last layer has; XLM's
@@ -37,7 +41,9 @@ def model_vectors(
     )
 
 
-def head_transform(family: Family, cfg: Mapping[str, Any], hidden: int) -> tuple[ExtraComponent, ...]:
+def head_transform(
+    family: ArchitectureFamily, cfg: Mapping[str, Any], hidden: int
+) -> tuple[ExtraComponent, ...]:
     """A BERT-style LM-head transform before the tied decoder, where the row declares one
     (ModernBERT's decoder: dense hidden x hidden, its bias by `head_transform_bias`, a norm)."""
     if not flag(family, "head_transform", cfg):
@@ -55,7 +61,7 @@ def head_transform(family: Family, cfg: Mapping[str, Any], hidden: int) -> tuple
 
 
 def layer_vectors(
-    family: Family,
+    family: ArchitectureFamily,
     cfg: Mapping[str, Any],
     hidden: int,
     attention: Attention | None,
@@ -95,7 +101,7 @@ def _vector_count(count: Any, cfg: Mapping[str, Any], width: str) -> int:
     return total
 
 
-def hyper_streams(cfg: Mapping[str, Any], family: Family) -> int:
+def hyper_streams(cfg: Mapping[str, Any], family: ArchitectureFamily) -> int:
     """Residual streams of the row's `hyper_connections` (the config key of their count; Hy-V4's
     hc_mult), 0 without hyper-connections."""
     rule: Mapping[str, str] = family.row.get("hyper_connections") or {}
@@ -134,7 +140,10 @@ def patch_projection(cfg: Mapping[str, Any], keys: Mapping[str, str], hidden: in
 
 
 def layer_type_attention(
-    cfg: Mapping[str, Any], family: Family, per_layer: Mapping[int, Attention], attention: Attention | None
+    cfg: Mapping[str, Any],
+    family: ArchitectureFamily,
+    per_layer: Mapping[int, Attention],
+    attention: Attention | None,
 ) -> dict[int, Attention]:
     """Layer index -> its attention: a per-layer override where `per_layer` has one, changed as the
     row's `sliding_layers` / `unindexed_layers` rules say for the layer types of `layer_types`
@@ -185,7 +194,9 @@ def layer_type_attention(
     return variants
 
 
-def _reread_attention(cfg: Mapping[str, Any], family: Family, keys: Mapping[str, str]) -> Attention:
+def _reread_attention(
+    cfg: Mapping[str, Any], family: ArchitectureFamily, keys: Mapping[str, str]
+) -> Attention:
     """The attention of a layer kind whose widths come from keys of its own (Inkling's sliding
     layers: swa_num_key_value_heads for num_key_value_heads, sliding_window_size for rel_extent)."""
     from trainplan.inputs.hf.modules import attention_module
@@ -208,7 +219,7 @@ _PER_LAYER_KEYS = (
 
 
 def per_layer_attention(
-    cfg: Mapping[str, Any], family: Family, hidden: int, attention: Attention | None
+    cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int, attention: Attention | None
 ) -> dict[int, Attention]:
     """Layer index -> its attention where `per_layer_config` overrides the attention widths of
     that layer (transformers' per-layer config; layers with equal overrides share one module)."""
@@ -244,7 +255,7 @@ def per_layer_attention(
     return variants
 
 
-def _full_layer_overrides(cfg: Mapping[str, Any], family: Family) -> dict[str, dict[str, Any]]:
+def _full_layer_overrides(cfg: Mapping[str, Any], family: ArchitectureFamily) -> dict[str, dict[str, Any]]:
     """What transformers' config fills in when a config.json has no `per_layer_config`: the row's
     `full_layer_overrides` for each full-attention layer (Gemma 4: head_dim = global_head_dim,
     512 when absent)."""
@@ -259,7 +270,7 @@ def _full_layer_overrides(cfg: Mapping[str, Any], family: Family) -> dict[str, d
 
 
 def per_layer_inputs(
-    cfg: Mapping[str, Any], family: Family, hidden: int
+    cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int
 ) -> tuple[tuple[Linear, ...], int, tuple[ExtraComponent, ...]]:
     """Gemma 4's per-layer inputs (transformers' Gemma4TextModel): a second token table of
     layers x hidden_size_per_layer_input columns and a projection of the hidden state to the same
@@ -307,7 +318,7 @@ class GatedNorms:
     hidden: int = 0
 
     @classmethod
-    def of(cls, cfg: Mapping[str, Any], family: Family, hidden: int) -> GatedNorms:
+    def of(cls, cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int) -> GatedNorms:
         rule: Mapping[str, Any] = family.row.get("gated_norms") or {}
         if not rule:
             return cls()
@@ -323,7 +334,7 @@ class GatedNorms:
         return gated_norm_linears(self.names(kind), self.rank, self.hidden)
 
 
-def image_layers(family: Family, cfg: Mapping[str, Any]) -> frozenset[int]:
+def image_layers(family: ArchitectureFamily, cfg: Mapping[str, Any]) -> frozenset[int]:
     """Indices of the layers the row's `image_layers` rule names (Mllama's cross_attention_layers):
     layers a text-only step skips, so they leave the layer stack (see `image_layer_weights`)."""
     rule: Mapping[str, Any] | None = family.row.get("image_layers")
@@ -343,7 +354,7 @@ def image_layers(family: Family, cfg: Mapping[str, Any]) -> frozenset[int]:
 
 
 def image_layer_weights(
-    family: Family,
+    family: ArchitectureFamily,
     cfg: Mapping[str, Any],
     spec: ModelSpec,
     attention: Attention | None,

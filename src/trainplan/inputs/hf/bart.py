@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
 
-def bart_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def bart_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """A BART-style decoder: biased attention and fc1/fc2 MLP, LayerNorms, learned (offset) or
     frozen sinusoidal positions, cross-attention where the row says so, a tied head."""
     hidden = get_int(cfg, *family.key("hidden_size"))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.errors import ConfigError
 from trainplan.specs.model import Attention, Block, ExtraComponent, Linear, Mlp, ModelSpec
@@ -34,7 +34,7 @@ _ATTENTION_NAMES = ("query", "key", "value", "attention.output.dense")
 _MLP_NAMES = ("intermediate.dense", "intermediate.dense", "output.dense")
 
 
-def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def bert_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """A BERT-style decoder: biased q/k/v/o and up/down linears, two LayerNorms per layer (three
     with cross-attention), learned position and token-type embeddings, a tied LM head with a
     dense + LayerNorm transform and a vocab bias (each variant as its row declares)."""
@@ -175,7 +175,7 @@ def _glyph_embeddings(cfg: Mapping[str, Any], hidden: int) -> ExtraComponent:
 
 
 def _language_adapters(
-    cfg: Mapping[str, Any], family: Family, hidden: int
+    cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int
 ) -> tuple[tuple[Linear, ...], ExtraComponent | None]:
     """X-MOD's bottleneck adapters: a token runs its language's adapter, so one adapter is part of
     each layer and the other languages' adapters are weights outside the compute path."""

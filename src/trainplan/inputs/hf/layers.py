@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import ATTENTION_LAYER_KINDS, Family
+from trainplan.inputs.architecture_families import ATTENTION_LAYER_KINDS, ArchitectureFamily
 from trainplan.inputs.hf.values import get_int
 from trainplan.specs.errors import ConfigError, shown_value
 
 
-def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]:
+def layer_kinds(cfg: Mapping[str, Any], family: ArchitectureFamily) -> list[tuple[str, ...]]:
     """Per layer, in forward order, the parts it has: "attention", "ssm", "dense", "moe".
 
     The family's `layers` rule says where attention and SSM layers sit: all one kind
@@ -75,7 +75,9 @@ def layer_kinds(cfg: Mapping[str, Any], family: Family) -> list[tuple[str, ...]]
     return kinds
 
 
-def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str] | None:
+def _kinds_from_indices(
+    cfg: Mapping[str, Any], family: ArchitectureFamily, rule: Mapping[str, Any]
+) -> list[str] | None:
     """Per-layer kinds from a list of the layers that are `rule["kind"]`, counted from
     `rule["base"]` (LFM2's full_attn_idxs from 0, Kimi Linear's full_attn_layers from 1), the
     rest `rule["other"]`; when the config has no list, every layer is `kind` if `rule["all"]`
@@ -93,7 +95,9 @@ def _kinds_from_indices(cfg: Mapping[str, Any], family: Family, rule: Mapping[st
     return [str(rule["kind"]) if index + base in chosen else str(rule["other"]) for index in range(layers)]
 
 
-def _kinds_from_interval(cfg: Mapping[str, Any], family: Family, rule: Mapping[str, Any]) -> list[str]:
+def _kinds_from_interval(
+    cfg: Mapping[str, Any], family: ArchitectureFamily, rule: Mapping[str, Any]
+) -> list[str]:
     """Per-layer kinds when every n-th layer is `rule["kind"]` (layers n-1, 2n-1, ...: Qwen3-Next's
     full_attention_interval, default n from the config class; a fixed n without a key), the rest
     `rule["other"]`."""
@@ -115,7 +119,7 @@ def _mixer_of(cfg: Mapping[str, Any], rule: Mapping[str, Any], index: int) -> st
     return mixer
 
 
-def _check_layer_types(cfg: Mapping[str, Any], family: Family, layers: int) -> None:
+def _check_layer_types(cfg: Mapping[str, Any], family: ArchitectureFamily, layers: int) -> None:
     """`layer_types` may only name softmax attention (full, sliding, chunked) unless the family
     maps other kinds; anything else (linear, lightning attention...) is refused by name."""
     rule: Mapping[str, Any] = family.row.get("layers") or {}
@@ -146,7 +150,7 @@ def num_experts(cfg: Mapping[str, Any]) -> int:
 _MLP_KINDS = {"dense": False, "sparse": True, "moe": True}
 
 
-def _is_moe_layer(cfg: Mapping[str, Any], family: Family, index: int) -> bool:
+def _is_moe_layer(cfg: Mapping[str, Any], family: ArchitectureFamily, index: int) -> bool:
     """Whether layer `index` has the MoE MLP: `mlp_layer_types` when the config lists it, else
     first-k-dense, a sparse step, mlp-only layers, an explicit MoE layer list or Llama 4's
     interleave step, or Jamba's expert period."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.modules import attention_module, dense_mlp
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.errors import ConfigError
@@ -46,7 +46,7 @@ def hrm_passes(cfg: Mapping[str, Any]) -> list[tuple[str, bool]]:
     return passes
 
 
-def hrm_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def hrm_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """The ModelSpec of an HRM config: its stack passes as blocks (module docstring)."""
     hidden = get_int(cfg, "hidden_size")
     per_stack = get_int(cfg, "num_layers_per_stack", default=0, minimum=0) or get_int(

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family, resolve
+from trainplan.inputs.architecture_families import ArchitectureFamily, resolve
 from trainplan.inputs.hf.layers import num_experts
 from trainplan.inputs.hf.values import MISSING, flag, get, get_int, get_probability, key_tuple
 from trainplan.specs.errors import ConfigError, shown_value
@@ -34,7 +34,7 @@ PEFT_EXPERT_ADAPTER_TYPES = frozenset(
 )  # fmt: skip
 
 
-def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Attention:
+def attention_module(cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int) -> Attention:
     """The attention module: MHA/GQA/MQA (fused or separate q/k/v), DeepSeek's MLA or JetMoE's
     mixture of attention heads."""
     if family.row.get("attention") == "moa":
@@ -114,14 +114,14 @@ def attention_module(cfg: Mapping[str, Any], family: Family, hidden: int) -> Att
     )
 
 
-def short_conv_kernel(cfg: Mapping[str, Any], family: Family) -> int:
+def short_conv_kernel(cfg: Mapping[str, Any], family: ArchitectureFamily) -> int:
     """Taps of the row's `short_convs` (Inkling's causal depthwise convolutions on keys, values and
     each sub-layer's output; the config key or keys of their kernel size), 0 where it has none."""
     rule: Mapping[str, Any] = family.row.get("short_convs") or {}
     return get_int(cfg, *key_tuple(rule["kernel"])) if rule else 0
 
 
-def _mixture_of_heads(cfg: Mapping[str, Any], family: Family) -> Attention:
+def _mixture_of_heads(cfg: Mapping[str, Any], family: ArchitectureFamily) -> Attention:
     """JetMoE's attention (JetMoeConfig, JetMoeAttention): num_experts_per_tok of the
     num_local_experts query/output expert pairs run per token, each with num_key_value_heads heads
     of kv_channels, so the kernel sees kv heads x top-k query heads (JetMoeConfig sets
@@ -144,7 +144,7 @@ def _mixture_of_heads(cfg: Mapping[str, Any], family: Family) -> Attention:
     return Attention(heads, kv_heads, head_dim, head_dim, names=tuple(names), routed_experts=experts)
 
 
-def _check_uniform_heads(cfg: Mapping[str, Any], family: Family, heads: int) -> None:
+def _check_uniform_heads(cfg: Mapping[str, Any], family: ArchitectureFamily, heads: int) -> None:
     """A per-layer head-count list (the row's `heads_per_layer` key) must repeat the model's head
     count: layers of different widths are not modelled."""
     key = family.row.get("heads_per_layer")
@@ -163,7 +163,9 @@ def _check_uniform_heads(cfg: Mapping[str, Any], family: Family, heads: int) -> 
 _MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
 
 
-def dense_mlp(cfg: Mapping[str, Any], family: Family, hidden: int, approximations: list[str]) -> Mlp:
+def dense_mlp(
+    cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int, approximations: list[str]
+) -> Mlp:
     """The dense feed-forward block: gated (3 matrices) or plain (2), with the family's names."""
     keys = family.key("intermediate_size")
     if any(key in cfg and cfg[key] is not None for key in keys):
@@ -209,7 +211,9 @@ def _adjusted_width(cfg: Mapping[str, Any], rule: Mapping[str, Any], width: int)
     return multiple * -(-int(multiplier * width) // multiple)
 
 
-def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approximations: list[str]) -> Mlp:
+def moe_mlp(
+    cfg: Mapping[str, Any], family: ArchitectureFamily, dense: Mlp | None, approximations: list[str]
+) -> Mlp:
     """The mixture-of-experts block: routed experts, shared experts, the router."""
     rule: Mapping[str, Any] = family.row.get("moe") or {}
     experts = num_experts(cfg)
@@ -271,7 +275,7 @@ def moe_mlp(cfg: Mapping[str, Any], family: Family, dense: Mlp | None, approxima
     )
 
 
-def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
+def ssm_mixer(cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int) -> Ssm:
     """A Mamba or Mamba-2 mixer from the keys the family's `ssm` rule names."""
     rule: Mapping[str, Any] = family.row["ssm"]
     kind = str(rule["kind"])
@@ -328,7 +332,7 @@ def ssm_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> Ssm:
     )
 
 
-def linear_mixer(cfg: Mapping[str, Any], family: Family, hidden: int) -> LinearMixer:
+def linear_mixer(cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int) -> LinearMixer:
     """A linear-attention, recurrent or short-convolution mixer from the family's `mixer` rule:
     each width names its config key (or keys, the first present wins; or is a literal or a rule);
     a head width the config leaves out is hidden / heads, as for attention."""
@@ -378,7 +382,7 @@ def _projections(rule: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
     return value
 
 
-def _indexer(cfg: Mapping[str, Any], family: Family) -> tuple[int, int]:
+def _indexer(cfg: Mapping[str, Any], family: ArchitectureFamily) -> tuple[int, int]:
     """(heads, head_dim) of the DSA indexer the row's `indexer` rule names, (0, 0) without one.
     Every layer must have its own indexer, unless the rule allows `shared` ones (Hy-V4: a layer of
     `indexer_types: shared` has none and reuses the top-k keys of the last full one, so the first

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.towers import siglip_tower
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.errors import ConfigError, shown_value
 from trainplan.specs.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
 
-def gpt2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def gpt2_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """GPT-2 and its kin: learned positions, LayerNorm with bias, fused c_attn (one key/value
     head under StarCoder's multi-query), plain GELU MLP, tied head."""
     hidden = get_int(cfg, "n_embd", "hidden_size")

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.inputs.families import (
+from trainplan.inputs.architecture_families import (
     GENERIC,
-    Family,
-    find_family,
+    ArchitectureFamily,
+    find_architecture_family,
     module_path_types,
     refusal,
     resolve,
@@ -58,7 +58,13 @@ from trainplan.inputs.hf.zamba import zamba2_spec
 from trainplan.specs.errors import ConfigError, shown_value
 from trainplan.specs.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
 
-__all__ = ["denoiser_classes", "denoiser_spec", "family_of", "language_config", "spec_from_config"]
+__all__ = [
+    "architecture_family_of",
+    "denoiser_classes",
+    "denoiser_spec",
+    "language_config",
+    "spec_from_config",
+]
 
 
 def denoiser_classes() -> dict[str, Callable[[Mapping[str, Any], str, str], ModelSpec]]:
@@ -96,7 +102,7 @@ def language_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     model_type = str(text.get("model_type", ""))
     if model_type == "gemma3" and text is not cfg:
         model_type = "gemma3_text"
-    family = find_family(model_type)
+    family = find_architecture_family(model_type)
     defaults = family.row.get("defaults") if family else None
     text = {**defaults, **text} if defaults else text
     return _lifted(text, family.row.get("lift") or {}) if family else text
@@ -168,7 +174,7 @@ def _spec_and_notes(
 
         jepa = {"vjepa2": vjepa2_spec, "ijepa": ijepa_spec, "vjepa": vjepa_spec}[model_type]
         return jepa(cfg, name, source), []
-    listed = find_family(model_type) is not None or refusal(model_type) is not None
+    listed = find_architecture_family(model_type) is not None or refusal(model_type) is not None
     t5_like = cfg.get("is_encoder_decoder") and "d_model" in cfg and not listed
     if model_type in ("t5", "mt5", "umt5") or t5_like:
         return t5_spec(cfg, name, source), []
@@ -182,9 +188,9 @@ def _spec_and_notes(
     if refusal(model_type) is not None and text_type != model_type:
         # a multimodal wrapper we do not model: refused by its own type, or under force its
         # language model read alone
-        _, why = forced_family(model_type, cfg, force)
+        _, why = forced_architecture_family(model_type, cfg, force)
         forced.append(f"force: {why}; its language model ({text_type or 'text_config'}) is read alone")
-    family, why = forced_family(text_type, text, force)
+    family, why = forced_architecture_family(text_type, text, force)
     if why:
         reading = f"the {family.name} reading" if family is not GENERIC else "the Llama-style keys"
         forced.append(f"force: {why}; estimated with {reading}, so every figure is approximate")
@@ -202,7 +208,7 @@ def _spec_and_notes(
         return hrm_spec(text, name, source, family), forced
     if family.row.get("reader") == "xlnet":
         return xlnet_spec(text, name, source, family), forced
-    wrapper = find_family(model_type)
+    wrapper = find_architecture_family(model_type)
     if text is not cfg:
         text = drafter_text(text, wrapper)
     spec = _decoder(text, name, source, family)
@@ -233,7 +239,7 @@ def _spec_and_notes(
     return spec, forced
 
 
-def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
+def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: ArchitectureFamily) -> ModelSpec:
     """The spec with the image encoder the row's `image_encoder` names (GIT's CLIP, GOT-OCR 2.0's
     SAM; MOSS-Transcribe-Diarize's audio encoder), which the causal-LM class holds beside the text
     layers; a `tied` rule of the wrapper's row reads the wrapper's config, not its text_config."""
@@ -248,7 +254,7 @@ def _with_image_encoder(spec: ModelSpec, cfg: Mapping[str, Any], family: Family)
     return _with_extras(spec, IMAGE_ENCODERS[str(encoder)](cfg, spec.hidden_size), modality)
 
 
-def _drafter(spec: ModelSpec, cfg: Mapping[str, Any], family: Family) -> ModelSpec:
+def _drafter(spec: ModelSpec, cfg: Mapping[str, Any], family: ArchitectureFamily) -> ModelSpec:
     """A drafter's text model with its projections from and to the backbone (hf/sharing.py), its
     LM head tied as the wrapper's tie_word_embeddings says."""
     note = (
@@ -287,17 +293,19 @@ _UNMODELLED_SIGNALS = (
 )  # fmt: skip
 
 
-def forced_family(model_type: str, cfg: Mapping[str, Any], force: bool) -> tuple[Family, str]:
+def forced_architecture_family(
+    model_type: str, cfg: Mapping[str, Any], force: bool
+) -> tuple[ArchitectureFamily, str]:
     """The family that reads this config, and "" -- or, when the layout is refused and `force`
     is set, the closest modelled family and why the config was refused."""
     try:
-        return family_of(model_type, cfg), ""
+        return architecture_family_of(model_type, cfg), ""
     except ConfigError as error:
         if not force:
             raise
         refused = refusal(model_type)
         closest = str(resolve(refused.closest, cfg) or "") if refused else model_type
-        family = find_family(closest) or GENERIC
+        family = find_architecture_family(closest) or GENERIC
         if refused is not None:
             why = f"model_type {shown_value(model_type)} is not modelled ({refused.reason})"
         elif family is not GENERIC:  # a modelled family's setting that it does not model
@@ -312,9 +320,9 @@ def forced_family(model_type: str, cfg: Mapping[str, Any], force: bool) -> tuple
 FORCE_HINT = "set force to estimate it with the closest modelled reading, labelled approximate"
 
 
-def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
+def architecture_family_of(model_type: str, cfg: Mapping[str, Any]) -> ArchitectureFamily:
     """The architecture family that reads this config; ConfigError when it is not modelled."""
-    family = find_family(model_type)
+    family = find_architecture_family(model_type)
     if family is not None:
         for key, why in (family.row.get("refuse_when") or {}).items():
             if cfg.get(key):  # a setting of a modelled family that changes its layout
@@ -340,7 +348,7 @@ def family_of(model_type: str, cfg: Mapping[str, Any]) -> Family:
     return GENERIC
 
 
-def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def _decoder(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """A decoder-only model: attention (MHA/GQA/MQA or MLA), Mamba or linear mixers, dense or
     MoE MLPs, in the layer order the family's table row declares."""
     hidden = get_int(cfg, *family.key("hidden_size"))
@@ -457,7 +465,7 @@ def _same_layer(a: Block, b: Block) -> bool:
             and a.extra_params == b.extra_params)  # fmt: skip
 
 
-def _positions(cfg: Mapping[str, Any], family: Family) -> int:
+def _positions(cfg: Mapping[str, Any], family: ArchitectureFamily) -> int:
     key = family.setting("positions", cfg, None)
     if not key:
         return 0

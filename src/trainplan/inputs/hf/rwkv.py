@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.model import Block, Linear, LinearMixer, Mlp, ModelSpec
 
@@ -14,7 +14,7 @@ from trainplan.specs.model import Block, Linear, LinearMixer, Mlp, ModelSpec
 TOKEN_SHIFT_VECTORS = 5
 
 
-def rwkv_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def rwkv_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """RWKV-4 (Peng et al. 2023): each block is LayerNorm -> time mixing (the WKV recurrence,
     a `LinearMixer` of kind rwkv over `attention_hidden_size` channels) and LayerNorm -> channel
     mixing (key h -> I, squared ReLU, value I -> h, gated by a sigmoid receptance h -> h); the

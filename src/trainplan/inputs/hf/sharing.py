@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.values import get_int
 from trainplan.specs.errors import ConfigError, shown_value
 from trainplan.specs.model import Attention, Block, Linear, Mlp
 
 
-def kv_shared_layers(cfg: Mapping[str, Any], family: Family, layers: int) -> frozenset[int]:
+def kv_shared_layers(cfg: Mapping[str, Any], family: ArchitectureFamily, layers: int) -> frozenset[int]:
     """Indices of the layers that reuse an earlier layer's keys and values: the last
     config[`count`] of the row's `kv_shared_layers` rule (none without one)."""
     rule: Mapping[str, str] = family.row.get("kv_shared_layers") or {}
@@ -49,7 +49,7 @@ def kv_shared_layers(cfg: Mapping[str, Any], family: Family, layers: int) -> fro
 
 
 def kv_shared_parts(
-    cfg: Mapping[str, Any], family: Family, attention: Attention | None, mlp: Mlp | None
+    cfg: Mapping[str, Any], family: ArchitectureFamily, attention: Attention | None, mlp: Mlp | None
 ) -> tuple[Attention | None, Mlp | None]:
     """A KV-shared layer's attention (no key/value projections) and MLP (twice as wide where the
     rule's `double_wide_mlp` key is true)."""
@@ -61,7 +61,7 @@ def kv_shared_parts(
     return shared, mlp
 
 
-def drafter_text(text: Mapping[str, Any], wrapper: Family | None) -> Mapping[str, Any]:
+def drafter_text(text: Mapping[str, Any], wrapper: ArchitectureFamily | None) -> Mapping[str, Any]:
     """A drafter's text config as its config class completes it: a falsy value of the rule's
     `shares_all` key (num_kv_shared_layers) becomes every layer
     (Gemma4UnifiedAssistantConfig.__post_init__); other configs unchanged."""
@@ -73,7 +73,7 @@ def drafter_text(text: Mapping[str, Any], wrapper: Family | None) -> Mapping[str
 
 
 def with_drafter_projections(
-    blocks: tuple[Block, ...], cfg: Mapping[str, Any], family: Family, hidden: int
+    blocks: tuple[Block, ...], cfg: Mapping[str, Any], family: ArchitectureFamily, hidden: int
 ) -> tuple[Block, ...]:
     """The layers with the assistant's bias-free pre_projection (2 x backbone -> hidden, run before
     the first layer) and post_projection (hidden -> backbone, after the last), from the wrapper

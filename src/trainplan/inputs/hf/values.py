@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from trainplan.inputs.families import DEFAULT_KEYS, Family, families
+from trainplan.inputs.architecture_families import DEFAULT_KEYS, ArchitectureFamily, architecture_families
 from trainplan.specs.errors import ConfigError, shown_value
 
 MISSING = object()
@@ -54,7 +54,7 @@ def config_limits() -> dict[str, tuple[str, int]]:
     for meaning, bound, names in _LIMITS:
         for name in names:
             keys = set(DEFAULT_KEYS.get(name, ())) | {name}
-            for family in families():
+            for family in architecture_families():
                 if name in DEFAULT_KEYS:
                     keys.update(family.key(name))
             for key in keys:
@@ -96,7 +96,7 @@ def get_probability(cfg: Mapping[str, Any], key: str, default: float = 0.0) -> f
     return float(value)
 
 
-def flag(family: Family, name: str, cfg: Mapping[str, Any], default: Any = False) -> bool:
+def flag(family: ArchitectureFamily, name: str, cfg: Mapping[str, Any], default: Any = False) -> bool:
     return bool(family.setting(name, cfg, default))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.values import flag, get_int
 from trainplan.specs.errors import ConfigError, shown_value
 from trainplan.specs.model import Attention, Block, ExtraComponent, Mlp, ModelSpec
@@ -25,7 +25,7 @@ from trainplan.specs.model import Attention, Block, ExtraComponent, Mlp, ModelSp
 RELATIVE_VECTORS = 3 + 2
 
 
-def xlnet_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def xlnet_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """XLNet (Yang et al. 2019, sec. 2.4-2.5): the content stream of two-stream attention with
     relative positions and segments, as XLNetLMHeadModel runs it without a target mapping."""
     hidden = get_int(cfg, *family.key("hidden_size"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainplan.inputs.families import Family
+from trainplan.inputs.architecture_families import ArchitectureFamily
 from trainplan.inputs.hf.modules import ssm_mixer
 from trainplan.inputs.hf.values import get_int
 from trainplan.specs.errors import ConfigError, shown_value
@@ -30,7 +30,7 @@ from trainplan.specs.weights import attention_linears, mlp_linears
 _MAMBA_KINDS = ("linear_attention", "mamba")
 
 
-def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: Family) -> ModelSpec:
+def zamba2_spec(cfg: Mapping[str, Any], name: str, source: str, family: ArchitectureFamily) -> ModelSpec:
     """The ModelSpec of a Zamba2 config: its layers in order, the shared blocks as one extra."""
     hidden = get_int(cfg, "hidden_size")
     kinds = cfg.get("layers_block_type")

@@ -158,7 +158,7 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
         "minimum": info.minimum,
         "maximum": info.maximum,
         "exclusive": info.exclusive,
-        "families": list(info.families) if info.families else None,
+        "families": list(info.model_kinds) if info.model_kinds else None,
         "methods": list(info.methods) if info.methods else None,
         "kind_defaults": dict(info.kind_defaults) or None,
     }
@@ -174,7 +174,7 @@ def field_metadata() -> dict[str, Any]:
             lora_flags = {part: flag for flag, part in LORA_FLAGS.items()}
             for part, part_info in LORA_PARTS.items():
                 # each part applies where the adapters do
-                scoped = dataclasses.replace(part_info, families=info.families, methods=info.methods)
+                scoped = dataclasses.replace(part_info, model_kinds=info.model_kinds, methods=info.methods)
                 fields.append(
                     _entry(f"lora.{part}", flag_name(lora_flags[part]), scoped, defaults["lora"][part])
                 )

@@ -56,7 +56,7 @@ _REQUIRED = ("family", "model_types", "source", "as_of")
 
 
 @dataclass(frozen=True)
-class Family:
+class ArchitectureFamily:
     """One row of the architecture table (see the module docstring for the rule syntax)."""
 
     name: str
@@ -111,15 +111,15 @@ def resolve(rule: Any, cfg: Mapping[str, Any]) -> Any:
 
 
 @cache
-def _table() -> tuple[dict[str, Family], dict[str, Refusal]]:
+def _table() -> tuple[dict[str, ArchitectureFamily], dict[str, Refusal]]:
     from trainplan.specs.loader import load_yaml
     from trainplan.specs.loader import require as _require
 
     data = load_yaml("architectures.yaml")
-    families: dict[str, Family] = {}
+    families: dict[str, ArchitectureFamily] = {}
     for index, raw in enumerate(data["families"]):
         _require(raw, _REQUIRED, _FIELDS, f"architectures.yaml families[{index}]")
-        family = Family(
+        family = ArchitectureFamily(
             name=str(raw["family"]),
             model_types=tuple(str(t) for t in raw["model_types"]),
             source=str(raw["source"]),
@@ -163,7 +163,7 @@ def module_path_types() -> frozenset[str]:
     return frozenset(str(name) for name in section["model_types"])
 
 
-def find_family(model_type: str) -> Family | None:
+def find_architecture_family(model_type: str) -> ArchitectureFamily | None:
     """The family row of `model_type`, or None when the table does not name it."""
     return _table()[0].get(model_type)
 
@@ -173,7 +173,7 @@ def refusal(model_type: str) -> Refusal | None:
     return _table()[1].get(model_type)
 
 
-def families() -> list[Family]:
+def architecture_families() -> list[ArchitectureFamily]:
     """Every family row, once each."""
     return list({family.name: family for family in _table()[0].values()}.values())
 
@@ -188,7 +188,7 @@ def refused_model_types() -> dict[str, str]:
     return {name: item.reason for name, item in _table()[1].items()}
 
 
-GENERIC = Family(
+GENERIC = ArchitectureFamily(
     name="generic decoder",
     model_types=(),
     source="the keys Llama-style configs share",
