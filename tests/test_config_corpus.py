@@ -30,7 +30,7 @@ import yaml
 
 from trainplan.engine.estimate import estimate
 from trainplan.engine.terms.params import resolved_lora, targeted
-from trainplan.engine.terms.recipes import PRECISIONS
+from trainplan.engine.terms.precisions import PRECISIONS
 from trainplan.inputs.catalogs.models import find_model_record
 from trainplan.inputs.configs import folder_resolver, read_configs, scenario_from_config
 from trainplan.inputs.resolve import resolve_model

@@ -1,5 +1,5 @@
 """fp8 recipes: Transformer Engine's fp8 weight copy against torchao's Float8Linear, which holds
-nothing beyond bf16-mixed (terms/recipes.py cites the torchao source)."""
+nothing beyond bf16-mixed (terms/precisions.py cites the torchao source)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trainplan.engine.estimate import estimate
-from trainplan.engine.terms.recipes import PRECISIONS
+from trainplan.engine.terms.precisions import PRECISIONS
 from trainplan.inputs.hf import spec_from_config
 from trainplan.specs.scenario import Scenario
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainplan.engine.estimate import estimate
-from trainplan.engine.terms.recipes import PRECISIONS
+from trainplan.engine.terms.precisions import PRECISIONS
 from trainplan.inputs.hf import spec_from_config
 from trainplan.specs.scenario import Scenario
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from trainplan.engine.estimate import estimate
-from trainplan.engine.terms.recipes import nf4_bytes_per_param
+from trainplan.engine.terms.precisions import nf4_bytes_per_param
 from trainplan.inputs.hf import spec_from_config
 from trainplan.specs.scenario import Scenario
 from trainplan.specs.units import GIB

@@ -13,7 +13,7 @@ from trainplan.engine.per_replica import Coefficients, coefficients
 from trainplan.engine.result import Batch, Estimate, FitRow, Phase, Term, TermLabels, record
 from trainplan.engine.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.engine.terms.device import DeviceOverhead, cache_fraction, device_rates, layout_overhead
-from trainplan.engine.terms.recipes import (
+from trainplan.engine.terms.precisions import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     QLORA_DEQUANT_BYTES_PER_WEIGHT,
@@ -107,7 +107,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     phases = _phases(mem)
     peak = max(phases, key=_total)
     paged = float(mem.paged)
-    load = load_figures(scenario, gpu, coeffs.counts, coeffs.recipe)
+    load = load_figures(scenario, gpu, coeffs.counts, coeffs.precision)
     time = time_figures(coeffs, scenario, gpu, layout, load)
     cost = cost_figures(scenario, gpu, time)
     energy = energy_figures(scenario, gpu, time)
@@ -145,12 +145,12 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "base_weight_bytes_per_param": BASE_WEIGHT_BYTES[base] if base else None,
             "overhead_bytes": device.total,
             "cache_fraction": layout.cache_fraction,
-            "precision": coeffs.recipe.note,
+            "precision": coeffs.precision.note,
             "optimizer": OPTIMIZERS[scenario.optimizer].note,
             "data_parallel": layout.data_parallel,
             "efficiency": time.efficiency if time else None,
             "efficiency_source": time.efficiency_source if time else None,
-            "fp8_matmul_efficiency_ratio": linear_efficiency_ratio(gpu, coeffs.recipe, scenario.mfu)
+            "fp8_matmul_efficiency_ratio": linear_efficiency_ratio(gpu, coeffs.precision, scenario.mfu)
             if time
             else None,
             "comm_overlap": scenario.comm_overlap,
@@ -171,7 +171,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "gco2e_per_kwh": energy.gco2e_per_kwh,
             "region_source": energy.region_source,
             "recipe": recipe_summary(scenario),
-            "adapter_dtype": adapter_dtype_summary(spec.kind, scenario, coeffs.recipe.compute),
+            "adapter_dtype": adapter_dtype_summary(spec.kind, scenario, coeffs.precision.compute),
             **sample_assumptions(spec, scenario),
         },
         sample=coeffs.sample,
@@ -318,7 +318,7 @@ def _fsdp_notes(scenario: Scenario) -> list[str]:
 
 def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coefficients) -> list[str]:
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
-    recipe = coeffs.recipe
+    recipe = coeffs.precision
     notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")

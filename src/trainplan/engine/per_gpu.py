@@ -15,7 +15,7 @@ from typing import Any
 
 from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import maximum, minimum, where
-from trainplan.engine.terms.recipes import QLORA_DEQUANT_BYTES_PER_WEIGHT
+from trainplan.engine.terms.precisions import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
 from trainplan.engine.terms.timing import (
     INTER_NODE_EFFICIENCY,
@@ -530,7 +530,7 @@ def step_seconds(
     data_parallel = exposed_seconds(comm, window, comm_overlap)
 
     per_layer = 4 + 2 * c.recompute_layer_share
-    volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.recipe.activation_bytes
+    volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.precision.activation_bytes
     tp_bandwidth = link_bytes_per_s(hw, tp, False)
     tensor_parallel = (
         per_layer * c.model.num_layers / pp * v.grad_accum * ring_allreduce_seconds(volume, tp, tp_bandwidth)
@@ -540,16 +540,16 @@ def step_seconds(
     # gather copies the shards up, in forward and in backward, and under FSDP's offload the
     # updated shards stay on the host (no separate upload)
     trainable = c.counts.trainable * share / zero_dp
-    moved = trainable * (c.recipe.grad_bytes + where(v.offload == 3, 0.0, c.recipe.weight_bytes))
+    moved = trainable * (c.precision.grad_bytes + where(v.offload == 3, 0.0, c.precision.weight_bytes))
     moved = moved + where(
-        v.offload >= 2, 2 * v.grad_accum * c.counts.total * c.recipe.weight_bytes * share / zero_dp, 0.0
+        v.offload >= 2, 2 * v.grad_accum * c.counts.total * c.precision.weight_bytes * share / zero_dp, 0.0
     )
     offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
     # the CPU optimizer step: it reads the weights, gradients and optimizer state and writes the
     # weights and state back (2 x state + weight + gradient bytes per parameter), every process of
     # the node at once over the host's memory bandwidth; nothing runs beside it
     host_bytes = 2 * c.optimizer_bytes * share / zero_dp + trainable * (
-        c.recipe.weight_bytes + c.recipe.grad_bytes
+        c.precision.weight_bytes + c.precision.grad_bytes
     )
     on_node = minimum(gpus, gpus_per_node)
     host_optimizer = where(v.offload >= 1, host_bytes * on_node / host_bytes_per_s, 0.0)

@@ -36,13 +36,13 @@ from trainplan.engine.terms.memory import (
     optimizer_transient_bytes,
 )
 from trainplan.engine.terms.params import ParamCounts, count_params, lora_run_params, resolved_lora, targeted
-from trainplan.engine.terms.recipes import (
+from trainplan.engine.terms.precisions import (
     ADAPTER_RECIPE,
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
     PRECISIONS,
     QLORA_RECOMPUTE_FACTOR,
-    PrecisionRecipe,
+    PrecisionBytes,
     compute_dtype_adapters,
 )
 from trainplan.engine.terms.savers import (
@@ -68,7 +68,7 @@ class Coefficients:
 
     model: ModelSpec
     counts: ParamCounts
-    recipe: PrecisionRecipe
+    precision: PrecisionBytes
     base: str | None
     full: bool
     checkpointing: str
@@ -248,22 +248,21 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     if scenario.method != "full" and is_pattern(scenario.lora.targets):
         scenario = dataclasses.replace(scenario, lora=derived(model, resolved_lora, scenario.lora))
     shape = sample_shape(model, scenario)  # checks the sample fields; None for a language model
-    recipe = PRECISIONS[scenario.precision]
+    precision = PRECISIONS[scenario.precision]
     optimizer = OPTIMIZERS[scenario.optimizer]
     counts = derived(model, count_params, scenario.method, scenario.lora)
     base = resolved_base_weights(scenario)
     full = scenario.method == "full"
     largest_matrix = derived(model, _largest_matrix)
     weights = weight_linears(model)  # shared blocks once per copy (Zamba2); `_layer_linears` per layer run
-    compute_bytes = recipe.activation_bytes
+    compute_bytes = precision.activation_bytes
     # peft keeps adapters (and so their gradients and optimizer state) in fp32 whatever the
     # base precision (`autocast_adapter_dtype`, on by default); torchtune and the diffusers
     # scripts at the compute dtype (presets.resolved_adapter_dtype: by the model when unset)
-    adapter_dtype = resolved_adapter_dtype(model.kind, scenario, recipe.compute)[0]
+    adapter_dtype = resolved_adapter_dtype(model.kind, scenario, precision.compute)[0]
     adapter_bytes = 4 if adapter_dtype == "fp32" else compute_bytes
-    states = (
-        recipe if full else (ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes))
-    )
+    adapters = ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes)
+    states = precision if full else adapters
     head_matrix = model.vocab_size * model.head_width
     # bitsandbytes quantises nn.Linear modules only: weight tensors applied by einsum (XLNet) stay
     # at the compute dtype under an int8 / nf4 base
@@ -271,14 +270,14 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     quantisable_weights = sum(n * lin.copies * lin.in_features * lin.out_features for n, lin in quantisable)
     kbit_bytes = 0.0  # what prepare_model_for_kbit_training's fp32 casts add
     if full:
-        trainable_weights: float = counts.trainable * recipe.weight_bytes
+        trainable_weights: float = counts.trainable * precision.weight_bytes
         frozen_weights: float = (counts.total - counts.trainable) * compute_bytes
         rows_cols = derived(model, _weight_rows_and_columns) + counts.total - counts.linear_weights
         largest = max(largest_matrix, counts.embedding)
-        layer_bytes = layer_weight_bytes(model, recipe.weight_bytes)
-        layer_grads = layer_weight_bytes(model, recipe.grad_bytes)
-        gathered_bytes: float = recipe.weight_bytes
-        edge_bytes: float = recipe.weight_bytes
+        layer_bytes = layer_weight_bytes(model, precision.weight_bytes)
+        layer_grads = layer_weight_bytes(model, precision.grad_bytes)
+        gathered_bytes: float = precision.weight_bytes
+        edge_bytes: float = precision.weight_bytes
     else:
         base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
         scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in quantisable) if base == "int8" else 0
@@ -303,7 +302,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         gathered_bytes = base_bytes
         edge_bytes = other_bytes + (4 - compute_bytes if kbit_bytes else 0)
     fp32_stream = base == "fp32" or kbit_bytes > 0
-    residual = recipe.residual_bytes if full else (4 if fp32_stream else compute_bytes)
+    residual = precision.residual_bytes if full else (4 if fp32_stream else compute_bytes)
     mode = ActivationMode(
         activation_bytes=compute_bytes,
         residual_bytes=residual,
@@ -333,7 +332,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
 
         checkpointed = checkpointed_blocks(model, every)
         assert shape is not None  # sample_shape gives every non-LLM scenario a sample
-        sample = _sample_terms(model, scenario, shape, recipe, counts, mode, checkpointed)
+        sample = _sample_terms(model, scenario, shape, precision, counts, mode, checkpointed)
         seq = sample.tokens
         sharded, replicated, recompute = sample.layers, 0.0, list(sample.recompute)
         held, loss, backward = sample.held, sample.loss, sample.backward
@@ -418,7 +417,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         recompute_share = 2 * recomputed / flops.matmul_forward
     casts = (
         _float8_casts(model, recompute_share, scenario.compile)
-        if recipe.name in FLOAT8_DYNAMIC_CAST_RECIPES
+        if precision.name in FLOAT8_DYNAMIC_CAST_RECIPES
         else (0.0, 0.0)
     )
     fusion = 0.0
@@ -440,7 +439,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     return Coefficients(
         model=model,
         counts=counts,
-        recipe=recipe,
+        precision=precision,
         base=base,
         full=full,
         checkpointing=scenario.activation_checkpointing,
@@ -456,10 +455,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         largest_layer_weight_bytes=layer_bytes,
         largest_layer_grad_bytes=layer_grads,
         autocast_cache_bytes=(
-            recipe.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
+            precision.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
         ),
         autocast_saved_bytes=(
-            recipe.autocast_copy_bytes
+            precision.autocast_copy_bytes
             * (
                 head_matrix
                 + (counts.linear_weights if scenario.activation_checkpointing in ("none", "selective") else 0)
@@ -467,7 +466,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             if full
             else 0.0
         ),
-        autocast_head_bytes=recipe.autocast_copy_bytes * head_matrix if full else 0.0,
+        autocast_head_bytes=precision.autocast_copy_bytes * head_matrix if full else 0.0,
         dequant_bytes=max(
             (2 * largest_matrix if base in QUANTISED_BASES else 0.0),
             # autocast casts the frozen fp32 head for each use, without caching it
@@ -481,12 +480,14 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             if frozen_casts and scenario.activation_checkpointing == "full"
             else 0.0
         ),
-        head_grad_bytes=head_matrix * recipe.grad_bytes if full else 0.0,
-        loss_head_grad_bytes=head_matrix * recipe.grad_bytes if full and scenario.loss != "standard" else 0.0,
-        embedding_grad_end_bytes=(
-            2 * head_matrix * recipe.grad_bytes if full and model.tied_embeddings else 0.0
+        head_grad_bytes=head_matrix * precision.grad_bytes if full else 0.0,
+        loss_head_grad_bytes=(
+            head_matrix * precision.grad_bytes if full and scenario.loss != "standard" else 0.0
         ),
-        embedding_grad_accum_bytes=head_matrix * recipe.grad_bytes
+        embedding_grad_end_bytes=(
+            2 * head_matrix * precision.grad_bytes if full and model.tied_embeddings else 0.0
+        ),
+        embedding_grad_accum_bytes=head_matrix * precision.grad_bytes
         if full and not model.tied_embeddings
         else 0.0,
         layers_sharded=sharded,
@@ -500,7 +501,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         encoder_bytes=encoder_bytes,
         batch_split_per_token=batch_split,
         batch_split_recompute=batch_split_recompute,
-        buffer_bytes=model.buffer_elements * (recipe.weight_bytes if full else compute_bytes),
+        buffer_bytes=model.buffer_elements * (precision.weight_bytes if full else compute_bytes),
         encoder_peak=encoder_peak,
         encoder_offload_bytes=encoder_offload,
         encoder_flops_per_token=encoder_flops,
@@ -618,7 +619,7 @@ def _sample_terms(
     model: ModelSpec,
     scenario: Scenario,
     shape: TokenShape,
-    recipe: PrecisionRecipe,
+    precision: PrecisionBytes,
     counts: ParamCounts,
     mode: ActivationMode,
     checkpointed: list[int],
@@ -638,11 +639,11 @@ def _sample_terms(
             f"{shown_value(ckpt)}: {model.name} checkpoints whole blocks as diffusers does; "
             "use none, full or full:N",
         )
-    autocast = recipe.autocast_copy_bytes > 0
+    autocast = precision.autocast_copy_bytes > 0
     mode = replace(mode, residual_bytes=4 if autocast else mode.activation_bytes)
     masks = jepa_masks(model, scenario.mask_ratio) if model.kind == "jepa" else ()
     acts = denoiser_activations(
-        model, shape, mode, fp32_weights=mode.weights_trainable and recipe.weight_bytes == 4, masks=masks
+        model, shape, mode, fp32_weights=mode.weights_trainable and precision.weight_bytes == 4, masks=masks
     )
     tokens = sample_tokens(shape)
     frozen = scenario.frozen_encoders

@@ -134,7 +134,7 @@ def _hardware_arrays(
     """Per-GPU-type figures as arrays (NaN where the GPU cannot run the precision)."""
     nan = float("nan")
     kind = efficiency_kind(coeffs.model)
-    hardware = [hardware_of(gpu, coeffs.recipe, scenario.mfu, kind) for gpu in gpus]
+    hardware = [hardware_of(gpu, coeffs.precision, scenario.mfu, kind) for gpu in gpus]
     price = rates()
 
     def column(values: list[float | None]) -> Any:
@@ -250,7 +250,7 @@ def evaluate_group(
         steps = np.maximum(np.ceil(tokens / global_tokens), 1)
         training_s = steps * total_step
         # the run's fixed time (launch, load, checkpoint writes), as estimate() times it
-        path = load_path(scenario, coeffs.counts, coeffs.recipe, hw["pcie"][g], n, zero)
+        path = load_path(scenario, coeffs.counts, coeffs.precision, hw["pcie"][g], n, zero)
         fixed_s = fixed_seconds(
             coeffs, scenario, steps, layout, path.seconds, path.bandwidth, path.share
         ).total

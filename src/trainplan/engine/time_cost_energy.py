@@ -14,7 +14,7 @@ from trainplan.engine.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power
 from trainplan.engine.terms.flops import FlopsPerToken
 from trainplan.engine.terms.loading import checkpoint_writes, load_bandwidth, node_share
 from trainplan.engine.terms.params import ParamCounts
-from trainplan.engine.terms.recipes import PrecisionRecipe
+from trainplan.engine.terms.precisions import PrecisionBytes
 from trainplan.engine.terms.timing import default_efficiency, efficiency_kind, fp8_matmul_efficiency_ratio
 from trainplan.inputs.catalogs.cost_inputs import (
     discounts,
@@ -183,7 +183,7 @@ def training_tokens(scenario: Scenario, global_tokens: int, sample_tokens: int =
     return tokens, max(1, math.ceil(tokens / global_tokens))
 
 
-def linear_efficiency_ratio(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None) -> float | None:
+def linear_efficiency_ratio(gpu: GpuSpec, recipe: PrecisionBytes, mfu: float | None) -> float | None:
     """The fp8 linears' efficiency relative to the 16-bit one (terms/timing.py
     `fp8_matmul_efficiency_ratio`); None for 16-bit compute, or when a given mfu is the all-in
     efficiency."""
@@ -193,7 +193,7 @@ def linear_efficiency_ratio(gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | 
 
 
 def hardware_of(
-    gpu: GpuSpec, recipe: PrecisionRecipe, mfu: float | None, model_kind: str = "llm"
+    gpu: GpuSpec, recipe: PrecisionBytes, mfu: float | None, model_kind: str = "llm"
 ) -> Hardware | None:
     """The GPU's figures for the step-time formulas; None when it lacks the precision.
     `model_kind` (terms/timing.py `efficiency_kind`) selects the efficiency factor of the model."""
@@ -247,7 +247,7 @@ def time_figures(
 ) -> TimeFigures | None:
     """Step time by cause, the time to train and the run's fixed time; None when the GPU lacks
     the precision."""
-    hardware = hardware_of(gpu, coeffs.recipe, scenario.mfu, efficiency_kind(coeffs.model))
+    hardware = hardware_of(gpu, coeffs.precision, scenario.mfu, efficiency_kind(coeffs.model))
     if hardware is None:
         return None
     step = scenario_step_seconds(coeffs, hardware, layout, scenario)
@@ -264,7 +264,7 @@ def time_figures(
     return TimeFigures(
         flops=flops,
         peak_flops_per_s=peak,
-        compute_precision=peak_flops(gpu, coeffs.recipe.compute)[1],
+        compute_precision=peak_flops(gpu, coeffs.precision.compute)[1],
         efficiency=hardware.efficiency,
         efficiency_source="user-given mfu" if scenario.mfu is not None else "trainplan default",
         step=step,
@@ -379,7 +379,7 @@ def energy_figures(scenario: Scenario, gpu: GpuSpec, time: TimeFigures | None) -
 
 
 def load_figures(
-    scenario: Scenario, gpu: GpuSpec, counts: ParamCounts, recipe: PrecisionRecipe
+    scenario: Scenario, gpu: GpuSpec, counts: ParamCounts, recipe: PrecisionBytes
 ) -> LoadFigures:
     """Seconds to read the checkpoint (16-bit, or fp32 for fp32 training) onto one node."""
     path = load_path(scenario, counts, recipe, host_link_bytes_per_s(gpu), scenario.gpus, scenario.zero_stage)
@@ -399,7 +399,7 @@ class LoadPath(NamedTuple):
 
 
 def load_path(
-    scenario: Scenario, counts: ParamCounts, recipe: PrecisionRecipe, pcie: Any, gpus: Any, zero_stage: Any
+    scenario: Scenario, counts: ParamCounts, recipe: PrecisionBytes, pcie: Any, gpus: Any, zero_stage: Any
 ) -> LoadPath:
     """The load of the weights (16-bit, or fp32 for fp32 training) from the scenario's source:
     each node reads its shard when every GPU reads its own of a ZeRO-3 checkpoint, else all of

@@ -18,7 +18,7 @@ from trainplan.engine.measure.result import MeasuredStep
 from trainplan.engine.result import Estimate
 from trainplan.engine.terms.jepa_masks import jepa_masks
 from trainplan.engine.terms.params import regex_targets, targeted
-from trainplan.engine.terms.recipes import PRECISIONS
+from trainplan.engine.terms.precisions import PRECISIONS
 from trainplan.inputs.hf import spec_from_config
 from trainplan.inputs.hf.pipeline import PIPELINE_KEY
 from trainplan.inputs.resolve import model_config, resolve_model

@@ -11,7 +11,7 @@ with gradient accumulation, gradients resident from the first micro-batch on.
 
 from __future__ import annotations
 
-from trainplan.engine.terms.recipes import OptimizerRecipe, PrecisionRecipe
+from trainplan.engine.terms.precisions import OptimizerBytes, PrecisionBytes
 from trainplan.specs.model import ModelSpec, derived
 from trainplan.specs.weights import block_linears
 
@@ -19,8 +19,8 @@ from trainplan.specs.weights import block_linears
 def optimizer_state_bytes(
     trainable: float,
     matrix_rows_cols: float,
-    recipe: PrecisionRecipe,
-    optimizer: OptimizerRecipe,
+    recipe: PrecisionBytes,
+    optimizer: OptimizerBytes,
 ) -> float:
     """Optimizer bytes per replica: master copy + states.
 
@@ -36,7 +36,7 @@ def optimizer_state_bytes(
 
 
 def optimizer_transient_bytes(
-    trainable: float, largest_tensor: float, recipe: PrecisionRecipe, optimizer: OptimizerRecipe
+    trainable: float, largest_tensor: float, recipe: PrecisionBytes, optimizer: OptimizerBytes
 ) -> float:
     """Temporaries during optimizer.step(): multi-tensor (foreach) AdamW materialises one
     state-sized tensor per parameter (sqrt of the variance) for all parameters at once

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class PrecisionRecipe:
+class PrecisionBytes:
     """How one precision recipe stores trainable parameters and activations."""
 
     name: str
@@ -48,25 +48,25 @@ class PrecisionRecipe:
     note: str
 
 
-PRECISIONS: dict[str, PrecisionRecipe] = {
+PRECISIONS: dict[str, PrecisionBytes] = {
     recipe.name: recipe
     for recipe in (
-        PrecisionRecipe("bf16-mixed", 2, 2, 4, 4, 0, 2, 2, "bf16",
+        PrecisionBytes("bf16-mixed", 2, 2, 4, 4, 0, 2, 2, "bf16",
                         "bf16 weights and grads, fp32 master + states in the optimizer (ZeRO 2+2+12)"),
-        PrecisionRecipe("fp16-mixed", 2, 2, 4, 4, 0, 2, 2, "fp16",
+        PrecisionBytes("fp16-mixed", 2, 2, 4, 4, 0, 2, 2, "fp16",
                         "fp16 weights and grads, fp32 master + states, loss scaling (ZeRO 2+2+12)"),
-        PrecisionRecipe("amp-bf16", 4, 4, 0, 4, 2, 2, 4, "bf16",
+        PrecisionBytes("amp-bf16", 4, 4, 0, 4, 2, 2, 4, "bf16",
                         "fp32 weights and grads under bf16 autocast (4+4+8, + bf16 weight copies)"),
-        PrecisionRecipe("amp-fp16", 4, 4, 0, 4, 2, 2, 4, "fp16",
+        PrecisionBytes("amp-fp16", 4, 4, 0, 4, 2, 2, 4, "fp16",
                         "fp32 weights and grads under fp16 autocast with a GradScaler"),
-        PrecisionRecipe("bf16", 2, 2, 0, 2, 0, 2, 2, "bf16",
+        PrecisionBytes("bf16", 2, 2, 0, 2, 0, 2, 2, "bf16",
                         "pure bf16: weights, grads and optimizer state in bf16, no master copy"),
-        PrecisionRecipe("fp32", 4, 4, 0, 4, 0, 4, 4, "fp32",
+        PrecisionBytes("fp32", 4, 4, 0, 4, 0, 4, 4, "fp32",
                         "everything fp32 (matmuls at fp32 rate; TF32 off, PyTorch's default)"),
-        PrecisionRecipe("fp8-mixed", 2, 2, 4, 4, 1, 2, 2, "fp8",
+        PrecisionBytes("fp8-mixed", 2, 2, 4, 4, 1, 2, 2, "fp8",
                         "fp8 matmuls (Transformer Engine): bf16 weights/grads, fp32 master + states, "
                         "plus a cached fp8 weight copy"),
-        PrecisionRecipe("fp8-torchao", 2, 2, 4, 4, 0, 2, 2, "fp8",
+        PrecisionBytes("fp8-torchao", 2, 2, 4, 4, 0, 2, 2, "fp8",
                         "fp8 matmuls (torchao Float8Linear, dynamic scaling): bf16 weights/grads, fp32 "
                         "master + states; saves the 16-bit input, no fp8 weight copy"),
     )
@@ -74,23 +74,23 @@ PRECISIONS: dict[str, PrecisionRecipe] = {
 
 
 # LoRA/DoRA adapters as peft holds them: fp32 weights, gradients and optimizer state.
-ADAPTER_RECIPE = PrecisionRecipe(
+ADAPTER_RECIPE = PrecisionBytes(
     "adapters-fp32", 4, 4, 0, 4, 0, 4, 4, "fp32", "peft adapters: fp32 weights, grads and states"
 )
 
 
-def compute_dtype_adapters(compute_bytes: int) -> PrecisionRecipe:
+def compute_dtype_adapters(compute_bytes: int) -> PrecisionBytes:
     """Adapters kept at the compute dtype, as torchtune keeps its whole model (`dtype: bf16`):
     weights, grads and optimizer state (torch.optim keeps state in the parameter dtype) at
     `compute_bytes` each, no master copy."""
     b = compute_bytes
-    return PrecisionRecipe(
+    return PrecisionBytes(
         f"adapters-{b}B", b, b, 0, b, 0, b, b, "fp32" if b == 4 else "bf16", "adapters at the compute dtype"
     )
 
 
 @dataclass(frozen=True)
-class OptimizerRecipe:
+class OptimizerBytes:
     """Optimizer state per trainable parameter and the transient memory of its step.
 
     `transient` is "all" for multi-tensor (foreach) steps, which allocate temporaries the size of
@@ -108,32 +108,32 @@ class OptimizerRecipe:
     note: str
 
 
-OPTIMIZERS: dict[str, OptimizerRecipe] = {
+OPTIMIZERS: dict[str, OptimizerBytes] = {
     recipe.name: recipe
     for recipe in (
-        OptimizerRecipe("adamw", 2, None, False, "all", 1, False,
+        OptimizerBytes("adamw", 2, None, False, "all", 1, False,
                         "torch.optim.AdamW, foreach: momentum + variance; sqrt(variance) is "
                         "materialised for all parameters during step()"),
-        OptimizerRecipe("adamw-fused", 2, None, False, "none", 0, False,
+        OptimizerBytes("adamw-fused", 2, None, False, "none", 0, False,
                         "torch.optim.AdamW(fused=True): momentum + variance, no step temporaries"),
-        OptimizerRecipe("adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, False,
+        OptimizerBytes("adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, False,
                         "bitsandbytes AdamW8bit: block-wise 8-bit states (Dettmers et al. 2022)"),
-        OptimizerRecipe("paged-adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, True,
+        OptimizerBytes("paged-adamw-8bit", 2, 1 + 4 / 256, False, "none", 0, True,
                         "as adamw-8bit, states in paged (unified) memory that can spill to the CPU "
                         "under pressure; outside the resident peak (memory.paged_bytes)"),
-        OptimizerRecipe("adamw-4bit", 2, 0.5 + 4 / 128, False, "none", 0, False,
+        OptimizerBytes("adamw-4bit", 2, 0.5 + 4 / 128, False, "none", 0, False,
                         "torchao AdamW4bit (transformers adamw_torch_4bit): 4-bit states in blocks "
                         "of 128 values with one fp32 scale each (Li et al. 2023, arXiv:2309.01507; "
                         "torchao/optim README: block size 128 for 4-bit); its step is one compiled "
                         "kernel. Tensors under 4,096 values keep fp32 states there, not counted"),
-        OptimizerRecipe("sgd", 0, None, False, "none", 0, False, "plain SGD: no state"),
-        OptimizerRecipe("sgd-momentum", 1, None, False, "none", 0, False,
+        OptimizerBytes("sgd", 0, None, False, "none", 0, False, "plain SGD: no state"),
+        OptimizerBytes("sgd-momentum", 1, None, False, "none", 0, False,
                         "SGD with momentum: one momentum buffer, updated in place"),
-        OptimizerRecipe("adafactor", 0, None, True, "largest", 3, False,
+        OptimizerBytes("adafactor", 0, None, True, "largest", 3, False,
                         "Adafactor (Shazeer & Stern 2018) without first moment: factored row + "
                         "column second moments (r + c per matrix); fp32 update temporaries per "
                         "parameter"),
-        OptimizerRecipe("lion", 1, None, False, "largest", 2, False,
+        OptimizerBytes("lion", 1, None, False, "largest", 2, False,
                         "Lion (Chen et al. 2023): one momentum buffer; per-parameter update "
                         "temporaries"),
     )
