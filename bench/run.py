@@ -3,6 +3,8 @@
 - one in-process estimate, fit table included (model and GPU catalogs warm), median and p99 over
   many calls, against the 100 us goal; and the same where each call's coefficients are new (the
   cache of per_replica.py does not answer)
+- the same first estimate as a multiple of a closed-form plain-Python estimate of the same
+  scenario (bench/closed_form.py), against the 6x goal
 - `trainplan estimate` cold start as a fresh process (import + catalogs + estimate + render),
   also as a multiple of a bare `python -c pass` (paired runs)
 """
@@ -56,6 +58,34 @@ def in_process_uncached(repeats: int = 500) -> list[float]:
     return times
 
 
+def closed_form(repeats: int = 500) -> list[float]:
+    """The yardstick: bench/closed_form.py on the scenarios of `in_process_uncached`, from the
+    same config and the same GPU catalog."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from closed_form import closed_form_estimate
+
+    from trainplan.inputs.catalogs.gpus import find_gpu, gpu_catalog
+    from trainplan.inputs.resolve import model_config
+
+    config = model_config("Llama-3.1-8B")[0]
+    memories = [(gpu.name, float(gpu.memory_bytes)) for gpu in gpu_catalog()]
+    peak = find_gpu("H100 SXM").dense_flops_per_s["bf16"] or 0.0
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        closed_form_estimate(
+            config,
+            seq_len=1024 + i,
+            micro_batch=1,
+            gpus=8,
+            zero_stage=3,
+            gpu_memories=memories,
+            peak_flops=peak,
+        )
+        times.append(time.perf_counter() - start)
+    return times
+
+
 # The children run as an installed package does: with its bytecode cached (a shell that sets
 # PYTHONDONTWRITEBYTECODE would make every run compile the whole package again).
 _AS_INSTALLED = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
@@ -105,7 +135,11 @@ def report(name: str, times: list[float], budget_s: float) -> None:
 
 def main() -> None:
     report("estimate() in process", in_process(), 1e-4)
-    report("  new coefficients each call", in_process_uncached(), 1e-4)
+    uncached = in_process_uncached()
+    report("  new coefficients each call", uncached, 1e-4)
+    yardstick = statistics.median(closed_form())
+    multiple = statistics.median(uncached) / yardstick
+    print(f"{'  x a closed-form estimate':<34} {multiple:5.1f}x of {yardstick * 1e6:.1f} us (goal 6x)")
     times, wall_ratio, cpu_ratio = cold_start()
     report("trainplan estimate (cold start)", times, 0.5)
     print(f"{'  x a bare python -c pass':<34} wall {wall_ratio:5.1f}x  CPU {cpu_ratio:5.1f}x  (budget 12x)")
