@@ -1,4 +1,6 @@
-"""Activations and FLOPs of diffusion transformers and JEPA ViTs, per sample, block by block.
+"""Activations and FLOPs of diffusion, video and JEPA models, per sample, block by block: the
+table of block kinds (`BLOCK_KINDS`) and the diffusion-transformer and UNet blocks. A JEPA's ViT
+layer and sample tensors are terms/jepa.py; what every block is counted with, terms/block_parts.py.
 
 The same method as for language models (Korthikanti et al. 2022, sec. 4.1: count every tensor a
 layer keeps for backward), derived from the diffusers and V-JEPA modules as they run:
@@ -45,9 +47,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from trainplan.engine.terms.block_parts import (
+    Dims,
+    Masks,
+    core,
+    dims_of,
+    kernel_output_input,
+    layer_norm,
+    linear_inputs,
+    sdpa,
+)
 from trainplan.engine.terms.geometry import TokenShape
-from trainplan.engine.terms.jepa_masks import JepaRecipe, MaskGenerator, model_recipe
-from trainplan.engine.terms.mode import ActivationMode, linear_input
+from trainplan.engine.terms.jepa import (
+    context_tokens,
+    jepa_attention,
+    jepa_linear_tokens,
+    jepa_sample_bytes,
+    jepa_sequences,
+    jepa_tokens,
+    predictor_tokens,
+    target_tokens,
+    vit_layer,
+)
+from trainplan.engine.terms.jepa_masks import MaskGenerator, model_recipe
+from trainplan.engine.terms.mode import ActivationMode
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import Attention, Block, Linear, ModelSpec
 from trainplan.specs.weights import block_linears
@@ -102,61 +125,18 @@ class DenoiserActivations:
     batch_splits: tuple[float, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Dims:
-    """The dtypes one scenario runs a denoiser at."""
-
-    a: int  # matmul outputs
-    autocast: bool  # fp32 weights under autocast: LayerNorms run (and output) fp32
-    trainable: bool  # full fine-tune
-    fp32_weights: bool
-    mode: ActivationMode
-
-    def norm_bytes(self, fp32: bool = False) -> int:
-        """Bytes per element of a norm's kept input and its output (and the modulated tensor):
-        fp32 under autocast (layer_norm and group_norm are on its fp32 list) or for an fp32 norm."""
-        return 4 if fp32 or self.autocast else self.a
-
-
-def _dims(mode: ActivationMode, fp32_weights: bool) -> _Dims:
-    autocast = mode.residual_bytes > mode.activation_bytes
-    return _Dims(mode.activation_bytes, autocast, mode.weights_trainable, fp32_weights, mode)
-
-
-def _inputs(dims: _Dims, width: int, names: list[str], fp32_input: bool) -> float:
-    """What the linears `names` keep of their shared input (one copy per consumer of an fp32
-    input under autocast)."""
-    mode = replace(dims.mode, residual_bytes=4 if fp32_input and dims.autocast else dims.a)
-    return linear_input(mode, width, names)
-
-
 def _attn2(attention: Attention) -> Attention:
     """The second attention of a block (diffusers' `attn2`: cross-attention, or MMDiT-X's second
     self-attention), shaped as the first."""
     return replace(attention, names=("attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0"))
 
 
-def _kernel_output_input(dims: _Dims, width: int, name: str) -> float:
-    """What the output projection `name` keeps beyond the attention kernel's output. Flash and
-    memory-efficient SDPA write their output as (batch, seq, heads, head_dim) in memory, so the
-    transpose and reshape before the projection are views: a trained projection, or an adapter at
-    the stream's dtype, keeps that same tensor (SDPA already keeps it); only an adapter at another
-    dtype (peft's fp32) or with dropout keeps a copy of its own."""
-    kept = _inputs(dims, width, [name], False)
-    return 0.0 if kept == dims.a * width else kept
-
-
-def _layer_norm(dims: _Dims, width: int, fp32: bool = False) -> float:
-    """native_layer_norm: the input (fp32 under autocast or an FP32LayerNorm) + fp32 mean, rstd."""
-    return dims.norm_bytes(fp32) * width + 8
-
-
-def _modulated(dims: _Dims, width: int, trained: bool, fp32: bool = False) -> float:
+def _modulated(dims: Dims, width: int, trained: bool, fp32: bool = False) -> float:
     """x_norm * (1 + scale): x_norm is kept when scale needs a gradient."""
     return dims.norm_bytes(fp32) * width if trained else 0.0
 
 
-def _rms_norm(dims: _Dims, width: int, rows: int) -> float:
+def _rms_norm(dims: Dims, width: int, rows: int) -> float:
     """torch.nn.RMSNorm (diffusers' q/k norms) over `width` channels in `rows` groups. With the
     weight at the input's dtype, CUDA runs the fused kernel (`aten::_fused_rms_norm`, torch 2.8+),
     whose backward reads the input itself and the fp32 1/rms per row. With an fp32 weight under
@@ -168,7 +148,7 @@ def _rms_norm(dims: _Dims, width: int, rows: int) -> float:
     return 4 * width + 4 * rows + (4 * width if dims.trainable else 0)
 
 
-def _diffusers_rms_norm(dims: _Dims, width: int, rows: int) -> float:
+def _diffusers_rms_norm(dims: Dims, width: int, rows: int) -> float:
     """diffusers' own RMSNorm (SD3's q/k norms): the fp32 copy `pow` keeps for the variance, the
     input and the fp32 1/rms for `x * rsqrt(var)`, and the normed tensor when its weight trains
     (fp32 with an fp32 weight, else cast to the weight's 16-bit dtype)."""
@@ -176,7 +156,7 @@ def _diffusers_rms_norm(dims: _Dims, width: int, rows: int) -> float:
     return 4 * width + dims.a * width + 4 * rows + kept_output
 
 
-def _qk_norms(dims: _Dims, attention: Attention, torch_norm: bool = True) -> float:
+def _qk_norms(dims: Dims, attention: Attention, torch_norm: bool = True) -> float:
     """q and k norms per token: per head (`head`) or over all heads (`full`, Wan); FLUX and Wan
     use torch.nn.RMSNorm, SD3 diffusers' RMSNorm."""
     if attention.qk_norm == "none":
@@ -186,24 +166,13 @@ def _qk_norms(dims: _Dims, attention: Attention, torch_norm: bool = True) -> flo
     return norm(dims, attention.q_size, rows) + norm(dims, attention.kv_size, rows)
 
 
-def _sdpa(dims: _Dims, attention: Attention, queries: float, keys: float) -> float:
-    """Bytes per sample the attention kernel keeps: q per query, k and v per key, the output and
-    an fp32 logsumexp per head and query; eager keeps fp32 scores and their 16-bit softmax."""
-    a, heads = dims.a, attention.num_heads
-    kept = a * attention.q_size * queries + a * 2 * attention.kv_size * keys
-    kept += (a * attention.q_size + 4 * heads) * queries
-    if dims.mode.attention == "eager":
-        kept += heads * queries * keys * (4 + a)
-    return float(kept)
-
-
-def _trained(dims: _Dims, name: str) -> bool:
+def _trained(dims: Dims, name: str) -> bool:
     """Whether the modulation linear `name` (scale, shift and gate) needs gradients."""
     return dims.trainable or name in dims.mode.lora_targets
 
 
 def _stream(
-    dims: _Dims,
+    dims: Dims,
     block: Block,
     attention: Attention,
     names: tuple[str, str, str, str, str, str],
@@ -218,26 +187,26 @@ def _stream(
     the GELU FFN and its gate (`pre_only`: SD3's last context stream, only norm1 and q/k/v)."""
     q, k, v, o, up, down = names
     mod = _trained(dims, modulation)
-    kept = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    kept += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, torch_norm)
+    kept = layer_norm(dims, width) + _modulated(dims, width, mod)
+    kept += linear_inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, torch_norm)
     if pre_only:
         return kept
-    kept += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
-    kept += _layer_norm(dims, width) + _modulated(dims, width, mod)
-    kept += _inputs(dims, width, [up], dims.autocast) + dims.a * inner
-    kept += _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
+    kept += kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    kept += layer_norm(dims, width) + _modulated(dims, width, mod)
+    kept += linear_inputs(dims, width, [up], dims.autocast) + dims.a * inner
+    kept += linear_inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
     return kept
 
 
-def _split_copy(dims: _Dims, width: int, name: str, rows: int) -> float:
+def _split_copy(dims: Dims, width: int, name: str, rows: int) -> float:
     """A trained output projection, or an adapter at the stream's dtype, that reads `rows` rows
     sliced out of the joint attention's output: at a micro-batch above 1 the slice is not
     contiguous, so the matmul's reshape copies it, and the copy is what it keeps (at micro-batch
     1 the slice is a view of the kernel's output, which SDPA keeps anyway)."""
-    return dims.a * width * rows if _inputs(dims, width, [name], False) == dims.a * width else 0.0
+    return dims.a * width * rows if linear_inputs(dims, width, [name], False) == dims.a * width else 0.0
 
 
-def _split_copies(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape, masks: _Masks) -> float:
+def _split_copies(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape, masks: Masks) -> float:
     """Per sample, what one FLUX double-stream or SD3 joint layer keeps only at a micro-batch
     above 1: its attention processor splits the joint output into image and text rows
     (`hidden_states[:, :n]`, FluxAttnProcessor2_0 and JointAttnProcessor2_0) before to_out.0 and
@@ -251,7 +220,7 @@ def _split_copies(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape
     return kept
 
 
-def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _mmdit(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A FLUX double-stream or SD3 joint block: image and text streams around joint attention
     over both (SD3.5 Medium's MMDiT-X adds a second self-attention over the image tokens)."""
     attention, mlp = block.attention, block.mlp
@@ -286,18 +255,18 @@ def _mmdit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> fl
         torch_norm=flux,
     )
     tokens = shape.image_tokens + shape.text_tokens
-    kept = image * shape.image_tokens + text * shape.text_tokens + _sdpa(dims, attention, tokens, tokens)
+    kept = image * shape.image_tokens + text * shape.text_tokens + sdpa(dims, attention, tokens, tokens)
     if "attn2.to_q" in names:  # MMDiT-X: a second attention on the same normed image tokens
         second = _attn2(attention)
         mod = _trained(dims, "norm1.linear")
-        per_token = _inputs(dims, width, ["attn2.to_q", "attn2.to_k", "attn2.to_v"], dims.autocast)
-        per_token += _qk_norms(dims, second, flux) + _kernel_output_input(dims, width, "attn2.to_out.0")
+        per_token = linear_inputs(dims, width, ["attn2.to_q", "attn2.to_k", "attn2.to_v"], dims.autocast)
+        per_token += _qk_norms(dims, second, flux) + kernel_output_input(dims, width, "attn2.to_out.0")
         per_token += dims.a * width if mod else 0
-        kept += per_token * shape.image_tokens + _sdpa(dims, second, shape.image_tokens, shape.image_tokens)
+        kept += per_token * shape.image_tokens + sdpa(dims, second, shape.image_tokens, shape.image_tokens)
     return kept
 
 
-def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _single_stream(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """FLUX single-stream block over text + image tokens: norm and modulation, one input shared by
     to_q/k/v and proj_mlp, GELU, q/k norms, attention, proj_out over [attention, MLP] and its gate."""
     width = model.hidden_size
@@ -305,17 +274,19 @@ def _single_stream(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShap
     inner = linears["proj_mlp"].out_features
     attention = _single_attention(block, model)
     mod = _trained(dims, "norm.linear")
-    per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token = layer_norm(dims, width) + _modulated(dims, width, mod)
     hunyuan = _hunyuan_video(model)
     if hunyuan:
-        per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v"], dims.autocast)
-        per_token += _inputs(dims, width, ["proj_mlp"], dims.autocast)
+        per_token += linear_inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v"], dims.autocast)
+        per_token += linear_inputs(dims, width, ["proj_mlp"], dims.autocast)
     else:
-        per_token += _inputs(dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast)
+        per_token += linear_inputs(
+            dims, width, ["attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"], dims.autocast
+        )
     per_token += dims.a * inner + _qk_norms(dims, attention, torch_norm=not hunyuan)
-    per_token += _inputs(dims, width + inner, ["proj_out"], False) + (dims.a * width if mod else 0)
+    per_token += linear_inputs(dims, width + inner, ["proj_out"], False) + (dims.a * width if mod else 0)
     tokens = shape.image_tokens + shape.text_tokens
-    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+    return per_token * tokens + sdpa(dims, attention, tokens, tokens)
 
 
 def _hunyuan_video(model: ModelSpec) -> bool:
@@ -327,7 +298,7 @@ def _hunyuan_video(model: ModelSpec) -> bool:
     return any(block.role == "text_refiner" for block in model.blocks)
 
 
-def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _cogvideox(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A CogVideoXBlock (diffusers `cogvideox_transformer_3d.py`) over text + video tokens, the
     same per token for both kinds (one set of weights; only their modulations differ):
     norm1 (affine LayerNorm + modulation; CogVideoXLayerNormZero), q/k/v on the concatenated
@@ -343,31 +314,33 @@ def _cogvideox(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     q, k, v, o = attention.names
     up, _, down = mlp.names
     heads = attention.num_heads
-    per_token = 2 * (_layer_norm(dims, width) + _modulated(dims, width, mod))  # norm1, norm2
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast)
+    per_token = 2 * (layer_norm(dims, width) + _modulated(dims, width, mod))  # norm1, norm2
+    per_token += linear_inputs(dims, width, [q, k, v], dims.autocast)
     per_token += dims.norm_bytes() * (attention.q_size + attention.kv_size) + 2 * 8 * heads
     # the per-head norms leave q contiguous as (batch, heads, seq, head_dim); flash attention
     # allocates its output like q, so the reshape before to_out copies it, and a trained or
     # adapted to_out keeps that copy
-    per_token += _inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
+    per_token += linear_inputs(dims, attention.q_size, [o], False) + (dims.a * width if mod else 0)
     per_token += (
-        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+        linear_inputs(dims, width, [up], dims.autocast)
+        + dims.a * inner
+        + linear_inputs(dims, inner, [down], False)
     )
     per_token += dims.a * width if mod else 0
     tokens = shape.image_tokens + shape.text_tokens
-    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
+    return per_token * tokens + sdpa(dims, attention, tokens, tokens)
 
 
-def _cogvideox_output(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _cogvideox_output(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """CogVideoX's head over the video tokens: norm_final (affine LayerNorm), norm_out's affine
     LayerNorm and modulation (AdaLayerNorm), proj_out's input."""
     width = model.hidden_size
     mod = _trained(dims, "norm_out.linear")
-    per_token = 2 * _layer_norm(dims, width) + _modulated(dims, width, mod)
-    return shape.image_tokens * (per_token + _inputs(dims, width, ["proj_out"], dims.autocast))
+    per_token = 2 * layer_norm(dims, width) + _modulated(dims, width, mod)
+    return shape.image_tokens * (per_token + linear_inputs(dims, width, ["proj_out"], dims.autocast))
 
 
-def _text_refiner(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _text_refiner(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A HunyuanVideoIndividualTokenRefinerBlock over the text tokens (diffusers
     `transformer_hunyuan_video.py`): affine LayerNorm, self-attention (AttnProcessor2_0, no q/k
     norms; the prompt mask per head), the output gated by the refiner's adaNorm, affine
@@ -379,15 +352,15 @@ def _text_refiner(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape
     mod = _trained(dims, "norm_out.linear")
     q, k, v, o = attention.names
     up, _, down = mlp.names
-    per_token = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
-    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
-    per_token += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
-    per_token += dims.a * inner + _inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
+    per_token = layer_norm(dims, width) + linear_inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += layer_norm(dims, width) + linear_inputs(dims, width, [up], dims.autocast)
+    per_token += dims.a * inner + linear_inputs(dims, inner, [down], False) + (dims.a * width if mod else 0)
     text = shape.text_tokens
     # the prompt mask, repeated per head by Attention.prepare_attention_mask and cast to the
     # queries' dtype, is kept by the attention kernel for backward: heads x text x text
     mask = dims.a * attention.num_heads * text * text
-    return per_token * text + _sdpa(dims, attention, text, text) + mask
+    return per_token * text + sdpa(dims, attention, text, text) + mask
 
 
 def _single_attention(block: Block, model: ModelSpec) -> Attention:
@@ -398,7 +371,7 @@ def _single_attention(block: Block, model: ModelSpec) -> Attention:
     return Attention(heads, heads, head, head, qk_norm="head")
 
 
-def _video_dit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _video_dit(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A Wan 2.1 block: FP32LayerNorm + modulation, self-attention with q/k norms over all heads,
     the fp32 gated residual, FP32LayerNorm + cross-attention to the text, FP32LayerNorm +
     modulation, GELU FFN and its fp32 gate. The text keys and values are projected per block
@@ -410,27 +383,29 @@ def _video_dit(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     q, k, v, o = attention.names
     cq, _, _, co = cross.names
     up, _, down = mlp.names
-    per_token = _layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
-    per_token += _inputs(dims, width, [q, k, v], False) + _qk_norms(dims, attention)
-    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
-    per_token += _layer_norm(dims, width, fp32=True) + _inputs(dims, width, [cq], False)
+    per_token = layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
+    per_token += linear_inputs(dims, width, [q, k, v], False) + _qk_norms(dims, attention)
+    per_token += kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += layer_norm(dims, width, fp32=True) + linear_inputs(dims, width, [cq], False)
     if cross.qk_norm != "none":
         per_token += _rms_norm(dims, cross.q_size, 1)
-    per_token += _kernel_output_input(dims, cross.q_size, co)
-    per_token += _layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
-    per_token += _inputs(dims, width, [up], False) + dims.a * inner + _inputs(dims, inner, [down], False)
+    per_token += kernel_output_input(dims, cross.q_size, co)
+    per_token += layer_norm(dims, width, fp32=True) + _modulated(dims, width, mod, fp32=True)
+    per_token += (
+        linear_inputs(dims, width, [up], False) + dims.a * inner + linear_inputs(dims, inner, [down], False)
+    )
     per_token += 4 * width if mod else 0  # ff_output.float() kept for the fp32 gate
     per_text = _rms_norm(dims, cross.kv_size, 1) if cross.qk_norm != "none" else 0.0
     image, text = shape.image_tokens, shape.text_tokens
     return (
         per_token * image
         + per_text * text
-        + _sdpa(dims, attention, image, image)
-        + _sdpa(dims, cross, image, text)
+        + sdpa(dims, attention, image, image)
+        + sdpa(dims, cross, image, text)
     )
 
 
-def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _pixart(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A PixArt BasicTransformerBlock under adaLN-single: LayerNorm + modulation, self-attention
     and its gate; cross-attention read straight off the residual (PixArt applies no norm there),
     keys and values per text token; LayerNorm + modulation, the GELU FFN and its gate."""
@@ -441,23 +416,25 @@ def _pixart(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> f
     q, k, v, o = attention.names
     up, _, down = mlp.names
     cross = _attn2(attention)
-    per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast)
-    per_token += _kernel_output_input(dims, attention.q_size, o)
+    per_token = layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += linear_inputs(dims, width, [q, k, v], dims.autocast)
+    per_token += kernel_output_input(dims, attention.q_size, o)
     per_token += dims.a * width if mod else 0
-    per_token += _inputs(dims, width, ["attn2.to_q"], False) + _kernel_output_input(
+    per_token += linear_inputs(dims, width, ["attn2.to_q"], False) + kernel_output_input(
         dims, width, "attn2.to_out.0"
     )
-    per_token += _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += layer_norm(dims, width) + _modulated(dims, width, mod)
     per_token += (
-        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+        linear_inputs(dims, width, [up], dims.autocast)
+        + dims.a * inner
+        + linear_inputs(dims, inner, [down], False)
     )
     per_token += dims.a * width if mod else 0
     image, text = shape.image_tokens, shape.text_tokens
-    return per_token * image + _sdpa(dims, attention, image, image) + _sdpa(dims, cross, image, text)
+    return per_token * image + sdpa(dims, attention, image, image) + sdpa(dims, cross, image, text)
 
 
-def _linear_attention(dims: _Dims, attention: Attention) -> float:
+def _linear_attention(dims: Dims, attention: Attention) -> float:
     """Per-token bytes of Sana's ReLU linear attention kernel (diffusers
     `SanaLinearAttnProcessor2_0`, attention_processor.py): ReLU keeps its output for q and k;
     the two matmuls (V_pad K, then (V_pad K) Q, with V padded by a row of ones) keep their
@@ -473,7 +450,7 @@ def _linear_attention(dims: _Dims, attention: Attention) -> float:
     return kernels + casts + a * heads * (2 * (head + 1) + 1)  # V_pad, output, denominator
 
 
-def _glumbconv(dims: _Dims, block: Block, width: int) -> float:
+def _glumbconv(dims: Dims, block: Block, width: int) -> float:
     """Per-token bytes of Sana's GLUMBConv (`sana_transformer.py`): conv_inverted (1x1, dim ->
     2h), SiLU, the depthwise 3x3 conv_depth over 2h, chunk into value and gate, value x
     SiLU(gate), conv_point (1x1, h -> dim). A convolution keeps its input whether or not its
@@ -483,14 +460,14 @@ def _glumbconv(dims: _Dims, block: Block, width: int) -> float:
     the product keep through their views), SiLU(gate) (h) and conv_point's input (h): w + 8h."""
     hidden = next(linear for linear in block.linears if linear.name.endswith("conv_point")).in_features
     adapters = sum(
-        _inputs(dims, features, [name], False)
+        linear_inputs(dims, features, [name], False)
         for name, features in (("ff.conv_inverted", width), ("ff.conv_point", hidden))
         if name in dims.mode.lora_targets
     )
     return dims.a * (width + 8 * hidden) + adapters
 
 
-def _sana(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _sana(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """A SanaTransformerBlock (`sana_transformer.py`) under adaLN-single: LayerNorm and
     modulation, the ReLU linear self-attention (`_linear_attention`; its output reaches to_out
     through a strided view, which the projection copies when it trains) and its gate;
@@ -503,23 +480,23 @@ def _sana(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> flo
     mod = _trained(dims, "time_embed.linear")
     q, k, v, o = attention.names
     cq, _, _, co = cross.names
-    per_token = _layer_norm(dims, width) + _modulated(dims, width, mod)
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, False)
-    per_token += _linear_attention(dims, attention) + _inputs(dims, attention.q_size, [o], False)
+    per_token = layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += linear_inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention, False)
+    per_token += _linear_attention(dims, attention) + linear_inputs(dims, attention.q_size, [o], False)
     per_token += dims.a * width if mod else 0
-    per_token += _inputs(dims, width, [cq], False) + _kernel_output_input(dims, cross.q_size, co)
+    per_token += linear_inputs(dims, width, [cq], False) + kernel_output_input(dims, cross.q_size, co)
     per_text = 0.0
     if cross.qk_norm != "none":
         per_token += _diffusers_rms_norm(dims, cross.q_size, 1)
         per_text = _diffusers_rms_norm(dims, cross.kv_size, 1)
-    per_token += _layer_norm(dims, width) + _modulated(dims, width, mod)
+    per_token += layer_norm(dims, width) + _modulated(dims, width, mod)
     per_token += _glumbconv(dims, block, width) + (dims.a * width if mod else 0)
     image, text = shape.image_tokens, shape.text_tokens
     scores = dims.a * attention.num_heads * (attention.head_dim + 1) * attention.head_dim
-    return per_token * image + per_text * text + scores + _sdpa(dims, cross, image, text)
+    return per_token * image + per_text * text + scores + sdpa(dims, cross, image, text)
 
 
-def _unweighted_rms_norm(dims: _Dims, width: int) -> float:
+def _unweighted_rms_norm(dims: Dims, width: int) -> float:
     """diffusers' RMSNorm without a weight (LTX-Video's norm1 / norm2) over the residual: `pow`
     keeps the fp32 copy of the input (the input itself when the stream is fp32), `x * rsqrt`
     keeps the input and the fp32 1/rms per row."""
@@ -528,7 +505,7 @@ def _unweighted_rms_norm(dims: _Dims, width: int) -> float:
     return 4 * width + dims.a * width + 4
 
 
-def _ltx_video(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
+def _ltx_video(dims: Dims, block: Block, model: ModelSpec, shape: TokenShape) -> float:
     """An LTXVideoTransformerBlock (`transformer_ltx.py`): RMSNorm and modulation, q/k/v inputs,
     q/k RMSNorms over all heads (torch.nn.RMSNorm), RoPE (`x * cos + rotated * sin` keeps only
     the shared cos / sin tables, counted once in the embedder), SDPA, the output projection and
@@ -542,88 +519,47 @@ def _ltx_video(dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape) -
     cq, _, _, co = cross.names
     up, _, down = mlp.names
     per_token = _unweighted_rms_norm(dims, width) + _modulated(dims, width, mod)
-    per_token += _inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention)
-    per_token += _kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
-    per_token += _inputs(dims, width, [cq], False) + _rms_norm(dims, cross.q_size, 1)
-    per_token += _kernel_output_input(dims, cross.q_size, co)
+    per_token += linear_inputs(dims, width, [q, k, v], dims.autocast) + _qk_norms(dims, attention)
+    per_token += kernel_output_input(dims, attention.q_size, o) + (dims.a * width if mod else 0)
+    per_token += linear_inputs(dims, width, [cq], False) + _rms_norm(dims, cross.q_size, 1)
+    per_token += kernel_output_input(dims, cross.q_size, co)
     per_token += _unweighted_rms_norm(dims, width) + _modulated(dims, width, mod)
     per_token += (
-        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
+        linear_inputs(dims, width, [up], dims.autocast)
+        + dims.a * inner
+        + linear_inputs(dims, inner, [down], False)
     )
     per_token += dims.a * width if mod else 0
     image, text = shape.image_tokens, shape.text_tokens
     return (
         per_token * image
         + _rms_norm(dims, cross.kv_size, 1) * text
-        + _sdpa(dims, attention, image, image)
-        + _sdpa(dims, cross, image, text)
+        + sdpa(dims, attention, image, image)
+        + sdpa(dims, cross, image, text)
     )
 
 
-def _vit(dims: _Dims, block: Block, recipe: JepaRecipe, sequences: list[tuple[float, float]]) -> float:
-    """A pre-norm JEPA ViT layer over `sequences` ((tokens, count) per sample): LayerNorm
-    (trained weight), the q/k/v inputs (one cast each under autocast, or one for the repos'
-    fused qkv), the attention, the proj input, LayerNorm, fc1 input, GELU, fc2 input.
-
-    V-JEPA 2's RoPE (transformers' VJEPA2RopeAttention.apply_rotary_embeddings) rotates
-    2 x (head_dim // 3 // 2) channels of each head per axis (frames, height, width) with
-    per-token cos and sin tables, which `x * cos + rotated * sin` keeps for q and for k: 4 tables
-    of heads x rotated channels, in fp32 under autocast (their frequencies come from a `pow`,
-    which CUDA autocast runs in fp32); checked against one traced VJEPA2Layer to the byte per
-    token. I-JEPA and V-JEPA add fixed sin-cos tables to the embeddings instead: nothing kept in
-    the layer. `merge_copy`: the head-merged output is copied for proj, which keeps the copy
-    (transformers' VJEPA2 `contiguous()`, I-JEPA's transpose of `attn @ v`); V-JEPA's SDPA
-    output transposes back to a view. Eager attention (I-JEPA's Attention.forward) keeps the
-    contiguous copies matmul makes of the strided q, k and v views, and per head and key the
-    fp32 softmax (softmax is on autocast's fp32 list) and its 16-bit cast for `attn @ v`."""
-    attention, mlp = block.attention, block.mlp
-    assert attention is not None and mlp is not None
-    width, inner = block.width, mlp.intermediate_size
-    q, k, v, o = attention.names
-    up, _, down = mlp.names
-    tokens = sum(length * count for length, count in sequences)
-    per_token = 2 * _layer_norm(dims, width)
-    if recipe.positions == "rope-3d":
-        rotated = 3 * 2 * (attention.head_dim // 3 // 2)
-        tables = 4 if dims.autocast else dims.a  # `10000 ** omega` is on autocast's fp32 list
-        per_token += 4 * tables * attention.num_heads * rotated
-    qkv = [attention.fused_qkv] if attention.fused_qkv else [q, k, v]
-    per_token += _inputs(dims, width, qkv, dims.autocast)
-    if recipe.merge_copy:
-        per_token += _inputs(dims, attention.q_size, [o], False)
-    else:
-        per_token += _kernel_output_input(dims, attention.q_size, o)
-    per_token += (
-        _inputs(dims, width, [up], dims.autocast) + dims.a * inner + _inputs(dims, inner, [down], False)
-    )
-    if recipe.attention == "eager":
-        copies = dims.a * (attention.q_size + 2 * attention.kv_size) * tokens
-        scores = sum(attention.num_heads * n * n * count * (4 + dims.a) for n, count in sequences)
-        return per_token * tokens + copies + scores
-    return per_token * tokens + _sdpa(dims, attention, tokens, tokens)
-
-
-def _group_norm_silu(dims: _Dims, width: int) -> float:
+def _group_norm_silu(dims: Dims, width: int) -> float:
     """GroupNorm then SiLU: the norm keeps its input (an fp32 copy under autocast, where
     group_norm runs in fp32 and outputs fp32), SiLU keeps the norm's output."""
     return 2 * dims.norm_bytes() * width
 
 
-def _resnet(dims: _Dims, block: Block, shape: TokenShape) -> float:
+def _resnet(dims: Dims, block: Block, shape: TokenShape) -> float:
     """ResnetBlock2D per sample: GroupNorm + SiLU + conv1, the time projection added, GroupNorm +
     SiLU + conv2; the 1x1 shortcut reads the block input (which under autocast only it keeps)."""
     names = {linear.name.rsplit(".", 1)[-1]: linear for linear in block.linears}
     conv1, conv2 = names["conv1"], names["conv2"]
     inp, out = conv1.in_features // 9, block.width
-    per = _group_norm_silu(dims, inp) + _inputs(dims, inp, [conv1.name], dims.autocast)
-    per += _group_norm_silu(dims, out) + _inputs(dims, out, [conv2.name], dims.autocast)
+    per = _group_norm_silu(dims, inp) + linear_inputs(dims, inp, [conv1.name], dims.autocast)
+    per += _group_norm_silu(dims, out) + linear_inputs(dims, out, [conv2.name], dims.autocast)
     shortcut = names.get("conv_shortcut")
     if shortcut is not None and dims.autocast:
-        per += _inputs(dims, inp, [shortcut.name], False)
+        per += linear_inputs(dims, inp, [shortcut.name], False)
     return per * positions(shape, block.level)
 
 
-def _unet_transformer(dims: _Dims, block: Block, shape: TokenShape) -> float:
+def _unet_transformer(dims: Dims, block: Block, shape: TokenShape) -> float:
     """One BasicTransformerBlock per sample: LayerNorm + self-attention (q/k/v inputs, SDPA, the
     reshaped output's copy), LayerNorm + cross-attention to the text (keys and values per text
     token), LayerNorm + GEGLU (its gate, value and GELU(gate) kept, then the down input)."""
@@ -634,16 +570,16 @@ def _unet_transformer(dims: _Dims, block: Block, shape: TokenShape) -> float:
     up, _, down = mlp.names
     cross = _attn2(attention)
     count = positions(shape, block.level)
-    per = _layer_norm(dims, width) + _inputs(dims, width, [q, k, v], dims.autocast)
-    per += _kernel_output_input(dims, width, o)
-    per += _layer_norm(dims, width) + _inputs(dims, width, ["attn2.to_q"], dims.autocast)
-    per += _kernel_output_input(dims, width, "attn2.to_out.0")
-    per += _layer_norm(dims, width) + _inputs(dims, width, [up], dims.autocast)
-    per += 3 * dims.a * inner + _inputs(dims, inner, [down], False)
-    return per * count + _sdpa(dims, attention, count, count) + _sdpa(dims, cross, count, shape.text_tokens)
+    per = layer_norm(dims, width) + linear_inputs(dims, width, [q, k, v], dims.autocast)
+    per += kernel_output_input(dims, width, o)
+    per += layer_norm(dims, width) + linear_inputs(dims, width, ["attn2.to_q"], dims.autocast)
+    per += kernel_output_input(dims, width, "attn2.to_out.0")
+    per += layer_norm(dims, width) + linear_inputs(dims, width, [up], dims.autocast)
+    per += 3 * dims.a * inner + linear_inputs(dims, inner, [down], False)
+    return per * count + sdpa(dims, attention, count, count) + sdpa(dims, cross, count, shape.text_tokens)
 
 
-def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
+def _unet_weights(dims: Dims, block: Block, shape: TokenShape) -> float:
     """proj_in (after the GroupNorm), proj_out, the down / upsampling convs, conv_norm_out + SiLU
     + conv_out, per sample; conv_in reads the latents (in `outside`)."""
     kept = 0.0
@@ -651,51 +587,16 @@ def _unet_weights(dims: _Dims, block: Block, shape: TokenShape) -> float:
         name = linear.name
         if name.endswith("proj_in"):
             kept += positions(shape, block.level) * (
-                dims.norm_bytes() * block.width + _inputs(dims, block.width, [name], dims.autocast)
+                dims.norm_bytes() * block.width + linear_inputs(dims, block.width, [name], dims.autocast)
             )
         elif name.endswith(("proj_out", "downsamplers.0.conv", "upsamplers.0.conv")):
-            kept += positions(shape, block.level) * _inputs(dims, block.width, [name], False)
+            kept += positions(shape, block.level) * linear_inputs(dims, block.width, [name], False)
         elif name == "conv_out":
             width = linear.in_features // 9
             kept += positions(shape, 0) * (
-                _group_norm_silu(dims, width) + _inputs(dims, width, [name], dims.autocast)
+                _group_norm_silu(dims, width) + linear_inputs(dims, width, [name], dims.autocast)
             )
     return kept
-
-
-def _context_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
-    """Visible tokens a JEPA's context encoder sees, summed over the mask generators."""
-    return sum(shape.image_tokens * mask.context for mask in masks)
-
-
-def _target_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
-    """Masked tokens the predictor predicts, summed over the generators and their passes."""
-    return sum(shape.image_tokens * mask.target * mask.passes for mask in masks)
-
-
-def _predictor_tokens(shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
-    """Tokens the predictor runs over: per pass the context plus one mask token per target."""
-    return sum(shape.image_tokens * (mask.context + mask.target) * mask.passes for mask in masks)
-
-
-def _jepa_sequences(
-    block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]
-) -> list[tuple[float, float]]:
-    """(tokens, count) of the sequences a JEPA layer group runs per sample: the context encoder
-    one per generator over its visible tokens, the predictor one per pass over the context and
-    that pass's mask tokens."""
-    if block.role == "predictor":
-        return [(shape.image_tokens * (m.context + m.target), float(m.passes)) for m in masks]
-    return [(shape.image_tokens * m.context, 1.0) for m in masks]
-
-
-def _jepa_tokens(block: Block, shape: TokenShape, masks: tuple[MaskGenerator, ...]) -> float:
-    """Tokens a JEPA layer group runs over, summed over the mask generators: the context encoder
-    sees each generator's visible tokens, the predictor all tokens (context + one mask token per
-    target)."""
-    if block.role == "predictor":
-        return _predictor_tokens(shape, masks)
-    return _context_tokens(shape, masks)
 
 
 def denoiser_activations(
@@ -708,8 +609,8 @@ def denoiser_activations(
 ) -> DenoiserActivations:
     """Per-sample saved bytes of every block of a diffusion, video or JEPA model, the inputs one
     checkpointed layer keeps, the sample's inputs and the loss buffers."""
-    dims = _dims(mode, fp32_weights)
-    a, width = dims.a, model.hidden_size
+    dims = dims_of(mode, fp32_weights)
+    a = dims.a
     layers: list[tuple[Block, float]] = []
     inputs: list[float] = []
     splits: list[float] = []
@@ -721,28 +622,7 @@ def denoiser_activations(
         inputs.append(a * width_tokens(block, model, shape, masks) if width_tokens is not None else 0.0)
     latent = shape.latent_elements * (model.geometry.latent_channels if model.geometry else 1)
     if model.kind == "jepa":
-        encoder_width = width
-        targets = _target_tokens(shape, masks)
-        recipe = model_recipe(model)
-        # the clip (or image) as the data loader hands it over, fp32 (`clips.to(device)` in the
-        # repos' train.py); per mask generator the whole patch embedding, which the gather of the
-        # context tokens (apply_masks: torch.gather, whose backward formula reads its input)
-        # keeps: fp32 where a fixed sin-cos table of the fp32 weights is added, else the
-        # convolution's output dtype; the EMA target encoder's output and its LayerNorm at the
-        # loss (vjepa2 app/vjepa/train.py forward_target, loss_fn with loss_exp 1.0). Under
-        # autocast the patch convolution of each generator's context pass keeps its own 16-bit
-        # cast of the fp32 clip.
-        embedding = 4 if recipe.positions == "sincos" and dims.fp32_weights else a
-        cast = a * latent if dims.autocast else 0.0
-        outside = 4.0 * latent + len(masks) * (cast + embedding * encoder_width * shape.image_tokens)
-        # The loss runs in fp32 under autocast: the target encoder's LayerNorm outputs fp32, so
-        # `prediction - h` is fp32 (V-JEPA's |.| ** loss_exp keeps the difference and its abs;
-        # I-JEPA's smooth_l1_loss, on autocast's fp32 list, keeps the fp32 cast of the prediction
-        # and the target): two tensors per target element either way.
-        loss_bytes = 4 if dims.autocast else a
-        held = 2.0 * loss_bytes * encoder_width * targets
-        peak = held + 2.0 * loss_bytes * encoder_width * shape.image_tokens
-        backward = held + loss_bytes * encoder_width * targets
+        outside, held, peak, backward = jepa_sample_bytes(model, shape, dims, masks, latent)
     else:
         # the noisy latents, the noise and the target at the model's dtype; the text embeddings
         # (and their projection in the text-stream embedder); the fp32 loss: pred.float() and the
@@ -782,7 +662,7 @@ def is_unet(model: ModelSpec) -> bool:
 
 
 def _weights_block(
-    dims: _Dims, block: Block, model: ModelSpec, shape: TokenShape, masks: tuple[MaskGenerator, ...]
+    dims: Dims, block: Block, model: ModelSpec, shape: TokenShape, masks: tuple[MaskGenerator, ...]
 ) -> float:
     """Embedders and heads per sample. The patch and context embedders read the sample's inputs
     (counted in `outside`); Wan's text embedder keeps its GELU input and, when trained, linear_2's;
@@ -791,12 +671,12 @@ def _weights_block(
     norm runs over every predictor token and its projection over the targets."""
     width = model.hidden_size
     names = {linear.name: linear for linear in block.linears}
-    contexts, targets = _context_tokens(shape, masks), _target_tokens(shape, masks)
+    contexts, targets = context_tokens(shape, masks), target_tokens(shape, masks)
     kept = 0.0
     text = names.get("condition_embedder.text_embedder.linear_2") or names.get("caption_projection.linear_2")
     if text is not None:
         kept += shape.text_tokens * (
-            dims.a * text.in_features + _inputs(dims, text.in_features, [text.name], False)
+            dims.a * text.in_features + linear_inputs(dims, text.in_features, [text.name], False)
         )
     if "caption_projection.linear_2" in names and _has_role(model, "sana") and _caption_trains(dims):
         # Sana's caption_norm (diffusers RMSNorm with a weight) over the projected caption
@@ -807,17 +687,17 @@ def _weights_block(
     if block.role == "output" and model.kind != "jepa":
         video = _has_role(model, "video_dit")  # Wan's FP32LayerNorm
         kept += shape.image_tokens * (
-            _layer_norm(dims, width, video)
+            layer_norm(dims, width, video)
             + _modulated(dims, width, dims.trainable, video)
-            + _inputs(dims, width, ["proj_out"], dims.autocast and not video)
+            + linear_inputs(dims, width, ["proj_out"], dims.autocast and not video)
         )
     if block.role == "encoder_norm":
-        kept += contexts * _layer_norm(dims, width)
+        kept += contexts * layer_norm(dims, width)
     if "predictor_embeddings" in names:
-        kept += contexts * _inputs(dims, width, ["predictor_embeddings"], False)
+        kept += contexts * linear_inputs(dims, width, ["predictor_embeddings"], False)
     if "predictor.proj" in names:
-        kept += _predictor_tokens(shape, masks) * _layer_norm(dims, block.width)
-        kept += targets * _inputs(dims, block.width, ["predictor.proj"], dims.autocast)
+        kept += predictor_tokens(shape, masks) * layer_norm(dims, block.width)
+        kept += targets * linear_inputs(dims, block.width, ["predictor.proj"], dims.autocast)
     return kept
 
 
@@ -825,7 +705,7 @@ def _has_role(model: ModelSpec, role: str) -> bool:
     return any(block.role == role for block in model.blocks)
 
 
-def _caption_trains(dims: _Dims) -> bool:
+def _caption_trains(dims: Dims) -> bool:
     """Whether the caption projection's output needs a gradient (it trains, or carries adapters)."""
     return dims.trainable or any(name.startswith("caption_projection.") for name in dims.mode.lora_targets)
 
@@ -858,9 +738,9 @@ def _linear_tokens(
     if name.startswith(_TEXT_LINEARS):
         return float(shape.text_tokens)
     if name == "predictor_embeddings":
-        return _context_tokens(shape, masks)
+        return context_tokens(shape, masks)
     if name == "predictor.proj":
-        return _target_tokens(shape, masks)
+        return target_tokens(shape, masks)
     return float(shape.image_tokens)
 
 
@@ -878,11 +758,6 @@ def _streams(
             tokens = kind.linear_tokens(model, block, linear, shape, masks)
         out.append((macs, tokens))
     return out
-
-
-def core(attention: Attention, queries: float, keys: float) -> float:
-    """Scores and weighted sum: 2 x queries x keys x (d_qk + d_v) per head (Kaplan et al. 2020)."""
-    return 2 * attention.num_heads * queries * keys * (attention.head_dim + attention.v_head_dim)
 
 
 def linear_attention_core(attention: Attention, tokens: float) -> float:
@@ -946,25 +821,16 @@ def denoiser_flops(
     return DenoiserFlops(matmul, attention, total, recompute, target)
 
 
-# ---- the block table: one row per block role -------------------------------------------------
-# A row says how one kind of block keeps activations for backward (`saved`, per sample), what a
-# checkpointed layer of it keeps instead (`layer_input` elements, at the activation dtype; None
-# for embedders and heads, which diffusers and the JEPA repos never checkpoint), the tokens
-# each of its linears runs over, and its attention cores' forward FLOPs. A new block type is a
-# new row, not a branch in the activation, FLOP and checkpointing code.
-_Masks = tuple[MaskGenerator, ...]
-
-
 @dataclass(frozen=True)
 class BlockKind:
     """How one role of block keeps activations and runs its tokens (the table above)."""
 
-    saved: Callable[[_Dims, Block, ModelSpec, TokenShape, _Masks], float]
-    layer_input: Callable[[Block, ModelSpec, TokenShape, _Masks], float] | None
-    linear_tokens: Callable[[ModelSpec, Block, Linear, TokenShape, _Masks], float]
-    attention_flops: Callable[[ModelSpec, Block, TokenShape, _Masks], float]
+    saved: Callable[[Dims, Block, ModelSpec, TokenShape, Masks], float]
+    layer_input: Callable[[Block, ModelSpec, TokenShape, Masks], float] | None
+    linear_tokens: Callable[[ModelSpec, Block, Linear, TokenShape, Masks], float]
+    attention_flops: Callable[[ModelSpec, Block, TokenShape, Masks], float]
     # what one layer keeps per sample only at a micro-batch above 1
-    batch_split: Callable[[_Dims, Block, ModelSpec, TokenShape, _Masks], float] | None = None
+    batch_split: Callable[[Dims, Block, ModelSpec, TokenShape, Masks], float] | None = None
 
     @property
     def layer(self) -> bool:
@@ -972,37 +838,37 @@ class BlockKind:
         return self.layer_input is not None
 
 
-def _joint_width(block: Block, model: ModelSpec, shape: TokenShape, masks: _Masks) -> float:
+def _joint_width(block: Block, model: ModelSpec, shape: TokenShape, masks: Masks) -> float:
     return float(model.hidden_size * (shape.image_tokens + shape.text_tokens))
 
 
-def _image_width(block: Block, model: ModelSpec, shape: TokenShape, masks: _Masks) -> float:
+def _image_width(block: Block, model: ModelSpec, shape: TokenShape, masks: Masks) -> float:
     return float(model.hidden_size * shape.image_tokens)
 
 
-def _joint_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+def _joint_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: Masks) -> float:
     return float(shape.image_tokens + shape.text_tokens)
 
 
-def _stream_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+def _stream_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: Masks) -> float:
     """An MMDiT block's linears: the text stream's over the text tokens, the image stream's over
     the image tokens."""
     text = linear.name.startswith(("attn.add_", "attn.to_add_out", "ff_context."))
     return float(shape.text_tokens if text else shape.image_tokens)
 
 
-def _cross_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+def _cross_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: Masks) -> float:
     """A cross-attention DiT's linears: the cross keys and values over the text, the rest over
     the image or video tokens."""
     cross_kv = linear.name in ("attn2.to_k", "attn2.to_v")
     return float(shape.text_tokens if cross_kv else shape.image_tokens)
 
 
-def _text_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+def _text_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: Masks) -> float:
     return float(shape.text_tokens)
 
 
-def _unet_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks) -> float:
+def _unet_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: Masks) -> float:
     """A UNet block's linears: cross keys and values over the text, the rest over the block's
     latent positions (a stride-2 downsampler's over its outputs)."""
     cross_kv = linear.name.endswith(("attn2.to_k", "attn2.to_v"))
@@ -1010,23 +876,17 @@ def _unet_tokens(model: ModelSpec, block: Block, linear: Linear, shape: TokenSha
     return float(shape.text_tokens if cross_kv else positions(shape, level))
 
 
-def _jepa_linear_tokens(
-    model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks
-) -> float:
-    return _jepa_tokens(block, shape, masks)
-
-
 def _embedder_tokens(
-    model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: _Masks
+    model: ModelSpec, block: Block, linear: Linear, shape: TokenShape, masks: Masks
 ) -> float:
     return _linear_tokens(model, linear, shape, masks)
 
 
-def _no_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _no_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     return 0.0
 
 
-def _mmdit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _mmdit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     """Joint attention over text + image (and MMDiT-X's second attention over the image)."""
     assert block.attention is not None
     joint = shape.image_tokens + shape.text_tokens
@@ -1036,18 +896,18 @@ def _mmdit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _
     return flops
 
 
-def _single_stream_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _single_stream_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     joint = shape.image_tokens + shape.text_tokens
     return core(_single_attention(block, model), joint, joint)
 
 
-def _joint_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _joint_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     assert block.attention is not None
     joint = shape.image_tokens + shape.text_tokens
     return core(block.attention, joint, joint)
 
 
-def _cross_dit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _cross_dit_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     """Self-attention over the image or video tokens, then cross-attention to the text."""
     assert block.attention is not None
     cross = block.cross_attention or block.attention
@@ -1056,7 +916,7 @@ def _cross_dit_attention(model: ModelSpec, block: Block, shape: TokenShape, mask
     )
 
 
-def _sana_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _sana_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     """ReLU linear self-attention, then cross-attention to the text."""
     assert block.attention is not None and block.cross_attention is not None
     return linear_attention_core(block.attention, shape.image_tokens) + core(
@@ -1064,27 +924,21 @@ def _sana_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _M
     )
 
 
-def _text_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _text_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     assert block.attention is not None
     return core(block.attention, shape.text_tokens, shape.text_tokens)
 
 
-def _unet_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
+def _unet_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: Masks) -> float:
     """A UNet transformer block: self-attention over its positions, cross-attention to the text."""
     assert block.attention is not None
     count = positions(shape, block.level)
     return core(block.attention, count, count) + core(block.attention, count, shape.text_tokens)
 
 
-def _jepa_attention(model: ModelSpec, block: Block, shape: TokenShape, masks: _Masks) -> float:
-    assert block.attention is not None
-    sequences = _jepa_sequences(block, shape, masks)
-    return sum(count * core(block.attention, tokens, tokens) for tokens, count in sequences)
-
-
 def _cross_dit(
-    recipe: Callable[[_Dims, Block, ModelSpec, TokenShape], float],
-    attention: Callable[[ModelSpec, Block, TokenShape, _Masks], float] = _cross_dit_attention,
+    recipe: Callable[[Dims, Block, ModelSpec, TokenShape], float],
+    attention: Callable[[ModelSpec, Block, TokenShape, Masks], float] = _cross_dit_attention,
 ) -> BlockKind:
     return BlockKind(lambda d, b, m, s, k: recipe(d, b, m, s), _image_width, _cross_tokens, attention)
 
@@ -1130,10 +984,10 @@ BLOCK_KINDS: dict[str, BlockKind] = {
         lambda d, b, m, s, k: _cogvideox_output(d, b, m, s), None, _embedder_tokens, _no_attention
     ),
     "encoder": BlockKind(
-        lambda d, b, m, s, k: _vit(d, b, model_recipe(m), _jepa_sequences(b, s, k)),
-        lambda b, m, s, k: b.width * _jepa_tokens(b, s, k),
-        _jepa_linear_tokens,
-        _jepa_attention,
+        lambda d, b, m, s, k: vit_layer(d, b, model_recipe(m), jepa_sequences(b, s, k)),
+        lambda b, m, s, k: b.width * jepa_tokens(b, s, k),
+        jepa_linear_tokens,
+        jepa_attention,
     ),
     "resnet": BlockKind(
         lambda d, b, m, s, k: _resnet(d, b, s),
