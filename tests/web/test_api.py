@@ -424,3 +424,22 @@ def test_the_server_reads_no_gpu_file_but_takes_a_gpu_memory(client: TestClient)
     # the hint to a bigger GPU takes it as it is, without the memory given for this one
     bigger = next(hint for hint in data["hints"] if hint["id"] == "gpu")
     assert bigger["change"]["gpu_memory_gib"] is None
+
+
+def test_the_cli_shows_the_pages_hints(client: TestClient) -> None:
+    """`trainplan estimate --hints` gives the hints the page gets for the same scenario: the same
+    ids, changes and figures (one policy, interfaces/text/hints.py), in its JSON and as lines."""
+    from trainplan.interfaces.cli.main import app
+
+    page = post(client, {"model": "Llama-3.1-70B", "method": "full", "gpu": "H100-SXM"}).json()["hints"]
+    flags = ["estimate", "--model", "Llama-3.1-70B", "--method", "full", "--gpu", "H100-SXM", "--hints"]
+    done = CliRunner().invoke(app, [*flags, "--json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["hints"] == page
+    text = CliRunner().invoke(app, flags, catch_exceptions=False, env={"COLUMNS": "400"}).output
+    assert "Worth knowing" in text
+    for hint in page:
+        assert f"- {hint['title']} (" in text
+    # without the flag the JSON contract is unchanged: no hints key
+    plain = CliRunner().invoke(app, [*flags[:-1], "--json"], catch_exceptions=False)
+    assert "hints" not in json.loads(plain.output)

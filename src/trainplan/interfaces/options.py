@@ -77,3 +77,4 @@ def estimate_options() -> list[tuple[str, str, str]]:
 # The flags of `estimate` beyond its string options.
 FROM_FLAG, JSON_FLAG, MAX_FLAG, HEADROOM_FLAG = "--from", "--json", "--max", "--headroom"
 PAST_CONTEXT_FLAG = "--past-context"  # with --max seq_len: search past the model's context window
+HINTS_FLAG = "--hints"  # the page's "worth knowing" suggestions, each a true estimate

@@ -19,6 +19,7 @@ from trainplan.interfaces.cli.invocation import fail, run_estimate, scenario_and
 from trainplan.interfaces.options import (
     FROM_FLAG,
     HEADROOM_FLAG,
+    HINTS_FLAG,
     JSON_FLAG,
     MAX_FLAG,
     PAST_CONTEXT_FLAG,
@@ -174,8 +175,17 @@ def _register_estimate() -> None:
         ),
         bool,
     )
+    with_hints = _keyword(
+        "hints",
+        typer.Option(
+            False,
+            HINTS_FLAG,
+            help="add what changing one setting would do (each a full estimate), as the web page shows",
+        ),
+        bool,
+    )
     estimate_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [*_estimate_parameters(), maximise, headroom, past_context]
+        [*_estimate_parameters(), maximise, headroom, past_context, with_hints]
     )
     app.command("estimate")(estimate_command)
 

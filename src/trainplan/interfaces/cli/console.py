@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainplan.engine.result import Estimate
+from trainplan.interfaces.text.hints import Hint
 from trainplan.interfaces.text.phrasing import (
     APPROXIMATE,
     NOTE,
@@ -103,6 +104,18 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
         console.print(recipe)
     for label, text in note_lines(result):
         console.print(f"[yellow]{label}:[/] {text}")
+
+
+def print_hints(found: list[Hint], console: Console | None = None) -> None:
+    """The page's "worth knowing" list: each change of one setting and what its estimate gives."""
+    console = console or Console()
+    if not found:
+        console.print("Worth knowing: no single change of a setting helps here.")
+        return
+    console.print("[bold]Worth knowing[/] (each a full estimate with that one change):")
+    for hint in found:
+        change = ", ".join(f"{name}={value}" for name, value in hint.change.items())
+        console.print(f"- {hint.title} ({change}): {hint.text}", markup=False, highlight=False)
 
 
 def print_models(query: str, as_json: bool, kind: str | None = None) -> None:

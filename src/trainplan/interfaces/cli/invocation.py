@@ -75,6 +75,7 @@ def run_estimate(**kwargs: Any) -> None:
     maximise = kwargs.pop("maximise")
     headroom = kwargs.pop("headroom")
     past_context = bool(kwargs.pop("past_context", False))
+    with_hints = bool(kwargs.pop("hints", False))
     found = None
     try:
         scenario, reading = scenario_and_reading(kwargs)
@@ -97,13 +98,21 @@ def run_estimate(**kwargs: Any) -> None:
 
         print(largest_line(found))
     from_max = {"max": found.to_dict()} if found is not None else {}
+    suggestions = []
+    if with_hints:
+        from trainplan.interfaces.text.hints import hints
+
+        suggestions = hints(result.scenario, result)
+    from_hints = {"hints": [hint.to_dict() for hint in suggestions]} if with_hints else {}
 
     def print_text() -> None:
-        from trainplan.interfaces.cli.console import print_estimate
+        from trainplan.interfaces.cli.console import print_estimate, print_hints
 
         print_estimate(result)
+        if with_hints:
+            print_hints(suggestions)
 
-    show(as_json, reading, lambda: {**result.to_dict(), **from_max}, print_text)
+    show(as_json, reading, lambda: {**result.to_dict(), **from_max, **from_hints}, print_text)
 
 
 def show(
