@@ -67,34 +67,34 @@ def test_all_gather_pool_is_the_largest_consecutive_pair() -> None:
 def test_default_working_set(llama8b_config: dict[str, Any]) -> None:
     c = coeffs(llama8b_config)
     # the layer computing and one prefetched, bf16: 2 x 2 bytes x LAYER
-    assert c.gathered_backward_bytes == 2 * 2 * LAYER
-    assert c.gathered_forward_bytes == 2 * 2 * LAYER
+    assert c.fsdp.gathered_backward_bytes == 2 * 2 * LAYER
+    assert c.fsdp.gathered_forward_bytes == 2 * 2 * LAYER
     # one layer's bf16 gradients (= a bf16 reduce-scatter buffer)
-    assert c.layer_reduce_bytes == 2 * LAYER
-    assert c.root_gathered_bytes == 0.0
+    assert c.fsdp.layer_reduce_bytes == 2 * LAYER
+    assert c.fsdp.root_gathered_bytes == 0.0
     # the embedding's group is reduced last: its bf16 gradients and a bf16 buffer
-    assert c.last_group_grad_bytes == 4 * EMBEDDING
+    assert c.fsdp.last_group_grad_bytes == 4 * EMBEDDING
     # groups in forward order: embedding, layers, head; the largest pair is embedding + layer
-    assert c.all_gather_pool_bytes == 2 * (EMBEDDING + LAYER)
+    assert c.fsdp.all_gather_pool_bytes == 2 * (EMBEDDING + LAYER)
 
 
 def test_fp32_reduce_root_wrap_and_prefetch(llama8b_config: dict[str, Any]) -> None:
     c = coeffs(llama8b_config, fsdp_reduce_dtype="fp32", fsdp_wrap="root", fsdp_prefetch=2)
-    assert c.gathered_backward_bytes == 3 * 2 * LAYER
-    assert c.layer_reduce_bytes == 4 * LAYER
-    assert c.root_gathered_bytes == 2 * ROOT
+    assert c.fsdp.gathered_backward_bytes == 3 * 2 * LAYER
+    assert c.fsdp.layer_reduce_bytes == 4 * LAYER
+    assert c.fsdp.root_gathered_bytes == 2 * ROOT
     # root first (embedding, head and norm together), then the first layer
-    assert c.all_gather_pool_bytes == 2 * (ROOT + LAYER)
+    assert c.fsdp.all_gather_pool_bytes == 2 * (ROOT + LAYER)
     # the root's bf16 gradients and their fp32 buffer when its backward ends: 2 + 4 per parameter
-    assert c.last_group_grad_bytes == 6 * ROOT
-    assert c.reduce_grad_factor == 2.0
+    assert c.fsdp.last_group_grad_bytes == 6 * ROOT
+    assert c.fsdp.reduce_grad_factor == 2.0
 
 
 def test_no_reshard_after_forward_keeps_every_layer(llama8b_config: dict[str, Any]) -> None:
     c = coeffs(llama8b_config, reshard_after_forward=False)
     # every layer, and the embedding and head groups, stay gathered in bf16
-    assert c.gathered_forward_bytes == 32 * 2 * LAYER + 2 * 2 * EMBEDDING
-    assert c.gathered_backward_bytes == 2 * 2 * LAYER
+    assert c.fsdp.gathered_forward_bytes == 32 * 2 * LAYER + 2 * 2 * EMBEDDING
+    assert c.fsdp.gathered_backward_bytes == 2 * 2 * LAYER
 
 
 def test_root_wrap_in_the_backward_peak(llama8b_config: dict[str, Any]) -> None:
@@ -173,8 +173,8 @@ def test_fp32_reduce_doubles_the_reduce_scatter_traffic(llama8b_config: dict[str
     # twice the bf16 gradients, without resharding after forward one gather is saved
     c16 = coeffs(llama8b_config)
     c32 = coeffs(llama8b_config, fsdp_reduce_dtype="fp32", reshard_after_forward=False)
-    assert (1 + c16.reshard_after_forward, c16.reduce_grad_factor) == (2, 1.0)
-    assert (1 + c32.reshard_after_forward, c32.reduce_grad_factor) == (1, 2.0)
+    assert (1 + c16.fsdp.reshard_after_forward, c16.fsdp.reduce_grad_factor) == (2, 1.0)
+    assert (1 + c32.fsdp.reshard_after_forward, c32.fsdp.reduce_grad_factor) == (1, 2.0)
 
 
 def test_bad_prefetch_is_a_field_error(llama8b_config: dict[str, Any]) -> None:

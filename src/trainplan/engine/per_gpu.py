@@ -143,6 +143,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     gradients or reduce-scatter buffer, the root group, the all-gather stream's pool); tensor
     parallelism divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
     """
+    fsdp = c.fsdp  # the sharded working set (terms/fsdp.py)
     tp, dp, zero = v.tensor_parallel, v.data_parallel, v.zero_stage
     sharded_dp = dp > 1
     per_gpu = v.stage_fraction / tp
@@ -156,26 +157,32 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
     # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
     # to the sharded parameter's dtype)
-    shard_master = sharded_weights & (c.shard_master_bytes > 0)
+    shard_master = sharded_weights & (fsdp.shard_master_bytes > 0)
     weights = where(
-        shard_master, (c.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded, weights
+        shard_master,
+        (fsdp.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded,
+        weights,
     )
-    gradients = where(shard_master, c.shard_master_bytes * per_gpu / zero2, gradients)
+    gradients = where(shard_master, fsdp.shard_master_bytes * per_gpu / zero2, gradients)
     if c.optimizer_in_backward:
         # each gradient is stepped and freed as soon as it is complete (torchtune
         # optimizer_in_bwd): the largest one is the most ever present
         gradients = c.largest_grad_bytes / tp / zero2
     optimizer = c.optimizer_bytes * per_gpu / zero1
-    optimizer = where(shard_master, (c.optimizer_bytes - c.shard_master_bytes) * per_gpu / zero1, optimizer)
+    optimizer = where(
+        shard_master, (c.optimizer_bytes - fsdp.shard_master_bytes) * per_gpu / zero1, optimizer
+    )
     transient = c.optimizer_transient_bytes * per_gpu / zero1
     # a layer's backward: its gathered weights, the prefetched ones, its gradients or their
     # reduce-scatter buffer; at the end of forward and while the loss gradient is formed only the
     # gathered weights (all of them without resharding after forward)
-    working = where(sharded_weights, (c.gathered_backward_bytes + c.layer_reduce_bytes) / tp, 0.0)
-    gathered = where(sharded_weights, c.gathered_forward_bytes / tp, 0.0)
-    working_forward = where(sharded_weights, (c.gathered_forward_bytes + c.layer_reduce_bytes) / tp, 0.0)
-    root = where(sharded_weights, c.root_gathered_bytes / tp, 0.0)
-    pool = where(sharded_weights, c.all_gather_pool_bytes / tp, 0.0)
+    working = where(sharded_weights, (fsdp.gathered_backward_bytes + fsdp.layer_reduce_bytes) / tp, 0.0)
+    gathered = where(sharded_weights, fsdp.gathered_forward_bytes / tp, 0.0)
+    working_forward = where(
+        sharded_weights, (fsdp.gathered_forward_bytes + fsdp.layer_reduce_bytes) / tp, 0.0
+    )
+    root = where(sharded_weights, fsdp.root_gathered_bytes / tp, 0.0)
+    pool = where(sharded_weights, fsdp.all_gather_pool_bytes / tp, 0.0)
     offload = v.offload
     # FSDP's CPU offload (code 3) copies each sharded gradient to the host as its reduce-scatter
     # completes and frees the GPU's (torch fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce,
@@ -241,7 +248,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     loss_head_grad = c.loss_head_grad_bytes / tp / zero2
     # under FSDP2's root group the head's gradient stays unsharded from the head's backward
     # until backward ends
-    head_unsharded = where(sharded_weights & c.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
+    head_unsharded = where(sharded_weights & fsdp.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
     overhead = v.overhead_bytes
 
     # the frozen encoders run before the denoiser's forward, without grad: their working set is a
@@ -293,10 +300,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # FSDP2: the last group's unsharded gradients and the reduce-scatter buffer they are copied
     # into, once its parameters are resharded (post_backward reshards before it reduces), or a
     # layer's working set, whichever is larger
-    last_group = sharded_weights & (c.last_group_grad_bytes > 0)
+    last_group = sharded_weights & (fsdp.last_group_grad_bytes > 0)
     end_working = where(
         last_group,
-        maximum(working + head_unsharded, c.last_group_grad_bytes / tp) + c.dequant_bytes / tp + pool,
+        maximum(working + head_unsharded, fsdp.last_group_grad_bytes / tp) + c.dequant_bytes / tp + pool,
         temporaries,
     )
     end = _cached(
@@ -468,6 +475,7 @@ def step_seconds(
     float8 casts, less the eager traffic torch.compile's fusion removes; QLoRA dequantisation and
     a diffusion pipeline's frozen encoders' forward are added either way (see terms/timing.py for
     each formula's source)."""
+    fsdp = c.fsdp  # the sharded working set (terms/fsdp.py)
     tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
@@ -522,8 +530,8 @@ def step_seconds(
     gathered = c.weights_16bit_bytes * share
     # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
     # reduce dtype (terms/fsdp.py)
-    gathers = 1 + c.reshard_after_forward
-    per_micro = gather_or_scatter_seconds(gathers * gathered + grads * c.reduce_grad_factor, dp, bandwidth)
+    gathers = 1 + fsdp.reshard_after_forward
+    per_micro = gather_or_scatter_seconds(gathers * gathered + grads * fsdp.reduce_grad_factor, dp, bandwidth)
     zero3 = (v.zero_stage == 3) & (dp > 1)
     comm = where(zero3, per_micro * v.grad_accum, ring)
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)

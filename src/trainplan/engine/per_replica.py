@@ -24,7 +24,7 @@ from trainplan.engine.terms.activations import (
     outside_layers,
 )
 from trainplan.engine.terms.flops import FlopsPerToken, flops_per_token
-from trainplan.engine.terms.fsdp import fsdp_coefficients
+from trainplan.engine.terms.fsdp import FsdpWorkingSet, fsdp_coefficients
 from trainplan.engine.terms.geometry import TokenShape
 from trainplan.engine.terms.jepa_masks import jepa_masks
 from trainplan.engine.terms.kernels import fused_layer_kernels
@@ -130,18 +130,7 @@ class Coefficients:
     # eager memory traffic per token that torch.compile's fusion removes (terms/timing.py)
     compile_fusion_bytes_per_token: float = 0.0
     # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
-    gathered_forward_bytes: float = 0.0  # layers gathered at the end of forward / start of backward
-    gathered_backward_bytes: float = 0.0  # layers gathered while backward runs
-    layer_reduce_bytes: float = 0.0  # one layer's gradients or their reduce-scatter buffer
-    root_gathered_bytes: float = 0.0  # the root group's gathered weights (fsdp_wrap root)
-    root_grads_unsharded: bool = False  # the root's gradients wait for the end of backward
-    last_group_grad_bytes: float = 0.0  # the last group's gradients and reduce buffer (end of backward)
-    all_gather_pool_bytes: float = 0.0  # reserved by the all-gather stream's allocator pool
-    reduce_grad_factor: float = 1.0  # reduce-scatter bytes per gradient byte
-    reshard_after_forward: bool = True
-    # FSDP keeps the fp32 master as the shard itself (zero3_master: shard): these bytes move from
-    # the optimizer to the weights, and gradients are fp32 shards
-    shard_master_bytes: float = 0.0
+    fsdp: FsdpWorkingSet = FsdpWorkingSet()
     # an EMA copy of the trainable weights (diffusers EMAModel) or a JEPA's EMA target encoder:
     # on every GPU whatever the sharding (each rank updates its own copy)
     sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
@@ -526,7 +515,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         float8_cast_bytes_per_token=casts[0],
         float8_cast_weight_bytes=casts[1],
         compile_fusion_bytes_per_token=fusion,
-        **fsdp,
+        fsdp=fsdp,
     )
 
 

@@ -43,8 +43,9 @@ wrapping (`torchtitan/parallelisms/parallelize_llama.py` `apply_fsdp` at 004b314
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainplan.engine.terms.memory import block_linear_params
 from trainplan.specs.model import ModelSpec, derived
@@ -81,6 +82,25 @@ def all_gather_pool_bytes(group_bytes: list[float]) -> float:
     return max(a + b for a, b in pairwise(group_bytes))
 
 
+@dataclass(frozen=True)
+class FsdpWorkingSet:
+    """The ZeRO-3 / FSDP2 working set of one rank before tensor parallelism (fsdp_coefficients):
+    all zero or off until weights are sharded."""
+
+    gathered_forward_bytes: float = 0.0  # layers gathered at the end of forward / start of backward
+    gathered_backward_bytes: float = 0.0  # layers gathered while backward runs
+    layer_reduce_bytes: float = 0.0  # one layer's gradients or their reduce-scatter buffer
+    root_gathered_bytes: float = 0.0  # the root group's gathered weights (fsdp_wrap root)
+    root_grads_unsharded: bool = False  # the root's gradients wait for the end of backward
+    last_group_grad_bytes: float = 0.0  # the last group's gradients and reduce buffer (end of backward)
+    all_gather_pool_bytes: float = 0.0  # reserved by the all-gather stream's allocator pool
+    reduce_grad_factor: float = 1.0  # reduce-scatter bytes per gradient byte
+    reshard_after_forward: bool = True
+    # FSDP keeps the fp32 master as the shard itself (zero3_master: shard): these bytes move from
+    # the optimizer to the weights, and gradients are fp32 shards
+    shard_master_bytes: float = 0.0
+
+
 def fsdp_coefficients(
     model: ModelSpec,
     counts: ParamCounts,
@@ -90,12 +110,12 @@ def fsdp_coefficients(
     edge_bytes: float,
     grad_bytes: float,
     master_bytes: float,
-) -> dict[str, Any]:
-    """The ZeRO-3 / FSDP2 working set of one rank before tensor parallelism, as Coefficients
-    fields: gathered layers (1 + prefetch, or every group without resharding after forward), one
-    layer's gradients or reduce buffer, the root group under `fsdp_wrap: root`, the last group's
-    gradients and buffer at the end of backward, the all-gather pool (the two largest
-    consecutive groups in forward order), and the fp32 master kept as the shard.
+) -> FsdpWorkingSet:
+    """The ZeRO-3 / FSDP2 working set of one rank before tensor parallelism: gathered layers
+    (1 + prefetch, or every group without resharding after forward), one layer's gradients or
+    reduce buffer, the root group under `fsdp_wrap: root`, the last group's gradients and buffer
+    at the end of backward, the all-gather pool (the two largest consecutive groups in forward
+    order), and the fp32 master kept as the shard.
 
     `weight_bytes` per layer weight as gathered, `edge_bytes` per embedding/head weight,
     `grad_bytes` per 16-bit gradient, `master_bytes` per parameter of the fp32 master (0 without).
@@ -118,18 +138,18 @@ def fsdp_coefficients(
         groups = [counts.embedding * edge_bytes, largest, largest, counts.head * edge_bytes]
     # the group reduced last, when backward ends: the root, or under `layers` the embedding
     last_group = (in_root if root else counts.embedding) if full else 0
-    return {
-        "gathered_forward_bytes": forward,
-        "gathered_backward_bytes": backward,
-        "layer_reduce_bytes": reduce_buffer_bytes(max(layer_params) if full else 0, grad_bytes, reduce_dtype),
-        "root_gathered_bytes": in_root * edge_bytes if root else 0.0,
-        "root_grads_unsharded": root and full,
-        "last_group_grad_bytes": grad_bytes * last_group
+    return FsdpWorkingSet(
+        gathered_forward_bytes=forward,
+        gathered_backward_bytes=backward,
+        layer_reduce_bytes=reduce_buffer_bytes(max(layer_params) if full else 0, grad_bytes, reduce_dtype),
+        root_gathered_bytes=in_root * edge_bytes if root else 0.0,
+        root_grads_unsharded=root and full,
+        last_group_grad_bytes=grad_bytes * last_group
         + reduce_buffer_bytes(last_group, grad_bytes, reduce_dtype),
-        "all_gather_pool_bytes": all_gather_pool_bytes(groups),
-        "reduce_grad_factor": reduce_buffer_bytes(1, grad_bytes, reduce_dtype) / grad_bytes,
-        "reshard_after_forward": scenario.reshard_after_forward,
-        "shard_master_bytes": master_bytes * counts.trainable
+        all_gather_pool_bytes=all_gather_pool_bytes(groups),
+        reduce_grad_factor=reduce_buffer_bytes(1, grad_bytes, reduce_dtype) / grad_bytes,
+        reshard_after_forward=scenario.reshard_after_forward,
+        shard_master_bytes=master_bytes * counts.trainable
         if full and scenario.zero3_master == "shard"
         else 0.0,
-    }
+    )
