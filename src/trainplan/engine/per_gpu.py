@@ -151,7 +151,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
     sharded_weights = zero3 > 1
-    unsharded = c.ema_bytes + c.encoder_bytes + c.buffer_bytes  # on every GPU whatever the sharding
+    unsharded = c.ema_bytes + c.encoders.resident_bytes + c.buffer_bytes  # on every GPU whatever the sharding
     weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded
     gradients = c.gradient_bytes * per_gpu / zero2
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
@@ -253,7 +253,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
 
     # the frozen encoders run before the denoiser's forward, without grad: their working set is a
     # moment of its own, counted as the temporaries it needs beyond the forward's activations
-    encode = c.encoder_peak[0] + c.encoder_peak[1] * v.micro_batch
+    encode = c.encoders.peak[0] + c.encoders.peak[1] * v.micro_batch
     encoding = maximum(encode - (stored + loss + autocast + gathered + side), 0.0)
     forward = _terms(
         weights,
@@ -502,7 +502,7 @@ def step_seconds(
     # 16-bit one under an fp8 recipe, which converts only the trained model's linears) and the
     # step's efficiency; under `offload` they still run on the GPU, after their weights come over
     encoders = (
-        global_tokens * c.encoder_flops_per_token / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
+        global_tokens * c.encoders.flops_per_token / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
     )
     if all_in:
         zero: Any = 0.0 * compute
@@ -562,7 +562,7 @@ def step_seconds(
     on_node = minimum(gpus, gpus_per_node)
     host_optimizer = where(v.offload >= 1, host_bytes * on_node / host_bytes_per_s, 0.0)
     # frozen encoders kept on the CPU: their weights come over PCIe for every micro-batch
-    offload = offload + c.encoder_offload_bytes * v.grad_accum / hw.pcie_bytes_per_s
+    offload = offload + c.encoders.offload_bytes * v.grad_accum / hw.pcie_bytes_per_s
     # activation offloading: every offloaded byte goes down in forward and up in backward, on
     # side streams under the compute
     copies = 2 * offloaded_activation_bytes(c, v) * v.grad_accum / hw.pcie_bytes_per_s

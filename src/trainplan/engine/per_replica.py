@@ -63,6 +63,20 @@ from trainplan.specs.weights import block_linears, block_params, weight_linears
 
 
 @dataclass(frozen=True)
+class FrozenEncoders:
+    """A diffusion pipeline's frozen VAE and text encoders, run each step (frozen_encoders gpu /
+    offload; terms/encoders.py): their resident weights (unsharded, like the EMA), the working
+    set of running them (`peak`: at micro-batch 0 and per sample), the weight bytes brought over
+    PCIe per micro-batch when offloaded, and their forward FLOPs per main-stream token (per
+    sample / tokens), timed apart from the denoiser's at the compute dtype's rate."""
+
+    resident_bytes: float = 0.0
+    peak: tuple[float, float] = (0.0, 0.0)
+    offload_bytes: float = 0.0
+    flops_per_token: float = 0.0
+
+
+@dataclass(frozen=True)
 class Coefficients:
     """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism."""
 
@@ -135,15 +149,8 @@ class Coefficients:
     # on every GPU whatever the sharding (each rank updates its own copy)
     sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
     ema_bytes: float = 0.0
-    # frozen VAE and text encoders run each step (frozen_encoders gpu / offload): their resident
-    # weights (unsharded, like the EMA), the working set of running them (at micro-batch 0 and per
-    # sample) and, offloaded, the weight bytes brought over PCIe per micro-batch
-    encoder_bytes: float = 0.0
-    encoder_peak: tuple[float, float] = (0.0, 0.0)
-    encoder_offload_bytes: float = 0.0
-    # their forward FLOPs per main-stream token (per sample / tokens), timed apart from the
-    # denoiser's at the compute dtype's rate (per_gpu.step_seconds)
-    encoder_flops_per_token: float = 0.0
+    # a diffusion pipeline's frozen VAE and text encoders (FrozenEncoders)
+    encoders: FrozenEncoders = FrozenEncoders()
     buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
     # per token, kept only at a micro-batch above 1 (a joint block's split output, terms/denoisers.py
     # `_split_copies`): by the stored layers, and by the largest recomputed one
@@ -311,11 +318,11 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     every = checkpoint_every(ckpt)
     checkpointed = checkpointed_layers(model, every) if every else [0] * len(model.blocks)
     recompute: list[tuple[float, float]] = []
-    ema_bytes = encoder_bytes = encoder_offload = encoder_flops = 0.0
+    ema_bytes = 0.0
+    encoders = FrozenEncoders()
     batch_split = batch_split_recompute = 0.0
     working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
     last_backward = recomputed_working = 0.0
-    encoder_peak = (0.0, 0.0)
     if model.kind != "llm":
         from trainplan.engine.terms.denoisers import checkpointed_blocks  # not loaded for language models
 
@@ -328,9 +335,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         outside = sample.outside
         flops = sample.flops
         ema_bytes = sample.ema_bytes
-        encoder_bytes, encoder_peak = sample.encoder_bytes, sample.encoder_peak
-        encoder_offload = sample.encoder_offload_bytes
-        encoder_flops = sample.encoder_flops
+        encoders = sample.encoders
         batch_split, batch_split_recompute = sample.batch_split, sample.batch_split_recompute
     else:
         seq = scenario.seq_len
@@ -487,13 +492,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         outside_per_token=outside,
         sample=shape,
         ema_bytes=ema_bytes,
-        encoder_bytes=encoder_bytes,
         batch_split_per_token=batch_split,
         batch_split_recompute=batch_split_recompute,
         buffer_bytes=model.buffer_elements * (precision.weight_bytes if full else compute_bytes),
-        encoder_peak=encoder_peak,
-        encoder_offload_bytes=encoder_offload,
-        encoder_flops_per_token=encoder_flops,
+        encoders=encoders,
         logits_held=held,
         logits_loss=loss,
         logits_backward=backward,
@@ -590,10 +592,7 @@ class SampleTerms:
     backward: float
     flops: FlopsPerToken
     ema_bytes: float
-    encoder_bytes: float = 0.0
-    encoder_peak: tuple[float, float] = (0.0, 0.0)  # bytes at micro-batch 0 and per sample
-    encoder_offload_bytes: float = 0.0
-    encoder_flops: float = 0.0  # the frozen encoders' forward, per token
+    encoders: FrozenEncoders = FrozenEncoders()
     # kept only at a micro-batch above 1 (terms/denoisers.py `_split_copies`): by the stored
     # layers, and by the largest recomputed one
     batch_split: float = 0.0
@@ -680,10 +679,12 @@ def _sample_terms(
             palm_model_flops=(flops.total - flops.recompute) / tokens,
         ),
         ema_bytes=ema_params * EMA_BYTES[ema],
-        encoder_bytes=float(encoder_resident_bytes(model, frozen, compute)),
-        encoder_peak=(float(2 * one - two), float(two - one)),
-        encoder_offload_bytes=float(encoder_offload_bytes(model, frozen, compute)),
-        encoder_flops=encoder_flops(model, shape, frozen) / tokens,
+        encoders=FrozenEncoders(
+            resident_bytes=float(encoder_resident_bytes(model, frozen, compute)),
+            peak=(float(2 * one - two), float(two - one)),
+            offload_bytes=float(encoder_offload_bytes(model, frozen, compute)),
+            flops_per_token=encoder_flops(model, shape, frozen) / tokens,
+        ),
         batch_split=split / tokens,
         batch_split_recompute=split_recompute / tokens,
     )

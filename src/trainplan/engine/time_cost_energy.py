@@ -275,7 +275,7 @@ def time_figures(
         total_s=total_s,
         gpu_hours=total_s * scenario.gpus / 3600,
         mfu=tokens_per_s * (flops.total - flops.recompute) / (scenario.gpus * peak),
-        hfu=tokens_per_s * (flops.total + coeffs.encoder_flops_per_token) / (scenario.gpus * peak),
+        hfu=tokens_per_s * (flops.total + coeffs.encoders.flops_per_token) / (scenario.gpus * peak),
         fixed=fixed,
         samples_per_s_per_gpu=tokens_per_s / per_sample / scenario.gpus if per_sample else None,
         train_samples=train_tokens / per_sample if per_sample else None,
