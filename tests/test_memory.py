@@ -196,4 +196,4 @@ def test_what_the_loss_leaves_beside_the_last_layers_backward(
 
     scenario = Scenario(model="x", method="full", precision="bf16", loss=loss)
     c = coefficients(spec_from_config(llama8b_config, "l8b"), scenario)
-    assert c.logits_held == held
+    assert c.loss.logits_held == held

@@ -212,11 +212,11 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     layers_on_host = offloaded_activation_bytes(c, v)
     offloaded = offloaded + layers_on_host
     stored = _stored_layer_bytes(c, v) - layers_on_host
-    stored = stored + c.outside_per_token / tp * tokens + c.frozen_cast_stored_bytes * per_gpu
+    stored = stored + c.outside_per_token / tp * tokens + c.copies.frozen_cast_stored_bytes * per_gpu
     recompute: Any = 0.0
     for sharded, replicated in c.recompute_layers:
         recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
-    recompute = recompute + c.frozen_cast_recompute_bytes / tp
+    recompute = recompute + c.copies.frozen_cast_recompute_bytes / tp
     if c.batch_split_per_token or c.batch_split_recompute:  # only diffusion joint blocks have one
         split = where(v.micro_batch > 1, tokens / tp, 0.0)
         stored = stored + c.batch_split_per_token * split
@@ -225,30 +225,30 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # the last layer runs (is recomputed) in backward
     layer_forward = c.layer_working_forward / tp * tokens
     layer_backward = c.layer_working_backward / tp * tokens
-    held = c.logits_held * tokens / tp
-    loss = c.logits_loss * tokens / tp
-    loss_backward = c.logits_backward * tokens / tp
+    held = c.loss.logits_held * tokens / tp
+    loss = c.loss.logits_loss * tokens / tp
+    loss_backward = c.loss.logits_backward * tokens / tp
 
-    autocast = c.autocast_cache_bytes * per_gpu / zero3
+    autocast = c.copies.autocast_cache_bytes * per_gpu / zero3
     # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
     # the head's once the head's backward is done
-    saved_copies = c.autocast_saved_bytes * per_gpu / zero3
-    head_copy = c.autocast_head_bytes * per_gpu / zero3
+    saved_copies = c.copies.autocast_saved_bytes * per_gpu / zero3
+    head_copy = c.copies.autocast_head_bytes * per_gpu / zero3
     # the sharded gradients live in blocks the reduce-scatter stream allocated; once freed by
     # zero_grad those stay reserved on that stream, so before gradients exist they are reserved
     # memory that forward and the start of backward cannot use
     # (with gradient accumulation they are resident, counted as gradients)
     scatter_pool = where(sharded_weights & (v.grad_accum == 1), gradients, 0.0)
-    temporaries = working + c.dequant_bytes / tp + root + pool
+    temporaries = working + c.copies.dequant_bytes / tp + root + pool
     # the side streams' reserved blocks until the gradients exist (forward, start of backward)
     early_pools = pool + scatter_pool
-    side = c.dequant_bytes / tp + root + pool + scatter_pool
+    side = c.copies.dequant_bytes / tp + root + pool + scatter_pool
     resident = where(v.grad_accum > 1, gradients, 0.0)
-    head_grad = c.head_grad_bytes / tp / zero2
-    loss_head_grad = c.loss_head_grad_bytes / tp / zero2
+    head_grad = c.loss.head_grad_bytes / tp / zero2
+    loss_head_grad = c.loss.loss_head_grad_bytes / tp / zero2
     # under FSDP2's root group the head's gradient stays unsharded from the head's backward
     # until backward ends
-    head_unsharded = where(sharded_weights & fsdp.root_grads_unsharded, c.head_grad_bytes / tp, 0.0)
+    head_unsharded = where(sharded_weights & fsdp.root_grads_unsharded, c.loss.head_grad_bytes / tp, 0.0)
     overhead = v.overhead_bytes
 
     # the frozen encoders run before the denoiser's forward, without grad: their working set is a
@@ -296,14 +296,18 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     start, _ = _larger(loss_moment, layer_moment)
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
-    embedding = (c.embedding_grad_end_bytes + where(v.grad_accum > 1, c.embedding_grad_accum_bytes, 0.0)) / tp
+    embedding = (
+        c.loss.embedding_grad_end_bytes + where(v.grad_accum > 1, c.loss.embedding_grad_accum_bytes, 0.0)
+    ) / tp
     # FSDP2: the last group's unsharded gradients and the reduce-scatter buffer they are copied
     # into, once its parameters are resharded (post_backward reshards before it reduces), or a
     # layer's working set, whichever is larger
     last_group = sharded_weights & (fsdp.last_group_grad_bytes > 0)
     end_working = where(
         last_group,
-        maximum(working + head_unsharded, fsdp.last_group_grad_bytes / tp) + c.dequant_bytes / tp + pool,
+        maximum(working + head_unsharded, fsdp.last_group_grad_bytes / tp)
+        + c.copies.dequant_bytes / tp
+        + pool,
         temporaries,
     )
     end = _cached(

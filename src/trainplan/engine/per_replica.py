@@ -77,6 +77,43 @@ class FrozenEncoders:
 
 
 @dataclass(frozen=True)
+class LossTerms:
+    """The loss side of one replica (terms/memory.py, terms/savers.py): the LM head's gradient,
+    what of it is alive while the loss runs backward, the embedding's gradient at the end of
+    backward (summed with a tied head's, or accumulated), and the logits and loss buffers per
+    token: held into backward, alive while the loss is formed, alive while its gradient is."""
+
+    head_grad_bytes: float
+    # of it, what is alive while the loss's backward runs over the vocabulary: the head's
+    # gradient comes from the head's own backward, after the loss's, unless the loss applies the
+    # head itself (chunked: per chunk, each chunk's gradient accumulating while later chunks run
+    # backward; fused: the head's gradient formed inside the loss)
+    loss_head_grad_bytes: float
+    embedding_grad_end_bytes: float
+    embedding_grad_accum_bytes: float
+    logits_held: float
+    logits_loss: float
+    logits_backward: float
+
+
+@dataclass(frozen=True)
+class WeightCopies:
+    """Weight copies one replica makes while it runs (terms/precisions.py): autocast's 16-bit
+    copies of fp32 weights (cached through forward, and those the matmuls save for backward),
+    a quantised base's dequantised largest matrix, and a frozen fp32 base's 16-bit casts
+    (stored, or made again while a checkpointed layer is recomputed)."""
+
+    autocast_cache_bytes: float
+    # of those copies, what the matmuls save for backward once the forward's cache is gone: the
+    # head's, and the layers' where they are not checkpointed (freed as each backward runs)
+    autocast_saved_bytes: float
+    autocast_head_bytes: float
+    dequant_bytes: float
+    frozen_cast_stored_bytes: float
+    frozen_cast_recompute_bytes: float
+
+
+@dataclass(frozen=True)
 class Coefficients:
     """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism."""
 
@@ -95,22 +132,8 @@ class Coefficients:
     optimizer_transient_bytes: float
     largest_layer_weight_bytes: float
     largest_layer_grad_bytes: float
-    autocast_cache_bytes: float
-    # of those copies, what the matmuls save for backward once the forward's cache is gone: the
-    # head's, and the layers' where they are not checkpointed (freed as each backward runs)
-    autocast_saved_bytes: float
-    autocast_head_bytes: float
-    dequant_bytes: float
-    frozen_cast_stored_bytes: float
-    frozen_cast_recompute_bytes: float
-    head_grad_bytes: float
-    # of it, what is alive while the loss's backward runs over the vocabulary: the head's
-    # gradient comes from the head's own backward, after the loss's, unless the loss applies the
-    # head itself (chunked: per chunk, each chunk's gradient accumulating while later chunks run
-    # backward; fused: the head's gradient formed inside the loss)
-    loss_head_grad_bytes: float
-    embedding_grad_end_bytes: float
-    embedding_grad_accum_bytes: float
+    copies: WeightCopies
+    loss: LossTerms
     # activations per token (tensor parallel 1): layer sums split into the part TP shards and
     # the part only sequence parallelism shards; the largest single layer for recompute
     layers_sharded: float
@@ -121,9 +144,6 @@ class Coefficients:
     layer_working_forward: float
     layer_working_backward: float
     outside_per_token: float
-    logits_held: float
-    logits_loss: float
-    logits_backward: float
     # time
     flops: FlopsPerToken
     attention_flops: float
@@ -448,42 +468,55 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ),
         largest_layer_weight_bytes=layer_bytes,
         largest_layer_grad_bytes=layer_grads,
-        autocast_cache_bytes=(
-            precision.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
+        copies=WeightCopies(
+            autocast_cache_bytes=(
+                precision.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
+            ),
+            autocast_saved_bytes=(
+                precision.autocast_copy_bytes
+                * (
+                    head_matrix
+                    + (
+                        counts.linear_weights
+                        if scenario.activation_checkpointing in ("none", "selective")
+                        else 0
+                    )
+                )
+                if full
+                else 0.0
+            ),
+            autocast_head_bytes=precision.autocast_copy_bytes * head_matrix if full else 0.0,
+            dequant_bytes=max(
+                (2 * largest_matrix if base in QUANTISED_BASES else 0.0),
+                # autocast casts the frozen fp32 head for each use, without caching it
+                2.0 * head_matrix if kbit_bytes else 0.0,
+            ),
+            frozen_cast_stored_bytes=(
+                2 * counts.linear_weights
+                if frozen_casts and scenario.activation_checkpointing != "full"
+                else 0.0
+            ),
+            frozen_cast_recompute_bytes=(
+                2 * layer_weight_bytes(model, 1)
+                if frozen_casts and scenario.activation_checkpointing == "full"
+                else 0.0
+            ),
         ),
-        autocast_saved_bytes=(
-            precision.autocast_copy_bytes
-            * (
-                head_matrix
-                + (counts.linear_weights if scenario.activation_checkpointing in ("none", "selective") else 0)
-            )
-            if full
-            else 0.0
+        loss=LossTerms(
+            head_grad_bytes=head_matrix * precision.grad_bytes if full else 0.0,
+            loss_head_grad_bytes=(
+                head_matrix * precision.grad_bytes if full and scenario.loss != "standard" else 0.0
+            ),
+            embedding_grad_end_bytes=(
+                2 * head_matrix * precision.grad_bytes if full and model.tied_embeddings else 0.0
+            ),
+            embedding_grad_accum_bytes=head_matrix * precision.grad_bytes
+            if full and not model.tied_embeddings
+            else 0.0,
+            logits_held=held,
+            logits_loss=loss,
+            logits_backward=backward,
         ),
-        autocast_head_bytes=precision.autocast_copy_bytes * head_matrix if full else 0.0,
-        dequant_bytes=max(
-            (2 * largest_matrix if base in QUANTISED_BASES else 0.0),
-            # autocast casts the frozen fp32 head for each use, without caching it
-            2.0 * head_matrix if kbit_bytes else 0.0,
-        ),
-        frozen_cast_stored_bytes=(
-            2 * counts.linear_weights if frozen_casts and scenario.activation_checkpointing != "full" else 0.0
-        ),
-        frozen_cast_recompute_bytes=(
-            2 * layer_weight_bytes(model, 1)
-            if frozen_casts and scenario.activation_checkpointing == "full"
-            else 0.0
-        ),
-        head_grad_bytes=head_matrix * precision.grad_bytes if full else 0.0,
-        loss_head_grad_bytes=(
-            head_matrix * precision.grad_bytes if full and scenario.loss != "standard" else 0.0
-        ),
-        embedding_grad_end_bytes=(
-            2 * head_matrix * precision.grad_bytes if full and model.tied_embeddings else 0.0
-        ),
-        embedding_grad_accum_bytes=head_matrix * precision.grad_bytes
-        if full and not model.tied_embeddings
-        else 0.0,
         layers_sharded=sharded,
         layers_replicated=replicated,
         recompute_layers=tuple(recompute),
@@ -496,9 +529,6 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         batch_split_recompute=batch_split_recompute,
         buffer_bytes=model.buffer_elements * (precision.weight_bytes if full else compute_bytes),
         encoders=encoders,
-        logits_held=held,
-        logits_loss=loss,
-        logits_backward=backward,
         flops=flops,
         attention_flops=flops.attention_training
         + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
