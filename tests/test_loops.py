@@ -80,11 +80,14 @@ def test_no_grad_passes_keep_no_activations() -> None:
     plain = {"model": "Llama-3.1-8B", "seq_len": 64, "method": "full", "activation_checkpointing": "none"}
     scenario = scenario_from_mapping(plain)
     ours, reference = coefficients(spec, scenario), coefficients(grad_only, scenario)
-    assert ours.layers_sharded == reference.layers_sharded > 0
-    assert ours.layers_replicated == reference.layers_replicated
+    assert ours.activations.layers_sharded == reference.activations.layers_sharded > 0
+    assert ours.activations.layers_replicated == reference.activations.layers_replicated
     # and a no_grad block keeps nothing to checkpoint: one input per layer run with grad
     full = scenario_from_mapping({**plain, "activation_checkpointing": "full"})
-    assert coefficients(spec, full).layers_replicated == coefficients(grad_only, full).layers_replicated
+    assert (
+        coefficients(spec, full).activations.layers_replicated
+        == coefficients(grad_only, full).activations.layers_replicated
+    )
     result = estimate(plain, model=spec)
     assert result.params.total == 168_512 and result.peak.total > 0
     assert any(note.startswith("HRM: 8 stack passes") for note in result.warnings)

@@ -212,19 +212,23 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     layers_on_host = offloaded_activation_bytes(c, v)
     offloaded = offloaded + layers_on_host
     stored = _stored_layer_bytes(c, v) - layers_on_host
-    stored = stored + c.outside_per_token / tp * tokens + c.copies.frozen_cast_stored_bytes * per_gpu
+    stored = (
+        stored + c.activations.outside_per_token / tp * tokens + c.copies.frozen_cast_stored_bytes * per_gpu
+    )
     recompute: Any = 0.0
-    for sharded, replicated in c.recompute_layers:
+    for sharded, replicated in c.activations.recompute_layers:
         recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
     recompute = recompute + c.copies.frozen_cast_recompute_bytes / tp
-    if c.batch_split_per_token or c.batch_split_recompute:  # only diffusion joint blocks have one
+    if (
+        c.activations.batch_split_per_token or c.activations.batch_split_recompute
+    ):  # only diffusion joint blocks have one
         split = where(v.micro_batch > 1, tokens / tp, 0.0)
-        stored = stored + c.batch_split_per_token * split
-        recompute = recompute + c.batch_split_recompute * split
+        stored = stored + c.activations.batch_split_per_token * split
+        recompute = recompute + c.activations.batch_split_recompute * split
     # one layer's working set (terms/activations.py layer_working_bytes): in forward, and while
     # the last layer runs (is recomputed) in backward
-    layer_forward = c.layer_working_forward / tp * tokens
-    layer_backward = c.layer_working_backward / tp * tokens
+    layer_forward = c.activations.layer_working_forward / tp * tokens
+    layer_backward = c.activations.layer_working_backward / tp * tokens
     held = c.loss.logits_held * tokens / tp
     loss = c.loss.logits_loss * tokens / tp
     loss_backward = c.loss.logits_backward * tokens / tp
@@ -355,7 +359,10 @@ def _larger(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, An
 def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
     """Saved bytes per token of all layers on one GPU of the tensor-parallel group."""
     replicated_divisor = where(v.sequence_parallel, v.tensor_parallel, 1)
-    return c.layers_sharded / v.tensor_parallel + c.layers_replicated / replicated_divisor
+    return (
+        c.activations.layers_sharded / v.tensor_parallel
+        + c.activations.layers_replicated / replicated_divisor
+    )
 
 
 def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
@@ -368,9 +375,9 @@ def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
 def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
     """Saved layer activations moved to CPU memory by activation offloading: all but the
     layers in flight (terms/savers.py); zero without offloading."""
-    if c.offload_resident >= 1:
+    if c.activations.offload_resident >= 1:
         return 0.0 * v.micro_batch
-    resident = _layer_bytes_per_token(c, v) * c.offload_resident * v.micro_batch * c.seq_len
+    resident = _layer_bytes_per_token(c, v) * c.activations.offload_resident * v.micro_batch * c.seq_len
     stored = _stored_layer_bytes(c, v)
     return stored - minimum(stored, resident)
 
@@ -541,7 +548,7 @@ def step_seconds(
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)
     data_parallel = exposed_seconds(comm, window, comm_overlap)
 
-    per_layer = 4 + 2 * c.recompute_layer_share
+    per_layer = 4 + 2 * c.activations.recompute_layer_share
     volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.precision.activation_bytes
     tp_bandwidth = link_bytes_per_s(hw, tp, False)
     tensor_parallel = (

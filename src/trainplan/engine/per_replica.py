@@ -114,6 +114,33 @@ class WeightCopies:
 
 
 @dataclass(frozen=True)
+class Activations:
+    """What one replica's layers keep for backward, per token at tensor parallel 1 (terms/
+    activations.py, terms/denoisers.py): the layer sums split into the part tensor parallelism
+    shards and the part only sequence parallelism shards, each recomputed layer, one layer's
+    forward and backward working set, what is kept outside the layers, the share left on the GPU
+    under activation offload, the share of layers re-run, and what a joint block keeps only at a
+    micro-batch above 1."""
+
+    # activations per token (tensor parallel 1): layer sums split into the part TP shards and
+    # the part only sequence parallelism shards; the largest single layer for recompute
+    layers_sharded: float
+    layers_replicated: float
+    recompute_layers: tuple[tuple[float, float], ...]
+    # one layer's working set per token (terms/activations.py layer_working_bytes): the largest
+    # forward transient, and the largest while a layer runs in backward (recomputed or not)
+    layer_working_forward: float
+    layer_working_backward: float
+    outside_per_token: float
+    offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
+    recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
+    # per token, kept only at a micro-batch above 1 (a joint block's split output, terms/denoisers.py
+    # `_split_copies`): by the stored layers, and by the largest recomputed one
+    batch_split_per_token: float = 0.0
+    batch_split_recompute: float = 0.0
+
+
+@dataclass(frozen=True)
 class Coefficients:
     """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism."""
 
@@ -134,16 +161,7 @@ class Coefficients:
     largest_layer_grad_bytes: float
     copies: WeightCopies
     loss: LossTerms
-    # activations per token (tensor parallel 1): layer sums split into the part TP shards and
-    # the part only sequence parallelism shards; the largest single layer for recompute
-    layers_sharded: float
-    layers_replicated: float
-    recompute_layers: tuple[tuple[float, float], ...]
-    # one layer's working set per token (terms/activations.py layer_working_bytes): the largest
-    # forward transient, and the largest while a layer runs in backward (recomputed or not)
-    layer_working_forward: float
-    layer_working_backward: float
-    outside_per_token: float
+    activations: Activations
     # time
     flops: FlopsPerToken
     attention_flops: float
@@ -156,8 +174,6 @@ class Coefficients:
     # of optimizer_bytes, the states a paged optimizer keeps in unified memory (not the master)
     paged_optimizer_bytes: float = 0.0
     largest_grad_bytes: float = 0.0
-    offload_resident: float = 1.0  # share of the layers' saved activations left on the GPU
-    recompute_layer_share: float = 0.0  # share of layers whose forward (and TP traffic) re-runs
     # torchao float8 casts per micro-batch (terms/timing.py): bytes per token, bytes of weights
     float8_cast_bytes_per_token: float = 0.0
     float8_cast_weight_bytes: float = 0.0
@@ -172,10 +188,6 @@ class Coefficients:
     # a diffusion pipeline's frozen VAE and text encoders (FrozenEncoders)
     encoders: FrozenEncoders = FrozenEncoders()
     buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
-    # per token, kept only at a micro-batch above 1 (a joint block's split output, terms/denoisers.py
-    # `_split_copies`): by the stored layers, and by the largest recomputed one
-    batch_split_per_token: float = 0.0
-    batch_split_recompute: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -517,16 +529,22 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             logits_loss=loss,
             logits_backward=backward,
         ),
-        layers_sharded=sharded,
-        layers_replicated=replicated,
-        recompute_layers=tuple(recompute),
-        layer_working_forward=working_forward,
-        layer_working_backward=working_backward,
-        outside_per_token=outside,
+        activations=Activations(
+            layers_sharded=sharded,
+            layers_replicated=replicated,
+            recompute_layers=tuple(recompute),
+            layer_working_forward=working_forward,
+            layer_working_backward=working_backward,
+            outside_per_token=outside,
+            offload_resident=offload_resident_fraction(model.num_layers)
+            if scenario.activation_offload
+            else 1.0,
+            recompute_layer_share=sum(checkpointed) / model.num_layers,
+            batch_split_per_token=batch_split,
+            batch_split_recompute=batch_split_recompute,
+        ),
         sample=shape,
         ema_bytes=ema_bytes,
-        batch_split_per_token=batch_split,
-        batch_split_recompute=batch_split_recompute,
         buffer_bytes=model.buffer_elements * (precision.weight_bytes if full else compute_bytes),
         encoders=encoders,
         flops=flops,
@@ -542,8 +560,6 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         if optimizer.paged
         else 0.0,
         largest_grad_bytes=largest * states.grad_bytes,
-        offload_resident=offload_resident_fraction(model.num_layers) if scenario.activation_offload else 1.0,
-        recompute_layer_share=sum(checkpointed) / model.num_layers,
         float8_cast_bytes_per_token=casts[0],
         float8_cast_weight_bytes=casts[1],
         compile_fusion_bytes_per_token=fusion,
