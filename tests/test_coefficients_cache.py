@@ -114,9 +114,10 @@ def test_a_key_field_or_another_spec_object_builds_a_new_record() -> None:
     other = replace(model)  # an equal spec, another object: keyed by the object it holds
     assert coefficients(other, scenario).model is other
     # bf16-mixed holds bf16 weights (2 bytes, ZeRO's 2+2+12); fp32 holds 4: the new key's record
-    assert record.trainable_weight_bytes == 2 * 8_030_261_248  # Llama-3.1-8B's published 8.03B
+    assert record.states.trainable_weight_bytes == 2 * 8_030_261_248  # Llama-3.1-8B's published 8.03B
     assert (
-        coefficients(model, replace(scenario, precision="fp32")).trainable_weight_bytes == 4 * 8_030_261_248
+        coefficients(model, replace(scenario, precision="fp32")).states.trainable_weight_bytes
+        == 4 * 8_030_261_248
     )
 
 

@@ -239,7 +239,7 @@ def test_jepa_target_encoder_is_an_fp32_copy_of_the_context_encoder() -> None:
         if block.role in ("embed", "encoder", "encoder_norm")
     )
     assert 300e6 < encoder < 310e6  # ViT-L/16 with a 2-frame tubelet: about 304M
-    assert coeffs.ema_bytes == 4 * encoder and e.assumptions["ema"] == "fp32"
+    assert coeffs.states.ema_bytes == 4 * encoder and e.assumptions["ema"] == "fp32"
     assert len(e.assumptions["jepa_masks"]) == 2
 
 

@@ -151,28 +151,30 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
     sharded_weights = zero3 > 1
-    unsharded = c.ema_bytes + c.encoders.resident_bytes + c.buffer_bytes  # on every GPU whatever the sharding
-    weights = (c.trainable_weight_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded
-    gradients = c.gradient_bytes * per_gpu / zero2
+    unsharded = (
+        c.states.ema_bytes + c.encoders.resident_bytes + c.states.buffer_bytes
+    )  # on every GPU whatever the sharding
+    weights = (c.states.trainable_weight_bytes + c.states.frozen_weight_bytes) * per_gpu / zero3 + unsharded
+    gradients = c.states.gradient_bytes * per_gpu / zero2
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
     # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
     # to the sharded parameter's dtype)
     shard_master = sharded_weights & (fsdp.shard_master_bytes > 0)
     weights = where(
         shard_master,
-        (fsdp.shard_master_bytes + c.frozen_weight_bytes) * per_gpu / zero3 + unsharded,
+        (fsdp.shard_master_bytes + c.states.frozen_weight_bytes) * per_gpu / zero3 + unsharded,
         weights,
     )
     gradients = where(shard_master, fsdp.shard_master_bytes * per_gpu / zero2, gradients)
     if c.optimizer_in_backward:
         # each gradient is stepped and freed as soon as it is complete (torchtune
         # optimizer_in_bwd): the largest one is the most ever present
-        gradients = c.largest_grad_bytes / tp / zero2
-    optimizer = c.optimizer_bytes * per_gpu / zero1
+        gradients = c.states.largest_grad_bytes / tp / zero2
+    optimizer = c.states.optimizer_bytes * per_gpu / zero1
     optimizer = where(
-        shard_master, (c.optimizer_bytes - fsdp.shard_master_bytes) * per_gpu / zero1, optimizer
+        shard_master, (c.states.optimizer_bytes - fsdp.shard_master_bytes) * per_gpu / zero1, optimizer
     )
-    transient = c.optimizer_transient_bytes * per_gpu / zero1
+    transient = c.states.optimizer_transient_bytes * per_gpu / zero1
     # a layer's backward: its gathered weights, the prefetched ones, its gradients or their
     # reduce-scatter buffer; at the end of forward and while the loss gradient is formed only the
     # gathered weights (all of them without resharding after forward)
@@ -198,13 +200,13 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (unified
     # memory): the driver moves those pages to the host when the GPU runs short, so they are not
     # resident memory, and the caching allocator never sees them
-    paged = where(offload >= 1, 0.0, c.paged_optimizer_bytes * per_gpu / zero1)
+    paged = where(offload >= 1, 0.0, c.states.paged_optimizer_bytes * per_gpu / zero1)
     optimizer = optimizer - paged
     transient = where(offload >= 1, 0.0, transient)
     weights = where(params_off, 0.0, weights)
-    working = where(params_off, maximum(working, 2 * c.largest_layer_weight_bytes / tp), working)
+    working = where(params_off, maximum(working, 2 * c.states.largest_layer_weight_bytes / tp), working)
     working_forward = where(params_off, maximum(working_forward, working), working_forward)
-    gathered = where(params_off, maximum(gathered, 2 * c.largest_layer_weight_bytes / tp), gathered)
+    gathered = where(params_off, maximum(gathered, 2 * c.states.largest_layer_weight_bytes / tp), gathered)
 
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
     tokens = v.micro_batch * c.seq_len
@@ -533,7 +535,7 @@ def step_seconds(
     spans = gpus > gpus_per_node
     bandwidth = link_bytes_per_s(hw, dp, spans)
     share = v.stage_fraction / tp
-    grads = c.gradient_bytes * share
+    grads = c.states.gradient_bytes * share
     # gradients are reduced once per step, under the last micro-batch's backward (2/3 of it);
     # ZeRO-3 gathers weights twice and reduce-scatters gradients every micro-batch, under all
     # of the compute
@@ -567,7 +569,7 @@ def step_seconds(
     # the CPU optimizer step: it reads the weights, gradients and optimizer state and writes the
     # weights and state back (2 x state + weight + gradient bytes per parameter), every process of
     # the node at once over the host's memory bandwidth; nothing runs beside it
-    host_bytes = 2 * c.optimizer_bytes * share / zero_dp + trainable * (
+    host_bytes = 2 * c.states.optimizer_bytes * share / zero_dp + trainable * (
         c.precision.weight_bytes + c.precision.grad_bytes
     )
     on_node = minimum(gpus, gpus_per_node)

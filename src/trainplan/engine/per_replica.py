@@ -141,6 +141,28 @@ class Activations:
 
 
 @dataclass(frozen=True)
+class ModelStates:
+    """One replica's model states (ZeRO, Rajbhandari et al. 2020; terms/precisions.py): its
+    trainable and frozen weights, gradients, optimizer state and the optimizer step's
+    temporaries, the largest layer's weights and gradients, the paged share of the optimizer
+    state, the largest single gradient, an EMA copy and the registered buffers."""
+
+    # model states of one replica
+    trainable_weight_bytes: float
+    frozen_weight_bytes: float
+    gradient_bytes: float
+    optimizer_bytes: float
+    optimizer_transient_bytes: float
+    largest_layer_weight_bytes: float
+    largest_layer_grad_bytes: float
+    # of optimizer_bytes, the states a paged optimizer keeps in unified memory (not the master)
+    paged_optimizer_bytes: float = 0.0
+    largest_grad_bytes: float = 0.0
+    ema_bytes: float = 0.0
+    buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
+
+
+@dataclass(frozen=True)
 class Coefficients:
     """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism."""
 
@@ -151,14 +173,7 @@ class Coefficients:
     full: bool
     checkpointing: str
     seq_len: int
-    # model states of one replica
-    trainable_weight_bytes: float
-    frozen_weight_bytes: float
-    gradient_bytes: float
-    optimizer_bytes: float
-    optimizer_transient_bytes: float
-    largest_layer_weight_bytes: float
-    largest_layer_grad_bytes: float
+    states: ModelStates
     copies: WeightCopies
     loss: LossTerms
     activations: Activations
@@ -171,9 +186,6 @@ class Coefficients:
     stage_fractions: dict[int, float] = field(default_factory=dict, compare=False)
     # memory savers (terms/savers.py)
     optimizer_in_backward: bool = False
-    # of optimizer_bytes, the states a paged optimizer keeps in unified memory (not the master)
-    paged_optimizer_bytes: float = 0.0
-    largest_grad_bytes: float = 0.0
     # torchao float8 casts per micro-batch (terms/timing.py): bytes per token, bytes of weights
     float8_cast_bytes_per_token: float = 0.0
     float8_cast_weight_bytes: float = 0.0
@@ -184,10 +196,8 @@ class Coefficients:
     # an EMA copy of the trainable weights (diffusers EMAModel) or a JEPA's EMA target encoder:
     # on every GPU whatever the sharding (each rank updates its own copy)
     sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
-    ema_bytes: float = 0.0
     # a diffusion pipeline's frozen VAE and text encoders (FrozenEncoders)
     encoders: FrozenEncoders = FrozenEncoders()
-    buffer_bytes: float = 0.0  # the model's registered buffers (ModelSpec.buffer_elements)
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -470,16 +480,24 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         full=full,
         checkpointing=scenario.activation_checkpointing,
         seq_len=seq,
-        trainable_weight_bytes=trainable_weights,
-        frozen_weight_bytes=frozen_weights,
-        gradient_bytes=counts.trainable * states.grad_bytes,
-        optimizer_bytes=optimizer_bytes,
-        # optimizer-in-backward steps one parameter at a time: temporaries of the largest only
-        optimizer_transient_bytes=optimizer_transient_bytes(
-            largest if scenario.optimizer_in_backward else counts.trainable, largest, states, optimizer
+        states=ModelStates(
+            trainable_weight_bytes=trainable_weights,
+            frozen_weight_bytes=frozen_weights,
+            gradient_bytes=counts.trainable * states.grad_bytes,
+            optimizer_bytes=optimizer_bytes,
+            # optimizer-in-backward steps one parameter at a time: temporaries of the largest only
+            optimizer_transient_bytes=optimizer_transient_bytes(
+                largest if scenario.optimizer_in_backward else counts.trainable, largest, states, optimizer
+            ),
+            largest_layer_weight_bytes=layer_bytes,
+            largest_layer_grad_bytes=layer_grads,
+            paged_optimizer_bytes=optimizer_bytes - states.master_bytes * counts.trainable
+            if optimizer.paged
+            else 0.0,
+            largest_grad_bytes=largest * states.grad_bytes,
+            ema_bytes=ema_bytes,
+            buffer_bytes=model.buffer_elements * (precision.weight_bytes if full else compute_bytes),
         ),
-        largest_layer_weight_bytes=layer_bytes,
-        largest_layer_grad_bytes=layer_grads,
         copies=WeightCopies(
             autocast_cache_bytes=(
                 precision.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
@@ -544,8 +562,6 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             batch_split_recompute=batch_split_recompute,
         ),
         sample=shape,
-        ema_bytes=ema_bytes,
-        buffer_bytes=model.buffer_elements * (precision.weight_bytes if full else compute_bytes),
         encoders=encoders,
         flops=flops,
         attention_flops=flops.attention_training
@@ -556,10 +572,6 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
         weights_16bit_bytes=counts.total * compute_bytes,
         optimizer_in_backward=scenario.optimizer_in_backward,
-        paged_optimizer_bytes=optimizer_bytes - states.master_bytes * counts.trainable
-        if optimizer.paged
-        else 0.0,
-        largest_grad_bytes=largest * states.grad_bytes,
         float8_cast_bytes_per_token=casts[0],
         float8_cast_weight_bytes=casts[1],
         compile_fusion_bytes_per_token=fusion,

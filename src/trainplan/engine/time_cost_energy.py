@@ -435,7 +435,7 @@ def checkpoint_bytes(coeffs: Coefficients, zero_stage: Any, data_parallel: Any) 
     checkpoint holds the adapters and their state, never the frozen base. Where FSDP keeps the
     fp32 master as the weights' shard, the optimizer bytes hold the weights already."""
     shard_master = (zero_stage == 3) & (data_parallel > 1) & (coeffs.fsdp.shard_master_bytes > 0)
-    return coeffs.optimizer_bytes + where(shard_master, 0.0, coeffs.trainable_weight_bytes)
+    return coeffs.states.optimizer_bytes + where(shard_master, 0.0, coeffs.states.trainable_weight_bytes)
 
 
 def fixed_seconds(
