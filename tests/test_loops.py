@@ -104,4 +104,4 @@ def test_qlora_dequantises_per_pass() -> None:
     # (16 + 10) / 2 = 13 units of the 38,912 linear weights of one layer -> 505,856 (155,648 once)
     spec = spec_from_config(TINY_HRM, "hrm")
     qlora = scenario_from_mapping({"model": "Llama-3.1-8B", "seq_len": 64, "method": "qlora"})
-    assert coefficients(spec, qlora).quantised_weights == 13 * 38_912
+    assert coefficients(spec, qlora).work.quantised_weights == 13 * 38_912

@@ -492,9 +492,9 @@ def step_seconds(
     tp, pp, dp = v.tensor_parallel, v.pipeline_parallel, v.data_parallel
     gpus = v.gpus
     global_tokens = v.micro_batch * c.seq_len * v.grad_accum * dp
-    flops = c.flops.total
+    flops = c.work.flops.total
     # the attention core and the output head run at the 16-bit rate under the fp8 recipes
-    sixteen_bit = c.attention_flops + c.flops.head_training
+    sixteen_bit = c.work.attention_flops + c.work.flops.head_training
     compute = (
         global_tokens
         * (
@@ -503,11 +503,11 @@ def step_seconds(
         )
         / (gpus * hw.efficiency)
     )
-    weights = c.quantised_weights * v.stage_fraction / tp
+    weights = c.work.quantised_weights * v.stage_fraction / tp
     dequant = (
         QLORA_DEQUANT_BYTES_PER_WEIGHT
         * weights
-        * c.dequant_recompute_factor
+        * c.work.dequant_recompute_factor
         / hw.memory_bandwidth_bytes_per_s
         * v.grad_accum
     )
@@ -521,11 +521,13 @@ def step_seconds(
         zero: Any = 0.0 * compute
         return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders)
     # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
-    casts_per_micro = v.micro_batch * c.seq_len * c.float8_cast_bytes_per_token + c.float8_cast_weight_bytes
+    casts_per_micro = (
+        v.micro_batch * c.seq_len * c.work.float8_cast_bytes_per_token + c.work.float8_cast_weight_bytes
+    )
     casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
     # compile's fusion: each GPU runs its stage's layers on its micro-batches (tensor parallelism
     # taken to shard the fused tensors too, though without sequence parallelism norms are not)
-    fused = v.micro_batch * c.seq_len * c.compile_fusion_bytes_per_token * v.grad_accum
+    fused = v.micro_batch * c.seq_len * c.work.compile_fusion_bytes_per_token * v.grad_accum
     fused_s = fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
     # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
     # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
@@ -540,7 +542,7 @@ def step_seconds(
     # ZeRO-3 gathers weights twice and reduce-scatters gradients every micro-batch, under all
     # of the compute
     ring = ring_allreduce_seconds(grads, dp, bandwidth)
-    gathered = c.weights_16bit_bytes * share
+    gathered = c.work.weights_16bit_bytes * share
     # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
     # reduce dtype (terms/fsdp.py)
     gathers = 1 + fsdp.reshard_after_forward

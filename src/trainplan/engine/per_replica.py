@@ -163,8 +163,32 @@ class ModelStates:
 
 
 @dataclass(frozen=True)
+class StepWork:
+    """What one replica's step computes and moves, per token unless named otherwise (terms/
+    flops.py, terms/timing.py): FLOPs by kind and the attention's, a quantised base's weights
+    dequantised per pass and how often, the 16-bit weight bytes, torchao's float8 casts, and the
+    eager traffic torch.compile's fusion removes."""
+
+    # time
+    flops: FlopsPerToken
+    attention_flops: float
+    quantised_weights: float
+    dequant_recompute_factor: float
+    weights_16bit_bytes: float
+    # torchao float8 casts per micro-batch (terms/timing.py): bytes per token, bytes of weights
+    float8_cast_bytes_per_token: float = 0.0
+    float8_cast_weight_bytes: float = 0.0
+    # eager memory traffic per token that torch.compile's fusion removes (terms/timing.py)
+    compile_fusion_bytes_per_token: float = 0.0
+
+
+@dataclass(frozen=True)
 class Coefficients:
-    """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism."""
+    """Per-replica bytes and per-token bytes/FLOPs of one scenario, before any parallelism: the
+    spec, its counts and precision, and one record per group of terms (model `states`, weight
+    `copies`, the `loss` side, `activations`, the step's `work`, the `fsdp` working set, frozen
+    `encoders`). A model role of a post-training run (a frozen reference, a reward model, a
+    critic) is one such record of its own spec: a frozen role's states hold weights only."""
 
     model: ModelSpec
     counts: ParamCounts
@@ -177,20 +201,10 @@ class Coefficients:
     copies: WeightCopies
     loss: LossTerms
     activations: Activations
-    # time
-    flops: FlopsPerToken
-    attention_flops: float
-    quantised_weights: float
-    dequant_recompute_factor: float
-    weights_16bit_bytes: float
+    work: StepWork
     stage_fractions: dict[int, float] = field(default_factory=dict, compare=False)
     # memory savers (terms/savers.py)
     optimizer_in_backward: bool = False
-    # torchao float8 casts per micro-batch (terms/timing.py): bytes per token, bytes of weights
-    float8_cast_bytes_per_token: float = 0.0
-    float8_cast_weight_bytes: float = 0.0
-    # eager memory traffic per token that torch.compile's fusion removes (terms/timing.py)
-    compile_fusion_bytes_per_token: float = 0.0
     # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
     fsdp: FsdpWorkingSet = FsdpWorkingSet()
     # an EMA copy of the trainable weights (diffusers EMAModel) or a JEPA's EMA target encoder:
@@ -563,18 +577,20 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ),
         sample=shape,
         encoders=encoders,
-        flops=flops,
-        attention_flops=flops.attention_training
-        + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
-        quantised_weights=_dequantised_weights(model, quantisable_weights)
-        if base in QUANTISED_BASES
-        else 0.0,
-        dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
-        weights_16bit_bytes=counts.total * compute_bytes,
+        work=StepWork(
+            flops=flops,
+            attention_flops=flops.attention_training
+            + ((flops.attention_grad_forward or flops.attention_forward) if flops.recompute else 0.0),
+            quantised_weights=_dequantised_weights(model, quantisable_weights)
+            if base in QUANTISED_BASES
+            else 0.0,
+            dequant_recompute_factor=1 + (QLORA_RECOMPUTE_FACTOR - 1) * recompute_share,
+            weights_16bit_bytes=counts.total * compute_bytes,
+            float8_cast_bytes_per_token=casts[0],
+            float8_cast_weight_bytes=casts[1],
+            compile_fusion_bytes_per_token=fusion,
+        ),
         optimizer_in_backward=scenario.optimizer_in_backward,
-        float8_cast_bytes_per_token=casts[0],
-        float8_cast_weight_bytes=casts[1],
-        compile_fusion_bytes_per_token=fusion,
         fsdp=fsdp,
     )
 

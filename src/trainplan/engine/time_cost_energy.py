@@ -254,7 +254,7 @@ def time_figures(
     global_tokens = scenario.micro_batch * coeffs.seq_len * scenario.grad_accum * data_parallel(scenario)
     per_sample = coeffs.seq_len if coeffs.model.kind != "llm" else 0
     train_tokens, steps = training_tokens(scenario, global_tokens, per_sample)
-    flops = coeffs.flops
+    flops = coeffs.work.flops
     total_s = steps * step.total
     tokens_per_s = global_tokens / step.total
     peak = hardware.peak_flops_per_s
