@@ -24,7 +24,7 @@ BASE = Scenario(model="Qwen2.5-0.5B")
 def test_plan_request_defaults_are_the_declared_ones() -> None:
     request = PlanRequest(base=BASE)
     for name, option in PLAN_OPTIONS.items():
-        if option.kind != "list":
+        if option.value_type != "list":
             assert getattr(request, name) == option.default, name
     # options not given fall back to the same declarations
     assert dataclasses.replace(request_from_options(BASE, {}), methods=request.methods) == request

@@ -150,7 +150,7 @@ def in_range(name: str) -> st.SearchStrategy[Any]:
     if info.choices:
         return st.sampled_from(info.choices)
     if info.minimum is not None and info.maximum is not None:
-        if (info.kind or type(getattr(Scenario(), name)).__name__) == "int":
+        if (info.value_type or type(getattr(Scenario(), name)).__name__) == "int":
             return st.integers(int(info.minimum), int(min(info.maximum, 2**20)))
         return st.floats(info.minimum, info.maximum)
     return st.nothing()

@@ -27,7 +27,7 @@ class PlanOption:
     list), its range or choices, its default, its help and form label, and `web_maximum`, the
     tighter cap the web server passes to the same validator (request_from_options)."""
 
-    kind: str
+    value_type: str
     label: str
     help: str
     default: str | int | None = None
@@ -46,7 +46,7 @@ class PlanOption:
         """What the option's value looks like in `--help`: its choices, or its kind."""
         if self.choices:
             return "|".join(self.choices)
-        return METAVARS.get(self.kind, "TEXT")
+        return METAVARS.get(self.value_type, "TEXT")
 
     def help_text(self) -> str:
         """The help as the CLI and OpenAPI show it, with the default."""
@@ -261,7 +261,7 @@ def plan_option(name: str, raw: str | None, maximum: float | None = None) -> Any
     if raw is None or not raw.strip():
         return None
     text = raw.strip()
-    if option.kind == "choice":
+    if option.value_type == "choice":
         if text.lower() not in option.choices:
             raise InputError(name, f"{shown_value(text)} is not one of {', '.join(option.choices)}")
         return text.lower()
@@ -276,9 +276,9 @@ def plan_option(name: str, raw: str | None, maximum: float | None = None) -> Any
     if (low is not None and number < low) or (high is not None and number > high):
         allowed = f"between {low:g} and {high:,g}" if high is not None else f">= {low:g}"
         raise InputError(name, f"must be {allowed} (got {text[:40]})")
-    if option.kind == "int" and not number.is_integer():
+    if option.value_type == "int" and not number.is_integer():
         raise InputError(name, f"must be a whole number (got {text[:40]})")
-    return int(number) if option.kind == "int" else number
+    return int(number) if option.value_type == "int" else number
 
 
 def request_from_options(
@@ -290,7 +290,7 @@ def request_from_options(
     value = {
         name: plan_option(name, options.get(name), caps.get(name))
         for name in PLAN_OPTIONS
-        if PLAN_OPTIONS[name].kind != "list"
+        if PLAN_OPTIONS[name].value_type != "list"
     }
     methods_text = (options.get("methods") or base.method).strip().lower()
     methods = (

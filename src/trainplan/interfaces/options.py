@@ -28,7 +28,7 @@ def flag_name(field: str) -> str:
 def option_help(info: FieldInfo) -> str:
     """A field's help with its choices and range, as the CLI shows it: `... [a|b] (1 .. 64)`."""
     text = info.help + (f" [{'|'.join(info.choices)}]" if info.choices else "")
-    if info.kind == "bool":
+    if info.value_type == "bool":
         text += " (true/false)"
     low, high = info.minimum, info.maximum
     if low is not None and high is not None:

@@ -125,7 +125,7 @@ class FieldInfo:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
-    kind: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
+    value_type: str | None = None  # "int" | "float" | "str" | "bool"; inferred from the default if None
     web_help: str | None = None  # the help where the web API accepts less (it reads no paths)
     form_help: str | None = None  # the help where the page's control does more (search, upload)
     exclusive: bool = False  # minimum and maximum themselves are outside the range
@@ -183,7 +183,7 @@ LORA_FIELDS: dict[str, FieldInfo] = {
         "the compute dtype (torchtune keeps the whole model in bf16); unset: the compute dtype for "
         "a diffusion or video model without a recipe (the diffusers recipe's), else fp32",
         ADAPTER_DTYPES,
-        kind="str",
+        value_type="str",
         label="LoRA adapter dtype",
     ),
 }
@@ -207,8 +207,8 @@ def _defaults(record: type) -> dict[str, Any]:
 def field_kind(info: FieldInfo, default: Any) -> str:
     """int | float | str | bool (or a declared kind such as targets): the declared kind, else the
     default's type."""
-    if info.kind:
-        return info.kind
+    if info.value_type:
+        return info.value_type
     if isinstance(default, bool):
         return "bool"
     if isinstance(default, int):
@@ -227,7 +227,7 @@ def _checked_value(name: str, value: Any, default: Any, info: FieldInfo) -> None
     """`value` as a constructed record holds it: of the field's type, in its range or among its
     choices, and already what `_coerce` would make of it (a choice in lower case, a stripped
     string), else the InputError naming the field."""
-    kind = info.kind or type(default).__name__
+    kind = info.value_type or type(default).__name__
     if kind == "bool":
         _checked_type(name, value, bool)
         return
@@ -294,7 +294,7 @@ class Scenario:
         FieldInfo(
             "estimate a model whose architecture is refused (not modelled) with the closest modelled "
             "reading; the result is labelled approximate and names the reason",
-            kind="bool",
+            value_type="bool",
             label="Estimate a refused architecture (approximate)",
         ),
     )
@@ -304,7 +304,7 @@ class Scenario:
             "the VAE and text encoders for a denoiser's config.json given without its pipeline folder: "
             "a catalog diffusion model, or the path of a VAE config.json (default: the closest catalog "
             "pipeline's, named in the warnings)",
-            kind="str",
+            value_type="str",
             label="VAE",
             model_kinds=("diffusion", "video"),
             interfaces=("cli", "api"),
@@ -407,7 +407,7 @@ class Scenario:
         FieldInfo(
             "diffusion, video and JEPA models: pixels per side (1024) or WxH (832x480), each side a "
             "multiple of the VAE stride x patch; not for language models",
-            kind="str",
+            value_type="str",
             model_kinds=SAMPLE_KINDS,
             label="Resolution (px or WxH)",
             placeholder="the pipeline's default",
@@ -537,7 +537,7 @@ class Scenario:
         FieldInfo(
             "a YAML or JSON file of your own GPU records in the catalog's schema (src/trainplan/data/"
             "gpus.yaml; null-able keys may be left out): `gpu` is looked up there first",
-            kind="str",
+            value_type="str",
             label="GPU file",
             interfaces=("cli", "api"),
         ),
@@ -1145,7 +1145,7 @@ def _coerce(name: str, raw: Any, default: Any, info: FieldInfo) -> Any:
     text = raw.strip().lower() if isinstance(raw, str) else None
     if text in ("", "null", "none") and default is None and text not in (info.choices or ()):
         return None  # a choice named "none" (ema) is a value, not an unset field
-    kind = info.kind or type(default).__name__
+    kind = info.value_type or type(default).__name__
     if kind == "bool":
         return _as_bool(name, raw)
     if info.choices is not None:

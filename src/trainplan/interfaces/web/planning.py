@@ -32,7 +32,7 @@ MAX_GPUS = int(WEB_CAPS["max_gpus"])
 MAX_GLOBAL_TOKENS = int(WEB_CAPS["target_global_tokens"])  # tokens per optimizer step a plan may target
 MAX_CANDIDATES = int(WEB_CAPS["max_candidates"])  # about 3.5 s and 340 MiB of arrays on one core
 MAX_RUN_TOKENS = 10**18  # steps x global batch: the search counts tokens in 64-bit integers
-LIST_OPTIONS = tuple(name for name, option in PLAN_OPTIONS.items() if option.kind == "list")
+LIST_OPTIONS = tuple(name for name, option in PLAN_OPTIONS.items() if option.value_type == "list")
 
 
 class PlanInputError(InputError):
@@ -157,17 +157,17 @@ def _option_schema(key: str) -> dict[str, Any]:
     option = PLAN_OPTIONS[key]
     words: dict[str, Any] = {"description": option.help_text(), "title": option.label}
     cap = WEB_CAPS.get(key, option.maximum)
-    if cap is not None and option.kind in ("int", "float"):
+    if cap is not None and option.value_type in ("int", "float"):
         words["description"] += f"; at most {cap:,g}"
-    if option.kind == "list":
+    if option.value_type == "list":
         kinds: list[dict[str, Any]] = [
             {"type": "string"},
             {"type": "array", "items": {"type": "string"}},
         ]
-    elif option.kind == "choice":
+    elif option.value_type == "choice":
         kinds = [{"type": "string", "enum": list(option.choices)}]
     else:
-        number: dict[str, Any] = {"type": "integer" if option.kind == "int" else "number"}
+        number: dict[str, Any] = {"type": "integer" if option.value_type == "int" else "number"}
         if option.minimum is not None:
             number["minimum"] = option.minimum
         if cap is not None:

@@ -35,7 +35,7 @@ MODEL_CONFIG_KEY = "model_config"
 # described by the engine's own record of that part (scenario.LORA_FIELDS: type, range, help).
 # The only addition is presentation: the targets control offers the presets as choices.
 LORA_PARTS: dict[str, FieldInfo] = {
-    part: dataclasses.replace(info, choices=LORA_TARGET_PRESETS, kind="targets")
+    part: dataclasses.replace(info, choices=LORA_TARGET_PRESETS, value_type="targets")
     if part == "targets"
     else info
     for part, info in LORA_FIELDS.items()
@@ -205,7 +205,7 @@ def plan_option_metadata() -> list[dict[str, Any]]:
         {
             "name": name,
             "flag": flag_name(name),
-            "kind": option.kind,
+            "kind": option.value_type,
             "label": option.label,
             "help": option.help_text(),
             "default": option.default,
