@@ -11,7 +11,8 @@ derivations were written (the torchtune flag table that adds one technique at a 
 `lora.dtype`, came later, from torchtune's configs, which keep the whole model in bf16; it moved
 the held-out LoRA rows by 1-7 points). No case is fitted: the
 savers' bytes come from the frameworks' source (terms/savers.py). Used by
-tests/reference/test_published_memory.py (tolerances) and scripts/accuracy.py (docs/accuracy.md).
+tests/reference/test_published_memory.py (against calibration/claims.py) and scripts/accuracy.py
+(docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -78,7 +79,6 @@ class PublishedMemoryCase:
     id: str
     scenario: dict[str, Any]
     measured_gib: float
-    tolerance: float
     split: str  # development | held-out
     unstated: str  # settings the source leaves out, and what is assumed
     statistic: str = "active"  # what the source logs: active/allocated, reserved, or the card (max context)
@@ -89,7 +89,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama32-3b-full-a100 +packing (no compile)",
         {**TT_3B_FULL, "loss": "standard", "activation_checkpointing": "none"},
         60.0,
-        0.10,
         "development",
         "AdamW fused (torchtune's configs set fused: True); the unchunked loss of the table's baseline",
     ),
@@ -97,7 +96,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama32-3b-full-a100 +compile",
         {**TT_3B_FULL, "loss": "standard", "compile": True, "activation_checkpointing": "none"},
         51.0,
-        0.10,
         "held-out",
         "as '+packing', compiled; evaluated once the compiled-layer rule (terms/activations.py) was "
         "derived from the partitioner and checked against its trace; the standard loss is modelled "
@@ -107,7 +105,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama32-3b-full-a100 +chunked CE",
         {**TT_3B_FULL, "compile": True, "activation_checkpointing": "none"},
         42.9,
-        0.10,
         "development",
         "compiled (the row follows '+compile')",
     ),
@@ -115,7 +112,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama32-3b-full-a100 +activation checkpointing",
         {**TT_3B_FULL, "compile": True},
         24.9,
-        0.10,
         "development",
         "as above",
     ),
@@ -123,7 +119,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama32-3b-full-a100 +optimizer in backward",
         {**TT_3B_FULL, "compile": True, "optimizer_in_backward": True},
         23.1,
-        0.10,
         "development",
         "as above",
     ),
@@ -131,7 +126,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama32-3b-full-a100 +activation offloading",
         {**TT_3B_FULL, "compile": True, "optimizer_in_backward": True, "activation_offload": True},
         21.8,
-        0.10,
         "development",
         "as above",
     ),
@@ -145,9 +139,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "optimizer": "adamw-8bit",
         },
         17.6,
-        # 0.11: the step from the row above is -4.2 GiB measured, -5.9 estimated (the 8-bit
-        # state's size); the compiled layers' smaller recompute moved the row from -8.9% to -10.4%
-        0.11,
         "development",
         "bitsandbytes AdamW8bit, not paged (the row says 8-bit AdamW)",
     ),
@@ -161,7 +152,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "lora": {"rank": 64, "alpha": 128, "targets": "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"},
         },
         8.5,
-        0.20,
         "development",
         "LoRA on q, v, output projections and the MLP (the config's lora_attn_modules); adapters "
         "in bf16 like the rest of torchtune's model (the recipe's lora.dtype: compute)",
@@ -176,7 +166,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "lora": {"rank": 64, "alpha": 128, "targets": "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"},
         },
         4.6,
-        0.30,
         "development",
         "NF4 through torchao (modelled as bitsandbytes NF4 with double quantisation); bf16 adapters "
         "as in the LoRA row",
@@ -185,7 +174,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama31-8b-full-4090",
         {**TT_31, "model": "Llama-3.1-8B", "method": "full", "gpu": "RTX 4090"},
         18.9,
-        0.10,
         "held-out",
         "which peak statistic the README shows (active, allocated or reserved) is not stated: active assumed",
     ),
@@ -199,7 +187,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "lora": {"rank": 8, "alpha": 16, "targets": "q_proj,v_proj"},
         },
         16.2,
-        0.10,
         "held-out",
         "as above",
     ),
@@ -213,7 +200,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "lora": {"rank": 8, "alpha": 16, "targets": ALL_BUT_EMBEDDINGS},
         },
         7.4,
-        0.15,
         "held-out",
         "as above; NF4 through torchao",
     ),
@@ -229,7 +215,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "lora": {"rank": 16, "alpha": 32, "targets": "q_proj,k_proj,v_proj"},
         },
         27.6,
-        0.10,
         "held-out",
         "A100 80GB assumed (the README says A100); FSDP full sharding modelled as ZeRO-3",
     ),
@@ -237,7 +222,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtune-llama31-70b-full-8xa100-cpuoffload",
         TT_70B_CPU_OFFLOAD,
         13.9,
-        0.20,
         "held-out",
         "A100 80GB assumed; fsdp_cpu_offload read as FSDP2's CPUOffloadPolicy (parameters, gradients "
         "and the optimizer step on the CPU), evaluated once that mode was derived from FSDP2's source "
@@ -255,7 +239,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
             "lora": {"rank": 16, "alpha": 32, "targets": ALL_BUT_EMBEDDINGS},
         },
         41.7,
-        0.25,
         "held-out",
         "the README gives 44.8 'GB' where every other row says GiB: 41.7 GiB assumed; FSDP as ZeRO-3",
     ),
@@ -265,7 +248,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtitan-llama31-8b-h100-8gpu-fsdp",
         {**TITAN_8B, "gpus": 8},
         82.4,
-        0.10,
         "held-out",
         TITAN_UNSTATED,
         "reserved",
@@ -274,7 +256,6 @@ CASES: tuple[PublishedMemoryCase, ...] = (
         "torchtitan-llama31-8b-h100-128gpu-fsdp",
         {**TITAN_8B, "gpus": 128},
         67.0,
-        0.10,
         "held-out",
         TITAN_UNSTATED,
         "reserved",
@@ -342,7 +323,6 @@ MAX_CONTEXT_CASES: tuple[PublishedMemoryCase, ...] = tuple(
         f"unsloth-llama31-8b-qlora {vram} GB: {length:,} tokens",
         {**UNSLOTH_8B, "gpu": "A100 80GB SXM4", "seq_len": length},
         float(vram),
-        0.35,
         "held-out",
         UNSLOTH_UNSTATED,
         "card",

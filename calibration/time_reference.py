@@ -3,7 +3,7 @@
 Every case cites its row in calibration/published.yaml (source, table, settings). Measured
 throughput is compared as tokens per second per GPU; where a source reports TFLOP/s or MFU
 instead, the conversion is stated on the case. Used by tests/reference/test_time_reference.py
-(tolerances) and scripts/accuracy.py (the table in docs/accuracy.md).
+(against calibration/claims.py) and scripts/accuracy.py (the table in docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ class TimeCase:
     scenario: dict[str, Any]
     measured_tokens_per_s_per_gpu: float
     conversion: str
-    tolerance: float
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -84,7 +83,6 @@ def _megatron(
     pp: int,
     batch: int,
     tflops: float,
-    tolerance: float,
 ) -> TimeCase:
     dp = gpus // (tp * pp)
     return TimeCase(
@@ -106,7 +104,6 @@ def _megatron(
         },
         measured_tokens_per_s_per_gpu=tflops * 1e12 / megatron_flops_per_token(h, layers, 51200, 2048),
         conversion=f"{tflops} TFLOP/s per GPU / Megatron's FLOPs per token (recompute included)",
-        tolerance=tolerance,
         note="micro-batch not published; 1 assumed; interleaved schedule not modelled",
     )
 
@@ -121,7 +118,6 @@ def _korthikanti(
     micro: int,
     batch: int,
     seconds: float,
-    tolerance: float,
     virtual: int = 1,
 ) -> TimeCase:
     return TimeCase(
@@ -144,17 +140,16 @@ def _korthikanti(
         },
         measured_tokens_per_s_per_gpu=batch * 2048 / seconds / gpus,
         conversion=f"{batch} x 2048 tokens / {seconds} s iteration / {gpus} GPUs",
-        tolerance=tolerance,
     )
 
 
 CASES: tuple[TimeCase, ...] = (
-    _megatron("megatron-2021-table1-1.7b", 2304, 24, 24, 32, 1, 1, 512, 137, 0.35),
-    _megatron("megatron-2021-table1-145.6b", 12288, 80, 96, 1536, 8, 8, 2304, 148, 0.35),
-    _megatron("megatron-2021-table1-1t", 25600, 128, 160, 3072, 8, 64, 3072, 163, 0.35),
-    _korthikanti("korthikanti-2022-table5-22b", 6144, 48, 64, 8, 1, 4, 4, 1.1, 0.35),
-    _korthikanti("korthikanti-2022-table5-175b", 12288, 96, 96, 64, 8, 1, 64, 13.75, 0.35, 3),
-    _korthikanti("korthikanti-2022-table5-530b", 20480, 105, 128, 280, 35, 1, 280, 37.83, 0.35, 3),
+    _megatron("megatron-2021-table1-1.7b", 2304, 24, 24, 32, 1, 1, 512, 137),
+    _megatron("megatron-2021-table1-145.6b", 12288, 80, 96, 1536, 8, 8, 2304, 148),
+    _megatron("megatron-2021-table1-1t", 25600, 128, 160, 3072, 8, 64, 3072, 163),
+    _korthikanti("korthikanti-2022-table5-22b", 6144, 48, 64, 8, 1, 4, 4, 1.1),
+    _korthikanti("korthikanti-2022-table5-175b", 12288, 96, 96, 64, 8, 1, 64, 13.75, 3),
+    _korthikanti("korthikanti-2022-table5-530b", 20480, 105, 128, 280, 35, 1, 280, 37.83, 3),
     TimeCase(
         id="llama3-2024-table4-405b-8k-8192gpu",
         model="Llama-3.1-405B",
@@ -174,7 +169,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=430e12 / 2_625_424_588_800,
         conversion="430 TFLOP/s per GPU / PaLM-convention model FLOPs per token at 8K (2.625 TFLOP)",
-        tolerance=0.35,
         note="FSDP-style sharding of grads and optimizer modelled as ZeRO-2",
     ),
     TimeCase(
@@ -194,7 +188,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=10643,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
     ),
     TimeCase(
         id="mosaic-mpt70b-h100-2k-64gpu",
@@ -213,7 +206,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=1039,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
     ),
     TimeCase(
         id="mosaic-mpt7b-a100-2k-8gpu",
@@ -232,7 +224,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=4641,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtitan-llama3-8b-a100-64gpu",
@@ -251,7 +242,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=2973,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
     ),
     TimeCase(
         id="fms-fsdp-llama2-7b-a100-128gpu",
@@ -270,7 +260,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=3760,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
         note="HSDP (shard within a node) modelled as ZeRO-3 over all GPUs",
     ),
     TimeCase(
@@ -290,7 +279,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=16891,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
     ),
     TimeCase(
         id="nemo-2407-llama2-7b-lora-fp8",
@@ -309,7 +297,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=24824,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
     ),
     TimeCase(
         # torchtune README row 6 (calibration/published.yaml torchtune-llama31-70b-full-8xa100-
@@ -320,7 +307,6 @@ CASES: tuple[TimeCase, ...] = (
         scenario=TT_70B_CPU_OFFLOAD,
         measured_tokens_per_s_per_gpu=196,
         conversion="reported tokens/s / 8 GPUs",
-        tolerance=0.35,
         note="the host's optimizer step from a DGX A100's memory bandwidth (load_sources.yaml host_memory)",
     ),
     TimeCase(
@@ -339,7 +325,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=1650,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtune-llama31-8b-lora-4090",
@@ -358,7 +343,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=3083,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtune-llama31-8b-qlora-4090",
@@ -377,7 +361,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=2413,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtune-llama32-3b-full-a100-noac",
@@ -395,7 +378,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=9174,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtune-llama32-3b-full-a100-ac",
@@ -413,7 +395,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=7210,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     # torchtune README 'Optimization flags' table, the rows before the memory savers
     # (calibration/published.yaml torchtune-llama32-3b-full-a100-ac, notes): packed 2 x 4096,
@@ -431,7 +412,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=7075,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtune-llama32-3b-full-a100-packed-compiled",
@@ -445,7 +425,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=8998,
         conversion="reported tokens/s",
-        tolerance=0.35,
         note="the row above with compile: 7075 -> 8998 tokens/s (+27%)",
     ),
     # torchtune README 'Optimization flags' table (calibration/published.yaml,
@@ -463,7 +442,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=7301,
         conversion="reported tokens/s",
-        tolerance=0.35,
         note="optimizer step in backward and activation offloading on",
     ),
     TimeCase(
@@ -478,7 +456,6 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=6960,
         conversion="reported tokens/s",
-        tolerance=0.35,
         note="as the row above, with 8-bit AdamW",
     ),
     TimeCase(
@@ -487,7 +464,6 @@ CASES: tuple[TimeCase, ...] = (
         scenario={**_TT_3B, "method": "lora", "activation_offload": True, "lora": _TT_3B_LORA},
         measured_tokens_per_s_per_gpu=8210,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchtune-llama32-3b-qlora-a100-optimised",
@@ -495,7 +471,6 @@ CASES: tuple[TimeCase, ...] = (
         scenario={**_TT_3B, "method": "qlora", "activation_offload": True, "lora": _TT_3B_LORA},
         measured_tokens_per_s_per_gpu=8035,
         conversion="reported tokens/s",
-        tolerance=0.35,
     ),
 )
 
@@ -552,7 +527,6 @@ def _titan(gpus: int, compiled: bool, float8: bool, measured: float) -> TimeCase
         },
         measured_tokens_per_s_per_gpu=measured,
         conversion="reported tokens/s per GPU",
-        tolerance=0.35,
         note="sequence length not in the file: torchtitan's Llama 3 default 8192 assumed",
     )
 
@@ -593,7 +567,6 @@ TITAN_FLOAT8_CASES = (
         scenario=_TORCHAO_README,
         measured_tokens_per_s_per_gpu=6150,
         conversion="median tokens/s",
-        tolerance=0.35,
     ),
     TimeCase(
         id="torchao-readme-llama3-8b-h100-8gpu-float8",
@@ -601,7 +574,6 @@ TITAN_FLOAT8_CASES = (
         scenario={**_TORCHAO_README, "precision": "fp8-torchao"},
         measured_tokens_per_s_per_gpu=7689.5,
         conversion="median tokens/s",
-        tolerance=0.35,
         note="tensorwise scaling with float8 all-gather",
     ),
 )

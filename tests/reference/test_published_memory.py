@@ -2,8 +2,9 @@
 
 Each case is a published run with its settings as a scenario (recipe presets included); the
 estimated peak, less any paged optimizer state the allocator never sees, must be within the
-tolerance stated on the case. Nothing here is fitted (calibration/published_memory.py says
-which cases were looked at while the derivations were written).
+claim of calibration/claims.py, known misses apart. Nothing here is fitted
+(calibration/published_memory.py says which cases were looked at while the derivations were
+written).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "calibration"))
 
+from claims import claim_for, verdict
 from published_memory import CASES, MAX_CONTEXT_CASES, PublishedMemoryCase, evaluate
 
 from trainplan.engine.estimate import estimate
@@ -25,24 +27,26 @@ from trainplan.specs.scenario import scenario_from_mapping
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
-def test_case_within_tolerance(case: PublishedMemoryCase) -> None:
+def test_case_within_the_claim(case: PublishedMemoryCase) -> None:
     row = evaluate(case)
-    assert abs(row.error) <= case.tolerance, f"{row.error:+.1%} ({case.unstated})"
+    assert verdict("published-memory", case.id, case.split, row.error) is None, case.unstated
 
 
-def test_median_errors() -> None:
-    rows = [evaluate(case) for case in CASES]
-    held_out = [abs(row.error) for row in rows if row.case.split == "held-out"]
-    assert len(held_out) >= 5 and len(rows) >= 12
-    # the issue's goal: a median error of at most 15% on published real-GPU figures
-    assert statistics.median(abs(row.error) for row in rows) <= 0.15
-    assert statistics.median(held_out) <= 0.15
+@pytest.mark.parametrize("split", ["development", "held-out", None])
+def test_median_claim(split: str | None) -> None:
+    # the median of each split and of the whole set, within the claim (which is inside the 15%
+    # median set as the goal for published real-GPU figures)
+    claim = claim_for("published-memory", "held-out")
+    errors = [abs(evaluate(case).error) for case in CASES if split in (None, case.split)]
+    assert len(errors) >= 5
+    assert claim.median is not None and claim.median <= 0.15
+    assert statistics.median(errors) <= claim.median
 
 
 @pytest.mark.parametrize("case", MAX_CONTEXT_CASES, ids=lambda case: case.id)
-def test_max_context_case_within_tolerance(case: PublishedMemoryCase) -> None:
+def test_max_context_case_within_the_claim(case: PublishedMemoryCase) -> None:
     row = evaluate(case)
-    assert abs(row.error) <= case.tolerance, f"{row.error:+.1%} ({case.unstated})"
+    assert verdict("published-max-context", case.id, case.split, row.error) is None, case.unstated
 
 
 def test_unsloth_kernels_move_the_max_context_rows_toward_the_table() -> None:
