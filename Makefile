@@ -9,10 +9,13 @@ TEST_STAMP := $(VENV)/.installed-test
 # Browser assets (chart.js, the API docs page) are vendored in the package, with their licences,
 # so a wheel serves the whole page; `make assets` refreshes them from npm (package-lock.json pins).
 VENDOR := src/trainplan/interfaces/web/static/vendor
+# The page's own modules (static/app.js, static/js/) are linted with ESLint and unit-tested with
+# Node's test runner; `make jstest` installs the pinned tools once per package-lock.json.
+NODE_STAMP := node_modules/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench lint calibrate calibrate-gpu clean assets
+.PHONY: run test jstest bench lint calibrate calibrate-gpu clean assets
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +45,15 @@ lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests scripts bench calibration
 	$(BIN)/mypy
 
-test: lint
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+jstest: $(NODE_STAMP)
+	node_modules/.bin/eslint eslint.config.js src/trainplan/interfaces/web/static tests/js
+	node --test tests/js/*.test.mjs
+
+test: lint jstest
 	$(BIN)/pytest
 
 bench: $(TEST_STAMP)

@@ -5,6 +5,7 @@ vendored files' licences."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -56,6 +57,10 @@ def test_the_wheel_carries_the_assets_and_their_licences(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = [asset for asset in ASSETS if asset not in names]
     assert not missing
+    # and every module the page's entry script imports (static/js/)
+    modules = ROOT / "src" / "trainplan" / "interfaces" / "web" / "static" / "js"
+    shipped = {f"trainplan/interfaces/web/static/js/{path.name}" for path in modules.glob("*.js")}
+    assert len(shipped) > 2 and shipped <= names, sorted(shipped - names)
 
 
 def _free_port() -> int:
@@ -114,6 +119,14 @@ def test_a_fresh_install_of_the_web_extra_serves_the_whole_page(wheel: Path, tmp
         for asset in ASSETS[:3]:
             status, body = _get(f"{base}/static/{asset.removeprefix('trainplan/interfaces/web/static/')}")
             assert status == 200 and len(body) > 10_000
+        # the page's entry module and every module it imports, with a JavaScript type
+        assert '<script type="module" src="/static/app.js">' in page
+        entry = _get(f"{base}/static/app.js")[1].decode()
+        imported = re.findall(r'from "\./(js/[a-z-]+\.js)"', entry)
+        assert len(imported) > 5
+        for module in imported:
+            with urllib.request.urlopen(f"{base}/static/{module}", timeout=5) as response:
+                assert response.status == 200 and "javascript" in response.headers["content-type"]
         docs = _get(f"{base}/docs")[1].decode()
         assert "/static/vendor/swagger-ui-bundle.js" in docs
     finally:

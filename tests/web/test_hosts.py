@@ -10,7 +10,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from trainplan.interfaces.web.app import PAGE_POLICY, create_app
+from trainplan.interfaces.web.app import PAGE_POLICY, STATIC, create_app
 from trainplan.interfaces.web.hosts import HostPolicy, host_name
 
 PATHS = ["/", "/healthz", "/docs", "/openapi.json", "/api/models", "/static/app.js", "/static/index.html"]
@@ -96,3 +96,23 @@ def test_the_docs_page_allows_only_its_own_inline_script(client: TestClient) -> 
     assert f"script-src 'self' 'sha256-{digest}';" in policy
     assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
     assert "frame-ancestors 'none'" in policy and response.headers["x-frame-options"] == "DENY"
+
+
+def test_the_page_runs_only_module_scripts_of_this_server(client: TestClient) -> None:
+    """The page's script is ES modules (static/app.js and what it imports from static/js/) that
+    the page policy allows as they are: 'self', no inline script. Each module is served with a
+    JavaScript type (a module under nosniff needs one) and each import names a served file."""
+    response = client.get("/")
+    assert "script-src 'self';" in response.headers["content-security-policy"]
+    assert "unsafe-inline" not in PAGE_POLICY.split("script-src")[1].split(";")[0]
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", response.text, re.DOTALL)
+    assert all(body.strip() == "" and 'src="/static/' in attrs for attrs, body in scripts)
+    assert ' type="module" src="/static/app.js"' in [attrs for attrs, _ in scripts]
+    modules = [STATIC / "app.js", *sorted((STATIC / "js").glob("*.js"))]
+    for module in modules:
+        served = client.get("/static/" + module.relative_to(STATIC).as_posix())
+        assert served.status_code == 200 and "javascript" in served.headers["content-type"], module.name
+        for target in re.findall(
+            r'^(?:import|export) .*? from "(\.[^"]+)";$', served.text, re.MULTILINE | re.DOTALL
+        ):
+            assert (module.parent / target).resolve().is_file(), (module.name, target)

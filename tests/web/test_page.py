@@ -393,6 +393,31 @@ def test_planner_fills_the_calculator(page: Page, client: TestClient, tmp_path: 
     print(f"screenshot: {shot}")
 
 
+def test_the_planner_form_draws_the_options_marked_web(page: Page, client: TestClient) -> None:
+    """The planner's controls are /api/fields `plan_options` marked "web" (index.html holds none),
+    each with its declaration's label, help and placeholder; the choices come first, the GPU
+    list last."""
+    options = {option["name"]: option for option in client.get("/api/fields").json()["plan_options"]}
+    page.open("?model=Qwen2.5-0.5B")
+    page.page.locator("#planner > summary").click()
+    drawn = page.page.evaluate(
+        """() => [...document.querySelectorAll('#plan-form [data-plan-field]')].map(node => [
+            node.dataset.planField,
+            node.querySelector(':scope > label, :scope > .label, :scope > legend').textContent,
+            (node.querySelector(':scope > .help') || {}).textContent ?? null])"""
+    )
+    names = [name for name, _, _ in drawn]
+    assert sorted(names) == sorted(name for name, option in options.items() if "web" in option["interfaces"])
+    assert names[0] == "objective" and names[-1] == "gpu_types"
+    for name, label, help_text in drawn:
+        assert label == options[name]["label"], name
+        assert help_text is None or help_text.startswith(options[name]["form_help"] or ""), name
+    budget = page.page.get_by_role("textbox", name=options["budget_usd"]["label"], exact=True)
+    assert budget.get_attribute("placeholder") == options["budget_usd"]["placeholder"]
+    assert page.page.get_by_role("group", name=options["gpu_types"]["label"]).is_visible()
+    assert not page.errors
+
+
 def test_planner_names_a_bad_option_and_fits_a_phone(browser: Any, live_server: str, tmp_path: Path) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     phone = Page(context.new_page(), live_server)
