@@ -313,8 +313,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     # scripts at the compute dtype (presets.resolved_adapter_dtype: by the model when unset)
     adapter_dtype = resolved_adapter_dtype(model.kind, scenario, precision.compute)[0]
     adapter_bytes = 4 if adapter_dtype == "fp32" else compute_bytes
-    adapters = ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes)
-    states = precision if full else adapters
+    if full:
+        states = precision
+    else:
+        states = ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes)
     head_matrix = model.vocab_size * model.head_width
     # bitsandbytes quantises nn.Linear modules only: weight tensors applied by einsum (XLNet) stay
     # at the compute dtype under an int8 / nf4 base

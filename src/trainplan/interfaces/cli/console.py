@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from trainplan.engine.result import Estimate
-from trainplan.interfaces.text.hints import Hint
 from trainplan.interfaces.text.phrasing import (
     APPROXIMATE,
     NOTE,
@@ -29,6 +28,9 @@ from trainplan.interfaces.text.phrasing import (
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.scenario import data_parallel
 from trainplan.specs.units import format_count, format_gib
+
+if TYPE_CHECKING:
+    from trainplan.interfaces.text.hints import Hint  # loaded only where hints are asked for
 
 
 def savers_text(checkpointing: str, offload: str) -> str:
