@@ -45,6 +45,9 @@ VALUES: dict[str, Any] = {
     "base_weights": "int8",
     "kbit_upcast": True,
     "vae": "FLUX.1-schnell",
+    "stage": "orpo",
+    "reference": "model",
+    "reference_weights": "nf4",
 }
 FIGURES = ("params", "memory", "time", "cost", "energy")
 # Where a field only acts beside another setting: the chunk count of the chunked loss, the scan
@@ -52,6 +55,8 @@ FIGURES = ("params", "memory", "time", "cost", "energy")
 INSIDE: dict[str, dict[str, Any]] = {
     "loss_chunks": {"loss": "chunked"},
     "ssm_kernel": {"model": "Mamba-2.8B", "method": "full"},
+    "reference": {"stage": "dpo"},
+    "reference_weights": {"stage": "dpo", "reference": "model"},
 }
 
 

@@ -45,6 +45,7 @@ from trainplan.specs.scenario import (
     resolved_base_weights,
     scenario_from_mapping,
 )
+from trainplan.specs.stages import resolved_reference, sequences_per_sample
 from trainplan.specs.units import GIB
 from trainplan.specs.validity import QUANTISED_BASES, check_layout
 
@@ -61,8 +62,8 @@ __all__ = [
 KINDS = {
     "weights": (
         EXACT,
-        "parameters held on this GPU at their storage precision (with an EMA copy and frozen "
-        "encoders kept on the GPU, where there are any)",
+        "parameters held on this GPU at their storage precision (with an EMA copy, frozen "
+        "encoders and a preference stage's reference copy kept on the GPU, where there are any)",
     ),
     "gradients": (EXACT, "gradients present at this moment of the step"),
     "optimizer": (EXACT, "optimizer state (and fp32 master copy)"),
@@ -129,7 +130,13 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         allocated_peak=_allocated_peak(mem),
         device=device,
         fit=_with_chosen(fit_rows(peak.total), gpu, peak.total),
-        batch=Batch(scenario.micro_batch, scenario.grad_accum, layout.data_parallel, coeffs.seq_len),
+        batch=Batch(
+            scenario.micro_batch,
+            scenario.grad_accum,
+            layout.data_parallel,
+            coeffs.seq_len,
+            sequences_per_sample(scenario.stage),
+        ),
         warnings=tuple(
             _warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu, scenario)
         ),
@@ -173,9 +180,25 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "recipe": recipe_summary(scenario),
             "adapter_dtype": adapter_dtype_summary(spec.kind, scenario, coeffs.precision.compute),
             **sample_assumptions(spec, scenario),
+            **stage_assumptions(scenario, coeffs),
         },
         sample=coeffs.sample,
     )
+
+
+def stage_assumptions(scenario: Scenario, coeffs: Coefficients) -> dict[str, object]:
+    """What a language model's estimate assumed about its stage (empty for other kinds): the
+    stage, the reference that applied (given or the trainer's default) and its copy's bytes per
+    replica, and how many sequences one micro-batch element runs."""
+    if coeffs.model.kind != "llm":
+        return {}
+    return {
+        "stage": scenario.stage,
+        "reference": resolved_reference(scenario),
+        "reference_source": "given" if scenario.reference is not None else "trainer default",
+        "reference_weight_bytes": coeffs.reference.resident_bytes,
+        "sequences_per_sample": sequences_per_sample(scenario.stage),
+    }
 
 
 def device_of(scenario: Scenario, gpu: GpuSpec) -> DeviceOverhead:
@@ -320,6 +343,12 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.precision
     notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
+    if scenario.stage == "rm":
+        notes.append(
+            "rm: estimated as the paired language-model step; the reward model's one-score head "
+            "(no vocabulary logits, no LM head weights) is not modelled yet, so memory and time "
+            "are high by the head's share"
+        )
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
     if model.kind == "llm" and 0 < model.context_window < scenario.seq_len:

@@ -154,7 +154,14 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     unsharded = (
         c.states.ema_bytes + c.encoders.resident_bytes + c.states.buffer_bytes
     )  # on every GPU whatever the sharding
-    weights = (c.states.trainable_weight_bytes + c.states.frozen_weight_bytes) * per_gpu / zero3 + unsharded
+    # a preference stage's frozen reference copy, sharded as the policy is (TRL 1.16.0
+    # prepare_deepspeed keeps ZeRO-3 for it and gives it stage 0 otherwise; prepare_fsdp shards it)
+    reference = c.reference.resident_bytes * per_gpu / zero3
+    weights = (
+        (c.states.trainable_weight_bytes + c.states.frozen_weight_bytes) * per_gpu / zero3
+        + unsharded
+        + reference
+    )
     gradients = c.states.gradient_bytes * per_gpu / zero2
     # FSDP's mixed precision: the fp32 shard is the weight and the master at once, and the
     # reduce-scatter writes fp32 gradient shards (torch fsdp/_fully_shard foreach_reduce casts
@@ -162,7 +169,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     shard_master = sharded_weights & (fsdp.shard_master_bytes > 0)
     weights = where(
         shard_master,
-        (fsdp.shard_master_bytes + c.states.frozen_weight_bytes) * per_gpu / zero3 + unsharded,
+        (fsdp.shard_master_bytes + c.states.frozen_weight_bytes) * per_gpu / zero3 + unsharded + reference,
         weights,
     )
     gradients = where(shard_master, fsdp.shard_master_bytes * per_gpu / zero2, gradients)
@@ -330,7 +337,9 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     )
     return Memory(
         phases={"forward": forward, "backward": backward, "optimizer": step},
-        states={"weights": weights, "gradients": gradients, "optimizer": optimizer},
+        # the reference copy's share of `weights`, where a preference stage keeps one
+        states={"weights": weights, "gradients": gradients, "optimizer": optimizer}
+        | ({"reference": reference} if c.reference.resident_bytes else {}),
         offloaded=offloaded,
         paged=paged,
         stream_pool={
@@ -431,6 +440,8 @@ class StepSeconds:
     frozen_encoders: Any = 0.0
     # the optimizer step on the CPU under offload, bound by the host's memory bandwidth
     host_optimizer: Any = 0.0
+    # a preference stage's no-grad forwards: the reference's, and KTO's KL batch through the policy
+    reference_forward: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of the trained model's compute, by name."""
@@ -443,12 +454,13 @@ class StepSeconds:
             "float8_casts": self.float8_casts,
             "frozen_encoders": self.frozen_encoders,
             "host_optimizer": self.host_optimizer,
+            "reference_forward": self.reference_forward,
         }
 
     @property
     def busy(self) -> Any:
-        """Seconds the GPU computes: the trained model's step and the frozen encoders' forward."""
-        return self.compute + self.frozen_encoders
+        """Seconds the GPU computes: the trained model's step and the frozen models' forwards."""
+        return self.compute + self.frozen_encoders + self.reference_forward
 
     def dominant_overhead(self) -> str:
         """The largest term other than compute ('none' when all are zero)."""
@@ -469,6 +481,7 @@ class StepSeconds:
             + self.compile_fusion
             + self.frozen_encoders
             + self.host_optimizer
+            + self.reference_forward
         )
 
 
@@ -517,9 +530,11 @@ def step_seconds(
     encoders = (
         global_tokens * c.encoders.flops_per_token / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
     )
+    # a preference stage's no-grad forwards, at the linears' rate and the step's efficiency
+    reference = forward_seconds(global_tokens * c.reference.flops_per_token, gpus, hw)
     if all_in:
         zero: Any = 0.0 * compute
-        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders)
+        return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders, zero, reference)
     # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
     casts_per_micro = (
         v.micro_batch * c.seq_len * c.work.float8_cast_bytes_per_token + c.work.float8_cast_weight_bytes
@@ -543,10 +558,14 @@ def step_seconds(
     # of the compute
     ring = ring_allreduce_seconds(grads, dp, bandwidth)
     gathered = c.work.weights_16bit_bytes * share
+    # ZeRO-3 gathers a reference copy once per micro-batch, for its forward
+    reference_gathered = c.reference.gathered_bytes * share
     # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
     # reduce dtype (terms/fsdp.py)
     gathers = 1 + fsdp.reshard_after_forward
-    per_micro = gather_or_scatter_seconds(gathers * gathered + grads * fsdp.reduce_grad_factor, dp, bandwidth)
+    per_micro = gather_or_scatter_seconds(
+        gathers * gathered + reference_gathered + grads * fsdp.reduce_grad_factor, dp, bandwidth
+    )
     zero3 = (v.zero_stage == 3) & (dp > 1)
     comm = where(zero3, per_micro * v.grad_accum, ring)
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)
@@ -593,4 +612,11 @@ def step_seconds(
         fusion,
         encoders,
         host_optimizer,
+        reference,
     )
+
+
+def forward_seconds(flops: Any, gpus: Any, hw: Hardware) -> Any:
+    """Seconds of no-grad forward FLOPs spread over `gpus`, at the linears' rate and the
+    step's efficiency (a frozen model's forward, with no backward to overlap)."""
+    return flops / (gpus * hw.peak_flops_per_s * hw.linear_efficiency_ratio * hw.efficiency)

@@ -58,6 +58,7 @@ from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.model import Linear, ModelSpec, derived
 from trainplan.specs.presets import resolved_adapter_dtype
 from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario, is_pattern, resolved_base_weights
+from trainplan.specs.stages import resolved_reference, sequences_per_sample
 from trainplan.specs.validity import QUANTISED_BASES
 from trainplan.specs.weights import block_linears, block_params, weight_linears
 
@@ -74,6 +75,23 @@ class FrozenEncoders:
     peak: tuple[float, float] = (0.0, 0.0)
     offload_bytes: float = 0.0
     flops_per_token: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReferenceModel:
+    """The reference of a preference stage (specs/stages.py): the frozen copy's weights per
+    replica (`reference model`; sharded as the policy's are), its 16-bit weights gathered once
+    per micro-batch under ZeRO-3, the forward FLOPs each trained token brings in the step (the
+    reference's no-grad forwards, and KTO's no-grad KL forward of the policy) and before training
+    (`precomputed`: one pass over the data). TRL runs the reference after the policy's forward,
+    while the policy's activations are held (DPOTrainer._compute_loss), as its own forward: its
+    working set is one layer's and one tile of its fused head, the forward's own size."""
+
+    kind: str = "none"
+    resident_bytes: float = 0.0
+    gathered_bytes: float = 0.0
+    flops_per_token: float = 0.0
+    precompute_flops_per_token: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -212,6 +230,8 @@ class Coefficients:
     sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
     # a diffusion pipeline's frozen VAE and text encoders (FrozenEncoders)
     encoders: FrozenEncoders = FrozenEncoders()
+    # a preference stage's reference (ReferenceModel); `seq_len` counts both sequences of a pair
+    reference: ReferenceModel = ReferenceModel()
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -334,10 +354,9 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         edge_bytes: float = precision.weight_bytes
     else:
         base_bytes = BASE_WEIGHT_BYTES[base or "bf16"]
-        scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in quantisable) if base == "int8" else 0
         other_bytes: float = compute_bytes if base in QUANTISED_BASES else base_bytes
         matrices = quantisable_weights if base in QUANTISED_BASES else counts.linear_weights
-        frozen_weights = matrices * base_bytes + scales + (counts.total - matrices) * other_bytes
+        frozen_weights = frozen_base_bytes(model, counts, base or "bf16", compute_bytes)
         if scenario.kbit_upcast:
             # the unquantised rest (embeddings, norms, head) in fp32; the embedding output, and
             # with it the residual stream, is then fp32 too (bitsandbytes returns each matmul
@@ -488,6 +507,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         master_bytes=states.master_bytes,
     )
     optimizer_bytes = optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer)
+    reference = _reference(model, scenario, counts, precision, flops)
     return Coefficients(
         model=model,
         counts=counts,
@@ -495,7 +515,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         base=base,
         full=full,
         checkpointing=scenario.activation_checkpointing,
-        seq_len=seq,
+        # tokens per micro-batch element: a chosen/rejected pair runs both sequences
+        seq_len=seq * sequences_per_sample(scenario.stage),
         states=ModelStates(
             trainable_weight_bytes=trainable_weights,
             frozen_weight_bytes=frozen_weights,
@@ -594,7 +615,66 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ),
         optimizer_in_backward=scenario.optimizer_in_backward,
         fsdp=fsdp,
+        reference=reference,
     )
+
+
+#: Forward passes each trained token brings beside the policy's step, by stage and reference:
+#: DPO's reference scores the same concatenated batch; KTO's scores the completion batch and the
+#: KL batch, and the policy scores the KL batch under no_grad whatever the reference (TRL 1.16.0
+#: KTOTrainer._compute_kl_logps). Precomputed: the reference's passes move before training.
+_STEP_FORWARDS = {"dpo": 1, "kto": 2}
+_POLICY_FORWARDS = {"kto": 1}
+
+
+def _reference(
+    model: ModelSpec, scenario: Scenario, counts: ParamCounts, precision: PrecisionBytes, flops: FlopsPerToken
+) -> ReferenceModel:
+    """The stage's reference record (ReferenceModel); an empty one for the stages without."""
+    kind = resolved_reference(scenario)
+    forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
+    policy = _POLICY_FORWARDS.get(scenario.stage, 0) * forward
+    if kind == "none":
+        return ReferenceModel(flops_per_token=policy)
+    passes = _STEP_FORWARDS[scenario.stage] * forward
+    if kind == "precomputed":
+        return ReferenceModel(kind, flops_per_token=policy, precompute_flops_per_token=passes)
+    if kind == "adapter":
+        return ReferenceModel(kind, flops_per_token=policy + passes)
+    return ReferenceModel(
+        kind,
+        resident_bytes=reference_copy_bytes(model, scenario, counts, precision),
+        gathered_bytes=counts.total * precision.activation_bytes,
+        flops_per_token=policy + passes,
+    )
+
+
+def reference_copy_bytes(
+    model: ModelSpec, scenario: Scenario, counts: ParamCounts, precision: PrecisionBytes
+) -> float:
+    """Bytes of a frozen reference copy: in `reference_weights`, else as the policy's weights
+    are loaded (TRL 1.16.0 DPOTrainer.__init__ loads `ref_model` with the policy's
+    model_init_kwargs, its quantization_config included): the base's format for LoRA and QLoRA,
+    the trained weights' dtype for a full fine-tune (16-bit under *-mixed and bf16, fp32 under
+    amp-* and fp32). A quantised copy keeps its unquantised rest at the compute dtype."""
+    given = scenario.reference_weights
+    if given is None and scenario.method == "full":
+        return counts.total * precision.weight_bytes
+    base = given or resolved_base_weights(scenario) or "bf16"
+    return frozen_base_bytes(model, counts, base, precision.activation_bytes)
+
+
+def frozen_base_bytes(model: ModelSpec, counts: ParamCounts, base: str, compute_bytes: int) -> float:
+    """Bytes of frozen base weights in `base`: bitsandbytes quantises nn.Linear weights only
+    (int8 adds an fp32 scale per output row; NF4's blocks are in BASE_WEIGHT_BYTES), the rest at
+    the compute dtype; an unquantised base holds every weight in its dtype."""
+    base_bytes = BASE_WEIGHT_BYTES[base]
+    if base not in QUANTISED_BASES:
+        return counts.total * base_bytes
+    quantisable = [(n, lin) for n, lin in weight_linears(model) if lin.role != "einsum"]
+    matrices = sum(n * lin.copies * lin.in_features * lin.out_features for n, lin in quantisable)
+    scales = 4 * sum(n * lin.copies * lin.out_features for n, lin in quantisable) if base == "int8" else 0
+    return matrices * base_bytes + scales + (counts.total - matrices) * compute_bytes
 
 
 def _layer_linears(model: ModelSpec) -> tuple[tuple[int, Linear], ...]:

@@ -34,6 +34,7 @@ from trainplan.engine.time_cost_energy import (
     host_and_pue,
     idle_fraction_of,
     load_path,
+    precompute_seconds,
     scenario_step_seconds,
     training_tokens,
 )
@@ -251,8 +252,9 @@ def evaluate_group(
         training_s = steps * total_step
         # the run's fixed time (launch, load, checkpoint writes), as estimate() times it
         path = load_path(scenario, coeffs.counts, coeffs.precision, hw["pcie"][g], n, zero)
+        precompute_s = precompute_seconds(coeffs, scenario, tokens, n, hardware)
         fixed_s = fixed_seconds(
-            coeffs, scenario, steps, layout, path.seconds, path.bandwidth, path.share
+            coeffs, scenario, steps, layout, path.seconds, path.bandwidth, path.share, precompute_s
         ).total
         total_s = training_s + fixed_s
         usd = cost_usd(total_s * n / 3600, hw["usd"][g], discount_for(scenario))

@@ -13,6 +13,7 @@ from trainplan.inputs.catalogs.cost_inputs import rates
 from trainplan.inputs.catalogs.gpus import find_gpu, gpu_catalog
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.scenario import METHODS, Scenario, data_parallel
+from trainplan.specs.stages import sequences_per_sample
 
 # How `--help` names a value of each kind (a scenario field's or a planner option's).
 METAVARS = {"int": "INT", "float": "NUMBER", "bool": "BOOL", "list": "A,B,..."}
@@ -237,7 +238,9 @@ class PlanRequest:
         if self.target_global_sequences:
             return self.target_global_sequences
         if self.target_global_tokens:
-            return max(1, round(self.target_global_tokens / self.base.seq_len))
+            # a paired stage's example is both sequences of a pair
+            tokens = self.base.seq_len * sequences_per_sample(self.base.stage)
+            return max(1, round(self.target_global_tokens / tokens))
         return self.base.micro_batch * self.base.grad_accum * max(1, data_parallel(self.base))
 
 

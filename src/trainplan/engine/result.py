@@ -79,16 +79,19 @@ class FitRow(NamedTuple):
 @direct_init
 @dataclass(frozen=True)
 class Batch:
-    """The global batch: micro x accum x replicas sequences of seq_len tokens."""
+    """The global batch: micro x accum x replicas examples of seq_len tokens each. An example
+    is one sequence, or a chosen/rejected pair of `sequences_per_sample` sequences (rm, dpo,
+    orpo, simpo), whose `seq_len` then counts both."""
 
     micro_batch: int
     grad_accum: int
     replicas: int
     seq_len: int
+    sequences_per_sample: int = 1
 
     @property
     def global_sequences(self) -> int:
-        """Sequences per optimizer step."""
+        """Examples per optimizer step: sequences, or pairs where the stage is paired."""
         return self.micro_batch * self.grad_accum * self.replicas
 
     @property

@@ -37,6 +37,12 @@ def sample_shape(model: ModelSpec, scenario: Scenario) -> TokenShape | None:
             geometry_of(model, name)
         return None
     geometry = geometry_of(model, given[0] if given else "resolution")
+    if scenario.stage != defaults.stage:
+        raise InputError(
+            "stage",
+            f"{scenario.stage}: {model.name} is a {model.kind} model; the preference and reward "
+            "stages train language models (use sft)",
+        )
     if scenario.kernels != defaults.kernels:
         raise InputError(
             "kernels",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, NamedTuple
 
-from trainplan.engine.per_gpu import Hardware, Layout, StepSeconds, step_seconds
+from trainplan.engine.per_gpu import Hardware, Layout, StepSeconds, forward_seconds, step_seconds
 from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import minimum, where
 from trainplan.engine.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
@@ -48,10 +48,12 @@ class FixedSeconds:
     checkpoint_writes: int
     checkpoint_every: int
     checkpoint_bytes: float
+    # a preference stage's precomputed reference log-probs: one no-grad pass over the data
+    reference_precompute_s: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.launch_s + self.load_s + self.checkpoints_s
+        return self.launch_s + self.load_s + self.checkpoints_s + self.reference_precompute_s
 
 
 @direct_init
@@ -259,7 +261,14 @@ def time_figures(
     tokens_per_s = global_tokens / step.total
     peak = hardware.peak_flops_per_s
     fixed = fixed_seconds(
-        coeffs, scenario, steps, layout, load.seconds, load.bandwidth_bytes_per_s, load.node_share
+        coeffs,
+        scenario,
+        steps,
+        layout,
+        load.seconds,
+        load.bandwidth_bytes_per_s,
+        load.node_share,
+        precompute_seconds(coeffs, scenario, train_tokens, scenario.gpus, hardware),
     )
     return TimeFigures(
         flops=flops,
@@ -446,12 +455,31 @@ def fixed_seconds(
     load_s: Any,
     write_bytes_per_s: Any,
     share: Any,
+    precompute_s: Any = 0.0,
 ) -> FixedSeconds:
     """The fixed time of a run of `steps` steps; numbers or the planner's arrays alike. Each
-    node writes its `share` of every checkpoint at `write_bytes_per_s` (the load's bandwidth)."""
+    node writes its `share` of every checkpoint at `write_bytes_per_s` (the load's bandwidth);
+    `precompute_s` is the reference's pass before training (`precompute_seconds`)."""
     launch, every = fixed_settings(scenario)
     # epochs are counted where the budget is a dataset (dataset_tokens or dataset_size)
     dataset = scenario.dataset_tokens is not None or scenario.dataset_size is not None
     writes = checkpoint_writes(steps, every, math.ceil(scenario.epochs) if dataset else 1)
     saved = checkpoint_bytes(coeffs, layout.zero_stage, layout.data_parallel)
-    return FixedSeconds(launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved)
+    return FixedSeconds(
+        launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved, precompute_s
+    )
+
+
+def precompute_seconds(
+    coeffs: Coefficients, scenario: Scenario, train_tokens: Any, gpus: Any, hw: Hardware
+) -> Any:
+    """The reference's precomputed log-probs (TRL `precompute_ref_log_probs`): one no-grad
+    pass of the reference over the training data before the first step, on every GPU (TRL
+    1.16.0 DPOTrainer._precompute_ref_logps maps the whole train dataset once). The data is the
+    trained tokens over the epochs where the budget is a dataset, else the trained tokens."""
+    flops = coeffs.reference.precompute_flops_per_token
+    if not flops:
+        return 0.0 * gpus
+    dataset = scenario.dataset_tokens is not None
+    data_tokens = train_tokens / scenario.epochs if dataset else train_tokens
+    return forward_seconds(data_tokens * flops, gpus, hw)

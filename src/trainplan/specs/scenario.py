@@ -18,6 +18,7 @@ from trainplan.specs.errors import InputError, shown_number, shown_value
 from trainplan.specs.model import MODEL_KINDS
 from trainplan.specs.offload import OFFLOAD
 from trainplan.specs.presets import Recipe, recipes, with_recipe
+from trainplan.specs.stages import REFERENCES, STAGES, check_stage
 from trainplan.specs.validity import check_layout
 from trainplan.specs.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
@@ -320,6 +321,56 @@ class Scenario:
             choice_labels=(("full", "Full"), ("lora", "LoRA"), ("qlora", "QLoRA")),
             # a JEPA's published recipes pretrain every weight (data/jepa_recipes.yaml)
             kind_defaults=(("jepa", "full"),),
+        ),
+    )
+    stage: str = _field(
+        "sft",
+        FieldInfo(
+            "what the step trains: sft and pt (one sequence per example), rm (a reward model: "
+            "chosen and rejected scored by one scalar head), dpo, orpo, simpo (micro_batch counts "
+            "chosen/rejected pairs, run as one batch of 2 x micro_batch sequences) or kto "
+            "(unpaired examples plus a KL batch); LLaMA-Factory's stage names, TRL's trainers",
+            STAGES,
+            model_kinds=LLM_ONLY,
+            label="Training stage",
+            choice_labels=(
+                ("sft", "SFT"),
+                ("pt", "Pre-training"),
+                ("rm", "Reward model"),
+                ("dpo", "DPO"),
+                ("kto", "KTO"),
+                ("orpo", "ORPO"),
+                ("simpo", "SimPO"),
+            ),
+        ),
+    )
+    reference: str | None = _field(
+        None,
+        FieldInfo(
+            "dpo and kto: where the reference log-probs come from: model (a frozen copy on every "
+            "GPU), adapter (the LoRA policy with its adapters disabled), precomputed (one pass "
+            "before training, precompute_ref_log_probs) or none (null: TRL's default, adapter for "
+            "LoRA and QLoRA, model for a full fine-tune; none for the other stages)",
+            REFERENCES,
+            model_kinds=LLM_ONLY,
+            label="Reference log-probs",
+            choice_labels=(
+                ("model", "Frozen copy"),
+                ("adapter", "Adapters disabled"),
+                ("precomputed", "Precomputed"),
+                ("none", "No reference"),
+            ),
+        ),
+    )
+    reference_weights: str | None = _field(
+        None,
+        FieldInfo(
+            "precision of the reference copy (reference model; null: as the policy's weights are "
+            "loaded, TRL's ref_model takes the policy's model_init_kwargs: the base's format for "
+            "LoRA and QLoRA, the 16-bit compute dtype for *-mixed and bf16, fp32 for amp-* and fp32)",
+            BASE_WEIGHTS,
+            model_kinds=LLM_ONLY,
+            label="Reference-copy precision",
         ),
     )
     recipe: str | None = _field(
@@ -1302,6 +1353,7 @@ def _check_combinations(scenario: Scenario) -> None:
     """Cross-field rules that a single range check cannot express: the layout and method rules
     (validity.py, the table the planner masks with too), then the training budget."""
     check_layout(scenario)
+    check_stage(scenario)
     budgets = [
         name
         for name in ("steps", "dataset_tokens", "train_tokens", "dataset_size", "train_samples")

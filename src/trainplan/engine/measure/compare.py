@@ -214,6 +214,12 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
     `kind` is the model's (ModelSpec.kind): diffusion, video and JEPA steps run on one GPU
     without the language-model savers, on precomputed latents, and may keep LoRA adapters at
     the base dtype, as the diffusers LoRA scripts do."""
+    if scenario.stage not in ("sft", "pt"):
+        raise InputError(
+            "stage",
+            f"{scenario.stage}: measured mode traces supervised steps only (sft, pt); a "
+            "preference or reward step is estimated, not traced, for now",
+        )
     if scenario.method == "qlora":
         raise InputError(
             "method",

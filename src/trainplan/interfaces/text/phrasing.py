@@ -25,6 +25,12 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
             f" x {batch.grad_accum} accum x {batch.replicas} replicas; {sample.width_px}x{sample.height_px}"
             f" px{frames} -> {format_int(sample.image_tokens)} tokens{text}"
         )
+    if batch.sequences_per_sample > 1:
+        return (
+            f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro pairs"
+            f" x {batch.grad_accum} accum x {batch.replicas} replicas x {batch.sequences_per_sample}"
+            f" x {format_int(batch.seq_len // batch.sequences_per_sample)} seq"
+        )
     return (
         f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro"
         f" x {batch.grad_accum} accum x {batch.replicas} replicas x {format_int(batch.seq_len)} seq"

@@ -1,0 +1,107 @@
+"""Training stages: what a preference or reward stage runs beside the supervised step.
+
+The stage names are LLaMA-Factory's `stage` values where it has one (pt, sft, rm, dpo, kto;
+src/llamafactory/hparams/finetuning_args.py) and TRL's trainers' for ORPO and SimPO (TRL's
+CPOTrainer with `loss_type: simpo`). What each stage runs is read from TRL 1.16.0:
+
+- dpo (trl/trainer/dpo_trainer.py `DPOTrainer._compute_loss`): chosen and rejected run as one
+  concatenated batch of 2 x micro_batch sequences, then the reference scores the same batch under
+  no_grad, after the policy's forward, while its activations are held.
+- kto (trl/trainer/kto_trainer.py `KTOTrainer._compute_loss`): unpaired examples; a KL batch of
+  mismatched prompt/completion pairs of the same size is scored by the policy under no_grad, and
+  the reference scores both batches.
+- orpo, simpo: paired like DPO, no reference (trl/experimental/orpo, trl/experimental/cpo).
+- rm (trl/trainer/reward_trainer.py `RewardTrainer.compute_loss`): paired; a sequence-
+  classification model whose head is one score per token, pooled per sequence.
+
+Where the reference log-probs come from (`reference`):
+- model: a frozen copy of the policy, kept on every GPU as the policy's weights are.
+- adapter: the policy with its adapters disabled (TRL's default for a peft policy without a
+  `ref_model`): no second copy.
+- precomputed: `precompute_ref_log_probs`: one pass over the data before training.
+- none: ORPO, SimPO, reward models and supervised stages.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from trainplan.specs.errors import InputError
+
+STAGES = ("sft", "pt", "rm", "dpo", "kto", "orpo", "simpo")
+REFERENCES = ("model", "precomputed", "adapter", "none")
+#: Stages whose micro-batch counts chosen/rejected pairs, run as 2 x micro_batch sequences.
+PAIRED_STAGES = frozenset({"rm", "dpo", "orpo", "simpo"})
+#: Stages that compare against a reference model's log-probs.
+REFERENCE_STAGES = frozenset({"dpo", "kto"})
+
+_NAMES = {
+    "sft": "supervised fine-tuning",
+    "pt": "pre-training",
+    "rm": "reward-model training",
+    "dpo": "DPO",
+    "kto": "KTO",
+    "orpo": "ORPO",
+    "simpo": "SimPO",
+}
+
+
+class StageChoice(Protocol):
+    """The scenario fields the stage rules read."""
+
+    @property
+    def stage(self) -> str: ...
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def reference_weights(self) -> str | None: ...
+    @property
+    def method(self) -> str: ...
+
+
+def stage_name(stage: str) -> str:
+    """How a sentence names the stage: 'DPO', 'reward-model training'."""
+    return _NAMES[stage]
+
+
+def sequences_per_sample(stage: str) -> int:
+    """Sequences one micro-batch element runs: 2 for a chosen/rejected pair, else 1."""
+    return 2 if stage in PAIRED_STAGES else 1
+
+
+def resolved_reference(c: StageChoice) -> str:
+    """The reference that applies: the given one, else TRL's default for the stage and method
+    (DPOTrainer/KTOTrainer: a peft policy without a `ref_model` disables its adapters, a full
+    fine-tune loads a frozen copy), else none."""
+    if c.reference is not None:
+        return c.reference
+    if c.stage not in REFERENCE_STAGES:
+        return "none"
+    return "model" if c.method == "full" else "adapter"
+
+
+def check_stage(c: StageChoice) -> None:
+    """The stage's rules on `reference` and `reference_weights`; an InputError names the field."""
+    reference = resolved_reference(c)
+    name = stage_name(c.stage)
+    if c.stage in REFERENCE_STAGES and reference == "none":
+        raise InputError(
+            "reference",
+            f"none: {name} compares the policy with reference log-probs; give model, precomputed "
+            "or adapter (or leave it unset for the trainer's default)",
+        )
+    if c.stage not in REFERENCE_STAGES and reference != "none":
+        raise InputError(
+            "reference",
+            f"{reference}: {name} uses no reference model (only dpo and kto do); leave it unset or give none",
+        )
+    if reference == "adapter" and c.method == "full":
+        raise InputError(
+            "reference",
+            "adapter: a full fine-tune has no adapters to disable; give model (a frozen copy) or precomputed",
+        )
+    if c.reference_weights is not None and reference != "model":
+        raise InputError(
+            "reference_weights",
+            f"applies to a reference copy (reference model); the reference here is {reference}",
+        )
