@@ -1,10 +1,13 @@
-"""Traced peaks of diffusion, video and JEPA training steps against trainplan's estimate.
+"""Traced peaks of the calibration sets whose cases are scenarios against trainplan's estimate.
 
-calibration/diffusion_trace.json holds one record per case of calibration/diffusion_cases.yaml
+calibration/diffusion_trace.json holds one record per case of calibration/diffusion_cases.yaml,
+and calibration/preference_trace.json one per case of calibration/preference_cases.yaml
 (scripts/trace_diffusion.py); each case is a scenario. The estimate runs it with no overhead (a
 trace sees no CUDA context) and no gradient accumulation, and its allocated peak is compared
-with the traced peak. None of these cases was used to set a coefficient: the block formulas
-(terms/denoisers.py) were derived from the diffusers, torch and V-JEPA sources.
+with the traced peak. No diffusion case was used to set a coefficient: the block formulas
+(terms/denoisers.py) were derived from the diffusers, torch and V-JEPA sources. A preference
+case carries its split: development cases were traced while the loss-side formulas were derived
+from TRL's source, held-out ones only after.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from trainplan.engine.estimate import estimate
 from trainplan.engine.result import Estimate
 
 TRACE = Path(__file__).resolve().parent / "diffusion_trace.json"
+PREFERENCE_TRACE = TRACE.with_name("preference_trace.json")
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Row:
     id: str
     measured: dict[str, Any]
     estimate: Estimate
+    split: str = "all"
 
     @property
     def error(self) -> float:
@@ -45,4 +50,4 @@ def evaluate(record: dict[str, Any]) -> Row:
     """The estimate of one traced case, as the trace ran it."""
     case = record["case"]
     scenario = {"micro_batch": 1, **case["scenario"], "grad_accum": 1, "overhead_gib": 0.0}
-    return Row(case["id"], record["measured"], estimate(scenario))
+    return Row(case["id"], record["measured"], estimate(scenario), case.get("split", "all"))

@@ -1,15 +1,18 @@
-"""Trace the real-size diffusion, video and JEPA training steps and write their calibration data.
+"""Trace the calibration sets whose cases are trainplan scenarios and write their calibration data.
 
-Reads calibration/diffusion_cases.yaml (each case an id and a trainplan scenario), traces each
-with `trainplan.engine.measure.compare.sample_trace` in a fresh subprocess (the fake-tensor graph of a
-12B model leaves Python memory behind), and writes calibration/diffusion_trace.json: a list of
-{case, versions, date, measured, runtime_s} (or {case, error, ...} for a failure), the format of
+`--set diffusion` (the default) reads calibration/diffusion_cases.yaml, the real-size diffusion,
+video and JEPA steps, traced with `trainplan.engine.measure.compare.sample_trace`; `--set
+preference` reads calibration/preference_cases.yaml, preference and reward-model steps, traced
+with `compare.measure_scenario` (TRL's step, measure/preference.py). Each case (an id, a split
+for the preference set, and a scenario) is traced in a fresh subprocess (the fake-tensor graph of
+a 12B model leaves Python memory behind), and the set's JSON is written: a list of {case,
+versions, date, measured, runtime_s} (or {case, error, ...} for a failure), the format of
 scripts/calibrate.py's calibration/fake_trace.json, written by its `run_and_write`.
 
-    python scripts/trace_diffusion.py [--only ID ...] [--out PATH]
+    python scripts/trace_diffusion.py [--set diffusion|preference] [--only ID ...] [--out PATH]
 
 With --only, an existing output file is updated in place: the named cases are replaced, the others
-kept. Needs the `measure` extra (torch, transformers, diffusers, peft).
+kept. Needs the `measure` extra (torch, transformers, diffusers, peft, trl).
 """
 
 from __future__ import annotations
@@ -26,29 +29,44 @@ import calibrate
 from calibrate import run_and_write, selected, summary_line
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "calibration" / "diffusion_cases.yaml"
-OUT = ROOT / "calibration" / "diffusion_trace.json"
-CASE_KEYS = {"id", "scenario", "notes"}
+#: Each set: its cases and its traces.
+SETS = {
+    "diffusion": (
+        ROOT / "calibration" / "diffusion_cases.yaml",
+        ROOT / "calibration" / "diffusion_trace.json",
+    ),
+    "preference": (
+        ROOT / "calibration" / "preference_cases.yaml",
+        ROOT / "calibration" / "preference_trace.json",
+    ),
+}
+CASES, OUT = SETS["diffusion"]
+CASE_KEYS = {"id", "scenario", "notes", "split"}
+SPLITS = ("development", "held-out")
 
 
 def load_cases(path: Path = CASES) -> list[dict[str, Any]]:
-    """The case list, checked for unknown keys, duplicate ids and valid scenarios."""
+    """The case list, checked for unknown keys, duplicate ids, splits and valid scenarios."""
     from trainplan.specs.scenario import scenario_from_mapping
 
     cases = calibrate.load_cases(path, CASE_KEYS)
     for case in cases:
         scenario_from_mapping(case["scenario"])
+        if "split" in case and case["split"] not in SPLITS:
+            raise ValueError(f"{case['id']}: split must be one of {', '.join(SPLITS)}")
     return cases
 
 
-def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    """Trace one case (runs in a worker process)."""
+def run_case(case: dict[str, Any], which: str = "diffusion") -> dict[str, Any]:
+    """Trace one case (runs in a worker process): a language-model stage with measure_scenario,
+    a diffusion, video or JEPA step with sample_trace."""
     import diffusers
     import peft
     import torch
     import transformers
+    import trl
 
-    from trainplan.engine.measure.compare import sample_trace
+    from trainplan.engine.measure.compare import measure_scenario, sample_trace
     from trainplan.specs.scenario import scenario_from_mapping
 
     record: dict[str, Any] = {
@@ -59,12 +77,17 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
             "transformers": transformers.__version__,
             "diffusers": diffusers.__version__,
             "peft": peft.__version__,
+            "trl": trl.__version__,
         },
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     start = time.perf_counter()
     try:
-        record["measured"] = sample_trace(scenario_from_mapping(case["scenario"])).to_dict()
+        scenario = scenario_from_mapping(case["scenario"])
+        traced = (
+            measure_scenario(scenario).measured if "stage" in case["scenario"] else sample_trace(scenario)
+        )
+        record["measured"] = traced.to_dict()
     except Exception as error:  # a failed case is recorded, not fatal
         record["error"] = f"{type(error).__name__}: {error}"
         record["traceback"] = traceback.format_exc(limit=6)
@@ -81,11 +104,14 @@ def summary(record: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--set", choices=sorted(SETS), default="diffusion", help="which calibration set")
     parser.add_argument("--only", nargs="+", metavar="ID", help="trace only these case ids")
-    parser.add_argument("--out", type=Path, default=OUT, help=f"output JSON (default {OUT})")
+    parser.add_argument("--out", type=Path, help="output JSON (default: the set's)")
     args = parser.parse_args(argv)
-    cases = load_cases()
-    jobs = [(case,) for case in selected(cases, args.only)]
+    path, out = SETS[args.set]
+    args.out = args.out or out
+    cases = load_cases(path)
+    jobs = [(case, args.set) for case in selected(cases, args.only)]
     all_ids = [case["id"] for case in cases]
     return run_and_write(jobs, run_case, args.out, all_ids, update=bool(args.only), summary=summary)
 

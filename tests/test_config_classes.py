@@ -667,3 +667,35 @@ def test_second_held_out_classes_one_process_and_a_preference_loss(tmp_path: Pat
         "max_prompt_length: 512\n"
     )
     assert read(tmp_path, "config_zephyr.yaml", dpo).mapping["loss"] == "standard"
+
+
+@pytest.mark.parametrize(
+    ("text", "stage", "reference"),
+    [
+        # trl/cli.py: the command names the trainer (its config's comment line says how it runs)
+        ("# trl dpo --config dpo.yaml\nbeta: 0.1\n", "dpo", None),
+        ("# trl reward --config rm.yaml\n", "rm", None),
+        ("# trl kto --config kto.yaml\n", "kto", None),
+        ("# trl cpo --config cpo.yaml\nloss_type: simpo\nsimpo_gamma: 0.5\n", "simpo", None),
+        # keys only one trainer's config has (TRL 1.16.0 kto_config.py, dpo_config.py)
+        ("desirable_weight: 1.0\nundesirable_weight: 1.0\n", "kto", None),
+        ("beta: 0.1\nprecompute_ref_log_probs: true\n", "dpo", "precomputed"),
+        ("beta: 0.1\nloss_type: apo_zero\n", "dpo", None),
+    ],
+)
+def test_trl_preference_configs_name_their_stage(
+    tmp_path: Path, text: str, stage: str, reference: str | None
+) -> None:
+    base = "model_name_or_path: Qwen/Qwen2.5-0.5B\nper_device_train_batch_size: 2\n"
+    mapping = read(tmp_path, "trl.yaml", base + text).mapping
+    assert mapping["stage"] == stage
+    assert mapping.get("reference") == reference
+    scenario_from_mapping(mapping)  # the stage's rules accept what was read
+
+
+def test_an_ambiguous_trl_preference_config_stays_supervised(tmp_path: Path) -> None:
+    """beta alone is DPO's, KTO's, ORPO's and CPO's: no stage is guessed; the loss is still the
+    preference trainers' full-logits one."""
+    mapping = read(tmp_path, "trl.yaml", "model_name_or_path: Qwen/Qwen2.5-0.5B\nbeta: 0.1\n").mapping
+    assert "stage" not in mapping
+    assert mapping["loss"] == "standard"

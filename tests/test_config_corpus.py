@@ -37,6 +37,7 @@ from trainplan.inputs.resolve import resolve_model
 from trainplan.specs.errors import InputError
 from trainplan.specs.presets import resolved_adapter_dtype
 from trainplan.specs.scenario import LoraSettings, Scenario, resolution_from, scenario_from_mapping
+from trainplan.specs.stages import resolved_loss
 from trainplan.specs.validity import resolved_base_weights
 from trainplan.specs.weights import block_linears
 
@@ -140,7 +141,7 @@ CHECKED = [pytest.param(entry, id=f"{entry['repo'].split('/')[1]}/{entry['path']
 
 def effective(scenario: Scenario, field: str) -> Any:
     """A field's value as the estimate uses it, in hand_checked.yaml's conventions: a model by its
-    catalog name, the base weights and the adapters' dtype as resolved for the method, LoRA
+    catalog name, the base weights, the loss and the adapters' dtype as resolved, LoRA
     targets as the set of module names they adapt."""
     value = getattr(scenario.lora, field[5:]) if field.startswith("lora.") else getattr(scenario, field)
     record = find_model_record(scenario.model)
@@ -148,6 +149,8 @@ def effective(scenario: Scenario, field: str) -> Any:
         return record.name if record is not None else value
     if field == "base_weights":
         return resolved_base_weights(scenario)
+    if field == "loss":
+        return resolved_loss(scenario)
     if field == "lora.dtype":
         kind = resolve_model(scenario.model).kind if record is not None else "llm"
         return resolved_adapter_dtype(kind, scenario, PRECISIONS[scenario.precision].compute)[0]

@@ -13,6 +13,7 @@ import pytest
 from trainplan import InputError, estimate
 from trainplan.specs.model import MODEL_KINDS
 from trainplan.specs.scenario import METHODS, field_infos
+from trainplan.specs.stages import STAGES
 
 # One catalog model of each kind.
 MODELS = {
@@ -66,6 +67,19 @@ def scoped() -> dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]
         for name, info in field_infos().items()
         if info.model_kinds is not None or info.methods is not None
     }
+
+
+def test_outside_its_stages_a_field_is_refused() -> None:
+    """A field scoped to stages (the reference fields: dpo and kto) is refused, naming it, on
+    every other stage."""
+    staged = {name: info.stages for name, info in field_infos().items() if info.stages is not None}
+    assert set(staged) == {"reference", "reference_weights"}
+    for name, stages in staged.items():
+        assert set(stages) <= set(STAGES)
+        for stage in sorted(set(STAGES) - set(stages)):
+            with pytest.raises(InputError) as error:
+                estimate({"model": MODELS["llm"], "stage": stage, name: VALUES[name]})
+            assert error.value.field == name, (name, stage)
 
 
 def test_every_scope_names_known_kinds_and_methods_and_has_a_case() -> None:

@@ -153,6 +153,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "activation_checkpointing": "none", "recipe": "torchtitan",
     }),
     "llama-factory/llama3_lora_sft.yaml": ("llama-factory", {
+        "stage": "sft",  # stage: sft
         "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
         "checkpoint_every": 500,  # line 23 save_steps: 500 (save_strategy steps by default)
         "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
@@ -165,6 +166,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "recipe": "llama-factory",
     }),
     "llama-factory/llama3_qlora_bnb.yaml": ("llama-factory", {
+        "stage": "sft",  # stage: sft
         "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
         "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
         "model": "meta-llama/Llama-3.1-8B", "base_weights": "nf4", "method": "qlora",
@@ -174,6 +176,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "grad_accum": 4, "precision": "amp-bf16", "attention": "flash", "recipe": "llama-factory",
     }),
     "llama-factory/qwen_full_ds3.yaml": ("llama-factory", {
+        "stage": "sft",  # stage: sft
         "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
         "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
         "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
@@ -183,6 +186,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "zero3_master": "separate",  # DeepSpeed ZeRO-3
     }),
     "llama-factory/qwen_lora_unsloth.yaml": ("llama-factory", {
+        "stage": "sft",  # stage: sft
         "activation_checkpointing": "full",  # default disable_gradient_checkpointing false
         "model": "Qwen/Qwen2.5-7B", "method": "lora",
         "lora": {"rank": 32, "alpha": 16, "dropout": 0.05, "targets": "q_proj,v_proj"},
@@ -191,6 +195,10 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "optimizer": "adamw-8bit", "precision": "amp-bf16",
     }),
     "llama-factory/llama3_lora_dpo.yaml": ("llama-factory", {
+        # stage: dpo, pref_loss: sigmoid: DPO; CustomDPOTrainer.concatenated_forward takes the full
+        # fp32 logits (the standard loss); a LoRA policy without ref_model disables its adapters
+        # (train/trainer_utils.py create_ref_model returns None for lora)
+        "stage": "dpo", "loss": "standard", "reference": "adapter",
         "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
         "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
         "model": "meta-llama/Llama-3.2-3B", "method": "lora",
@@ -200,7 +208,53 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "precision": "bf16",  # pure_bf16
         "activation_checkpointing": "none", "recipe": "llama-factory",
     }),
+    # LLaMA-Factory's own examples (examples/train_lora/ at ff6d4d12), read from its source at
+    # that commit: hparams/finetuning_args.py (stage, pref_loss sigmoid -> DPO; use_ref_model),
+    # train/trainer_utils.py create_ref_model (None for a LoRA policy: its adapters are disabled,
+    # dpo/trainer.py and kto/trainer.py), dpo/trainer.py concatenated_forward (full fp32 logits:
+    # the standard loss), rm/workflow.py (a value head on the causal LM: stage rm)
+    **{
+        f"llama-factory/qwen3_lora_{name}.yaml": ("llama-factory", {
+            "model": "Qwen3-4B",  # Qwen/Qwen3-4B-Instruct-2507: the catalog's Qwen3-4B shapes
+            "method": "lora", "stage": stage,
+            "lora": {"rank": 8, "targets": "all-linear", "dropout": 0.0, "alpha": 16},  # alpha 2 x rank
+            "seq_len": 2048, "checkpoint_every": 500, "micro_batch": 1, "grad_accum": 8,
+            "precision": "amp-bf16",  # bf16: true, not pure_bf16: trainable parameters in fp32
+            "optimizer": "adamw-fused", "activation_checkpointing": "full", "attention": "sdpa",
+            "recipe": "llama-factory",
+            **({"loss": "standard", "reference": "adapter"} if stage != "rm" else {}),
+        })
+        for name, stage in (("dpo", "dpo"), ("kto", "kto"), ("reward", "rm"))
+    },
+    # axolotl's own examples at 067b021c, read from its source there: rl (utils/schemas/enums.py
+    # RLType; core/builders/rl.py picks TRL's trainer), the reference (train.py
+    # setup_reference_model: an adapter without rl_adapter_ref_model passes none, so TRL disables
+    # the adapters; a full fine-tune loads the model again), reward_model (core/builders/causal.py:
+    # TRL's RewardTrainer); micro_batch_size counts pairs (TRL's per_device_train_batch_size)
+    "axolotl/qwen2-dpo.yaml": ("axolotl", {
+        "model": "Qwen/Qwen2.5-0.5B", "stage": "dpo", "reference": "model",  # rl: dpo, no adapter
+        "method": "full", "seq_len": 2048, "grad_accum": 4, "micro_batch": 2,
+        "optimizer": "adamw-8bit",  # adamw_bnb_8bit
+        "precision": "bf16",  # bf16: auto loads the weights in bf16: no fp32 master
+        "activation_checkpointing": "full", "attention": "flash", "activation_offload": False,
+        "recipe": "axolotl",
+    }),
+    "axolotl/qwen2-reward-model.yaml": ("axolotl", {
+        "model": "Qwen/Qwen2.5-0.5B", "stage": "rm",  # reward_model: true
+        "method": "full", "seq_len": 2048, "grad_accum": 4, "micro_batch": 2, "optimizer": "adamw-8bit",
+        "precision": "bf16", "activation_checkpointing": "full", "attention": "flash",
+        "activation_offload": False, "recipe": "axolotl",
+    }),
+    "axolotl/llama-3-qlora-1b-kto.yaml": ("axolotl", {
+        "model": "meta-llama/Llama-3.2-1B", "stage": "kto", "reference": "adapter",  # rl: kto, adapter qlora
+        "method": "qlora", "base_weights": "nf4",  # load_in_4bit: true
+        "lora": {"rank": 32, "alpha": 64, "dropout": 0.05, "targets": "all-linear"},
+        "seq_len": 2048, "grad_accum": 1, "micro_batch": 2, "optimizer": "adamw-8bit",  # adamw_8bit
+        "precision": "bf16", "activation_checkpointing": "full", "attention": "flash",
+        "activation_offload": False, "recipe": "axolotl",
+    }),
     "hf/trl_sft_lora.yaml": ("hf", {
+        "stage": "sft",  # run with `trl sft` (its comment line)
         "model": "Qwen/Qwen2.5-0.5B", "seq_len": 1024, "micro_batch": 8, "grad_accum": 2,
         "activation_checkpointing": "full", "precision": "amp-bf16",  # fp32 weights by default
         "optimizer": "adamw-fused", "method": "lora",
@@ -537,3 +591,41 @@ def test_torchtitan_checkpoint_interval_is_read_when_enabled(tmp_path: Path) -> 
     )
     assert scenario_from_config([on]).mapping["checkpoint_every"] == 100
     assert scenario_from_config([FIXTURES / "torchtitan/llama3_8b.toml"]).mapping["checkpoint_every"] == 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        # pref_loss orpo or simpo: FinetuningArguments.use_ref_model is false; stages of their own
+        ("stage: dpo\npref_loss: orpo\n", {"stage": "orpo", "loss": "standard"}),
+        ("stage: dpo\npref_loss: simpo\n", {"stage": "simpo", "loss": "standard"}),
+        # a full fine-tune loads the model again, frozen at the compute dtype (no fp32 upcast)
+        (
+            "stage: dpo\nfinetuning_type: full\nbf16: true\n",
+            {"reference": "model", "reference_weights": "bf16"},
+        ),
+        # a named reference model, quantised by ref_model_quantization_bit
+        (
+            "stage: kto\nref_model: x/y\nref_model_quantization_bit: 4\n",
+            {"reference": "model", "reference_weights": "nf4"},
+        ),
+        # Liger's fused loss does not run: the preference trainers call the model without labels
+        ("stage: dpo\nenable_liger_kernel: true\n", {"loss": "standard", "kernels": "liger"}),
+    ],
+)
+def test_llama_factory_stages(tmp_path: Path, settings: str, expected: dict[str, Any]) -> None:
+    path = tmp_path / "train.yaml"
+    path.write_text("model_name_or_path: meta-llama/Llama-3.1-8B\ntemplate: llama3\n" + settings)
+    mapping = scenario_from_config([path]).mapping
+    assert {key: mapping.get(key) for key in expected} == expected
+    if mapping["stage"] in ("orpo", "simpo"):
+        assert "reference" not in mapping
+    scenario_from_mapping(mapping)  # the stage's rules accept what was read
+
+
+def test_llama_factory_ppo_is_named_as_not_modelled(tmp_path: Path) -> None:
+    path = tmp_path / "train.yaml"
+    path.write_text("model_name_or_path: meta-llama/Llama-3.1-8B\ntemplate: llama3\nstage: ppo\n")
+    reading = scenario_from_config([path])
+    assert "stage" not in reading.mapping
+    assert any("stage ppo generates rollouts" in str(skipped) for skipped in reading.ignored)

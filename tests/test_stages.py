@@ -29,9 +29,10 @@ def _state(result: object, name: str) -> float:
 
 def test_dpo_with_adapters_disabled_is_the_supervised_step_on_both_sequences() -> None:
     """LoRA DPO's default reference is the policy with adapters off: no second copy, so every
-    memory phase is the SFT step's at twice the micro-batch (the same tokens)."""
+    memory phase is the SFT step's through the same fused log-prob head at twice the
+    micro-batch (the same tokens)."""
     dpo = estimate(dataclasses.replace(BASE, stage="dpo"))
-    sft = estimate(dataclasses.replace(BASE, micro_batch=4))
+    sft = estimate(dataclasses.replace(BASE, micro_batch=4, loss="logprob"))
     assert dpo.assumptions["reference"] == "adapter"
     assert dpo.assumptions["reference_source"] == "trainer default"
     assert [p.total for p in dpo.phases] == [p.total for p in sft.phases]
@@ -91,7 +92,7 @@ def test_precomputed_reference_is_one_pass_before_training() -> None:
 
 def test_kto_trains_one_sequence_per_example() -> None:
     kto = estimate(dataclasses.replace(BASE, stage="kto"))
-    sft = estimate(BASE)
+    sft = estimate(dataclasses.replace(BASE, loss="logprob"))
     assert [p.total for p in kto.phases] == [p.total for p in sft.phases]
     assert kto.batch.global_tokens == sft.batch.global_tokens
 
@@ -125,15 +126,91 @@ def test_stage_on_a_diffusion_model_is_refused() -> None:
     assert error.value.field == "stage"
 
 
-def test_reward_model_says_its_head_is_not_modelled() -> None:
-    result = estimate(dataclasses.replace(BASE, stage="rm"))
-    assert any("one-score head" in note for note in result.warnings)
-    assert result.batch.sequences_per_sample == 2
+def test_reward_model_trades_the_lm_head_for_one_score() -> None:
+    """TRL's RewardTrainer trains AutoModelForSequenceClassification(num_labels=1): Llama-3.1-8B
+    loses its untied 128,256 x 4,096 LM head and gains a 1 x 4,096 score (no bias); a tied
+    model (Llama-3.2-1B) keeps its embedding and gains the score."""
+    untied = estimate(dataclasses.replace(BASE, stage="rm", method="full"))
+    sft = estimate(dataclasses.replace(BASE, method="full"))
+    assert sft.params.total - untied.params.total == 128_256 * 4_096 - 4_096
+    assert untied.params.head == 4_096
+    tied = estimate({"model": "Llama-3.2-1B", "stage": "rm", "method": "full"})
+    assert tied.params.total == estimate({"model": "Llama-3.2-1B", "method": "full"}).params.total + 2_048
+    assert untied.batch.sequences_per_sample == 2
+    assert not any("one-score" in note for note in untied.warnings)
 
 
-def test_measured_mode_refuses_a_preference_stage() -> None:
+def test_reward_model_has_no_vocabulary_logits() -> None:
+    """The score head's logits are one value per token: the loss side holds no vocab-wide
+    tensor, so the step's peak falls by at least the standard loss's fp32 log-softmax
+    (4 bytes x 128,256 x 2 x 2 x 1,024 tokens)."""
+    rm = estimate(dataclasses.replace(BASE, stage="rm", loss="standard"))
+    sft = estimate(dataclasses.replace(BASE, micro_batch=4))
+    assert sft.peak.total - rm.peak.total >= 4 * 128_256 * 4 * 1024
+
+
+def test_preference_stages_default_to_trls_fused_head() -> None:
+    """DPO, KTO, ORPO and SimPO score through TRL's fused log-prob head unless a loss is given;
+    sft, pt and rm keep the standard loss; a reward model refuses an LM-head loss."""
+    from trainplan.specs.stages import resolved_loss
+
+    for stage, loss in (("dpo", "logprob"), ("kto", "logprob"), ("orpo", "logprob"), ("sft", "standard")):
+        assert resolved_loss(dataclasses.replace(BASE, stage=stage)) == loss
+    assert resolved_loss(dataclasses.replace(BASE, stage="dpo", loss="fused")) == "fused"
+    with pytest.raises(InputError) as error:
+        estimate(dataclasses.replace(BASE, stage="rm", loss="fused"))
+    assert error.value.field == "loss"
+
+
+def test_measured_mode_traces_a_preference_stage_on_one_gpu_only() -> None:
     from trainplan.engine.measure.compare import check_traceable
 
+    check_traceable(dataclasses.replace(BASE, stage="dpo", gpus=1))  # traced, TRL's step
     with pytest.raises(InputError) as error:
-        check_traceable(dataclasses.replace(BASE, stage="dpo"))
+        check_traceable(dataclasses.replace(BASE, stage="dpo", method="full", gpus=8, zero_stage=3))
     assert error.value.field == "stage"
+    with pytest.raises(InputError) as error:
+        check_traceable(dataclasses.replace(BASE, stage="dpo", gpus=1, loss="standard"))
+    assert error.value.field == "loss"
+
+
+def test_trl_fused_head_bytes_by_hand() -> None:
+    """TRL 1.16.0 ChunkedLogProbFunction on Qwen2.5-0.5B (hidden 896, vocab 151,936) under
+    amp-bf16 (fp32 hidden states and head, bf16 compute): it saves its fp32 input copy (4 x 896
+    per token), holds 7 fp32 statistics + int64 targets + a bool mask + fp32 log-probs and
+    log-normaliser while it runs (28 + 8 + 1 + 8), accumulates an fp32 input gradient in
+    backward (4 x 896 + fp32 incoming gradient 4 + saved 13), and allocates per call a 4,096 x
+    32,768 bf16 logits tile, a bf16 cast of 4,096 rows of its input, and a bf16 cast of a
+    32,768-row tile of the fp32 head."""
+    from trainplan.engine.terms.memory import logprob_head_bytes
+
+    head = logprob_head_bytes(896, 151_936, compute_bytes=2, hidden_bytes=4, head_weight_bytes=4)
+    assert head.saved == head.held == 4 * 896
+    assert head.loss == 45
+    assert head.backward == 4 * 896 + 17
+    assert head.tile_tokens == 4096
+    assert head.tile_per_token == 2 * (32_768 + 896)
+    assert head.tile_fixed == 2 * 32_768 * 896
+    # a bf16 head and bf16 hidden states need no casts; a vocabulary under one tile is one tile
+    small = logprob_head_bytes(4096, 32_000, compute_bytes=2, hidden_bytes=2, head_weight_bytes=2)
+    assert (small.tile_per_token, small.tile_fixed) == (2 * 32_000, 0)
+
+
+def test_fused_head_tiles_stop_growing_at_4096_tokens() -> None:
+    """The tile buffers are sized by min(tokens, 4,096): past 4,096 tokens per micro-batch a
+    LoRA DPO step's loss-side bytes grow by the per-token terms only. Llama-3.1-8B LoRA over a
+    bf16 base: bf16 hidden states (no input cast), a 32,768-column bf16 tile."""
+    spec = resolve_model("Llama-3.1-8B")
+    c = coefficients(spec, dataclasses.replace(BASE, stage="dpo"))
+    assert c.loss.tile_tokens == 4096
+    assert c.loss.tile_per_token == 2 * 32_768
+    assert c.loss.tile_fixed == 0  # the frozen head is bf16 already
+
+    def loss_bytes(pairs: int) -> float:
+        result = estimate(dataclasses.replace(BASE, stage="dpo", micro_batch=pairs))
+        return next(p for p in result.phases if p.name == "forward").values[4]  # the logits term
+
+    # 1 -> 2 pairs (2,048 -> 4,096 tokens): the tile grows with the tokens; 4 -> 8 pairs
+    # (8,192 -> 16,384): only the per-token statistics do
+    assert loss_bytes(2) - loss_bytes(1) == pytest.approx(2048 * (c.loss.logits_loss + 2 * 32_768))
+    assert loss_bytes(8) - loss_bytes(4) == pytest.approx(8192 * c.loss.logits_loss)

@@ -11,6 +11,7 @@ export const FIELD_LIST = [
   { name: "resolution", kind: "text", default: null, nullable: true, label: "Resolution", families: ["diffusion", "video"] },
   { name: "lora.rank", kind: "int", default: 16, label: "LoRA rank", methods: ["lora", "qlora"] },
   { name: "lora.alpha", kind: "int", default: 32, label: "LoRA alpha", methods: ["lora", "qlora"] },
+  { name: "reference", kind: "choice", default: null, nullable: true, label: "Reference log-probs", stages: ["dpo", "kto"] },
   { name: "train_tokens", kind: "float", default: null, nullable: true, budget: "tokens", label: "Training tokens" },
   { name: "dataset_tokens", kind: "float", default: null, nullable: true, budget: "dataset", label: "Dataset tokens" },
   { name: "epochs", kind: "float", default: 1, nullable: false, budget: "dataset", label: "Epochs" },

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  appliesTo, appliesToMethod, budgetModeOf, buildBody, choiceLabel, defaults, fieldLabel, fieldPrefix, isDefault,
+  appliesTo, appliesToMethod, appliesToStage, budgetModeOf, buildBody, choiceLabel, defaults, fieldLabel, fieldPrefix, isDefault,
   largestErrorText, leftOut, modelKind, openingBudgetMode, scenarioValues,
 } from "../../src/trainplan/interfaces/web/static/js/scenario.js";
 import { FIELDS, FIELD_LIST, META, page } from "./fixtures.mjs";
@@ -48,6 +48,13 @@ test("a field applies to the kinds and methods the table names", () => {
   assert.equal(appliesToMethod(FIELDS, "lora.rank", "full"), false);
   assert.equal(appliesToMethod(FIELDS, "lora.rank", "qlora"), true);
   assert.equal(appliesToMethod(FIELDS, "micro_batch", "full"), true);
+});
+
+test("a field applies to the stages the table names; no stage is supervised fine-tuning", () => {
+  assert.equal(appliesToStage(FIELDS, "reference", "dpo"), true);
+  assert.equal(appliesToStage(FIELDS, "reference", "orpo"), false);
+  assert.equal(appliesToStage(FIELDS, "reference", ""), false);
+  assert.equal(appliesToStage(FIELDS, "micro_batch", "rm"), true);
 });
 
 test("the model's kind: the catalog, then the last answer, then a pasted config", () => {

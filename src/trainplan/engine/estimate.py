@@ -45,7 +45,7 @@ from trainplan.specs.scenario import (
     resolved_base_weights,
     scenario_from_mapping,
 )
-from trainplan.specs.stages import resolved_reference, sequences_per_sample
+from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample
 from trainplan.specs.units import GIB
 from trainplan.specs.validity import QUANTISED_BASES, check_layout
 
@@ -343,12 +343,6 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.precision
     notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
-    if scenario.stage == "rm":
-        notes.append(
-            "rm: estimated as the paired language-model step; the reward model's one-score head "
-            "(no vocabulary logits, no LM head weights) is not modelled yet, so memory and time "
-            "are high by the head's share"
-        )
     if scenario.zero_stage and data_parallel(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
     if model.kind == "llm" and 0 < model.context_window < scenario.seq_len:
@@ -381,8 +375,8 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
             f"{gpu.name} has no published network figure: "
             f"{links.network_bytes_per_s * 8 / 1e9:g} Gb/s per GPU assumed between nodes"
         )
-    if scenario.loss != "chunked" and scenario.loss_chunks != default_scenario().loss_chunks:
-        notes.append(f"loss_chunks has no effect with loss = {scenario.loss} (only with chunked)")
+    if resolved_loss(scenario) != "chunked" and scenario.loss_chunks != default_scenario().loss_chunks:
+        notes.append(f"loss_chunks has no effect with loss = {resolved_loss(scenario)} (only with chunked)")
     if scenario.compile and model.kind != "llm":
         notes.append(
             f"compile: torch.compile's saved tensors and fusion are modelled for language models; "

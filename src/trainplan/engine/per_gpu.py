@@ -239,8 +239,10 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     layer_forward = c.activations.layer_working_forward / tp * tokens
     layer_backward = c.activations.layer_working_backward / tp * tokens
     held = c.loss.logits_held * tokens / tp
-    loss = c.loss.logits_loss * tokens / tp
-    loss_backward = c.loss.logits_backward * tokens / tp
+    # TRL's fused log-prob head allocates its tile buffers in forward and again in backward
+    tile = minimum(tokens, c.loss.tile_tokens) * c.loss.tile_per_token + c.loss.tile_fixed
+    loss = c.loss.logits_loss * tokens / tp + tile
+    loss_backward = c.loss.logits_backward * tokens / tp + tile
 
     autocast = c.copies.autocast_cache_bytes * per_gpu / zero3
     # the copies the matmuls saved for backward: all of them while the loss runs backward, all but

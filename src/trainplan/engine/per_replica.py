@@ -29,9 +29,11 @@ from trainplan.engine.terms.geometry import TokenShape
 from trainplan.engine.terms.jepa_masks import jepa_masks
 from trainplan.engine.terms.kernels import fused_layer_kernels
 from trainplan.engine.terms.memory import (
+    LogprobHead,
     fused_loss_bytes,
     layer_weight_bytes,
     logits_bytes,
+    logprob_head_bytes,
     optimizer_state_bytes,
     optimizer_transient_bytes,
 )
@@ -58,7 +60,7 @@ from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.model import Linear, ModelSpec, derived
 from trainplan.specs.presets import resolved_adapter_dtype
 from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario, is_pattern, resolved_base_weights
-from trainplan.specs.stages import resolved_reference, sequences_per_sample
+from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample, stage_model
 from trainplan.specs.validity import QUANTISED_BASES
 from trainplan.specs.weights import block_linears, block_params, weight_linears
 
@@ -112,6 +114,11 @@ class LossTerms:
     logits_held: float
     logits_loss: float
     logits_backward: float
+    # TRL's fused log-prob head: per-call tile buffers, in forward and again in backward, for at
+    # most `tile_tokens` tokens, plus the fixed head-weight tile (terms/memory.py LogprobHead)
+    tile_tokens: int = 0
+    tile_per_token: float = 0.0
+    tile_fixed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -303,6 +310,7 @@ def coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     `KEY_FIELDS`: scenarios that differ only in layout, GPU, price or region share one record
     (the planner's candidates, a web page's GPU and layout changes). A record holds its spec, so
     the spec's id in the key cannot be reused while the record is kept."""
+    model = stage_model(model, scenario.stage)  # a reward model's score head
     key = (id(model), _key_values(scenario))
     found = _cache.get(key)
     if found is not None and found.model is model:
@@ -337,7 +345,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         states = precision
     else:
         states = ADAPTER_RECIPE if adapter_bytes == 4 else compute_dtype_adapters(compute_bytes)
-    head_matrix = model.vocab_size * model.head_width
+    head_matrix = model.head_rows * model.head_width
     # bitsandbytes quantises nn.Linear modules only: weight tensors applied by einsum (XLNet) stay
     # at the compute dtype under an int8 / nf4 base
     quantisable = [(n, lin) for n, lin in weights if lin.role != "einsum"]
@@ -400,6 +408,10 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     batch_split = batch_split_recompute = 0.0
     working_forward = working_backward = 0.0  # diffusion / JEPA blocks: not modelled
     last_backward = recomputed_working = 0.0
+    # TRL's fused log-prob head (for the stages it scores) replaces the head's autocast copies
+    loss_kind = resolved_loss(scenario) if model.kind == "llm" else "standard"
+    head: LogprobHead | None = None
+    autocast_head = 0 if loss_kind == "logprob" else head_matrix
     if model.kind != "llm":
         from trainplan.engine.terms.denoisers import checkpointed_blocks  # not loaded for language models
 
@@ -452,9 +464,14 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 sharded += block.count * full_layer[0]
                 replicated += block.count * layer.norms
         working_backward = max(recomputed_working, last_backward)
-        if scenario.loss == "fused":
+        if loss_kind == "logprob":
+            head = logprob_head_bytes(
+                model.hidden_size, model.vocab_size, compute_bytes, residual, edge_bytes
+            )
+            held, loss, backward = head.held, head.loss, head.backward
+        elif loss_kind == "fused":
             held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
-        elif scenario.loss == "chunked":
+        elif loss_kind == "chunked":
             held, loss, backward = chunked_loss_bytes(
                 model.vocab_size,
                 compute_bytes,
@@ -463,7 +480,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 scenario.compile,
             )
         else:
-            _, loss, backward = logits_bytes(model.vocab_size, compute_bytes, model.final_logit_softcap)
+            _, loss, backward = logits_bytes(model.head_rows, compute_bytes, model.final_logit_softcap)
             # beside the last layer's backward the standard loss has freed its fp32 log-softmax
             # (traced FSDP2 and 8,192-token steps): only the hidden states' gradient the head's
             # backward hands on is left, as the fused loss's saved one is (the chunked loss keeps
@@ -479,7 +496,9 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             checkpointing=scenario.activation_checkpointing,
             lora_runs=None if full else lora_run_params(model, scenario.lora),
         )
-        outside = outside_layers(model, mode, full)
+        outside = outside_layers(model, mode, full and loss_kind != "logprob")
+        if head is not None:  # the fused log-prob head saves its own copy of its input
+            outside += head.saved
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
     # share of the forward matmuls re-run in backward (a quantised base is dequantised again)
     recompute_share = sum(checkpointed) / model.num_layers
@@ -537,12 +556,12 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         ),
         copies=WeightCopies(
             autocast_cache_bytes=(
-                precision.autocast_copy_bytes * (counts.linear_weights + head_matrix) if full else 0.0
+                precision.autocast_copy_bytes * (counts.linear_weights + autocast_head) if full else 0.0
             ),
             autocast_saved_bytes=(
                 precision.autocast_copy_bytes
                 * (
-                    head_matrix
+                    autocast_head
                     + (
                         counts.linear_weights
                         if scenario.activation_checkpointing in ("none", "selective")
@@ -552,11 +571,11 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 if full
                 else 0.0
             ),
-            autocast_head_bytes=precision.autocast_copy_bytes * head_matrix if full else 0.0,
+            autocast_head_bytes=precision.autocast_copy_bytes * autocast_head if full else 0.0,
             dequant_bytes=max(
                 (2 * largest_matrix if base in QUANTISED_BASES else 0.0),
                 # autocast casts the frozen fp32 head for each use, without caching it
-                2.0 * head_matrix if kbit_bytes else 0.0,
+                2.0 * autocast_head if kbit_bytes else 0.0,
             ),
             frozen_cast_stored_bytes=(
                 2 * counts.linear_weights
@@ -572,7 +591,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         loss=LossTerms(
             head_grad_bytes=head_matrix * precision.grad_bytes if full else 0.0,
             loss_head_grad_bytes=(
-                head_matrix * precision.grad_bytes if full and scenario.loss != "standard" else 0.0
+                head_matrix * _loss_head_grad_bytes(loss_kind, precision.grad_bytes) if full else 0.0
             ),
             embedding_grad_end_bytes=(
                 2 * head_matrix * precision.grad_bytes if full and model.tied_embeddings else 0.0
@@ -583,6 +602,9 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             logits_held=held,
             logits_loss=loss,
             logits_backward=backward,
+            tile_tokens=head.tile_tokens if head else 0,
+            tile_per_token=head.tile_per_token if head else 0.0,
+            tile_fixed=head.tile_fixed if head else 0.0,
         ),
         activations=Activations(
             layers_sharded=sharded,
@@ -625,6 +647,18 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
 #: KTOTrainer._compute_kl_logps). Precomputed: the reference's passes move before training.
 _STEP_FORWARDS = {"dpo": 1, "kto": 2}
 _POLICY_FORWARDS = {"kto": 1}
+
+
+def _loss_head_grad_bytes(loss_kind: str, grad_bytes: float) -> float:
+    """Bytes per head weight of the head's gradient alive while the loss runs backward: none for
+    the standard loss (the head's own backward comes after it); the gradient for the chunked and
+    fused losses (formed inside the loss); TRL's fused log-prob head accumulates it in fp32 and
+    returns it cast to the weight's dtype, both alive at its end (ChunkedLogProbFunction.backward)."""
+    if loss_kind == "standard":
+        return 0
+    if loss_kind == "logprob":
+        return 4 + (grad_bytes if grad_bytes != 4 else 0)
+    return grad_bytes
 
 
 def _reference(

@@ -448,6 +448,9 @@ class ModelSpec:
     buffer_elements: int = 0
     embedding_size: int = 0  # token-embedding width where it is not hidden_size (ELECTRA, RoFormer)
     head_size: int = 0  # width the LM head reads where it is not the embedding's (RemBERT's untied head)
+    # outputs of the head where it does not map to the vocabulary: a reward model's one score
+    # (a sequence-classification head with num_labels 1); 0 for an LM head
+    head_outputs: int = 0
     residual_streams: int = 1  # copies of the hidden state the residual stream carries (hyper-connections)
     # the longest sequence the config's positions cover (max_position_embeddings, or the original
     # length times a rope_scaling factor); 0 where the config gives none
@@ -469,6 +472,11 @@ class ModelSpec:
         """Width of the token embedding and of a head tied to it: `embedding_size` when the model
         factorises its embedding (projected to the hidden size), else the hidden size."""
         return self.embedding_size or self.hidden_size
+
+    @property
+    def head_rows(self) -> int:
+        """Outputs of the head: the vocabulary, or `head_outputs` (a reward model's score)."""
+        return self.head_outputs or self.vocab_size
 
     @property
     def head_width(self) -> int:

@@ -18,7 +18,7 @@ from trainplan.specs.errors import InputError, shown_number, shown_value
 from trainplan.specs.model import MODEL_KINDS
 from trainplan.specs.offload import OFFLOAD
 from trainplan.specs.presets import Recipe, recipes, with_recipe
-from trainplan.specs.stages import REFERENCES, STAGES, check_stage
+from trainplan.specs.stages import REFERENCE_STAGES, REFERENCES, STAGES, check_stage
 from trainplan.specs.validity import check_layout
 from trainplan.specs.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
@@ -50,7 +50,7 @@ KERNELS = ("eager", "liger", "unsloth")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
-LOSSES = ("standard", "chunked", "fused")
+LOSSES = ("standard", "chunked", "fused", "logprob")
 FSDP_WRAPS = ("layers", "root")
 REDUCE_DTYPES = ("compute", "fp32")
 ZERO3_MASTERS = ("shard", "separate")
@@ -130,11 +130,13 @@ class FieldInfo:
     web_help: str | None = None  # the help where the web API accepts less (it reads no paths)
     form_help: str | None = None  # the help where the page's control does more (search, upload)
     exclusive: bool = False  # minimum and maximum themselves are outside the range
-    # the model kinds (model.MODEL_KINDS) the field applies to, and the methods; None: every one.
+    # the model kinds (model.MODEL_KINDS) the field applies to, the methods and the stages; None:
+    # every one.
     # The form shows a field only where it applies and sends it only then; the engine refuses a
     # value where it applies to nothing, or the value changes nothing (a test holds both).
     model_kinds: tuple[str, ...] | None = None
     methods: tuple[str, ...] | None = None
+    stages: tuple[str, ...] | None = None  # the training stages (stages.STAGES); None: every one
     label: str = ""  # the form's label, e.g. "Micro-batch"
     short_label: str | None = None  # lower-case, inside a sentence: "differs in micro-batch"
     placeholder: str | None = None  # what an empty input means, e.g. "2e9 (default)"
@@ -353,6 +355,7 @@ class Scenario:
             "LoRA and QLoRA, model for a full fine-tune; none for the other stages)",
             REFERENCES,
             model_kinds=LLM_ONLY,
+            stages=tuple(sorted(REFERENCE_STAGES)),
             label="Reference log-probs",
             choice_labels=(
                 ("model", "Frozen copy"),
@@ -369,6 +372,7 @@ class Scenario:
             "loaded, TRL's ref_model takes the policy's model_init_kwargs: the base's format for "
             "LoRA and QLoRA, the 16-bit compute dtype for *-mixed and bf16, fp32 for amp-* and fp32)",
             BASE_WEIGHTS,
+            stages=tuple(sorted(REFERENCE_STAGES)),
             model_kinds=LLM_ONLY,
             label="Reference-copy precision",
         ),
@@ -720,12 +724,15 @@ class Scenario:
             short_label="offload",
         ),
     )
-    loss: str = _field(
-        "standard",
+    loss: str | None = _field(
+        None,
         FieldInfo(
             "cross-entropy implementation: standard (Hugging Face) or fused linear + cross-entropy "
             "(Liger, Cut Cross-Entropy), which never holds the full logits; chunked upcasts the "
-            "logits to fp32 one chunk at a time (torchtune)",
+            "logits to fp32 one chunk at a time (torchtune); logprob is TRL's fused log-prob head "
+            "(ChunkedLogProbFunction: logits in tiles, recomputed in backward). Null: the stage's "
+            "default, logprob for dpo, kto, orpo and simpo (TRL scores them through it), "
+            "standard otherwise",
             LOSSES,
             model_kinds=LLM_ONLY,
             label="Loss kernel",

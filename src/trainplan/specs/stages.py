@@ -24,9 +24,11 @@ Where the reference log-probs come from (`reference`):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Protocol
 
 from trainplan.specs.errors import InputError
+from trainplan.specs.model import ModelSpec, derived
 
 STAGES = ("sft", "pt", "rm", "dpo", "kto", "orpo", "simpo")
 REFERENCES = ("model", "precomputed", "adapter", "none")
@@ -34,6 +36,10 @@ REFERENCES = ("model", "precomputed", "adapter", "none")
 PAIRED_STAGES = frozenset({"rm", "dpo", "orpo", "simpo"})
 #: Stages that compare against a reference model's log-probs.
 REFERENCE_STAGES = frozenset({"dpo", "kto"})
+#: Stages TRL 1.16.0 scores through its fused log-prob head (`add_fused_lm_head`, called by
+#: DPOTrainer, KTOTrainer and the experimental ORPO and CPO trainers): per-token log-probs
+#: without the [tokens, vocab] logits.
+LOGPROB_STAGES = frozenset({"dpo", "kto", "orpo", "simpo"})
 
 _NAMES = {
     "sft": "supervised fine-tuning",
@@ -57,6 +63,8 @@ class StageChoice(Protocol):
     def reference_weights(self) -> str | None: ...
     @property
     def method(self) -> str: ...
+    @property
+    def loss(self) -> str | None: ...
 
 
 def stage_name(stage: str) -> str:
@@ -80,6 +88,33 @@ def resolved_reference(c: StageChoice) -> str:
     return "model" if c.method == "full" else "adapter"
 
 
+def _reward_model(model: ModelSpec) -> ModelSpec:
+    """`model` as TRL's RewardTrainer trains it: AutoModelForSequenceClassification with
+    num_labels 1 (trl/trainer/reward_trainer.py), whose `score` head maps the last hidden state
+    to one value per token without a bias (transformers' *ForSequenceClassification), in place
+    of the LM head; the embedding stays, untied from any head."""
+    return dataclasses.replace(
+        model, head_outputs=1, tied_embeddings=False, head_bias=False, final_logit_softcap=False
+    )
+
+
+def stage_model(model: ModelSpec, stage: str) -> ModelSpec:
+    """The model a stage trains: a language model with a one-score head for rm (the same spec
+    object for every call on one spec), the model itself otherwise."""
+    if stage != "rm" or model.kind != "llm":
+        return model
+    return derived(model, _reward_model)
+
+
+def resolved_loss(c: StageChoice) -> str:
+    """The loss kernel that applies: the given one, else the stage's trainer's (TRL's fused
+    log-prob head for the stages it scores through it; Hugging Face's cross-entropy, or a
+    reward model's one-score head, otherwise)."""
+    if c.loss is not None:
+        return c.loss
+    return "logprob" if c.stage in LOGPROB_STAGES else "standard"
+
+
 def check_stage(c: StageChoice) -> None:
     """The stage's rules on `reference` and `reference_weights`; an InputError names the field."""
     reference = resolved_reference(c)
@@ -99,6 +134,12 @@ def check_stage(c: StageChoice) -> None:
         raise InputError(
             "reference",
             "adapter: a full fine-tune has no adapters to disable; give model (a frozen copy) or precomputed",
+        )
+    if c.stage == "rm" and c.loss not in (None, "standard"):
+        raise InputError(
+            "loss",
+            f"{c.loss}: a reward model scores each sequence with a one-label head, not an LM head "
+            "over the vocabulary; leave loss unset",
         )
     if c.reference_weights is not None and reference != "model":
         raise InputError(

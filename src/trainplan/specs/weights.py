@@ -484,9 +484,10 @@ def embedding_params(model: ModelSpec) -> int:
 
 def head_params(model: ModelSpec) -> int:
     """The LM head: vocab x width (the width it reads) when untied, nothing extra when tied to
-    the embedding; plus a vocab-sized bias where the head has one (GPT-J, CodeGen, Phi-1/2)."""
-    bias = model.vocab_size if model.head_bias else 0
-    return bias + (0 if model.tied_embeddings else model.vocab_size * model.head_width)
+    the embedding; plus a vocab-sized bias where the head has one (GPT-J, CodeGen, Phi-1/2).
+    A score head (`head_outputs`) is its own outputs x width matrix."""
+    bias = model.head_rows if model.head_bias else 0
+    return bias + (0 if model.tied_embeddings else model.head_rows * model.head_width)
 
 
 def total_params(model: ModelSpec) -> int:

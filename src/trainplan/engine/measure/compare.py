@@ -26,6 +26,7 @@ from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.presets import resolved_adapter_dtype
 from trainplan.specs.scenario import Scenario, is_pattern
+from trainplan.specs.stages import LOGPROB_STAGES, resolved_loss, resolved_reference
 from trainplan.specs.weights import block_linears
 
 NOT_TRACED = (
@@ -214,12 +215,10 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
     `kind` is the model's (ModelSpec.kind): diffusion, video and JEPA steps run on one GPU
     without the language-model savers, on precomputed latents, and may keep LoRA adapters at
     the base dtype, as the diffusers LoRA scripts do."""
-    if scenario.stage not in ("sft", "pt"):
-        raise InputError(
-            "stage",
-            f"{scenario.stage}: measured mode traces supervised steps only (sft, pt); a "
-            "preference or reward step is estimated, not traced, for now",
-        )
+    if scenario.stage not in ("sft", "pt") and (kind != "llm" or _sharded(scenario)):
+        raise InputError("stage", f"{scenario.stage}: a preference or reward step is traced on one GPU")
+    if scenario.stage not in ("sft", "pt") and _reference_dtype(scenario) not in ("bf16", "fp32", None):
+        raise InputError("reference_weights", "a trace keeps the reference copy in bf16 or fp32")
     if scenario.method == "qlora":
         raise InputError(
             "method",
@@ -247,7 +246,9 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         _check_sample_traceable(scenario)
     untraced = {
         "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full", "op"),
-        "loss": scenario.loss == "fused",
+        # TRL's fused log-prob head is traced for the stages TRL scores through it
+        "loss": resolved_loss(scenario) == "fused"
+        or (resolved_loss(scenario) == "logprob") != (scenario.stage in LOGPROB_STAGES),
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
@@ -278,12 +279,27 @@ def _check_sample_traceable(scenario: Scenario) -> None:
             scenario.activation_checkpointing not in ("none", "full"),
             "diffusers and V-JEPA 2 models offer none or full (enable_gradient_checkpointing)",
         ),
-        "loss": (scenario.loss != "standard", "a denoiser or JEPA loss is traced as the scripts form it"),
+        "loss": (
+            resolved_loss(scenario) != "standard",
+            "a denoiser or JEPA loss is traced as the scripts form it",
+        ),
         "optimizer_in_backward": (scenario.optimizer_in_backward, "traced for language models only"),
     }
     for name, (asked, why) in unsupported.items():
         if asked:
             raise InputError(name, why)
+
+
+def _reference_dtype(scenario: Scenario) -> str | None:
+    """The dtype a frozen reference copy is loaded in (per_replica.reference_copy_bytes: the
+    policy's weights' for a full fine-tune, the base's for an adapter); None without a copy."""
+    if resolved_reference(scenario) != "model":
+        return None
+    if scenario.reference_weights is not None:
+        return scenario.reference_weights
+    if scenario.method == "full":
+        return "bf16" if PRECISIONS[scenario.precision].weight_bytes == 2 else "fp32"
+    return resolved_base_weights(scenario) or "bf16"
 
 
 def _sharded(scenario: Scenario) -> bool:
@@ -333,7 +349,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         checkpoint_policy="op" if scenario.activation_checkpointing == "op" else "full",
         # transformers runs attention-free models (Mamba, Mamba-2) only with attention "eager"
         attention="eager" if scenario.attention == "eager" or not has_attention else "sdpa",
-        loss=scenario.loss,
+        loss="standard" if resolved_loss(scenario) == "logprob" else resolved_loss(scenario),
         loss_chunks=scenario.loss_chunks,
         optimizer_in_backward=scenario.optimizer_in_backward,
         fsdp=FsdpTrace(
@@ -344,6 +360,9 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         )
         if _sharded(scenario)
         else None,
+        stage=scenario.stage,
+        reference=resolved_reference(scenario),
+        reference_dtype=_reference_dtype(scenario) or "bf16",
     )
     if _sharded(scenario):
         notes.append(

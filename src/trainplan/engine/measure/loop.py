@@ -27,6 +27,7 @@ def trace_steps(
     fsdp: bool = False,
     ema: Sequence[torch.Tensor] = (),
     after_step: Callable[[], None] | None = None,
+    frozen: Sequence[torch.Tensor] = (),
 ) -> dict[str, Any]:
     """Run `steps` training steps under a StorageTracker; return the MeasuredStep measurement fields.
 
@@ -40,12 +41,15 @@ def trace_steps(
     gradients, which FSDP2 assigns without running gradient hooks, are marked after backward.
     `ema` tensors (an EMA copy of the weights, a JEPA's target encoder) are tracked as EMA, and
     `after_step` (their update) runs after `zero_grad`, in the optimizer phase, as the diffusers
-    training scripts call `EMAModel.step` and V-JEPA its momentum update.
+    training scripts call `EMAModel.step` and V-JEPA its momentum update. `frozen` tensors (a
+    frozen reference model's weights) are tracked as parameters.
     """
     trainable = [p for p in model.parameters() if p.requires_grad]
     tracker = StorageTracker()
     tracker.register(model.parameters(), Cat.PARAM)
     tracker.register(model.buffers(), Cat.BUFFER)
+    if frozen:
+        tracker.register(frozen, Cat.PARAM)
     if ema:
         tracker.register(ema, Cat.EMA)
     handles = [

@@ -71,14 +71,26 @@ def build_model(
     attention: str,
     gradient_checkpointing: bool,
     checkpoint_policy: str = "full",
+    head: str = "lm",
+    before_adapter: Callable[[torch.nn.Module], None] | None = None,
 ) -> BuiltModel:
-    """Instantiate the model from its config (random init; fake tensors if a FakeTensorMode is on)."""
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    """Instantiate the model from its config (random init; fake tensors if a FakeTensorMode is on).
+
+    `head="score"` builds the sequence-classification model with one label that TRL's
+    RewardTrainer trains (its pad token set, as the trainer sets it from the tokenizer);
+    `before_adapter` patches the model before peft wraps it (TRL's fused log-prob head)."""
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification
 
     notes: list[str] = []
     config = _config(hf_config, notes)
     seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-    auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
+    auto: Any = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
+    if head == "score":
+        auto = AutoModelForSequenceClassification
+        config.num_labels = 1
+        if getattr(config, "pad_token_id", None) is None:
+            eos = getattr(config, "eos_token_id", None)
+            config.pad_token_id = (eos[0] if isinstance(eos, list) else eos) or 0
     if seq2seq:
         notes.append("encoder-decoder: decoder input = labels shifted right, same length as input")
     if seq2seq and getattr(config, "decoder_start_token_id", None) is None:
@@ -107,8 +119,18 @@ def build_model(
             model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if before_adapter is not None:
+        before_adapter(model)
     if method != "full":
-        model = _add_adapter(model, method, lora_rank, lora_alpha, lora_targets, lora_dropout, seq2seq)
+        task = None if head == "score" else ("SEQ_2_SEQ_LM" if seq2seq else "CAUSAL_LM")
+        model = _add_adapter(model, method, lora_rank, lora_alpha, lora_targets, lora_dropout, task)
+        if head == "score":
+            # peft's SEQ_CLS task trains the score head as a module to save, a deep copy that
+            # fake parameters do not survive; training the head in place keeps the same bytes
+            # (but for the frozen original's one row)
+            wrapped: Any = model
+            wrapped.get_base_model().score.requires_grad_(True)
+            notes.append("score head trained in place (peft's modules_to_save copy: one row more)")
         notes.append("peft adapters in fp32 (peft autocast_adapter_dtype default)")
     model.train()
     vocab = int(config.vocab_size)
@@ -160,7 +182,7 @@ def _add_adapter(
     alpha: int,
     targets: tuple[str, ...],
     dropout: float,
-    seq2seq: bool,
+    task: str | None,
 ) -> torch.nn.Module:
     """Wrap with a peft LoRA/DoRA adapter. Fake parameters cannot be moved with `.to()`, so peft's
     device/dtype moves are made by assigning `.data` instead."""
@@ -173,7 +195,7 @@ def _add_adapter(
         target_modules=target,
         lora_dropout=dropout,
         use_dora=method == "dora",
-        task_type="SEQ_2_SEQ_LM" if seq2seq else "CAUSAL_LM",
+        task_type=task,
     )
     try:
         with _data_assigning_to():

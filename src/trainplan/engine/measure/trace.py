@@ -16,6 +16,7 @@ from typing import Any
 from trainplan.engine.measure.fsdp import FSDP_WRAPS, FsdpTrace
 from trainplan.engine.measure.result import MeasuredStep
 from trainplan.specs.errors import InputError
+from trainplan.specs.stages import REFERENCES, STAGES
 
 METHODS = ("full", "lora", "dora")
 PRECISIONS = ("amp-bf16", "bf16", "fp32", "bf16-mixed")
@@ -55,6 +56,9 @@ def measure_training_step(
     optimizer_in_backward: bool = False,
     checkpoint_policy: str = "full",
     fsdp: FsdpTrace | None = None,
+    stage: str = "sft",
+    reference: str = "none",
+    reference_dtype: str = "bf16",
 ) -> MeasuredStep:
     """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
 
@@ -76,6 +80,9 @@ def measure_training_step(
     With `fsdp`, the model is sharded with FSDP2 over a fake process group of `fsdp.ranks` ranks
     and rank 0 is traced (measure/fsdp.py); `precision="bf16-mixed"` (FSDP2 only) keeps fp32
     sharded parameters and gathers them in bf16 (MixedPrecisionPolicy(param_dtype=bfloat16)).
+    A `stage` other than sft/pt runs TRL 1.16.0's step for it (measure/preference.py):
+    `micro_batch` counts pairs for the paired stages, `reference` is model (a frozen copy in
+    `reference_dtype`), adapter, precomputed or none.
     """
     _check_choice("method", method, METHODS)
     _check_choice("precision", precision, PRECISIONS)
@@ -83,6 +90,14 @@ def measure_training_step(
     _check_choice("attention", attention, ATTENTIONS)
     _check_choice("loss", loss, LOSSES)
     _check_choice("checkpoint_policy", checkpoint_policy, ("full", "op"))
+    _check_choice("stage", stage, STAGES)
+    _check_choice("reference", reference, REFERENCES)
+    _check_choice("reference_weights", reference_dtype, ("bf16", "fp32"))
+    preference = stage not in ("sft", "pt")
+    if preference and (fsdp is not None or loss != "standard" or optimizer_in_backward):
+        raise InputError("stage", f"{stage} is traced on one GPU with TRL's own loss")
+    if reference == "adapter" and method == "full":
+        raise InputError("reference", "adapter: a full fine-tune has no adapters to disable")
     if fsdp is not None:
         _check_choice("fsdp_wrap", fsdp.wrap, FSDP_WRAPS)
         if fsdp.ranks < 2:
@@ -110,6 +125,12 @@ def measure_training_step(
     from trainplan.engine.measure.fsdp import fake_process_group, shard_model
     from trainplan.engine.measure.loop import trace_steps
     from trainplan.engine.measure.model import build_model, make_optimizer
+    from trainplan.engine.measure.preference import (
+        LOGPROB_STAGES,
+        cuda_logprob_kernels,
+        fused_head,
+        preference_step,
+    )
 
     amp = precision == "amp-bf16"
     notes: list[str] = []
@@ -117,11 +138,15 @@ def measure_training_step(
     group: contextlib.AbstractContextManager[Any] = (
         fake_process_group(fsdp.ranks) if fsdp is not None else contextlib.nullcontext()
     )
+    kernels: contextlib.AbstractContextManager[Any] = (
+        cuda_logprob_kernels() if stage in LOGPROB_STAGES else contextlib.nullcontext()
+    )
     with (
         warnings.catch_warnings(),
         group as mesh,
         fake_mode,
         cuda_emulation(amp=amp) as emulation_notes,
+        kernels,
     ):
         # transformers/peft warn about their own deprecations while building and running the
         # model; those are not the user's to act on
@@ -139,9 +164,40 @@ def measure_training_step(
             attention=attention,
             gradient_checkpointing=gradient_checkpointing,
             checkpoint_policy=checkpoint_policy,
+            head="score" if stage == "rm" else "lm",
+            before_adapter=fused_head if stage in LOGPROB_STAGES else None,
         )
         notes += built.notes
         model = built.model
+        step = None
+        if preference:
+            ref_model = None
+            if reference == "model":
+                ref_model = build_model(
+                    hf_config,
+                    method="full",
+                    lora_rank=0,
+                    lora_alpha=0,
+                    lora_targets=(),
+                    lora_dropout=0.0,
+                    dtype=torch.bfloat16 if reference_dtype == "bf16" else torch.float32,
+                    attention=attention,
+                    gradient_checkpointing=False,
+                    before_adapter=fused_head,
+                ).model
+                ref_model.requires_grad_(False)
+                ref_model.eval()
+                notes.append(f"frozen reference copy in {reference_dtype}")
+            step = preference_step(
+                stage,
+                reference,
+                vocab=int(getattr(model, "config").vocab_size),  # noqa: B009 (a Module attribute)
+                micro_batch=micro_batch,
+                seq_len=seq_len,
+                amp=amp,
+                ref_model=ref_model,
+            )
+            notes += step.notes
         if fsdp is not None:
             mixed = torch.bfloat16 if precision == "bf16-mixed" else None
             shard_model(model, mesh, fsdp, mixed)
@@ -176,11 +232,12 @@ def measure_training_step(
             model,
             opt,
             fused=fused,
-            make_batch=lambda: built.make_batch(micro_batch, seq_len),
-            loss_of=loss_of,
+            make_batch=step.make_batch if step else lambda: built.make_batch(micro_batch, seq_len),
+            loss_of=step.loss_of if step else loss_of,
             steps=steps,
             in_backward=in_backward,
             fsdp=fsdp is not None,
+            frozen=step.frozen if step else (),
         )
         result["notes"] = tuple(notes) + result["notes"]
     return MeasuredStep(

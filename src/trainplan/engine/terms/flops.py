@@ -162,7 +162,7 @@ def flops_per_token(
     attention_grad = sum(
         block.count * attention_core(block, attended_keys(block, model, seq_len)) for block in grad_blocks
     )
-    head = model.vocab_size * model.head_width
+    head = model.head_rows * model.head_width
     matmul_forward = 2 * matmul
     attention_forward = attention
     head_forward = 2 * head

@@ -11,6 +11,8 @@ with gradient accumulation, gradients resident from the first micro-batch on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from trainplan.engine.terms.precisions import OptimizerBytes, PrecisionBytes
 from trainplan.specs.model import ModelSpec, derived
 from trainplan.specs.weights import block_linears
@@ -83,6 +85,56 @@ def logits_bytes(vocab_size: int, activation_bytes: int, softcap: bool = False) 
         (4 + cap) * per_token,
         (activation_bytes + upcast + 4 + cap) * per_token,
         (12 + cap) * per_token,
+    )
+
+
+#: TRL 1.16.0's fused log-prob head tiles: tokens per tile (trl/kernels/chunked_logprob.py
+#: TOKEN_CHUNK_SIZE) and vocabulary columns per tile (trl/trainer/utils.py
+#: _CHUNKED_LOGPROB_CHUNK_SIZE).
+LOGPROB_TOKEN_TILE = 4096
+LOGPROB_VOCAB_TILE = 32768
+
+
+@dataclass(frozen=True)
+class LogprobHead:
+    """TRL's fused log-prob head (trl/kernels/chunked_logprob.py `ChunkedLogProbFunction` at
+    TRL 1.16.0, applied by trl/trainer/utils.py `add_fused_lm_head`), in bytes.
+
+    Per token: `saved`, the head's input copy it saves for backward (`hidden_states[mask]`,
+    at the hidden states' dtype); `loss`, its seven fp32 online-logsumexp statistics, the
+    int64 targets, the label mask and the fp32 log-probs and log-normaliser while it runs;
+    `backward`, the fp32 gradient of its input it accumulates (`grad_hidden`), with the fp32
+    incoming gradient and what it saved; `held`, the gradient handed on to the last layer (at
+    the hidden states' dtype). The [tile, vocab-tile] logits buffer (`mm_buf`, at the compute
+    dtype) and a tile of the input cast to the compute dtype are allocated per call in forward
+    and again in backward: `tile_per_token` for each of at most `tile_tokens` tokens;
+    `tile_fixed` is the head-weight tile cast to the compute dtype (none when the head is
+    stored in it). The Triton kernels fold each tile in place, and the gradient GEMMs
+    accumulate in fp32 without upcast copies (torch.addmm out_dtype)."""
+
+    saved: float
+    loss: float
+    backward: float
+    held: float
+    tile_tokens: int
+    tile_per_token: float
+    tile_fixed: float
+
+
+def logprob_head_bytes(
+    hidden_size: int, vocab_size: int, compute_bytes: int, hidden_bytes: int, head_weight_bytes: float
+) -> LogprobHead:
+    """TRL's fused log-prob head for `hidden_size` x `vocab_size` (LogprobHead)."""
+    columns = min(vocab_size, LOGPROB_VOCAB_TILE)
+    recast = hidden_bytes != compute_bytes
+    return LogprobHead(
+        saved=float(hidden_bytes * hidden_size),
+        loss=7 * 4 + 8 + 1 + 2 * 4,
+        backward=4.0 * hidden_size + 4 + 8 + 1 + 4,
+        held=float(hidden_bytes * hidden_size),
+        tile_tokens=LOGPROB_TOKEN_TILE,
+        tile_per_token=float(compute_bytes * (columns + (hidden_size if recast else 0))),
+        tile_fixed=float(compute_bytes * columns * hidden_size if head_weight_bytes != compute_bytes else 0),
     )
 
 

@@ -34,6 +34,7 @@ from trainplan.inputs.configs.base import (
 )
 from trainplan.specs.errors import InputError
 from trainplan.specs.offload import FSDP_OFFLOAD, PARAM_OFFLOADS
+from trainplan.specs.stages import resolved_loss
 
 FORMAT = "axolotl"
 TITLE = "axolotl YAML"
@@ -199,6 +200,37 @@ def _fsdp(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return hf_trainer.fsdp_option("fsdp", value)
 
 
+#: rl (utils/schemas/enums.py RLType) -> the stage; ipo is DPO with loss_type ipo
+AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "kto": "kto", "orpo": "orpo", "simpo": "simpo"}
+
+
+def _rl(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """rl: the preference stage (core/builders/rl.py picks TRL's DPO, KTO, ORPO or CPO trainer).
+    The reference (train.py setup_reference_model): an adapter without rl_adapter_ref_model
+    passes none, so TRL disables the adapters; otherwise the model is loaded again and frozen
+    (dpo, ipo; KTO's trainer loads its own). precompute_ref_log_probs (DPO's arguments only,
+    core/trainers/dpo/__init__.py) computes the reference's log-probs before training."""
+    kind = str(value).strip().lower()
+    stage = AXOLOTL_RL.get(kind)
+    if stage is None:
+        return Ignore(
+            f"{NOT_MODELLED}: rl {kind} (generated rollouts); the policy's supervised step is estimated"
+        )
+    fields: dict[str, Any] = {"stage": stage}
+    if stage == "dpo" and flat.get("precompute_ref_log_probs") is True:
+        fields["reference"] = "precomputed"
+    elif stage in ("dpo", "kto"):
+        adapter = bool(flat.get("adapter")) and not flat.get("rl_adapter_ref_model")
+        fields["reference"] = "adapter" if adapter else "model"
+    return fields
+
+
+def _reward_model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """reward_model: true trains a Bradley-Terry reward model with TRL's RewardTrainer
+    (core/builders/causal.py) on a one-label sequence-classification model."""
+    return {"stage": "rm"} if truthy("reward_model", value) else Ignore("false")
+
+
 RULES: dict[str, Rule] = {
     "base_model": to("model", "catalog name, Hub id or local path"),
     "base_model_config": ignored(f"{IRRELEVANT}: base_model names the model"),
@@ -299,10 +331,11 @@ RULES: dict[str, Rule] = {
     "sequence_parallel_degree": ignored(f"{NOT_MODELLED}: context parallelism (ring attention)"),
     "dp_shard_size": ignored(f"{NOT_MODELLED}: the shard group of hybrid sharding (HSDP); all GPUs shard"),
     "dp_replicate_size": ignored(f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP)"),
-    "rl": ignored(
-        f"{NOT_MODELLED}: preference and RL training (DPO, KTO, ORPO, GRPO: a reference model, paired "
-        "or generated sequences); the policy's supervised step is estimated"
-    ),
+    "rl": Rule("preference stage (dpo, ipo, kto, orpo, simpo)", _rl, sets="stage, reference"),
+    "reward_model": Rule("a reward model (stage rm)", _reward_model, sets="stage"),
+    "rl_adapter_ref_model": ignored("read with rl: the reference is the base loaded again"),
+    "precompute_ref_log_probs": ignored("read with rl: the reference's log-probs before training"),
+    "num_labels": ignored(f"{IRRELEVANT}: a reward model's one score"),
     "liger_fused_linear_cross_entropy": Rule(
         "Liger fused linear + cross-entropy", _fused_loss("liger_fused_linear_cross_entropy"), sets="loss"
     ),
@@ -465,12 +498,12 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         data["fp16"] = True
     else:
         notes.append(f"precision {scenario.precision}: axolotl trains bf16 (bf16: true) or fp16")
-    if scenario.loss == "fused" or scenario.kernels == "liger":
+    if resolved_loss(scenario) == "fused" or scenario.kernels == "liger":
         data["plugins"] = ["axolotl.integrations.liger.LigerPlugin"]
-    if scenario.loss == "fused":
+    if resolved_loss(scenario) == "fused":
         data["liger_fused_linear_cross_entropy"] = True
-    elif scenario.loss != "standard":
-        notes.append(f"loss {scenario.loss}: no axolotl switch")
+    elif resolved_loss(scenario) != "standard":
+        notes.append(f"loss {resolved_loss(scenario)}: no axolotl switch")
     if scenario.kernels == "liger":
         data.update(liger_rope=True, liger_rms_norm=True, liger_glu_activation=True)
     elif scenario.kernels == "unsloth":

@@ -229,17 +229,56 @@ def _fsdp_rules() -> dict[str, Rule]:
     return {**fsdp_rules("fsdp_config."), "fsdp_config.*": ignored(IRRELEVANT)}
 
 
-# TRL's preference and RL trainers (DPOConfig, ORPOConfig, KTOConfig, CPOConfig, GRPOConfig):
-# their own keys. A pair's chosen and rejected sequences run as one batch and a reference model
-# may run beside the policy; trainplan sizes the policy's step on the sequences as given.
+# TRL's preference and RL trainers (DPOConfig, ORPOConfig, KTOConfig, CPOConfig, RewardConfig,
+# GRPOConfig): their own keys. The stage is the `trl` command the file is run with, else what
+# only one trainer's config has (`implied`); the objective's weights are irrelevant to memory.
 PREFERENCE_KEYS = (
-    "beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "precompute_ref_log_probs",
-    "ref_model_init_kwargs", "num_generations", "desirable_weight", "undesirable_weight", "simpo_gamma",
-    "cpo_alpha", "reference_free", "sync_ref_model",
+    "beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "ref_model_init_kwargs",
+    "desirable_weight", "undesirable_weight", "simpo_gamma", "cpo_alpha", "reference_free", "sync_ref_model",
+    "center_rewards_coefficient",
 )  # fmt: skip
-_PREFERENCE = (
-    f"{NOT_MODELLED}: preference and RL training (pairs, a reference model); the policy's step is estimated"
-)
+RL_KEYS = ("num_generations",)
+_PREFERENCE = f"{IRRELEVANT}: a preference objective's weight (the stage is read from the file)"
+_RL = f"{NOT_MODELLED}: RL training (generated rollouts); the policy's step is estimated"
+#: `trl <command>` -> the stage it trains (trl/cli.py; cpo trains SimPO with loss_type simpo)
+TRL_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "reward": "rm"}
+#: keys of one trainer's config only (TRL 1.16.0 trl/trainer/*_config.py, trl/experimental/cpo)
+KTO_ONLY = ("desirable_weight", "undesirable_weight")
+DPO_ONLY = (
+    "rpo_alpha", "reference_free", "ref_model_init_kwargs", "sync_ref_model", "precompute_ref_log_probs",
+)  # fmt: skip
+#: DPOConfig.loss_type values no other trainer takes (CPOConfig shares sigmoid, hinge and ipo)
+DPO_LOSSES = (
+    "robust", "bco_pair", "sppo_hard", "nca_pair", "aot", "aot_pair", "apo_zero", "apo_down", "exo_pair",
+)  # fmt: skip
+
+
+def trl_stage(flat: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(stage, why) of a TRL config: its `trl` command line, else the keys only KTOConfig,
+    CPOConfig with loss_type simpo, or DPOConfig has; None for a supervised (or unknown) one."""
+    command = flat.get(TRL_CLI)
+    if isinstance(command, str) and command in TRL_STAGES:
+        return TRL_STAGES[command], f"run with `trl {command}`"
+    if command == "cpo" or any(key in flat for key in ("simpo_gamma", "cpo_alpha")):
+        if str(flat.get("loss_type") or "").lower() == "simpo":
+            return "simpo", "CPOConfig with loss_type simpo"
+        return None
+    if any(key in flat for key in KTO_ONLY):
+        return "kto", f"KTOConfig's {next(k for k in KTO_ONLY if k in flat)}"
+    if any(key in flat for key in DPO_ONLY):
+        return "dpo", f"DPOConfig's {next(k for k in DPO_ONLY if k in flat)}"
+    if str(flat.get("loss_type") or "").lower() in DPO_LOSSES:
+        return "dpo", f"DPOConfig's loss_type {flat['loss_type']}"
+    return None
+
+
+def _precompute(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """precompute_ref_log_probs (DPOConfig, KTOConfig): one pass of the reference before training."""
+    if truthy("precompute_ref_log_probs", value):
+        return {"reference": "precomputed"}
+    return Ignore("false: the reference scores each step")
+
+
 SFT_LOSSES = {"chunked_nll": "fused", "nll": "standard", "dft": "standard"}
 
 
@@ -250,7 +289,7 @@ def _loss_type(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     and dft take the model's full logits. A preference trainer's loss_type names its objective."""
     if isinstance(value, str) and value in SFT_LOSSES:
         return {"loss": SFT_LOSSES[value]}
-    return Ignore(_PREFERENCE)
+    return Ignore(f"{IRRELEVANT}: a preference trainer's objective")
 
 
 RULES: dict[str, Rule] = {
@@ -305,6 +344,10 @@ RULES: dict[str, Rule] = {
         sets="loss",
     ),
     **{key: ignored(_PREFERENCE) for key in PREFERENCE_KEYS},
+    **{key: ignored(_RL) for key in RL_KEYS},
+    "precompute_ref_log_probs": Rule(
+        "the reference's log-probs computed before training", _precompute, sets="reference"
+    ),
     "completion_only_loss": ignored(IRRELEVANT),
     "assistant_only_loss": ignored(IRRELEVANT),
     "dataset_text_field": ignored(IRRELEVANT),
@@ -338,6 +381,7 @@ RULES: dict[str, Rule] = {
 TRL_KEYS = (
     "max_seq_length", "max_length", "packing", "dataset_text_field", "completion_only_loss",
     "assistant_only_loss", "use_peft", "lora_r", "activation_offloading", "padding_free", "loss_type",
+    *PREFERENCE_KEYS, *RL_KEYS, "precompute_ref_log_probs",
 )  # fmt: skip
 MARKERS = (
     "per_device_train_batch_size", "optim", "gradient_checkpointing", "output_dir", "model_name_or_path",
@@ -351,21 +395,29 @@ def detect(data: Mapping[str, Any]) -> bool:
 
 
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """The model's own cross-entropy over full logits where TRL's chunked loss does not run: a
-    config with max_seq_length is for TRL 0.19 or older (renamed max_length in 0.20, trl
-    e102ac8df), before chunked_nll (TRL 1.4, 9bcf72943); a preference trainer's loss is its own."""
+    """The stage of a TRL config (`trl_stage`); the model's own cross-entropy over full logits
+    where TRL's chunked loss does not run: a config with max_seq_length is for TRL 0.19 or
+    older (renamed max_length in 0.20, trl e102ac8df), before chunked_nll (TRL 1.4, 9bcf72943);
+    the preference trainers of the TRL read here (f2cd5771) take the model's full logits and
+    selective_log_softmax (trl/trainer/dpo_trainer.py _compute_loss)."""
+    found: dict[str, tuple[Any, str]] = {}
+    stage = trl_stage(flat) if recipe(flat) == "trl" else None
+    if stage is not None:
+        found["stage"] = stage
     if recipe(flat) != "trl" or flat.get("loss_type") in SFT_LOSSES:
-        return {}
+        return found
     if "max_seq_length" in flat:
-        return {"loss": ("standard", "max_seq_length: a TRL 0.19 config, the model's own cross-entropy")}
-    if any(key in flat for key in PREFERENCE_KEYS):
-        return {"loss": ("standard", "a preference trainer's log-probabilities over the full logits")}
-    return {}
+        return found | {
+            "loss": ("standard", "max_seq_length: a TRL 0.19 config, the model's own cross-entropy")
+        }
+    if (stage is not None and stage[0] != "sft") or any(key in flat for key in PREFERENCE_KEYS):
+        return found | {"loss": ("standard", "a preference trainer's log-probabilities over the full logits")}
+    return found
 
 
 # A config for TRL's command line (`trl sft --config FILE`, trl/cli.py): its comments name it.
 TRL_CLI = "<trl command line>"
-_TRL_COMMAND = re.compile(r"^#.*\btrl\s+(sft|dpo|grpo|kto|orpo|reward|rloo|ppo)\b", re.MULTILINE)
+_TRL_COMMAND = re.compile(r"^#.*\btrl\s+(sft|dpo|grpo|kto|orpo|cpo|reward|rloo|ppo)\b", re.MULTILINE)
 
 
 def hints(text: str) -> dict[str, Any]:

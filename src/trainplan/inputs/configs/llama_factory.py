@@ -31,6 +31,7 @@ from trainplan.inputs.configs.base import (
     truthy,
 )
 from trainplan.specs.errors import InputError
+from trainplan.specs.stages import resolved_loss
 
 FORMAT = "llama-factory"
 TITLE = "LLaMA-Factory YAML"
@@ -230,13 +231,66 @@ def _unsloth(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return {"recipe": "unsloth"} if truthy("use_unsloth", value) else Ignore("false")
 
 
-def _stage(value: Any, flat: Mapping[str, Any]) -> Ignore:
+#: pref_loss (hparams/finetuning_args.py FinetuningArguments.pref_loss) -> the stage it runs
+PREF_STAGES = {
+    "sigmoid": "dpo",
+    "hinge": "dpo",
+    "ipo": "dpo",
+    "kto_pair": "dpo",
+    "orpo": "orpo",
+    "simpo": "simpo",
+}
+#: the stages whose trainers score log-probs over the full fp32 logits (train/dpo/trainer.py
+#: CustomDPOTrainer.concatenated_forward: `model(**batch).logits.to(torch.float32)`, then
+#: get_batch_logps' log-softmax; train/kto/trainer.py the same)
+_OWN_LOGITS = (
+    "LLaMA-Factory's own preference trainer upcasts the full logits to fp32 and keeps them beside "
+    "their log-softmax: the loss side is estimated as the standard loss's, low by 4 bytes per "
+    "token x vocabulary"
+)
+_VALUE_HEAD = (
+    "LLaMA-Factory trains a value head on the causal LM (trl's AutoModelForCausalLMWithValueHead, "
+    "train/rm/workflow.py): its LM head stays loaded and writes logits it does not train; "
+    "estimated as a one-score sequence-classification model"
+)
+
+
+def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """FinetuningArguments.stage: pt and sft train one model; rm a reward model; dpo (with
+    pref_loss orpo or simpo: those stages) and kto a policy against a reference. The reference
+    (finetuning_args.py `use_ref_model`: dpo unless orpo or simpo; kto always, kto/workflow.py):
+    `ref_model` names a frozen model (quantised by ref_model_quantization_bit); otherwise a
+    LoRA policy disables its adapters and a full fine-tune loads the model again
+    (train/trainer_utils.py create_ref_model), frozen at the compute dtype (load_model with
+    is_trainable=False: no fp32 upcast)."""
     kind = str(value).strip().lower()
     if kind in ("sft", "pt"):
-        return Ignore(f"{IRRELEVANT}: one model trained")
-    return Ignore(
-        f"{NOT_MODELLED}: stage {kind} adds reference or reward models; trainplan sizes the policy alone"
+        return {"stage": kind}
+    if kind == "rm":
+        return {"stage": "rm", "_note": _VALUE_HEAD}
+    if kind not in ("dpo", "kto"):
+        return Ignore(f"{NOT_MODELLED}: stage {kind} generates rollouts with reward and value models")
+    stage = (
+        PREF_STAGES.get(str(flat.get("pref_loss") or "sigmoid").strip().lower(), "dpo")
+        if kind == "dpo"
+        else kind
     )
+    fields: dict[str, Any] = {"stage": stage, "loss": "standard", "_note": _OWN_LOGITS}
+    if stage in ("dpo", "kto"):
+        fields |= _reference_model(flat)
+    return fields
+
+
+def _reference_model(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The reference of a dpo or kto stage (see `_stage`)."""
+    bits = flat.get("ref_model_quantization_bit")
+    if flat.get("ref_model") is not None:
+        quantised = {4: "nf4", 8: "int8"}.get(bits) if isinstance(bits, int) else None
+        return {"reference": "model"} | ({"reference_weights": quantised} if quantised else {})
+    if str(flat.get("finetuning_type") or "lora").strip().lower() == "lora":
+        return {"reference": "adapter"}
+    compute = "bf16" if flat.get("bf16") is True else "fp16" if flat.get("fp16") is True else "fp32"
+    return {"reference": "model", "reference_weights": compute}
 
 
 def _implied_alpha(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
@@ -276,7 +330,14 @@ RULES: dict[str, Rule] = {
     "enable_liger_kernel": Rule(
         "Liger's fused linear + cross-entropy and its RMSNorm, RoPE and SwiGLU kernels",
         lambda value, flat: (
-            {"loss": "fused", "kernels": "liger"} if truthy("enable_liger_kernel", value) else Ignore("false")
+            # the preference trainers call the model without labels: Liger's loss does not run
+            (
+                {"kernels": "liger"}
+                if str(flat.get("stage") or "sft").lower() in ("dpo", "kto", "rm")
+                else {"loss": "fused", "kernels": "liger"}
+            )
+            if truthy("enable_liger_kernel", value)
+            else Ignore("false")
         ),
         sets="loss, kernels",
     ),
@@ -287,7 +348,7 @@ RULES: dict[str, Rule] = {
     "disable_gradient_checkpointing": Rule("true = none", _checkpointing, sets="activation_checkpointing"),
     "upcast_layernorm": ignored(f"{NOT_MODELLED}: small fp32 norms"),
     "upcast_lmhead_output": ignored(f"{NOT_MODELLED}: an fp32 copy of the logits"),
-    "stage": Rule("training stage", _stage, sets=""),
+    "stage": Rule("training stage", _stage, sets="stage, loss, reference, reference_weights"),
     "do_predict": Rule("a prediction run without training is refused", _predict, sets=""),
     "packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
     "neat_packing": ignored(f"{IRRELEVANT}: trainplan counts every sequence as seq_len tokens"),
@@ -302,7 +363,10 @@ RULES: dict[str, Rule] = {
     "buffer_size": ignored(IRRELEVANT),
     "tokenized_path": ignored(IRRELEVANT),
     "pref_beta": ignored(IRRELEVANT),
-    "pref_loss": ignored(IRRELEVANT),
+    "pref_loss": ignored("read with stage: orpo and simpo are stages of their own, the others dpo"),
+    "ref_model": ignored("read with stage: a frozen reference model"),
+    "ref_model_quantization_bit": ignored("read with stage: the frozen reference's format"),
+    "ref_model_adapters": ignored(f"{IRRELEVANT}: merged into the frozen reference"),
     # RayArguments (hparams/training_args.py): under USE_RAY=1 run_exp starts ray_num_workers
     # training workers, one GPU each (train/tuner.py)
     "ray_num_workers": to("gpus", "Ray workers under USE_RAY=1, a GPU each", positive_int("ray_num_workers")),
@@ -409,15 +473,15 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
             else "amp-bf16, bf16 (pure_bf16) or amp-fp16"
         )
         notes.append(f"precision {scenario.precision}: LLaMA-Factory trains {where}")
-    if scenario.loss == "fused" or scenario.kernels == "liger":
+    if resolved_loss(scenario) == "fused" or scenario.kernels == "liger":
         data["enable_liger_kernel"] = True
         together = "enable_liger_kernel turns on Liger's fused loss and its layer kernels together"
-        if scenario.loss != "fused":
-            notes.append(f"loss {scenario.loss}: {together}")
+        if resolved_loss(scenario) != "fused":
+            notes.append(f"loss {resolved_loss(scenario)}: {together}")
         if scenario.kernels == "eager":
             notes.append(f"kernels eager: {together}")
-    elif scenario.loss != "standard":
-        notes.append(f"loss {scenario.loss}: no LLaMA-Factory switch")
+    elif resolved_loss(scenario) != "standard":
+        notes.append(f"loss {resolved_loss(scenario)}: no LLaMA-Factory switch")
     if scenario.kernels == "unsloth":
         notes.append("kernels unsloth: set use_unsloth")
     if scenario.zero_stage or scenario.offload != "none":

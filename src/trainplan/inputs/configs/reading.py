@@ -43,7 +43,8 @@ UNDER_FSDP = UNDER_DEEPSPEED
 # The scenario fields a training config can set; the others (GPU type, prices, region) never
 # come from one and are listed only when given.
 CONFIG_FIELDS = (
-    "model", "method", "recipe", "lora.rank", "lora.alpha", "lora.targets", "lora.dropout", "lora.dora",
+    "model", "method", "recipe", "stage", "reference", "reference_weights", "lora.rank", "lora.alpha",
+    "lora.targets", "lora.dropout", "lora.dora",
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
     "tensor_parallel", "pipeline_parallel", "offload", "loss", "loss_chunks", "kernels",
@@ -227,7 +228,7 @@ def read_file(module: ModuleType, data: Mapping[str, Any], name: str, text: str 
         if field not in reading.fields or reading.fields[field].default or field in wins:
             reading.fields[field] = Source(field, value, module.FORMAT, name, note)
     implied = getattr(module, "implied", None)
-    for field, (value, note) in (implied(flat) if implied else {}).items():
+    for field, (value, note) in (implied(context) if implied else {}).items():
         if field not in reading.fields:
             reading.fields[field] = Source(field, value, module.FORMAT, name, note, default=True)
     return reading

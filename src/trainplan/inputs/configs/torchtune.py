@@ -34,6 +34,7 @@ from trainplan.inputs.configs.base import (
 )
 from trainplan.specs.errors import InputError
 from trainplan.specs.offload import FSDP_OFFLOAD, PARAM_OFFLOADS
+from trainplan.specs.stages import resolved_loss
 
 FORMAT = "torchtune"
 TITLE = "torchtune recipe config"
@@ -377,11 +378,11 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         "chunked": "torchtune.modules.loss.LinearCrossEntropyLoss",
         "standard": "torch.nn.CrossEntropyLoss",
     }
-    if scenario.loss in losses:
-        data["loss"] = {"_component_": losses[scenario.loss]}
+    if resolved_loss(scenario) in losses:
+        data["loss"] = {"_component_": losses[resolved_loss(scenario)]}
     else:
-        notes.append(f"loss {scenario.loss}: torchtune's LinearCrossEntropyLoss is the chunked one")
-    if scenario.loss == "chunked":
+        notes.append(f"loss {resolved_loss(scenario)}: torchtune's LinearCrossEntropyLoss is the chunked one")
+    if resolved_loss(scenario) == "chunked":
         data["loss"]["num_output_chunks"] = scenario.loss_chunks
     if scenario.zero_stage in (2, 3) and scenario.gpus > 1:
         data["fsdp_reshard_after_forward"] = scenario.zero_stage == 3

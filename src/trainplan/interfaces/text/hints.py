@@ -19,6 +19,7 @@ from trainplan.interfaces.text.phrasing import format_duration, format_usd, with
 from trainplan.specs.errors import TrainplanError
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.specs.stages import resolved_loss
 from trainplan.specs.units import format_gib
 
 MAX_GPUS_TRIED = 4096
@@ -126,7 +127,7 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
 def _framework_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
     """The memory savers of torchtune, torchtitan, Liger and peft that this scenario does not use yet."""
     savers: list[tuple[str, str, dict[str, Any]]] = []
-    if scenario.loss == "standard":
+    if resolved_loss(scenario) == "standard":
         savers.append(("chunked_loss", "Chunked cross-entropy (torchtune)", {"loss": "chunked"}))
     if scenario.kernels == "eager":
         savers.append(("kernels", "Liger's fused RMSNorm and SwiGLU kernels", {"kernels": "liger"}))

@@ -160,6 +160,7 @@ def _entry(name: str, flag: str, info: FieldInfo, default: Any) -> dict[str, Any
         "exclusive": info.exclusive,
         "families": list(info.model_kinds) if info.model_kinds else None,
         "methods": list(info.methods) if info.methods else None,
+        "stages": list(info.stages) if info.stages else None,
         "kind_defaults": dict(info.kind_defaults) or None,
     }
 

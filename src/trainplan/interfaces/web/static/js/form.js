@@ -5,7 +5,7 @@ import { makeControl } from "./controls.js";
 import { $, h } from "./dom.js";
 import { asText } from "./format.js";
 import {
-  appliesTo, appliesToMethod, budgetModeOf, choiceLabel, defaults, leftOut, modelKind, openingBudgetMode,
+  appliesTo, appliesToMethod, appliesToStage, budgetModeOf, choiceLabel, defaults, leftOut, modelKind, openingBudgetMode,
   scenarioValues,
 } from "./scenario.js";
 import { state } from "./state.js";
@@ -19,6 +19,13 @@ export function onEdit(name, value, delay) {
   if (name === "method") {
     // a full fine-tune has no frozen base: its precision setting no longer applies
     if (value === "full" && state.values.base_weights) setValue("base_weights", "", false);
+    applyVisibility();
+  }
+  if (name === "stage") {
+    // a stage without a reference model (sft, orpo, a reward model) takes no reference setting
+    for (const field of state.meta.fields) {
+      if (!appliesToStage(state.fields, field.name, value) && state.values[field.name]) setValue(field.name, "", false);
+    }
     applyVisibility();
   }
   schedule(delay);
@@ -82,14 +89,18 @@ function followKind() {
   applyVisibility();
 }
 
-/** Show the fields that apply to the model's kind, the method and the budget mode; hide the rest. */
+/** Show the fields that apply to the model's kind, the method, the stage and the budget mode;
+ * hide the rest. */
 export function applyVisibility() {
   const kind = modelKind(state);
   document.body.dataset.kind = kind;
-  const method = state.values.method;
+  const { method, stage } = state.values;
   for (const field of state.meta.fields) {
     const node = document.querySelector(`[data-field="${field.name}"]`);
-    if (node) node.hidden = !appliesTo(state.fields, field.name, kind) || !appliesToMethod(state.fields, field.name, method);
+    if (node) {
+      node.hidden = !appliesTo(state.fields, field.name, kind) || !appliesToMethod(state.fields, field.name, method)
+        || !appliesToStage(state.fields, field.name, stage);
+    }
   }
   const sample = document.querySelector('[data-section="sample"]');
   if (sample) sample.hidden = kind === "llm";

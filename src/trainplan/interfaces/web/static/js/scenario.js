@@ -46,6 +46,12 @@ export function appliesToMethod(fields, name, method) {
   return !field || !field.methods || field.methods.includes(method);
 }
 
+/** ... and which training stages (`stages`: the reference fields, for dpo and kto). */
+export function appliesToStage(fields, name, stage) {
+  const field = fields[name];
+  return !field || !field.stages || field.stages.includes(stage || "sft");
+}
+
 /** The selected model's kind: from the catalog list, else from the last answer (a pasted config
  * or a Hub id), else a language model. */
 export function modelKind(page) {

@@ -1,0 +1,157 @@
+# mypy: disable-error-code="no-untyped-call"
+# (torch, transformers, peft and trl are only partly typed; their untyped calls are expected here.)
+"""The loss side of a preference or reward step as TRL 1.16.0 runs it, for the traced loop.
+
+What each stage runs, read from TRL 1.16.0 (trl/trainer/...):
+- dpo (dpo_trainer.py `DPOTrainer._compute_loss`): the policy on the concatenated [chosen;
+  rejected] batch through TRL's fused head (`add_fused_lm_head`: per-token log-probs from
+  `ChunkedLogProbFunction`, never the [N, V] logits), then the reference on the same batch under
+  no_grad (the adapter-disabled policy, `use_adapter`, or the frozen copy), or the precomputed
+  log-probs from the batch; the sigmoid loss on the log-ratios.
+- kto (kto_trainer.py `KTOTrainer._compute_loss`, `calculate_kl` True): the policy scores the KL
+  batch under no_grad, then the examples with a gradient; the reference scores both.
+- orpo, simpo: the policy's log-probs on the paired batch, no reference; the loss here is a
+  sigmoid of the log-prob margin (ORPO adds the chosen NLL, which the log-probs already give).
+- rm (reward_trainer.py `RewardTrainer.compute_loss`): a sequence-classification model with one
+  label on the paired batch; -logsigmoid(chosen - rejected).
+
+The traced step scores every position (the fused head's `compact=False` path, which TRL takes off
+Triton devices; on CUDA it scores only completion tokens, the same set when every label counts),
+with the head's CUDA kernels' memory (`cuda_logprob_kernels`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from trainplan.specs.stages import PAIRED_STAGES, sequences_per_sample
+
+#: Stages whose policy runs through TRL's fused log-prob head.
+LOGPROB_STAGES = frozenset({"dpo", "kto", "orpo", "simpo"})
+
+
+@dataclass
+class PreferenceStep:
+    """How a traced preference step makes its batch and forms its loss, and what it adds."""
+
+    make_batch: Callable[[], dict[str, Any]]
+    loss_of: Callable[[torch.nn.Module, dict[str, Any]], torch.Tensor]
+    frozen: list[torch.Tensor] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def fused_head(model: Any) -> None:
+    """TRL's fused log-prob head on a causal LM (before peft wraps it, as TRL adds it)."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    add_fused_lm_head(model)
+
+
+@contextlib.contextmanager
+def cuda_logprob_kernels() -> Iterator[None]:
+    """The fused head's tile work as CUDA runs it: on a CUDA device TRL folds each logits tile
+    into its statistics with a Triton kernel and turns it into the logits gradient in place
+    (`_forward_kernel`, `_backward_kernel`), and accumulates the gradient GEMMs in fp32 with
+    `torch.addmm(..., out_dtype=float32)` (torch >= 2.8), none of which allocates. Off CUDA its
+    torch fallbacks (`_forward_tile`, `_backward_tile`, `_addmm_fp32`'s upcast) make fp32 copies
+    of every tile, which a CUDA step never holds; on fake tensors the values do not matter, so
+    each is replaced by a no-op."""
+    from trl.kernels import chunked_logprob
+
+    names = ("_forward_tile", "_backward_tile", "_addmm_fp32")
+    saved = {name: getattr(chunked_logprob, name) for name in names}
+
+    def in_place(*_args: Any, **_kwargs: Any) -> None:
+        return None
+
+    for name in names:
+        setattr(chunked_logprob, name, in_place)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(chunked_logprob, name, value)
+
+
+def preference_step(
+    stage: str,
+    reference: str,
+    *,
+    vocab: int,
+    micro_batch: int,
+    seq_len: int,
+    amp: bool,
+    ref_model: torch.nn.Module | None = None,
+) -> PreferenceStep:
+    """The batch and loss of one TRL step of `stage` with `reference` (model, adapter,
+    precomputed, none); `ref_model` is the frozen copy for reference "model"."""
+    rows = micro_batch * sequences_per_sample(stage)
+    notes = [
+        f"{stage} step as TRL 1.16.0 runs it: {rows} sequences of {seq_len} tokens"
+        + (" (chosen and rejected concatenated)" if stage in PAIRED_STAGES else "")
+    ]
+    if stage == "kto":
+        notes.append("KTO: a KL batch of the same size scored under no_grad (calculate_kl)")
+
+    def make_batch() -> dict[str, Any]:
+        ids = torch.randint(0, vocab, (rows, seq_len))
+        batch: dict[str, Any] = {"input_ids": ids}
+        if stage == "kto":
+            batch["KL_input_ids"] = torch.randint(0, vocab, (rows, seq_len))
+        if reference == "precomputed":
+            batch["ref_logps"] = torch.zeros(rows, dtype=torch.float32)
+            if stage == "kto":
+                batch["ref_KL_logps"] = torch.zeros(rows, dtype=torch.float32)
+        return batch
+
+    def autocast() -> Any:
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp)
+
+    def logps(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        with autocast():
+            out = model(input_ids=ids, labels=ids, fused_lm_head=True, use_cache=False)
+        summed: torch.Tensor = out.log_probs.sum(dim=1)
+        return summed
+
+    def reference_logps(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            if reference == "adapter":
+                with model.disable_adapter():  # type: ignore[operator]
+                    return logps(model, ids)
+            assert ref_model is not None
+            return logps(ref_model, ids)
+
+    def loss_of(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        ids = batch["input_ids"]
+        if stage == "rm":
+            with autocast():
+                rewards = model(input_ids=ids, use_cache=False).logits.squeeze(-1)
+            chosen, rejected = rewards.float().chunk(2)
+            return -torch.nn.functional.logsigmoid(chosen - rejected).mean()
+        if stage == "kto":
+            with torch.no_grad():
+                kl_policy = logps(model, batch["KL_input_ids"])
+        policy = logps(model, ids)
+        if reference == "precomputed":
+            ref = batch["ref_logps"]
+            kl_ref = batch.get("ref_KL_logps")
+        elif reference == "none":
+            ref, kl_ref = torch.zeros_like(policy), None
+        else:
+            kl_ref = reference_logps(model, batch["KL_input_ids"]) if stage == "kto" else None
+            ref = reference_logps(model, ids)
+        ratios = policy - ref
+        if stage == "kto":
+            assert kl_ref is not None
+            kl = (kl_policy - kl_ref).mean().clamp(min=0).detach()
+            return (1 - torch.sigmoid(0.1 * (ratios - kl))).mean()
+        chosen, rejected = ratios.chunk(2)
+        return -torch.nn.functional.logsigmoid(0.1 * (chosen - rejected)).mean()
+
+    frozen = [*ref_model.parameters(), *ref_model.buffers()] if ref_model is not None else []
+    return PreferenceStep(make_batch, loss_of, frozen, notes)
