@@ -233,6 +233,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     # TRL's RewardTrainer); micro_batch_size counts pairs (TRL's per_device_train_batch_size)
     "axolotl/qwen2-dpo.yaml": ("axolotl", {
         "model": "Qwen/Qwen2.5-0.5B", "stage": "dpo", "reference": "model",  # rl: dpo, no adapter
+        "loss": "selective",  # TRL 1.8 (axolotl's pin): the full logits through selective_log_softmax
         "method": "full", "seq_len": 2048, "grad_accum": 4, "micro_batch": 2,
         "optimizer": "adamw-8bit",  # adamw_bnb_8bit
         "precision": "bf16",  # bf16: auto loads the weights in bf16: no fp32 master
@@ -247,6 +248,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "axolotl/llama-3-qlora-1b-kto.yaml": ("axolotl", {
         "model": "meta-llama/Llama-3.2-1B", "stage": "kto", "reference": "adapter",  # rl: kto, adapter qlora
+        "loss": "selective",  # TRL 1.8's KTO: the full logits through selective_log_softmax
         "method": "qlora", "base_weights": "nf4",  # load_in_4bit: true
         "lora": {"rank": 32, "alpha": 64, "dropout": 0.05, "targets": "all-linear"},
         "seq_len": 2048, "grad_accum": 1, "micro_batch": 2, "optimizer": "adamw-8bit",  # adamw_8bit

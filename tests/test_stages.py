@@ -170,6 +170,11 @@ def test_measured_mode_traces_a_preference_stage_on_one_gpu_only() -> None:
         check_traceable(dataclasses.replace(BASE, stage="dpo", method="full", gpus=8, zero_stage=3))
     assert error.value.field == "stage"
     with pytest.raises(InputError) as error:
+        check_traceable(dataclasses.replace(BASE, stage="dpo", gpus=1, loss="fused"))
+    assert error.value.field == "loss"
+    # TRL 1.10 and before scored the full logits (selective); no trainer runs Hugging Face's loss
+    check_traceable(dataclasses.replace(BASE, stage="dpo", gpus=1, loss="selective"))
+    with pytest.raises(InputError) as error:
         check_traceable(dataclasses.replace(BASE, stage="dpo", gpus=1, loss="standard"))
     assert error.value.field == "loss"
 
@@ -214,3 +219,56 @@ def test_fused_head_tiles_stop_growing_at_4096_tokens() -> None:
     # (8,192 -> 16,384): only the per-token statistics do
     assert loss_bytes(2) - loss_bytes(1) == pytest.approx(2048 * (c.loss.logits_loss + 2 * 32_768))
     assert loss_bytes(8) - loss_bytes(4) == pytest.approx(8192 * c.loss.logits_loss)
+
+
+def test_the_console_names_the_stage_and_the_reference_share() -> None:
+    """`trainplan estimate` text: the stage in the title, the frozen copy's GiB under weights
+    (Llama-3.1-8B full DPO on 8 GPUs under ZeRO-3: 8,030,261,248 x 2 bytes / 8)."""
+    from rich.console import Console
+
+    from trainplan.interfaces.cli.console import print_estimate
+
+    console = Console(record=True, width=120)
+    print_estimate(
+        estimate({"model": "Llama-3.1-8B", "method": "full", "stage": "dpo", "gpus": 8, "zero_stage": 3}),
+        console,
+    )
+    text = console.export_text()
+    assert "Llama-3.1-8B — DPO, full, bf16-mixed" in text
+    row = next(line for line in text.splitlines() if "of it the frozen reference model" in line)
+    assert f"{8_030_261_248 * 2 / 8 / 2**30:,.2f}" in row
+    sft = Console(record=True, width=120)
+    print_estimate(estimate({"model": "Llama-3.1-8B", "method": "full", "gpus": 8, "zero_stage": 3}), sft)
+    assert "reference" not in sft.export_text()
+
+
+def test_full_logits_scoring_of_trl_1_10_by_hand() -> None:
+    """DPO as TRL 1.10 and before scored it (selective_log_softmax over the full logits), per
+    token and vocabulary entry: under amp the fp32 logits with their 16-bit source (6), with the
+    reference's pass after the policy's (4 + 2 + 4 = 10), backward 4 held + 12; pure bf16 the
+    logits and the rows' log-softmax (4), the reference's logits (+ 2), backward 2 + 2."""
+    from trainplan.engine.terms.memory import selective_logits_bytes
+
+    v = 128_256
+    assert selective_logits_bytes(v, 2048, 2, upcast=True, reference_after=True) == (
+        4096.0,
+        10.0 * v,
+        16.0 * v,
+    )
+    assert selective_logits_bytes(v, 2048, 2, upcast=True, reference_after=False)[1] == 6.0 * v
+    assert selective_logits_bytes(v, 2048, 4, upcast=False, reference_after=True)[1] == 8.0 * v
+    assert selective_logits_bytes(v, 2048, 2, upcast=False, reference_after=True) == (
+        4096.0,
+        6.0 * v,
+        4.0 * v,
+    )
+    assert selective_logits_bytes(v, 2048, 2, upcast=False, reference_after=False)[1] == 4.0 * v
+    # KTO's metric copies of the policy's logits: one more at the logits' dtype
+    assert (
+        selective_logits_bytes(v, 2048, 2, upcast=True, reference_after=True, metric_copies=True)[1]
+        == 14.0 * v
+    )
+    assert (
+        selective_logits_bytes(v, 2048, 2, upcast=False, reference_after=True, metric_copies=True)[1]
+        == 8.0 * v
+    )

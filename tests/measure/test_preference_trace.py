@@ -28,7 +28,7 @@ TOTAL = EMBED + HEAD + 2 * LAYER + 64
 
 
 def _dpo(**kwargs: object) -> object:
-    return measure_training_step(TINY_LLAMA, stage="dpo", micro_batch=2, seq_len=32, **kwargs)  # type: ignore[arg-type]
+    return measure_training_step(TINY_LLAMA, stage="dpo", loss="logprob", micro_batch=2, seq_len=32, **kwargs)  # type: ignore[arg-type]
 
 
 def test_the_reference_copy_is_tracked_as_weights() -> None:
@@ -62,7 +62,9 @@ def test_a_reward_model_trains_a_score_head_in_place_of_the_lm_head() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"stage": "dpo", "method": "full", "reference": "adapter"}, "reference"),
+        ({"stage": "dpo", "loss": "logprob", "method": "full", "reference": "adapter"}, "reference"),
+        ({"stage": "dpo", "loss": "standard"}, "loss"),  # no DPO trainer runs Hugging Face's loss
+        ({"stage": "sft", "loss": "logprob"}, "loss"),
         ({"stage": "dpo", "reference": "model", "loss": "chunked"}, "stage"),
         ({"stage": "ppo"}, "stage"),
     ],

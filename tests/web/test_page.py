@@ -972,3 +972,27 @@ def test_the_page_equals_its_own_command_after_any_sequence_of_changes(
             json.loads(ran.output)["memory"]["per_gpu"]["total_bytes"]
             == (data["memory"]["per_gpu"]["total_bytes"])
         ), steps
+
+
+def test_the_reference_fields_follow_the_stage(page: Page, client: TestClient) -> None:
+    """A full DPO fine-tune keeps a frozen reference copy: the page says its share of the weights
+    (the API's memory.states.reference_bytes); the reference fields show for dpo and kto only, and
+    a stage without a reference hides them and drops their value from the request."""
+    page.open("?model=Llama-3.1-8B&method=full&stage=dpo&reference=model")
+    body = {"model": "Llama-3.1-8B", "method": "full", "stage": "dpo", "reference": "model"}
+    data = api(client, body)
+    assert_shows(page, data)
+    copy = data["memory"]["states"]["reference_bytes"]
+    assert copy == 8_030_261_248 * 2  # every parameter, bf16 (bf16-mixed keeps 16-bit weights)
+    assert page.text("#reference-note") == (
+        f"Of the weights, the frozen reference model takes {gib(copy)} per GPU: "
+        "DPO scores each batch with it too."
+    )
+    reference = page.page.get_by_role("combobox", name="Reference log-probs", exact=True)
+    assert reference.is_visible()
+    before = page.renders()
+    page.page.get_by_role("combobox", name="Training stage", exact=True).select_option("orpo")
+    page.wait_render(before)
+    assert not reference.is_visible()
+    assert page.page.locator("#reference-note").is_hidden()
+    assert_shows(page, api(client, {"model": "Llama-3.1-8B", "method": "full", "stage": "orpo"}))

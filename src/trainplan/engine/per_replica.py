@@ -36,6 +36,7 @@ from trainplan.engine.terms.memory import (
     logprob_head_bytes,
     optimizer_state_bytes,
     optimizer_transient_bytes,
+    selective_logits_bytes,
 )
 from trainplan.engine.terms.params import ParamCounts, count_params, lora_run_params, resolved_lora, targeted
 from trainplan.engine.terms.precisions import (
@@ -469,6 +470,15 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 model.hidden_size, model.vocab_size, compute_bytes, residual, edge_bytes
             )
             held, loss, backward = head.held, head.loss, head.backward
+        elif loss_kind == "selective":
+            held, loss, backward = selective_logits_bytes(
+                model.head_rows,
+                model.hidden_size,
+                compute_bytes,
+                upcast=precision.name.startswith("amp-"),
+                reference_after=resolved_reference(scenario) in ("model", "adapter"),
+                metric_copies=scenario.stage == "kto",
+            )
         elif loss_kind == "fused":
             held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
         elif loss_kind == "chunked":
@@ -651,10 +661,11 @@ _POLICY_FORWARDS = {"kto": 1}
 
 def _loss_head_grad_bytes(loss_kind: str, grad_bytes: float) -> float:
     """Bytes per head weight of the head's gradient alive while the loss runs backward: none for
-    the standard loss (the head's own backward comes after it); the gradient for the chunked and
-    fused losses (formed inside the loss); TRL's fused log-prob head accumulates it in fp32 and
-    returns it cast to the weight's dtype, both alive at its end (ChunkedLogProbFunction.backward)."""
-    if loss_kind == "standard":
+    the standard and selective losses (the head's own backward comes after them); the gradient
+    for the chunked and fused losses (formed inside the loss); TRL's fused log-prob head
+    accumulates it in fp32 and returns it cast to the weight's dtype, both alive at its end
+    (ChunkedLogProbFunction.backward)."""
+    if loss_kind in ("standard", "selective"):  # the loss over full logits, then the head's backward
         return 0
     if loss_kind == "logprob":
         return 4 + (grad_bytes if grad_bytes != 4 else 0)

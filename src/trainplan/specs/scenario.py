@@ -50,7 +50,7 @@ KERNELS = ("eager", "liger", "unsloth")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
-LOSSES = ("standard", "chunked", "fused", "logprob")
+LOSSES = ("standard", "chunked", "fused", "logprob", "selective")
 FSDP_WRAPS = ("layers", "root")
 REDUCE_DTYPES = ("compute", "fp32")
 ZERO3_MASTERS = ("shard", "separate")
@@ -426,7 +426,8 @@ class Scenario:
     micro_batch: int = _field(
         1,
         FieldInfo(
-            "sequences per GPU per forward pass",
+            "sequences per GPU per forward pass; for rm, dpo, orpo and simpo chosen/rejected pairs "
+            "(2 x micro_batch sequences)",
             None,
             1,
             65536,
@@ -730,7 +731,9 @@ class Scenario:
             "cross-entropy implementation: standard (Hugging Face) or fused linear + cross-entropy "
             "(Liger, Cut Cross-Entropy), which never holds the full logits; chunked upcasts the "
             "logits to fp32 one chunk at a time (torchtune); logprob is TRL's fused log-prob head "
-            "(ChunkedLogProbFunction: logits in tiles, recomputed in backward). Null: the stage's "
+            "(ChunkedLogProbFunction: logits in tiles, recomputed in backward); selective is the "
+            "full logits through selective_log_softmax, as TRL 1.10 and before scored dpo and kto. "
+            "Null: the stage's "
             "default, logprob for dpo, kto, orpo and simpo (TRL scores them through it), "
             "standard otherwise",
             LOSSES,

@@ -246,9 +246,10 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         _check_sample_traceable(scenario)
     untraced = {
         "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full", "op"),
-        # TRL's fused log-prob head is traced for the stages TRL scores through it
+        # TRL's fused log-prob head, and its full-logits scoring of TRL 1.10 and before, are
+        # traced for the stages TRL scores through them
         "loss": resolved_loss(scenario) == "fused"
-        or (resolved_loss(scenario) == "logprob") != (scenario.stage in LOGPROB_STAGES),
+        or (resolved_loss(scenario) in ("logprob", "selective")) != (scenario.stage in LOGPROB_STAGES),
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
@@ -349,7 +350,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         checkpoint_policy="op" if scenario.activation_checkpointing == "op" else "full",
         # transformers runs attention-free models (Mamba, Mamba-2) only with attention "eager"
         attention="eager" if scenario.attention == "eager" or not has_attention else "sdpa",
-        loss="standard" if resolved_loss(scenario) == "logprob" else resolved_loss(scenario),
+        loss=resolved_loss(scenario),
         loss_chunks=scenario.loss_chunks,
         optimizer_in_backward=scenario.optimizer_in_backward,
         fsdp=FsdpTrace(

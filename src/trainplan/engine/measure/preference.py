@@ -87,9 +87,14 @@ def preference_step(
     seq_len: int,
     amp: bool,
     ref_model: torch.nn.Module | None = None,
+    fused: bool = True,
 ) -> PreferenceStep:
     """The batch and loss of one TRL step of `stage` with `reference` (model, adapter,
-    precomputed, none); `ref_model` is the frozen copy for reference "model"."""
+    precomputed, none); `ref_model` is the frozen copy for reference "model". `fused` False
+    scores as TRL 1.10 and before did (the axolotl and config readers' pins): the model's full
+    logits, upcast to fp32 by accelerate under autocast, through `selective_log_softmax`, the
+    policy's logits kept until the loss is formed (trl v1.8.0 trl/trainer/dpo_trainer.py
+    `_compute_loss`: `outputs` lives to its end, the reference scored after the policy)."""
     rows = micro_batch * sequences_per_sample(stage)
     notes = [
         f"{stage} step as TRL 1.16.0 runs it: {rows} sequences of {seq_len} tokens"
@@ -112,19 +117,41 @@ def preference_step(
     def autocast() -> Any:
         return torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp)
 
-    def logps(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    kept: list[torch.Tensor] = []  # what TRL's _compute_loss keeps referenced until it returns
+
+    def logps(model: torch.nn.Module, ids: torch.Tensor, keep: bool = True) -> torch.Tensor:
+        """The summed log-probs of `ids`; `keep` False for a KL batch, whose logits TRL 1.8's
+        `_compute_kl_logps` drops before it returns."""
+        if not fused:
+            from trl.trainer.utils import selective_log_softmax
+
+            with autocast():
+                logits = model(input_ids=ids, use_cache=False).logits
+            if amp and logits.dtype == torch.bfloat16:  # accelerate's ConvertOutputsToFp32
+                logits = logits.float()
+            if keep:
+                kept.append(logits)
+            if keep and stage == "kto" and torch.is_grad_enabled():
+                # kto_trainer.py _compute_loss: chosen_logits and rejected_logits, index_select
+                # copies of the policy's logits for its metrics, live to its end
+                half = logits.shape[0] // 2
+                rows = (torch.arange(half), torch.arange(half, logits.shape[0]))
+                kept.extend(logits.index_select(0, index) for index in rows)
+            per_token = selective_log_softmax(logits[:, :-1], ids[:, 1:])
+            full: torch.Tensor = per_token.sum(dim=1)
+            return full
         with autocast():
             out = model(input_ids=ids, labels=ids, fused_lm_head=True, use_cache=False)
         summed: torch.Tensor = out.log_probs.sum(dim=1)
         return summed
 
-    def reference_logps(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    def reference_logps(model: torch.nn.Module, ids: torch.Tensor, keep: bool = True) -> torch.Tensor:
         with torch.no_grad():
             if reference == "adapter":
                 with model.disable_adapter():  # type: ignore[operator]
-                    return logps(model, ids)
+                    return logps(model, ids, keep)
             assert ref_model is not None
-            return logps(ref_model, ids)
+            return logps(ref_model, ids, keep)
 
     def loss_of(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         ids = batch["input_ids"]
@@ -135,7 +162,7 @@ def preference_step(
             return -torch.nn.functional.logsigmoid(chosen - rejected).mean()
         if stage == "kto":
             with torch.no_grad():
-                kl_policy = logps(model, batch["KL_input_ids"])
+                kl_policy = logps(model, batch["KL_input_ids"], keep=False)
         policy = logps(model, ids)
         if reference == "precomputed":
             ref = batch["ref_logps"]
@@ -143,15 +170,18 @@ def preference_step(
         elif reference == "none":
             ref, kl_ref = torch.zeros_like(policy), None
         else:
-            kl_ref = reference_logps(model, batch["KL_input_ids"]) if stage == "kto" else None
+            kl_ref = reference_logps(model, batch["KL_input_ids"], keep=False) if stage == "kto" else None
             ref = reference_logps(model, ids)
         ratios = policy - ref
         if stage == "kto":
             assert kl_ref is not None
             kl = (kl_policy - kl_ref).mean().clamp(min=0).detach()
-            return (1 - torch.sigmoid(0.1 * (ratios - kl))).mean()
-        chosen, rejected = ratios.chunk(2)
-        return -torch.nn.functional.logsigmoid(0.1 * (chosen - rejected)).mean()
+            loss = (1 - torch.sigmoid(0.1 * (ratios - kl))).mean()
+        else:
+            chosen, rejected = ratios.chunk(2)
+            loss = -torch.nn.functional.logsigmoid(0.1 * (chosen - rejected)).mean()
+        kept.clear()  # _compute_loss returns: its locals (the logits) go
+        return loss
 
     frozen = [*ref_model.parameters(), *ref_model.buffers()] if ref_model is not None else []
     return PreferenceStep(make_batch, loss_of, frozen, notes)

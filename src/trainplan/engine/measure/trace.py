@@ -16,13 +16,13 @@ from typing import Any
 from trainplan.engine.measure.fsdp import FSDP_WRAPS, FsdpTrace
 from trainplan.engine.measure.result import MeasuredStep
 from trainplan.specs.errors import InputError
-from trainplan.specs.stages import REFERENCES, STAGES
+from trainplan.specs.stages import LOGPROB_STAGES, REFERENCES, STAGES
 
 METHODS = ("full", "lora", "dora")
 PRECISIONS = ("amp-bf16", "bf16", "fp32", "bf16-mixed")
 OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 ATTENTIONS = ("sdpa", "eager")
-LOSSES = ("standard", "chunked")
+LOSSES = ("standard", "chunked", "logprob", "selective")
 
 
 def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
@@ -94,8 +94,14 @@ def measure_training_step(
     _check_choice("reference", reference, REFERENCES)
     _check_choice("reference_weights", reference_dtype, ("bf16", "fp32"))
     preference = stage not in ("sft", "pt")
-    if preference and (fsdp is not None or loss != "standard" or optimizer_in_backward):
+    if preference and (fsdp is not None or loss == "chunked" or optimizer_in_backward):
         raise InputError("stage", f"{stage} is traced on one GPU with TRL's own loss")
+    if (loss in ("logprob", "selective")) != (stage in LOGPROB_STAGES):
+        raise InputError(
+            "loss",
+            "dpo, kto, orpo and simpo are traced with logprob (TRL's fused head) or selective (TRL 1.10 "
+            "and before); the other stages with standard or chunked",
+        )
     if reference == "adapter" and method == "full":
         raise InputError("reference", "adapter: a full fine-tune has no adapters to disable")
     if fsdp is not None:
@@ -126,7 +132,6 @@ def measure_training_step(
     from trainplan.engine.measure.loop import trace_steps
     from trainplan.engine.measure.model import build_model, make_optimizer
     from trainplan.engine.measure.preference import (
-        LOGPROB_STAGES,
         cuda_logprob_kernels,
         fused_head,
         preference_step,
@@ -139,7 +144,7 @@ def measure_training_step(
         fake_process_group(fsdp.ranks) if fsdp is not None else contextlib.nullcontext()
     )
     kernels: contextlib.AbstractContextManager[Any] = (
-        cuda_logprob_kernels() if stage in LOGPROB_STAGES else contextlib.nullcontext()
+        cuda_logprob_kernels() if loss == "logprob" else contextlib.nullcontext()
     )
     with (
         warnings.catch_warnings(),
@@ -165,7 +170,7 @@ def measure_training_step(
             gradient_checkpointing=gradient_checkpointing,
             checkpoint_policy=checkpoint_policy,
             head="score" if stage == "rm" else "lm",
-            before_adapter=fused_head if stage in LOGPROB_STAGES else None,
+            before_adapter=fused_head if loss == "logprob" else None,
         )
         notes += built.notes
         model = built.model
@@ -183,7 +188,7 @@ def measure_training_step(
                     dtype=torch.bfloat16 if reference_dtype == "bf16" else torch.float32,
                     attention=attention,
                     gradient_checkpointing=False,
-                    before_adapter=fused_head,
+                    before_adapter=fused_head if loss == "logprob" else None,
                 ).model
                 ref_model.requires_grad_(False)
                 ref_model.eval()
@@ -196,6 +201,7 @@ def measure_training_step(
                 seq_len=seq_len,
                 amp=amp,
                 ref_model=ref_model,
+                fused=loss == "logprob",
             )
             notes += step.notes
         if fsdp is not None:

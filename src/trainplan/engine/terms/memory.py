@@ -138,6 +138,47 @@ def logprob_head_bytes(
     )
 
 
+def selective_logits_bytes(
+    vocab_size: int,
+    hidden_size: int,
+    activation_bytes: int,
+    upcast: bool,
+    reference_after: bool,
+    metric_copies: bool = False,
+) -> tuple[float, float, float]:
+    """(held, peak while the loss is formed, peak in its backward) per token for DPO and KTO as
+    TRL 1.10 and before ran them (trl v1.8.0 trl/trainer/dpo_trainer.py `_compute_loss`,
+    kto_trainer.py; ORPO's and CPO's trainers there add a cross-entropy not counted here): the
+    model's full logits, upcast to fp32 under autocast (`upcast`: accelerate's
+    ConvertOutputsToFp32), through `selective_log_softmax` (trl/trainer/utils.py), the policy's
+    logits referenced until the loss is formed and the reference scored after the policy
+    (`reference_after`: a frozen copy or the adapter-disabled policy).
+
+    fp32 logits (upcast, or fp32 training): the per-row logsumexp saves the logits themselves
+    (4 bytes per element held); forming them from 16-bit ones holds both (2 + 4); the reference's
+    own pass adds its logits in both dtypes beside the policy's (4 + 2 + 4); backward holds the
+    saved logits with the gather's zeros, its scatter and the stacked rows' gradient (4 + 12).
+    16-bit logits (pure bf16, no autocast): each row's log-softmax is saved at 2 bytes, beside the
+    logits (2 + 2), the reference adds its logits (+ 2); in backward each row's saved log-softmax
+    goes as its gradient comes, beside the stacked rows' gradient (2 + 2). Checked on fake-tensor
+    traces of that step (calibration/preference_trace.json). After the head's backward only the hidden states'
+    gradient is left (`held`), as with the standard loss. KTO (`metric_copies`) also keeps
+    index_select copies of the policy's logits for its metrics (chosen_logits, rejected_logits:
+    one more copy at the logits' dtype) to the end of the loss; its KL batches' logits are
+    dropped as they are scored (kto_trainer.py _compute_kl_logps)."""
+    v = float(vocab_size)
+    if upcast or activation_bytes == 4:
+        cast = 2 if upcast and activation_bytes < 4 else 0
+        held_logits = 4 + (4 if metric_copies else 0)
+        loss = max(4 + cast, held_logits + (4 + cast if reference_after else 0))
+        backward = 16.0
+    else:
+        held_logits = 4 + (2 if metric_copies else 0)
+        loss = held_logits + (2 if reference_after else 0)
+        backward = 4.0
+    return float(hidden_size * activation_bytes), loss * v, backward * v
+
+
 def fused_loss_bytes(hidden_size: int, activation_bytes: int) -> tuple[float, float, float]:
     """(held, peak while computing the loss, peak in its backward) per token for a fused linear +
     cross-entropy kernel (Liger-Kernel's FusedLinearCrossEntropy, Hsu et al. 2024, sec. 3;

@@ -430,11 +430,15 @@ ATTENTION_SETTINGS = ("attn_implementation", "flash_attention", "sdp_attention",
 
 
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """No adapter: axolotl trains the full model. No attention setting: the model loads with
+    """No adapter: axolotl trains the full model. rl dpo, ipo or kto: TRL 1.8's scoring of the
+    full logits (loss selective). No attention setting: the model loads with
     transformers' default attention, sdpa (axolotl loaders/model.py passes no attn_implementation)."""
     found: dict[str, tuple[Any, str]] = {}
     if not flat.get("adapter"):
         found["method"] = ("full", "no adapter: a full fine-tune")
+    if AXOLOTL_RL.get(str(flat.get("rl") or "").strip().lower()) in ("dpo", "kto"):
+        # the TRL axolotl pins (v1.8.0): the full logits through selective_log_softmax
+        found["loss"] = ("selective", "TRL 1.8's DPO and KTO score the full logits (selective_log_softmax)")
     if all(flat.get(key) is None for key in ATTENTION_SETTINGS):
         found["attention"] = ("sdpa", "no attn_implementation: transformers' default, sdpa")
     degrees = [flat.get(key) for key in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",

@@ -410,6 +410,8 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         return found | {
             "loss": ("standard", "max_seq_length: a TRL 0.19 config, the model's own cross-entropy")
         }
+    if stage is not None and stage[0] in ("dpo", "kto"):
+        return found | {"loss": ("selective", "DPO's and KTO's full logits through selective_log_softmax")}
     if (stage is not None and stage[0] != "sft") or any(key in flat for key in PREFERENCE_KEYS):
         return found | {"loss": ("standard", "a preference trainer's log-probabilities over the full logits")}
     return found

@@ -244,9 +244,9 @@ PREF_STAGES = {
 #: CustomDPOTrainer.concatenated_forward: `model(**batch).logits.to(torch.float32)`, then
 #: get_batch_logps' log-softmax; train/kto/trainer.py the same)
 _OWN_LOGITS = (
-    "LLaMA-Factory's own preference trainer upcasts the full logits to fp32 and keeps them beside "
-    "their log-softmax: the loss side is estimated as the standard loss's, low by 4 bytes per "
-    "token x vocabulary"
+    "LLaMA-Factory's own preference trainer scores the full fp32 logits with their log-softmax, "
+    "then the reference while the policy's logits are still referenced: the loss side is "
+    "estimated as the standard loss's, and that moment of the reference's pass is not modelled yet"
 )
 _VALUE_HEAD = (
     "LLaMA-Factory trains a value head on the causal LM (trl's AutoModelForCausalLMWithValueHead, "

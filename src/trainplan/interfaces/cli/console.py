@@ -27,6 +27,7 @@ from trainplan.interfaces.text.phrasing import (
 )
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.scenario import data_parallel
+from trainplan.specs.stages import stage_name
 from trainplan.specs.units import format_count, format_gib
 
 if TYPE_CHECKING:
@@ -54,8 +55,9 @@ def no_match(what: str, query: str, names: list[str]) -> str:
 def print_estimate(result: Estimate, console: Console | None = None) -> None:
     """Memory table, parameter line, batch line and the fit table."""
     console = console or Console()
+    stage = "" if result.scenario.stage in ("sft", "pt") else f"{stage_name(result.scenario.stage)}, "
     console.print(
-        f"[bold]{result.model_name}[/] — {result.scenario.method}, "
+        f"[bold]{result.model_name}[/] — {stage}{result.scenario.method}, "
         f"{result.scenario.precision}, {result.scenario.optimizer}"
     )
     console.print(params_line(result))
@@ -65,6 +67,9 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     table.add_column("kind")
     for term in result.peak.terms:
         table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
+        reference = next((state.value for state in result.states if state.name == "reference"), 0.0)
+        if term.name == "weights" and reference:
+            table.add_row("  of it the frozen reference model", f"{reference / 2**30:,.2f}", "exact")
         if term.name == "temporaries" and result.stream_pool_bytes:
             table.add_row(
                 "  reserved by FSDP2's side streams", f"{result.stream_pool_bytes / 2**30:,.2f}", "estimate"

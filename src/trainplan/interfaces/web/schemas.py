@@ -50,6 +50,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "What is trained",
         (
             "method",
+            "stage",
             "lora.rank",
             "lora.targets",
             "lora.alpha",
@@ -58,6 +59,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "lora.dtype",
             "base_weights",
             "kbit_upcast",
+            "reference",
+            "reference_weights",
         ),
     ),
     (

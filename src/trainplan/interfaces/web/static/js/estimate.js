@@ -78,6 +78,11 @@ function renderBreakdown(result, row) {
   // the three figures: the device's used memory (the total, on which fits is decided), the
   // caching allocator's pool (max_memory_reserved) and the live tensors (max_memory_allocated)
   $("allocated-note").textContent = `The total is the GPU's used memory, as nvidia-smi shows it. Of it, the caching allocator reserves ${gib(memory.reserved_peak_bytes)} (what torch.cuda.max_memory_reserved() reports), and live tensors take ${gib(memory.allocated_peak_bytes)} (torch.cuda.max_memory_allocated()).${deviceText(memory.device_overhead)}`;
+  // a preference stage's frozen reference copy: its share of the weights row
+  const copy = (memory.states && memory.states.reference_bytes) || 0;
+  const reference = $("reference-note");
+  reference.hidden = !copy;
+  reference.textContent = `Of the weights, the frozen reference model takes ${gib(copy)} per GPU: ${String(result.assumptions.stage).toUpperCase()} scores each batch with it too.`;
   const paged = $("paged-note");
   paged.hidden = !memory.paged_bytes;
   paged.textContent = `Paged optimizer state in unified memory, outside the total: ${gib(memory.paged_bytes)} per GPU (the driver pages it to the host when the GPU runs short).`;
