@@ -114,8 +114,8 @@ CLAIMS: tuple[Claim, ...] = (
             "The goal the preference issue sets for cases not tuned to: the language-model traces' "
             "median (3%), and each step within 10%, wider than their 8% since the loss side (TRL's "
             "fused log-prob head, the reward head, the reference's no-grad forwards) is new and "
-            "derived from TRL's source on eight development steps (four each for the fused head and "
-            "the full-logits path)."
+            "derived from the frameworks' source on twelve development steps (four for the fused head, "
+            "five for TRL 1.10's full-logits path, three for LLaMA-Factory's)."
         ),
     ),
     Claim(

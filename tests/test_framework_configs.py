@@ -196,9 +196,9 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
     }),
     "llama-factory/llama3_lora_dpo.yaml": ("llama-factory", {
         # stage: dpo, pref_loss: sigmoid: DPO; CustomDPOTrainer.concatenated_forward takes the full
-        # fp32 logits (the standard loss); a LoRA policy without ref_model disables its adapters
-        # (train/trainer_utils.py create_ref_model returns None for lora)
-        "stage": "dpo", "loss": "standard", "reference": "adapter",
+        # fp32 logits' log-softmax (loss logsoftmax); a LoRA policy without ref_model disables its
+        # adapters (train/trainer_utils.py create_ref_model returns None for lora)
+        "stage": "dpo", "loss": "logsoftmax", "reference": "adapter",
         "optimizer": "adamw-fused",  # Trainer default optim: adamw_torch_fused (torch 2.8+)
         "attention": "sdpa",  # default flash_attn auto: transformers' default, sdpa
         "model": "meta-llama/Llama-3.2-3B", "method": "lora",
@@ -222,7 +222,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
             "precision": "amp-bf16",  # bf16: true, not pure_bf16: trainable parameters in fp32
             "optimizer": "adamw-fused", "activation_checkpointing": "full", "attention": "sdpa",
             "recipe": "llama-factory",
-            **({"loss": "standard", "reference": "adapter"} if stage != "rm" else {}),
+            **({"reference": "adapter", "loss": "logsoftmax" if stage == "dpo" else "standard"}
+               if stage != "rm" else {}),
         })
         for name, stage in (("dpo", "dpo"), ("kto", "kto"), ("reward", "rm"))
     },
@@ -599,8 +600,8 @@ def test_torchtitan_checkpoint_interval_is_read_when_enabled(tmp_path: Path) -> 
     ("settings", "expected"),
     [
         # pref_loss orpo or simpo: FinetuningArguments.use_ref_model is false; stages of their own
-        ("stage: dpo\npref_loss: orpo\n", {"stage": "orpo", "loss": "standard"}),
-        ("stage: dpo\npref_loss: simpo\n", {"stage": "simpo", "loss": "standard"}),
+        ("stage: dpo\npref_loss: orpo\n", {"stage": "orpo", "loss": "logsoftmax"}),
+        ("stage: dpo\npref_loss: simpo\n", {"stage": "simpo", "loss": "logsoftmax"}),
         # a full fine-tune loads the model again, frozen at the compute dtype (no fp32 upcast)
         (
             "stage: dpo\nfinetuning_type: full\nbf16: true\n",
@@ -612,7 +613,7 @@ def test_torchtitan_checkpoint_interval_is_read_when_enabled(tmp_path: Path) -> 
             {"reference": "model", "reference_weights": "nf4"},
         ),
         # Liger's fused loss does not run: the preference trainers call the model without labels
-        ("stage: dpo\nenable_liger_kernel: true\n", {"loss": "standard", "kernels": "liger"}),
+        ("stage: dpo\nenable_liger_kernel: true\n", {"loss": "logsoftmax", "kernels": "liger"}),
     ],
 )
 def test_llama_factory_stages(tmp_path: Path, settings: str, expected: dict[str, Any]) -> None:

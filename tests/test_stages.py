@@ -272,3 +272,14 @@ def test_full_logits_scoring_of_trl_1_10_by_hand() -> None:
         selective_logits_bytes(v, 2048, 2, upcast=False, reference_after=True, metric_copies=True)[1]
         == 8.0 * v
     )
+
+
+def test_llama_factory_dpo_scoring_by_hand() -> None:
+    """LLaMA-Factory's DPO trainer, per token and vocabulary entry: the policy's fp32 logits and
+    their log-softmax (4 + 4), the reference's the same beside them (+ 8), backward 12."""
+    from trainplan.engine.terms.memory import logsoftmax_logits_bytes
+
+    v = 151_936
+    assert logsoftmax_logits_bytes(v, 896, 2, reference_after=True) == (1792.0, 16.0 * v, 12.0 * v)
+    assert logsoftmax_logits_bytes(v, 896, 2, reference_after=False)[1] == 8.0 * v
+    assert logsoftmax_logits_bytes(v, 896, 4, reference_after=False)[1] == 8.0 * v

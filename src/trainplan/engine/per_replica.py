@@ -34,6 +34,7 @@ from trainplan.engine.terms.memory import (
     layer_weight_bytes,
     logits_bytes,
     logprob_head_bytes,
+    logsoftmax_logits_bytes,
     optimizer_state_bytes,
     optimizer_transient_bytes,
     selective_logits_bytes,
@@ -479,6 +480,13 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 reference_after=resolved_reference(scenario) in ("model", "adapter"),
                 metric_copies=scenario.stage == "kto",
             )
+        elif loss_kind == "logsoftmax":
+            held, loss, backward = logsoftmax_logits_bytes(
+                model.head_rows,
+                model.hidden_size,
+                compute_bytes,
+                reference_after=resolved_reference(scenario) in ("model", "adapter"),
+            )
         elif loss_kind == "fused":
             held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
         elif loss_kind == "chunked":
@@ -661,11 +669,11 @@ _POLICY_FORWARDS = {"kto": 1}
 
 def _loss_head_grad_bytes(loss_kind: str, grad_bytes: float) -> float:
     """Bytes per head weight of the head's gradient alive while the loss runs backward: none for
-    the standard and selective losses (the head's own backward comes after them); the gradient
+    the losses over full logits (the head's own backward comes after them); the gradient
     for the chunked and fused losses (formed inside the loss); TRL's fused log-prob head
     accumulates it in fp32 and returns it cast to the weight's dtype, both alive at its end
     (ChunkedLogProbFunction.backward)."""
-    if loss_kind in ("standard", "selective"):  # the loss over full logits, then the head's backward
+    if loss_kind in ("standard", "selective", "logsoftmax"):  # full logits, then the head's backward
         return 0
     if loss_kind == "logprob":
         return 4 + (grad_bytes if grad_bytes != 4 else 0)

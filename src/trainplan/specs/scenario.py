@@ -50,7 +50,7 @@ KERNELS = ("eager", "liger", "unsloth")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
 ADAPTER_DTYPES = ("fp32", "compute")
 PRICING = ("on-demand", "committed", "spot")
-LOSSES = ("standard", "chunked", "fused", "logprob", "selective")
+LOSSES = ("standard", "chunked", "fused", "logprob", "selective", "logsoftmax")
 FSDP_WRAPS = ("layers", "root")
 REDUCE_DTYPES = ("compute", "fp32")
 ZERO3_MASTERS = ("shard", "separate")
@@ -732,8 +732,9 @@ class Scenario:
             "(Liger, Cut Cross-Entropy), which never holds the full logits; chunked upcasts the "
             "logits to fp32 one chunk at a time (torchtune); logprob is TRL's fused log-prob head "
             "(ChunkedLogProbFunction: logits in tiles, recomputed in backward); selective is the "
-            "full logits through selective_log_softmax, as TRL 1.10 and before scored dpo and kto. "
-            "Null: the stage's "
+            "full logits through selective_log_softmax, as TRL 1.10 and before scored dpo and kto; "
+            "logsoftmax the full fp32 logits' log-softmax, as LLaMA-Factory scores dpo, orpo and "
+            "simpo. Null: the stage's "
             "default, logprob for dpo, kto, orpo and simpo (TRL scores them through it), "
             "standard otherwise",
             LOSSES,

@@ -249,7 +249,8 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         # TRL's fused log-prob head, and its full-logits scoring of TRL 1.10 and before, are
         # traced for the stages TRL scores through them
         "loss": resolved_loss(scenario) == "fused"
-        or (resolved_loss(scenario) in ("logprob", "selective")) != (scenario.stage in LOGPROB_STAGES),
+        or (resolved_loss(scenario) in ("logprob", "selective", "logsoftmax"))
+        != (scenario.stage in LOGPROB_STAGES),
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,

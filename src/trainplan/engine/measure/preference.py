@@ -87,14 +87,19 @@ def preference_step(
     seq_len: int,
     amp: bool,
     ref_model: torch.nn.Module | None = None,
-    fused: bool = True,
+    scoring: str = "logprob",
 ) -> PreferenceStep:
     """The batch and loss of one TRL step of `stage` with `reference` (model, adapter,
-    precomputed, none); `ref_model` is the frozen copy for reference "model". `fused` False
-    scores as TRL 1.10 and before did (the axolotl and config readers' pins): the model's full
+    precomputed, none); `ref_model` is the frozen copy for reference "model". `scoring` is
+    the loss the step runs: logprob (TRL 1.16.0's fused head); selective, as TRL 1.10 and before
+    did (the axolotl and config readers' pins): the model's full
     logits, upcast to fp32 by accelerate under autocast, through `selective_log_softmax`, the
     policy's logits kept until the loss is formed (trl v1.8.0 trl/trainer/dpo_trainer.py
-    `_compute_loss`: `outputs` lives to its end, the reference scored after the policy)."""
+    `_compute_loss`: `outputs` lives to its end, the reference scored after the policy);
+    logsoftmax, as LLaMA-Factory's DPO trainer does (train/dpo/trainer.py at ff6d4d12:
+    concatenated_forward upcasts the full logits to fp32 and gathers from their log-softmax
+    (train/trainer_utils.py get_batch_logps); get_batch_loss_metrics keeps the policy's logits
+    while compute_reference_log_probs scores the reference)."""
     rows = micro_batch * sequences_per_sample(stage)
     notes = [
         f"{stage} step as TRL 1.16.0 runs it: {rows} sequences of {seq_len} tokens"
@@ -122,7 +127,16 @@ def preference_step(
     def logps(model: torch.nn.Module, ids: torch.Tensor, keep: bool = True) -> torch.Tensor:
         """The summed log-probs of `ids`; `keep` False for a KL batch, whose logits TRL 1.8's
         `_compute_kl_logps` drops before it returns."""
-        if not fused:
+        if scoring == "logsoftmax":
+            with autocast():
+                logits = model(input_ids=ids, use_cache=False).logits.to(torch.float32)
+            if keep and torch.is_grad_enabled():
+                kept.append(logits)
+            labels = ids[:, 1:]
+            gathered = torch.gather(logits[:, :-1].log_softmax(-1), 2, labels.unsqueeze(2)).squeeze(2)
+            lf: torch.Tensor = gathered.sum(dim=1)
+            return lf
+        if scoring == "selective":
             from trl.trainer.utils import selective_log_softmax
 
             with autocast():

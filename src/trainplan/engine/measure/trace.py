@@ -22,7 +22,7 @@ METHODS = ("full", "lora", "dora")
 PRECISIONS = ("amp-bf16", "bf16", "fp32", "bf16-mixed")
 OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 ATTENTIONS = ("sdpa", "eager")
-LOSSES = ("standard", "chunked", "logprob", "selective")
+LOSSES = ("standard", "chunked", "logprob", "selective", "logsoftmax")
 
 
 def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
@@ -96,11 +96,11 @@ def measure_training_step(
     preference = stage not in ("sft", "pt")
     if preference and (fsdp is not None or loss == "chunked" or optimizer_in_backward):
         raise InputError("stage", f"{stage} is traced on one GPU with TRL's own loss")
-    if (loss in ("logprob", "selective")) != (stage in LOGPROB_STAGES):
+    if (loss in ("logprob", "selective", "logsoftmax")) != (stage in LOGPROB_STAGES):
         raise InputError(
             "loss",
-            "dpo, kto, orpo and simpo are traced with logprob (TRL's fused head) or selective (TRL 1.10 "
-            "and before); the other stages with standard or chunked",
+            "dpo, kto, orpo and simpo are traced with logprob (TRL's fused head), selective (TRL 1.10 "
+            "and before) or logsoftmax (LLaMA-Factory); the other stages with standard or chunked",
         )
     if reference == "adapter" and method == "full":
         raise InputError("reference", "adapter: a full fine-tune has no adapters to disable")
@@ -201,7 +201,7 @@ def measure_training_step(
                 seq_len=seq_len,
                 amp=amp,
                 ref_model=ref_model,
-                fused=loss == "logprob",
+                scoring=loss,
             )
             notes += step.notes
         if fsdp is not None:

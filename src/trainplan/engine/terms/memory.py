@@ -179,6 +179,26 @@ def selective_logits_bytes(
     return float(hidden_size * activation_bytes), loss * v, backward * v
 
 
+def logsoftmax_logits_bytes(
+    vocab_size: int, hidden_size: int, activation_bytes: int, reference_after: bool
+) -> tuple[float, float, float]:
+    """(held, peak while the loss is formed, peak in its backward) per token for LLaMA-Factory's
+    DPO trainer (train/dpo/trainer.py at ff6d4d12 `concatenated_forward`: the full logits
+    `.to(torch.float32)`, then train/trainer_utils.py `get_batch_logps`: a gather from their
+    log-softmax; `get_batch_loss_metrics` keeps the policy's logits while
+    `compute_reference_log_probs` runs the same on the reference, `reference_after`).
+
+    The policy holds its fp32 logits and their saved log-softmax (4 + 4), having formed them from
+    the compute-dtype logits; the reference's pass adds its fp32 logits and their log-softmax
+    (+ 4 + 4); backward holds the log-softmax, the gather's gradient and the log-softmax's (12,
+    as Hugging Face's own loss). After the head's backward only the hidden states' gradient is
+    left (`held`)."""
+    v = float(vocab_size)
+    policy = max(activation_bytes + 4, 8)
+    loss = policy + (8 if reference_after else 0)
+    return float(hidden_size * activation_bytes), loss * v, 12.0 * v
+
+
 def fused_loss_bytes(hidden_size: int, activation_bytes: int) -> tuple[float, float, float]:
     """(held, peak while computing the loss, peak in its backward) per token for a fused linear +
     cross-entropy kernel (Liger-Kernel's FusedLinearCrossEntropy, Hsu et al. 2024, sec. 3;

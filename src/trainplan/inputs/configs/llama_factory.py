@@ -240,13 +240,16 @@ PREF_STAGES = {
     "orpo": "orpo",
     "simpo": "simpo",
 }
-#: the stages whose trainers score log-probs over the full fp32 logits (train/dpo/trainer.py
-#: CustomDPOTrainer.concatenated_forward: `model(**batch).logits.to(torch.float32)`, then
-#: get_batch_logps' log-softmax; train/kto/trainer.py the same)
+#: DPO's (and ORPO's and SimPO's) trainer scores log-probs over the full fp32 logits
+#: (train/dpo/trainer.py CustomDPOTrainer.concatenated_forward: `model(**batch).logits.to(
+#: torch.float32)`, then get_batch_logps' log-softmax): loss logsoftmax
 _OWN_LOGITS = (
-    "LLaMA-Factory's own preference trainer scores the full fp32 logits with their log-softmax, "
-    "then the reference while the policy's logits are still referenced: the loss side is "
-    "estimated as the standard loss's, and that moment of the reference's pass is not modelled yet"
+    "LLaMA-Factory's own DPO trainer: the full fp32 logits' log-softmax, the policy's logits held "
+    "while the reference is scored (loss logsoftmax)"
+)
+_KTO_LOGITS = (
+    "LLaMA-Factory's own KTO trainer scores the full logits; its order is not modelled yet: the "
+    "loss side is estimated as the standard loss's"
 )
 _VALUE_HEAD = (
     "LLaMA-Factory trains a value head on the causal LM (trl's AutoModelForCausalLMWithValueHead, "
@@ -275,7 +278,11 @@ def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         if kind == "dpo"
         else kind
     )
-    fields: dict[str, Any] = {"stage": stage, "loss": "standard", "_note": _OWN_LOGITS}
+    fields: dict[str, Any] = {"stage": stage}
+    if stage == "kto":
+        fields |= {"loss": "standard", "_note": _KTO_LOGITS}
+    else:
+        fields |= {"loss": "logsoftmax", "_note": _OWN_LOGITS}
     if stage in ("dpo", "kto"):
         fields |= _reference_model(flat)
     return fields
