@@ -414,6 +414,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     loss_kind = resolved_loss(scenario) if model.kind == "llm" else "standard"
     head: LogprobHead | None = None
     autocast_head = 0 if loss_kind == "logprob" else head_matrix
+    # a reference model (or the adapter-disabled policy) scores each batch after the policy
+    reference_scored = resolved_reference(scenario) in ("model", "adapter")
     if model.kind != "llm":
         from trainplan.engine.terms.denoisers import checkpointed_blocks  # not loaded for language models
 
@@ -477,15 +479,12 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 model.hidden_size,
                 compute_bytes,
                 upcast=precision.name.startswith("amp-"),
-                reference_after=resolved_reference(scenario) in ("model", "adapter"),
+                reference_after=reference_scored,
                 metric_copies=scenario.stage == "kto",
             )
         elif loss_kind == "logsoftmax":
             held, loss, backward = logsoftmax_logits_bytes(
-                model.head_rows,
-                model.hidden_size,
-                compute_bytes,
-                reference_after=resolved_reference(scenario) in ("model", "adapter"),
+                model.head_rows, model.hidden_size, compute_bytes, reference_after=reference_scored
             )
         elif loss_kind == "fused":
             held, loss, backward = fused_loss_bytes(model.hidden_size, compute_bytes)
@@ -710,11 +709,21 @@ def reference_copy_bytes(
     model_init_kwargs, its quantization_config included): the base's format for LoRA and QLoRA,
     the trained weights' dtype for a full fine-tune (16-bit under *-mixed and bf16, fp32 under
     amp-* and fp32). A quantised copy keeps its unquantised rest at the compute dtype."""
-    given = scenario.reference_weights
-    if given is None and scenario.method == "full":
+    base = reference_copy_format(scenario)
+    if base is None:
         return counts.total * precision.weight_bytes
-    base = given or resolved_base_weights(scenario) or "bf16"
     return frozen_base_bytes(model, counts, base, precision.activation_bytes)
+
+
+def reference_copy_format(scenario: Scenario) -> str | None:
+    """The format a frozen reference copy is loaded in (`reference_copy_bytes`): the given
+    `reference_weights`, else the base's for LoRA and QLoRA; None for a full fine-tune's copy,
+    which takes the trained weights' dtype."""
+    if scenario.reference_weights is not None:
+        return scenario.reference_weights
+    if scenario.method == "full":
+        return None
+    return resolved_base_weights(scenario) or "bf16"
 
 
 def frozen_base_bytes(model: ModelSpec, counts: ParamCounts, base: str, compute_bytes: int) -> float:

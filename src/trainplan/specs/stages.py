@@ -40,6 +40,11 @@ REFERENCE_STAGES = frozenset({"dpo", "kto"})
 #: DPOTrainer, KTOTrainer and the experimental ORPO and CPO trainers): per-token log-probs
 #: without the [tokens, vocab] logits.
 LOGPROB_STAGES = frozenset({"dpo", "kto", "orpo", "simpo"})
+#: The supervised stages: one model, one sequence per example, no reference.
+SUPERVISED_STAGES = frozenset({"sft", "pt"})
+#: The losses a preference trainer scores with, in place of a cross-entropy: TRL 1.16.0's fused
+#: log-prob head, TRL 1.10's full logits through selective_log_softmax, LLaMA-Factory's log-softmax.
+PREFERENCE_LOSSES = ("logprob", "selective", "logsoftmax")
 
 _NAMES = {
     "sft": "supervised fine-tuning",

@@ -15,6 +15,7 @@ from typing import Any
 from trainplan.engine.estimate import estimate, resolved_base_weights, resolved_ema, sample_shape
 from trainplan.engine.measure.fsdp import FsdpTrace
 from trainplan.engine.measure.result import MeasuredStep
+from trainplan.engine.per_replica import reference_copy_format
 from trainplan.engine.result import Estimate
 from trainplan.engine.terms.jepa_masks import jepa_masks
 from trainplan.engine.terms.params import regex_targets, targeted
@@ -26,7 +27,13 @@ from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.presets import resolved_adapter_dtype
 from trainplan.specs.scenario import Scenario, is_pattern
-from trainplan.specs.stages import LOGPROB_STAGES, resolved_loss, resolved_reference
+from trainplan.specs.stages import (
+    LOGPROB_STAGES,
+    PREFERENCE_LOSSES,
+    SUPERVISED_STAGES,
+    resolved_loss,
+    resolved_reference,
+)
 from trainplan.specs.weights import block_linears
 
 NOT_TRACED = (
@@ -215,10 +222,11 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
     `kind` is the model's (ModelSpec.kind): diffusion, video and JEPA steps run on one GPU
     without the language-model savers, on precomputed latents, and may keep LoRA adapters at
     the base dtype, as the diffusers LoRA scripts do."""
-    if scenario.stage not in ("sft", "pt") and (kind != "llm" or _sharded(scenario)):
-        raise InputError("stage", f"{scenario.stage}: a preference or reward step is traced on one GPU")
-    if scenario.stage not in ("sft", "pt") and _reference_dtype(scenario) not in ("bf16", "fp32", None):
-        raise InputError("reference_weights", "a trace keeps the reference copy in bf16 or fp32")
+    if scenario.stage not in SUPERVISED_STAGES:
+        if kind != "llm" or _sharded(scenario):
+            raise InputError("stage", f"{scenario.stage}: a preference or reward step is traced on one GPU")
+        if _reference_dtype(scenario) not in ("bf16", "fp32", None):
+            raise InputError("reference_weights", "a trace keeps the reference copy in bf16 or fp32")
     if scenario.method == "qlora":
         raise InputError(
             "method",
@@ -249,8 +257,7 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
         # TRL's fused log-prob head, and its full-logits scoring of TRL 1.10 and before, are
         # traced for the stages TRL scores through them
         "loss": resolved_loss(scenario) == "fused"
-        or (resolved_loss(scenario) in ("logprob", "selective", "logsoftmax"))
-        != (scenario.stage in LOGPROB_STAGES),
+        or (resolved_loss(scenario) in PREFERENCE_LOSSES) != (scenario.stage in LOGPROB_STAGES),
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
@@ -293,15 +300,14 @@ def _check_sample_traceable(scenario: Scenario) -> None:
 
 
 def _reference_dtype(scenario: Scenario) -> str | None:
-    """The dtype a frozen reference copy is loaded in (per_replica.reference_copy_bytes: the
-    policy's weights' for a full fine-tune, the base's for an adapter); None without a copy."""
+    """The dtype a frozen reference copy is loaded in (per_replica.reference_copy_format, or the
+    policy's weights' dtype); None without a copy."""
     if resolved_reference(scenario) != "model":
         return None
-    if scenario.reference_weights is not None:
-        return scenario.reference_weights
-    if scenario.method == "full":
-        return "bf16" if PRECISIONS[scenario.precision].weight_bytes == 2 else "fp32"
-    return resolved_base_weights(scenario) or "bf16"
+    given = reference_copy_format(scenario)
+    if given is not None:
+        return given
+    return "bf16" if PRECISIONS[scenario.precision].weight_bytes == 2 else "fp32"
 
 
 def _sharded(scenario: Scenario) -> bool:

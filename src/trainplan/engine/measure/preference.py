@@ -31,9 +31,6 @@ import torch
 
 from trainplan.specs.stages import PAIRED_STAGES, sequences_per_sample
 
-#: Stages whose policy runs through TRL's fused log-prob head.
-LOGPROB_STAGES = frozenset({"dpo", "kto", "orpo", "simpo"})
-
 
 @dataclass
 class PreferenceStep:

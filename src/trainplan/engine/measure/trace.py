@@ -16,13 +16,19 @@ from typing import Any
 from trainplan.engine.measure.fsdp import FSDP_WRAPS, FsdpTrace
 from trainplan.engine.measure.result import MeasuredStep
 from trainplan.specs.errors import InputError
-from trainplan.specs.stages import LOGPROB_STAGES, REFERENCES, STAGES
+from trainplan.specs.stages import (
+    LOGPROB_STAGES,
+    PREFERENCE_LOSSES,
+    REFERENCES,
+    STAGES,
+    SUPERVISED_STAGES,
+)
 
 METHODS = ("full", "lora", "dora")
 PRECISIONS = ("amp-bf16", "bf16", "fp32", "bf16-mixed")
 OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
 ATTENTIONS = ("sdpa", "eager")
-LOSSES = ("standard", "chunked", "logprob", "selective", "logsoftmax")
+LOSSES = ("standard", "chunked", *PREFERENCE_LOSSES)
 
 
 def _check_choice(field: str, value: str, allowed: Sequence[str]) -> None:
@@ -93,10 +99,10 @@ def measure_training_step(
     _check_choice("stage", stage, STAGES)
     _check_choice("reference", reference, REFERENCES)
     _check_choice("reference_weights", reference_dtype, ("bf16", "fp32"))
-    preference = stage not in ("sft", "pt")
+    preference = stage not in SUPERVISED_STAGES
     if preference and (fsdp is not None or loss == "chunked" or optimizer_in_backward):
         raise InputError("stage", f"{stage} is traced on one GPU with TRL's own loss")
-    if (loss in ("logprob", "selective", "logsoftmax")) != (stage in LOGPROB_STAGES):
+    if (loss in PREFERENCE_LOSSES) != (stage in LOGPROB_STAGES):
         raise InputError(
             "loss",
             "dpo, kto, orpo and simpo are traced with logprob (TRL's fused head), selective (TRL 1.10 "

@@ -31,7 +31,7 @@ from trainplan.inputs.configs.base import (
     truthy,
 )
 from trainplan.specs.errors import InputError
-from trainplan.specs.stages import resolved_loss
+from trainplan.specs.stages import SUPERVISED_STAGES, resolved_loss
 
 FORMAT = "llama-factory"
 TITLE = "LLaMA-Factory YAML"
@@ -267,7 +267,7 @@ def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     (train/trainer_utils.py create_ref_model), frozen at the compute dtype (load_model with
     is_trainable=False: no fp32 upcast)."""
     kind = str(value).strip().lower()
-    if kind in ("sft", "pt"):
+    if kind in SUPERVISED_STAGES:
         return {"stage": kind}
     if kind == "rm":
         return {"stage": "rm", "_note": _VALUE_HEAD}

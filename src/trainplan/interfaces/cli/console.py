@@ -27,7 +27,7 @@ from trainplan.interfaces.text.phrasing import (
 )
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.scenario import data_parallel
-from trainplan.specs.stages import stage_name
+from trainplan.specs.stages import SUPERVISED_STAGES, stage_name
 from trainplan.specs.units import format_count, format_gib
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def no_match(what: str, query: str, names: list[str]) -> str:
 def print_estimate(result: Estimate, console: Console | None = None) -> None:
     """Memory table, parameter line, batch line and the fit table."""
     console = console or Console()
-    stage = "" if result.scenario.stage in ("sft", "pt") else f"{stage_name(result.scenario.stage)}, "
+    stage = "" if result.scenario.stage in SUPERVISED_STAGES else f"{stage_name(result.scenario.stage)}, "
     console.print(
         f"[bold]{result.model_name}[/] — {stage}{result.scenario.method}, "
         f"{result.scenario.precision}, {result.scenario.optimizer}"
