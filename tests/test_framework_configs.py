@@ -632,3 +632,32 @@ def test_llama_factory_ppo_is_named_as_not_modelled(tmp_path: Path) -> None:
     reading = scenario_from_config([path])
     assert "stage" not in reading.mapping
     assert any("stage ppo generates rollouts" in str(skipped) for skipped in reading.ignored)
+
+
+@pytest.mark.parametrize(
+    ("settings", "reference"),
+    [
+        # pydantic (axolotl) and HfArgumentParser (LLaMA-Factory) read "true"/"false" strings as
+        # booleans: a string "false" is off, not a non-empty value
+        ("rl: dpo\nadapter: lora\nrl_adapter_ref_model: 'false'\n", "adapter"),
+        ("rl: dpo\nadapter: lora\nrl_adapter_ref_model: 'true'\n", "model"),
+        ("rl: dpo\nprecompute_ref_log_probs: 'true'\n", "precomputed"),
+    ],
+)
+def test_axolotl_reference_switches_read_string_booleans(
+    tmp_path: Path, settings: str, reference: str
+) -> None:
+    path = tmp_path / "dpo.yml"
+    path.write_text(
+        "base_model: meta-llama/Llama-3.1-8B\nmicro_batch_size: 1\nsequence_len: 1024\n" + settings
+    )
+    assert scenario_from_config([path]).mapping["reference"] == reference
+
+
+def test_llama_factory_full_dpo_reference_reads_a_string_boolean(tmp_path: Path) -> None:
+    path = tmp_path / "train.yaml"
+    path.write_text(
+        "model_name_or_path: meta-llama/Llama-3.1-8B\ntemplate: llama3\nstage: dpo\n"
+        "finetuning_type: full\nbf16: 'true'\n"
+    )
+    assert scenario_from_config([path]).mapping["reference_weights"] == "bf16"

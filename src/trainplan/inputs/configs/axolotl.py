@@ -28,6 +28,7 @@ from trainplan.inputs.configs.base import (
     choice,
     fsdp_offload_note,
     ignored,
+    on,
     positive_int,
     to,
     truthy,
@@ -45,15 +46,9 @@ EMITS = (
 )  # fmt: skip
 
 
-def _on(flat: Mapping[str, Any], setting: str) -> bool:
-    """Whether a boolean setting of the file is on (absent or empty: off)."""
-    value = flat.get(setting)
-    return value is not None and truthy(setting, value)
-
-
 def _adapter(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     kind = choice("adapter", {"lora": "lora", "qlora": "qlora"}, value)
-    if kind == "lora" and (_on(flat, "load_in_4bit") or _on(flat, "load_in_8bit")):
+    if kind == "lora" and (on(flat, "load_in_4bit") or on(flat, "load_in_8bit")):
         return {"method": "qlora"}  # LoRA over a quantised base, prepared for k-bit training
     return {"method": kind}
 
@@ -107,7 +102,7 @@ def _checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Igno
         return {"activation_checkpointing": "full", "activation_offload": True}
     if truthy("gradient_checkpointing", value):
         return {"activation_checkpointing": "full"}
-    if any(_on(flat, key) for key in FSDP_CHECKPOINTING):
+    if any(on(flat, key) for key in FSDP_CHECKPOINTING):
         return Ignore("false: fsdp_config's activation checkpointing checkpoints every wrapped block")
     return {"activation_checkpointing": "none"}
 
@@ -217,10 +212,10 @@ def _rl(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
             f"{NOT_MODELLED}: rl {kind} (generated rollouts); the policy's supervised step is estimated"
         )
     fields: dict[str, Any] = {"stage": stage}
-    if stage == "dpo" and flat.get("precompute_ref_log_probs") is True:
+    if stage == "dpo" and on(flat, "precompute_ref_log_probs"):
         fields["reference"] = "precomputed"
     elif stage in ("dpo", "kto"):
-        adapter = bool(flat.get("adapter")) and not flat.get("rl_adapter_ref_model")
+        adapter = bool(flat.get("adapter")) and not on(flat, "rl_adapter_ref_model")
         fields["reference"] = "adapter" if adapter else "model"
     return fields
 
@@ -421,7 +416,7 @@ ADAPTER_DEFAULTS = {"lora_dropout": Default(0.0, "axolotl", "LoraConfig.lora_dro
 def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     """axolotl's own defaults for what a file leaves out (its pydantic schemas); the LoRA ones
     with an adapter only."""
-    bf16 = DEFAULTS if not _on(flat, "fp16") else {**DEFAULTS, "bf16": Default(False, **_BF16)}
+    bf16 = DEFAULTS if not on(flat, "fp16") else {**DEFAULTS, "bf16": Default(False, **_BF16)}
     return {**bf16, **(ADAPTER_DEFAULTS if flat.get("adapter") else {})}
 
 

@@ -101,6 +101,12 @@ def truthy(setting: str, value: Any) -> bool:
     raise InputError(setting, f"{shown_value(value)} is not a boolean (true/false)")
 
 
+def on(flat: Mapping[str, Any], setting: str) -> bool:
+    """Whether a boolean setting of the file is on (absent or empty: off; "true" as true)."""
+    value = flat.get(setting)
+    return value is not None and truthy(setting, value)
+
+
 def flatten(data: Mapping[str, Any], prefix: str = "", whole: tuple[str, ...] = ()) -> dict[str, Any]:
     """Nested mappings -> dotted keys; lists, scalars and the keys in `whole` (an inline
     DeepSpeed config) are leaves."""

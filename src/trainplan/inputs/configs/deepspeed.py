@@ -22,6 +22,7 @@ from trainplan.inputs.configs.base import (
     choice,
     deepspeed_offload_note,
     ignored,
+    on,
     positive_int,
     to,
     truthy,
@@ -47,8 +48,8 @@ def _enabled(precision: str) -> Convert:
             return Ignore(_AUTO)
         if not truthy(f"{precision[:4]}.enabled", value):
             return Ignore("false")
-        if precision == "bf16-mixed" and _on(flat, "bf16.bf16_master_weights_and_grads"):
-            if _on(flat, "bf16.bf16_optimizer_states"):
+        if precision == "bf16-mixed" and on(flat, "bf16.bf16_master_weights_and_grads"):
+            if on(flat, "bf16.bf16_optimizer_states"):
                 return {"precision": "bf16"}
             return {
                 "precision": precision
@@ -56,11 +57,6 @@ def _enabled(precision: str) -> Convert:
         return {"precision": precision}
 
     return convert
-
-
-def _on(flat: Mapping[str, Any], setting: str) -> bool:
-    value = flat.get(setting)
-    return value is not None and truthy(setting, value)
 
 
 def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -106,7 +102,7 @@ def _optimizer(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     kind = choice("optimizer.type", OPTIMIZERS, value)
     if isinstance(kind, Ignore):
         return kind
-    if kind == "adamw-fused" and str(value) in ("Adam", "AdamW") and _on(flat, "optimizer.params.torch_adam"):
+    if kind == "adamw-fused" and str(value) in ("Adam", "AdamW") and on(flat, "optimizer.params.torch_adam"):
         return {"optimizer": "adamw"}
     return {"optimizer": kind}
 

@@ -23,6 +23,7 @@ from trainplan.inputs.configs.base import (
     Rule,
     choice,
     ignored,
+    on,
     positive_int,
     to,
     truthy,
@@ -479,7 +480,7 @@ def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     Trainer's otherwise."""
     if recipe(flat) != "trl":
         return TRAINER_DEFAULTS
-    peft = flat.get("use_peft") is not None and truthy("use_peft", flat["use_peft"])
-    fp16 = flat.get("fp16") is not None and truthy("fp16", flat["fp16"])
+    peft = on(flat, "use_peft")
+    fp16 = on(flat, "fp16")
     bf16 = Default(not fp16, "trl", "_BaseConfig.bf16", TRL_DEFAULTS["bf16"].effective)
     return {**TRL_DEFAULTS, "bf16": bf16, **(TRL_PEFT_DEFAULTS if peft else {})}

@@ -26,6 +26,7 @@ from trainplan.inputs.configs.base import (
     Rule,
     choice,
     ignored,
+    on,
     positive_int,
     to,
     truthy,
@@ -217,9 +218,7 @@ def _attention(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _predict(value: Any, flat: Mapping[str, Any]) -> Ignore:
-    if truthy("do_predict", value) and not (
-        flat.get("do_train") is not None and truthy("do_train", flat["do_train"])
-    ):
+    if truthy("do_predict", value) and not on(flat, "do_train"):
         raise InputError(
             "do_predict",
             "a prediction run (do_predict without do_train): nothing is trained, so nothing to size",
@@ -296,7 +295,7 @@ def _reference_model(flat: Mapping[str, Any]) -> dict[str, Any]:
         return {"reference": "model"} | ({"reference_weights": quantised} if quantised else {})
     if str(flat.get("finetuning_type") or "lora").strip().lower() == "lora":
         return {"reference": "adapter"}
-    compute = "bf16" if flat.get("bf16") is True else "fp16" if flat.get("fp16") is True else "fp32"
+    compute = "bf16" if on(flat, "bf16") else "fp16" if on(flat, "fp16") else "fp32"
     return {"reference": "model", "reference_weights": compute}
 
 
@@ -416,7 +415,7 @@ def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     }
     lora = str(flat.get("finetuning_type") or "lora").lower() == "lora"
     mine = dict(DEFAULTS)
-    if flat.get("use_unsloth") is not None and truthy("use_unsloth", flat["use_unsloth"]):
+    if on(flat, "use_unsloth"):
         del mine["flash_attn"]  # Unsloth patches the attention itself (its recipe)
     if megatron_bridge(flat):
         del mine["disable_gradient_checkpointing"]
