@@ -34,22 +34,27 @@ export function leftOut(page, name, text) {
   return !(page.values.recipe && page.stated.has(name));
 }
 
+/** Whether field `name` applies where its table entry's list `scope` holds `value` (no entry or
+ * no list: everywhere). */
+function inScope(fields, name, scope, value) {
+  const field = fields[name];
+  return !field || !field[scope] || field[scope].includes(value);
+}
+
 /** Which model kinds a field applies to: the field table's `families` (none: every kind). */
 export function appliesTo(fields, name, kind) {
-  const field = fields[name];
-  return !field || !field.families || field.families.includes(kind);
+  return inScope(fields, name, "families", kind);
 }
 
 /** ... and which methods (`methods`: the LoRA parts, the base weights, kbit_upcast). */
 export function appliesToMethod(fields, name, method) {
-  const field = fields[name];
-  return !field || !field.methods || field.methods.includes(method);
+  return inScope(fields, name, "methods", method);
 }
 
-/** ... and which training stages (`stages`: the reference fields, for dpo and kto). */
+/** ... and which training stages (`stages`: the reference fields, for dpo and kto); no stage is
+ * supervised fine-tuning. */
 export function appliesToStage(fields, name, stage) {
-  const field = fields[name];
-  return !field || !field.stages || field.stages.includes(stage || "sft");
+  return inScope(fields, name, "stages", stage || "sft");
 }
 
 /** The selected model's kind: from the catalog list, else from the last answer (a pasted config
