@@ -1,6 +1,7 @@
 # mypy: disable-error-code="no-untyped-call"
 # (torch, transformers, peft and trl are only partly typed; their untyped calls are expected here.)
-"""The loss side of a preference or reward step as TRL 1.16.0 runs it, for the traced loop.
+"""The loss side of a preference or reward step, for the traced loop: as TRL 1.16.0 runs it, or
+scored as TRL 1.10 (selective) or LLaMA-Factory (logsoftmax) score it (`preference_step`).
 
 What each stage runs, read from TRL 1.16.0 (trl/trainer/...):
 - dpo (dpo_trainer.py `DPOTrainer._compute_loss`): the policy on the concatenated [chosen;
