@@ -12,6 +12,7 @@ import pytest
 
 from trainplan import InputError, estimate
 from trainplan.specs.model import MODEL_KINDS
+from trainplan.specs.rollout import ROLLOUT_FIELDS
 from trainplan.specs.scenario import METHODS, field_infos
 from trainplan.specs.stages import STAGES
 
@@ -49,8 +50,18 @@ VALUES: dict[str, Any] = {
     "stage": "orpo",
     "reference": "model",
     "reference_weights": "nf4",
+    "completion_len": 256,
+    "generations": 4,
+    "rollout_engine": "vllm",
+    "rollout_placement": "separate",
+    "rollout_gpus": 2,
+    "rollout_tensor_parallel": 2,
+    "rollout_memory_fraction": 0.5,
+    "rollout_sleep": True,
 }
 FIGURES = ("params", "memory", "time", "cost", "energy")
+_GRPO: dict[str, Any] = {"stage": "grpo", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
+_VLLM: dict[str, Any] = {"rollout_engine": "vllm"}
 # Where a field only acts beside another setting: the chunk count of the chunked loss, the scan
 # kernel of a model with state-space layers.
 INSIDE: dict[str, dict[str, Any]] = {
@@ -58,6 +69,15 @@ INSIDE: dict[str, dict[str, Any]] = {
     "ssm_kernel": {"model": "Mamba-2.8B", "method": "full"},
     "reference": {"stage": "dpo"},
     "reference_weights": {"stage": "dpo", "reference": "model"},
+    # the rollout fields: a GRPO step of 8 completions per GPU, with the engine each one needs
+    "completion_len": _GRPO,
+    "generations": {**_GRPO, **_VLLM, "rollout_placement": "separate", "gpus": 3},
+    "rollout_engine": _GRPO,
+    "rollout_placement": {**_GRPO, **_VLLM, "gpus": 3},
+    "rollout_gpus": {**_GRPO, **_VLLM, "rollout_placement": "separate", "gpus": 4},
+    "rollout_tensor_parallel": {**_GRPO, **_VLLM, "gpus": 2},
+    "rollout_memory_fraction": {**_GRPO, **_VLLM},
+    "rollout_sleep": {**_GRPO, **_VLLM},
 }
 
 
@@ -70,10 +90,10 @@ def scoped() -> dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]
 
 
 def test_outside_its_stages_a_field_is_refused() -> None:
-    """A field scoped to stages (the reference fields: dpo and kto) is refused, naming it, on
-    every other stage."""
+    """A field scoped to stages (the reference fields: dpo, kto and grpo; the rollout fields:
+    grpo) is refused, naming it, on every other stage."""
     staged = {name: info.stages for name, info in field_infos().items() if info.stages is not None}
-    assert set(staged) == {"reference", "reference_weights"}
+    assert set(staged) == {"reference", "reference_weights", *ROLLOUT_FIELDS}
     for name, stages in staged.items():
         assert set(stages) <= set(STAGES)
         for stage in sorted(set(STAGES) - set(stages)):

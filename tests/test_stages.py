@@ -110,7 +110,8 @@ def test_batch_line_names_pairs() -> None:
         ({"stage": "sft", "reference": "precomputed"}, "reference", "uses no reference"),
         ({"stage": "dpo", "reference": "none"}, "reference", "give model, precomputed or adapter"),
         ({"stage": "dpo", "reference_weights": "nf4"}, "reference_weights", "reference here is adapter"),
-        ({"stage": "grpo"}, "stage", "grpo"),
+        ({"stage": "grpo", "reference": "precomputed"}, "reference", "each generation batch"),
+        ({"stage": "dpo", "generations": 4}, "generations", "the stage here is dpo"),
     ],
 )
 def test_stage_rules_name_the_field(changes: dict[str, str], field: str, phrase: str) -> None:

@@ -8,9 +8,10 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
-from trainplan.engine.per_gpu import OFFLOAD_CODES, PHASES, TERMS, Layout, Memory, memory
+from trainplan.engine.per_gpu import OFFLOAD_CODES, TERMS, Layout, Memory, memory
 from trainplan.engine.per_replica import Coefficients, coefficients
 from trainplan.engine.result import Batch, Estimate, FitRow, Phase, Term, TermLabels, record
+from trainplan.engine.rollout_step import RolloutFigures, rollout_figures
 from trainplan.engine.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.engine.terms.device import DeviceOverhead, cache_fraction, device_rates, layout_overhead
 from trainplan.engine.terms.precisions import (
@@ -38,6 +39,7 @@ from trainplan.inputs.resolve import chosen_gpu, resolve_model
 from trainplan.specs.labels import ESTIMATE, EXACT
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.presets import adapter_dtype_summary, recipe_summary
+from trainplan.specs.rollout import rollout_data
 from trainplan.specs.scenario import (
     Scenario,
     data_parallel,
@@ -78,6 +80,12 @@ KINDS = {
         "reduce-scatter buffers and the all-gather stream's pool; a diffusion model's frozen "
         "encoders' working set while they run",
     ),
+    "rollout": (
+        EXACT,
+        "a GRPO step's rollout engine on this GPU: a colocated vLLM engine's budget "
+        "(rollout_memory_fraction x the GPU's memory, exact; split in memory.rollout), or "
+        "transformers' generate's KV caches and logits (an estimate); not in allocated_peak_bytes",
+    ),
     "cache": (
         ESTIMATE,
         "blocks the CUDA caching allocator keeps reserved beyond the live tensors (a fraction of "
@@ -103,13 +111,14 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     check_layout(scenario, spec)
     coeffs = coefficients(spec, scenario)
     device = device_of(scenario, gpu)
-    layout = layout_of(coeffs, scenario, device)
+    rollout = rollout_figures(coeffs, scenario, gpu)
+    layout = layout_of(coeffs, scenario, device, rollout)
     mem = memory(coeffs, layout)
     phases = _phases(mem)
     peak = max(phases, key=_total)
     paged = float(mem.paged)
     load = load_figures(scenario, gpu, coeffs.counts, coeffs.precision)
-    time = time_figures(coeffs, scenario, gpu, layout, load)
+    time = time_figures(coeffs, scenario, gpu, layout, load, rollout)
     cost = cost_figures(scenario, gpu, time)
     energy = energy_figures(scenario, gpu, time)
     base = coeffs.base
@@ -129,16 +138,19 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         stream_pool_bytes=float(mem.stream_pool.get(peak.name, 0.0)),
         allocated_peak=_allocated_peak(mem),
         device=device,
-        fit=_with_chosen(fit_rows(peak.total), gpu, peak.total),
+        fit=_engine_fit(_with_chosen(_fit(phases, rollout), gpu, peak.total), gpu, rollout),
         batch=Batch(
             scenario.micro_batch,
             scenario.grad_accum,
             layout.data_parallel,
             coeffs.seq_len,
             sequences_per_sample(scenario.stage),
+            rollout.rollout.generations if rollout else None,
         ),
         warnings=tuple(
-            _warnings(spec, scenario, gpu, coeffs) + _paged_warning(paged, peak.total, gpu, scenario)
+            _warnings(spec, scenario, gpu, coeffs)
+            + _paged_warning(paged, peak.total, gpu, scenario)
+            + _rollout_warnings(rollout)
         ),
         approximations=spec.approximations,
         time=time,
@@ -181,8 +193,10 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "adapter_dtype": adapter_dtype_summary(spec.kind, scenario, coeffs.precision.compute),
             **sample_assumptions(spec, scenario),
             **stage_assumptions(scenario, coeffs),
+            **rollout_assumptions(rollout),
         },
         sample=coeffs.sample,
+        rollout=rollout,
     )
 
 
@@ -201,6 +215,53 @@ def stage_assumptions(scenario: Scenario, coeffs: Coefficients) -> dict[str, obj
     }
 
 
+def rollout_assumptions(rollout: RolloutFigures | None) -> dict[str, object]:
+    """What a rollout stage's estimate assumed (empty without one): the engine's settings with
+    TRL's defaults applied, and the generation rates (data/rollout.yaml)."""
+    if rollout is None:
+        return {}
+    _, rates = rollout_data()
+    settings = rollout.rollout
+    return {
+        "rollout_engine": settings.engine,
+        "rollout_placement": settings.placement,
+        "rollout_memory_fraction": settings.memory_fraction if settings.engine == "vllm" else None,
+        "generations": settings.generations,
+        "completion_len": settings.completion_len,
+        "prompt_len": settings.prompt_len,
+        "decode_bandwidth_efficiency": rates["decode_bandwidth_efficiency"],
+        "hf_decode_step_s": rates["hf_decode_step_s"] if settings.engine == "hf" else None,
+    }
+
+
+def _rollout_warnings(rollout: RolloutFigures | None) -> list[str]:
+    """What a rollout stage's engine cannot do as asked, and what its generation assumes."""
+    if rollout is None:
+        return []
+    engine, settings = rollout.engine, rollout.rollout
+    notes = [
+        f"generation assumes every completion runs to completion_len ({settings.completion_len:,} "
+        "tokens): shorter completions generate faster"
+    ]
+    if engine.problem is not None:
+        notes.insert(0, f"the vLLM engine cannot start: {engine.problem}")
+    elif engine.engine == "vllm" and engine.concurrent < min(engine.sequences, engine.max_num_seqs):
+        notes.insert(
+            0,
+            f"the engine's KV cache holds {engine.max_sequences:,} sequences of {engine.sequence_tokens:,} "
+            f"tokens at once: its {engine.sequences:,} completions run in {engine.waves} waves",
+        )
+    return notes
+
+
+def _engine_fit(rows: tuple[FitRow, ...], gpu: GpuSpec, rollout: RolloutFigures | None) -> tuple[FitRow, ...]:
+    """The fit table with the scenario's GPU marked as not fitting when its vLLM engine cannot
+    start there (no KV-cache block, or none for one whole sequence: vLLM refuses to)."""
+    if rollout is None or rollout.engine.problem is None:
+        return rows
+    return tuple(row._replace(fits=False) if row.gpu == gpu.name else row for row in rows)
+
+
 def device_of(scenario: Scenario, gpu: GpuSpec) -> DeviceOverhead:
     """The scenario's memory outside the caching allocator on `gpu` (terms/device.py)."""
     return layout_overhead(
@@ -212,8 +273,11 @@ def device_of(scenario: Scenario, gpu: GpuSpec) -> DeviceOverhead:
     )
 
 
-def layout_of(coeffs: Coefficients, scenario: Scenario, device: DeviceOverhead) -> Layout:
-    """The scenario's parallel layout as formula inputs (Python numbers)."""
+def layout_of(
+    coeffs: Coefficients, scenario: Scenario, device: DeviceOverhead, rollout: RolloutFigures | None = None
+) -> Layout:
+    """The scenario's parallel layout as formula inputs (Python numbers), with a rollout
+    stage's engine bytes on each trainer GPU."""
     return Layout(
         tensor_parallel=scenario.tensor_parallel,
         pipeline_parallel=scenario.pipeline_parallel,
@@ -226,12 +290,34 @@ def layout_of(coeffs: Coefficients, scenario: Scenario, device: DeviceOverhead) 
         sequence_parallel=scenario.sequence_parallel,
         overhead_bytes=device.total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
+        rollout=rollout is not None,
+        rollout_bytes=rollout.training_bytes if rollout else 0.0,
+        generation_bytes=rollout.generation_bytes if rollout else 0.0,
+        generation_temporaries=rollout.generation_temporaries if rollout else 0.0,
     )
 
 
 def _phases(mem: Memory) -> tuple[Phase, ...]:
-    """The memory phases as named, labelled terms."""
-    return tuple(_phase(name, mem.phases[name]) for name in PHASES)
+    """The memory phases as named, labelled terms (a rollout stage's generation and scoring
+    first, then forward, backward and optimizer)."""
+    return tuple(_phase(name, terms) for name, terms in mem.phases.items())
+
+
+def _fit(phases: tuple[Phase, ...], rollout: RolloutFigures | None) -> tuple[FitRow, ...]:
+    """The fit table. A colocated vLLM engine takes a share of each GPU's own memory, so on each
+    catalog GPU the phases that hold it are counted with that GPU's share in place of the
+    scenario's GPU's."""
+    peak = max(phase.total for phase in phases)
+    if rollout is None or not rollout.rollout.colocated or rollout.engine.engine != "vllm":
+        return fit_rows(peak)
+    fraction, budget = rollout.rollout.memory_fraction, rollout.engine.budget_bytes
+    fixed = max((p.total for p in phases if p.term("rollout").value == 0), default=0.0)
+    shared = max((p.total - budget for p in phases if p.term("rollout").value > 0), default=0.0)
+    rows = []
+    for row in fit_rows(0.0):
+        total = max(fixed, shared + fraction * row.memory_bytes)
+        rows.append(row._replace(free_bytes=row.memory_bytes - total, fits=total <= row.memory_bytes))
+    return tuple(rows)
 
 
 def _allocated_peak(mem: Memory) -> Phase:

@@ -38,6 +38,7 @@ def _terms(
     logits: Any,
     temporaries: Any,
     overhead: Any,
+    rollout: Any = 0.0,
     cache: Any = 0.0,
 ) -> dict[str, Any]:
     """One moment's memory terms by name (a dict display: built in one step)."""
@@ -48,6 +49,7 @@ def _terms(
         "activations": activations,
         "logits": logits,
         "temporaries": temporaries,
+        "rollout": rollout,
         "cache": cache,
         "overhead": overhead,
     }
@@ -55,8 +57,10 @@ def _terms(
 
 #: The memory terms of every moment, in order: the keys `_terms` writes.
 TERMS: tuple[str, ...] = tuple(_terms(*[0] * 7))
-#: The terms that are no live tensors: the allocator's cache and the memory outside it.
-_NOT_ALLOCATED = ("cache", "overhead")
+#: The terms that are no live tensors of the trainer's allocator: the rollout engine's memory
+#: (its own budget, or the generate call's caches, reported apart), the allocator's cache and the
+#: memory outside it.
+_NOT_ALLOCATED = ("rollout", "cache", "overhead")
 
 
 def _allocated(terms: dict[str, Any], pool: Any) -> Any:
@@ -73,6 +77,9 @@ def _cached(terms: dict[str, Any], pool: Any, fraction: Any) -> dict[str, Any]:
 
 
 PHASES = ("forward", "backward", "optimizer")
+#: The moments a rollout stage adds before the training ones: generating the completions, then
+#: scoring them under no_grad (the old and the reference log-probs).
+ROLLOUT_PHASES = ("generation", "scoring")
 
 
 @direct_init
@@ -94,6 +101,14 @@ class Layout:
     overhead_bytes: Any = 0.0
     # the allocator's cache beyond the live tensors, as a fraction of the allocated bytes
     cache_fraction: Any = 0.0
+    # a rollout stage (terms/rollout.py): its generation and scoring moments are added; the
+    # engine's bytes on this GPU while the policy is scored and trained (a colocated vLLM
+    # engine that does not sleep) and while it generates; the generate call's own temporaries
+    # on the trainer's allocator (transformers' prefill, weights gathered under ZeRO-3)
+    rollout: bool = False
+    rollout_bytes: Any = 0.0
+    generation_bytes: Any = 0.0
+    generation_temporaries: Any = 0.0
 
     @property
     def gpus(self) -> Any:
@@ -121,9 +136,16 @@ class Memory:
         """The moment with the largest total without the side streams' pools, and its terms with
         the pools taken out of `temporaries`, no cache and no overhead (the allocator's cache,
         the CUDA context, workspaces and NCCL's buffers are no tensors): what
-        max_memory_allocated() would see."""
+        max_memory_allocated() would see of the trainer's tensors (a rollout engine's memory is
+        its own term, left out here)."""
         name, (terms, pool) = max(self.moments.items(), key=lambda item: float(_allocated(*item[1])))
-        return name, {**terms, "temporaries": terms["temporaries"] - pool, "cache": 0.0, "overhead": 0.0}
+        return name, {
+            **terms,
+            "temporaries": terms["temporaries"] - pool,
+            "rollout": 0.0,
+            "cache": 0.0,
+            "overhead": 0.0,
+        }
 
     def totals(self) -> dict[str, Any]:
         """Phase -> total bytes."""
@@ -131,8 +153,11 @@ class Memory:
 
     def peak(self) -> Any:
         """The largest phase total."""
-        totals = self.totals()
-        return maximum(maximum(totals["forward"], totals["backward"]), totals["optimizer"])
+        totals = list(self.totals().values())
+        largest = totals[0]
+        for total in totals[1:]:
+            largest = maximum(largest, total)
+        return largest
 
 
 def memory(c: Coefficients, v: Layout) -> Memory:
@@ -270,6 +295,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # moment of its own, counted as the temporaries it needs beyond the forward's activations
     encode = c.encoders.peak[0] + c.encoders.peak[1] * v.micro_batch
     encoding = maximum(encode - (stored + loss + autocast + gathered + side), 0.0)
+    engine = v.rollout_bytes
     forward = _terms(
         weights,
         resident,
@@ -278,6 +304,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         loss,
         autocast + gathered + side + maximum(encoding, layer_forward),
         overhead,
+        engine,
     )
     fraction = v.cache_fraction
     forward = _cached(forward, early_pools, fraction)
@@ -296,6 +323,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         loss_backward,
         gathered + side + saved_copies,
         overhead,
+        engine,
     )
     layer_moment = _terms(
         weights,
@@ -305,6 +333,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         held,
         working_forward + layer_backward + side + saved_copies - head_copy,
         overhead,
+        engine,
     )
     loss_moment = _cached(loss_moment, early_pools, fraction)
     layer_moment = _cached(layer_moment, early_pools, fraction)
@@ -328,34 +357,73 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     end = _cached(
         # optimizer-in-backward steps the summed gradient once its inputs are freed: the step's
         # temporaries come after the sum's moment, not beside it
-        _terms(weights, gradients, optimizer, 0.0, 0.0, maximum(embedding, stepping) + end_working, overhead),
+        _terms(
+            weights,
+            gradients,
+            optimizer,
+            0.0,
+            0.0,
+            maximum(embedding, stepping) + end_working,
+            overhead,
+            engine,
+        ),
         pool,
         fraction,
     )
     backward, end_later = _larger(start, end)
     # the all-gather stream's pool stays reserved through the optimizer step
     step = _cached(
-        _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead), pool, fraction
+        _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead, engine), pool, fraction
     )
+    phases = {"forward": forward, "backward": backward, "optimizer": step}
+    moments = {
+        "forward": (forward, early_pools),
+        "backward": (start, early_pools),
+        "backward end": (end, pool),
+        "optimizer": (step, pool),
+    }
+    if v.rollout:
+        # between optimizer steps (zero_grad has freed the gradients, unless accumulated): the
+        # engine generates beside the policy's weights and optimizer state; then the policy (and
+        # the reference) score the completions under no_grad, one micro-batch at a time: one
+        # layer's working set and the log-prob head's buffers
+        generation = _cached(
+            _terms(
+                weights,
+                0.0,
+                optimizer,
+                0.0,
+                0.0,
+                v.generation_temporaries + pool,
+                overhead,
+                v.generation_bytes,
+            ),
+            pool,
+            fraction,
+        )
+        scoring = _cached(
+            _terms(weights, 0.0, optimizer, 0.0, loss, layer_forward + gathered + side, overhead, engine),
+            early_pools,
+            fraction,
+        )
+        phases = {"generation": generation, "scoring": scoring} | phases
+        moments = {"generation": (generation, pool), "scoring": (scoring, early_pools)} | moments
     return Memory(
-        phases={"forward": forward, "backward": backward, "optimizer": step},
+        phases=phases,
         # the reference copy's share of `weights`, where a preference stage keeps one
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer}
         | ({"reference": reference} if c.reference.resident_bytes else {}),
         offloaded=offloaded,
         paged=paged,
         stream_pool={
+            "generation": pool,
+            "scoring": early_pools,
             "forward": early_pools,
             "backward": where(end_later, pool, early_pools),
             "optimizer": pool,
         },
         # what max_memory_allocated() would see: each moment without the side streams' pools
-        moments={
-            "forward": (forward, early_pools),
-            "backward": (start, early_pools),
-            "backward end": (end, pool),
-            "optimizer": (step, pool),
-        },
+        moments=moments,
     )
 
 
@@ -442,8 +510,13 @@ class StepSeconds:
     frozen_encoders: Any = 0.0
     # the optimizer step on the CPU under offload, bound by the host's memory bandwidth
     host_optimizer: Any = 0.0
-    # a preference stage's no-grad forwards: the reference's, and KTO's KL batch through the policy
+    # a preference stage's no-grad forwards: the reference's, and KTO's KL batch through the policy;
+    # a GRPO step's scoring of its completions (the reference's and the policy's old log-probs)
     reference_forward: Any = 0.0
+    # a GRPO step's rollout (terms/rollout.py): generating the completions, and loading the
+    # policy's updated weights into a vLLM engine
+    generation: Any = 0.0
+    weight_sync: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of the trained model's compute, by name."""
@@ -457,12 +530,15 @@ class StepSeconds:
             "frozen_encoders": self.frozen_encoders,
             "host_optimizer": self.host_optimizer,
             "reference_forward": self.reference_forward,
+            "generation": self.generation,
+            "weight_sync": self.weight_sync,
         }
 
     @property
     def busy(self) -> Any:
-        """Seconds the GPU computes: the trained model's step and the frozen models' forwards."""
-        return self.compute + self.frozen_encoders + self.reference_forward
+        """Seconds the GPU computes: the trained model's step, the frozen models' forwards and
+        a rollout's generation."""
+        return self.compute + self.frozen_encoders + self.reference_forward + self.generation
 
     def dominant_overhead(self) -> str:
         """The largest term other than compute ('none' when all are zero)."""
@@ -484,6 +560,8 @@ class StepSeconds:
             + self.frozen_encoders
             + self.host_optimizer
             + self.reference_forward
+            + self.generation
+            + self.weight_sync
         )
 
 

@@ -61,6 +61,7 @@ from trainplan.engine.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, compile_f
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.model import Linear, ModelSpec, derived
 from trainplan.specs.presets import resolved_adapter_dtype
+from trainplan.specs.rollout import resolved_rollout
 from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario, is_pattern, resolved_base_weights
 from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample, stage_model
 from trainplan.specs.validity import QUANTISED_BASES
@@ -415,7 +416,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     head: LogprobHead | None = None
     autocast_head = 0 if loss_kind == "logprob" else head_matrix
     # a reference model (or the adapter-disabled policy) scores each batch after the policy
-    reference_scored = resolved_reference(scenario) in ("model", "adapter")
+    # (GRPO's scores the generation batch before training, in a moment of its own)
+    reference_scored = resolved_reference(scenario) in ("model", "adapter") and scenario.stage != "grpo"
     if model.kind != "llm":
         from trainplan.engine.terms.denoisers import checkpointed_blocks  # not loaded for language models
 
@@ -662,8 +664,20 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
 #: DPO's reference scores the same concatenated batch; KTO's scores the completion batch and the
 #: KL batch, and the policy scores the KL batch under no_grad whatever the reference (TRL 1.16.0
 #: KTOTrainer._compute_kl_logps). Precomputed: the reference's passes move before training.
-_STEP_FORWARDS = {"dpo": 1, "kto": 2}
+_STEP_FORWARDS = {"dpo": 1, "kto": 2, "grpo": 1}
 _POLICY_FORWARDS = {"kto": 1}
+
+
+def _policy_forwards(scenario: Scenario) -> int:
+    """The policy's own no-grad forwards per trained token: KTO's KL batch; GRPO's old
+    log-probs, which GRPOTrainer._generate_and_score_completions computes whenever vLLM
+    generates (vllm_importance_sampling_correction, true by default), and with transformers'
+    generate only when generation and optimizer steps are misaligned (not under TRL's default
+    steps_per_generation = grad_accum, num_iterations 1)."""
+    if scenario.stage == "grpo":
+        rollout = resolved_rollout(scenario)
+        return 1 if rollout is not None and rollout.engine == "vllm" else 0
+    return _POLICY_FORWARDS.get(scenario.stage, 0)
 
 
 def _loss_head_grad_bytes(loss_kind: str, grad_bytes: float) -> float:
@@ -685,7 +699,7 @@ def _reference(
     """The stage's reference record (ReferenceModel); an empty one for the stages without."""
     kind = resolved_reference(scenario)
     forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
-    policy = _POLICY_FORWARDS.get(scenario.stage, 0) * forward
+    policy = _policy_forwards(scenario) * forward
     if kind == "none":
         return ReferenceModel(flops_per_token=policy)
     passes = _STEP_FORWARDS[scenario.stage] * forward

@@ -43,6 +43,7 @@ from trainplan.inputs.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
 from trainplan.inputs.resolve import resolve_model, scenario_gpu
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec
+from trainplan.specs.rollout import ROLLOUT_STAGES
 from trainplan.specs.scenario import (
     DEFAULT_TRAIN_TOKENS,
     Scenario,
@@ -340,6 +341,12 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     if request.base.gpu_file is not None:
         raise InputError(
             "gpu_file", "the planner searches the catalog's GPUs; estimate your own GPU with `estimate`"
+        )
+    if request.base.stage in ROLLOUT_STAGES:
+        raise InputError(
+            "stage",
+            f"{request.base.stage}: the planner does not search rollout layouts yet (the engine's "
+            "placement, its GPUs and memory fraction); estimate each layout with `estimate`",
         )
     request.check_size()
     spec = (

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
 
+from trainplan.engine.rollout_step import RolloutFigures
 from trainplan.engine.terms.device import DeviceOverhead
 from trainplan.engine.terms.geometry import TokenShape
 from trainplan.engine.terms.params import ParamCounts
 from trainplan.engine.time_cost_energy import CostFigures, EnergyFigures, LoadFigures, TimeFigures
 from trainplan.specs.frozen import direct_init, once
+from trainplan.specs.labels import ESTIMATE, EXACT
 from trainplan.specs.scenario import Scenario, scenario_to_mapping
 
 
@@ -81,13 +83,20 @@ class FitRow(NamedTuple):
 class Batch:
     """The global batch: micro x accum x replicas examples of seq_len tokens each. An example
     is one sequence, or a chosen/rejected pair of `sequences_per_sample` sequences (rm, dpo,
-    orpo, simpo), whose `seq_len` then counts both."""
+    orpo, simpo), whose `seq_len` then counts both; for grpo one completion (prompt and
+    completion), `generations` of them per prompt."""
 
     micro_batch: int
     grad_accum: int
     replicas: int
     seq_len: int
     sequences_per_sample: int = 1
+    generations: int | None = None  # grpo: completions per prompt
+
+    @property
+    def prompts_per_step(self) -> int | None:
+        """grpo: prompts one optimizer step generates for (global_sequences / generations)."""
+        return self.global_sequences // self.generations if self.generations else None
 
     @property
     def global_sequences(self) -> int:
@@ -141,6 +150,7 @@ class Estimate:
     gpu: str = ""
     assumptions: dict[str, Any] = field(default_factory=dict)
     sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
+    rollout: RolloutFigures | None = None  # a GRPO step's rollout engine and its figures
 
     @property
     def total_bytes(self) -> float:
@@ -205,6 +215,69 @@ def _memory(result: Estimate) -> dict[str, Any]:
         "allocated_peak_bytes": result.allocated_peak_bytes,
         "reserved_peak_bytes": result.reserved_peak_bytes,
         "device_overhead": _device(result.device),
+        "rollout": _rollout(result),
+    }
+
+
+def rollout_rounds(result: Estimate) -> dict[str, Phase]:
+    """A rollout step's rounds and the phase that is each one's peak: rollout (the generation
+    moment), scoring, and training (the largest of forward, backward and optimizer); empty
+    without a rollout."""
+    if result.rollout is None:
+        return {}
+    phases = {phase.name: phase for phase in result.phases}
+    training = max((phases[name] for name in ("forward", "backward", "optimizer")), key=lambda p: p.total)
+    return {"rollout": phases["generation"], "scoring": phases["scoring"], "training": training}
+
+
+def _rollout(result: Estimate) -> dict[str, Any] | None:
+    """A rollout stage's engine (its settings with the defaults applied, its memory on one of its
+    GPUs and on each trainer GPU) and the memory of each round of the step; None without one."""
+    figures = result.rollout
+    if figures is None:
+        return None
+    engine = figures.engine
+    rounds = rollout_rounds(result)
+    peak_round = max(rounds, key=lambda name: rounds[name].total)
+    return {
+        **json_tree(figures.rollout),
+        "completions_per_step": figures.completions_per_step,
+        "prompts_per_step": figures.prompts_per_step,
+        "engine_memory": {
+            "budget_bytes": engine.budget_bytes,
+            "weights_bytes": engine.weights_bytes,
+            "activations_bytes": engine.activation_bytes,
+            "kv_cache_bytes": engine.kv_cache_bytes,
+            "total_bytes": engine.total_bytes,
+            "kv_bytes_per_token": engine.kv_bytes_per_token,
+            "kv_tokens": engine.kv_tokens,
+            "max_sequences": engine.max_sequences,
+            "max_num_seqs": engine.max_num_seqs,
+            "sequences": engine.sequences,
+            "concurrent_sequences": engine.concurrent,
+            "waves": engine.waves,
+            "problem": engine.problem,
+            "kinds": {
+                "budget": EXACT,
+                "weights": EXACT,
+                "activations": ESTIMATE,
+                "kv_cache": ESTIMATE if engine.engine == "vllm" else EXACT,
+            },
+        },
+        "trainer_gpu": {
+            "generation_bytes": figures.generation_bytes,
+            "training_bytes": figures.training_bytes,
+            "generation_temporaries_bytes": figures.generation_temporaries,
+        },
+        "rounds": {
+            name: {
+                "phase": phase.name,
+                "total_bytes": phase.total,
+                "engine_bytes": phase.term("rollout").value,
+            }
+            for name, phase in rounds.items()
+        },
+        "peak_round": peak_round,
     }
 
 
@@ -247,6 +320,7 @@ JSON_SHAPES: dict[type, JsonShape] = {
                     "stream_pool_bytes",
                     "allocated_peak",
                     "device",
+                    "rollout",
                 ),
                 _IN_MEMORY,
             ),
@@ -261,6 +335,7 @@ JSON_SHAPES: dict[type, JsonShape] = {
         derived={
             "global_sequences": lambda batch: batch.global_sequences,
             "global_tokens": lambda batch: batch.global_tokens,
+            "prompts_per_step": lambda batch: batch.prompts_per_step,
         }
     ),
     TimeFigures: JsonShape(

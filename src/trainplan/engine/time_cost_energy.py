@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, NamedTuple
 
 from trainplan.engine.per_gpu import Hardware, Layout, StepSeconds, forward_seconds, step_seconds
 from trainplan.engine.per_replica import Coefficients
+from trainplan.engine.rollout_step import RolloutFigures, rollout_seconds
 from trainplan.engine.scalar_or_array import minimum, where
 from trainplan.engine.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.engine.terms.flops import FlopsPerToken
@@ -245,14 +246,23 @@ def scenario_step_seconds(
 
 
 def time_figures(
-    coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec, layout: Layout, load: LoadFigures
+    coeffs: Coefficients,
+    scenario: Scenario,
+    gpu: GpuSpec,
+    layout: Layout,
+    load: LoadFigures,
+    rollout: RolloutFigures | None = None,
 ) -> TimeFigures | None:
     """Step time by cause, the time to train and the run's fixed time; None when the GPU lacks
-    the precision."""
+    the precision. A rollout stage's generation and weight sync run before its training, in
+    the same step (GRPOTrainer waits for them)."""
     hardware = hardware_of(gpu, coeffs.precision, scenario.mfu, efficiency_kind(coeffs.model))
     if hardware is None:
         return None
     step = scenario_step_seconds(coeffs, hardware, layout, scenario)
+    if rollout is not None:
+        seconds = rollout_seconds(coeffs, scenario, hardware, rollout, gpu)
+        step = replace(step, generation=seconds.generation.total, weight_sync=seconds.weight_sync)
     global_tokens = scenario.micro_batch * coeffs.seq_len * scenario.grad_accum * data_parallel(scenario)
     per_sample = coeffs.seq_len if coeffs.model.kind != "llm" else 0
     train_tokens, steps = training_tokens(scenario, global_tokens, per_sample)

@@ -18,7 +18,20 @@ from trainplan.specs.errors import InputError, shown_number, shown_value
 from trainplan.specs.model import MODEL_KINDS
 from trainplan.specs.offload import OFFLOAD
 from trainplan.specs.presets import Recipe, recipes, with_recipe
-from trainplan.specs.stages import REFERENCE_STAGES, REFERENCES, STAGES, check_stage
+from trainplan.specs.rollout import (
+    ROLLOUT_ENGINES,
+    ROLLOUT_PLACEMENTS,
+    ROLLOUT_STAGES,
+    check_rollout,
+    trainer_gpus,
+)
+from trainplan.specs.stages import (
+    OPTIONAL_REFERENCE_STAGES,
+    REFERENCE_STAGES,
+    REFERENCES,
+    STAGES,
+    check_stage,
+)
 from trainplan.specs.validity import check_layout
 from trainplan.specs.validity import resolved_base_weights as resolved_base_weights  # re-exported
 
@@ -193,6 +206,8 @@ LORA_FIELDS: dict[str, FieldInfo] = {
 
 
 LLM_ONLY = ("llm",)
+#: The stages the rollout fields apply to (specs/rollout.py).
+_ROLLOUT = tuple(sorted(ROLLOUT_STAGES))
 SAMPLE_KINDS = ("diffusion", "video", "jepa")  # the kinds that train on images or clips
 ADAPTER_METHODS = ("lora", "qlora")
 
@@ -331,7 +346,8 @@ class Scenario:
             "what the step trains: sft and pt (one sequence per example), rm (a reward model: "
             "chosen and rejected scored by one scalar head), dpo, orpo, simpo (micro_batch counts "
             "chosen/rejected pairs, run as one batch of 2 x micro_batch sequences) or kto "
-            "(unpaired examples plus a KL batch); LLaMA-Factory's stage names, TRL's trainers",
+            "(unpaired examples plus a KL batch), grpo (completions generated per prompt, then "
+            "trained; the rollout fields); LLaMA-Factory's stage names, TRL's trainers",
             STAGES,
             model_kinds=LLM_ONLY,
             label="Training stage",
@@ -343,19 +359,21 @@ class Scenario:
                 ("kto", "KTO"),
                 ("orpo", "ORPO"),
                 ("simpo", "SimPO"),
+                ("grpo", "GRPO"),
             ),
         ),
     )
     reference: str | None = _field(
         None,
         FieldInfo(
-            "dpo and kto: where the reference log-probs come from: model (a frozen copy on every "
-            "GPU), adapter (the LoRA policy with its adapters disabled), precomputed (one pass "
-            "before training, precompute_ref_log_probs) or none (null: TRL's default, adapter for "
-            "LoRA and QLoRA, model for a full fine-tune; none for the other stages)",
+            "dpo, kto and grpo: where the reference log-probs come from: model (a frozen copy on "
+            "every GPU), adapter (the LoRA policy with its adapters disabled), precomputed (one "
+            "pass before training, precompute_ref_log_probs; not grpo) or none (null: TRL's "
+            "default, adapter for LoRA and QLoRA, model for a full fine-tune; none for grpo, whose "
+            "beta is 0 by default, and for the other stages)",
             REFERENCES,
             model_kinds=LLM_ONLY,
-            stages=tuple(sorted(REFERENCE_STAGES)),
+            stages=tuple(sorted(REFERENCE_STAGES | OPTIONAL_REFERENCE_STAGES)),
             label="Reference log-probs",
             choice_labels=(
                 ("model", "Frozen copy"),
@@ -372,9 +390,120 @@ class Scenario:
             "loaded, TRL's ref_model takes the policy's model_init_kwargs: the base's format for "
             "LoRA and QLoRA, the 16-bit compute dtype for *-mixed and bf16, fp32 for amp-* and fp32)",
             BASE_WEIGHTS,
-            stages=tuple(sorted(REFERENCE_STAGES)),
+            stages=tuple(sorted(REFERENCE_STAGES | OPTIONAL_REFERENCE_STAGES)),
             model_kinds=LLM_ONLY,
             label="Reference-copy precision",
+        ),
+    )
+    completion_len: int | None = _field(
+        None,
+        FieldInfo(
+            "grpo: tokens generated per completion, the part of seq_len after the prompt "
+            "(TRL's max_completion_length; every completion taken to run to it; null: 512, TRL's default)",
+            None,
+            1,
+            10_000_000,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Completion length",
+            placeholder="512 (TRL's default)",
+        ),
+    )
+    generations: int | None = _field(
+        None,
+        FieldInfo(
+            "grpo: completions sampled per prompt (TRL's num_generations; null: 8); it must divide "
+            "the completions of one step, micro_batch x grad_accum x data-parallel replicas",
+            None,
+            2,
+            65536,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Generations per prompt",
+            placeholder="8 (TRL's default)",
+        ),
+    )
+    rollout_engine: str | None = _field(
+        None,
+        FieldInfo(
+            "grpo: what generates the completions: hf (transformers' generate on the policy, TRL's "
+            "default use_vllm false) or vllm",
+            ROLLOUT_ENGINES,
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Rollout engine",
+            choice_labels=(("hf", "transformers generate"), ("vllm", "vLLM")),
+        ),
+    )
+    rollout_placement: str | None = _field(
+        None,
+        FieldInfo(
+            "grpo with vllm: colocate (an engine inside every training process, sharing its GPU; "
+            "TRL's default vllm_mode) or separate (trl vllm-serve on rollout_gpus of the gpus)",
+            ROLLOUT_PLACEMENTS,
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Engine placement",
+            choice_labels=(("colocate", "Share the training GPUs"), ("separate", "GPUs of its own")),
+        ),
+    )
+    rollout_gpus: int | None = _field(
+        None,
+        FieldInfo(
+            "grpo with a separate engine: how many of the gpus run it (null: 1); the rest train",
+            None,
+            1,
+            1_000_000,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Engine GPUs",
+            placeholder="1 GPU",
+        ),
+    )
+    rollout_tensor_parallel: int | None = _field(
+        None,
+        FieldInfo(
+            "grpo with vllm: the engine's tensor-parallel size (vllm_tensor_parallel_size, or "
+            "vllm-serve's --tensor_parallel_size; null: 1)",
+            None,
+            1,
+            1024,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Engine tensor parallel",
+            placeholder="1 (no tensor parallel)",
+        ),
+    )
+    rollout_memory_fraction: float | None = _field(
+        None,
+        FieldInfo(
+            "grpo with vllm: share of each engine GPU's memory the engine takes for its weights, "
+            "activations and KV cache (vLLM's gpu_memory_utilization; null: 0.3 colocated, TRL's "
+            "vllm_gpu_memory_utilization, 0.9 separate, trl vllm-serve's)",
+            None,
+            0.01,
+            1.0,
+            "float",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Engine memory fraction",
+            placeholder="0.3 colocated, 0.9 separate",
+        ),
+    )
+    rollout_sleep: bool | None = _field(
+        None,
+        FieldInfo(
+            "grpo with a colocated vllm engine: the engine sleeps at level 2 while the policy trains "
+            "(TRL's vllm_enable_sleep_mode: weights and KV cache released, the weights loaded again "
+            "from the policy before each generation; null: false)",
+            value_type="bool",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Engine sleeps while training",
         ),
     )
     recipe: str | None = _field(
@@ -1365,6 +1494,7 @@ def _check_combinations(scenario: Scenario) -> None:
     (validity.py, the table the planner masks with too), then the training budget."""
     check_layout(scenario)
     check_stage(scenario)
+    check_rollout(scenario)
     budgets = [
         name
         for name in ("steps", "dataset_tokens", "train_tokens", "dataset_size", "train_samples")
@@ -1375,8 +1505,11 @@ def _check_combinations(scenario: Scenario) -> None:
 
 
 def data_parallel(scenario: Scenario) -> int:
-    """Data-parallel replicas: gpus / (tensor_parallel x pipeline_parallel)."""
-    replicas: int = data_parallel_degree(scenario.gpus, scenario.tensor_parallel, scenario.pipeline_parallel)
+    """Data-parallel replicas: the trainer's GPUs (gpus, less a separate rollout engine's) /
+    (tensor_parallel x pipeline_parallel)."""
+    replicas: int = data_parallel_degree(
+        trainer_gpus(scenario), scenario.tensor_parallel, scenario.pipeline_parallel
+    )
     return replicas
 
 

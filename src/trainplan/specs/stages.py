@@ -13,13 +13,17 @@ CPOTrainer with `loss_type: simpo`). What each stage runs is read from TRL 1.16.
 - orpo, simpo: paired like DPO, no reference (trl/experimental/orpo, trl/experimental/cpo).
 - rm (trl/trainer/reward_trainer.py `RewardTrainer.compute_loss`): paired; a sequence-
   classification model whose head is one score per token, pooled per sequence.
+- grpo (trl/trainer/grpo_trainer.py): completions generated per prompt (specs/rollout.py), scored
+  under no_grad before training (the reference's log-probs when `beta` > 0, and with vLLM the
+  policy's own "old" log-probs for its importance-sampling correction), then trained one
+  sequence per example through the fused log-prob head.
 
 Where the reference log-probs come from (`reference`):
 - model: a frozen copy of the policy, kept on every GPU as the policy's weights are.
 - adapter: the policy with its adapters disabled (TRL's default for a peft policy without a
   `ref_model`): no second copy.
 - precomputed: `precompute_ref_log_probs`: one pass over the data before training.
-- none: ORPO, SimPO, reward models and supervised stages.
+- none: ORPO, SimPO, reward models, supervised stages, and GRPO's default (`beta` 0).
 """
 
 from __future__ import annotations
@@ -30,16 +34,19 @@ from typing import Protocol
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec, derived
 
-STAGES = ("sft", "pt", "rm", "dpo", "kto", "orpo", "simpo")
+STAGES = ("sft", "pt", "rm", "dpo", "kto", "orpo", "simpo", "grpo")
 REFERENCES = ("model", "precomputed", "adapter", "none")
 #: Stages whose micro-batch counts chosen/rejected pairs, run as 2 x micro_batch sequences.
 PAIRED_STAGES = frozenset({"rm", "dpo", "orpo", "simpo"})
 #: Stages that compare against a reference model's log-probs.
 REFERENCE_STAGES = frozenset({"dpo", "kto"})
+#: Stages that may compare against one (GRPO's KL term, `beta` > 0); none by default, and never
+#: precomputed (GRPOTrainer scores each generation batch as it comes).
+OPTIONAL_REFERENCE_STAGES = frozenset({"grpo"})
 #: Stages TRL 1.16.0 scores through its fused log-prob head (`add_fused_lm_head`, called by
-#: DPOTrainer, KTOTrainer and the experimental ORPO and CPO trainers): per-token log-probs
-#: without the [tokens, vocab] logits.
-LOGPROB_STAGES = frozenset({"dpo", "kto", "orpo", "simpo"})
+#: DPOTrainer, KTOTrainer, GRPOTrainer and the experimental ORPO and CPO trainers): per-token
+#: log-probs without the [tokens, vocab] logits.
+LOGPROB_STAGES = frozenset({"dpo", "kto", "orpo", "simpo", "grpo"})
 #: The supervised stages: one model, one sequence per example, no reference.
 SUPERVISED_STAGES = frozenset({"sft", "pt"})
 #: The losses a preference trainer scores with, in place of a cross-entropy: TRL 1.16.0's fused
@@ -54,6 +61,7 @@ _NAMES = {
     "kto": "KTO",
     "orpo": "ORPO",
     "simpo": "SimPO",
+    "grpo": "GRPO",
 }
 
 
@@ -130,10 +138,17 @@ def check_stage(c: StageChoice) -> None:
             f"none: {name} compares the policy with reference log-probs; give model, precomputed "
             "or adapter (or leave it unset for the trainer's default)",
         )
-    if c.stage not in REFERENCE_STAGES and reference != "none":
+    if c.stage in OPTIONAL_REFERENCE_STAGES and reference == "precomputed":
         raise InputError(
             "reference",
-            f"{reference}: {name} uses no reference model (only dpo and kto do); leave it unset or give none",
+            f"precomputed: {name} scores each generation batch as it is generated; give model, "
+            "adapter or none",
+        )
+    if c.stage not in REFERENCE_STAGES | OPTIONAL_REFERENCE_STAGES and reference != "none":
+        raise InputError(
+            "reference",
+            f"{reference}: {name} uses no reference model (only dpo, kto and grpo do); leave it "
+            "unset or give none",
         )
     if reference == "adapter" and c.method == "full":
         raise InputError(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trainplan.specs.errors import InputError
 from trainplan.specs.offload import PARAM_OFFLOADS
+from trainplan.specs.rollout import trainer_gpus
 
 # The base-weight precisions that are quantised (bitsandbytes int8, QLoRA's NF4): what QLoRA
 # needs, what kbit_upcast applies to, and what dequantises before each matmul.
@@ -176,14 +177,26 @@ def quantised_base(c: LayoutChoice) -> bool:
 TP_HEADS = "invalid: tensor parallel does not divide the attention heads"
 OPTIMIZER_IN_BACKWARD = "invalid: optimizer_in_backward needs grad_accum 1 and no offload"
 
+
+def _trainer_gpus(c: Any) -> Any:
+    """The GPUs the trainer is laid out on: all of them, less a separate rollout engine's."""
+    return c.gpus if isinstance(c, LayoutArrays) else trainer_gpus(c)
+
+
+def _trainer_word(c: Any) -> str:
+    """'trainer ' where a separate rollout engine takes some of the GPUs, else ''."""
+    return "" if isinstance(c, LayoutArrays) or trainer_gpus(c) == c.gpus else "trainer "
+
+
 # In the order the errors are raised; the planner counts a candidate under its first problem.
 RULES: tuple[Rule, ...] = (
     Rule(
         "gpus",
         "invalid: gpus not a multiple of tensor x pipeline parallel",
-        lambda c, m: c.gpus % _model_parallel(c) != 0,
+        lambda c, m: _trainer_gpus(c) % _model_parallel(c) != 0,
         lambda c, m: (
-            f"{c.gpus} GPUs is not a multiple of tensor_parallel x pipeline_parallel = {_model_parallel(c)}"
+            f"{_trainer_gpus(c)} {_trainer_word(c)}GPUs is not a multiple of tensor_parallel x "
+            f"pipeline_parallel = {_model_parallel(c)}"
         ),
     ),
     Rule(

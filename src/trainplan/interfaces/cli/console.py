@@ -23,6 +23,7 @@ from trainplan.interfaces.text.phrasing import (
     note_lines,
     params_line,
     recipe_line,
+    rollout_lines,
     runtime_lines,
 )
 from trainplan.specs.errors import InputError, shown_value
@@ -88,6 +89,8 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     console.print(table)
     phases = ", ".join(f"{phase.name} {format_gib(phase.total)}" for phase in result.phases)
     console.print(f"Phases: {phases}")
+    for line in rollout_lines(result):
+        console.print(line)
     if result.cpu_offload_bytes:
         console.print(f"CPU memory for offloaded state: {format_gib(result.cpu_offload_bytes)}")
     console.print(batch_line(result.batch, result.sample))

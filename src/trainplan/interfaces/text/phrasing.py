@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainplan.engine.result import CONTEXT_WINDOW, Batch, Estimate, FitRow, Largest
+from trainplan.engine.result import CONTEXT_WINDOW, Batch, Estimate, FitRow, Largest, rollout_rounds
 from trainplan.engine.terms.geometry import TokenShape
 from trainplan.engine.time_cost_energy import CostFigures
 from trainplan.specs.scenario import field_noun
@@ -25,6 +25,14 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
             f" x {batch.grad_accum} accum x {batch.replicas} replicas; {sample.width_px}x{sample.height_px}"
             f" px{frames} -> {format_int(sample.image_tokens)} tokens{text}"
         )
+    if batch.generations:
+        prompts = format_int(batch.prompts_per_step or 0)
+        return (
+            f"Global batch {format_int(batch.global_sequences)} completions ({prompts} prompts x "
+            f"{batch.generations} generations), {format_count(batch.global_tokens)} tok = "
+            f"{batch.micro_batch} micro x {batch.grad_accum} accum x {batch.replicas} replicas x "
+            f"{format_int(batch.seq_len)} seq"
+        )
     if batch.sequences_per_sample > 1:
         return (
             f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro pairs"
@@ -35,6 +43,42 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
         f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro"
         f" x {batch.grad_accum} accum x {batch.replicas} replicas x {format_int(batch.seq_len)} seq"
     )
+
+
+def rollout_lines(result: Estimate) -> list[str]:
+    """A rollout stage's engine and rounds, e.g. 'Rollout: vLLM colocated, 0.3 of each GPU =
+    23.89 GiB (weights 2.87 GiB, activations 0.51 GiB, KV cache 20.51 GiB: 777K tokens, 759
+    sequences of 1,024 at once)' and 'Rounds: rollout 27.45 GiB, scoring 27.75 GiB, training
+    31.34 GiB (peak)'; none without a rollout."""
+    figures = result.rollout
+    if figures is None:
+        return []
+    settings, engine = figures.rollout, figures.engine
+    sequence = format_int(engine.sequence_tokens)
+    if engine.engine == "hf":
+        first = (
+            f"Rollout: transformers' generate on the policy, {format_gib(engine.total_bytes)} per "
+            f"process (KV cache {format_gib(engine.kv_cache_bytes)} for {format_int(engine.sequences)} "
+            f"sequences of {sequence}, logits {format_gib(engine.activation_bytes)})"
+        )
+    else:
+        where = "colocated" if settings.colocated else f"on {settings.engine_gpus} GPUs of its own"
+        asleep = ", asleep while training" if settings.sleep else ""
+        first = (
+            f"Rollout: vLLM {where}{asleep}, tensor parallel {settings.tensor_parallel}, "
+            f"{settings.memory_fraction:g} of each engine GPU = {format_gib(engine.budget_bytes)} "
+            f"(weights {format_gib(engine.weights_bytes)}, activations "
+            f"{format_gib(engine.activation_bytes)}, KV cache {format_gib(max(engine.kv_cache_bytes, 0.0))}: "
+            f"{format_count(engine.kv_tokens)} tokens, {format_int(engine.max_sequences)} sequences of "
+            f"{sequence} at once)"
+        )
+    rounds = rollout_rounds(result)
+    peak = max(rounds, key=lambda name: rounds[name].total)
+    second = "Rounds: " + ", ".join(
+        f"{name} {format_gib(phase.total)}" + (" (peak)" if name == peak else "")
+        for name, phase in rounds.items()
+    )
+    return [first, second]
 
 
 def params_line(result: Estimate) -> str:

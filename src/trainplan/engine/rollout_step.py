@@ -1,0 +1,152 @@
+"""A GRPO step's rollout as the estimate uses it: the engine's memory on the trainer's GPUs and
+on its own, the prompts and completions of a step, and the seconds spent generating and syncing
+weights (terms/rollout.py has the formulas and their sources)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplan.engine.per_gpu import Hardware, link_bytes_per_s
+from trainplan.engine.per_replica import Coefficients, frozen_base_bytes
+from trainplan.engine.terms.rollout import EngineMemory, GenerationSeconds, engine_memory, generation_seconds
+from trainplan.inputs.catalogs.gpus import GpuSpec
+from trainplan.specs.rollout import Rollout, resolved_rollout
+from trainplan.specs.scenario import Scenario, data_parallel
+from trainplan.specs.validity import QUANTISED_BASES
+
+
+@dataclass(frozen=True)
+class RolloutFigures:
+    """What a rollout stage adds to the estimate.
+
+    `training_bytes`: the engine's bytes on each trainer GPU while the policy is scored and
+    trained (a colocated vLLM engine that does not sleep keeps its whole budget);
+    `generation_bytes`: the engine's on each trainer GPU while it generates (0 for an engine on
+    GPUs of its own); `generation_temporaries`: what transformers' generate adds on the trainer's
+    allocator (the prefill's one-layer working set, and the full weights gathered under ZeRO-3)."""
+
+    rollout: Rollout
+    engine: EngineMemory
+    engine_weights_bytes: float  # the engine's whole weights (all of its tensor-parallel ranks)
+    completions_per_step: int
+    prompts_per_step: int
+    training_bytes: float
+    generation_bytes: float
+    generation_temporaries: float
+
+
+def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> RolloutFigures | None:
+    """The rollout of `scenario` on `gpu` (None for a stage that generates nothing)."""
+    rollout = resolved_rollout(scenario)
+    if rollout is None:
+        return None
+    replicas = data_parallel(scenario)
+    local = scenario.micro_batch * scenario.grad_accum  # one process's generation batch
+    completions = local * replicas
+    value_bytes = coeffs.precision.activation_bytes
+    base = coeffs.base
+    if base in QUANTISED_BASES:
+        # TRL loads a bitsandbytes 4-bit policy into vLLM with bitsandbytes quantisation
+        weights = frozen_base_bytes(coeffs.model, coeffs.counts, base or "nf4", value_bytes)
+    else:
+        weights = float((coeffs.counts.total - coeffs.counts.lora) * value_bytes)
+    engine = engine_memory(
+        coeffs.model,
+        rollout,
+        gpu_memory_bytes=gpu.memory_bytes,
+        weights_bytes=weights,
+        value_bytes=value_bytes,
+        seq_len=scenario.seq_len,
+        completions=completions,
+        local_completions=local,
+    )
+    tp = scenario.tensor_parallel
+    if rollout.engine == "hf":
+        tokens = local * rollout.prompt_len
+        prefill = coeffs.activations.layer_working_forward * tokens / tp
+        sharded = scenario.zero_stage == 3 and replicas > 1
+        gathered = coeffs.work.weights_16bit_bytes / tp * (1 - 1 / replicas) if sharded else 0.0
+        return RolloutFigures(
+            rollout,
+            engine,
+            0.0,
+            completions,
+            completions // rollout.generations,
+            0.0,
+            engine.total_bytes / tp,
+            prefill + gathered,
+        )
+    colocated = rollout.colocated
+    return RolloutFigures(
+        rollout,
+        engine,
+        weights,
+        completions,
+        completions // rollout.generations,
+        engine.budget_bytes if colocated and not rollout.sleep else 0.0,
+        engine.budget_bytes if colocated else 0.0,
+        0.0,
+    )
+
+
+@dataclass(frozen=True)
+class RolloutSeconds:
+    """Seconds per optimizer step the rollout takes: generating, and loading the policy's new
+    weights into the engine."""
+
+    generation: GenerationSeconds
+    weight_sync: float
+
+
+def rollout_seconds(
+    coeffs: Coefficients, scenario: Scenario, hardware: Hardware, figures: RolloutFigures, engine_gpu: GpuSpec
+) -> RolloutSeconds:
+    """The rollout's seconds per step.
+
+    Generation: each engine generates its share at once (terms/rollout.py). Weight sync (vLLM):
+    GRPOTrainer's sync_weights before each generation: under ZeRO-3 or FSDP the policy's shards
+    are gathered first; LoRA adapters are merged and the merged 16-bit weights sent. Colocated,
+    each weight is copied on the GPU (read and written at the memory bandwidth); vllm-serve
+    receives them by NCCL broadcast from the first trainer rank, over the network when the
+    engine's GPUs are in other nodes (trainplan takes them to be once gpus exceed a node)."""
+    rollout, engine = figures.rollout, figures.engine
+    flops = coeffs.work.flops
+    forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
+    if rollout.engine == "hf":
+        tp = scenario.tensor_parallel
+        read = coeffs.work.weights_16bit_bytes / tp
+        gpus = tp
+        bandwidth = hardware.memory_bandwidth_bytes_per_s
+        peak = hardware.peak_flops_per_s
+    else:
+        read = engine.weights_bytes
+        gpus = rollout.tensor_parallel
+        bandwidth = engine_gpu.memory_bandwidth_bytes_per_s
+        peak = hardware.attention_peak_flops_per_s  # the engine runs at the 16-bit rate
+    generation = generation_seconds(
+        coeffs.model,
+        rollout,
+        engine,
+        forward_flops_per_token=forward,
+        read_weight_bytes=read,
+        peak_flops_per_s=peak,
+        efficiency=hardware.efficiency,
+        bandwidth_bytes_per_s=bandwidth,
+        gpus=gpus,
+    )
+    if rollout.engine == "hf":
+        return RolloutSeconds(generation, 0.0)
+    replicas = data_parallel(scenario)
+    sixteen_bit = coeffs.work.weights_16bit_bytes / scenario.tensor_parallel / scenario.pipeline_parallel
+    spans = scenario.gpus > scenario.gpus_per_node
+    gather = 0.0
+    if scenario.zero_stage == 3 and replicas > 1:
+        gather = sixteen_bit * (replicas - 1) / replicas / float(link_bytes_per_s(hardware, replicas, spans))
+    if rollout.colocated:
+        sync = (
+            2 * figures.engine_weights_bytes / rollout.tensor_parallel / hardware.memory_bandwidth_bytes_per_s
+        )
+    else:
+        link = float(link_bytes_per_s(hardware, rollout.engine_gpus + 1, spans))
+        sync = figures.engine_weights_bytes / link
+    return RolloutSeconds(generation, gather + sync)

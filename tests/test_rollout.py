@@ -1,0 +1,244 @@
+"""GRPO's rollout: the engine's memory and time, hand-computed from the models' configs, vLLM's
+and TRL's defaults, and the rules on the rollout fields.
+
+Model shapes are from each model's config.json on the Hub (Qwen/Qwen2.5-1.5B:
+num_hidden_layers 28, num_key_value_heads 2, hidden_size 1536, num_attention_heads 12 (head_dim
+128), intermediate_size 8960, vocab_size 151936; meta-llama/Llama-3.1-8B: 32 layers, 8 KV heads
+of 128; deepseek-ai/DeepSeek-V3: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64). TRL's
+defaults are TRL 1.16.0's (trl/trainer/grpo_config.py, trl/generation/vllm_generation.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from trainplan import InputError, estimate
+from trainplan.engine.terms.rollout import kv_bytes_per_token
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.rollout import rollout_data
+
+QWEN = "Qwen2.5-1.5B"
+GRPO: dict[str, Any] = {"model": QWEN, "stage": "grpo", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
+VLLM: dict[str, Any] = {**GRPO, "rollout_engine": "vllm", "gpu": "H100 SXM"}
+H100 = find_gpu("H100 SXM")
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        # 28 layers x 2 KV heads x (128 key + 128 value) x 2 bytes
+        (QWEN, 28 * 2 * 256 * 2),
+        # 32 x 8 x 256 x 2 = 128 KiB, vLLM's figure for Llama-3-8B in bf16
+        ("Llama-3.1-8B", 128 * 1024),
+        # MLA: vLLM caches the 512-wide latent and the 64-wide rope key of each of 61 layers
+        ("DeepSeek-V3", 61 * (512 + 64) * 2),
+    ],
+)
+def test_kv_cache_bytes_per_token(model: str, expected: int) -> None:
+    assert kv_bytes_per_token(resolve_model(model, False, None), 2) == expected
+
+
+def _rollout(result: Any) -> dict[str, Any]:
+    rollout: dict[str, Any] = result.to_dict()["memory"]["rollout"]
+    return rollout
+
+
+def test_colocated_vllm_budget_and_its_split() -> None:
+    """TRL's colocated engine takes 0.3 of the GPU (vllm_gpu_memory_utilization); its weights are
+    the merged base in bf16; the profiling forward runs TRL's 4,096 batched tokens through the
+    gated MLP (3 x 8,960) and four hidden-wide tensors in bf16, and the sampler's fp32 logits and
+    probabilities over max_num_seqs = 8 x 1 x 1 sequences; the KV cache is the rest."""
+    result = estimate(VLLM)
+    engine = _rollout(result)["engine_memory"]
+    budget = 0.3 * H100.memory_bytes
+    assert engine["budget_bytes"] == pytest.approx(budget, rel=1e-12)
+    params = result.params
+    assert engine["weights_bytes"] == (params.total - params.lora) * 2
+    activations = 4096 * (3 * 8960 + 4 * 1536) * 2 + 8 * 151936 * 4 * 2
+    assert engine["activations_bytes"] == activations == 280_256_512
+    kv = budget - engine["weights_bytes"] - activations
+    assert engine["kv_cache_bytes"] == pytest.approx(kv, rel=1e-12)
+    assert engine["kv_tokens"] == pytest.approx(kv / 28_672, rel=1e-12)
+    # one sequence of 1,024 tokens is 64 blocks of 16
+    assert engine["max_sequences"] == math.floor(kv / 28_672 / 1024)
+    assert engine["max_num_seqs"] == 8 and engine["concurrent_sequences"] == 8 and engine["waves"] == 1
+    assert engine["problem"] is None
+
+
+def test_colocated_engine_is_resident_in_every_round_unless_it_sleeps() -> None:
+    awake = _rollout(estimate(VLLM))
+    budget = awake["engine_memory"]["budget_bytes"]
+    assert {name: item["engine_bytes"] for name, item in awake["rounds"].items()} == {
+        "rollout": budget,
+        "scoring": budget,
+        "training": budget,
+    }
+    asleep = estimate({**VLLM, "rollout_sleep": True})
+    rounds = _rollout(asleep)["rounds"]
+    assert rounds["rollout"]["engine_bytes"] == budget
+    assert rounds["scoring"]["engine_bytes"] == rounds["training"]["engine_bytes"] == 0
+    # asleep, the training round holds the trainer alone: as the same step with transformers'
+    # generate, whose caches are gone by then
+    alone = estimate({**GRPO, "gpu": "H100 SXM"})
+    assert rounds["training"]["total_bytes"] == pytest.approx(
+        _rollout(alone)["rounds"]["training"]["total_bytes"], rel=1e-12
+    )
+    # and the peak is the larger round
+    assert asleep.total_bytes == max(item["total_bytes"] for item in rounds.values())
+
+
+def test_each_catalog_gpu_is_fitted_with_its_own_engine_share() -> None:
+    """A colocated engine takes 0.3 of whichever GPU it runs on: on every row of the fit table
+    the trainer's part stays and the engine's share is that GPU's."""
+    result = estimate(VLLM)
+    budget = _rollout(result)["engine_memory"]["budget_bytes"]
+    trainer = result.total_bytes - budget
+    for row in result.fit:
+        total = trainer + 0.3 * row.memory_bytes
+        assert row.free_bytes == pytest.approx(row.memory_bytes - total, rel=1e-9, abs=1.0)
+        assert row.fits == (total <= row.memory_bytes)
+
+
+def test_transformers_generate_caches_every_sequence_of_the_generation_batch() -> None:
+    """generate() on the policy: 8 completions x 1,024 tokens x 28,672 bytes of KV, and the last
+    position's fp32 logits and scores (8 x 151,936 x 4 x 2)."""
+    result = estimate({**GRPO, "gpu": "H100 SXM"})
+    rollout = _rollout(result)
+    engine = rollout["engine_memory"]
+    assert engine["kv_cache_bytes"] == 8 * 1024 * 28_672 == 234_881_024
+    assert engine["activations_bytes"] == 8 * 151_936 * 8
+    assert rollout["trainer_gpu"]["generation_bytes"] == engine["kv_cache_bytes"] + engine["activations_bytes"]
+    generation = next(phase for phase in result.phases if phase.name == "generation")
+    assert generation.term("rollout").value == rollout["trainer_gpu"]["generation_bytes"]
+    assert generation.term("gradients").value == 0
+
+
+def test_separate_engine_takes_its_gpus_from_the_trainer() -> None:
+    """trl vllm-serve on 1 of 4 GPUs: 3 training replicas, 24 completions = 3 prompts x 8; the
+    cost and energy count all 4 GPUs; vllm-serve takes 0.9 of its GPU and, on an H100 (over 70
+    GiB, not an A100), up to 1,024 sequences at once."""
+    result = estimate({**VLLM, "rollout_placement": "separate", "gpus": 4})
+    rollout = _rollout(result)
+    assert result.batch.replicas == 3 and result.batch.global_sequences == 24
+    assert result.batch.prompts_per_step == rollout["prompts_per_step"] == 3
+    assert rollout["engine_memory"]["budget_bytes"] == pytest.approx(0.9 * H100.memory_bytes, rel=1e-12)
+    assert rollout["engine_memory"]["max_num_seqs"] == 1024
+    assert rollout["trainer_gpu"] == {
+        "generation_bytes": 0.0,
+        "training_bytes": 0.0,
+        "generation_temporaries_bytes": 0.0,
+    }
+    assert result.time is not None
+    assert result.time.gpu_hours == pytest.approx(result.time.total_s * 4 / 3600, rel=1e-12)
+
+
+def test_decode_is_bound_by_memory_bandwidth() -> None:
+    """Colocated vLLM, 8 completions of 512 tokens after 512-token prompts: each decode step
+    reads the bf16 weights and the batch's KV at its mean length (512 + 256 tokens) at 0.7 of the
+    H100's bandwidth; the prefill runs 8 x 512 tokens at the compute rate."""
+    result = estimate(VLLM)
+    assert result.time is not None
+    engine = _rollout(result)["engine_memory"]
+    _, rates = rollout_data()
+    read = engine["weights_bytes"] + 8 * (512 + 256) * 28_672
+    step = read / (H100.memory_bandwidth_bytes_per_s * rates["decode_bandwidth_efficiency"])
+    flops = result.time.flops
+    forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
+    compute = H100.dense_flops_per_s["bf16"] * result.time.efficiency
+    assert 8 * forward / compute < step  # memory-bound at this batch
+    expected = 8 * 512 * forward / compute + 512 * step
+    assert result.time.step.generation == pytest.approx(expected, rel=1e-12)
+
+
+def test_scoring_with_vllm_runs_the_old_log_probs() -> None:
+    """With vLLM GRPOTrainer computes the policy's old log-probs for its importance-sampling
+    correction: one no-grad forward of every trained token; with transformers' generate (TRL's
+    default steps_per_generation) none; a reference (beta > 0) adds its own forward."""
+    hf = estimate({**GRPO, "gpu": "H100 SXM"})
+    vllm = estimate(VLLM)
+    assert hf.time is not None and vllm.time is not None
+    assert hf.time.step.reference_forward == 0
+    assert vllm.time.step.reference_forward > 0
+    with_reference = estimate({**VLLM, "reference": "adapter"})
+    assert with_reference.time is not None
+    assert with_reference.time.step.reference_forward == pytest.approx(
+        2 * vllm.time.step.reference_forward, rel=1e-12
+    )
+
+
+def test_a_full_grpo_reference_is_a_frozen_copy() -> None:
+    full = {**VLLM, "method": "full", "model": "Qwen2.5-0.5B"}
+    without = estimate(full)
+    copy = estimate({**full, "reference": "model"})
+    reference = next(state.value for state in copy.states if state.name == "reference")
+    assert reference == copy.params.total * 2  # bf16-mixed: the 16-bit load dtype
+    assert copy.peak.term("weights").value == pytest.approx(without.peak.term("weights").value + reference)
+
+
+def test_an_engine_that_cannot_start_does_not_fit() -> None:
+    """Llama-3.1-8B's 16 GB of bf16 weights in 0.1 of an H100 (8.6 GB): vLLM has no room for a
+    KV-cache block and refuses to start."""
+    result = estimate({**VLLM, "model": "Llama-3.1-8B", "rollout_memory_fraction": 0.1})
+    assert _rollout(result)["engine_memory"]["problem"] is not None
+    assert not result.fits
+    assert any("cannot start" in warning for warning in result.warnings)
+
+
+def test_the_kv_cache_limits_the_batch_into_waves() -> None:
+    result = estimate({**VLLM, "model": "Llama-3.1-8B", "rollout_memory_fraction": 0.2, "micro_batch": 16})
+    engine = _rollout(result)["engine_memory"]
+    assert 1 <= engine["max_sequences"] < 16
+    assert engine["concurrent_sequences"] == engine["max_sequences"]
+    assert engine["waves"] == math.ceil(16 / engine["max_sequences"])
+    assert any("waves" in warning for warning in result.warnings)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "phrase"),
+    [
+        ({"generations": 3}, "generations", "does not divide the 8 completions"),
+        ({"completion_len": 1024}, "completion_len", "below seq_len"),
+        ({"rollout_memory_fraction": 0.5}, "rollout_memory_fraction", "vLLM engine"),
+        ({"rollout_sleep": True}, "rollout_sleep", "colocated vLLM"),
+        ({"rollout_engine": "vllm", "rollout_gpus": 1}, "rollout_gpus", "separate"),
+        ({"rollout_engine": "vllm", "rollout_placement": "separate"}, "rollout_gpus", "leave at least one"),
+        ({"rollout_engine": "vllm", "rollout_tensor_parallel": 2}, "rollout_tensor_parallel", "does not divide"),
+        ({"rollout_engine": "vllm", "rollout_memory_fraction": 1.5}, "rollout_memory_fraction", "between"),
+        ({"reference": "precomputed"}, "reference", "generation batch"),
+    ],
+)
+def test_rollout_rules_name_the_field(changes: dict[str, Any], field: str, phrase: str) -> None:
+    with pytest.raises(InputError) as error:
+        estimate({**GRPO, **changes})
+    assert error.value.field == field
+    assert phrase in str(error.value)
+
+
+def test_trainer_gpus_must_divide_by_the_model_parallel_degree() -> None:
+    with pytest.raises(InputError) as error:
+        estimate({**VLLM, "rollout_placement": "separate", "gpus": 4, "tensor_parallel": 2})
+    assert error.value.field == "gpus" and "3 trainer GPUs" in str(error.value)
+
+
+def test_the_defaults_are_trls() -> None:
+    assumptions = estimate(GRPO).assumptions
+    assert assumptions["rollout_engine"] == "hf"  # use_vllm false
+    assert assumptions["generations"] == 8  # num_generations
+    assert assumptions["completion_len"] == 512  # max_completion_length
+    assert assumptions["prompt_len"] == 512
+    assert assumptions["reference"] == "none"  # beta 0
+    assert estimate(VLLM).assumptions["rollout_memory_fraction"] == 0.3
+
+
+def test_the_planner_refuses_a_rollout_stage() -> None:
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
+    from trainplan.specs.scenario import scenario_from_mapping
+
+    with pytest.raises(InputError) as error:
+        plan(PlanRequest(base=scenario_from_mapping(GRPO)))
+    assert error.value.field == "stage"
