@@ -111,7 +111,9 @@ def test_transformers_generate_caches_every_sequence_of_the_generation_batch() -
     engine = rollout["engine_memory"]
     assert engine["kv_cache_bytes"] == 8 * 1024 * 28_672 == 234_881_024
     assert engine["activations_bytes"] == 8 * 151_936 * 8
-    assert rollout["trainer_gpu"]["generation_bytes"] == engine["kv_cache_bytes"] + engine["activations_bytes"]
+    assert (
+        rollout["trainer_gpu"]["generation_bytes"] == engine["kv_cache_bytes"] + engine["activations_bytes"]
+    )
     generation = next(phase for phase in result.phases if phase.name == "generation")
     assert generation.term("rollout").value == rollout["trainer_gpu"]["generation_bytes"]
     assert generation.term("gradients").value == 0
@@ -206,7 +208,11 @@ def test_the_kv_cache_limits_the_batch_into_waves() -> None:
         ({"rollout_sleep": True}, "rollout_sleep", "colocated vLLM"),
         ({"rollout_engine": "vllm", "rollout_gpus": 1}, "rollout_gpus", "separate"),
         ({"rollout_engine": "vllm", "rollout_placement": "separate"}, "rollout_gpus", "leave at least one"),
-        ({"rollout_engine": "vllm", "rollout_tensor_parallel": 2}, "rollout_tensor_parallel", "does not divide"),
+        (
+            {"rollout_engine": "vllm", "rollout_tensor_parallel": 2},
+            "rollout_tensor_parallel",
+            "does not divide",
+        ),
         ({"rollout_engine": "vllm", "rollout_memory_fraction": 1.5}, "rollout_memory_fraction", "between"),
         ({"reference": "precomputed"}, "reference", "generation batch"),
     ],

@@ -118,7 +118,9 @@ class Comparison:
         separate_ema = "ema" in peak or (self.estimate is None and m.ema_bytes > 0)
         weights = m.params_bytes + m.buffers_bytes + (0 if separate_ema else m.ema_bytes)
         # the cache, the memory outside the allocator and a rollout engine's are no trainer tensors
-        rest = [name for name in peak if name not in STATE_TERMS and name not in ("rollout", "cache", "overhead")]
+        rest = [
+            name for name in peak if name not in STATE_TERMS and name not in ("rollout", "cache", "overhead")
+        ]
         rest_label = " + ".join(rest) if self.estimate is not None else "activations + temporaries"
         rows: list[tuple[str, float, float | None]]
         if (
