@@ -996,3 +996,36 @@ def test_the_reference_fields_follow_the_stage(page: Page, client: TestClient) -
     assert not reference.is_visible()
     assert page.page.locator("#reference-note").is_hidden()
     assert_shows(page, api(client, {"model": "Llama-3.1-8B", "method": "full", "stage": "orpo"}))
+
+
+def test_the_rollout_fields_follow_the_stage(page: Page, client: TestClient) -> None:
+    """GRPO's rollout section shows for grpo only; a colocated vLLM engine's budget and rounds are
+    said under the breakdown as the CLI says them (display.rollout_lines), the chart gains the
+    generation and scoring bars, and leaving grpo hides the section and drops its values."""
+    query = "?model=Qwen2.5-1.5B&stage=grpo&rollout_engine=vllm&micro_batch=8&grad_accum=1&seq_len=1024"
+    page.open(query)
+    body = {
+        "model": "Qwen2.5-1.5B",
+        "stage": "grpo",
+        "rollout_engine": "vllm",
+        "micro_batch": 8,
+        "grad_accum": 1,
+        "seq_len": 1024,
+    }
+    data = api(client, body)
+    assert_shows(page, data)
+    assert list(data["memory"]["phases"])[:2] == ["generation", "scoring"]
+    lines = data["display"]["rollout_lines"]
+    assert lines[0].startswith("Rollout: vLLM colocated") and lines[1].startswith("Rounds: ")
+    assert page.text("#rollout-note") == ". ".join(lines)
+    section = page.page.locator('[data-section="rollout"]')
+    assert section.is_visible()
+    engine = page.page.get_by_role("combobox", name="Rollout engine", exact=True)
+    assert engine.is_visible()
+    before = page.renders()
+    page.page.get_by_role("combobox", name="Training stage", exact=True).select_option("sft")
+    page.wait_render(before)
+    assert section.is_hidden()
+    assert page.page.locator("#rollout-note").is_hidden()
+    body = {"model": "Qwen2.5-1.5B", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
+    assert_shows(page, api(client, body))

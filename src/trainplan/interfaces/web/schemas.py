@@ -64,6 +64,20 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "rollout",
+        "Rollout (GRPO)",
+        (
+            "generations",
+            "completion_len",
+            "rollout_engine",
+            "rollout_placement",
+            "rollout_gpus",
+            "rollout_tensor_parallel",
+            "rollout_memory_fraction",
+            "rollout_sleep",
+        ),
+    ),
+    (
         "sample",
         "Image or video sample",
         ("resolution", "frames", "text_tokens", "frozen_encoders", "ema", "mask_ratio"),

@@ -83,6 +83,10 @@ function renderBreakdown(result, row) {
   const reference = $("reference-note");
   reference.hidden = !copy;
   reference.textContent = `Of the weights, the frozen reference model takes ${gib(copy)} per GPU: ${String(result.assumptions.stage).toUpperCase()} scores each batch with it too.`;
+  // a GRPO step's rollout engine and the memory of each round, as the CLI says them
+  const rollout = $("rollout-note");
+  rollout.hidden = !memory.rollout;
+  rollout.textContent = (result.display.rollout_lines || []).join(". ");
   const paged = $("paged-note");
   paged.hidden = !memory.paged_bytes;
   paged.textContent = `Paged optimizer state in unified memory, outside the total: ${gib(memory.paged_bytes)} per GPU (the driver pages it to the host when the GPU runs short).`;

@@ -102,8 +102,12 @@ export function applyVisibility() {
         || !appliesToStage(state.fields, field.name, stage);
     }
   }
-  const sample = document.querySelector('[data-section="sample"]');
-  if (sample) sample.hidden = kind === "llm";
+  // a section none of whose fields applies (a language model's image sample, the rollout
+  // outside GRPO) hides with them
+  for (const section of document.querySelectorAll("fieldset[data-section]")) {
+    const nodes = [...section.querySelectorAll("[data-field]")];
+    if (nodes.length) section.hidden = nodes.every((node) => node.hidden);
+  }
   const checked = document.querySelector('input[name="budget-mode"]:checked');
   if (checked) {
     for (const field of state.meta.fields) {
