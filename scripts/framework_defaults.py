@@ -214,6 +214,10 @@ HF_SETTINGS = words(
     " model_revision num_train_epochs optim packing padding_free per_device_train_batch_size tf32"
     " torch_compile torch_compile_backend torch_compile_mode torch_dtype use_bnb_nested_quant use_dora"
     " use_liger_kernel use_peft use_rslora"
+    # GRPOConfig: the rollout
+    " num_generations max_completion_length use_vllm vllm_mode vllm_gpu_memory_utilization"
+    " vllm_tensor_parallel_size vllm_enable_sleep_mode beta steps_per_generation num_iterations"
+    " generation_batch_size vllm_importance_sampling_correction"
 )
 FSDP_KEYS = words(
     "activation_checkpointing auto_wrap_policy backward_prefetch cpu_ram_efficient_loading forward_prefetch"
@@ -247,6 +251,9 @@ AXOLOTL_SETTINGS = words(
     " torch_compile_backend unfrozen_parameters xformers_attention attn_implementation flex_attention"
     " sage_attention chunked_cross_entropy tensor_parallel_size context_parallel_size dp_shard_size"
     " dp_replicate_size sequence_parallel_degree expert_parallel_size tiled_mlp"
+    # GRPO (TRLConfig under `trl:`, VllmConfig under `vllm:`)
+    " rl rl_beta beta num_generations max_completion_length use_vllm vllm_mode vllm_enable_sleep_mode"
+    " gpu_memory_utilization"
 )
 TORCHTITAN_SETTINGS = words(
     "activation_checkpoint.mode activation_checkpoint.selective_ac_option compile.enable compile.components"
@@ -350,13 +357,14 @@ FRAMEWORKS: tuple[Framework, ...] = (
         mirror="huggingface+trl",
         version_file="VERSION",
         version_pattern=r"(?P<v>\S+)",
-        note="SFTConfig and DPOConfig subclass _BaseConfig, which subclasses transformers TrainingArguments;"
-        " ModelConfig holds the model, PEFT and quantisation flags of the TRL scripts",
+        note="SFTConfig, DPOConfig and GRPOConfig subclass _BaseConfig, which subclasses transformers"
+        " TrainingArguments; ModelConfig holds the model, PEFT and quantisation flags of the TRL scripts",
         classes=(
             ClassSpec(f"{TRL}/model_config.py", "ModelConfig"),
             ClassSpec(f"{TRL}/base_config.py", "_BaseConfig"),
             ClassSpec(f"{TRL}/sft_config.py", "SFTConfig", inherit=("_BaseConfig",)),
             ClassSpec(f"{TRL}/dpo_config.py", "DPOConfig", every_field=False, inherit=("_BaseConfig",)),
+            ClassSpec(f"{TRL}/grpo_config.py", "GRPOConfig", every_field=False, inherit=("_BaseConfig",)),
         ),
         wanted=HF_SETTINGS,
         inherits_from=("transformers",),
@@ -382,6 +390,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
             ClassSpec("src/axolotl/integrations/liger/args.py", "LigerArgs"),
             ClassSpec("src/axolotl/integrations/cut_cross_entropy/args.py", "CutCrossEntropyArgs"),
             ClassSpec("src/axolotl/integrations/expert_parallel/args.py", "ExpertParallelArgs"),
+            ClassSpec(f"{AXOLOTL}/trl.py", "TRLConfig", every_field=False),
+            ClassSpec(f"{AXOLOTL}/vllm.py", "VllmConfig"),
         ),
         enums=(f"{AXOLOTL}/enums.py",),
         scans=(

@@ -256,6 +256,18 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "precision": "bf16", "activation_checkpointing": "full", "attention": "flash",
         "activation_offload": False, "recipe": "axolotl",
     }),
+    # GRPO: axolotl's own example (rl: grpo with its trl: section, core/trainers/grpo/__init__.py
+    # set_training_args_kwargs) and the TRL docs' multi-node GRPOConfig (trl/trainer/grpo_config.py)
+    "axolotl/qwen-grpo-sudoku.yaml": ("axolotl", {
+        # the -Instruct model has the catalog's Qwen2.5-1.5B shapes; rl: grpo, trl.beta unset: TRL's 0
+        "model": "Qwen2.5-1.5B", "stage": "grpo",
+        "generations": 8, "completion_len": 2048,  # trl.num_generations, trl.max_completion_length
+        "rollout_engine": "hf",  # trl.use_vllm: false
+        "method": "full", "seq_len": 4096, "grad_accum": 64, "micro_batch": 1, "steps": 100,
+        "checkpoint_every": 100, "optimizer": "adamw-8bit",  # adamw_8bit
+        "precision": "bf16", "activation_checkpointing": "none",  # axolotl's default: off
+        "attention": "sdpa", "activation_offload": False, "recipe": "axolotl",
+    }),
     "hf/trl_sft_lora.yaml": ("hf", {
         "stage": "sft",  # run with `trl sft` (its comment line)
         "model": "Qwen/Qwen2.5-0.5B", "seq_len": 1024, "micro_batch": 8, "grad_accum": 2,

@@ -11,6 +11,7 @@ defaults are TRL 1.16.0's (trl/trainer/grpo_config.py, trl/generation/vllm_gener
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -248,3 +249,120 @@ def test_the_planner_refuses_a_rollout_stage() -> None:
     with pytest.raises(InputError) as error:
         plan(PlanRequest(base=scenario_from_mapping(GRPO)))
     assert error.value.field == "stage"
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "configs"
+
+
+def test_the_trl_docs_multi_node_layout() -> None:
+    """TRL's docs run GRPO of Qwen2.5-72B on five nodes of 8: four train (per_device_train_batch_size
+    4) and `trl vllm-serve --tensor_parallel_size 8` takes the fifth. The file names the
+    server mode; the GPU counts are given beside it: 32 trainer replicas, 128 completions = 16
+    prompts x 8; the engine's 72.7B bf16 weights split 8 ways in 0.9 of each H100; the weights
+    reach it over the network (it is in another node)."""
+    from trainplan.inputs.configs import scenario_from_config
+    from trainplan.specs.scenario import scenario_from_mapping
+
+    overrides = {
+        "gpus": 40,
+        "rollout_gpus": 8,
+        "rollout_tensor_parallel": 8,
+        "gpu": "H100 SXM",
+        "zero_stage": 3,
+    }
+    reading = scenario_from_config([FIXTURES / "hf" / "trl_grpo_server.yaml"], overrides)
+    mapping = reading.mapping
+    assert {key: mapping[key] for key in ("stage", "rollout_engine", "rollout_placement", "micro_batch")} == {
+        "stage": "grpo",
+        "rollout_engine": "vllm",
+        "rollout_placement": "separate",
+        "micro_batch": 4,
+    }
+    result = estimate(scenario_from_mapping(mapping))
+    assert result.batch.replicas == 32 and result.batch.global_sequences == 128
+    assert result.batch.prompts_per_step == 16
+    engine = _rollout(result)["engine_memory"]
+    assert engine["weights_bytes"] == (result.params.total - result.params.lora) * 2 / 8
+    assert engine["budget_bytes"] == pytest.approx(0.9 * H100.memory_bytes, rel=1e-12)
+    assert engine["sequences"] == 128  # one engine (8 GPUs, tensor parallel 8) generates them all
+    assert result.time is not None and result.time.step.weight_sync > 0
+
+
+def test_a_server_mode_file_alone_asks_for_the_gpu_counts() -> None:
+    from trainplan.inputs.configs import scenario_from_config
+    from trainplan.specs.scenario import scenario_from_mapping
+
+    with pytest.raises(InputError) as error:
+        estimate(
+            scenario_from_mapping(scenario_from_config([FIXTURES / "hf" / "trl_grpo_server.yaml"]).mapping)
+        )
+    assert error.value.field == "rollout_gpus" and "part of gpus" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # GRPOConfig (trl/trainer/grpo_config.py at f2cd5771): colocated vLLM's share, its tensor
+        # parallel and sleep mode; beta > 0 on a peft policy disables its adapters for the reference
+        (
+            "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\n"
+            "vllm_gpu_memory_utilization: 0.5\nvllm_tensor_parallel_size: 1\nvllm_enable_sleep_mode: true\n"
+            "beta: 0.04\nuse_peft: true\nmax_completion_length: 256\n",
+            {
+                "rollout_engine": "vllm",
+                "rollout_memory_fraction": 0.5,
+                "rollout_tensor_parallel": 1,
+                "rollout_sleep": True,
+                "reference": "adapter",
+                "completion_len": 256,
+                "seq_len": 768,
+                "method": "lora",
+            },
+        ),
+        # the keys alone say GRPO; TRL 0.26's max_prompt_length truncates the prompts
+        (
+            "model_name_or_path: Qwen/Qwen2.5-1.5B\nnum_generations: 4\nmax_prompt_length: 256\n"
+            "max_completion_length: 128\nper_device_train_batch_size: 4\n",
+            {"stage": "grpo", "generations": 4, "seq_len": 384, "completion_len": 128, "method": "full"},
+        ),
+        # server mode: the colocated settings are TRL's to ignore
+        (
+            "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nvllm_mode: server\n"
+            "vllm_gpu_memory_utilization: 0.5\n",
+            {"rollout_placement": "separate"},
+        ),
+    ],
+)
+def test_grpo_configs_read_as_trl_reads_them(tmp_path: Path, text: str, expected: dict[str, Any]) -> None:
+    from trainplan.inputs.configs import scenario_from_config
+
+    path = tmp_path / "grpo.yaml"
+    path.write_text(text)
+    # a server-mode file needs the GPU counts beside it (the trainer's and the engine's)
+    overrides = {"gpus": 2} if "vllm_mode: server" in text else None
+    mapping = scenario_from_config([path], overrides).mapping
+    assert {key: mapping.get(key) for key in expected} == expected
+    if "vllm_mode: server" in text:
+        assert "rollout_memory_fraction" not in mapping
+
+
+def test_axolotl_hands_a_stated_colocate_engine_its_vllm_share(tmp_path: Path) -> None:
+    """axolotl passes vllm.gpu_memory_utilization (VllmConfig's 0.9 by default) only with
+    trl.vllm_mode colocate stated; left unset, TRL's own colocate default (0.3) applies."""
+    from trainplan.inputs.configs import scenario_from_config
+
+    base = (
+        "base_model: Qwen/Qwen2.5-1.5B\nrl: grpo\nsequence_len: 1024\nmicro_batch_size: 8\n"
+        "trl:\n  use_vllm: true\n"
+    )
+    stated = tmp_path / "stated.yaml"
+    stated.write_text(base + "  vllm_mode: colocate\n")
+    unset = tmp_path / "unset.yaml"
+    unset.write_text(base)
+    assert scenario_from_config([stated]).mapping["rollout_memory_fraction"] == 0.9
+    assert "rollout_memory_fraction" not in scenario_from_config([unset]).mapping
+    given = tmp_path / "given.yaml"
+    given.write_text(base + "  vllm_mode: colocate\n  beta: 0.1\nvllm:\n  gpu_memory_utilization: 0.6\n")
+    mapping = scenario_from_config([given]).mapping
+    assert mapping["rollout_memory_fraction"] == 0.6
+    assert mapping["reference"] == "model"  # beta 0.1 on a full fine-tune: a frozen copy

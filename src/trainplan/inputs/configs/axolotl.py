@@ -13,7 +13,7 @@ fused one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainplan.inputs.configs import hf_trainer
@@ -196,7 +196,7 @@ def _fsdp(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 
 
 #: rl (utils/schemas/enums.py RLType) -> the stage; ipo is DPO with loss_type ipo
-AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "kto": "kto", "orpo": "orpo", "simpo": "simpo"}
+AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "kto": "kto", "orpo": "orpo", "simpo": "simpo", "grpo": "grpo"}
 
 
 def _rl(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -212,12 +212,53 @@ def _rl(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
             f"{NOT_MODELLED}: rl {kind} (generated rollouts); the policy's supervised step is estimated"
         )
     fields: dict[str, Any] = {"stage": stage}
+    if stage == "grpo":
+        # core/builders/rl.py: trl.beta, else rl_beta, else TRL's 0 (no reference); a reference
+        # is the policy with its adapters disabled, or a frozen copy of a full model
+        beta = flat.get("trl.beta", flat.get("rl_beta"))
+        if isinstance(beta, int | float) and not isinstance(beta, bool) and beta != 0:
+            fields["reference"] = "adapter" if flat.get("adapter") else "model"
+        return fields
     if stage == "dpo" and on(flat, "precompute_ref_log_probs"):
         fields["reference"] = "precomputed"
     elif stage in ("dpo", "kto"):
         adapter = bool(flat.get("adapter")) and not on(flat, "rl_adapter_ref_model")
         fields["reference"] = "adapter" if adapter else "model"
     return fields
+
+
+def _grpo(flat: Mapping[str, Any]) -> bool:
+    return str(flat.get("rl") or "").strip().lower() == "grpo"
+
+
+def _vllm_colocate_set(flat: Mapping[str, Any]) -> bool:
+    """core/trainers/grpo/__init__.py set_training_args_kwargs passes vllm.gpu_memory_utilization,
+    vllm.tensor_parallel_size and trl.vllm_enable_sleep_mode only when trl.vllm_mode is stated
+    as colocate (left unset, TRL's own colocate defaults apply)."""
+    return _grpo(flat) and on(flat, "trl.use_vllm") and flat.get("trl.vllm_mode") == "colocate"
+
+
+def _grpo_setting(target: str, convert: Callable[[Any], Any], colocate: bool = False) -> Convert:
+    """A GRPO setting of `trl:` or `vllm:` onto `target` (for rl grpo only; `colocate`: only
+    where axolotl passes it, a stated colocate vllm_mode)."""
+
+    def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+        if not _grpo(flat):
+            return Ignore(f"{NOT_MODELLED}: a rollout setting outside rl grpo")
+        if colocate and not _vllm_colocate_set(flat):
+            return Ignore("axolotl passes it with trl.use_vllm and trl.vllm_mode colocate only")
+        converted = convert(value)
+        return converted if isinstance(converted, Ignore) else {target: converted}
+
+    return apply
+
+
+def _vllm_mode(value: Any) -> Any:
+    return choice("trl.vllm_mode", {"colocate": "colocate", "server": "separate"}, value)
+
+
+def _sleep(value: Any) -> Any:
+    return True if truthy("trl.vllm_enable_sleep_mode", value) else Ignore("false")
 
 
 def _reward_model(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -326,7 +367,34 @@ RULES: dict[str, Rule] = {
     "sequence_parallel_degree": ignored(f"{NOT_MODELLED}: context parallelism (ring attention)"),
     "dp_shard_size": ignored(f"{NOT_MODELLED}: the shard group of hybrid sharding (HSDP); all GPUs shard"),
     "dp_replicate_size": ignored(f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP)"),
-    "rl": Rule("preference stage (dpo, ipo, kto, orpo, simpo)", _rl, sets="stage, reference"),
+    "rl": Rule("preference or RL stage (dpo, ipo, kto, orpo, simpo, grpo)", _rl, sets="stage, reference"),
+    "trl.num_generations": Rule(
+        "completions per prompt", _grpo_setting("generations", positive_int("trl.num_generations"))
+    ),
+    "trl.max_completion_length": Rule(
+        "tokens generated per completion",
+        _grpo_setting("completion_len", positive_int("trl.max_completion_length")),
+    ),
+    "trl.use_vllm": Rule(
+        "vLLM generates (else transformers' generate)",
+        _grpo_setting("rollout_engine", lambda v: "vllm" if truthy("trl.use_vllm", v) else "hf"),
+    ),
+    "trl.vllm_mode": Rule(
+        "colocate or server (trl vllm-serve)", _grpo_setting("rollout_placement", _vllm_mode)
+    ),
+    "vllm.gpu_memory_utilization": Rule(
+        "the colocated engine's share of each GPU",
+        _grpo_setting("rollout_memory_fraction", float, colocate=True),
+    ),
+    "vllm.tensor_parallel_size": Rule(
+        "the colocated engine's tensor-parallel size",
+        _grpo_setting("rollout_tensor_parallel", positive_int("vllm.tensor_parallel_size"), colocate=True),
+    ),
+    "trl.vllm_enable_sleep_mode": Rule(
+        "the colocated engine sleeps while training", _grpo_setting("rollout_sleep", _sleep, colocate=True)
+    ),
+    "trl.beta": ignored("read with rl (grpo: a reference model when not 0)"),
+    "rl_beta": ignored("read with rl (grpo: a reference model when not 0)"),
     "reward_model": Rule("a reward model (stage rm)", _reward_model, sets="stage"),
     "rl_adapter_ref_model": ignored("read with rl: the reference is the base loaded again"),
     "precompute_ref_log_probs": ignored("read with rl: the reference's log-probs before training"),
@@ -413,6 +481,10 @@ DEFAULTS = {
 ADAPTER_DEFAULTS = {"lora_dropout": Default(0.0, "axolotl", "LoraConfig.lora_dropout")}
 
 
+#: axolotl's vLLM section's memory share, which it hands a stated colocate engine
+VLLM_FRACTION = Default(0.9, "axolotl", "VllmConfig.gpu_memory_utilization")
+
+
 def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     """axolotl's own defaults for what a file leaves out (its pydantic schemas); the LoRA ones
     with an adapter only."""
@@ -434,6 +506,11 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     if AXOLOTL_RL.get(str(flat.get("rl") or "").strip().lower()) in ("dpo", "kto"):
         # the TRL axolotl pins (v1.8.0): the full logits through selective_log_softmax
         found["loss"] = ("selective", "TRL 1.8's DPO and KTO score the full logits (selective_log_softmax)")
+    if _vllm_colocate_set(flat) and flat.get("vllm.gpu_memory_utilization") is None:
+        found["rollout_memory_fraction"] = (
+            VLLM_FRACTION.value,
+            f"trl.vllm_mode colocate: axolotl passes vllm.gpu_memory_utilization, {VLLM_FRACTION.note()}",
+        )
     if all(flat.get(key) is None for key in ATTENTION_SETTINGS):
         found["attention"] = ("sdpa", "no attn_implementation: transformers' default, sdpa")
     degrees = [flat.get(key) for key in ("dp_shard_size", "dp_replicate_size", "tensor_parallel_size",

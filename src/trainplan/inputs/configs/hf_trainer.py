@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainplan.inputs.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    Convert,
     Default,
     Ignore,
     Rule,
@@ -28,7 +29,7 @@ from trainplan.inputs.configs.base import (
     to,
     truthy,
 )
-from trainplan.specs.errors import InputError
+from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.offload import FSDP_OFFLOAD
 
 FORMAT = "hf"
@@ -234,15 +235,21 @@ def _fsdp_rules() -> dict[str, Rule]:
 # GRPOConfig): their own keys. The stage is the `trl` command the file is run with, else what
 # only one trainer's config has (`implied`); the objective's weights are irrelevant to memory.
 PREFERENCE_KEYS = (
-    "beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "ref_model_init_kwargs",
+    "rpo_alpha", "ref_model_init_kwargs",
     "desirable_weight", "undesirable_weight", "simpo_gamma", "cpo_alpha", "reference_free", "sync_ref_model",
     "center_rewards_coefficient",
 )  # fmt: skip
-RL_KEYS = ("num_generations",)
+#: GRPOConfig's rollout settings (trl/trainer/grpo_config.py); RLOOConfig shares some of them
+GRPO_KEYS = (
+    "num_generations", "use_vllm", "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size",
+    "vllm_enable_sleep_mode", "steps_per_generation", "num_iterations", "generation_batch_size",
+    "vllm_importance_sampling_correction",
+)  # fmt: skip
 _PREFERENCE = f"{IRRELEVANT}: a preference objective's weight (the stage is read from the file)"
-_RL = f"{NOT_MODELLED}: RL training (generated rollouts); the policy's step is estimated"
 #: `trl <command>` -> the stage it trains (trl/cli.py; cpo trains SimPO with loss_type simpo)
-TRL_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "reward": "rm"}
+TRL_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "reward": "rm", "grpo": "grpo"}
+#: `trl <command>`s whose trainers trainplan does not model (their rollout differs from GRPO's)
+TRL_UNMODELLED = ("rloo", "ppo")
 #: keys of one trainer's config only (TRL 1.16.0 trl/trainer/*_config.py, trl/experimental/cpo)
 KTO_ONLY = ("desirable_weight", "undesirable_weight")
 DPO_ONLY = (
@@ -260,6 +267,10 @@ def trl_stage(flat: Mapping[str, Any]) -> tuple[str, str] | None:
     command = flat.get(TRL_CLI)
     if isinstance(command, str) and command in TRL_STAGES:
         return TRL_STAGES[command], f"run with `trl {command}`"
+    if command in TRL_UNMODELLED:
+        return None
+    if any(key in flat for key in GRPO_KEYS):
+        return "grpo", f"GRPOConfig's {next(k for k in GRPO_KEYS if k in flat)}"
     if command == "cpo" or any(key in flat for key in ("simpo_gamma", "cpo_alpha")):
         if str(flat.get("loss_type") or "").lower() == "simpo":
             return "simpo", "CPOConfig with loss_type simpo"
@@ -278,6 +289,150 @@ def _precompute(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if truthy("precompute_ref_log_probs", value):
         return {"reference": "precomputed"}
     return Ignore("false: the reference scores each step")
+
+
+def _grpo(flat: Mapping[str, Any]) -> bool:
+    """Whether the file trains GRPO (`trl_stage`)."""
+    stage = trl_stage(flat)
+    return stage is not None and stage[0] == "grpo"
+
+
+def _vllm_colocated(flat: Mapping[str, Any]) -> bool:
+    """GRPO with vLLM in each training process (use_vllm, vllm_mode colocate: GRPOConfig's
+    default mode)."""
+    return _grpo(flat) and on(flat, "use_vllm") and str(flat.get("vllm_mode") or "colocate") == "colocate"
+
+
+_NOT_GRPO = f"{NOT_MODELLED}: a rollout setting of a trainer other than GRPO's"
+
+
+def _generations(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not _grpo(flat):
+        return Ignore(_NOT_GRPO)
+    return {"generations": positive_int("num_generations")(value)}
+
+
+def _completion(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """GRPOConfig.max_completion_length: the generated part of each sequence (a preference
+    trainer's truncation length otherwise, which trainplan does not read)."""
+    if not _grpo(flat):
+        return Ignore(_PREFERENCE)
+    return {"completion_len": positive_int("max_completion_length")(value)}
+
+
+def _use_vllm(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    if not _grpo(flat):
+        return Ignore(_NOT_GRPO)
+    return {"rollout_engine": "vllm" if truthy("use_vllm", value) else "hf"}
+
+
+_VLLM_MODES = {"colocate": "colocate", "server": "separate"}
+
+
+def _vllm_mode(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """vllm_mode: colocate (an engine in each process) or server (`trl vllm-serve` on GPUs of its
+    own: give gpus, the trainer's and the engine's together, and rollout_gpus)."""
+    if not (_grpo(flat) and on(flat, "use_vllm")):
+        return Ignore("without use_vllm: transformers' generate")
+    placement = choice("vllm_mode", _VLLM_MODES, value)
+    return {"rollout_placement": placement}
+
+
+def _colocated_only(setting: str, target: str, convert: Callable[[Any], Any]) -> Convert:
+    """A setting GRPOTrainer reads for a colocated engine only (server mode takes vllm-serve's own)."""
+
+    def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+        if not _vllm_colocated(flat):
+            return Ignore(
+                f"applies to a colocated vLLM engine (use_vllm, vllm_mode colocate); {setting} is unused"
+            )
+        return {target: convert(value)}
+
+    return apply
+
+
+def _fraction(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise InputError("vllm_gpu_memory_utilization", f"{shown_value(value)} is not a fraction in (0, 1]")
+    return float(value)
+
+
+def _sleep(value: Any) -> Any:
+    return True if truthy("vllm_enable_sleep_mode", value) else Ignore("false: the engine stays awake")
+
+
+def _beta(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """GRPOConfig.beta: a KL term against a reference (GRPOTrainer loads a frozen copy for a
+    full fine-tune, disables a peft policy's adapters otherwise) when it is not 0, TRL's
+    default; a preference objective's weight for the other trainers."""
+    if not _grpo(flat):
+        return Ignore(_PREFERENCE)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError("beta", f"{shown_value(value)} is not a number")
+    if value == 0:
+        return Ignore("0: no reference model (TRL's default)")
+    return {"reference": "adapter" if on(flat, "use_peft") else "model"}
+
+
+#: GRPOConfig.max_prompt_length's default through TRL 0.26 (trl/trainer/grpo_config.py at
+#: huggingface/trl@5fab47204; None in 0.27, 0e0cb5f15; removed in 0.28, 89070d241, since when
+#: the prompts are the dataset's, untruncated)
+GRPO_PROMPT_DEFAULT = 512
+#: GRPOConfig.max_completion_length's default (TRL 1.16.0 and f2cd5771)
+GRPO_COMPLETION_DEFAULT = 512
+
+
+def _completion_of(flat: Mapping[str, Any]) -> int:
+    value = flat.get("max_completion_length")
+    return value if isinstance(value, int) and not isinstance(value, bool) else GRPO_COMPLETION_DEFAULT
+
+
+def _prompt(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """max_prompt_length (GRPOConfig through TRL 0.27): prompts truncated to it, so a sequence
+    is it plus the completion; a preference trainer's truncation otherwise."""
+    if not _grpo(flat):
+        return Ignore(_PREFERENCE)
+    prompt = positive_int("max_prompt_length")(value)
+    if isinstance(prompt, Ignore):
+        return prompt
+    return {"seq_len": prompt + _completion_of(flat)}
+
+
+_ONE_GENERATION = (
+    f"{NOT_MODELLED}: trainplan generates one batch per optimizer step (TRL's default "
+    "steps_per_generation = gradient_accumulation_steps, num_iterations 1)"
+)
+GRPO_RULES: dict[str, Rule] = {
+    "num_generations": Rule("completions per prompt", _generations, sets="generations"),
+    "max_completion_length": Rule("tokens generated per completion", _completion, sets="completion_len"),
+    "use_vllm": Rule("vLLM generates (else transformers' generate)", _use_vllm, sets="rollout_engine"),
+    "vllm_mode": Rule("colocate or server (trl vllm-serve)", _vllm_mode, sets="rollout_placement"),
+    "vllm_gpu_memory_utilization": Rule(
+        "the colocated engine's share of each GPU",
+        _colocated_only("vllm_gpu_memory_utilization", "rollout_memory_fraction", _fraction),
+        sets="rollout_memory_fraction",
+    ),
+    "vllm_tensor_parallel_size": Rule(
+        "the colocated engine's tensor-parallel size",
+        _colocated_only(
+            "vllm_tensor_parallel_size", "rollout_tensor_parallel", positive_int("vllm_tensor_parallel_size")
+        ),
+        sets="rollout_tensor_parallel",
+    ),
+    "vllm_enable_sleep_mode": Rule(
+        "the colocated engine sleeps (level 2) while training",
+        _colocated_only("vllm_enable_sleep_mode", "rollout_sleep", _sleep),
+        sets="rollout_sleep",
+    ),
+    "beta": Rule("GRPO's KL weight: a reference model when not 0", _beta, sets="reference"),
+    "max_prompt_length": Rule("prompt tokens (TRL 0.27 and before)", _prompt, sets="seq_len"),
+    "steps_per_generation": ignored(_ONE_GENERATION),
+    "num_iterations": ignored(_ONE_GENERATION),
+    "generation_batch_size": ignored(_ONE_GENERATION),
+    "vllm_importance_sampling_correction": ignored(
+        f"{NOT_MODELLED}: with vLLM the policy's old log-probs are taken to be scored (TRL's default true)"
+    ),
+}
 
 
 SFT_LOSSES = {"chunked_nll": "fused", "nll": "standard", "dft": "standard"}
@@ -345,7 +500,7 @@ RULES: dict[str, Rule] = {
         sets="loss",
     ),
     **{key: ignored(_PREFERENCE) for key in PREFERENCE_KEYS},
-    **{key: ignored(_RL) for key in RL_KEYS},
+    **GRPO_RULES,
     "precompute_ref_log_probs": Rule(
         "the reference's log-probs computed before training", _precompute, sets="reference"
     ),
@@ -382,7 +537,8 @@ RULES: dict[str, Rule] = {
 TRL_KEYS = (
     "max_seq_length", "max_length", "packing", "dataset_text_field", "completion_only_loss",
     "assistant_only_loss", "use_peft", "lora_r", "activation_offloading", "padding_free", "loss_type",
-    *PREFERENCE_KEYS, *RL_KEYS, "precompute_ref_log_probs",
+    *PREFERENCE_KEYS, *GRPO_KEYS, "beta", "max_completion_length", "max_prompt_length",
+    "precompute_ref_log_probs",
 )  # fmt: skip
 MARKERS = (
     "per_device_train_batch_size", "optim", "gradient_checkpointing", "output_dir", "model_name_or_path",
@@ -413,7 +569,17 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         }
     if stage is not None and stage[0] in ("dpo", "kto"):
         return found | {"loss": ("selective", "DPO's and KTO's full logits through selective_log_softmax")}
-    if (stage is not None and stage[0] != "sft") or any(key in flat for key in PREFERENCE_KEYS):
+    if stage is not None and stage[0] == "grpo":
+        # the loss: TRL 1.16.0's fused log-prob head, the stage's default; the sequence: the
+        # prompts are the dataset's (untruncated since TRL 0.28)
+        prompt = (
+            f"{GRPO_PROMPT_DEFAULT} prompt tokens assumed (GRPOConfig's max_prompt_length default "
+            "through TRL 0.26; newer TRL keeps the dataset's prompts whole: give seq_len as prompt + "
+            "completion) and the completion"
+        )
+        return found | {"seq_len": (GRPO_PROMPT_DEFAULT + _completion_of(flat), prompt)}
+    preference = (*PREFERENCE_KEYS, "beta", "max_completion_length", "max_prompt_length")
+    if (stage is not None and stage[0] != "sft") or any(key in flat for key in preference):
         return found | {"loss": ("standard", "a preference trainer's log-probabilities over the full logits")}
     return found
 
@@ -483,4 +649,7 @@ def defaults(flat: Mapping[str, Any]) -> dict[str, Default]:
     peft = on(flat, "use_peft")
     fp16 = on(flat, "fp16")
     bf16 = Default(not fp16, "trl", "_BaseConfig.bf16", TRL_DEFAULTS["bf16"].effective)
-    return {**TRL_DEFAULTS, "bf16": bf16, **(TRL_PEFT_DEFAULTS if peft else {})}
+    found = {**TRL_DEFAULTS, "bf16": bf16, **(TRL_PEFT_DEFAULTS if peft else {})}
+    if _grpo(flat):  # GRPOConfig has no max_length: its sequences are prompt + completion
+        found.pop("max_length")
+    return found

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from trainplan.inputs.configs.base import FileReading, Skipped, Source, flatten
 from trainplan.specs.errors import InputError, shown_value
+from trainplan.specs.rollout import ROLLOUT_FIELDS
 
 FIELD = "from"  # the CLI flag and the error field of everything a config file gets wrong
 # Detection order: the formats with the most distinctive keys first.
@@ -43,7 +44,8 @@ UNDER_FSDP = UNDER_DEEPSPEED
 # The scenario fields a training config can set; the others (GPU type, prices, region) never
 # come from one and are listed only when given.
 CONFIG_FIELDS = (
-    "model", "method", "recipe", "stage", "reference", "reference_weights", "lora.rank", "lora.alpha",
+    "model", "method", "recipe", "stage", "reference", "reference_weights", *ROLLOUT_FIELDS,
+    "lora.rank", "lora.alpha",
     "lora.targets", "lora.dropout", "lora.dora",
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
