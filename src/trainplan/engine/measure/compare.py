@@ -26,6 +26,7 @@ from trainplan.inputs.resolve import model_config, resolve_model
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.presets import resolved_adapter_dtype
+from trainplan.specs.rollout import resolved_rollout
 from trainplan.specs.scenario import Scenario, is_pattern
 from trainplan.specs.stages import (
     LOGPROB_STAGES,
@@ -230,6 +231,8 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
             raise InputError("stage", f"{scenario.stage}: a preference or reward step is traced on one GPU")
         if _reference_dtype(scenario) not in ("bf16", "fp32", None):
             raise InputError("reference_weights", "a trace keeps the reference copy in bf16 or fp32")
+        if scenario.stage == "grpo" and resolved_loss(scenario) != "logprob":
+            raise InputError("loss", "grpo is traced as TRL 1.16.0 runs it, through its fused log-prob head")
     if scenario.method == "qlora":
         raise InputError(
             "method",
@@ -334,6 +337,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
     if spec.kind != "llm":
         return _measure_sample(scenario, spec)
     compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
+    rollout = resolved_rollout(scenario)
     lora = scenario.lora
     config = model_config(scenario.model)[0]
     notes = [NOT_TRACED]
@@ -374,6 +378,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         stage=scenario.stage,
         reference=resolved_reference(scenario),
         reference_dtype=_reference_dtype(scenario) or "bf16",
+        completion_len=rollout.completion_len if rollout is not None else 0,
     )
     if _sharded(scenario):
         notes.append(

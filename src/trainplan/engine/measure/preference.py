@@ -15,6 +15,12 @@ What each stage runs, read from TRL 1.16.0 (trl/trainer/...):
   sigmoid of the log-prob margin (ORPO adds the chosen NLL, which the log-probs already give).
 - rm (reward_trainer.py `RewardTrainer.compute_loss`): a sequence-classification model with one
   label on the paired batch; -logsigmoid(chosen - rejected).
+- grpo (grpo_trainer.py `GRPOTrainer._compute_loss`), the training round of a step whose
+  completions are given: the policy on prompt + completion through the fused head with its
+  entropy output (`add_fused_lm_head(outputs=("log_probs", "entropy"))`), the prompt's labels
+  -100; the old (and the reference's) per-token log-probs and the advantages come with the batch,
+  scored before training; the clipped ratio loss of loss_type dapo, normalised by the completion
+  tokens.
 
 The traced step scores every position (the fused head's `compact=False` path, which TRL takes off
 Triton devices; on CUDA it scores only completion tokens, the same set when every label counts),
@@ -48,6 +54,13 @@ def fused_head(model: Any) -> None:
     from trl.trainer.utils import add_fused_lm_head
 
     add_fused_lm_head(model)
+
+
+def fused_head_with_entropy(model: Any) -> None:
+    """The fused head as GRPOTrainer adds it to the policy: log-probs and each position's entropy."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
 
 
 @contextlib.contextmanager
@@ -86,6 +99,7 @@ def preference_step(
     amp: bool,
     ref_model: torch.nn.Module | None = None,
     scoring: str = "logprob",
+    completion_len: int = 0,
 ) -> PreferenceStep:
     """The batch and loss of one TRL step of `stage` with `reference` (model, adapter,
     precomputed, none); `ref_model` is the frozen copy for reference "model". `scoring` is
@@ -105,6 +119,12 @@ def preference_step(
     ]
     if stage == "kto":
         notes.append("KTO: a KL batch of the same size scored under no_grad (calculate_kl)")
+    if stage == "grpo":
+        notes.append(
+            f"GRPO's training round: {completion_len} completion tokens of each sequence scored, the old "
+            "log-probs and advantages given (the rollout and the scoring are not traced)"
+        )
+        return _grpo_step(vocab, rows, seq_len, completion_len, amp, ref_model, notes)
 
     def make_batch() -> dict[str, Any]:
         ids = torch.randint(0, vocab, (rows, seq_len))
@@ -193,6 +213,47 @@ def preference_step(
             chosen, rejected = ratios.chunk(2)
             loss = -torch.nn.functional.logsigmoid(0.1 * (chosen - rejected)).mean()
         kept.clear()  # _compute_loss returns: its locals (the logits) go
+        return loss
+
+    frozen = [*ref_model.parameters(), *ref_model.buffers()] if ref_model is not None else []
+    return PreferenceStep(make_batch, loss_of, frozen, notes)
+
+
+def _grpo_step(
+    vocab: int,
+    rows: int,
+    seq_len: int,
+    completion_len: int,
+    amp: bool,
+    ref_model: torch.nn.Module | None,
+    notes: list[str],
+) -> PreferenceStep:
+    """GRPO's training step (TRL 1.16.0 GRPOTrainer._compute_loss with loss_type dapo, epsilon
+    0.2): the reference's log-probs, when there is one, were scored with the old ones before
+    training and come with the batch; a frozen reference copy stays resident."""
+
+    def make_batch() -> dict[str, Any]:
+        ids = torch.randint(0, vocab, (rows, seq_len))
+        labels = ids.clone()
+        labels[:, : seq_len - completion_len] = -100
+        return {
+            "input_ids": ids,
+            "labels": labels,
+            "old_logps": torch.zeros(rows, completion_len, dtype=torch.float32),
+            "advantages": torch.zeros(rows, dtype=torch.float32),
+        }
+
+    def loss_of(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            out = model(
+                input_ids=batch["input_ids"], labels=batch["labels"], fused_lm_head=True, use_cache=False
+            )
+        per_token = out.log_probs[:, -completion_len:]
+        ratio = torch.exp(per_token - batch["old_logps"])
+        advantages = batch["advantages"].unsqueeze(1)
+        clipped = torch.clamp(ratio, 0.8, 1.2)
+        per_token_loss = -torch.min(ratio * advantages, clipped * advantages)
+        loss: torch.Tensor = per_token_loss.sum() / per_token_loss.numel()
         return loss
 
     frozen = [*ref_model.parameters(), *ref_model.buffers()] if ref_model is not None else []

@@ -65,6 +65,7 @@ def measure_training_step(
     stage: str = "sft",
     reference: str = "none",
     reference_dtype: str = "bf16",
+    completion_len: int = 0,
 ) -> MeasuredStep:
     """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
 
@@ -88,7 +89,8 @@ def measure_training_step(
     sharded parameters and gathers them in bf16 (MixedPrecisionPolicy(param_dtype=bfloat16)).
     A `stage` other than sft/pt runs TRL 1.16.0's step for it (measure/preference.py):
     `micro_batch` counts pairs for the paired stages, `reference` is model (a frozen copy in
-    `reference_dtype`), adapter, precomputed or none.
+    `reference_dtype`), adapter, precomputed or none; for grpo the training round of a step is
+    traced, its last `completion_len` tokens of each sequence scored.
     """
     _check_choice("method", method, METHODS)
     _check_choice("precision", precision, PRECISIONS)
@@ -105,7 +107,7 @@ def measure_training_step(
     if (loss in PREFERENCE_LOSSES) != (stage in LOGPROB_STAGES):
         raise InputError(
             "loss",
-            "dpo, kto, orpo and simpo are traced with logprob (TRL's fused head), selective (TRL 1.10 "
+            "dpo, kto, orpo, simpo and grpo are traced with logprob (TRL's fused head), selective (TRL 1.10 "
             "and before) or logsoftmax (LLaMA-Factory); the other stages with standard or chunked",
         )
     if reference == "adapter" and method == "full":
@@ -140,8 +142,11 @@ def measure_training_step(
     from trainplan.engine.measure.preference import (
         cuda_logprob_kernels,
         fused_head,
+        fused_head_with_entropy,
         preference_step,
     )
+
+    policy_head = fused_head_with_entropy if stage == "grpo" else fused_head
 
     amp = precision == "amp-bf16"
     notes: list[str] = []
@@ -176,7 +181,7 @@ def measure_training_step(
             gradient_checkpointing=gradient_checkpointing,
             checkpoint_policy=checkpoint_policy,
             head="score" if stage == "rm" else "lm",
-            before_adapter=fused_head if loss == "logprob" else None,
+            before_adapter=policy_head if loss == "logprob" else None,
         )
         notes += built.notes
         model = built.model
@@ -208,6 +213,7 @@ def measure_training_step(
                 amp=amp,
                 ref_model=ref_model,
                 scoring=loss,
+                completion_len=completion_len,
             )
             notes += step.notes
         if fsdp is not None:
