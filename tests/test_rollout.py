@@ -366,3 +366,32 @@ def test_axolotl_hands_a_stated_colocate_engine_its_vllm_share(tmp_path: Path) -
     mapping = scenario_from_config([given]).mapping
     assert mapping["rollout_memory_fraction"] == 0.6
     assert mapping["reference"] == "model"  # beta 0.1 on a full fine-tune: a frozen copy
+
+
+@pytest.mark.parametrize(
+    ("text", "setting"),
+    [
+        (
+            "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nvllm_gpu_memory_utilization: 1.5\n",
+            "vllm_gpu_memory_utilization",
+        ),
+        ("# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nnum_generations: many\n", "num_generations"),
+        (
+            "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nvllm_mode: remote\n",
+            "vllm_mode",
+        ),
+        (
+            "base_model: Qwen/Qwen2.5-1.5B\nrl: grpo\nsequence_len: 1024\ntrl:\n  use_vllm: true\n"
+            "  vllm_mode: colocate\nvllm:\n  gpu_memory_utilization: lots\n",
+            "vllm.gpu_memory_utilization",
+        ),
+    ],
+)
+def test_bad_rollout_settings_name_themselves(tmp_path: Path, text: str, setting: str) -> None:
+    from trainplan.inputs.configs import scenario_from_config
+
+    path = tmp_path / "grpo.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        scenario_from_config([path])
+    assert setting in str(error.value)

@@ -26,6 +26,7 @@ from trainplan.inputs.configs.base import (
     Ignore,
     Rule,
     choice,
+    fraction,
     fsdp_offload_note,
     ignored,
     on,
@@ -369,29 +370,39 @@ RULES: dict[str, Rule] = {
     "dp_replicate_size": ignored(f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP)"),
     "rl": Rule("preference or RL stage (dpo, ipo, kto, orpo, simpo, grpo)", _rl, sets="stage, reference"),
     "trl.num_generations": Rule(
-        "completions per prompt", _grpo_setting("generations", positive_int("trl.num_generations"))
+        "completions per prompt",
+        _grpo_setting("generations", positive_int("trl.num_generations")),
+        sets="generations",
     ),
     "trl.max_completion_length": Rule(
         "tokens generated per completion",
         _grpo_setting("completion_len", positive_int("trl.max_completion_length")),
+        sets="completion_len",
     ),
     "trl.use_vllm": Rule(
         "vLLM generates (else transformers' generate)",
         _grpo_setting("rollout_engine", lambda v: "vllm" if truthy("trl.use_vllm", v) else "hf"),
+        sets="rollout_engine",
     ),
     "trl.vllm_mode": Rule(
-        "colocate or server (trl vllm-serve)", _grpo_setting("rollout_placement", _vllm_mode)
+        "colocate or server (trl vllm-serve)",
+        _grpo_setting("rollout_placement", _vllm_mode),
+        sets="rollout_placement",
     ),
     "vllm.gpu_memory_utilization": Rule(
         "the colocated engine's share of each GPU",
-        _grpo_setting("rollout_memory_fraction", float, colocate=True),
+        _grpo_setting("rollout_memory_fraction", fraction("vllm.gpu_memory_utilization"), colocate=True),
+        sets="rollout_memory_fraction",
     ),
     "vllm.tensor_parallel_size": Rule(
         "the colocated engine's tensor-parallel size",
         _grpo_setting("rollout_tensor_parallel", positive_int("vllm.tensor_parallel_size"), colocate=True),
+        sets="rollout_tensor_parallel",
     ),
     "trl.vllm_enable_sleep_mode": Rule(
-        "the colocated engine sleeps while training", _grpo_setting("rollout_sleep", _sleep, colocate=True)
+        "the colocated engine sleeps while training",
+        _grpo_setting("rollout_sleep", _sleep, colocate=True),
+        sets="rollout_sleep",
     ),
     "trl.beta": ignored("read with rl (grpo: a reference model when not 0)"),
     "rl_beta": ignored("read with rl (grpo: a reference model when not 0)"),

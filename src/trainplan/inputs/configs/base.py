@@ -359,6 +359,17 @@ def positive_int(setting: str) -> Callable[[Any], Any]:
     return convert
 
 
+def fraction(setting: str) -> Callable[[Any], Any]:
+    """A converter for a share in (0, 1] (vLLM's gpu_memory_utilization)."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise InputError(setting, f"{shown_value(value)} is not a fraction in (0, 1]")
+        return float(value)
+
+    return convert
+
+
 def keys(flat: Mapping[str, Any]) -> Iterator[str]:
     """The top-level keys of a flattened file."""
     return iter({path.split(".", 1)[0] for path in flat})

@@ -23,6 +23,7 @@ from trainplan.inputs.configs.base import (
     Ignore,
     Rule,
     choice,
+    fraction,
     ignored,
     on,
     positive_int,
@@ -351,12 +352,6 @@ def _colocated_only(setting: str, target: str, convert: Callable[[Any], Any]) ->
     return apply
 
 
-def _fraction(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise InputError("vllm_gpu_memory_utilization", f"{shown_value(value)} is not a fraction in (0, 1]")
-    return float(value)
-
-
 def _sleep(value: Any) -> Any:
     return True if truthy("vllm_enable_sleep_mode", value) else Ignore("false: the engine stays awake")
 
@@ -409,7 +404,11 @@ GRPO_RULES: dict[str, Rule] = {
     "vllm_mode": Rule("colocate or server (trl vllm-serve)", _vllm_mode, sets="rollout_placement"),
     "vllm_gpu_memory_utilization": Rule(
         "the colocated engine's share of each GPU",
-        _colocated_only("vllm_gpu_memory_utilization", "rollout_memory_fraction", _fraction),
+        _colocated_only(
+            "vllm_gpu_memory_utilization",
+            "rollout_memory_fraction",
+            fraction("vllm_gpu_memory_utilization"),
+        ),
         sets="rollout_memory_fraction",
     ),
     "vllm_tensor_parallel_size": Rule(
