@@ -98,10 +98,23 @@ def test_each_catalog_gpu_is_fitted_with_its_own_engine_share() -> None:
     result = estimate(VLLM)
     budget = _rollout(result)["engine_memory"]["budget_bytes"]
     trainer = result.total_bytes - budget
+    engine = _rollout(result)["engine_memory"]
+    # vLLM starts where its share holds its weights, activations and one sequence's KV cache
+    least = engine["weights_bytes"] + engine["activations_bytes"] + 1024 * 28_672
     for row in result.fit:
         total = trainer + 0.3 * row.memory_bytes
         assert row.free_bytes == pytest.approx(row.memory_bytes - total, rel=1e-9, abs=1.0)
-        assert row.fits == (total <= row.memory_bytes)
+        assert row.fits == (total <= row.memory_bytes and 0.3 * row.memory_bytes >= least)
+
+
+def test_a_gpu_whose_share_cannot_hold_the_engine_does_not_fit() -> None:
+    """Llama-3.1-8B's 16 GB of bf16 weights in 0.3 of a 24 GB card (7.7 GB): vLLM cannot start
+    there, however little the trainer needs (the engine sleeps while it trains); 0.3 of an 80 GB
+    H100 holds them."""
+    full = estimate({**VLLM, "model": "Llama-3.1-8B", "rollout_sleep": True})
+    rows = {row.gpu: row for row in full.fit}
+    assert not rows["GeForce RTX 4090"].fits
+    assert rows["H100 SXM 80GB"].fits
 
 
 def test_transformers_generate_caches_every_sequence_of_the_generation_batch() -> None:
@@ -241,14 +254,84 @@ def test_the_defaults_are_trls() -> None:
     assert estimate(VLLM).assumptions["rollout_memory_fraction"] == 0.3
 
 
-def test_the_planner_refuses_a_rollout_stage() -> None:
-    from trainplan.engine.plan import plan
+def _plan_request(**options: Any) -> Any:
     from trainplan.engine.plan_request import PlanRequest
     from trainplan.specs.scenario import scenario_from_mapping
 
-    with pytest.raises(InputError) as error:
-        plan(PlanRequest(base=scenario_from_mapping(GRPO)))
-    assert error.value.field == "stage"
+    base = scenario_from_mapping({**GRPO, "grad_accum": 2, "gpu": "H100 SXM"})
+    return PlanRequest(base=base, gpu_types=("H100 SXM",), max_gpus=4, **options)
+
+
+def test_the_rollout_planner_ranks_whole_estimates() -> None:
+    """GRPO plans: every one fits, re-estimates to its own figures through the validating parser,
+    trains the target's 16 completions per step (8 x 2, the base's), and comes ranked by time;
+    the engine placements searched include both transformers' generate and vLLM, colocated and
+    apart."""
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_rollout import engines
+    from trainplan.specs.scenario import scenario_from_mapping, scenario_to_mapping
+
+    result = plan(_plan_request(objective="time", top_k=5))
+    assert result.plans
+    times = [p.total_s for p in result.plans]
+    assert times == sorted(times)
+    for chosen in result.plans:
+        assert chosen.estimate.fits
+        again = estimate(scenario_from_mapping(scenario_to_mapping(chosen.scenario)))
+        assert again.time is not None and again.time.run_s == pytest.approx(chosen.total_s, rel=1e-12)
+        assert again.batch.global_sequences == 16
+    kinds = {(kind, placement) for kind, placement, *_ in engines(_plan_request().base, 4)}
+    assert kinds == {("hf", "colocate"), ("vllm", "colocate"), ("vllm", "separate")}
+
+
+def test_the_rollout_planner_beats_trls_defaults() -> None:
+    """The fastest plan is no slower than TRL's own colocated defaults on the same four GPUs."""
+    from trainplan.engine.plan import plan
+
+    result = plan(_plan_request(objective="time"))
+    trl = estimate({**GRPO, "grad_accum": 1, "micro_batch": 4, "gpus": 4, "rollout_engine": "vllm"})
+    assert trl.time is not None
+    assert result.plans[0].total_s <= trl.time.run_s
+
+
+def test_the_rollout_planner_counts_its_rejections() -> None:
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_rollout import ROLLOUT_REASONS
+
+    result = plan(_plan_request(objective="cost"))
+    assert set(result.rejected) <= set(ROLLOUT_REASONS)
+    assert sum(result.rejected.values()) < result.candidates_evaluated
+
+
+def test_an_engine_on_tensor_parallel_gpus_pays_two_all_reduces_a_layer() -> None:
+    """A colocated engine of tensor parallel 2 over 2 GPUs: each decode step reads half the
+    weights and its 16 sequences' KV (each GPU's half of the KV heads), and runs 2 x 28
+    all-reduces of 16 x 1,536 bf16 values, each the stated latency plus a ring over NVLink."""
+    from trainplan.engine.per_gpu import link_bytes_per_s
+    from trainplan.engine.time_cost_energy import hardware_of
+
+    result = estimate({**VLLM, "gpus": 2, "rollout_tensor_parallel": 2})
+    assert result.time is not None
+    engine = _rollout(result)["engine_memory"]
+    assert engine["sequences"] == 16 and engine["kv_bytes_per_token"] == 28_672 / 2
+    _, rates = rollout_data()
+    read = engine["weights_bytes"] + 16 * (512 + 256) * 28_672 / 2
+    memory_s = read / (H100.memory_bandwidth_bytes_per_s * rates["decode_bandwidth_efficiency"])
+    flops = result.time.flops
+    forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
+    compute = H100.dense_flops_per_s["bf16"] * result.time.efficiency * 2
+    hardware = hardware_of(H100, result_precision(result), None)
+    assert hardware is not None
+    link = float(link_bytes_per_s(hardware, 2, False))
+    ring = 2 * (2 - 1) / 2 * 16 * 1536 * 2 / link
+    step = max(memory_s, 16 * forward / compute) + 2 * 28 * (rates["tp_allreduce_latency_s"] + ring)
+    assert result.time.step.generation == pytest.approx(16 * 512 * forward / compute + 512 * step, rel=1e-12)
+
+
+def result_precision(result: Any) -> Any:
+    from trainplan.engine.terms.precisions import PRECISIONS
+
+    return PRECISIONS[result.scenario.precision]
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "configs"
@@ -372,7 +455,8 @@ def test_axolotl_hands_a_stated_colocate_engine_its_vllm_share(tmp_path: Path) -
     ("text", "setting"),
     [
         (
-            "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nvllm_gpu_memory_utilization: 1.5\n",
+            "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\n"
+            "vllm_gpu_memory_utilization: 1.5\n",
             "vllm_gpu_memory_utilization",
         ),
         ("# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nnum_generations: many\n", "num_generations"),
@@ -395,3 +479,22 @@ def test_bad_rollout_settings_name_themselves(tmp_path: Path, text: str, setting
     with pytest.raises(InputError) as error:
         scenario_from_config([path])
     assert setting in str(error.value)
+
+
+def test_the_hints_offer_the_engines_savers() -> None:
+    """A colocated vLLM engine that does not fit two A100 40GBs with its 8B LoRA policy: the hints
+    offer its sleep mode, a smaller share and a GPU of its own, each re-estimated; the engine on
+    a GPU of its own fits."""
+    from trainplan.interfaces.text.hints import hints
+    from trainplan.specs.scenario import scenario_from_mapping
+
+    scenario = scenario_from_mapping({**VLLM, "model": "Llama-3.1-8B", "gpu": "A100 40GB SXM4", "gpus": 2})
+    base = estimate(scenario)
+    assert not base.fits
+    found = {hint.id: hint for hint in hints(scenario, base)}
+    assert {"rollout_sleep", "rollout_fraction", "rollout_separate"} <= set(found)
+    assert found["rollout_separate"].fits
+    asleep = estimate(
+        {**VLLM, "model": "Llama-3.1-8B", "gpu": "A100 40GB SXM4", "gpus": 2, "rollout_sleep": True}
+    )
+    assert found["rollout_sleep"].total_bytes == asleep.total_bytes

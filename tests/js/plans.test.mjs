@@ -134,6 +134,9 @@ test("a plan's cells", () => {
     time: "3.2 h", cost: "$120", kwh: "–", device: "40.50", figures: "reserved 38.25 · allocated 30.00",
     layout: "2 / 1 / 4, ZeRO 3", batch: "4 × 8", savers: "full, none",
   });
+  // a GRPO plan names its rollout engine beside the savers, as the server words it
+  const grpo = { ...item, display: { ...item.display, rollout_summary: "vLLM colocated at 0.3, tp 1" } };
+  assert.equal(planText(FIELDS, grpo).savers, "full, none · vLLM colocated at 0.3, tp 1");
 });
 
 test("the Pareto chart draws the priced plans, each keeping its row's index", () => {

@@ -316,3 +316,24 @@ def test_fuzz_plan_bodies(body: dict[str, Any]) -> None:
     else:
         assert isinstance(data["field"], str) and data["field"], data
         assert isinstance(data["message"], str) and data["message"]
+
+
+def test_a_grpo_plan_names_its_engine(client: TestClient) -> None:
+    """The rollout search over the web: each plan's engine in words beside its figures, the same
+    words the CLI's plan table writes (rollout_words over the plan's memory.rollout)."""
+    from trainplan.interfaces.text.phrasing import rollout_words
+
+    body = {
+        "model": "Qwen2.5-0.5B",
+        "stage": "grpo",
+        "micro_batch": 8,
+        "grad_accum": 1,
+        "seq_len": 1024,
+        "plan": {"max_gpus": 2, "gpu_types": ["H100 SXM"], "objective": "time"},
+    }
+    data = plan_json(client, body)
+    assert data["plans"]
+    for item in data["plans"]:
+        rollout = item["estimate"]["memory"]["rollout"]
+        assert item["display"]["rollout_summary"] == rollout_words(rollout)
+        assert item["estimate"]["batch"]["global_sequences"] == 8

@@ -306,17 +306,28 @@ def _phases(mem: Memory) -> tuple[Phase, ...]:
 def _fit(phases: tuple[Phase, ...], rollout: RolloutFigures | None) -> tuple[FitRow, ...]:
     """The fit table. A colocated vLLM engine takes a share of each GPU's own memory, so on each
     catalog GPU the phases that hold it are counted with that GPU's share in place of the
-    scenario's GPU's."""
+    scenario's GPU's; and a vLLM engine fits a GPU only where its share holds its weights, its
+    activations and one sequence's KV cache (vLLM refuses to start otherwise)."""
     peak = max(phase.total for phase in phases)
-    if rollout is None or not rollout.rollout.colocated or rollout.engine.engine != "vllm":
+    if rollout is None or rollout.engine.engine != "vllm":
         return fit_rows(peak)
-    fraction, budget = rollout.rollout.memory_fraction, rollout.engine.budget_bytes
+    engine = rollout.engine
+    fraction, budget = rollout.rollout.memory_fraction, engine.budget_bytes
+    # vLLM starts only where its share leaves room for one sequence's KV cache
+    least = (
+        engine.weights_bytes + engine.activation_bytes + engine.sequence_tokens * engine.kv_bytes_per_token
+    )
+    if not rollout.rollout.colocated:
+        return tuple(
+            row._replace(fits=row.fits and fraction * row.memory_bytes >= least) for row in fit_rows(peak)
+        )
     fixed = max((p.total for p in phases if p.term("rollout").value == 0), default=0.0)
     shared = max((p.total - budget for p in phases if p.term("rollout").value > 0), default=0.0)
     rows = []
     for row in fit_rows(0.0):
         total = max(fixed, shared + fraction * row.memory_bytes)
-        rows.append(row._replace(free_bytes=row.memory_bytes - total, fits=total <= row.memory_bytes))
+        fits = total <= row.memory_bytes and fraction * row.memory_bytes >= least
+        rows.append(row._replace(free_bytes=row.memory_bytes - total, fits=fits))
     return tuple(rows)
 
 

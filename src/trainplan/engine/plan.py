@@ -342,13 +342,9 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
         raise InputError(
             "gpu_file", "the planner searches the catalog's GPUs; estimate your own GPU with `estimate`"
         )
-    if request.base.stage in ROLLOUT_STAGES:
-        raise InputError(
-            "stage",
-            f"{request.base.stage}: the planner does not search rollout layouts yet (the engine's "
-            "placement, its GPUs and memory fraction); estimate each layout with `estimate`",
-        )
-    request.check_size()
+    rollout = request.base.stage in ROLLOUT_STAGES
+    if not rollout:
+        request.check_size()
     spec = (
         model
         if model is not None
@@ -367,6 +363,10 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
     gpus = [own if gpu.name == own.name else gpu for gpu in gpus]
     if not gpus:
         raise InputError("gpu_types", "no GPU type to plan on")
+    if rollout:  # where the engine runs: every candidate through estimate() (plan_rollout.py)
+        from trainplan.engine.plan_rollout import plan_rollout
+
+        return plan_rollout(request, spec, gpus)
     groups = [
         evaluate_group(request, spec, method, ckpt, offload, gpus)
         for method in request.methods

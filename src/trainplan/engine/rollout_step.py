@@ -133,6 +133,7 @@ def rollout_seconds(
         efficiency=hardware.efficiency,
         bandwidth_bytes_per_s=bandwidth,
         gpus=gpus,
+        tp_link_bytes_per_s=float(link_bytes_per_s(hardware, gpus, False)) if gpus > 1 else 0.0,
     )
     if rollout.engine == "hf":
         return RolloutSeconds(generation, 0.0)

@@ -59,7 +59,7 @@ _DEFAULT_KEYS = (
     "separate_max_sequences_small",
     "kv_block_tokens",
 )
-_RATE_KEYS = ("decode_bandwidth_efficiency", "hf_decode_step_s")
+_RATE_KEYS = ("tp_allreduce_latency_s", "decode_bandwidth_efficiency", "hf_decode_step_s")
 
 
 @cache

@@ -17,7 +17,9 @@ Time: prefill at the compute rate and the step's efficiency; each decode step at
 its memory time (the engine's weights and the batch's KV cache read at `decode_bandwidth_
 efficiency` of the GPU's bandwidth) and its compute time (Kwon et al. 2023, vLLM; Pope et al.
 2022, "Efficiently Scaling Transformer Inference": decode is bound by memory bandwidth at small
-batches); transformers' eager generate adds a host time per layer per step. Sequences beyond what
+batches), plus, for an engine split over tensor-parallel GPUs, the two all-reduces of each layer
+(Megatron's row- and column-parallel pairs), each a fixed latency and a ring over the link;
+transformers' eager generate adds a host time per layer per step. Sequences beyond what
 the KV cache (or `max_num_seqs`) holds at once run in later waves. Every completion is taken to
 run to `completion_len`.
 """
@@ -233,11 +235,13 @@ def generation_seconds(
     efficiency: float,
     bandwidth_bytes_per_s: float,
     gpus: int,
+    tp_link_bytes_per_s: float = 0.0,
 ) -> GenerationSeconds:
     """Seconds to generate one engine's completions of a step (engines run at once).
 
     `read_weight_bytes`: the weights one GPU reads per decode step; `gpus`: the GPUs one engine
-    computes on (its tensor-parallel size, or the trainer's for transformers' generate)."""
+    computes on (its tensor-parallel size, or the trainer's for transformers' generate), linked
+    at `tp_link_bytes_per_s` each way (for the all-reduces when more than one)."""
     _, rates = rollout_data()
     compute = peak_flops_per_s * efficiency * gpus
     prefill = memory.prefill_sequences * rollout.prompt_len * forward_flops_per_token / compute
@@ -247,6 +251,12 @@ def generation_seconds(
     memory_s = (read_weight_bytes + kv_read) / (bandwidth_bytes_per_s * rates["decode_bandwidth_efficiency"])
     compute_s = memory.concurrent * forward_flops_per_token / compute
     step = max(memory_s, compute_s)
+    if gpus > 1 and tp_link_bytes_per_s > 0:
+        # two all-reduces per layer of the batch's hidden states, 16-bit: a ring moves
+        # 2 (g - 1) / g of them over each GPU's link
+        volume = memory.concurrent * model.hidden_size * 2
+        ring = 2 * (gpus - 1) / gpus * volume / tp_link_bytes_per_s
+        step += 2 * model.num_layers * (rates["tp_allreduce_latency_s"] + ring)
     if memory.engine == "hf":
         step += model.num_layers * rates["hf_decode_step_s"]
     return GenerationSeconds(prefill, memory.waves * rollout.completion_len * step)

@@ -248,7 +248,7 @@ def print_plan(result: Any, console: Console | None = None) -> None:
     from rich import box
 
     from trainplan.inputs.catalogs.gpus import find_gpu
-    from trainplan.interfaces.text.phrasing import format_duration, plans_heading
+    from trainplan.interfaces.text.phrasing import format_duration, plans_heading, rollout_summary
     from trainplan.interfaces.text.plans import explain
 
     console = console or Console()
@@ -276,7 +276,15 @@ def print_plan(result: Any, console: Console | None = None) -> None:
             f"{s.gpus}x {find_gpu(s.gpu).short_name}",
             f"{s.tensor_parallel}/{s.pipeline_parallel}/{dp} Z{s.zero_stage}",
             f"{s.micro_batch}x{s.grad_accum}",
-            savers_text(s.activation_checkpointing, s.offload),
+            "; ".join(
+                part
+                for part in (
+                    savers_text(s.activation_checkpointing, s.offload),
+                    rollout_summary(plan.estimate),
+                )
+                if part and part != "-"
+            )
+            or "-",
             f"{plan.estimate.total_bytes / 2**30:,.1f}",
         ]
         if wide:

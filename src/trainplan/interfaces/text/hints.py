@@ -18,6 +18,7 @@ from trainplan.inputs.resolve import catalog_spec
 from trainplan.interfaces.text.phrasing import format_duration, format_usd, with_article
 from trainplan.specs.errors import TrainplanError
 from trainplan.specs.model import ModelSpec
+from trainplan.specs.rollout import resolved_rollout
 from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
 from trainplan.specs.stages import resolved_loss
 from trainplan.specs.units import format_gib
@@ -97,7 +98,7 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
     """Single changes that lower per-GPU memory, in order of how little they change the run."""
     # the frameworks' savers first: where two set the same field, "All of these together" keeps
     # the later, stronger one (full checkpointing over op-level SAC)
-    savers: list[tuple[str, str, dict[str, Any]]] = _framework_savers(scenario)
+    savers: list[tuple[str, str, dict[str, Any]]] = _framework_savers(scenario) + _rollout_savers(scenario)
     if scenario.activation_checkpointing != "full":
         savers.append(
             ("checkpointing", "Turn on full activation checkpointing", {"activation_checkpointing": "full"})
@@ -121,6 +122,39 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
         if scenario.gpus > 1 and scenario.zero_stage == 0:
             change["zero_stage"] = 1
         savers.append(("offload", "Offload optimizer state to CPU memory", change))
+    return savers
+
+
+def _engine_share(result: Estimate) -> bool:
+    """Whether a colocated vLLM engine takes a share of each GPU (so the memory that fits differs
+    from one GPU to the next)."""
+    figures = result.rollout
+    return figures is not None and figures.engine.engine == "vllm" and figures.rollout.colocated
+
+
+def _rollout_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
+    """A colocated vLLM engine's savers: sleeping while the policy trains (TRL's
+    vllm_enable_sleep_mode), a smaller share of the GPU, or a GPU of its own."""
+    rollout = resolved_rollout(scenario)
+    if rollout is None or rollout.engine != "vllm" or not rollout.colocated:
+        return []
+    savers: list[tuple[str, str, dict[str, Any]]] = []
+    if not rollout.sleep:
+        savers.append(
+            ("rollout_sleep", "Let the vLLM engine sleep while the policy trains", {"rollout_sleep": True})
+        )
+    smaller = round(rollout.memory_fraction - 0.1, 2)
+    if smaller >= 0.1:
+        savers.append(
+            (
+                "rollout_fraction",
+                f"Give the vLLM engine {smaller:g} of each GPU instead of {rollout.memory_fraction:g}",
+                {"rollout_memory_fraction": smaller},
+            )
+        )
+    if scenario.gpus > 1:
+        change = {"rollout_placement": "separate", "rollout_gpus": 1, "rollout_sleep": None}
+        savers.append(("rollout_separate", "Run the vLLM engine on one GPU of its own", change))
     return savers
 
 
@@ -212,7 +246,11 @@ def _when_short(scenario: Scenario, base: Estimate, trier: _Trier) -> list[Hint]
             switch["gpu_memory_gib"] = None
         result = trier(switch)
         if result is not None:
-            text = f"the smallest catalog GPU that holds {format_gib(base.total_bytes)} per GPU"
+            text = (
+                f"the smallest catalog GPU that holds {format_gib(base.total_bytes)} per GPU"
+                if not _engine_share(base)
+                else "the smallest catalog GPU that holds the trainer and the engine's share of it"
+            )
             hints.append(_hint("gpu", f"Use {with_article(bigger)}", text, switch, result, "fit"))
     hints.sort(key=lambda hint: (not hint.fits, hint.total_bytes))
     return hints

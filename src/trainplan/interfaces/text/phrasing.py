@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from trainplan.engine.result import CONTEXT_WINDOW, Batch, Estimate, FitRow, Largest, rollout_rounds
+from collections.abc import Mapping
+from typing import Any
+
+from trainplan.engine.result import (
+    CONTEXT_WINDOW,
+    Batch,
+    Estimate,
+    FitRow,
+    Largest,
+    json_tree,
+    rollout_rounds,
+)
 from trainplan.engine.terms.geometry import TokenShape
 from trainplan.engine.time_cost_energy import CostFigures
 from trainplan.specs.scenario import field_noun
@@ -43,6 +54,24 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
         f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro"
         f" x {batch.grad_accum} accum x {batch.replicas} replicas x {format_int(batch.seq_len)} seq"
     )
+
+
+def rollout_summary(result: Estimate) -> str:
+    """A rollout stage's engine in a few words (`rollout_words`); '' without a rollout."""
+    figures = result.rollout
+    return rollout_words(json_tree(figures.rollout)) if figures is not None else ""
+
+
+def rollout_words(settings: Mapping[str, Any]) -> str:
+    """An engine's settings (memory.rollout's JSON) in a few words: 'vLLM colocated at 0.3, tp 1',
+    'vLLM on 2 GPUs of its own, tp 2', 'transformers generate'."""
+    if settings["engine"] == "hf":
+        return "transformers generate"
+    tp = settings["tensor_parallel"]
+    if settings["placement"] == "colocate":
+        asleep = ", asleep while training" if settings["sleep"] else ""
+        return f"vLLM colocated at {settings['memory_fraction']:g}, tp {tp}{asleep}"
+    return f"vLLM on {settings['engine_gpus']} GPUs of its own, tp {tp}"
 
 
 def rollout_lines(result: Estimate) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainplan.engine.plan import Plan, PlanResult
-from trainplan.interfaces.text.phrasing import format_duration, format_usd
+from trainplan.interfaces.text.phrasing import format_duration, format_usd, rollout_summary
 from trainplan.specs.scenario import scenario_to_mapping
 
 
@@ -67,14 +67,17 @@ def unpriced_lines(result: PlanResult) -> list[str]:
 
 def describe(plan: Plan) -> str:
     """'lora on 8 x B200 (tp 1, pp 1, ZeRO 0, micro 1 x accum 61, no checkpointing): 2.2 h, $105'
-    (the whole run's time and cost, written as everywhere else)."""
+    (the whole run's time and cost, written as everywhere else; a rollout stage's engine after
+    the layout)."""
     s = plan.scenario
     usd = f", {format_usd(plan.usd)}" if plan.usd is not None else ""
+    rollout = rollout_summary(plan.estimate)
     return (
         f"{s.method} on {s.gpus} x {s.gpu} (tp {s.tensor_parallel}, pp {s.pipeline_parallel}, "
         f"ZeRO {s.zero_stage}, micro {s.micro_batch} x accum {s.grad_accum}, "
-        f"checkpointing {s.activation_checkpointing}, offload {s.offload}): "
-        f"{format_duration(plan.total_s)}{usd}, {plan.estimate.total_bytes / 2**30:,.1f} GiB per GPU"
+        f"checkpointing {s.activation_checkpointing}, offload {s.offload}"
+        + (f"; rollout: {rollout}" if rollout else "")
+        + f"): {format_duration(plan.total_s)}{usd}, {plan.estimate.total_bytes / 2**30:,.1f} GiB per GPU"
     )
 
 

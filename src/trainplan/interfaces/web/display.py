@@ -25,6 +25,8 @@ from trainplan.interfaces.text.phrasing import (
     note_lines,
     params_line,
     rollout_lines,
+    rollout_summary,
+    rollout_words,
     runtime_lines,
     samples_word,
     trainable_detail,
@@ -121,6 +123,7 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "notes": [f"{label.capitalize()}: {text}" for label, text in note_lines(result)],
         "runtime_lines": runtime_lines(result),
         "rollout_lines": rollout_lines(result),
+        "rollout_summary": rollout_summary(result),
         "duration": format_duration(time.run_s) if time else None,
         "no_time": no_time_text(result) if time is None else None,
         "cost_detail": cost_detail(result),
@@ -154,4 +157,5 @@ def plan_display(plan: dict[str, Any]) -> dict[str, str | None]:
         "duration": format_duration(time["run_s"]) if time else None,
         "usd": format_usd(cost["run_usd"]) if cost and cost["run_usd"] is not None else None,
         "kwh": format_kwh(energy["run_kwh"]) if energy and energy["run_kwh"] else None,
+        "rollout_summary": rollout_words(rollout) if (rollout := estimate["memory"]["rollout"]) else None,
     }

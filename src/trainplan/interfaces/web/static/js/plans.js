@@ -116,7 +116,8 @@ export function planText(fields, item) {
     figures: `reserved ${nf2.format(memory.reserved_peak_bytes / GIB)} · allocated ${nf2.format(memory.allocated_peak_bytes / GIB)}`,
     layout: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}, ZeRO ${scenario.zero_stage}`,
     batch: `${scenario.micro_batch} × ${scenario.grad_accum}`,
-    savers: `${scenario.activation_checkpointing}, ${scenario.offload}`,
+    savers: `${scenario.activation_checkpointing}, ${scenario.offload}`
+      + (display.rollout_summary ? ` · ${display.rollout_summary}` : ""),
   };
 }
 
