@@ -263,6 +263,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "model": "Qwen2.5-1.5B", "stage": "grpo",
         "generations": 8, "completion_len": 2048,  # trl.num_generations, trl.max_completion_length
         "rollout_engine": "hf",  # trl.use_vllm: false
+        "loss": "selective",  # TRL 1.8 (axolotl's pin): the completion's full logits
         "method": "full", "seq_len": 4096, "grad_accum": 64, "micro_batch": 1, "steps": 100,
         "checkpoint_every": 100, "optimizer": "adamw-8bit",  # adamw_8bit
         "precision": "bf16", "activation_checkpointing": "none",  # axolotl's default: off

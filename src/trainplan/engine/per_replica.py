@@ -31,6 +31,7 @@ from trainplan.engine.terms.kernels import fused_layer_kernels
 from trainplan.engine.terms.memory import (
     LogprobHead,
     fused_loss_bytes,
+    grpo_selective_logits_bytes,
     layer_weight_bytes,
     logits_bytes,
     logprob_head_bytes,
@@ -475,6 +476,14 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 model.hidden_size, model.vocab_size, compute_bytes, residual, edge_bytes
             )
             held, loss, backward = head.held, head.loss, head.backward
+        elif loss_kind == "selective" and (rollout := resolved_rollout(scenario)) is not None:
+            held, loss, backward = grpo_selective_logits_bytes(
+                model.head_rows, model.hidden_size, compute_bytes, upcast=precision.name.startswith("amp-")
+            )
+            # the logits of the completion's positions only (logits_to_keep = completion_len + 1),
+            # spread over every token of the sequence as the per-token terms are
+            share = min(1.0, (rollout.completion_len + 1) / seq)
+            loss, backward = loss * share, backward * share
         elif loss_kind == "selective":
             held, loss, backward = selective_logits_bytes(
                 model.head_rows,

@@ -155,6 +155,12 @@ def check_stage(c: StageChoice) -> None:
             "reference",
             "adapter: a full fine-tune has no adapters to disable; give model (a frozen copy) or precomputed",
         )
+    if c.stage == "grpo" and c.loss not in (None, "logprob", "selective"):
+        raise InputError(
+            "loss",
+            f"{c.loss}: GRPO scores the completions' log-probs, through TRL's fused head (logprob, "
+            "TRL 1.16) or the completion's full logits (selective, TRL 1.10 and before)",
+        )
     if c.stage == "rm" and c.loss not in (None, "standard"):
         raise InputError(
             "loss",

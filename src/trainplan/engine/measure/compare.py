@@ -231,8 +231,10 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
             raise InputError("stage", f"{scenario.stage}: a preference or reward step is traced on one GPU")
         if _reference_dtype(scenario) not in ("bf16", "fp32", None):
             raise InputError("reference_weights", "a trace keeps the reference copy in bf16 or fp32")
-        if scenario.stage == "grpo" and resolved_loss(scenario) != "logprob":
-            raise InputError("loss", "grpo is traced as TRL 1.16.0 runs it, through its fused log-prob head")
+        if scenario.stage == "grpo" and resolved_loss(scenario) not in ("logprob", "selective"):
+            raise InputError(
+                "loss", "grpo is traced with logprob (TRL 1.16.0) or selective (TRL 1.10 and before)"
+            )
     if scenario.method == "qlora":
         raise InputError(
             "method",

@@ -123,8 +123,9 @@ def preference_step(
         notes.append(
             f"GRPO's training round: {completion_len} completion tokens of each sequence scored, the old "
             "log-probs and advantages given (the rollout and the scoring are not traced)"
+            + ("; TRL 1.10's full logits of the completion tokens" if scoring == "selective" else "")
         )
-        return _grpo_step(vocab, rows, seq_len, completion_len, amp, ref_model, notes)
+        return _grpo_step(vocab, rows, seq_len, completion_len, amp, ref_model, notes, scoring)
 
     def make_batch() -> dict[str, Any]:
         ids = torch.randint(0, vocab, (rows, seq_len))
@@ -227,10 +228,16 @@ def _grpo_step(
     amp: bool,
     ref_model: torch.nn.Module | None,
     notes: list[str],
+    scoring: str = "logprob",
 ) -> PreferenceStep:
     """GRPO's training step (TRL 1.16.0 GRPOTrainer._compute_loss with loss_type dapo, epsilon
     0.2): the reference's log-probs, when there is one, were scored with the old ones before
-    training and come with the batch; a frozen reference copy stays resident."""
+    training and come with the batch; a frozen reference copy stays resident. `scoring`
+    selective: as TRL 1.10 and before (huggingface/trl@f2cd5771 grpo_trainer.py
+    `_get_per_token_logps_and_entropies`): the model's logits of the last completion_len + 1
+    positions (`logits_to_keep`), upcast to fp32 by accelerate under autocast, the completion's
+    rows divided in place by the temperature, `selective_log_softmax`, and the entropy under
+    no_grad a chunk of rows at a time (`entropy_from_logits`, no entropy bonus)."""
 
     def make_batch() -> dict[str, Any]:
         ids = torch.randint(0, vocab, (rows, seq_len))
@@ -243,12 +250,28 @@ def _grpo_step(
             "advantages": torch.zeros(rows, dtype=torch.float32),
         }
 
-    def loss_of(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+    def per_token_logps(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        ids = batch["input_ids"]
+        if scoring == "selective":
+            from trl.trainer.utils import entropy_from_logits, selective_log_softmax
+
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+                logits = model(input_ids=ids, logits_to_keep=completion_len + 1, use_cache=False).logits
+            if amp and logits.dtype == torch.bfloat16:  # accelerate's ConvertOutputsToFp32
+                logits = logits.float()
+            logits = logits[:, :-1, :][:, -completion_len:, :]
+            logits.div_(1.0)
+            logps: torch.Tensor = selective_log_softmax(logits, ids[:, -completion_len:])
+            with torch.no_grad():
+                entropy_from_logits(logits)
+            return logps
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-            out = model(
-                input_ids=batch["input_ids"], labels=batch["labels"], fused_lm_head=True, use_cache=False
-            )
-        per_token = out.log_probs[:, -completion_len:]
+            out = model(input_ids=ids, labels=batch["labels"], fused_lm_head=True, use_cache=False)
+        fused: torch.Tensor = out.log_probs[:, -completion_len:]
+        return fused
+
+    def loss_of(model: torch.nn.Module, batch: dict[str, Any]) -> torch.Tensor:
+        per_token = per_token_logps(model, batch)
         ratio = torch.exp(per_token - batch["old_logps"])
         advantages = batch["advantages"].unsqueeze(1)
         clipped = torch.clamp(ratio, 0.8, 1.2)

@@ -147,6 +147,10 @@ def measure_training_step(
     )
 
     policy_head = fused_head_with_entropy if stage == "grpo" else fused_head
+    if stage == "grpo" and loss not in ("logprob", "selective"):
+        raise InputError(
+            "loss", "grpo is traced with logprob (TRL 1.16.0) or selective (TRL 1.10 and before)"
+        )
 
     amp = precision == "amp-bf16"
     notes: list[str] = []

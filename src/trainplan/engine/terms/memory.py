@@ -179,6 +179,31 @@ def selective_logits_bytes(
     return float(hidden_size * activation_bytes), loss * v, backward * v
 
 
+def grpo_selective_logits_bytes(
+    vocab_size: int, hidden_size: int, activation_bytes: int, upcast: bool
+) -> tuple[float, float, float]:
+    """(held, peak while the loss is formed, peak in its backward) per completion token for GRPO
+    as TRL 1.10 and before scored it (huggingface/trl@f2cd5771 trl/trainer/grpo_trainer.py
+    `_get_per_token_logps_and_entropies`): the model's logits of the completion's positions
+    (`logits_to_keep`), upcast to fp32 by accelerate under autocast (`upcast`), through
+    `selective_log_softmax`; the entropy under no_grad a chunk of rows at a time. Unlike DPO's,
+    no logits stay referenced once the log-probs are formed (the function returns them alone).
+
+    Forward: forming the fp32 logits from the 16-bit ones holds both (2 + 4); without the upcast
+    the 16-bit logits and each row's saved log-softmax (2 + 2), at the compute dtype. Backward:
+    8 bytes per element at its peak (the saved logits or log-softmax, the gather's zeros and the
+    softmax's gradient at their widest), with or without the upcast: measured on four traced
+    development steps (Qwen2.5-0.5B, 256 and 512 completion tokens, amp-bf16 LoRA and bf16 full;
+    the slope of the peak over the completion tokens, calibration/grpo_trace.json). After the
+    head's backward only the hidden states' gradient is left (`held`)."""
+    v = float(vocab_size)
+    if upcast or activation_bytes == 4:
+        loss = 4.0 + (2.0 if upcast and activation_bytes < 4 else 0.0)
+    else:
+        loss = 2.0 * activation_bytes
+    return float(hidden_size * activation_bytes), loss * v, 8.0 * v
+
+
 def logsoftmax_logits_bytes(
     vocab_size: int, hidden_size: int, activation_bytes: int, reference_after: bool
 ) -> tuple[float, float, float]:

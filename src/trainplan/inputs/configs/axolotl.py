@@ -508,15 +508,21 @@ ATTENTION_SETTINGS = ("attn_implementation", "flash_attention", "sdp_attention",
 
 
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """No adapter: axolotl trains the full model. rl dpo, ipo or kto: TRL 1.8's scoring of the
-    full logits (loss selective). No attention setting: the model loads with
-    transformers' default attention, sdpa (axolotl loaders/model.py passes no attn_implementation)."""
+    """No adapter: axolotl trains the full model. rl dpo, ipo, kto or grpo: TRL 1.8's scoring of
+    the full logits (loss selective; GRPO's of the completion's positions). No attention
+    setting: the model loads with transformers' default attention, sdpa (axolotl
+    loaders/model.py passes no attn_implementation)."""
     found: dict[str, tuple[Any, str]] = {}
     if not flat.get("adapter"):
         found["method"] = ("full", "no adapter: a full fine-tune")
     if AXOLOTL_RL.get(str(flat.get("rl") or "").strip().lower()) in ("dpo", "kto"):
         # the TRL axolotl pins (v1.8.0): the full logits through selective_log_softmax
         found["loss"] = ("selective", "TRL 1.8's DPO and KTO score the full logits (selective_log_softmax)")
+    if _grpo(flat):
+        found["loss"] = (
+            "selective",
+            "TRL 1.8's GRPO scores the completion's full logits (selective_log_softmax)",
+        )
     if _vllm_colocate_set(flat) and flat.get("vllm.gpu_memory_utilization") is None:
         found["rollout_memory_fraction"] = (
             VLLM_FRACTION.value,

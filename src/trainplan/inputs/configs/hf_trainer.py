@@ -569,8 +569,12 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     if stage is not None and stage[0] in ("dpo", "kto"):
         return found | {"loss": ("selective", "DPO's and KTO's full logits through selective_log_softmax")}
     if stage is not None and stage[0] == "grpo":
-        # the loss: TRL 1.16.0's fused log-prob head, the stage's default; the sequence: the
-        # prompts are the dataset's (untruncated since TRL 0.28)
+        # the loss: the TRL read here (f2cd5771) scores the completion's full logits; the
+        # sequence: the prompts are the dataset's (untruncated since TRL 0.28)
+        found["loss"] = (
+            "selective",
+            "TRL 1.10's GRPO scores the completion's full logits (selective_log_softmax)",
+        )
         prompt = (
             f"{GRPO_PROMPT_DEFAULT} prompt tokens assumed (GRPOConfig's max_prompt_length default "
             "through TRL 0.26; newer TRL keeps the dataset's prompts whole: give seq_len as prompt + "
