@@ -58,6 +58,8 @@ VALUES: dict[str, Any] = {
     "rollout_tensor_parallel": 2,
     "rollout_memory_fraction": 0.5,
     "rollout_sleep": True,
+    "steps_per_generation": 2,
+    "num_iterations": 2,
 }
 FIGURES = ("params", "memory", "time", "cost", "energy")
 _GRPO: dict[str, Any] = {"stage": "grpo", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
@@ -78,6 +80,8 @@ INSIDE: dict[str, dict[str, Any]] = {
     "rollout_tensor_parallel": {**_GRPO, **_VLLM, "gpus": 2},
     "rollout_memory_fraction": {**_GRPO, **_VLLM},
     "rollout_sleep": {**_GRPO, **_VLLM},
+    "steps_per_generation": _GRPO,
+    "num_iterations": _GRPO,
 }
 
 

@@ -498,3 +498,49 @@ def test_the_hints_offer_the_engines_savers() -> None:
         {**VLLM, "model": "Llama-3.1-8B", "gpu": "A100 40GB SXM4", "gpus": 2, "rollout_sleep": True}
     )
     assert found["rollout_sleep"].total_bytes == asleep.total_bytes
+
+
+def test_a_generation_batch_can_serve_several_steps() -> None:
+    """TRL's steps_per_generation and num_iterations (GRPOConfig.__post_init__: generation_batch_size
+    = per_device_train_batch_size x processes x steps_per_generation; GRPOTrainer generates every
+    steps_per_generation x num_iterations micro-steps): a batch of 4 x 8 completions on one GPU,
+    with vLLM's max_num_seqs = 4 x 1 x 8 (vllm_generation's LLM(max_num_seqs=...)), generated
+    every 8 micro-steps: half a batch per optimizer step of 4; the old log-probs are scored once per
+    batch, so num_iterations 2 halves them per trained token."""
+    base = {**VLLM, "micro_batch": 4, "grad_accum": 4}
+    default = estimate(base)
+    larger = estimate({**base, "steps_per_generation": 8})
+    reused = estimate({**base, "num_iterations": 2})
+    engine = _rollout(larger)["engine_memory"]
+    assert _rollout(larger)["generation_batch"] == 32 and engine["max_num_seqs"] == 32
+    assert _rollout(larger)["generations_per_step"] == 0.5
+    assert _rollout(default)["generation_batch"] == 16 and _rollout(default)["generations_per_step"] == 1
+    assert default.time is not None and reused.time is not None and larger.time is not None
+    # the same batch, half as often
+    assert reused.time.step.generation == pytest.approx(default.time.step.generation / 2, rel=1e-12)
+    assert reused.time.step.weight_sync == pytest.approx(default.time.step.weight_sync / 2, rel=1e-12)
+    assert reused.time.step.reference_forward == pytest.approx(
+        default.time.step.reference_forward / 2, rel=1e-12
+    )
+    # the trained batch is the optimizer step's either way
+    assert larger.batch.global_sequences == default.batch.global_sequences == 16
+
+
+def test_generations_divide_the_generation_batch() -> None:
+    base = {**GRPO, "micro_batch": 4, "grad_accum": 2, "generations": 16}
+    with pytest.raises(InputError) as error:
+        estimate(base)  # 4 x 2 = 8 completions a batch
+    assert error.value.field == "generations" and "generation batch" in str(error.value)
+    assert estimate({**base, "steps_per_generation": 4}).batch.global_sequences == 8
+
+
+def test_trl_reads_the_generation_cadence(tmp_path: Path) -> None:
+    from trainplan.inputs.configs import scenario_from_config
+
+    path = tmp_path / "grpo.yaml"
+    path.write_text(
+        "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nper_device_train_batch_size: 4\n"
+        "gradient_accumulation_steps: 2\nsteps_per_generation: 4\nnum_iterations: 2\n"
+    )
+    mapping = scenario_from_config([path]).mapping
+    assert (mapping["steps_per_generation"], mapping["num_iterations"]) == (4, 2)

@@ -677,15 +677,18 @@ _STEP_FORWARDS = {"dpo": 1, "kto": 2, "grpo": 1}
 _POLICY_FORWARDS = {"kto": 1}
 
 
-def _policy_forwards(scenario: Scenario) -> int:
+def _policy_forwards(scenario: Scenario) -> float:
     """The policy's own no-grad forwards per trained token: KTO's KL batch; GRPO's old
     log-probs, which GRPOTrainer._generate_and_score_completions computes whenever vLLM
     generates (vllm_importance_sampling_correction, true by default), and with transformers'
     generate only when generation and optimizer steps are misaligned (not under TRL's default
-    steps_per_generation = grad_accum, num_iterations 1)."""
+    steps_per_generation = grad_accum, num_iterations 1). Each generation batch is scored once
+    and trained num_iterations times: per trained token, 1 / num_iterations forwards."""
     if scenario.stage == "grpo":
         rollout = resolved_rollout(scenario)
-        return 1 if rollout is not None and rollout.engine == "vllm" else 0
+        assert rollout is not None
+        scored = rollout.engine == "vllm" or rollout.misaligned
+        return 1 / rollout.num_iterations if scored else 0
     return _POLICY_FORWARDS.get(scenario.stage, 0)
 
 
@@ -712,6 +715,9 @@ def _reference(
     if kind == "none":
         return ReferenceModel(flops_per_token=policy)
     passes = _STEP_FORWARDS[scenario.stage] * forward
+    rollout = resolved_rollout(scenario)
+    if rollout is not None:  # a generation batch is scored once, trained num_iterations times
+        passes /= rollout.num_iterations
     if kind == "precomputed":
         return ReferenceModel(kind, flops_per_token=policy, precompute_flops_per_token=passes)
     if kind == "adapter":

@@ -243,6 +243,8 @@ def _rollout(result: Estimate) -> dict[str, Any] | None:
         **json_tree(figures.rollout),
         "completions_per_step": figures.completions_per_step,
         "prompts_per_step": figures.prompts_per_step,
+        "generation_batch": figures.generation_batch,
+        "generations_per_step": figures.rollout.generations_per_step,
         "engine_memory": {
             "budget_bytes": engine.budget_bytes,
             "weights_bytes": engine.weights_bytes,

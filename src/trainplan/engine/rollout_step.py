@@ -28,11 +28,12 @@ class RolloutFigures:
     rollout: Rollout
     engine: EngineMemory
     engine_weights_bytes: float  # the engine's whole weights (all of its tensor-parallel ranks)
-    completions_per_step: int
+    completions_per_step: int  # trained per optimizer step
     prompts_per_step: int
     training_bytes: float
     generation_bytes: float
     generation_temporaries: float
+    generation_batch: int = 0  # completions one generation makes (micro x replicas x steps_per_generation)
 
 
 def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> RolloutFigures | None:
@@ -41,8 +42,10 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
     if rollout is None:
         return None
     replicas = data_parallel(scenario)
-    local = scenario.micro_batch * scenario.grad_accum  # one process's generation batch
+    # one process's generation batch: micro_batch x steps_per_generation completions
+    local = scenario.micro_batch * rollout.steps_per_generation
     completions = local * replicas
+    trained = scenario.micro_batch * scenario.grad_accum * replicas  # per optimizer step
     value_bytes = coeffs.precision.activation_bytes
     base = coeffs.base
     if base in QUANTISED_BASES:
@@ -81,18 +84,20 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
         rollout,
         engine,
         weights,
-        completions,
-        completions // rollout.generations,
+        trained,
+        trained // rollout.generations,
         engine.budget_bytes if colocated and not rollout.sleep else 0.0,
         engine.budget_bytes if colocated else 0.0,
         0.0,
+        completions,
     )
 
 
 @dataclass(frozen=True)
 class RolloutSeconds:
     """Seconds per optimizer step the rollout takes: generating, and loading the policy's new
-    weights into the engine."""
+    weights into the engine (each once per generation batch, `generations_per_step` batches a
+    step)."""
 
     generation: GenerationSeconds
     weight_sync: float
@@ -135,6 +140,8 @@ def rollout_seconds(
         gpus=gpus,
         tp_link_bytes_per_s=float(link_bytes_per_s(hardware, gpus, False)) if gpus > 1 else 0.0,
     )
+    per_step = rollout.generations_per_step
+    generation = GenerationSeconds(generation.prefill * per_step, generation.decode * per_step)
     if rollout.engine == "hf":
         return RolloutSeconds(generation, 0.0)
     replicas = data_parallel(scenario)
@@ -150,4 +157,4 @@ def rollout_seconds(
     else:
         link = float(link_bytes_per_s(hardware, rollout.engine_gpus + 1, spans))
         sync = figures.engine_weights_bytes / link
-    return RolloutSeconds(generation, gather + sync)
+    return RolloutSeconds(generation, (gather + sync) * per_step)

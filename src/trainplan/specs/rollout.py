@@ -21,6 +21,11 @@ trl/generation/vllm_generation.py):
   for vllm-serve).
 - `rollout_sleep`: `vllm_enable_sleep_mode`: a colocated engine sleeps at level 2 between
   generations (weights and KV cache released, weights loaded again from the policy).
+- `steps_per_generation` (micro-steps per generation batch; TRL's default grad_accum) and
+  `num_iterations` (passes over each generation batch; 1): one generation batch is
+  `micro_batch x replicas x steps_per_generation` completions, generated every
+  `steps_per_generation x num_iterations` micro-steps (GRPOConfig.__post_init__,
+  GRPOTrainer._prepare_inputs); `generations` must divide the generation batch.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ ROLLOUT_FIELDS = (
     "rollout_tensor_parallel",
     "rollout_memory_fraction",
     "rollout_sleep",
+    "steps_per_generation",
+    "num_iterations",
 )
 
 _DEFAULT_KEYS = (
@@ -105,6 +112,10 @@ class RolloutFields(Protocol):
     def rollout_memory_fraction(self) -> float | None: ...
     @property
     def rollout_sleep(self) -> bool | None: ...
+    @property
+    def steps_per_generation(self) -> int | None: ...
+    @property
+    def num_iterations(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,21 @@ class Rollout:
     tensor_parallel: int
     memory_fraction: float
     sleep: bool
+    steps_per_generation: int = 1
+    num_iterations: int = 1
+    grad_accum: int = 1
+
+    @property
+    def generations_per_step(self) -> float:
+        """Generation batches per optimizer step: grad_accum micro-steps over the
+        steps_per_generation x num_iterations each batch serves."""
+        return self.grad_accum / (self.steps_per_generation * self.num_iterations)
+
+    @property
+    def misaligned(self) -> bool:
+        """Whether a generation batch's completions are trained after the policy has moved
+        (GRPOTrainer then scores their old log-probs: grad_accum % generate_every != 0)."""
+        return self.grad_accum % (self.steps_per_generation * self.num_iterations) != 0
 
     @property
     def engines(self) -> int:
@@ -171,6 +197,9 @@ def resolved_rollout(c: RolloutFields) -> Rollout | None:
         tensor_parallel=tensor_parallel,
         memory_fraction=fraction if fraction is not None else defaults[fraction_key],
         sleep=bool(c.rollout_sleep),
+        steps_per_generation=c.steps_per_generation or c.grad_accum,
+        num_iterations=c.num_iterations or 1,
+        grad_accum=c.grad_accum,
     )
 
 
@@ -233,10 +262,11 @@ def check_rollout(c: RolloutFields) -> None:
     model_parallel = c.tensor_parallel * c.pipeline_parallel
     trainer = trainer_gpus(c)
     if trainer % model_parallel == 0:
-        completions = c.micro_batch * c.grad_accum * (trainer // model_parallel)
+        completions = c.micro_batch * rollout.steps_per_generation * (trainer // model_parallel)
         if completions % rollout.generations:
             raise InputError(
                 "generations",
-                f"{rollout.generations} does not divide the {completions} completions of one step "
-                "(micro_batch x grad_accum x data-parallel replicas), as TRL's GRPOTrainer requires",
+                f"{rollout.generations} does not divide the {completions} completions of one generation "
+                "batch (micro_batch x steps_per_generation, grad_accum by default, x data-parallel "
+                "replicas), as TRL's GRPOConfig requires",
             )

@@ -506,6 +506,36 @@ class Scenario:
             label="Engine sleeps while training",
         ),
     )
+    steps_per_generation: int | None = _field(
+        None,
+        FieldInfo(
+            "grpo: micro-steps one generation batch serves (TRL's steps_per_generation; null: "
+            "grad_accum, one batch per optimizer step); a batch is micro_batch x replicas x this "
+            "many completions",
+            None,
+            1,
+            1_000_000,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Steps per generation",
+            placeholder="grad_accum (TRL's default)",
+        ),
+    )
+    num_iterations: int | None = _field(
+        None,
+        FieldInfo(
+            "grpo: passes over each generation batch (TRL's num_iterations, GRPO's mu; null: 1)",
+            None,
+            1,
+            1024,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_ROLLOUT,
+            label="Iterations per batch",
+            placeholder="1 (TRL's default)",
+        ),
+    )
     recipe: str | None = _field(
         None,
         FieldInfo(

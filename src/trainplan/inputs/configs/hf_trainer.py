@@ -307,6 +307,18 @@ def _vllm_colocated(flat: Mapping[str, Any]) -> bool:
 _NOT_GRPO = f"{NOT_MODELLED}: a rollout setting of a trainer other than GRPO's"
 
 
+def _grpo_count(setting: str, target: str) -> Convert:
+    """A GRPOConfig count onto `target` (a rollout setting of another trainer is not read)."""
+
+    def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+        if not _grpo(flat):
+            return Ignore(_NOT_GRPO)
+        count = positive_int(setting)(value)
+        return count if isinstance(count, Ignore) else {target: count}
+
+    return apply
+
+
 def _generations(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if not _grpo(flat):
         return Ignore(_NOT_GRPO)
@@ -393,9 +405,9 @@ def _prompt(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return {"seq_len": prompt + _completion_of(flat)}
 
 
-_ONE_GENERATION = (
-    f"{NOT_MODELLED}: trainplan generates one batch per optimizer step (TRL's default "
-    "steps_per_generation = gradient_accumulation_steps, num_iterations 1)"
+_GENERATION_BATCH = (
+    f"{NOT_MODELLED}: a generation batch in completions over every process; give steps_per_generation "
+    "(the batch over micro_batch x data-parallel replicas)"
 )
 GRPO_RULES: dict[str, Rule] = {
     "num_generations": Rule("completions per prompt", _generations, sets="generations"),
@@ -425,9 +437,17 @@ GRPO_RULES: dict[str, Rule] = {
     ),
     "beta": Rule("GRPO's KL weight: a reference model when not 0", _beta, sets="reference"),
     "max_prompt_length": Rule("prompt tokens (TRL 0.27 and before)", _prompt, sets="seq_len"),
-    "steps_per_generation": ignored(_ONE_GENERATION),
-    "num_iterations": ignored(_ONE_GENERATION),
-    "generation_batch_size": ignored(_ONE_GENERATION),
+    "steps_per_generation": Rule(
+        "micro-steps one generation batch serves",
+        _grpo_count("steps_per_generation", "steps_per_generation"),
+        sets="steps_per_generation",
+    ),
+    "num_iterations": Rule(
+        "passes over each generation batch",
+        _grpo_count("num_iterations", "num_iterations"),
+        sets="num_iterations",
+    ),
+    "generation_batch_size": ignored(_GENERATION_BATCH),
     "vllm_importance_sampling_correction": ignored(
         f"{NOT_MODELLED}: with vLLM the policy's old log-probs are taken to be scored (TRL's default true)"
     ),

@@ -75,6 +75,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "rollout_tensor_parallel",
             "rollout_memory_fraction",
             "rollout_sleep",
+            "steps_per_generation",
+            "num_iterations",
         ),
     ),
     (
