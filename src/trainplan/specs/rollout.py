@@ -40,10 +40,11 @@ from trainplan.specs.loader import load_yaml, sourced_section
 ROLLOUT_STAGES = frozenset({"grpo"})
 ROLLOUT_ENGINES = ("hf", "vllm")
 ROLLOUT_PLACEMENTS = ("colocate", "separate")
-#: The scenario fields that describe a rollout (None unless the stage generates).
+#: The scenario fields that describe a rollout (None unless the stage generates), in the order
+#: the page's form shows them.
 ROLLOUT_FIELDS = (
-    "completion_len",
     "generations",
+    "completion_len",
     "rollout_engine",
     "rollout_placement",
     "rollout_gpus",

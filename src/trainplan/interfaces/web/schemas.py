@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from trainplan.engine.plan_request import PLAN_OPTIONS, WEB_CAPS
 from trainplan.interfaces.options import LORA_FLAGS, flag_name
 from trainplan.interfaces.web.largest import MAX_FIELDS
+from trainplan.specs.rollout import ROLLOUT_FIELDS
 from trainplan.specs.scenario import (
     BUDGET_MODES,
     LORA_FIELDS,
@@ -63,22 +64,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "reference_weights",
         ),
     ),
-    (
-        "rollout",
-        "Rollout (GRPO)",
-        (
-            "generations",
-            "completion_len",
-            "rollout_engine",
-            "rollout_placement",
-            "rollout_gpus",
-            "rollout_tensor_parallel",
-            "rollout_memory_fraction",
-            "rollout_sleep",
-            "steps_per_generation",
-            "num_iterations",
-        ),
-    ),
+    ("rollout", "Rollout (GRPO)", ROLLOUT_FIELDS),
     (
         "sample",
         "Image or video sample",
