@@ -544,3 +544,27 @@ def test_trl_reads_the_generation_cadence(tmp_path: Path) -> None:
     )
     mapping = scenario_from_config([path]).mapping
     assert (mapping["steps_per_generation"], mapping["num_iterations"]) == (4, 2)
+
+
+def test_axolotl_gdpo_is_grpos_trainer(tmp_path: Path) -> None:
+    """axolotl's rl: gdpo runs GRPO's trainer with another advantage normalisation
+    (core/builders/rl.py at 067b021c: GRPOStrategy for {GRPO, GDPO}, multi_objective_aggregation
+    normalize_then_sum): stage grpo; its examples/llama-3/qlora-1b-gdpo.yaml (no adapter, trl.beta
+    0.001) trains the full model against a frozen reference copy."""
+    from trainplan.inputs.configs import scenario_from_config
+
+    path = tmp_path / "gdpo.yaml"
+    path.write_text(
+        "base_model: meta-llama/Llama-3.2-1B-Instruct\nrl: gdpo\nsequence_len: 512\ntrl:\n  beta: 0.001\n"
+        "  max_completion_length: 128\n  num_generations: 2\n  use_vllm: false\n"
+        "  multi_objective_aggregation: normalize_then_sum\n"
+    )
+    mapping = scenario_from_config([path]).mapping
+    expected = {
+        "stage": "grpo",
+        "reference": "model",
+        "method": "full",
+        "generations": 2,
+        "completion_len": 128,
+    }
+    assert {key: mapping[key] for key in expected} == expected

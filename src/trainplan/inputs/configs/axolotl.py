@@ -196,8 +196,18 @@ def _fsdp(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return hf_trainer.fsdp_option("fsdp", value)
 
 
-#: rl (utils/schemas/enums.py RLType) -> the stage; ipo is DPO with loss_type ipo
-AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "kto": "kto", "orpo": "orpo", "simpo": "simpo", "grpo": "grpo"}
+#: rl (utils/schemas/enums.py RLType) -> the stage; ipo is DPO with loss_type ipo; gdpo is
+#: GRPO's trainer with another advantage normalisation (core/builders/rl.py: GRPOStrategy and
+#: multi_objective_aggregation normalize_then_sum), the same memory and time
+AXOLOTL_RL = {
+    "dpo": "dpo",
+    "ipo": "dpo",
+    "kto": "kto",
+    "orpo": "orpo",
+    "simpo": "simpo",
+    "grpo": "grpo",
+    "gdpo": "grpo",
+}
 
 
 def _rl(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -229,7 +239,7 @@ def _rl(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 
 
 def _grpo(flat: Mapping[str, Any]) -> bool:
-    return str(flat.get("rl") or "").strip().lower() == "grpo"
+    return AXOLOTL_RL.get(str(flat.get("rl") or "").strip().lower()) == "grpo"
 
 
 def _vllm_colocate_set(flat: Mapping[str, Any]) -> bool:
