@@ -552,10 +552,12 @@ def test_axolotl_gdpo_is_grpos_trainer(tmp_path: Path) -> None:
     normalize_then_sum): stage grpo; its examples/llama-3/qlora-1b-gdpo.yaml (no adapter, trl.beta
     0.001) trains the full model against a frozen reference copy."""
     from trainplan.inputs.configs import scenario_from_config
+    from trainplan.specs.scenario import scenario_from_mapping
 
     path = tmp_path / "gdpo.yaml"
     path.write_text(
-        "base_model: meta-llama/Llama-3.2-1B-Instruct\nrl: gdpo\nsequence_len: 512\ntrl:\n  beta: 0.001\n"
+        "base_model: meta-llama/Llama-3.2-1B-Instruct\nrl: gdpo\nsequence_len: 512\n"
+        "gradient_accumulation_steps: 8\nmicro_batch_size: 1\ntrl:\n  beta: 0.001\n"
         "  max_completion_length: 128\n  num_generations: 2\n  use_vllm: false\n"
         "  multi_objective_aggregation: normalize_then_sum\n"
     )
