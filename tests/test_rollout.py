@@ -552,7 +552,6 @@ def test_axolotl_gdpo_is_grpos_trainer(tmp_path: Path) -> None:
     normalize_then_sum): stage grpo; its examples/llama-3/qlora-1b-gdpo.yaml (no adapter, trl.beta
     0.001) trains the full model against a frozen reference copy."""
     from trainplan.inputs.configs import scenario_from_config
-    from trainplan.specs.scenario import scenario_from_mapping
 
     path = tmp_path / "gdpo.yaml"
     path.write_text(
