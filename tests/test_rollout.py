@@ -569,3 +569,19 @@ def test_axolotl_gdpo_is_grpos_trainer(tmp_path: Path) -> None:
         "completion_len": 128,
     }
     assert {key: mapping[key] for key in expected} == expected
+
+
+def test_each_round_splits_into_its_roles() -> None:
+    """A full GRPO fine-tune of Qwen2.5-0.5B with a frozen bf16 reference copy beside a colocated
+    engine: each round's roles sum to its total, the reference's is the copy (every parameter in
+    bf16), the engine's its budget; the peak names the round and its largest role."""
+    result = estimate({**VLLM, "model": "Qwen2.5-0.5B", "method": "full", "reference": "model"})
+    rollout = _rollout(result)
+    for item in rollout["rounds"].values():
+        roles = item["roles"]
+        assert sum(roles.values()) == pytest.approx(item["total_bytes"], rel=1e-12)
+        assert roles["reference_bytes"] == result.params.total * 2
+        assert roles["engine_bytes"] == rollout["engine_memory"]["budget_bytes"]
+    peak = rollout["rounds"][rollout["peak_round"]]
+    assert peak["total_bytes"] == result.total_bytes
+    assert rollout["peak_role"] == max(peak["roles"], key=peak["roles"].get).removesuffix("_bytes")

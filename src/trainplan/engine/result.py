@@ -271,15 +271,28 @@ def _rollout(result: Estimate) -> dict[str, Any] | None:
             "training_bytes": figures.training_bytes,
             "generation_temporaries_bytes": figures.generation_temporaries,
         },
-        "rounds": {
-            name: {
-                "phase": phase.name,
-                "total_bytes": phase.total,
-                "engine_bytes": phase.term("rollout").value,
-            }
-            for name, phase in rounds.items()
-        },
+        "rounds": {name: _round(result, phase) for name, phase in rounds.items()},
         "peak_round": peak_round,
+        "peak_role": max(roles := _roles(result, rounds[peak_round]), key=roles.__getitem__),
+    }
+
+
+def _roles(result: Estimate, phase: Phase) -> dict[str, float]:
+    """A round's bytes by role: the rollout engine, a frozen reference copy, and the policy's
+    trainer (everything else: its states, activations, temporaries, cache and overhead)."""
+    engine = phase.term("rollout").value
+    reference = next((state.value for state in result.states if state.name == "reference"), 0.0)
+    return {"policy": phase.total - engine - reference, "reference": reference, "engine": engine}
+
+
+def _round(result: Estimate, phase: Phase) -> dict[str, Any]:
+    """One round of a rollout step: the phase that is its peak, its bytes and their roles."""
+    roles = _roles(result, phase)
+    return {
+        "phase": phase.name,
+        "total_bytes": phase.total,
+        "engine_bytes": roles["engine"],
+        "roles": {f"{role}_bytes": value for role, value in roles.items()},
     }
 
 
