@@ -585,3 +585,25 @@ def test_each_round_splits_into_its_roles() -> None:
     peak = rollout["rounds"][rollout["peak_round"]]
     assert peak["total_bytes"] == result.total_bytes
     assert rollout["peak_role"] == max(peak["roles"], key=peak["roles"].get).removesuffix("_bytes")
+
+
+@pytest.mark.parametrize("engine", ["hf", "vllm"])
+def test_the_step_and_the_generation_batch_are_counted_apart(engine: str) -> None:
+    """4 x 2 completions trained per optimizer step (2 prompts of 4), a generation batch of 4 x 4
+    serving two steps: with either engine, memory.rollout says both, and the batch agrees."""
+    result = estimate(
+        {
+            **GRPO,
+            "micro_batch": 4,
+            "grad_accum": 2,
+            "generations": 4,
+            "steps_per_generation": 4,
+            "rollout_engine": engine,
+        }
+    )
+    rollout = _rollout(result)
+    assert (rollout["completions_per_step"], rollout["prompts_per_step"]) == (8, 2)
+    assert rollout["generation_batch"] == 16 and rollout["generations_per_step"] == 0.5
+    assert result.batch.global_sequences == 8 and result.batch.prompts_per_step == 2
+    if engine == "hf":  # transformers' generate caches the whole generation batch
+        assert rollout["engine_memory"]["kv_cache_bytes"] == 16 * 1024 * 28_672

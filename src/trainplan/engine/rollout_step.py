@@ -73,11 +73,12 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
             rollout,
             engine,
             0.0,
-            completions,
-            completions // rollout.generations,
+            trained,
+            trained // rollout.generations,
             0.0,
             engine.total_bytes / tp,
             prefill + gathered,
+            completions,
         )
     colocated = rollout.colocated
     return RolloutFigures(
