@@ -92,6 +92,10 @@ def assert_shows(page: Page, data: dict[str, Any]) -> None:
     assert page.text("#terms-total") == f"{data['memory']['per_gpu']['total_bytes'] / GIB:,.2f}"
     for term, kind in data["memory"]["per_gpu"]["kinds"].items():
         row = page.page.locator(f'#terms tr[data-term="{term}"]')
+        if term == "rollout" and data["memory"]["rollout"] is None:
+            # a stage that generates nothing has no engine row
+            assert row.count() == 0
+            continue
         assert (
             row.locator("td").nth(0).inner_text()
             == f"{data['memory']['per_gpu'][term + '_bytes'] / GIB:,.2f}"
@@ -132,7 +136,9 @@ def test_default_page_shows_the_api_numbers(page: Page, client: TestClient, tmp_
     assert_shows(page, data)
     # the chart is drawn by the chart library from the same numbers, one bar per phase
     series = chart_data(page)
-    terms = list(data["memory"]["per_gpu"]["kinds"])
+    # every term but the rollout engine's, which only a stage that generates draws
+    terms = [term for term in data["memory"]["per_gpu"]["kinds"] if term != "rollout"]
+    assert data["memory"]["rollout"] is None
     assert len(series) == len(terms)
     for index, term in enumerate(terms):
         for phase_index, phase in enumerate(data["memory"]["phases"]):
@@ -1018,6 +1024,12 @@ def test_the_rollout_fields_follow_the_stage(page: Page, client: TestClient) -> 
     lines = data["display"]["rollout_lines"]
     assert lines[0].startswith("Rollout: vLLM colocated") and lines[1].startswith("Rounds: ")
     assert page.text("#rollout-note") == ". ".join(lines)
+    # the engine's bar is drawn with the others, one per moment, generation and scoring first
+    series = chart_data(page)
+    assert len(series) == len(data["memory"]["per_gpu"]["kinds"])
+    engine = list(data["memory"]["per_gpu"]["kinds"]).index("rollout")
+    budget = data["memory"]["rollout"]["engine_memory"]["budget_bytes"]
+    assert series[engine] == pytest.approx([budget / GIB] * len(data["memory"]["phases"]))
     section = page.page.locator('[data-section="rollout"]')
     assert section.is_visible()
     engine = page.page.get_by_role("combobox", name="Rollout engine", exact=True)

@@ -67,6 +67,8 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     table.add_column("GiB", justify="right")
     table.add_column("kind")
     for term in result.peak.terms:
+        if term.name == "rollout" and result.rollout is None:
+            continue  # the engine's row only where the stage generates
         table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
         reference = next((state.value for state in result.states if state.name == "reference"), 0.0)
         if term.name == "weights" and reference:

@@ -61,7 +61,8 @@ export function render(result) {
 function renderBreakdown(result, row) {
   const memory = result.memory;
   const perGpu = memory.per_gpu;
-  const terms = Object.keys(perGpu.kinds);
+  // the rollout engine's row and bar only where the stage generates (it is 0 everywhere else)
+  const terms = Object.keys(perGpu.kinds).filter((term) => term !== "rollout" || memory.rollout);
   $("terms").tBodies[0].replaceChildren(...terms.map((term) =>
     h("tr", { "data-term": term },
       h("th", { scope: "row", text: term }),
