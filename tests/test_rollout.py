@@ -607,3 +607,15 @@ def test_the_step_and_the_generation_batch_are_counted_apart(engine: str) -> Non
     assert result.batch.global_sequences == 8 and result.batch.prompts_per_step == 2
     if engine == "hf":  # transformers' generate caches the whole generation batch
         assert rollout["engine_memory"]["kv_cache_bytes"] == 16 * 1024 * 28_672
+
+
+def test_vllm_serve_shares_a_prompts_blocks_among_its_completions() -> None:
+    """vllm-serve runs a prompt's 8 completions as one request (n = 8): they share the prompt's
+    32 full blocks of 16 (512 tokens), each keeps its own 32 completion blocks. A group of 8 then
+    takes 512 + 8 x 512 tokens, where 8 lone sequences would take 8 x 1,024; the cache holds
+    whole groups."""
+    result = estimate({**VLLM, "rollout_placement": "separate", "gpus": 2, "rollout_memory_fraction": 0.9})
+    engine = _rollout(result)["engine_memory"]
+    groups = engine["kv_tokens"] // (512 + 8 * 512)
+    assert engine["max_sequences"] == groups * 8
+    assert engine["max_sequences"] > engine["kv_tokens"] // 1024

@@ -5,7 +5,8 @@ Memory (vLLM, as TRL 1.16.0 starts it, trl/generation/vllm_generation.py): the e
 the driver reports) and fills it with its weights, the activations of its profiling forward
 (`max_num_batched_tokens` tokens, and the sampler's fp32 logits over `max_num_seqs` sequences)
 and, in what is left, the paged KV cache in blocks of `kv_block_tokens`. The budget is exact
-arithmetic; the split between activations and KV cache is an estimate. The CUDA graphs' pool and
+arithmetic; the split between activations and KV cache is an estimate. vllm-serve's completions
+of one prompt (one request of n = generations) share the prompt's full KV blocks. The CUDA graphs' pool and
 the engine's NCCL buffers are not modelled (vLLM keeps them outside the budget's accounting).
 
 transformers' generate (`hf`) runs on the policy itself: a dynamic KV cache of every sequence of
@@ -191,7 +192,14 @@ def engine_memory(
     kv = budget - weights - activation
     tokens = max(kv, 0.0) / per_token if per_token else math.inf
     sequence_tokens = math.ceil(seq_len / block) * block
+    # vllm-serve samples a prompt's completions as one request (n = generations): they share the
+    # prompt's full blocks, so a group of n takes the prompt's blocks once
     held = int(min(tokens // sequence_tokens, 1e9)) if per_token else max_num_seqs
+    if per_token and not rollout.colocated:
+        shared = (rollout.prompt_len // block) * block
+        group = rollout.generations * (sequence_tokens - shared) + shared
+        groups = int(min(tokens // group, 1e9))
+        held = groups * rollout.generations if groups >= 1 else held
     concurrent = max(1, min(sequences, max_num_seqs, held))
     return EngineMemory(
         "vllm",
