@@ -619,3 +619,48 @@ def test_vllm_serve_shares_a_prompts_blocks_among_its_completions() -> None:
     groups = engine["kv_tokens"] // (512 + 8 * 512)
     assert engine["max_sequences"] == groups * 8
     assert engine["max_sequences"] > engine["kv_tokens"] // 1024
+
+
+def test_the_longest_grpo_sequence_keeps_its_completion() -> None:
+    """--max seq_len for GRPO searches sequences longer than the completion (512 by default) and
+    --max micro_batch the micro-batches whose generation batch 8 generations divide (with
+    steps_per_generation 1 on one GPU: multiples of 8)."""
+    from trainplan.engine.largest_fit import largest_that_fits
+    from trainplan.specs.scenario import scenario_from_mapping
+
+    scenario = scenario_from_mapping({**GRPO, "gpu": "RTX-4090", "micro_batch": 8})
+    longest = largest_that_fits(scenario, "seq_len")
+    assert longest.value > 512 and longest.estimate.fits
+    over = estimate({**GRPO, "gpu": "RTX-4090", "micro_batch": 8, "seq_len": longest.exact + 1})
+    assert over.total_bytes > 0.95 * over.chosen_fit.memory_bytes
+    widest = largest_that_fits(
+        scenario_from_mapping({**GRPO, "gpu": "RTX-4090", "micro_batch": 8, "steps_per_generation": 1}),
+        "micro_batch",
+    )
+    assert widest.value % 8 == 0 and widest.value >= 8
+
+
+def test_measured_mode_keeps_a_grpo_steps_generation_batch() -> None:
+    """A trace runs one micro-batch a step: the generation batch (2 x 4 completions, which 8
+    generations divide) stays as the run has it, so the comparison is of the same scenario."""
+    pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from trainplan.engine.measure.compare import measure_scenario
+    from trainplan.specs.scenario import scenario_from_mapping
+
+    scenario = scenario_from_mapping(
+        {
+            "model": "Qwen2.5-0.5B",
+            "stage": "grpo",
+            "micro_batch": 2,
+            "grad_accum": 4,
+            "seq_len": 512,
+            "completion_len": 256,
+            "activation_checkpointing": "full",
+        }
+    )
+    comparison = measure_scenario(scenario)
+    assert comparison.estimate is not None
+    assert comparison.estimate.rollout is not None
+    assert comparison.estimate.rollout.generation_batch == 8
+    assert abs(comparison.estimate.allocated_peak_bytes / comparison.measured.peak_bytes - 1) < 0.10

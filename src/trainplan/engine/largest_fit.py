@@ -7,6 +7,7 @@ doubling then bisection search over `estimate()` finds the exact largest value t
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 from trainplan.engine.estimate import estimate
@@ -14,7 +15,8 @@ from trainplan.engine.result import CONTEXT_WINDOW, Estimate, Largest
 from trainplan.inputs.resolve import resolve_model, scenario_gpu
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.model import ModelSpec
-from trainplan.specs.scenario import Scenario, field_infos, field_noun
+from trainplan.specs.rollout import resolved_rollout
+from trainplan.specs.scenario import Scenario, data_parallel, field_infos, field_noun
 from trainplan.specs.units import format_gib
 
 #: The fields a largest-fit search runs over, each up to the field table's own maximum.
@@ -54,22 +56,41 @@ def largest_fitting(
             model = resolve_model(scenario.model, scenario.force, scenario.vae)
         window = model.context_window
 
+    floor, step = rollout_grid(scenario, field)
+
     def run(value: int) -> Estimate:
         if field == "micro_batch":
             return estimate(dataclasses.replace(scenario, micro_batch=value), model=model)
         return estimate(dataclasses.replace(scenario, seq_len=value), model=model)
 
-    def fits(value: int) -> bool:
-        return run(value).total_bytes <= capacity
+    def fits(n: int) -> bool:
+        return run(floor + n * step).total_bytes <= capacity
 
     ceiling = window if 0 < window < SEARCHABLE[field] else SEARCHABLE[field]
-    exact = _largest(fits, ceiling)
-    if not exact:
+    found = _largest(fits, (ceiling - floor) // step)
+    if not found:
         return None
+    exact = floor + found * step
     multiple = useful_multiple(field, exact) if headroom > 0 and exact < ceiling else 1
     value = exact // multiple * multiple
+    if (value - floor) % step or value <= floor:  # a rounding the stage cannot run
+        value = exact
     limit = CONTEXT_WINDOW if exact == ceiling and ceiling == window else ""
     return Largest(run(value), field, value, exact, headroom, multiple, limit)
+
+
+def rollout_grid(scenario: Scenario, field: str) -> tuple[int, int]:
+    """(floor, step) of the values a search may take: value = floor + n x step, n >= 1. A GRPO
+    sequence holds its completion and at least one prompt token (floor completion_len); its
+    micro-batch x steps_per_generation x replicas must be a multiple of generations (step: the
+    smallest micro-batch that makes it one). Otherwise (0, 1)."""
+    rollout = resolved_rollout(scenario)
+    if rollout is None:
+        return 0, 1
+    if field == "seq_len":
+        return rollout.completion_len, 1
+    batch = rollout.steps_per_generation * data_parallel(scenario)
+    return 0, rollout.generations // math.gcd(rollout.generations, batch)
 
 
 def largest_that_fits(
@@ -89,10 +110,11 @@ def largest_that_fits(
 def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> InputError:
     """The error when even `field` = 1 does not fit: how far off it is, and what to try."""
     gpu = scenario_gpu(scenario)
+    floor, step = rollout_grid(scenario, field)
     smallest = (
-        dataclasses.replace(scenario, micro_batch=1)
+        dataclasses.replace(scenario, micro_batch=floor + step)
         if field == "micro_batch"
-        else dataclasses.replace(scenario, seq_len=1)
+        else dataclasses.replace(scenario, seq_len=floor + step)
     )
     at_one = estimate(smallest, model=model)
     tips = []

@@ -338,8 +338,14 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         raise InputError("measure", "needs PyTorch: pip install 'trainplan[measure]'") from None
     if spec.kind != "llm":
         return _measure_sample(scenario, spec)
-    compared = dataclasses.replace(scenario, overhead_gib=0.0, grad_accum=1)
     rollout = resolved_rollout(scenario)
+    # one micro-batch a step on both sides; a GRPO step keeps its generation batch
+    compared = dataclasses.replace(
+        scenario,
+        overhead_gib=0.0,
+        grad_accum=1,
+        steps_per_generation=rollout.steps_per_generation if rollout is not None else None,
+    )
     lora = scenario.lora
     config = model_config(scenario.model)[0]
     notes = [NOT_TRACED]
