@@ -664,3 +664,22 @@ def test_measured_mode_keeps_a_grpo_steps_generation_batch() -> None:
     assert comparison.estimate.rollout is not None
     assert comparison.estimate.rollout.generation_batch == 8
     assert abs(comparison.estimate.allocated_peak_bytes / comparison.measured.peak_bytes - 1) < 0.10
+
+
+def test_a_false_sleep_mode_is_read_as_no_sleep(tmp_path: Path) -> None:
+    """vllm_enable_sleep_mode: false (GRPOConfig's default written out) leaves the engine awake,
+    in a TRL config and an axolotl one alike."""
+    from trainplan.inputs.configs import scenario_from_config
+
+    trl = tmp_path / "trl.yaml"
+    trl.write_text(
+        "# trl grpo\nmodel_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nvllm_enable_sleep_mode: false\n"
+    )
+    axolotl = tmp_path / "axolotl.yaml"
+    axolotl.write_text(
+        "base_model: Qwen/Qwen2.5-1.5B\nrl: grpo\nsequence_len: 1024\nmicro_batch_size: 8\ntrl:\n"
+        "  use_vllm: true\n  vllm_mode: colocate\n  vllm_enable_sleep_mode: false\n"
+    )
+    for path in (trl, axolotl):
+        mapping = scenario_from_config([path]).mapping
+        assert mapping["rollout_engine"] == "vllm" and mapping.get("rollout_sleep") is None

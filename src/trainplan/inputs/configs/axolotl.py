@@ -30,6 +30,7 @@ from trainplan.inputs.configs.base import (
     fsdp_offload_note,
     ignored,
     on,
+    onto,
     positive_int,
     to,
     truthy,
@@ -258,14 +259,13 @@ def _grpo_setting(target: str, convert: Callable[[Any], Any], colocate: bool = F
             return Ignore(f"{NOT_MODELLED}: a rollout setting outside rl grpo")
         if colocate and not _vllm_colocate_set(flat):
             return Ignore("axolotl passes it with trl.use_vllm and trl.vllm_mode colocate only")
-        converted = convert(value)
-        return converted if isinstance(converted, Ignore) else {target: converted}
+        return onto(target, value, convert)
 
     return apply
 
 
 def _vllm_mode(value: Any) -> Any:
-    return choice("trl.vllm_mode", {"colocate": "colocate", "server": "separate"}, value)
+    return choice("trl.vllm_mode", hf_trainer.VLLM_MODES, value)
 
 
 def _sleep(value: Any) -> Any:

@@ -71,14 +71,31 @@ def ignored(reason: str) -> Rule:
     return Rule(reason)
 
 
+def onto(target: str, value: Any, convert: Callable[[Any], Any] | None = None) -> dict[str, Any] | Ignore:
+    """`value` (converted) as the scenario field `target`, or the converter's Ignore."""
+    converted = convert(value) if convert else value
+    return converted if isinstance(converted, Ignore) else {target: converted}
+
+
 def to(target: str, note: str, convert: Callable[[Any], Any] | None = None) -> Rule:
     """A setting that maps onto one scenario field (`lora.rank` for the LoRA part)."""
 
     def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-        converted = convert(value) if convert else value
-        return converted if isinstance(converted, Ignore) else {target: converted}
+        return onto(target, value, convert)
 
     return Rule(note, apply, target)
+
+
+def onto_where(
+    applies: Callable[[Mapping[str, Any]], bool], reason: str, target: str, convert: Callable[[Any], Any]
+) -> Convert:
+    """A conversion onto `target` (as `to`'s) for a file where `applies(flat)` holds; elsewhere the
+    setting is ignored for `reason` (a rollout setting of a trainer that generates nothing)."""
+
+    def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+        return onto(target, value, convert) if applies(flat) else Ignore(reason)
+
+    return apply
 
 
 def choice(setting: str, table: Mapping[Any, Any], value: Any) -> Any:

@@ -26,6 +26,7 @@ from trainplan.inputs.configs.base import (
     fraction,
     ignored,
     on,
+    onto_where,
     positive_int,
     to,
     truthy,
@@ -307,39 +308,8 @@ def _vllm_colocated(flat: Mapping[str, Any]) -> bool:
 _NOT_GRPO = f"{NOT_MODELLED}: a rollout setting of a trainer other than GRPO's"
 
 
-def _grpo_count(setting: str, target: str) -> Convert:
-    """A GRPOConfig count onto `target` (a rollout setting of another trainer is not read)."""
-
-    def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-        if not _grpo(flat):
-            return Ignore(_NOT_GRPO)
-        count = positive_int(setting)(value)
-        return count if isinstance(count, Ignore) else {target: count}
-
-    return apply
-
-
-def _generations(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    if not _grpo(flat):
-        return Ignore(_NOT_GRPO)
-    return {"generations": positive_int("num_generations")(value)}
-
-
-def _completion(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    """GRPOConfig.max_completion_length: the generated part of each sequence (a preference
-    trainer's truncation length otherwise, which trainplan does not read)."""
-    if not _grpo(flat):
-        return Ignore(_PREFERENCE)
-    return {"completion_len": positive_int("max_completion_length")(value)}
-
-
-def _use_vllm(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-    if not _grpo(flat):
-        return Ignore(_NOT_GRPO)
-    return {"rollout_engine": "vllm" if truthy("use_vllm", value) else "hf"}
-
-
-_VLLM_MODES = {"colocate": "colocate", "server": "separate"}
+#: GRPOConfig.vllm_mode -> rollout_placement (server: `trl vllm-serve` on GPUs of its own)
+VLLM_MODES = {"colocate": "colocate", "server": "separate"}
 
 
 def _vllm_mode(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -347,21 +317,23 @@ def _vllm_mode(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     own: give gpus, the trainer's and the engine's together, and rollout_gpus)."""
     if not (_grpo(flat) and on(flat, "use_vllm")):
         return Ignore("without use_vllm: transformers' generate")
-    placement = choice("vllm_mode", _VLLM_MODES, value)
+    placement = choice("vllm_mode", VLLM_MODES, value)
     return {"rollout_placement": placement}
 
 
 def _colocated_only(setting: str, target: str, convert: Callable[[Any], Any]) -> Convert:
     """A setting GRPOTrainer reads for a colocated engine only (server mode takes vllm-serve's own)."""
+    reason = f"applies to a colocated vLLM engine (use_vllm, vllm_mode colocate); {setting} is unused"
+    return onto_where(_vllm_colocated, reason, target, convert)
 
-    def apply(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
-        if not _vllm_colocated(flat):
-            return Ignore(
-                f"applies to a colocated vLLM engine (use_vllm, vllm_mode colocate); {setting} is unused"
-            )
-        return {target: convert(value)}
 
-    return apply
+def _grpo_count(setting: str, target: str, reason: str = _NOT_GRPO) -> Convert:
+    """A GRPOConfig count onto `target` (another trainer's setting of that name is not read)."""
+    return onto_where(_grpo, reason, target, positive_int(setting))
+
+
+def _use_vllm(value: Any) -> str:
+    return "vllm" if truthy("use_vllm", value) else "hf"
 
 
 def _sleep(value: Any) -> Any:
@@ -410,9 +382,20 @@ _GENERATION_BATCH = (
     "(the batch over micro_batch x data-parallel replicas)"
 )
 GRPO_RULES: dict[str, Rule] = {
-    "num_generations": Rule("completions per prompt", _generations, sets="generations"),
-    "max_completion_length": Rule("tokens generated per completion", _completion, sets="completion_len"),
-    "use_vllm": Rule("vLLM generates (else transformers' generate)", _use_vllm, sets="rollout_engine"),
+    "num_generations": Rule(
+        "completions per prompt", _grpo_count("num_generations", "generations"), sets="generations"
+    ),
+    # a preference trainer's truncation length otherwise, which trainplan does not read
+    "max_completion_length": Rule(
+        "tokens generated per completion",
+        _grpo_count("max_completion_length", "completion_len", _PREFERENCE),
+        sets="completion_len",
+    ),
+    "use_vllm": Rule(
+        "vLLM generates (else transformers' generate)",
+        onto_where(_grpo, _NOT_GRPO, "rollout_engine", _use_vllm),
+        sets="rollout_engine",
+    ),
     "vllm_mode": Rule("colocate or server (trl vllm-serve)", _vllm_mode, sets="rollout_placement"),
     "vllm_gpu_memory_utilization": Rule(
         "the colocated engine's share of each GPU",
