@@ -312,11 +312,7 @@ def _fit(phases: tuple[Phase, ...], rollout: RolloutFigures | None) -> tuple[Fit
     if rollout is None or rollout.engine.engine != "vllm":
         return fit_rows(peak)
     engine = rollout.engine
-    fraction, budget = rollout.rollout.memory_fraction, engine.budget_bytes
-    # vLLM starts only where its share leaves room for one sequence's KV cache
-    least = (
-        engine.weights_bytes + engine.activation_bytes + engine.sequence_tokens * engine.kv_bytes_per_token
-    )
+    fraction, budget, least = rollout.rollout.memory_fraction, engine.budget_bytes, engine.least_bytes
     if not rollout.rollout.colocated:
         return tuple(
             row._replace(fits=row.fits and fraction * row.memory_bytes >= least) for row in fit_rows(peak)

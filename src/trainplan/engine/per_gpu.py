@@ -77,9 +77,6 @@ def _cached(terms: dict[str, Any], pool: Any, fraction: Any) -> dict[str, Any]:
 
 
 PHASES = ("forward", "backward", "optimizer")
-#: The moments a rollout stage adds before the training ones: generating the completions, then
-#: scoring them under no_grad (the old and the reference log-probs).
-ROLLOUT_PHASES = ("generation", "scoring")
 
 
 @direct_init

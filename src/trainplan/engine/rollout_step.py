@@ -59,7 +59,6 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
         gpu_memory_bytes=gpu.memory_bytes,
         weights_bytes=weights,
         value_bytes=value_bytes,
-        seq_len=scenario.seq_len,
         completions=completions,
         local_completions=local,
     )

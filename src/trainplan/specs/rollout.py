@@ -166,9 +166,8 @@ class Rollout:
 
 def trainer_gpus(c: RolloutFields) -> int:
     """GPUs the trainer runs on: `gpus`, less the engine's when it runs apart."""
-    if c.stage in ROLLOUT_STAGES and c.rollout_placement == "separate":
-        return c.gpus - (c.rollout_gpus or 1)
-    return c.gpus
+    rollout = resolved_rollout(c)
+    return c.gpus - rollout.engine_gpus if rollout is not None and not rollout.colocated else c.gpus
 
 
 def resolved_rollout(c: RolloutFields) -> Rollout | None:

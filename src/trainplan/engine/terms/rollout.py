@@ -105,6 +105,12 @@ class EngineMemory:
         return self.kv_cache_bytes + self.activation_bytes
 
     @property
+    def least_bytes(self) -> float:
+        """The smallest budget vLLM starts in: its weights, its activations and the KV cache of
+        one whole sequence (it refuses a cache that cannot hold one)."""
+        return self.weights_bytes + self.activation_bytes + self.sequence_tokens * self.kv_bytes_per_token
+
+    @property
     def problem(self) -> str | None:
         """Why the engine cannot start, or None: vLLM refuses a budget its weights and
         activations leave no KV-cache block in, or a cache that cannot hold one whole sequence."""
@@ -115,7 +121,7 @@ class EngineMemory:
                 "the engine's weights and activations fill its memory budget; raise "
                 "rollout_memory_fraction or rollout_tensor_parallel"
             )
-        if self.max_sequences < 1:
+        if self.budget_bytes < self.least_bytes:
             return (
                 "the engine's KV cache cannot hold one sequence of seq_len tokens; raise "
                 "rollout_memory_fraction or rollout_tensor_parallel"
@@ -130,7 +136,6 @@ def engine_memory(
     gpu_memory_bytes: float,
     weights_bytes: float,
     value_bytes: int,
-    seq_len: int,
     completions: int,
     local_completions: int,
 ) -> EngineMemory:
@@ -140,6 +145,7 @@ def engine_memory(
     loads into vLLM with bitsandbytes quantisation); `completions`: the step's completions;
     `local_completions`: one training process's share (its generation batch)."""
     defaults, _ = rollout_data()
+    seq_len = rollout.prompt_len + rollout.completion_len
     tp = rollout.tensor_parallel
     per_token = kv_bytes_per_token(model, value_bytes) / (tp if rollout.engine == "vllm" else 1)
     block = int(defaults["kv_block_tokens"])
@@ -192,10 +198,10 @@ def engine_memory(
     kv = budget - weights - activation
     tokens = max(kv, 0.0) / per_token if per_token else math.inf
     sequence_tokens = math.ceil(seq_len / block) * block
-    # vllm-serve samples a prompt's completions as one request (n = generations): they share the
-    # prompt's full blocks, so a group of n takes the prompt's blocks once
     held = int(min(tokens // sequence_tokens, 1e9)) if per_token else max_num_seqs
     if per_token and not rollout.colocated:
+        # vllm-serve samples a prompt's completions as one request (n = generations): they share
+        # the prompt's full blocks, so a group of n takes the prompt's blocks once
         shared = (rollout.prompt_len // block) * block
         group = rollout.generations * (sequence_tokens - shared) + shared
         groups = int(min(tokens // group, 1e9))
