@@ -19,7 +19,14 @@ from collections import Counter
 from collections.abc import Iterator
 
 from trainplan.engine.estimate import estimate
-from trainplan.engine.plan import Plan, PlanResult, base_weights_for, searched_checkpointing, unpriced_gpus
+from trainplan.engine.plan import (
+    SEARCH_REASONS,
+    Plan,
+    PlanResult,
+    base_weights_for,
+    searched_checkpointing,
+    unpriced_gpus,
+)
 from trainplan.engine.plan_request import PlanRequest
 from trainplan.engine.result import Estimate
 from trainplan.inputs.catalogs.gpus import GpuSpec
@@ -32,16 +39,17 @@ from trainplan.specs.scenario import Scenario, data_parallel, scenario_from_mapp
 ROLLOUT_FRACTIONS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 #: The engine tensor-parallel sizes searched.
 ROLLOUT_TENSOR_PARALLEL = (1, 2, 4, 8)
-#: Why a candidate is dropped.
+_UNTIMED, _, _, _NO_PRICE, _OVER_BUDGET, _OVER_DEADLINE = SEARCH_REASONS
+#: Why a candidate is dropped (the layout planner's words where the reason is the same).
 ROLLOUT_REASONS = (
     "invalid: the layout's rules",
     "invalid: completions per step not a multiple of micro-batch x replicas and generations",
-    "untimed: GPU lacks the precision",
+    _UNTIMED,
     "does not fit (the trainer and a colocated engine's share)",
     "does not fit (the vLLM engine cannot start: no KV cache for one sequence)",
-    "no price for this GPU",
-    "over budget",
-    "over deadline",
+    _NO_PRICE,
+    _OVER_BUDGET,
+    _OVER_DEADLINE,
 )
 
 #: engine, placement, its own GPUs (separate), tensor parallel, the shares to try (smallest first)
@@ -95,8 +103,7 @@ def _candidate(
 ) -> Scenario | str:
     """The candidate scenario, or the reason it cannot run."""
     kind, placement, engine_gpus, tp, _ = engine
-    trainer = gpus - (engine_gpus or 0) if placement == "separate" else gpus
-    replicas = trainer  # data parallel over the trainer's GPUs
+    replicas = gpus - (engine_gpus or 0)  # data parallel over the trainer's GPUs
     per_step = micro_batch * replicas
     if completions % per_step:
         return ROLLOUT_REASONS[1]
