@@ -158,6 +158,11 @@ class Estimate:
         return self.peak.total
 
     @property
+    def reference_bytes(self) -> float:
+        """A frozen reference copy's share of the weights on this GPU (0 without one)."""
+        return next((state.value for state in self.states if state.name == "reference"), 0.0)
+
+    @property
     def chosen_fit(self) -> FitRow:
         """The fit table's row of the scenario's GPU."""
         return next(row for row in self.fit if row.gpu == self.gpu)
@@ -230,6 +235,11 @@ def rollout_rounds(result: Estimate) -> dict[str, Phase]:
     return {"rollout": phases["generation"], "scoring": phases["scoring"], "training": training}
 
 
+def largest_round(rounds: Mapping[str, Phase]) -> str:
+    """The round whose peak is the step's."""
+    return max(rounds, key=lambda name: rounds[name].total)
+
+
 def _rollout(result: Estimate) -> dict[str, Any] | None:
     """A rollout stage's engine (its settings with the defaults applied, its memory on one of its
     GPUs and on each trainer GPU) and the memory of each round of the step; None without one."""
@@ -238,7 +248,7 @@ def _rollout(result: Estimate) -> dict[str, Any] | None:
         return None
     engine = figures.engine
     rounds = rollout_rounds(result)
-    peak_round = max(rounds, key=lambda name: rounds[name].total)
+    peak_round = largest_round(rounds)
     return {
         **json_tree(figures.rollout),
         "completions_per_step": figures.completions_per_step,
@@ -280,8 +290,7 @@ def _rollout(result: Estimate) -> dict[str, Any] | None:
 def _roles(result: Estimate, phase: Phase) -> dict[str, float]:
     """A round's bytes by role: the rollout engine, a frozen reference copy, and the policy's
     trainer (everything else: its states, activations, temporaries, cache and overhead)."""
-    engine = phase.term("rollout").value
-    reference = next((state.value for state in result.states if state.name == "reference"), 0.0)
+    engine, reference = phase.term("rollout").value, result.reference_bytes
     return {"policy": phase.total - engine - reference, "reference": reference, "engine": engine}
 
 

@@ -70,9 +70,10 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
         if term.name == "rollout" and result.rollout is None:
             continue  # the engine's row only where the stage generates
         table.add_row(term.name, f"{term.value / 2**30:,.2f}", term.kind)
-        reference = next((state.value for state in result.states if state.name == "reference"), 0.0)
-        if term.name == "weights" and reference:
-            table.add_row("  of it the frozen reference model", f"{reference / 2**30:,.2f}", "exact")
+        if term.name == "weights" and result.reference_bytes:
+            table.add_row(
+                "  of it the frozen reference model", f"{result.reference_bytes / 2**30:,.2f}", "exact"
+            )
         if term.name == "temporaries" and result.stream_pool_bytes:
             table.add_row(
                 "  reserved by FSDP2's side streams", f"{result.stream_pool_bytes / 2**30:,.2f}", "estimate"

@@ -12,6 +12,7 @@ from trainplan.engine.result import (
     FitRow,
     Largest,
     json_tree,
+    largest_round,
     rollout_rounds,
 )
 from trainplan.engine.terms.geometry import TokenShape
@@ -75,14 +76,14 @@ def rollout_words(settings: Mapping[str, Any]) -> str:
 
 
 def rollout_lines(result: Estimate) -> list[str]:
-    """A rollout stage's engine and rounds, e.g. 'Rollout: vLLM colocated, 0.3 of each GPU =
-    23.89 GiB (weights 2.87 GiB, activations 0.51 GiB, KV cache 20.51 GiB: 777K tokens, 759
+    """A rollout stage's engine and rounds, e.g. 'Rollout: vLLM colocated at 0.3, tp 1: 23.89 GiB
+    of each engine GPU (weights 2.87 GiB, activations 0.51 GiB, KV cache 20.51 GiB: 777K tokens, 759
     sequences of 1,024 at once)' and 'Rounds: rollout 27.45 GiB, scoring 27.75 GiB, training
     31.34 GiB (peak)'; none without a rollout."""
     figures = result.rollout
     if figures is None:
         return []
-    settings, engine = figures.rollout, figures.engine
+    engine = figures.engine
     sequence = format_int(engine.sequence_tokens)
     if engine.engine == "hf":
         first = (
@@ -91,18 +92,15 @@ def rollout_lines(result: Estimate) -> list[str]:
             f"sequences of {sequence}, logits {format_gib(engine.activation_bytes)})"
         )
     else:
-        where = "colocated" if settings.colocated else f"on {settings.engine_gpus} GPUs of its own"
-        asleep = ", asleep while training" if settings.sleep else ""
         first = (
-            f"Rollout: vLLM {where}{asleep}, tensor parallel {settings.tensor_parallel}, "
-            f"{settings.memory_fraction:g} of each engine GPU = {format_gib(engine.budget_bytes)} "
+            f"Rollout: {rollout_summary(result)}: {format_gib(engine.budget_bytes)} of each engine GPU "
             f"(weights {format_gib(engine.weights_bytes)}, activations "
             f"{format_gib(engine.activation_bytes)}, KV cache {format_gib(max(engine.kv_cache_bytes, 0.0))}: "
             f"{format_count(engine.kv_tokens)} tokens, {format_int(engine.max_sequences)} sequences of "
             f"{sequence} at once)"
         )
     rounds = rollout_rounds(result)
-    peak = max(rounds, key=lambda name: rounds[name].total)
+    peak = largest_round(rounds)
     second = "Rounds: " + ", ".join(
         f"{name} {format_gib(phase.total)}" + (" (peak)" if name == peak else "")
         for name, phase in rounds.items()
