@@ -103,8 +103,10 @@ def test_the_cut_cross_entropy_plugin_is_a_fused_loss(tmp_path: Path) -> None:
     assert mapping["attention"] == "flash"  # attn_implementation flash_attention_2
     assert mapping["tensor_parallel"] == 2 and mapping["gpus"] == 16  # 4 x 2 x 2
     assert mapping["zero_stage"] == 3  # reshard_after_forward: true
-    ignored = {item.setting: item.reason for item in reading.ignored}
-    assert ignored["dp_replicate_size"].startswith("not modelled yet: the replicas of hybrid sharding")
+    # utils/distributed.py _get_parallel_config_kwargs: dp_replicate_size 2 under FSDP is HSDP's
+    # replicas; FSDP2 shards within each of the 2 groups of dp_shard_size 4
+    assert mapping["data_parallel_replicate"] == 2
+    assert scenario_from_mapping(mapping).data_parallel_replicate == 2
     # cut_cross_entropy: false turns it off again
     off = read(tmp_path, "off.yaml", text + "cut_cross_entropy: false\n")
     assert "loss" not in off.mapping and scenario_from_mapping(off.mapping).loss == "standard"
@@ -699,3 +701,87 @@ def test_an_ambiguous_trl_preference_config_stays_supervised(tmp_path: Path) -> 
     mapping = read(tmp_path, "trl.yaml", "model_name_or_path: Qwen/Qwen2.5-0.5B\nbeta: 0.1\n").mapping
     assert "stage" not in mapping
     assert mapping["loss"] == "standard"
+
+
+TITAN_8B = (
+    # TORCHTITAN torchtitan/models/llama3/train_configs/llama3_8b.toml, lines 17-19, 31-33, 38-43
+    '[model]\nname = "llama3"\nflavor = "8B"\n'
+    "[training]\nlocal_batch_size = 1\nseq_len = 8192\n"
+    "[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\n"
+    "tensor_parallel_degree = {tp}\npipeline_parallel_degree = 1\ncontext_parallel_degree = {cp}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("degrees", "expected"),
+    [
+        # tests/integration_tests/features.py:397-405 "FSDP+CP", ngpu=4
+        ({"shard": 2, "replicate": 1, "cp": 2, "tp": 1}, {"gpus": 4, "zero_stage": 3, "shard": 4, "dp": 2}),
+        # :407-417 "HSDP+CP (without dp_shard)", ngpu=4: FSDP still shards over the 2 CP ranks
+        ({"shard": 1, "replicate": 2, "cp": 2, "tp": 1}, {"gpus": 4, "zero_stage": 3, "shard": 2, "dp": 2}),
+        # :419-429 "HSDP+CP (with dp_shard)", ngpu=8
+        ({"shard": 2, "replicate": 2, "cp": 2, "tp": 1}, {"gpus": 8, "zero_stage": 3, "shard": 4, "dp": 4}),
+        # :431-441 "FSDP+TP+CP", ngpu=8
+        ({"shard": 2, "replicate": 1, "cp": 2, "tp": 2}, {"gpus": 8, "zero_stage": 3, "shard": 4, "dp": 2}),
+    ],
+)
+def test_torchtitan_context_parallel_and_hsdp(
+    tmp_path: Path, degrees: dict[str, int], expected: dict[str, int]
+) -> None:
+    """The layouts torchtitan's own integration tests run (at TORCHTITAN), applied to the
+    llama3_8b.toml they override: parallel_dims.py:53 world = dp_replicate x dp_shard x cp x tp
+    (x pp, 1); FSDP over dp_shard x cp (fsdp = dp_shard * cp, :137) whenever either is above 1
+    (fsdp_enabled, :334); HSDP's replicas outside it."""
+    from trainplan.specs.scenario import data_parallel, shard_group
+
+    reading = read(tmp_path, "llama3_8b.toml", TITAN_8B.format(**degrees))
+    scenario = scenario_from_mapping(reading.mapping)
+    assert scenario.gpus == expected["gpus"]
+    assert scenario.context_parallel == degrees["cp"]
+    assert scenario.data_parallel_replicate == degrees["replicate"]
+    assert scenario.tensor_parallel == degrees["tp"]
+    assert scenario.zero_stage == expected["zero_stage"]
+    assert data_parallel(scenario) == expected["dp"]  # the batch's replicas: dp_replicate x dp_shard
+    # the ranks each state is sharded over: dp_shard x cp
+    shard = shard_group(data_parallel(scenario), scenario.context_parallel, scenario.data_parallel_replicate)
+    assert shard == expected["shard"] == degrees["shard"] * degrees["cp"]
+
+
+def test_accelerate_context_parallel_config(tmp_path: Path) -> None:
+    # ACCELERATE examples/torch_native_parallelism/configs/cp.yaml, lines 3-12, 17-23
+    text = (
+        "distributed_type: FSDP\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"
+        "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_offload_params: false\n"
+        "  fsdp_reshard_after_forward: true\n  fsdp_version: 2\nmixed_precision: bf16\n"
+        "num_machines: 1\nnum_processes: 8\nparallelism_config:\n  parallelism_config_cp_size: 8\n"
+        "  parallelism_config_dp_replicate_size: 1\n  parallelism_config_dp_shard_size: 1\n"
+        "  parallelism_config_tp_size: 1\n"
+    )
+    scenario = scenario_from_mapping(read(tmp_path, "cp.yaml", text).mapping)
+    # parallelism_config.py: cp_size 8 of the 8 processes; FSDP2 over the flattened dp_shard_cp
+    # mesh (fsdp_dim_names, :158-163): the states shard over all 8 ranks
+    assert (scenario.gpus, scenario.context_parallel, scenario.zero_stage) == (8, 8, 3)
+    assert scenario.data_parallel_replicate == 1
+
+
+def test_hybrid_shard_replicates_across_the_nodes(tmp_path: Path) -> None:
+    """FSDP1's HYBRID_SHARD shards within each node and replicates across nodes (torch
+    distributed/fsdp/_init_utils.py _init_intra_and_inter_node_groups): with num_machines 2 the
+    replicas are 2; the HF Trainer's `fsdp: hybrid_shard`, which names no node count, takes the
+    nodes of gpus / gpus_per_node."""
+    text = (
+        "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: HYBRID_SHARD\n"
+        "  fsdp_version: 1\nnum_machines: 2\nnum_processes: 16\n"
+    )
+    scenario = scenario_from_mapping(read(tmp_path, "hybrid.yaml", text).mapping)
+    assert (scenario.gpus, scenario.zero_stage, scenario.data_parallel_replicate) == (16, 3, 2)
+    args = (
+        "model_name_or_path: meta-llama/Llama-3.1-8B\nper_device_train_batch_size: 1\n"
+        "fsdp: hybrid_shard auto_wrap\n"
+    )
+    trainer = read(tmp_path, "args.yaml", args)
+    assert trainer.mapping["data_parallel_replicate"] == 1  # one GPU, one node: no replicas
+    from trainplan.inputs.configs import scenario_from_config
+
+    on_four_nodes = scenario_from_config([tmp_path / "args.yaml"], overrides={"gpus": 32})
+    assert on_four_nodes.mapping["data_parallel_replicate"] == 4

@@ -90,6 +90,7 @@ def test_short_labels_name_the_plan_settings_and_the_searchable_fields() -> None
         "gpus",
         "tensor_parallel",
         "pipeline_parallel",
+        "context_parallel",
         "zero_stage",
         "micro_batch",
         "grad_accum",

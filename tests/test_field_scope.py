@@ -43,6 +43,7 @@ VALUES: dict[str, Any] = {
     "sequence_parallel": True,
     "tensor_parallel": 2,
     "pipeline_parallel": 2,
+    "context_parallel": 2,
     "lora": {"rank": 64, "dora": True},
     "base_weights": "int8",
     "kbit_upcast": True,
@@ -115,7 +116,8 @@ def test_every_scope_names_known_kinds_and_methods_and_has_a_case() -> None:
 
 def _refused_or_inert(base: dict[str, Any], name: str) -> None:
     """`name` set on `base` is refused, naming it, or leaves every figure as it was."""
-    gpus = {"gpus": 4} if name in ("tensor_parallel", "pipeline_parallel", "sequence_parallel") else {}
+    parallel = ("tensor_parallel", "pipeline_parallel", "context_parallel", "sequence_parallel")
+    gpus = {"gpus": 4} if name in parallel else {}
     changed = {**base, **gpus, name: VALUES[name]}
     if name == "sequence_parallel":
         changed["tensor_parallel"] = 2
@@ -149,7 +151,7 @@ def test_inside_its_scope_the_field_is_taken(name: str) -> None:
     kind = (families or ("llm",))[0]
     method = (methods or ("lora",))[-1] if kind == "llm" else "full"
     extra: dict[str, Any] = {}
-    if name in ("tensor_parallel", "pipeline_parallel", "sequence_parallel"):
+    if name in ("tensor_parallel", "pipeline_parallel", "context_parallel", "sequence_parallel"):
         extra = {"gpus": 4, "tensor_parallel": 2} if name == "sequence_parallel" else {"gpus": 4}
     if name == "frames":
         kind = "video"  # 17 frames: a clip (1 + 4 x 4), not an image model's single frame

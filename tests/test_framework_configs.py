@@ -104,6 +104,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "fsdp_wrap": "root",  # no custom_sharded_layers: embedding and output in the root group
     }),
     "torchtitan/llama3_8b.toml": ("torchtitan", {
+        "context_parallel": 1,  # context_parallel_degree 1 (or its default): no split
+        "data_parallel_replicate": 1,  # data_parallel_replicate_degree 1: one shard group
         "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
         "precision": "bf16-mixed",  # default mixed_precision_param bfloat16 under FSDP2
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
@@ -114,6 +116,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "checkpoint_every": 0,  # line 43 [checkpoint] enable = false: no writes (read as one at the end)
     }),
     "torchtitan/llama3_70b.toml": ("torchtitan", {
+        "context_parallel": 1,  # context_parallel_degree 1 (or its default): no split
+        "data_parallel_replicate": 1,  # data_parallel_replicate_degree 1: one shard group
         "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
         "precision": "bf16-mixed",  # default mixed_precision_param bfloat16 under FSDP2
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
@@ -124,6 +128,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "compile": True, "activation_checkpointing": "full", "recipe": "torchtitan",
     }),
     "torchtitan/llama3_405b_float8.toml": ("torchtitan", {
+        "context_parallel": 1,  # context_parallel_degree 1 (or its default): no split
+        "data_parallel_replicate": 1,  # data_parallel_replicate_degree 1: one shard group
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "compile": False,  # torchtitan default: Compile.enable false
         "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-torchao", "optimizer": "adamw-fused",
@@ -134,6 +140,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)
     }),
     "torchtitan/llama3_8b_older.toml": ("torchtitan", {
+        "context_parallel": 1,  # context_parallel_degree 1 (or its default): no split
+        "data_parallel_replicate": 1,  # data_parallel_replicate_degree 1: one shard group
         "grad_accum": 1,  # torchtitan default: Training.global_batch_size -1, no accumulation
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "model": "Llama-3.1-8B", "method": "full", "optimizer": "adamw-fused", "micro_batch": 4,
@@ -144,6 +152,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "recipe": "torchtitan",
     }),
     "torchtitan/llama3_8b_ddp.toml": ("torchtitan", {
+        "context_parallel": 1,  # context_parallel_degree 1 (or its default): no split
+        "data_parallel_replicate": 1,  # replicas without sharding are DDP's: no HSDP groups
         "precision": "amp-bf16",  # default bfloat16, autocast under DDP (maybe_enable_amp)
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "compile": False,  # torchtitan default: Compile.enable false

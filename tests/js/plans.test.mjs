@@ -137,6 +137,9 @@ test("a plan's cells", () => {
   // a GRPO plan names its rollout engine beside the savers, as the server words it
   const grpo = { ...item, display: { ...item.display, rollout_summary: "vLLM colocated at 0.3, tp 1" } };
   assert.equal(planText(FIELDS, grpo).savers, "full, none · vLLM colocated at 0.3, tp 1");
+  // context parallelism and HSDP replicas are named where they are used
+  const split = { ...item, scenario: { ...item.scenario, context_parallel: 2, data_parallel_replicate: 2 } };
+  assert.equal(planText(FIELDS, split).layout, "2 / 1 / 4, cp 2, HSDP ×2, ZeRO 3");
 });
 
 test("the Pareto chart draws the priced plans, each keeping its row's index", () => {

@@ -46,6 +46,7 @@ from trainplan.specs.scenario import (
     default_scenario,
     resolved_base_weights,
     scenario_from_mapping,
+    shard_ranks,
 )
 from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample
 from trainplan.specs.units import GIB
@@ -146,6 +147,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             coeffs.seq_len,
             sequences_per_sample(scenario.stage),
             rollout.rollout.generations if rollout else None,
+            scenario.context_parallel,
         ),
         warnings=tuple(
             _warnings(spec, scenario, gpu, coeffs)
@@ -167,6 +169,8 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             "precision": coeffs.precision.note,
             "optimizer": OPTIMIZERS[scenario.optimizer].note,
             "data_parallel": layout.data_parallel,
+            # the ranks the states shard over: data- and context-parallel, per HSDP group
+            "shard_group": layout.shard,
             "efficiency": time.efficiency if time else None,
             "efficiency_source": time.efficiency_source if time else None,
             "fp8_matmul_efficiency_ratio": linear_efficiency_ratio(gpu, coeffs.precision, scenario.mfu)
@@ -270,6 +274,8 @@ def device_of(scenario: Scenario, gpu: GpuSpec) -> DeviceOverhead:
         scenario.tensor_parallel,
         scenario.pipeline_parallel,
         data_parallel(scenario),
+        scenario.context_parallel,
+        scenario.data_parallel_replicate,
     )
 
 
@@ -288,6 +294,8 @@ def layout_of(
         stage_fraction=coeffs.stage_fraction(scenario.pipeline_parallel),
         offload=OFFLOAD_CODES[scenario.offload],
         sequence_parallel=scenario.sequence_parallel,
+        context_parallel=scenario.context_parallel,
+        data_parallel_replicate=scenario.data_parallel_replicate,
         overhead_bytes=device.total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
         rollout=rollout is not None,
@@ -415,7 +423,7 @@ def _paged_warning(paged: float, peak: float, gpu: GpuSpec, scenario: Scenario) 
 
 def _fsdp_notes(scenario: Scenario) -> list[str]:
     """FSDP2 settings changed from their defaults where no weights are sharded."""
-    if scenario.zero_stage == 3 and data_parallel(scenario) > 1:
+    if scenario.zero_stage == 3 and shard_ranks(scenario) > 1:
         return []
     defaults = default_scenario()
     changed = [
@@ -436,7 +444,7 @@ def _warnings(model: ModelSpec, scenario: Scenario, gpu: GpuSpec, coeffs: Coeffi
     """Settings that have no effect or that the chosen GPU cannot run as asked."""
     recipe = coeffs.precision
     notes = list(model.notes)  # what the model reading left out (a wrapper's vision tower)
-    if scenario.zero_stage and data_parallel(scenario) == 1:
+    if scenario.zero_stage and shard_ranks(scenario) == 1:
         notes.append("zero_stage has no effect with a single data-parallel replica")
     if model.kind == "llm" and 0 < model.context_window < scenario.seq_len:
         notes.append(

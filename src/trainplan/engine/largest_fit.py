@@ -56,7 +56,7 @@ def largest_fitting(
             model = resolve_model(scenario.model, scenario.force, scenario.vae)
         window = model.context_window
 
-    floor, step = rollout_grid(scenario, field)
+    floor, step = search_grid(scenario, field)
 
     def run(value: int) -> Estimate:
         if field == "micro_batch":
@@ -79,16 +79,18 @@ def largest_fitting(
     return Largest(run(value), field, value, exact, headroom, multiple, limit)
 
 
-def rollout_grid(scenario: Scenario, field: str) -> tuple[int, int]:
-    """(floor, step) of the values a search may take: value = floor + n x step, n >= 1. A GRPO
+def search_grid(scenario: Scenario, field: str) -> tuple[int, int]:
+    """(floor, step) of the values a search may take: value = floor + n x step, n >= 1. A
+    context-parallel sequence splits into 2 x context_parallel equal chunks (step); a GRPO
     sequence holds its completion and at least one prompt token (floor completion_len); its
     micro-batch x steps_per_generation x replicas must be a multiple of generations (step: the
     smallest micro-batch that makes it one). Otherwise (0, 1)."""
     rollout = resolved_rollout(scenario)
+    chunks = 2 * scenario.context_parallel if scenario.context_parallel > 1 else 1
+    if field == "seq_len":
+        return (rollout.completion_len if rollout else 0), chunks
     if rollout is None:
         return 0, 1
-    if field == "seq_len":
-        return rollout.completion_len, 1
     batch = rollout.steps_per_generation * data_parallel(scenario)
     return 0, rollout.generations // math.gcd(rollout.generations, batch)
 
@@ -110,7 +112,7 @@ def largest_that_fits(
 def nothing_fits(scenario: Scenario, field: str, model: ModelSpec | None) -> InputError:
     """The error when even `field` = 1 does not fit: how far off it is, and what to try."""
     gpu = scenario_gpu(scenario)
-    floor, step = rollout_grid(scenario, field)
+    floor, step = search_grid(scenario, field)
     smallest = (
         dataclasses.replace(scenario, micro_batch=floor + step)
         if field == "micro_batch"

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import maximum, minimum, where
+from trainplan.engine.terms.context import exchange_backward_bytes, exchange_bytes, exchange_forward_bytes
 from trainplan.engine.terms.precisions import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
 from trainplan.engine.terms.timing import (
@@ -26,6 +27,7 @@ from trainplan.engine.terms.timing import (
     ring_allreduce_seconds,
 )
 from trainplan.specs.frozen import direct_init, once
+from trainplan.specs.scenario import shard_group
 
 OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2, "optimizer+params+grads": 3}
 
@@ -93,6 +95,10 @@ class Layout:
     stage_fraction: Any  # Coefficients.stage_fraction(pipeline_parallel)
     offload: Any = 0  # OFFLOAD_CODES
     sequence_parallel: Any = False
+    # each sequence split over this many GPUs (terms/context.py); the states shard over the
+    # data-parallel and context-parallel ranks, within `data_parallel_replicate` HSDP groups
+    context_parallel: Any = 1
+    data_parallel_replicate: Any = 1
     # memory outside the caching allocator (terms/device.py): the CUDA context, the cuBLAS
     # workspace, NCCL's buffers, or a scenario's flat figure
     overhead_bytes: Any = 0.0
@@ -110,7 +116,12 @@ class Layout:
     @property
     def gpus(self) -> Any:
         """Total GPUs."""
-        return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+        return self.tensor_parallel * self.pipeline_parallel * self.data_parallel * self.context_parallel
+
+    @property
+    def shard(self) -> Any:
+        """The ranks ZeRO / FSDP shard the states over (specs/scenario.py shard_group)."""
+        return shard_group(self.data_parallel, self.context_parallel, self.data_parallel_replicate)
 
 
 @direct_init
@@ -166,7 +177,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     parallelism divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
     """
     fsdp = c.fsdp  # the sharded working set (terms/fsdp.py)
-    tp, dp, zero = v.tensor_parallel, v.data_parallel, v.zero_stage
+    tp, zero = v.tensor_parallel, v.zero_stage
+    dp = v.shard  # the ranks the states shard over: data- and context-parallel, per HSDP group
     sharded_dp = dp > 1
     per_gpu = v.stage_fraction / tp
     zero1 = where(sharded_dp & (zero >= 1), dp, 1)
@@ -238,7 +250,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     gathered = where(params_off, maximum(gathered, 2 * c.states.largest_layer_weight_bytes / tp), gathered)
 
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
-    tokens = v.micro_batch * c.seq_len
+    tokens = local_tokens(c, v)
     replicated_divisor = where(v.sequence_parallel, tp, 1)
     layers_on_host = offloaded_activation_bytes(c, v)
     offloaded = offloaded + layers_on_host
@@ -258,8 +270,19 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         recompute = recompute + c.activations.batch_split_recompute * split
     # one layer's working set (terms/activations.py layer_working_bytes): in forward, and while
     # the last layer runs (is recomputed) in backward
-    layer_forward = c.activations.layer_working_forward / tp * tokens
-    layer_backward = c.activations.layer_working_backward / tp * tokens
+    # with context parallelism, the layer's key/value exchange buffers besides (terms/context.py)
+    exchange, cp = c.work.context, v.context_parallel
+    activation_bytes = c.precision.activation_bytes
+    layer_forward = (
+        (c.activations.layer_working_forward + exchange_forward_bytes(exchange, cp, activation_bytes))
+        / tp
+        * tokens
+    )
+    layer_backward = (
+        (c.activations.layer_working_backward + exchange_backward_bytes(exchange, cp, activation_bytes))
+        / tp
+        * tokens
+    )
     held = c.loss.logits_held * tokens / tp
     # TRL's fused log-prob head allocates its tile buffers in forward and again in backward
     tile = minimum(tokens, c.loss.tile_tokens) * c.loss.tile_per_token + c.loss.tile_fixed
@@ -434,6 +457,12 @@ def _larger(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, An
     return {name: where(later, second[name], first[name]) for name in TERMS}, later
 
 
+def local_tokens(c: Coefficients, v: Layout) -> Any:
+    """Tokens of one micro-batch on each GPU: its sequences' tokens, split over the context-
+    parallel group (terms/context.py)."""
+    return v.micro_batch * c.seq_len / v.context_parallel
+
+
 def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
     """Saved bytes per token of all layers on one GPU of the tensor-parallel group."""
     replicated_divisor = where(v.sequence_parallel, v.tensor_parallel, 1)
@@ -447,7 +476,7 @@ def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
     """Saved activations of the layers on the first pipeline stage: its share of the layers for
     min(pp, grad_accum) in-flight micro-batches (1F1B)."""
     in_flight = minimum(v.pipeline_parallel, v.grad_accum)
-    return _layer_bytes_per_token(c, v) / v.pipeline_parallel * in_flight * v.micro_batch * c.seq_len
+    return _layer_bytes_per_token(c, v) / v.pipeline_parallel * in_flight * local_tokens(c, v)
 
 
 def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
@@ -455,7 +484,7 @@ def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
     layers in flight (terms/savers.py); zero without offloading."""
     if c.activations.offload_resident >= 1:
         return 0.0 * v.micro_batch
-    resident = _layer_bytes_per_token(c, v) * c.activations.offload_resident * v.micro_batch * c.seq_len
+    resident = _layer_bytes_per_token(c, v) * c.activations.offload_resident * local_tokens(c, v)
     stored = _stored_layer_bytes(c, v)
     return stored - minimum(stored, resident)
 
@@ -514,6 +543,8 @@ class StepSeconds:
     # policy's updated weights into a vLLM engine
     generation: Any = 0.0
     weight_sync: Any = 0.0
+    # context parallelism's key/value exchange not hidden under the attention (terms/context.py)
+    context_parallel_comm: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of the trained model's compute, by name."""
@@ -521,6 +552,7 @@ class StepSeconds:
             "pipeline_bubble": self.pipeline_bubble,
             "data_parallel_comm": self.data_parallel_comm,
             "tensor_parallel_comm": self.tensor_parallel_comm,
+            "context_parallel_comm": self.context_parallel_comm,
             "offload": self.offload,
             "dequantisation": self.dequantisation,
             "float8_casts": self.float8_casts,
@@ -550,6 +582,7 @@ class StepSeconds:
             + self.pipeline_bubble
             + self.data_parallel_comm
             + self.tensor_parallel_comm
+            + self.context_parallel_comm
             + self.offload
             + self.dequantisation
             + self.float8_casts
@@ -613,48 +646,71 @@ def step_seconds(
         zero: Any = 0.0 * compute
         return StepSeconds(compute, zero, zero, zero, zero, dequant, zero, zero, encoders, zero, reference)
     # float8 casts: each GPU casts its tensor-parallel shard of its stage's linears
-    casts_per_micro = (
-        v.micro_batch * c.seq_len * c.work.float8_cast_bytes_per_token + c.work.float8_cast_weight_bytes
-    )
+    tokens = local_tokens(c, v)
+    casts_per_micro = tokens * c.work.float8_cast_bytes_per_token + c.work.float8_cast_weight_bytes
     casts = casts_per_micro * v.stage_fraction / tp * v.grad_accum / hw.memory_bandwidth_bytes_per_s
     # compile's fusion: each GPU runs its stage's layers on its micro-batches (tensor parallelism
     # taken to shard the fused tensors too, though without sequence parallelism norms are not)
-    fused = v.micro_batch * c.seq_len * c.work.compile_fusion_bytes_per_token * v.grad_accum
+    fused = tokens * c.work.compile_fusion_bytes_per_token * v.grad_accum
     fused_s = fused * v.stage_fraction / tp / hw.memory_bandwidth_bytes_per_s
     # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
     # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
     fusion = 0.0 - minimum(fused_s, (1 - hw.efficiency) * compute)  # 0.0, not -0.0, when none
     bubble = pipeline_bubble_seconds(compute + dequant + casts + fusion, pp, v.grad_accum, virtual_stages)
 
-    spans = gpus > gpus_per_node
-    bandwidth = link_bytes_per_s(hw, dp, spans)
+    # the states shard over `shard` ranks (data- and context-parallel, within one HSDP group),
+    # taken to cross nodes when one HSDP group's GPUs (all its stages) exceed a node; the HSDP
+    # replicas all-reduce their shards across the whole job
+    shard, replicas = v.shard, v.data_parallel_replicate
+    spans = gpus / replicas > gpus_per_node
+    bandwidth = link_bytes_per_s(hw, shard, spans)
+    replica_bandwidth = link_bytes_per_s(hw, gpus, gpus > gpus_per_node)
     share = v.stage_fraction / tp
     grads = c.states.gradient_bytes * share
     # gradients are reduced once per step, under the last micro-batch's backward (2/3 of it);
     # ZeRO-3 gathers weights twice and reduce-scatters gradients every micro-batch, under all
-    # of the compute
-    ring = ring_allreduce_seconds(grads, dp, bandwidth)
+    # of the compute; under HSDP each shard is then all-reduced over the replicas
+    ring = ring_allreduce_seconds(grads, shard, bandwidth) + ring_allreduce_seconds(
+        grads / shard, replicas, replica_bandwidth
+    )
     gathered = c.work.weights_16bit_bytes * share
     # ZeRO-3 gathers a reference copy once per micro-batch, for its forward
     reference_gathered = c.reference.gathered_bytes * share
     # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the
     # reduce dtype (terms/fsdp.py)
     gathers = 1 + fsdp.reshard_after_forward
+    reduced = grads * fsdp.reduce_grad_factor
     per_micro = gather_or_scatter_seconds(
-        gathers * gathered + reference_gathered + grads * fsdp.reduce_grad_factor, dp, bandwidth
-    )
-    zero3 = (v.zero_stage == 3) & (dp > 1)
+        gathers * gathered + reference_gathered + reduced, shard, bandwidth
+    ) + ring_allreduce_seconds(reduced / shard, replicas, replica_bandwidth)
+    zero3 = (v.zero_stage == 3) & (shard > 1)
     comm = where(zero3, per_micro * v.grad_accum, ring)
     window = where(zero3, compute, 2 / 3 * compute / v.grad_accum)
     data_parallel = exposed_seconds(comm, window, comm_overlap)
 
     per_layer = 4 + 2 * c.activations.recompute_layer_share
-    volume = v.micro_batch * c.seq_len * c.model.hidden_size * c.precision.activation_bytes
+    volume = tokens * c.model.hidden_size * c.precision.activation_bytes
     tp_bandwidth = link_bytes_per_s(hw, tp, False)
     tensor_parallel = (
         per_layer * c.model.num_layers / pp * v.grad_accum * ring_allreduce_seconds(volume, tp, tp_bandwidth)
     )
-    zero_dp = where(v.zero_stage >= 1, dp, 1)
+    # context parallelism: each layer's key/value all-gathers and gradient rotations (the CP
+    # ranks sit next to the tensor-parallel ones, as torchtitan's and Megatron's meshes order
+    # them), hidden under the attention's own compute at comm_overlap (terms/context.py)
+    cp = v.context_parallel
+    exchanged = (
+        exchange_bytes(c.work.context, cp, c.precision.activation_bytes, c.activations.recompute_layer_share)
+        * tokens
+        / tp
+        / pp
+        * v.grad_accum
+    )
+    cp_comm = exchanged / link_bytes_per_s(hw, tp * cp, tp * cp > gpus_per_node)
+    attention = (
+        global_tokens * c.work.attention_flops / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
+    )
+    context_parallel = exposed_seconds(cp_comm, attention, comm_overlap)
+    zero_dp = where(v.zero_stage >= 1, shard, 1)
     # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each
     # gather copies the shards up, in forward and in backward, and under FSDP's offload the
     # updated shards stay on the host (no separate upload)
@@ -690,6 +746,7 @@ def step_seconds(
         encoders,
         host_optimizer,
         reference,
+        context_parallel_comm=context_parallel,
     )
 
 

@@ -23,6 +23,7 @@ from trainplan.engine.terms.activations import (
     layer_working_bytes,
     outside_layers,
 )
+from trainplan.engine.terms.context import ContextExchange, context_exchange
 from trainplan.engine.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.engine.terms.fsdp import FsdpWorkingSet, fsdp_coefficients
 from trainplan.engine.terms.geometry import TokenShape
@@ -209,6 +210,8 @@ class StepWork:
     float8_cast_weight_bytes: float = 0.0
     # eager memory traffic per token that torch.compile's fusion removes (terms/timing.py)
     compile_fusion_bytes_per_token: float = 0.0
+    # the keys and values context parallelism exchanges (terms/context.py)
+    context: ContextExchange = ContextExchange()
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,8 @@ NOT_READ = frozenset(
         "tensor_parallel",
         "pipeline_parallel",
         "virtual_stages",
+        "context_parallel",
+        "data_parallel_replicate",
         "sequence_parallel",
         "offload",
         "overhead_gib",
@@ -662,6 +667,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             float8_cast_bytes_per_token=casts[0],
             float8_cast_weight_bytes=casts[1],
             compile_fusion_bytes_per_token=fusion,
+            context=context_exchange(model),
         ),
         optimizer_in_backward=scenario.optimizer_in_backward,
         fsdp=fsdp,

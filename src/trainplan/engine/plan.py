@@ -197,7 +197,9 @@ def evaluate_group(
         indexing="ij",
     )
     g, n, tp, pp, zero, mb = (axis.ravel() for axis in grid)
-    dp = np.maximum(data_parallel_degree(n, tp, pp), 1)
+    # context parallelism and HSDP replicas as the scenario sets them (not searched)
+    cp, replicas = scenario.context_parallel, scenario.data_parallel_replicate
+    dp = np.maximum(data_parallel_degree(n, tp, pp, cp), 1)
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
     grad_accum = np.maximum(np.rint(sequences / np.maximum(mb * dp, 1)).astype(int), 1)
@@ -238,7 +240,11 @@ def evaluate_group(
         stage_fraction=stage_fraction,
         offload=offload_code,
         sequence_parallel=sequence_parallel,
-        overhead_bytes=layout_overhead(scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp).total,
+        context_parallel=cp,
+        data_parallel_replicate=replicas,
+        overhead_bytes=layout_overhead(
+            scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp, cp, replicas
+        ).total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
     )
     peak = memory(coeffs, layout).peak()

@@ -92,6 +92,7 @@ class Batch:
     seq_len: int
     sequences_per_sample: int = 1
     generations: int | None = None  # grpo: completions per prompt
+    context_parallel: int = 1  # GPUs each sequence is split over (1 / context_parallel of it each)
 
     @property
     def prompts_per_step(self) -> int | None:

@@ -447,13 +447,13 @@ def fixed_settings(scenario: Scenario) -> tuple[float, int]:
     return launch, every
 
 
-def checkpoint_bytes(coeffs: Coefficients, zero_stage: Any, data_parallel: Any) -> Any:
+def checkpoint_bytes(coeffs: Coefficients, zero_stage: Any, shard: Any) -> Any:
     """One checkpoint of the run (all ranks' shards together): the trainable weights and the
     optimizer state with its master copy, as transformers' Trainer (model plus optimizer.pt)
     and torch.distributed.checkpoint (model and optimizer state dicts) write them; a LoRA
     checkpoint holds the adapters and their state, never the frozen base. Where FSDP keeps the
     fp32 master as the weights' shard, the optimizer bytes hold the weights already."""
-    shard_master = (zero_stage == 3) & (data_parallel > 1) & (coeffs.fsdp.shard_master_bytes > 0)
+    shard_master = (zero_stage == 3) & (shard > 1) & (coeffs.fsdp.shard_master_bytes > 0)
     return coeffs.states.optimizer_bytes + where(shard_master, 0.0, coeffs.states.trainable_weight_bytes)
 
 
@@ -474,7 +474,7 @@ def fixed_seconds(
     # epochs are counted where the budget is a dataset (dataset_tokens or dataset_size)
     dataset = scenario.dataset_tokens is not None or scenario.dataset_size is not None
     writes = checkpoint_writes(steps, every, math.ceil(scenario.epochs) if dataset else 1)
-    saved = checkpoint_bytes(coeffs, layout.zero_stage, layout.data_parallel)
+    saved = checkpoint_bytes(coeffs, layout.zero_stage, layout.shard)
     return FixedSeconds(
         launch, load_s, writes * saved * share / write_bytes_per_s, writes, every, saved, precompute_s
     )

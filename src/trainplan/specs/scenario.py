@@ -854,6 +854,33 @@ class Scenario:
             short_label="pipeline parallel",
         ),
     )
+    context_parallel: int = _field(
+        1,
+        FieldInfo(
+            "GPUs each sequence is split across (context parallelism: torch's ring attention with "
+            "head-tail load balancing, torchtitan context_parallel_degree, Megatron --cp); "
+            "micro_batch counts the sequences the group shares, each GPU holds seq_len / "
+            "context_parallel of their tokens",
+            None,
+            1,
+            1024,
+            model_kinds=LLM_ONLY,
+            label="Context parallel",
+            short_label="context parallel",
+        ),
+    )
+    data_parallel_replicate: int = _field(
+        1,
+        FieldInfo(
+            "hybrid sharding (HSDP): replicas of the sharded states; ZeRO / FSDP shards within "
+            "each group of data_parallel / data_parallel_replicate replicas (torchtitan "
+            "data_parallel_replicate_degree, FSDP HYBRID_SHARD); 1: one group, every replica shards",
+            None,
+            1,
+            1024,
+            label="HSDP replicas",
+        ),
+    )
     virtual_stages: int = _field(
         1,
         FieldInfo(
@@ -1536,17 +1563,38 @@ def _check_combinations(scenario: Scenario) -> None:
 
 def data_parallel(scenario: Scenario) -> int:
     """Data-parallel replicas: the trainer's GPUs (gpus, less a separate rollout engine's) /
-    (tensor_parallel x pipeline_parallel)."""
+    (tensor_parallel x pipeline_parallel x context_parallel)."""
     replicas: int = data_parallel_degree(
-        trainer_gpus(scenario), scenario.tensor_parallel, scenario.pipeline_parallel
+        trainer_gpus(scenario),
+        scenario.tensor_parallel,
+        scenario.pipeline_parallel,
+        scenario.context_parallel,
     )
     return replicas
 
 
-def data_parallel_degree(gpus: Any, tensor_parallel: Any, pipeline_parallel: Any) -> Any:
-    """Data-parallel replicas of a layout: gpus / (tensor_parallel x pipeline_parallel); numbers
-    or the planner's arrays alike."""
-    return gpus // (tensor_parallel * pipeline_parallel)
+def data_parallel_degree(
+    gpus: Any, tensor_parallel: Any, pipeline_parallel: Any, context_parallel: Any = 1
+) -> Any:
+    """Data-parallel replicas of a layout: gpus / (tensor_parallel x pipeline_parallel x
+    context_parallel); numbers or the planner's arrays alike."""
+    return gpus // (tensor_parallel * pipeline_parallel * context_parallel)
+
+
+def shard_ranks(scenario: Scenario) -> int:
+    """The scenario's ranks each state shards over under ZeRO / FSDP (`shard_group`)."""
+    ranks: int = shard_group(
+        data_parallel(scenario), scenario.context_parallel, scenario.data_parallel_replicate
+    )
+    return ranks
+
+
+def shard_group(data_parallel: Any, context_parallel: Any, data_parallel_replicate: Any) -> Any:
+    """The ranks ZeRO / FSDP shard the states over: the data-parallel replicas and the context-
+    parallel ranks (which hold the same weights: torchtitan's FSDP mesh is dp_shard x cp,
+    DeepSpeed's ZeRO group spans its sequence-parallel ranks), divided into
+    `data_parallel_replicate` hybrid-sharding groups."""
+    return data_parallel * context_parallel // data_parallel_replicate
 
 
 def scenario_to_mapping(scenario: Scenario) -> dict[str, Any]:

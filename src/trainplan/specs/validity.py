@@ -50,6 +50,14 @@ class LayoutChoice(Protocol):
     @property
     def virtual_stages(self) -> Any: ...
     @property
+    def context_parallel(self) -> Any: ...
+    @property
+    def data_parallel_replicate(self) -> Any: ...
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def attention(self) -> str: ...
+    @property
     def gpus_per_node(self) -> Any: ...
     @property
     def offload(self) -> str: ...
@@ -82,6 +90,22 @@ class LayoutArrays:
     @property
     def gpus_per_node(self) -> Any:
         return self.scenario.gpus_per_node
+
+    @property
+    def context_parallel(self) -> Any:
+        return self.scenario.context_parallel
+
+    @property
+    def data_parallel_replicate(self) -> Any:
+        return self.scenario.data_parallel_replicate
+
+    @property
+    def seq_len(self) -> int:
+        return self.scenario.seq_len
+
+    @property
+    def attention(self) -> str:
+        return self.scenario.attention
 
     @property
     def offload(self) -> str:
@@ -121,7 +145,25 @@ class Rule:
 
 
 def _model_parallel(c: LayoutChoice) -> Any:
-    return c.tensor_parallel * c.pipeline_parallel
+    return c.tensor_parallel * c.pipeline_parallel * c.context_parallel
+
+
+def _model_parallel_names(c: LayoutChoice) -> str:
+    """The degrees `_model_parallel` multiplies, as the error names them (context_parallel only
+    where it is set)."""
+    names = "tensor_parallel x pipeline_parallel"
+    return names if _scalar(c.context_parallel) == 1 else f"{names} x context_parallel"
+
+
+def _scalar(value: Any) -> Any:
+    """A scenario's value, or the first candidate's where the planner passes arrays (for the
+    wording of a message only)."""
+    return value.flat[0] if hasattr(value, "flat") else value
+
+
+def _data_parallel(c: LayoutChoice) -> Any:
+    """The data-parallel replicas of the layout (zero where the GPUs do not divide)."""
+    return _trainer_gpus(c) // _model_parallel(c)
 
 
 def _heads(model: ModelSpec | None) -> tuple[int, int]:
@@ -143,7 +185,7 @@ def _data_parallel_only(degree: Any, model: ModelSpec | None) -> str:
     assert model is not None, "a model rule needs the model"
     return (
         f"{degree}: {model.name} is a {model.kind} model, trained data-parallel (with ZeRO / FSDP) as "
-        "the diffusers and JEPA scripts do; tensor and pipeline parallelism must be 1"
+        "the diffusers and JEPA scripts do; tensor, pipeline and context parallelism must be 1"
     )
 
 
@@ -195,8 +237,45 @@ RULES: tuple[Rule, ...] = (
         "invalid: gpus not a multiple of tensor x pipeline parallel",
         lambda c, m: _trainer_gpus(c) % _model_parallel(c) != 0,
         lambda c, m: (
-            f"{_trainer_gpus(c)} {_trainer_word(c)}GPUs is not a multiple of tensor_parallel x "
-            f"pipeline_parallel = {_model_parallel(c)}"
+            f"{_trainer_gpus(c)} {_trainer_word(c)}GPUs is not a multiple of "
+            f"{_model_parallel_names(c)} = {_model_parallel(c)}"
+        ),
+    ),
+    Rule(
+        "context_parallel",
+        "invalid: sequence not split evenly by context parallel",
+        lambda c, m: (c.context_parallel > 1) & (c.seq_len % (2 * c.context_parallel) != 0),
+        # torch distributed/tensor/experimental/_context_parallel/_load_balancer.py
+        # _HeadTailLoadBalancer (torch 2.13): two equal chunks per rank, the head and the tail
+        lambda c, m: (
+            f"{c.context_parallel}: seq_len {c.seq_len} is not a multiple of 2 x context_parallel = "
+            f"{2 * c.context_parallel} (the head-tail load balancer gives each GPU two equal chunks)"
+        ),
+    ),
+    Rule(
+        "context_parallel",
+        "invalid: context parallel over eager attention",
+        lambda c, m: (c.context_parallel > 1) & (c.attention == "eager"),
+        lambda c, m: (
+            "needs attention flash or sdpa: torch's context parallelism runs SDPA's flash, "
+            "efficient and cuDNN kernels only"
+        ),
+    ),
+    Rule(
+        "data_parallel_replicate",
+        "invalid: HSDP replicas do not divide the data-parallel replicas",
+        lambda c, m: _data_parallel(c) % c.data_parallel_replicate != 0,
+        lambda c, m: (
+            f"{c.data_parallel_replicate} does not divide the {_data_parallel(c)} data-parallel replicas"
+        ),
+    ),
+    Rule(
+        "data_parallel_replicate",
+        "invalid: HSDP replicas without ZeRO",
+        lambda c, m: (c.data_parallel_replicate > 1) & (c.zero_stage == 0),
+        lambda c, m: (
+            "needs zero_stage >= 1: hybrid sharding replicates sharded states, and without ZeRO "
+            "every replica holds them all already"
         ),
     ),
     Rule(
@@ -283,6 +362,13 @@ RULES: tuple[Rule, ...] = (
         "invalid: pipeline parallel on a diffusion, video or JEPA model",
         lambda c, m: (_kind(m) != "llm") & (c.pipeline_parallel > 1),
         lambda c, m: _data_parallel_only(c.pipeline_parallel, m),
+        needs_model=True,
+    ),
+    Rule(
+        "context_parallel",
+        "invalid: context parallel on a diffusion, video or JEPA model",
+        lambda c, m: (_kind(m) != "llm") & (c.context_parallel > 1),
+        lambda c, m: _data_parallel_only(c.context_parallel, m),
         needs_model=True,
     ),
     Rule(

@@ -244,8 +244,8 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
     if scenario.gpus != 1 and not _sharded(scenario):
         raise InputError(
             "gpus",
-            "a trace measures one GPU, or rank 0 of FSDP2 (zero_stage 3 without tensor or pipeline "
-            "parallelism): set gpus to 1 or zero_stage to 3",
+            "a trace measures one GPU, or rank 0 of FSDP2 (zero_stage 3 without tensor, pipeline "
+            "or context parallelism or HSDP replicas): set gpus to 1 or zero_stage to 3",
         )
     if _sharded(scenario):
         if scenario.method != "full":
@@ -325,6 +325,8 @@ def _sharded(scenario: Scenario) -> bool:
         and scenario.gpus > 1
         and scenario.tensor_parallel == 1
         and scenario.pipeline_parallel == 1
+        and scenario.context_parallel == 1
+        and scenario.data_parallel_replicate == 1
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from trainplan.engine.scalar_or_array import minimum, where
 from trainplan.inputs.catalogs.device_memory import device_memory
 from trainplan.inputs.catalogs.gpus import GpuSpec
+from trainplan.specs.scenario import shard_group
 from trainplan.specs.units import GIB
 
 #: Architectures on which NCCL builds NVLink SHARP (NVLS) buffers over an NVSwitch domain.
@@ -89,13 +90,21 @@ def _communicator(rates: DeviceRates, ranks: Any) -> tuple[Any, Any]:
 
 
 def device_overhead(
-    rates: DeviceRates, tensor_parallel: Any, pipeline_parallel: Any, data_parallel: Any
+    rates: DeviceRates,
+    tensor_parallel: Any,
+    pipeline_parallel: Any,
+    data_parallel: Any,
+    context_parallel: Any = 1,
+    data_parallel_replicate: Any = 1,
 ) -> DeviceOverhead:
     """The context, the workspace and one NCCL communicator per parallel dimension of more than
-    one GPU (its ranks decide the pair or group figure and whether NVLS buffers apply)."""
+    one GPU (its ranks decide the pair or group figure and whether NVLS buffers apply): the
+    data-parallel one over the ranks the states shard over (specs/scenario.py shard_group), one
+    for the HSDP replicas and one for the context-parallel ranks where those are used."""
     nccl: Any = 0.0
     count: Any = 0
-    for ranks in (data_parallel, tensor_parallel, pipeline_parallel):
+    shard = shard_group(data_parallel, context_parallel, data_parallel_replicate)
+    for ranks in (shard, tensor_parallel, pipeline_parallel, context_parallel, data_parallel_replicate):
         bytes_, used = _communicator(rates, ranks)
         nccl = nccl + bytes_
         count = count + used
@@ -122,9 +131,13 @@ def layout_overhead(
     tensor_parallel: Any,
     pipeline_parallel: Any,
     data_parallel: Any,
+    context_parallel: Any = 1,
+    data_parallel_replicate: Any = 1,
 ) -> DeviceOverhead:
     """A scenario's memory outside the allocator: its own flat figure where it sets overhead_gib,
     else the parts derived for its GPU and layout."""
     if overhead_gib is not None:
         return flat_overhead(overhead_gib * GIB)
-    return device_overhead(rates, tensor_parallel, pipeline_parallel, data_parallel)
+    return device_overhead(
+        rates, tensor_parallel, pipeline_parallel, data_parallel, context_parallel, data_parallel_replicate
+    )

@@ -35,6 +35,7 @@ TITLE = "accelerate config"
 SYNTAX = "yaml"
 EMITS = ("gpus", "zero_stage", "offload", "precision", "activation_checkpointing", "grad_accum")
 
+HYBRID = frozenset({"HYBRID_SHARD", "HYBRID_SHARD_ZERO2", "4", "5"})
 SHARDING = {
     "FULL_SHARD": 3, "SHARD_GRAD_OP": 2, "NO_SHARD": 0, "HYBRID_SHARD": 3, "HYBRID_SHARD_ZERO2": 2,
     "1": 3, "2": 2, "3": 0, "4": 3, "5": 2,
@@ -42,7 +43,21 @@ SHARDING = {
 
 
 def _sharding(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
-    return {"zero_stage": choice("fsdp_sharding_strategy", SHARDING, str(value).upper()), "_backend": "FSDP"}
+    """The strategy's ZeRO stage; the hybrid ones shard within a node and replicate across the
+    num_machines nodes (torch distributed/fsdp/_init_utils.py _init_intra_and_inter_node_groups:
+    the intra-node group is the local GPUs)."""
+    strategy = str(value).upper()
+    fields: dict[str, Any] = {
+        "zero_stage": choice("fsdp_sharding_strategy", SHARDING, strategy),
+        "_backend": "FSDP",
+    }
+    if strategy in HYBRID:
+        machines = flat.get("num_machines")
+        if machines is None:
+            fields["_hybrid_nodes"] = strategy
+        else:
+            fields["data_parallel_replicate"] = positive_int("num_machines")(machines)
+    return fields
 
 
 def _reshard(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,9 +85,9 @@ def _fsdp_checkpointing(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] |
 
 FSDP_RULES: dict[str, Rule] = {
     "fsdp_sharding_strategy": Rule(
-        "FULL_SHARD = ZeRO 3, SHARD_GRAD_OP = ZeRO 2 (hybrid: not modelled, as full)",
+        "FULL_SHARD = ZeRO 3, SHARD_GRAD_OP = ZeRO 2; the hybrid ones replicate across the nodes",
         _sharding,
-        sets="zero_stage",
+        sets="zero_stage, data_parallel_replicate",
     ),
     "fsdp_reshard_after_forward": Rule("FSDP2: true = ZeRO 3, false = ZeRO 2", _reshard, sets="zero_stage"),
     "fsdp_offload_params": Rule(
@@ -221,21 +236,15 @@ RULES: dict[str, Rule] = {
     "parallelism_config.parallelism_config_tp_size": to(
         "tensor_parallel", "tensor-parallel ranks", positive_int("parallelism_config_tp_size")
     ),
-    "parallelism_config.parallelism_config_cp_size": Rule(
-        "context parallelism",
-        lambda value, flat: Ignore(
-            "1: none" if value == 1 else f"{NOT_MODELLED}: context parallelism (ring attention)"
-        ),
-        sets="",
+    "parallelism_config.parallelism_config_cp_size": to(
+        "context_parallel",
+        "ranks each sequence is split over (torch's context parallelism)",
+        positive_int("parallelism_config_cp_size"),
     ),
-    "parallelism_config.parallelism_config_dp_replicate_size": Rule(
-        "replicas of hybrid sharding",
-        lambda value, flat: Ignore(
-            "1: none"
-            if value == 1
-            else f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP); all GPUs shard"
-        ),
-        sets="",
+    "parallelism_config.parallelism_config_dp_replicate_size": to(
+        "data_parallel_replicate",
+        "replicas of hybrid sharding (HSDP)",
+        positive_int("parallelism_config_dp_replicate_size"),
     ),
     "parallelism_config.parallelism_config_dp_shard_size": ignored("the GPUs left after the other degrees"),
     "parallelism_config.*": ignored(f"{NOT_MODELLED}: context-parallel details"),

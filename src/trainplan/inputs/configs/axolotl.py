@@ -243,6 +243,23 @@ def _grpo(flat: Mapping[str, Any]) -> bool:
     return AXOLOTL_RL.get(str(flat.get("rl") or "").strip().lower()) == "grpo"
 
 
+def _sequence_parallel_degree(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """The deprecated name, taken only without context_parallel_size (utils/schemas/
+    validation.py check_context_parallel_size at axolotl-ai-cloud/axolotl@067b021c)."""
+    if flat.get("context_parallel_size") is not None:
+        return Ignore("context_parallel_size is set, and axolotl takes it")
+    return {"context_parallel": positive_int("sequence_parallel_degree")(value)}
+
+
+def _replicas(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """dp_replicate_size: HSDP's replicas under FSDP; without FSDP they are plain data-parallel
+    ranks (utils/distributed.py _get_parallel_config_kwargs at axolotl-ai-cloud/axolotl@067b021c)."""
+    replicas = positive_int("dp_replicate_size")(value)
+    if not (flat.get("fsdp") is not None or any(path.startswith("fsdp_config.") for path in flat)):
+        return Ignore("without FSDP the replicas are plain data parallelism")
+    return {"data_parallel_replicate": replicas}
+
+
 def _vllm_colocate_set(flat: Mapping[str, Any]) -> bool:
     """core/trainers/grpo/__init__.py set_training_args_kwargs passes vllm.gpu_memory_utilization,
     vllm.tensor_parallel_size and trl.vllm_enable_sleep_mode only when trl.vllm_mode is stated
@@ -374,10 +391,21 @@ RULES: dict[str, Rule] = {
     "tensor_parallel_size": to(
         "tensor_parallel", "tensor-parallel ranks (DeepSpeed AutoTP)", positive_int("tensor_parallel_size")
     ),
-    "context_parallel_size": ignored(f"{NOT_MODELLED}: context parallelism (ring attention)"),
-    "sequence_parallel_degree": ignored(f"{NOT_MODELLED}: context parallelism (ring attention)"),
-    "dp_shard_size": ignored(f"{NOT_MODELLED}: the shard group of hybrid sharding (HSDP); all GPUs shard"),
-    "dp_replicate_size": ignored(f"{NOT_MODELLED}: the replicas of hybrid sharding (HSDP)"),
+    "context_parallel_size": to(
+        "context_parallel",
+        "ranks each sequence is split over (ring-flash-attn; counted with torch's all-gather buffers)",
+        positive_int("context_parallel_size"),
+    ),
+    "sequence_parallel_degree": Rule(
+        "context_parallel_size's older name", _sequence_parallel_degree, sets="context_parallel"
+    ),
+    "dp_shard_size": ignored(
+        "read with the GPU count (dp_shard_size x dp_replicate_size x tensor_parallel_size x "
+        "context_parallel_size); more GPUs than that make HSDP replicas only with dp_replicate_size"
+    ),
+    "dp_replicate_size": Rule(
+        "replicas of hybrid sharding (HSDP) under FSDP", _replicas, sets="data_parallel_replicate"
+    ),
     "rl": Rule("preference or RL stage (dpo, ipo, kto, orpo, simpo, grpo)", _rl, sets="stage, reference"),
     "trl.num_generations": Rule(
         "completions per prompt",

@@ -20,6 +20,10 @@ from trainplan.specs.offload import FSDP_OFFLOAD
 
 IRRELEVANT = "irrelevant to memory and time"
 NOT_MODELLED = "not modelled yet"
+# torch's context-parallel rotate method (torchtitan's and torchtune's context_parallel_rotate_method)
+ROTATE_METHOD = (
+    f"{NOT_MODELLED}: read as allgather, torch's default (alltoall exchanges the same bytes in cp - 1 steps)"
+)
 UNKNOWN = "unknown"
 REFERENCE = "names another file, read in turn"
 EMPTY = "empty: unset, the framework's default applies"
@@ -273,6 +277,8 @@ class FileReading:
     ignored: list[Skipped] = field(default_factory=list)
     references: list[tuple[str, Any]] = field(default_factory=list)  # (setting, path or inline mapping)
     global_batch: tuple[str, int] | None = None  # (setting, sequences per optimizer step), all GPUs
+    # a hybrid sharding strategy that replicates across the nodes (FSDP1 HYBRID_SHARD): the setting
+    hybrid_nodes: str | None = None
     backends: list[tuple[str, str]] = field(default_factory=list)  # (DeepSpeed | FSDP, the setting)
     # why FSDP keeps the loaded dtype here (no fp32 upcast of the trainable parameters), or ""
     keeps_dtype: str = ""
@@ -359,6 +365,8 @@ def apply_rules(
                 reading.keeps_dtype = f"{reading.file}: {reading.format} {path}: {converted}"
             elif name == "_global_batch":
                 reading.global_batch = (f"{reading.format} {path}", int(converted))
+            elif name == "_hybrid_nodes":
+                reading.hybrid_nodes = f"{path}: {converted}"
             else:
                 reading.set(name, converted, path, said or rule.note)
 

@@ -158,7 +158,8 @@ def _checkpointing(value: Any) -> str:
 
 def fsdp_option(setting: str, value: Any) -> dict[str, Any] | Ignore:
     """TrainingArguments `fsdp`: "full_shard auto_wrap offload" (a string or a list) -> ZeRO
-    stage (full_shard = 3, shard_grad_op = 2, hybrid_shard modelled as 3) and offload."""
+    stage (full_shard = 3, shard_grad_op = 2, the hybrid ones the same within each node,
+    replicated across the nodes) and offload."""
     words = value.split() if isinstance(value, str) else list(value) if isinstance(value, list) else None
     if words is None or not all(isinstance(word, str) for word in words):
         raise InputError(setting, "must be a string or list of FSDP options (full_shard, offload, ...)")
@@ -170,6 +171,9 @@ def fsdp_option(setting: str, value: Any) -> dict[str, Any] | Ignore:
     if not found:
         raise InputError(setting, f"names no sharding strategy; allowed: {', '.join(stages)}")
     fields: dict[str, Any] = {"zero_stage": found[0], "_backend": "FSDP"}
+    hybrid = [word for word in words if word.startswith("hybrid_shard")]
+    if hybrid:
+        fields["_hybrid_nodes"] = hybrid[0]
     if "offload" in words:  # FSDP1 CPUOffload(offload_params=True): parameters and gradients
         fields["offload"] = FSDP_OFFLOAD
     return fields

@@ -365,6 +365,7 @@ def _finish(readings: list[FileReading], overrides: Mapping[str, Any], check_mod
         else:
             data[name] = value
     _least_gpus(data, sources, given)
+    _hybrid_nodes(data, sources, given, readings)
     scenario = _build(data, sources)
     batches = [
         (reading.file, reading.global_batch, reading.format) for reading in readings if reading.global_batch
@@ -466,21 +467,52 @@ def _global_batch(
     return {**data, **derived}, {**sources, **notes}, []
 
 
+def _hybrid_nodes(
+    data: dict[str, Any], sources: dict[str, Source], given: Mapping[str, Any], readings: list[FileReading]
+) -> None:
+    """FSDP1's hybrid strategies shard within each node and replicate across the nodes (torch
+    distributed/fsdp/_init_utils.py _init_intra_and_inter_node_groups: the intra-node group is the
+    node's GPUs): where a file names one and nothing gives the replicas, they are the nodes of
+    gpus / gpus_per_node."""
+    settings = [reading.hybrid_nodes for reading in readings if reading.hybrid_nodes]
+    if not settings or "data_parallel_replicate" in given or "data_parallel_replicate" in sources:
+        return
+    from trainplan.specs.scenario import Scenario
+
+    gpus, per_node = data.get("gpus") or 1, data.get("gpus_per_node") or Scenario.gpus_per_node
+    if not all(
+        isinstance(value, int) and not isinstance(value, bool) and value > 0 for value in (gpus, per_node)
+    ):
+        return  # the parser names the bad value
+    nodes = max(1, gpus // per_node)
+    data["data_parallel_replicate"] = nodes
+    note = (
+        f"hybrid sharding: FSDP shards within each node and replicates across the {nodes} of "
+        "gpus / gpus_per_node"
+    )
+    sources["data_parallel_replicate"] = Source("data_parallel_replicate", nodes, settings[0], None, note)
+
+
+#: The degrees whose product is the fewest GPUs a layout runs on.
+LEAST_GPUS = ("tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel_replicate")
+
+
 def _least_gpus(data: dict[str, Any], sources: dict[str, Source], given: Mapping[str, Any]) -> None:
-    """A layout with tensor or pipeline parallelism needs at least tensor_parallel x
-    pipeline_parallel GPUs: when no file or flag gives the GPU count, that is the count (the
+    """A layout with tensor, pipeline or context parallelism (or HSDP replicas) needs at least
+    their product of GPUs: when no file or flag gives the GPU count, that is the count (the
     launcher's, which a training config does not state)."""
     if "gpus" in given or ("gpus" in sources and not sources["gpus"].default):
         return
-    least = 1
-    for name in ("tensor_parallel", "pipeline_parallel"):
+    least, named = 1, []
+    for name in LEAST_GPUS:
         value = given.get(name, sources[name].value if name in sources else 1)
-        least *= value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+        degree = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+        least *= degree
+        if degree > 1 or name in LEAST_GPUS[:2]:
+            named.append(name)
     if least > int(data.get("gpus") or 1):
         data["gpus"] = least
-        note = (
-            f"no GPU count given: the least a layout of tensor_parallel x pipeline_parallel = {least} runs on"
-        )
+        note = f"no GPU count given: the least a layout of {' x '.join(named)} = {least} runs on"
         sources["gpus"] = Source("gpus", least, "implied by the parallel degrees", None, note, default=True)
 
 
@@ -529,6 +561,10 @@ def emit_format(kind: str) -> ModuleType:
     return reader(EMIT_FORMATS[kind])
 
 
+#: Parallel degrees a format may not write (each emitter's EMITS says which it does): a note says so.
+UNWRITTEN_DEGREES = ("context_parallel", "data_parallel_replicate")
+
+
 def emit_axes(kind: str) -> dict[str, tuple[Any, ...]]:
     """The planner's search axes narrowed to the layouts format `kind` can write: `plan --emit`
     searches only plans that framework runs, so the winner is written whole."""
@@ -541,6 +577,11 @@ def emit(scenario: Any, kind: str, header: list[str]) -> tuple[str, list[str]]:
     caller shows them beside it."""
     module = emit_format(kind)
     data, notes = module.emit(scenario)
+    notes = notes + [
+        f"{name} {getattr(scenario, name)}: no {module.TITLE} setting is written for it"
+        for name in UNWRITTEN_DEGREES
+        if getattr(scenario, name) != 1 and name not in module.EMITS
+    ]
     run_line = getattr(module, "run_line", None)
     comments = [
         *header,

@@ -2,8 +2,9 @@
 
 Keys: pytorch/torchtitan torchtitan/config/job_config.py and
 torchtitan/models/llama3/train_configs/llama3_8b.toml: [model] name + flavor; [training]
-local_batch_size (per GPU; `batch_size` in older releases), global_batch_size (all GPUs; -1 =
-local x data-parallel, no accumulation), seq_len, steps, mixed_precision_param, enable_cpu_offload;
+local_batch_size (per data-parallel rank, shared by a context-parallel group; `batch_size` in
+older releases), global_batch_size (all replicas; -1 = local x data-parallel, no accumulation),
+seq_len, steps, mixed_precision_param, enable_cpu_offload;
 [parallelism] data_parallel_shard_degree (-1 = every GPU left; FSDP2), data_parallel_replicate_degree,
 tensor_parallel_degree, pipeline_parallel_degree, context_parallel_degree,
 fsdp_reshard_after_forward; [activation_checkpoint] mode none | selective | full with
@@ -20,6 +21,7 @@ from typing import Any
 from trainplan.inputs.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    ROTATE_METHOD,
     Default,
     Ignore,
     Rule,
@@ -39,7 +41,8 @@ TITLE = "torchtitan TOML"
 SYNTAX = "toml"
 EMITS = (
     "micro_batch", "grad_accum", "gpus", "zero_stage", "tensor_parallel", "pipeline_parallel",
-    "activation_checkpointing", "compile", "precision", "offload",
+    "context_parallel", "data_parallel_replicate", "activation_checkpointing", "compile", "precision",
+    "offload",
 )  # fmt: skip
 
 DEGREES = (
@@ -47,6 +50,7 @@ DEGREES = (
     "data_parallel_shard_degree",
     "tensor_parallel_degree",
     "pipeline_parallel_degree",
+    "context_parallel_degree",
 )
 
 
@@ -76,29 +80,48 @@ def _degrees(flat: Mapping[str, Any]) -> dict[str, int]:
     return degrees
 
 
+def _fsdp(degrees: Mapping[str, int]) -> bool:
+    """Whether torchtitan applies FSDP: over dp_shard x cp whenever either is used ("we always
+    assume that when cp is used, FSDP is also applied", distributed/parallel_dims.py:82-85,
+    fsdp_enabled :334, at pytorch/torchtitan@238fa995); -1 shards over every GPU left."""
+    shard = degrees["data_parallel_shard_degree"]
+    return shard == -1 or shard > 1 or degrees["context_parallel_degree"] > 1
+
+
 def _parallel(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """The whole [parallelism] layout, read once (from data_parallel_shard_degree)."""
     degrees = _degrees(flat)
     shard, replicate = degrees["data_parallel_shard_degree"], degrees["data_parallel_replicate_degree"]
     tp, pp = degrees["tensor_parallel_degree"], degrees["pipeline_parallel_degree"]
+    cp = degrees["context_parallel_degree"]
     reshard = str(_get(flat, "fsdp_reshard_after_forward", "default")).lower()
-    fields: dict[str, Any] = {"tensor_parallel": tp, "pipeline_parallel": pp}
+    fields: dict[str, Any] = {"tensor_parallel": tp, "pipeline_parallel": pp, "context_parallel": cp}
     if tp > 1:
         # torchtitan's tensor parallelism is always sequence parallel: apply_tp shards every
         # norm's input over the sequence ("Apply tensor + sequence parallelism to every
         # transformer block", models/llama3/infra/parallelize.py at pytorch/torchtitan@018740b7)
         fields["sequence_parallel"] = True
-    sharded = shard == -1 or shard > 1
+    sharded = _fsdp(degrees)
     # "default" keeps the layers gathered from forward to backward under pipeline parallelism
     # (reshard_after_forward = not pp_enabled, models/llama3/infra/parallelize.py:325-327 at
     # pytorch/torchtitan@238fa995), as "never" always does: read as ZeRO 2
     kept = reshard == "never" or (reshard == "default" and pp > 1)
     fields["zero_stage"] = (2 if kept else 3) if sharded else 0
+    # FSDP2 shards over dp_shard x cp; the replicas of HSDP all-reduce their shards (world =
+    # dp_replicate x dp_shard x cp x tp x pp, parallel_dims.py:53, fsdp = dp_shard x cp :137, at
+    # pytorch/torchtitan@238fa995); without sharding the replicas are plain DDP
+    fields["data_parallel_replicate"] = replicate if sharded else 1
     if shard != -1:
-        fields["gpus"] = shard * replicate * tp * pp
-    elif tp * pp > 1:
-        fields["gpus"] = tp * pp * replicate
+        fields["gpus"] = shard * replicate * tp * pp * cp
+    elif tp * pp * cp > 1:
+        fields["gpus"] = tp * pp * cp * replicate
     return fields
+
+
+PARALLEL_SETS = (
+    "zero_stage, gpus, tensor_parallel, pipeline_parallel, context_parallel, data_parallel_replicate, "
+    "sequence_parallel"
+)
 
 
 def _checkpoint(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,22 +136,15 @@ def _checkpoint(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     return {"checkpoint_every": interval}
 
 
-def _context(value: Any, flat: Mapping[str, Any]) -> Ignore:
-    if value in (1, None):
-        return Ignore("1: no context parallelism")
-    return Ignore(f"{NOT_MODELLED}: context parallelism (the GPU count leaves it out)")
-
-
 def _precision(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """mixed_precision_param as torchtitan applies it (distributed/utils.py maybe_enable_amp):
-    FSDP2's policy under sharding (bf16 compute over fp32 shards: bf16-mixed), autocast under
+    FSDP2's policy under FSDP (bf16 compute over fp32 shards: bf16-mixed), autocast under
     DDP or on one GPU (amp-bf16), none at all with tensor or pipeline parallelism but no FSDP."""
     if _float8(flat):
         return Ignore("float8 sets the precision")
     kind = choice("training.mixed_precision_param", {"bfloat16": "bf16", "float32": "fp32"}, value)
     degrees = _degrees(flat)
-    shard = degrees["data_parallel_shard_degree"]
-    if kind == "fp32" or shard == -1 or shard > 1:
+    if kind == "fp32" or _fsdp(degrees):
         return {"precision": "fp32" if kind == "fp32" else "bf16-mixed"}
     if degrees["tensor_parallel_degree"] > 1 or degrees["pipeline_parallel_degree"] > 1:
         return {"precision": "fp32"}
@@ -219,7 +235,9 @@ RULES: dict[str, Rule] = {
     "model.flavor": ignored("read with model.name"),
     "model.converters": Rule("float8 = fp8 matmuls", _converters, sets="precision"),
     "model.*": ignored(IRRELEVANT),
-    "training.local_batch_size": to("micro_batch", "per GPU", positive_int("training.local_batch_size")),
+    "training.local_batch_size": to(
+        "micro_batch", "per data-parallel rank", positive_int("training.local_batch_size")
+    ),
     "training.batch_size": to("micro_batch", "per GPU (older releases)", positive_int("training.batch_size")),
     "training.global_batch_size": Rule(
         "global: local batch x data-parallel GPUs x accumulation", _global_batch, sets="grad_accum"
@@ -259,15 +277,15 @@ RULES: dict[str, Rule] = {
     "parallelism.data_parallel_shard_degree": Rule(
         "FSDP degree (-1: every GPU left); with the others, the GPU count",
         _parallel,
-        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel, sequence_parallel",
+        sets=PARALLEL_SETS,
     ),
     "training.data_parallel_shard_degree": Rule(
         "FSDP degree (older releases)",
         _parallel,
-        sets="zero_stage, gpus, tensor_parallel, pipeline_parallel, sequence_parallel",
+        sets=PARALLEL_SETS,
     ),
     "parallelism.data_parallel_replicate_degree": ignored(
-        "read with data_parallel_shard_degree (HSDP replicas)"
+        "read with data_parallel_shard_degree (HSDP replicas, or DDP's without sharding)"
     ),
     "parallelism.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
@@ -277,7 +295,8 @@ RULES: dict[str, Rule] = {
     "training.tensor_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.pipeline_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "training.data_parallel_replicate_degree": ignored("read with data_parallel_shard_degree"),
-    "parallelism.context_parallel_degree": Rule("context parallelism", _context, sets=""),
+    "parallelism.context_parallel_degree": ignored("read with data_parallel_shard_degree"),
+    "parallelism.context_parallel_rotate_method": ignored(ROTATE_METHOD),
     "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
     "parallelism.pipeline_parallel_schedule": ignored(f"{NOT_MODELLED}: the schedule's bubble"),
     "parallelism.pipeline_parallel_microbatch_size": ignored(NOT_MODELLED),
@@ -412,12 +431,15 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes += fsdp_offload_note(scenario.offload)
     elif scenario.offload != "none":
         notes.append(f"offload {scenario.offload}: torchtitan offloads parameters with the optimizer")
+    hybrid = scenario.data_parallel_replicate
     parallelism: dict[str, Any] = {
-        "data_parallel_replicate_degree": 1 if sharded else replicas,
-        "data_parallel_shard_degree": replicas if sharded else 1,
+        "data_parallel_replicate_degree": hybrid if sharded else replicas,
+        "data_parallel_shard_degree": replicas // hybrid if sharded else 1,
         "tensor_parallel_degree": scenario.tensor_parallel,
         "pipeline_parallel_degree": scenario.pipeline_parallel,
     }
+    if scenario.context_parallel > 1:
+        parallelism["context_parallel_degree"] = scenario.context_parallel
     if scenario.zero_stage == 2:
         parallelism["fsdp_reshard_after_forward"] = "never"
     elif scenario.zero_stage == 3 and scenario.pipeline_parallel > 1:

@@ -21,6 +21,7 @@ from typing import Any
 from trainplan.inputs.configs.base import (
     IRRELEVANT,
     NOT_MODELLED,
+    ROTATE_METHOD,
     Default,
     Ignore,
     Rule,
@@ -41,7 +42,8 @@ TITLE = "torchtune recipe config"
 SYNTAX = "yaml"
 EMITS = (
     "gpus", "zero_stage", "micro_batch", "grad_accum", "activation_checkpointing", "activation_offload",
-    "optimizer_in_backward", "compile", "precision", "optimizer", "loss", "offload",
+    "optimizer_in_backward", "compile", "precision", "optimizer", "loss", "offload", "context_parallel",
+    "data_parallel_replicate",
 )  # fmt: skip
 
 ATTENTION_MODULES = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "output_proj": "o_proj"}
@@ -228,8 +230,16 @@ RULES: dict[str, Rule] = {
         "tensor_parallel", "tensor-parallel degree", positive_int("tensor_parallel_dim")
     ),
     "tensor_parallel_plan*": ignored(IRRELEVANT),
-    "data_parallel_shard_dim": ignored(f"{NOT_MODELLED}: give gpus"),
-    "data_parallel_replicate_dim": ignored(f"{NOT_MODELLED}: give gpus"),
+    "data_parallel_shard_dim": ignored("read with the GPU count (-1: every GPU left)"),
+    # recipes/full_finetune_distributed.py:165-177 at pytorch/torchtune@bd2a0fc7: ParallelDims
+    # (dp_replicate, dp_shard, tp, cp), FSDP2 over dp_shard x cp, HSDP replicas outside it
+    "data_parallel_replicate_dim": to(
+        "data_parallel_replicate", "HSDP replicas", positive_int("data_parallel_replicate_dim")
+    ),
+    "context_parallel_dim": to(
+        "context_parallel", "ranks each sequence is split over", positive_int("context_parallel_dim")
+    ),
+    "context_parallel_rotate_method": ignored(ROTATE_METHOD),
     "max_steps_per_epoch": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give steps"),
     "epochs": ignored(f"{NOT_MODELLED}: trainplan does not read the dataset; give dataset_tokens"),
     "clip_grad_norm": ignored(IRRELEVANT),
@@ -318,17 +328,20 @@ def from_text(text: str, name: str, flat: Mapping[str, Any]) -> dict[str, tuple[
 
 
 def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
-    """Tensor parallelism needs at least tensor_parallel_dim GPUs (x the data-parallel degrees a
-    file gives): the distributed recipe builds its device mesh from them."""
-    tp = flat.get("tensor_parallel_dim")
-    if not isinstance(tp, int) or isinstance(tp, bool) or tp <= 1:
+    """Tensor or context parallelism needs at least tensor_parallel_dim x context_parallel_dim
+    GPUs (x the data-parallel degrees a file gives): the distributed recipe builds its device
+    mesh from them."""
+
+    def degree(key: str) -> int:
+        value = flat.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+    model_parallel = degree("tensor_parallel_dim") * degree("context_parallel_dim")
+    if model_parallel == 1:
         return {}
-    gpus = tp
-    for key in ("data_parallel_shard_dim", "data_parallel_replicate_dim"):
-        degree = flat.get(key)
-        if isinstance(degree, int) and not isinstance(degree, bool) and degree > 1:
-            gpus *= degree
-    return {"gpus": (gpus, f"tensor_parallel_dim {tp} and the data-parallel degrees: at least {gpus} GPUs")}
+    gpus = model_parallel * degree("data_parallel_shard_dim") * degree("data_parallel_replicate_dim")
+    named = " x ".join(key for key in ("tensor_parallel_dim", "context_parallel_dim") if degree(key) > 1)
+    return {"gpus": (gpus, f"{named} {model_parallel} and the data-parallel degrees: at least {gpus} GPUs")}
 
 
 OPTIMIZER_CLASSES = {
@@ -397,6 +410,10 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"offload {scenario.offload}: torchtune offloads parameters with the optimizer")
     if scenario.tensor_parallel > 1:
         data["tensor_parallel_dim"] = scenario.tensor_parallel
+    if scenario.context_parallel > 1:
+        data["context_parallel_dim"] = scenario.context_parallel
+    if scenario.data_parallel_replicate > 1:
+        data["data_parallel_replicate_dim"] = scenario.data_parallel_replicate
     if scenario.pipeline_parallel > 1:
         notes.append(f"pipeline_parallel {scenario.pipeline_parallel}: torchtune has no pipeline parallelism")
     return data, notes

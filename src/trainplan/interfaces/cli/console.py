@@ -277,7 +277,10 @@ def print_plan(result: Any, console: Console | None = None) -> None:
             str(rank),
             s.method,
             f"{s.gpus}x {find_gpu(s.gpu).short_name}",
-            f"{s.tensor_parallel}/{s.pipeline_parallel}/{dp} Z{s.zero_stage}",
+            f"{s.tensor_parallel}/{s.pipeline_parallel}/{dp}"
+            + (f" cp{s.context_parallel}" if s.context_parallel > 1 else "")
+            + (f" HSDP{s.data_parallel_replicate}" if s.data_parallel_replicate > 1 else "")
+            + f" Z{s.zero_stage}",
             f"{s.micro_batch}x{s.grad_accum}",
             "; ".join(
                 part

@@ -25,7 +25,8 @@ NOTE, APPROXIMATE = "note", "approximate"
 
 
 def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
-    """'Global batch 65.5K tok = 1 micro x 16 accum x 1 replicas x 4,096 seq', or for an image /
+    """'Global batch 65.5K tok = 1 micro x 16 accum x 1 replicas x 4,096 seq' (and '; each
+    sequence over 2 GPUs' under context parallelism), or for an image /
     clip model 'Global batch 16 images = 1 micro x 16 accum x 1 replicas; 1024x1024 px -> 4,096
     tokens + 512 text'."""
     if sample is not None:
@@ -51,9 +52,10 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
             f" x {batch.grad_accum} accum x {batch.replicas} replicas x {batch.sequences_per_sample}"
             f" x {format_int(batch.seq_len // batch.sequences_per_sample)} seq"
         )
+    split = f"; each sequence over {batch.context_parallel} GPUs" if batch.context_parallel > 1 else ""
     return (
         f"Global batch {format_count(batch.global_tokens)} tok = {batch.micro_batch} micro"
-        f" x {batch.grad_accum} accum x {batch.replicas} replicas x {format_int(batch.seq_len)} seq"
+        f" x {batch.grad_accum} accum x {batch.replicas} replicas x {format_int(batch.seq_len)} seq{split}"
     )
 
 

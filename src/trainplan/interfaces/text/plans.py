@@ -74,7 +74,9 @@ def describe(plan: Plan) -> str:
     rollout = rollout_summary(plan.estimate)
     return (
         f"{s.method} on {s.gpus} x {s.gpu} (tp {s.tensor_parallel}, pp {s.pipeline_parallel}, "
-        f"ZeRO {s.zero_stage}, micro {s.micro_batch} x accum {s.grad_accum}, "
+        + (f"cp {s.context_parallel}, " if s.context_parallel > 1 else "")
+        + (f"HSDP x{s.data_parallel_replicate}, " if s.data_parallel_replicate > 1 else "")
+        + f"ZeRO {s.zero_stage}, micro {s.micro_batch} x accum {s.grad_accum}, "
         f"checkpointing {s.activation_checkpointing}, offload {s.offload}"
         + (f"; rollout: {rollout}" if rollout else "")
         + f"): {format_duration(plan.total_s)}{usd}, {plan.estimate.total_bytes / 2**30:,.1f} GiB per GPU"

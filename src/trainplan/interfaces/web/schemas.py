@@ -98,6 +98,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "zero_stage",
             "tensor_parallel",
             "pipeline_parallel",
+            "context_parallel",
+            "data_parallel_replicate",
             "sequence_parallel",
             "offload",
             "zero3_master",

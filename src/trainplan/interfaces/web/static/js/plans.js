@@ -114,7 +114,10 @@ export function planText(fields, item) {
     // the device figure the fit is decided on, and under it the allocator's two
     device: nf2.format(memory.per_gpu.total_bytes / GIB),
     figures: `reserved ${nf2.format(memory.reserved_peak_bytes / GIB)} · allocated ${nf2.format(memory.allocated_peak_bytes / GIB)}`,
-    layout: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}, ZeRO ${scenario.zero_stage}`,
+    layout: `${scenario.tensor_parallel} / ${scenario.pipeline_parallel} / ${estimate.batch.replicas}`
+      + (scenario.context_parallel > 1 ? `, cp ${scenario.context_parallel}` : "")
+      + (scenario.data_parallel_replicate > 1 ? `, HSDP ×${scenario.data_parallel_replicate}` : "")
+      + `, ZeRO ${scenario.zero_stage}`,
     batch: `${scenario.micro_batch} × ${scenario.grad_accum}`,
     savers: `${scenario.activation_checkpointing}, ${scenario.offload}`
       + (display.rollout_summary ? ` · ${display.rollout_summary}` : ""),

@@ -1,0 +1,183 @@
+"""Context parallelism and HSDP replicas: what each changes, against hand-worked figures.
+
+The model is Llama-3.1-8B as its config.json states it (meta-llama/Llama-3.1-8B: 32 layers, 32
+query heads and 8 KV heads of head_dim 4096 / 32 = 128). The exchange follows torch 2.13's
+context parallelism (distributed/tensor/experimental/_context_parallel/_attention.py: one
+all-gather of the local keys and values per layer in forward and again in backward, cp - 1
+all-to-all rotations of the fp32 key/value gradients); the load balance is its head-tail one
+(_load_balancer.py: seq_len % (2 x cp) == 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainplan import Scenario, estimate
+from trainplan.engine.terms.context import context_exchange
+from trainplan.engine.terms.timing import INTRA_NODE_EFFICIENCY
+from trainplan.inputs.catalogs.gpus import find_gpu
+from trainplan.inputs.resolve import resolve_model
+from trainplan.specs.errors import InputError
+from trainplan.specs.scenario import data_parallel, scenario_from_mapping
+
+GIB = 1024**3
+BASE = Scenario(
+    model="llama-3.1-8b",
+    method="full",
+    gpu="H100 SXM 80GB",
+    gpus=8,
+    zero_stage=3,
+    seq_len=16384,
+    micro_batch=1,
+    grad_accum=1,
+    activation_checkpointing="full",
+)
+
+
+def _with(**fields: object) -> Scenario:
+    return dataclasses.replace(BASE, **fields)
+
+
+def _terms(scenario: Scenario, phase: str | None = None) -> dict[str, float]:
+    result = estimate(scenario)
+    chosen = result.peak if phase is None else next(p for p in result.phases if p.name == phase)
+    return {term.name: term.value for term in chosen.terms}
+
+
+def test_exchange_widths_of_llama_8b() -> None:
+    """8 KV heads x (128 + 128) key and value elements per layer and token, 32 layers of them;
+    32 x 128 query (and output) elements."""
+    exchange = context_exchange(resolve_model("llama-3.1-8b"))
+    assert exchange.layer_kv_elements == 8 * 256
+    assert exchange.kv_elements == 32 * 8 * 256
+    assert exchange.layer_q_elements == 32 * 128
+    assert exchange.layer_out_elements == 32 * 128
+
+
+@pytest.mark.parametrize("cp", [2, 4, 8])
+def test_activations_and_logits_divide_by_cp(cp: int) -> None:
+    """Each GPU keeps 1 / cp of every sequence: the saved activations and the loss's logits at
+    the peak (the same moment, the start of backward) divide exactly."""
+    one, split = _terms(_with()), _terms(_with(context_parallel=cp))
+    assert split["activations"] == pytest.approx(one["activations"] / cp, rel=1e-12)
+    assert split["logits"] == pytest.approx(one["logits"] / cp, rel=1e-12)
+
+
+def test_states_shard_over_the_context_parallel_ranks() -> None:
+    """FSDP shards over dp_shard x cp (torchtitan's mesh): 8 GPUs as 4 replicas x cp 2 hold the
+    same weight, gradient and optimizer shards as 8 data-parallel replicas."""
+    full, split = estimate(_with()), estimate(_with(context_parallel=2))
+    assert data_parallel(_with(context_parallel=2)) == 4
+    assert split.assumptions["shard_group"] == 8
+    assert {s.name: s.value for s in split.states} == {s.name: s.value for s in full.states}
+
+
+def test_hsdp_states_shard_within_a_replica_group() -> None:
+    """16 GPUs as 2 HSDP replicas of 8 hold what 8 fully sharded GPUs hold (1/8 each), twice
+    what 16 fully sharded GPUs hold."""
+    hsdp = estimate(_with(gpus=16, data_parallel_replicate=2))
+    eight, sixteen = estimate(_with(gpus=8)), estimate(_with(gpus=16))
+    states = {s.name: s.value for s in hsdp.states}
+    assert states == {s.name: s.value for s in eight.states}
+    weights = {s.name: s.value for s in sixteen.states}["weights"]
+    assert states["weights"] == pytest.approx(2 * weights, rel=1e-12)
+    assert hsdp.assumptions["shard_group"] == 8
+
+
+def test_context_exchange_time_by_hand() -> None:
+    """With nothing overlapped (comm_overlap 0), one micro-batch of 16,384 tokens over cp 2 on
+    one H100 node: each GPU holds 8,192 tokens and receives, per token, the other rank's keys and
+    values three times (forward, its recompute under full checkpointing, backward: 3 x 32 x 2,048
+    x 2 bytes) and their fp32 gradients once (32 x 2,048 x 4 bytes), over NVLink (450 GB/s each
+    way on the H100 SXM record) at the intra-node bus efficiency."""
+    result = estimate(_with(context_parallel=2, comm_overlap=0.0))
+    assert result.time is not None
+    per_token = 3 * 32 * 2048 * 2 + 32 * 2048 * 4
+    nvlink = (find_gpu("H100 SXM 80GB").scale_up_bandwidth_bytes_per_s or 0.0) / 2
+    expected = per_token * 8192 / (nvlink * INTRA_NODE_EFFICIENCY)
+    assert result.time.step.context_parallel_comm == pytest.approx(expected, rel=1e-12)
+    # none without context parallelism
+    single = estimate(_with(comm_overlap=0.0))
+    assert single.time is not None and single.time.step.context_parallel_comm == 0.0
+
+
+def test_context_exchange_hides_under_attention_by_default() -> None:
+    """At 16k tokens the attention's own compute is far longer than the exchange: with the
+    default overlap nothing is exposed, and the step's compute is the unsplit step's."""
+    split, one = estimate(_with(context_parallel=2)), estimate(_with())
+    assert split.time is not None and one.time is not None
+    assert split.time.step.context_parallel_comm == 0.0
+    # the same FLOPs per token, spread over the same 8 GPUs
+    assert split.time.step.compute == pytest.approx(one.time.step.compute / 2, rel=1e-12)
+
+
+def test_exchange_buffers_join_the_layer_working_set() -> None:
+    """Without checkpointing at micro-batch 8 the forward peak holds one layer's exchange
+    buffers besides 1 / cp of the activations: (cp + 1) local key/value copies at 2 bytes and
+    the fp32 output accumulator, per local token. The layer itself adds no forward transient
+    here (every tensor it makes is saved), so the temporaries grow by exactly the buffers."""
+    scenario = _with(activation_checkpointing="none", micro_batch=8, seq_len=4096, gpus=8)
+    one = _terms(scenario, "forward")
+    split = _terms(dataclasses.replace(scenario, context_parallel=2), "forward")
+    local = 8 * 4096 / 2
+    buffers = (3 * 2048 * 2 + 4 * 4096) * local
+    assert split["activations"] == pytest.approx(one["activations"] / 2, rel=1e-12)
+    assert split["temporaries"] - one["temporaries"] == pytest.approx(buffers, rel=1e-12)
+
+
+def test_hsdp_keeps_the_gathers_inside_a_node() -> None:
+    """On two 8-GPU nodes, full sharding gathers and reduce-scatters every layer over the
+    network; HSDP's 2 replicas of 8 do it over NVLink and all-reduce only the 1/8 shards over
+    the network, so its data-parallel time (nothing overlapped) is far lower."""
+    full = estimate(_with(gpus=16, comm_overlap=0.0))
+    hsdp = estimate(_with(gpus=16, data_parallel_replicate=2, comm_overlap=0.0))
+    assert full.time is not None and hsdp.time is not None
+    assert hsdp.time.step.data_parallel_comm < 0.5 * full.time.step.data_parallel_comm
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        (
+            {"context_parallel": 3, "gpus": 6, "seq_len": 4096},
+            "context_parallel",
+            "multiple of 2 x context_parallel",
+        ),
+        ({"context_parallel": 2, "attention": "eager"}, "context_parallel", "flash or sdpa"),
+        ({"context_parallel": 3}, "gpus", "x context_parallel = 3"),
+        ({"data_parallel_replicate": 3}, "data_parallel_replicate", "does not divide the 8"),
+        ({"data_parallel_replicate": 2, "zero_stage": 0}, "data_parallel_replicate", "zero_stage >= 1"),
+        (
+            {"model": "SDXL-base-1.0", "context_parallel": 2, "seq_len": 2048},
+            "context_parallel",
+            "context parallelism must be 1",
+        ),
+    ],
+)
+def test_layouts_that_cannot_run_are_refused(fields: dict[str, object], field: str, words: str) -> None:
+    with pytest.raises(InputError) as error:
+        estimate(_with(**fields))  # type: ignore[arg-type]
+    assert error.value.field == field
+    assert words in error.value.message
+
+
+def test_range_is_checked_on_parse() -> None:
+    with pytest.raises(InputError) as error:
+        scenario_from_mapping({"context_parallel": 0})
+    assert error.value.field == "context_parallel"
+
+
+def test_context_parallel_alone_still_shards() -> None:
+    """accelerate's cp.yaml layout (8 GPUs, cp_size 8, dp_shard_size 1): one data-parallel
+    replica, yet FSDP2 shards over the flattened dp_shard_cp mesh of 8 (accelerate
+    parallelism_config.py fsdp_dim_names): the states are 1/8 each, ZeRO is not idle, and the
+    checkpoint holds the fp32 master once (FSDP's shard is the master)."""
+    alone = estimate(_with(context_parallel=8, seq_len=16384))
+    eight = estimate(_with())
+    assert data_parallel(_with(context_parallel=8)) == 1
+    assert {s.name: s.value for s in alone.states} == {s.name: s.value for s in eight.states}
+    assert not any("no effect" in warning for warning in alone.warnings)
+    assert alone.time is not None and eight.time is not None
+    assert alone.time.fixed.checkpoint_bytes == eight.time.fixed.checkpoint_bytes
