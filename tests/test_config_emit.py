@@ -234,6 +234,7 @@ def test_plan_emit_searches_only_what_the_format_writes(kind: str) -> None:
         values = {
             "tensor_parallel": found.scenario.tensor_parallel,
             "pipeline_parallel": found.scenario.pipeline_parallel,
+            "context_parallel": found.scenario.context_parallel,
             "zero_stages": found.scenario.zero_stage,
             "checkpointing": found.scenario.activation_checkpointing,
             "offloads": found.scenario.offload,
@@ -241,7 +242,7 @@ def test_plan_emit_searches_only_what_the_format_writes(kind: str) -> None:
         }
         assert all(values[name] in allowed for name, allowed in axes.items()), (kind, values)
         _, notes = emit(found.scenario, kind, [])
-        layout = ("tensor_parallel", "pipeline_parallel", "zero_stage", "offload")
+        layout = ("tensor_parallel", "pipeline_parallel", "context_parallel", "zero_stage", "offload")
         assert not [note for note in notes if note.startswith(tuple(f"not written: {n}" for n in layout))], (
             notes
         )

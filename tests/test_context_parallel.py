@@ -11,6 +11,8 @@ all-to-all rotations of the fp32 key/value gradients); the load balance is its h
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from typing import Any
 
 import pytest
 
@@ -181,3 +183,81 @@ def test_context_parallel_alone_still_shards() -> None:
     assert not any("no effect" in warning for warning in alone.warnings)
     assert alone.time is not None and eight.time is not None
     assert alone.time.fixed.checkpoint_bytes == eight.time.fixed.checkpoint_bytes
+
+
+def test_the_planner_searches_context_parallel_where_a_sequence_is_long() -> None:
+    """1 always, the scenario's own, and each of 2, 4, 8 that leaves every GPU at least 8,192
+    tokens a head-tail split can divide; with CP, ZeRO-3 only (FSDP over dp x cp)."""
+    from trainplan.engine.plan_request import PlanRequest
+
+    def degrees(seq_len: int, own: int = 1) -> tuple[int, ...]:
+        return PlanRequest(base=_with(seq_len=seq_len, context_parallel=own)).context_parallels()
+
+    assert degrees(4096) == (1,)
+    assert degrees(4096, own=2) == (1, 2)
+    assert degrees(16384) == (1, 2)
+    assert degrees(131072) == (1, 2, 4, 8)
+    request = PlanRequest(base=_with(seq_len=131072), zero_stages=(0, 1, 2, 3))
+    assert request.cp_grid() == (((1,), (0, 1, 2, 3)), ((2, 4, 8), (3,)))
+    without = PlanRequest(base=_with(seq_len=4096), zero_stages=(0, 1, 2, 3))
+    # 4 ZeRO stages without CP, 3 CP degrees at ZeRO-3 with it: 7 / 4 of the unsplit grid
+    assert request.candidates() * 4 == without.candidates() * 7
+
+
+def _brute_force(request: Any) -> list[tuple[float, dict[str, Any]]]:
+    """Every (GPUs, tp, cp, zero) of the request through estimate(), the ones that run and fit."""
+    from trainplan.specs.scenario import scenario_to_mapping
+
+    found = []
+    for gpus, tp, cp, zero in itertools.product(
+        request.counts(), request.tensor_parallel, request.context_parallels(), request.zero_stages
+    ):
+        if (cp > 1 and zero != 3) or gpus % (tp * cp):
+            continue
+        target = request.global_sequences()
+        accum = max(round(target / (gpus // (tp * cp))), 1)
+        if abs(gpus // (tp * cp) * accum - target) > 0.05 * target:
+            continue
+        data = {
+            **scenario_to_mapping(request.base),
+            "gpus": gpus, "tensor_parallel": tp, "context_parallel": cp, "zero_stage": zero,
+            "grad_accum": accum, "sequence_parallel": False,
+        }  # fmt: skip
+        try:
+            result = estimate(scenario_from_mapping(data))
+        except InputError:
+            continue
+        if result.total_bytes <= find_gpu(request.base.gpu).memory_bytes and result.time is not None:
+            found.append((result.time.run_s, data))
+    return sorted(found, key=lambda item: item[0])
+
+
+def test_the_planner_agrees_with_every_context_parallel_layout_estimated() -> None:
+    """A 131,072-token full fine-tune of Llama-3.1-8B does not fit one H100 at micro-batch 1
+    even fully checkpointed: the fastest plan splits the sequence, and it is the fastest of
+    every layout estimated one by one; each valid candidate is one estimate() accepts and fits."""
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
+
+    request = PlanRequest(
+        base=_with(seq_len=131072, train_tokens=1e9),
+        methods=("full",),
+        gpu_types=("H100 SXM 80GB",),
+        max_gpus=16,
+        gpu_counts=(8, 16),
+        target_global_sequences=4,
+        micro_batches=(1,),
+        tensor_parallel=(1, 2),
+        pipeline_parallel=(1,),
+        zero_stages=(0, 3),
+        checkpointing=("full",),
+        offloads=("none",),
+        objective="time",
+        top_k=3,
+    )
+    result = plan(request)
+    expected = _brute_force(request)
+    assert expected and all(data["context_parallel"] > 1 for _, data in expected)
+    assert result.plans[0].total_s == pytest.approx(expected[0][0], rel=1e-9)
+    assert result.plans[0].scenario.context_parallel == expected[0][1]["context_parallel"]
+    assert result.candidates_evaluated - sum(result.rejected.values()) == len(expected)

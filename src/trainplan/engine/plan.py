@@ -91,6 +91,7 @@ class Candidates:
     kwh: Any
     valid: Any
     reason: Any
+    context_parallel: Any = 1
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,26 @@ def hw_rates(hw: dict[str, Any], g: Any) -> DeviceRates:
     return DeviceRates(**{name: hw[f"device_{name}"][g] for name in DeviceRates.__dataclass_fields__})
 
 
+def _grid(np: Any, request: PlanRequest, gpu_types: int) -> tuple[Any, ...]:
+    """The searched axes as flat arrays, one element per candidate: (GPU type index, GPU count,
+    tensor parallel, pipeline parallel, ZeRO stage, micro-batch, context parallel). Every
+    combination without context parallelism; with it (request.cp_zero_stages), ZeRO-3 only."""
+    parts = []
+    for cps, zeros in request.cp_grid():
+        grid = np.meshgrid(
+            np.arange(gpu_types),
+            np.array(request.counts()),
+            np.array(request.tensor_parallel),
+            np.array(request.pipeline_parallel),
+            np.array(zeros),
+            np.array(request.micro_batches),
+            np.array(cps),
+            indexing="ij",
+        )
+        parts.append([axis.ravel() for axis in grid])
+    return tuple(np.concatenate(axis) for axis in zip(*parts, strict=True))
+
+
 def evaluate_group(
     request: PlanRequest, model: ModelSpec, method: str, checkpointing: str, offload: str, gpus: list[GpuSpec]
 ) -> Candidates:
@@ -187,18 +208,9 @@ def evaluate_group(
     )
     coeffs = coefficients(model, scenario)
     hw = _hardware_arrays(np, gpus, scenario, coeffs)
-    grid = np.meshgrid(
-        np.arange(len(gpus)),
-        np.array(request.counts()),
-        np.array(request.tensor_parallel),
-        np.array(request.pipeline_parallel),
-        np.array(request.zero_stages),
-        np.array(request.micro_batches),
-        indexing="ij",
-    )
-    g, n, tp, pp, zero, mb = (axis.ravel() for axis in grid)
-    # context parallelism and HSDP replicas as the scenario sets them (not searched)
-    cp, replicas = scenario.context_parallel, scenario.data_parallel_replicate
+    g, n, tp, pp, zero, mb, cp = _grid(np, request, len(gpus))
+    # HSDP replicas as the scenario sets them (not searched)
+    replicas = scenario.data_parallel_replicate
     dp = np.maximum(data_parallel_degree(n, tp, pp, cp), 1)
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
@@ -225,6 +237,7 @@ def evaluate_group(
         grad_accum=grad_accum,
         sequence_parallel=sequence_parallel,
         virtual_stages=1,
+        context_parallel=cp,
     )
     for rule, broken in layout_problems(choice, model):
         reject(rule.reason, broken)
@@ -295,6 +308,7 @@ def evaluate_group(
         kwh,
         reason < 0,
         reason,
+        context_parallel=cp,
     )
 
 
@@ -440,7 +454,7 @@ def _ranking(objective: str, groups: list[Candidates]) -> _Ranked:
         column(lambda i, g: g.usd),
         column(lambda i, g: g.gpus),
     )
-    parallel = column(lambda i, g: g.tensor_parallel * g.pipeline_parallel)
+    parallel = column(lambda i, g: g.tensor_parallel * g.pipeline_parallel * g.context_parallel)
     zero, peak = column(lambda i, g: g.zero_stage), column(lambda i, g: g.peak_bytes)
     group = column(lambda i, g: np.full(g.valid.size, i), int)
     position = column(lambda i, g: np.arange(g.valid.size), int)
@@ -466,6 +480,7 @@ def _distinct(ranked: _Ranked, groups: list[Candidates], k: int) -> list[tuple[i
             float(ranked.gpus[row]),
             int(group.tensor_parallel[position]),
             int(group.pipeline_parallel[position]),
+            int(group.context_parallel[position]),
             int(group.micro_batch[position]),
             float(ranked.total_s[row]),
             usd,  # an unpriced one (NaN) equals no other: never skipped
@@ -508,6 +523,7 @@ def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, po
         gpus=int(group.gpus[position]),
         tensor_parallel=int(group.tensor_parallel[position]),
         pipeline_parallel=int(group.pipeline_parallel[position]),
+        context_parallel=int(group.context_parallel[position]),
         zero_stage=int(group.zero_stage[position]),
         micro_batch=int(group.micro_batch[position]),
         grad_accum=int(group.grad_accum[position]),

@@ -183,6 +183,20 @@ class PlanRequest:
     checkpointing: tuple[str, ...] = ("none", "selective", "full")
     offloads: tuple[str, ...] = ("none", "optimizer")
     gpu_counts: tuple[int, ...] = field(default=())
+    # context-parallel degrees; empty: `context_parallels()` chooses them from the sequence
+    context_parallel: tuple[int, ...] = ()
+
+    def context_parallels(self) -> tuple[int, ...]:
+        """Context-parallel degrees searched: those given, else 1, the scenario's own, and each
+        of 2, 4, 8 that leaves every GPU at least CP_LEAST_TOKENS of a sequence the head-tail
+        balance can split (a CP layout trades data-parallel replicas for activation memory: it
+        wins only where a single sequence's activations do not fit at micro-batch 1, which at
+        fewer tokens per GPU checkpointing and a smaller micro-batch settle first)."""
+        if self.context_parallel:
+            return self.context_parallel
+        seq = self.base.seq_len
+        split = {cp for cp in CONTEXT_PARALLEL if seq % (2 * cp) == 0 and seq // cp >= CP_LEAST_TOKENS}
+        return tuple(sorted({1, self.base.context_parallel} | split))
 
     def counts(self) -> tuple[int, ...]:
         """GPU counts searched: 1, 2, 4, then multiples of 8 (whole nodes) up to max_gpus."""
@@ -192,6 +206,16 @@ class PlanRequest:
         nodes = list(range(8, self.max_gpus + 1, 8))
         return tuple(small + nodes)
 
+    def cp_grid(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """(context-parallel degrees, ZeRO stages) of each part of the search grid: every stage
+        without context parallelism; with it, ZeRO-3 alone, as torchtitan, torchtune and
+        accelerate run it (FSDP over the data- and context-parallel ranks), and only where the
+        search has ZeRO-3 at all."""
+        split = tuple(cp for cp in self.context_parallels() if cp > 1)
+        unsplit = ((1,), self.zero_stages) if 1 in self.context_parallels() else None
+        with_cp = (split, (3,)) if split and 3 in self.zero_stages else None
+        return tuple(part for part in (unsplit, with_cp) if part is not None)
+
     def candidates(self) -> int:
         """How many layouts `plan()` evaluates: the size of its search grid."""
         per_group = (
@@ -199,8 +223,8 @@ class PlanRequest:
             * len(self.gpu_types or default_gpu_types())
             * len(self.tensor_parallel)
             * len(self.pipeline_parallel)
-            * len(self.zero_stages)
             * len(self.micro_batches)
+            * sum(len(cps) * len(zeros) for cps, zeros in self.cp_grid())
         )
         return per_group * len(self.methods) * len(self.checkpointing) * len(self.offloads)
 
@@ -210,12 +234,13 @@ class PlanRequest:
         the error when an axis keeps nothing."""
         changes: dict[str, tuple[Any, ...]] = {}
         for name, allowed in axes.items():
-            kept = tuple(value for value in getattr(self, name) if value in allowed)
+            searched = self.context_parallels() if name == "context_parallel" else getattr(self, name)
+            kept = tuple(value for value in searched if value in allowed)
             if not kept:
                 field = "methods" if name == "methods" else "emit"
                 raise InputError(
                     field,
-                    f"{why} runs none of the {name} searched ({', '.join(map(str, getattr(self, name)))})",
+                    f"{why} runs none of the {name} searched ({', '.join(map(str, searched))})",
                 )
             changes[name] = kept
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -243,6 +268,13 @@ class PlanRequest:
             return max(1, round(self.target_global_tokens / tokens))
         return self.base.micro_batch * self.base.grad_accum * max(1, data_parallel(self.base))
 
+
+#: The context-parallel degrees the planner may add, and the fewest tokens of a sequence each GPU
+#: keeps under one: torchtitan's published CP runs keep 32,768 (benchmarks/
+#: llama3_h100_202412_torchtitan.md Table 2); 8,192, torchtitan's default sequence, is the bound
+#: below which a sequence is short enough that checkpointing alone settles its memory (a judgement).
+CONTEXT_PARALLEL = (2, 4, 8)
+CP_LEAST_TOKENS = 8192
 
 #: The vendors whose GPUs the planner searches unless told otherwise: PyTorch's CUDA and ROCm
 #: builds run the recipes trainplan models unchanged there, where TPUs, Gaudi and Trainium need

@@ -86,14 +86,11 @@ class LayoutArrays:
     grad_accum: Any
     sequence_parallel: Any
     virtual_stages: Any
+    context_parallel: Any = 1
 
     @property
     def gpus_per_node(self) -> Any:
         return self.scenario.gpus_per_node
-
-    @property
-    def context_parallel(self) -> Any:
-        return self.scenario.context_parallel
 
     @property
     def data_parallel_replicate(self) -> Any:

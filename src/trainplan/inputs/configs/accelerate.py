@@ -309,7 +309,9 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 
 # The layouts `emit` can write (plan --emit accelerate searches only these): FSDP or DeepSpeed
 # ZeRO over data parallelism (the checkpointing is the training script's).
-PLAN_AXES: dict[str, tuple[Any, ...]] = {"tensor_parallel": (1,), "pipeline_parallel": (1,)}
+PLAN_AXES: dict[str, tuple[Any, ...]] = {
+    "tensor_parallel": (1,), "pipeline_parallel": (1,), "context_parallel": (1,),
+}  # fmt: skip
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:

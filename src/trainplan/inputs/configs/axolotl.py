@@ -593,7 +593,7 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # The layouts `emit` can write (plan --emit axolotl searches only these): data parallelism with
 # FSDP (ZeRO 2, 3) or none, every block checkpointed or none, offload with FSDP's parameters.
 PLAN_AXES: dict[str, tuple[Any, ...]] = {
-    "tensor_parallel": (1,), "pipeline_parallel": (1,), "zero_stages": (0, 2, 3),
+    "tensor_parallel": (1,), "pipeline_parallel": (1,), "context_parallel": (1,), "zero_stages": (0, 2, 3),
     "checkpointing": ("none", "full"), "offloads": ("none", FSDP_OFFLOAD),
 }  # fmt: skip
 

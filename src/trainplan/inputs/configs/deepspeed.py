@@ -208,7 +208,7 @@ def recipe(flat: Mapping[str, Any]) -> str:
 
 # The layouts `emit` can write (plan --emit deepspeed searches only these): ZeRO with AutoTP
 # tensor parallelism, no pipeline (the checkpointing is the trainer's).
-PLAN_AXES: dict[str, tuple[Any, ...]] = {"pipeline_parallel": (1,)}
+PLAN_AXES: dict[str, tuple[Any, ...]] = {"pipeline_parallel": (1,), "context_parallel": (1,)}
 
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:

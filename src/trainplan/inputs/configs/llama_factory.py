@@ -441,7 +441,8 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # The layouts `emit` can write (plan --emit llama-factory searches only these): data
 # parallelism and DeepSpeed ZeRO, every block checkpointed or none.
 PLAN_AXES: dict[str, tuple[Any, ...]] = {
-    "tensor_parallel": (1,), "pipeline_parallel": (1,), "checkpointing": ("none", "full"),
+    "tensor_parallel": (1,), "pipeline_parallel": (1,), "context_parallel": (1,),
+    "checkpointing": ("none", "full"),
 }  # fmt: skip
 
 
