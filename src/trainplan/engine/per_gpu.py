@@ -303,7 +303,14 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # the side streams' reserved blocks until the gradients exist (forward, start of backward)
     early_pools = pool + scatter_pool
     side = c.copies.dequant_bytes / tp + root + pool + scatter_pool
-    resident = where(v.grad_accum > 1, gradients, 0.0)
+    # torch's pipeline schedules run every micro-batch's backward without gradient sync and the
+    # reduce-scatter once after the last (torch 2.13 distributed/pipelining/stage.py
+    # backward_maybe_with_nosync, perform_reduce_grad): under FSDP the stage's unsharded gradients
+    # accumulate at the reduce dtype (fsdp/_fully_shard/_fsdp_param.py
+    # to_accumulated_grad_if_needed) from the first backward to the end of the last
+    pipelined = (v.pipeline_parallel > 1) & sharded_dp & (zero >= 2)
+    unsharded_grads = c.states.gradient_bytes * fsdp.reduce_grad_factor * per_gpu
+    resident = where(pipelined, unsharded_grads, where(v.grad_accum > 1, gradients, 0.0))
     head_grad = c.loss.head_grad_bytes / tp / zero2
     loss_head_grad = c.loss.loss_head_grad_bytes / tp / zero2
     # under FSDP2's root group the head's gradient stays unsharded from the head's backward
@@ -379,7 +386,8 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         # temporaries come after the sum's moment, not beside it
         _terms(
             weights,
-            gradients,
+            # pipelined: the accumulated unsharded gradients and the shards they reduce into
+            where(pipelined, unsharded_grads + gradients, gradients),
             optimizer,
             0.0,
             0.0,
