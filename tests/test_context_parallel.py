@@ -261,3 +261,29 @@ def test_the_planner_agrees_with_every_context_parallel_layout_estimated() -> No
     assert result.plans[0].total_s == pytest.approx(expected[0][0], rel=1e-9)
     assert result.plans[0].scenario.context_parallel == expected[0][1]["context_parallel"]
     assert result.candidates_evaluated - sum(result.rejected.values()) == len(expected)
+
+
+def test_a_trace_refuses_context_parallel_and_hsdp() -> None:
+    """A fake-tensor trace runs one GPU or rank 0 of plain FSDP2: a context-parallel or HSDP
+    layout is refused, naming gpus, before anything is traced."""
+    from trainplan.engine.measure.compare import check_traceable
+
+    check_traceable(_with())  # plain FSDP2 over 8 ranks: traceable
+    for layout in (_with(context_parallel=2), _with(gpus=16, data_parallel_replicate=2)):
+        with pytest.raises(InputError) as error:
+            check_traceable(layout)
+        assert error.value.field == "gpus" and "context parallelism or HSDP replicas" in error.value.message
+
+
+def test_a_long_sequence_that_does_not_fit_is_offered_a_split() -> None:
+    """A 65,536-token full fine-tune on 8 H100s: splitting each sequence over 2 GPUs is offered,
+    with its own estimate (the activations and logits halve); at 4,096 tokens it is not."""
+    from trainplan.interfaces.text.hints import hints
+
+    long = _with(seq_len=65536)
+    offered = {hint.id: hint for hint in hints(long, estimate(long))}
+    split = offered["context_parallel"]
+    assert split.change == {"context_parallel": 2}
+    assert split.total_bytes == estimate(_with(seq_len=65536, context_parallel=2)).total_bytes
+    short = _with(seq_len=4096, micro_batch=64)
+    assert "context_parallel" not in {hint.id for hint in hints(short, estimate(short))}

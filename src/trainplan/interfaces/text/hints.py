@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainplan.engine.estimate import estimate
+from trainplan.engine.plan_request import CP_LEAST_TOKENS
 from trainplan.engine.result import Estimate
 from trainplan.inputs.catalogs.models import find_model_record
 from trainplan.inputs.resolve import catalog_spec
@@ -109,6 +110,15 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
         savers.append(("micro_batch", "Micro-batch 1, more accumulation (same global batch)", change))
     if scenario.gpus > 1 and scenario.zero_stage < 3:
         savers.append(("zero3", "Shard everything with ZeRO-3 / FSDP", {"zero_stage": 3}))
+    split = _context_split(scenario)
+    if split:
+        savers.append(
+            (
+                "context_parallel",
+                f"Split each sequence over {split} GPUs (context parallelism)",
+                {"context_parallel": split},
+            )
+        )
     if scenario.method == "full" and scenario.optimizer not in ("adamw-8bit", "paged-adamw-8bit", "sgd"):
         savers.append(("optimizer", "8-bit AdamW optimizer state", {"optimizer": "adamw-8bit"}))
     if scenario.method == "full":
@@ -123,6 +133,16 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
             change["zero_stage"] = 1
         savers.append(("offload", "Offload optimizer state to CPU memory", change))
     return savers
+
+
+def _context_split(scenario: Scenario) -> int:
+    """The next context-parallel degree (twice today's) where the planner would search it (each
+    GPU keeping at least CP_LEAST_TOKENS of a sequence it splits evenly) and the GPUs hold it;
+    0 where there is none."""
+    split = 2 * scenario.context_parallel
+    model_parallel = scenario.tensor_parallel * scenario.pipeline_parallel * split
+    long_enough = scenario.seq_len % (2 * split) == 0 and scenario.seq_len // split >= CP_LEAST_TOKENS
+    return split if long_enough and scenario.gpus % model_parallel == 0 else 0
 
 
 def _engine_share(result: Estimate) -> bool:
