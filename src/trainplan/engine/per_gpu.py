@@ -515,14 +515,17 @@ class Hardware:
     memory_bandwidth_bytes_per_s: Any
 
 
-def link_bytes_per_s(hw: Hardware, group: Any, spans_nodes: Any) -> Any:
-    """Usable per-GPU bandwidth of a collective over `group` ranks: the network across nodes,
-    NVLink within its domain, PCIe otherwise; each at a stated bus efficiency."""
+def link_bytes_per_s(hw: Hardware, extent: Any, spans_nodes: Any) -> Any:
+    """Usable per-GPU bandwidth of a collective whose ranks spread over `extent` consecutive
+    GPUs (its ranks times the stride of the dimensions inside it): NVLink (Infinity Fabric, ICI)
+    while those GPUs fit one scale-up domain, even across nodes (an NVL72 rack's 18 trays, a TPU
+    slice's hosts), else the network across nodes and PCIe within one; each at a stated bus
+    efficiency."""
     nvlink = hw.nvlink_bytes_per_s * INTRA_NODE_EFFICIENCY
     pcie = hw.pcie_bytes_per_s * INTRA_NODE_EFFICIENCY
-    on_nvlink = (hw.nvlink_bytes_per_s > 0) & (group <= hw.scale_up_domain_gpus)
-    intra = where(on_nvlink, nvlink, pcie)
-    return where(spans_nodes, hw.network_bytes_per_s * INTER_NODE_EFFICIENCY, intra)
+    on_nvlink = (hw.nvlink_bytes_per_s > 0) & (extent <= hw.scale_up_domain_gpus)
+    off_domain = where(spans_nodes, hw.network_bytes_per_s * INTER_NODE_EFFICIENCY, pcie)
+    return where(on_nvlink, nvlink, off_domain)
 
 
 @direct_init
@@ -671,7 +674,9 @@ def step_seconds(
     # replicas all-reduce their shards across the whole job
     shard, replicas = v.shard, v.data_parallel_replicate
     spans = gpus / replicas > gpus_per_node
-    bandwidth = link_bytes_per_s(hw, shard, spans)
+    # the shard group's ranks sit tensor_parallel apart (torchtitan's and Megatron's meshes put
+    # tensor parallelism innermost)
+    bandwidth = link_bytes_per_s(hw, tp * shard, spans)
     replica_bandwidth = link_bytes_per_s(hw, gpus, gpus > gpus_per_node)
     share = v.stage_fraction / tp
     grads = c.states.gradient_bytes * share

@@ -149,7 +149,8 @@ def rollout_seconds(
     spans = scenario.gpus > scenario.gpus_per_node
     gather = 0.0
     if scenario.zero_stage == 3 and replicas > 1:
-        gather = sixteen_bit * (replicas - 1) / replicas / float(link_bytes_per_s(hardware, replicas, spans))
+        extent = replicas * scenario.tensor_parallel
+        gather = sixteen_bit * (replicas - 1) / replicas / float(link_bytes_per_s(hardware, extent, spans))
     if rollout.colocated:
         sync = (
             2 * figures.engine_weights_bytes / rollout.tensor_parallel / hardware.memory_bandwidth_bytes_per_s

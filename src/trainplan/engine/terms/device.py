@@ -125,19 +125,10 @@ def cache_fraction(expandable_segments: bool, override: float | None) -> float:
     return data.cache_fraction_expandable if expandable_segments else data.cache_fraction
 
 
-def layout_overhead(
-    overhead_gib: float | None,
-    rates: DeviceRates,
-    tensor_parallel: Any,
-    pipeline_parallel: Any,
-    data_parallel: Any,
-    context_parallel: Any = 1,
-    data_parallel_replicate: Any = 1,
-) -> DeviceOverhead:
+def layout_overhead(overhead_gib: float | None, rates: DeviceRates, *degrees: Any) -> DeviceOverhead:
     """A scenario's memory outside the allocator: its own flat figure where it sets overhead_gib,
-    else the parts derived for its GPU and layout."""
+    else the parts derived for its GPU and its layout's `degrees` (device_overhead's, in its
+    order)."""
     if overhead_gib is not None:
         return flat_overhead(overhead_gib * GIB)
-    return device_overhead(
-        rates, tensor_parallel, pipeline_parallel, data_parallel, context_parallel, data_parallel_replicate
-    )
+    return device_overhead(rates, *degrees)

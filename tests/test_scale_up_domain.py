@@ -1,0 +1,59 @@
+"""A collective stays on NVLink while its GPUs fit one scale-up domain, even across nodes.
+
+The GB200 NVL72 rack is 18 compute trays of 4 GPUs in one NVLink domain of 72 (the catalog's
+GB200 record, scale_up_domain_gpus 72; NVIDIA GB200 NVL72 datasheet): 16 GPUs on 4 trays reduce
+over NVLink, as the MLPerf FLUX GB200 submission runs them (SEGMENT=4, calibration/published.yaml).
+An HGX H100 node's domain is its 8 GPUs: 16 over two nodes cross the network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainplan import Scenario, estimate
+from trainplan.engine.terms.timing import INTER_NODE_EFFICIENCY, INTRA_NODE_EFFICIENCY, ring_allreduce_seconds
+from trainplan.inputs.catalogs.gpus import find_gpu
+
+DDP = Scenario(
+    model="llama-3.2-1b",
+    method="full",
+    gpus=16,
+    zero_stage=0,
+    micro_batch=1,
+    grad_accum=1,
+    seq_len=2048,
+    comm_overlap=0.0,
+)
+
+
+def _dp_seconds(scenario: Scenario) -> float:
+    result = estimate(scenario)
+    assert result.time is not None
+    return result.time.step.data_parallel_comm
+
+
+def _gradient_bytes(scenario: Scenario) -> float:
+    states = {state.name: state.value for state in estimate(scenario).states}
+    return states["gradients"]
+
+
+@pytest.mark.parametrize("per_node", [4, 8, 16])
+def test_gb200_trays_reduce_over_nvlink(per_node: int) -> None:
+    """The plain all-reduce of 16 GB200s (nothing overlapped): 2 (n - 1) / n x the gradients at
+    the NVLink figure (1.8 TB/s both ways, 900 GB/s each) and the intra-node bus efficiency,
+    whether a node holds 4, 8 or 16 of them."""
+    scenario = dataclasses.replace(DDP, gpu="GB200", gpus_per_node=per_node)
+    nvlink = (find_gpu("GB200").scale_up_bandwidth_bytes_per_s or 0.0) / 2 * INTRA_NODE_EFFICIENCY
+    expected = ring_allreduce_seconds(_gradient_bytes(scenario), 16, nvlink)
+    assert _dp_seconds(scenario) == pytest.approx(expected, rel=1e-12)
+
+
+def test_hgx_nodes_reduce_over_the_network() -> None:
+    """16 H100s on two 8-GPU nodes: the same all-reduce at the network figure (the record's
+    scale-out bandwidth at the inter-node efficiency)."""
+    scenario = dataclasses.replace(DDP, gpu="H100 SXM 80GB", gpus_per_node=8)
+    network = (find_gpu("H100 SXM 80GB").scale_out_bytes_per_s or 0.0) * INTER_NODE_EFFICIENCY
+    expected = ring_allreduce_seconds(_gradient_bytes(scenario), 16, network)
+    assert _dp_seconds(scenario) == pytest.approx(expected, rel=1e-12)
