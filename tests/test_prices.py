@@ -173,6 +173,7 @@ def test_bundled_index() -> None:
         "H20 96GB",
         "Instinct MI250X (per GCD)",
         "TPU v5p",
+        "GB300 (per Blackwell Ultra GPU, NVL72)",
     }
     for price in index.prices.values():
         for quote in price.quotes:

@@ -39,13 +39,16 @@ def _gradient_bytes(scenario: Scenario) -> float:
     return states["gradients"]
 
 
+@pytest.mark.parametrize("gpu", ["GB200", "GB300"])
 @pytest.mark.parametrize("per_node", [4, 8, 16])
-def test_gb200_trays_reduce_over_nvlink(per_node: int) -> None:
-    """The plain all-reduce of 16 GB200s (nothing overlapped): 2 (n - 1) / n x the gradients at
-    the NVLink figure (1.8 TB/s both ways, 900 GB/s each) and the intra-node bus efficiency,
-    whether a node holds 4, 8 or 16 of them."""
-    scenario = dataclasses.replace(DDP, gpu="GB200", gpus_per_node=per_node)
-    nvlink = (find_gpu("GB200").scale_up_bandwidth_bytes_per_s or 0.0) / 2 * INTRA_NODE_EFFICIENCY
+def test_nvl72_trays_reduce_over_nvlink(gpu: str, per_node: int) -> None:
+    """The plain all-reduce of 16 GB200s or GB300s (nothing overlapped; both NVL72 racks, the
+    GB300 record from verda.com's GB300 NVL72 article): 2 (n - 1) / n x the gradients at the
+    NVLink figure (1.8 TB/s both ways, 900 GB/s each) and the intra-node bus efficiency, whether a
+    node holds 4, 8 or 16 of them."""
+    assert find_gpu(gpu).scale_up_domain_gpus == 72
+    scenario = dataclasses.replace(DDP, gpu=gpu, gpus_per_node=per_node)
+    nvlink = (find_gpu(gpu).scale_up_bandwidth_bytes_per_s or 0.0) / 2 * INTRA_NODE_EFFICIENCY
     expected = ring_allreduce_seconds(_gradient_bytes(scenario), 16, nvlink)
     assert _dp_seconds(scenario) == pytest.approx(expected, rel=1e-12)
 
