@@ -243,13 +243,21 @@ def test_spot_le_committed_le_on_demand(scenario: Scenario) -> None:
         ({"pue": 0.9}, "pue", "between 1 and 3"),
         ({"steps": 10, "train_tokens": 1e9}, "train_tokens", "one training budget"),
         ({"pricing": "reserved"}, "pricing", "on-demand, committed, spot"),
-        ({"tensor_parallel": 16, "gpus": 16}, "tensor_parallel", "gpus_per_node"),
     ],
 )
 def test_bad_runtime_inputs(data: dict[str, Any], field: str, text: str) -> None:
     with pytest.raises(InputError) as error:
         scenario_from_mapping(data)
     assert error.value.field == field and text in str(error.value)
+
+
+def test_tensor_parallel_beyond_the_fast_link_is_refused_where_the_gpu_is_known() -> None:
+    """The limit is the node or the GPU's scale-up domain, so the parser, which does not resolve
+    the GPU, accepts the layout and estimate() refuses it, naming the field."""
+    scenario = scenario_from_mapping({"tensor_parallel": 16, "gpus": 16})
+    with pytest.raises(InputError) as error:
+        estimate(scenario)
+    assert error.value.field == "tensor_parallel" and "gpus_per_node" in str(error.value)
 
 
 def test_unknown_region_and_load_source() -> None:

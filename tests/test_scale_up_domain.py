@@ -60,3 +60,59 @@ def test_hgx_nodes_reduce_over_the_network() -> None:
     network = (find_gpu("H100 SXM 80GB").scale_out_bytes_per_s or 0.0) * INTER_NODE_EFFICIENCY
     expected = ring_allreduce_seconds(_gradient_bytes(scenario), 16, network)
     assert _dp_seconds(scenario) == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_hgx_record_in_smaller_nodes_has_the_nodes_domain() -> None:
+    """The H100 SXM record's domain is its HGX node's 8; a run in nodes of 4 reduces 8 GPUs over
+    the network, where an NVL72 rack in trays of 4 stays on NVLink."""
+    scenario = dataclasses.replace(DDP, gpu="H100 SXM 80GB", gpus=8, gpus_per_node=4)
+    network = (find_gpu("H100 SXM 80GB").scale_out_bytes_per_s or 0.0) * INTER_NODE_EFFICIENCY
+    expected = ring_allreduce_seconds(_gradient_bytes(scenario), 8, network)
+    assert _dp_seconds(scenario) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_scenario_gives_its_own_links() -> None:
+    """scale_up_domain 16 joins two 8-GPU H100 nodes in one domain (the record's NVLink figure);
+    scale_out_bytes_per_s 1e11 (800 Gb/s) is the network figure; both are reported as
+    overrides of the GPU record."""
+    joined = dataclasses.replace(DDP, gpu="H100 SXM 80GB", scale_up_domain=16)
+    nvlink = (find_gpu("H100 SXM 80GB").scale_up_bandwidth_bytes_per_s or 0.0) / 2 * INTRA_NODE_EFFICIENCY
+    assert _dp_seconds(joined) == pytest.approx(
+        ring_allreduce_seconds(_gradient_bytes(joined), 16, nvlink), rel=1e-12
+    )
+    faster = dataclasses.replace(DDP, gpu="H100 SXM 80GB", scale_out_bytes_per_s=1e11)
+    assert _dp_seconds(faster) == pytest.approx(
+        ring_allreduce_seconds(_gradient_bytes(faster), 16, 1e11 * INTER_NODE_EFFICIENCY), rel=1e-12
+    )
+    assert estimate(joined).assumptions["gpu_record"]["overrides"] == {"scale_up_domain": 16}
+
+
+@pytest.mark.parametrize(
+    ("gpu", "per_node", "tensor_parallel", "refused"),
+    [
+        ("GB200", 4, 8, None),  # an NVL72 rack: tensor parallelism over trays of 4
+        ("GB200", 4, 128, "exceeds the 72 GPUs of the scale-up domain"),
+        ("H100 SXM 80GB", 4, 8, "exceeds gpus_per_node=4"),
+        ("H100 SXM 80GB", 8, 8, None),
+        ("GeForce RTX 4090", 8, 8, None),  # PCIe within the node, as before
+    ],
+)
+def test_tensor_parallelism_stays_within_the_fast_link(
+    gpu: str, per_node: int, tensor_parallel: int, refused: str | None
+) -> None:
+    from trainplan.specs.errors import InputError
+
+    scenario = Scenario(
+        model="llama-3.1-8b",
+        method="lora",
+        gpu=gpu,
+        gpus=128 if tensor_parallel == 128 else 8,
+        gpus_per_node=per_node,
+        tensor_parallel=tensor_parallel,
+    )
+    if refused is None:
+        assert estimate(scenario).total_bytes > 0
+        return
+    with pytest.raises(InputError) as error:
+        estimate(scenario)
+    assert error.value.field == "tensor_parallel" and refused in error.value.message

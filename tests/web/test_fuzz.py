@@ -42,7 +42,8 @@ def plausible(name: str) -> st.SearchStrategy[Any]:
         low = info.minimum
         high = info.maximum if info.maximum is not None else low + 100
         options.append(st.floats(min_value=low - 1, max_value=high + 1))
-        options.append(st.integers(min_value=int(low) - 1, max_value=int(min(high, 10**6)) + 1))
+        # integers up to a million past the minimum (a field in bytes/s starts far above that)
+        options.append(st.integers(min_value=int(low) - 1, max_value=int(min(high, low + 10**6)) + 1))
     return st.one_of(*options)
 
 

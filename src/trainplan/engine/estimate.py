@@ -31,6 +31,7 @@ from trainplan.engine.time_cost_energy import (
     host_memory_bytes_per_s,
     linear_efficiency_ratio,
     load_figures,
+    run_domain,
     time_figures,
 )
 from trainplan.inputs.catalogs.cost_inputs import unpublished_links
@@ -50,7 +51,7 @@ from trainplan.specs.scenario import (
 )
 from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample
 from trainplan.specs.units import GIB
-from trainplan.specs.validity import QUANTISED_BASES, check_layout
+from trainplan.specs.validity import QUANTISED_BASES, WithDomain, check_layout
 
 __all__ = [
     "device_of",
@@ -109,7 +110,11 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         scenario = scenario_from_mapping(scenario)
     spec = model if model is not None else resolve_model(scenario.model, scenario.force, scenario.vae)
     gpu, gpu_record = chosen_gpu(scenario)
-    check_layout(scenario, spec)
+    domain = run_domain(scenario, gpu)
+    # the rules read scale_up_domain; a record's domain past the node is lent to them (the
+    # scenario leaves its own null then)
+    reaches = scenario.scale_up_domain is None and domain > scenario.gpus_per_node
+    check_layout(WithDomain(scenario, domain) if reaches else scenario, spec)
     coeffs = coefficients(spec, scenario)
     device = device_of(scenario, gpu)
     rollout = rollout_figures(coeffs, scenario, gpu)

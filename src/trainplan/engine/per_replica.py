@@ -295,6 +295,8 @@ NOT_READ = frozenset(
         "steps",
         "mfu",
         "gpus_per_node",
+        "scale_up_domain",
+        "scale_out_bytes_per_s",
         "pricing",
         "usd_per_gpu_hour",
         "committed_discount",

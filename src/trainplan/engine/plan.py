@@ -39,7 +39,7 @@ from trainplan.engine.time_cost_energy import (
     training_tokens,
 )
 from trainplan.inputs.catalogs.cost_inputs import host_link_bytes_per_s, rates
-from trainplan.inputs.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog
+from trainplan.inputs.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog, scale_up_domain
 from trainplan.inputs.resolve import resolve_model, scenario_gpu
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec
@@ -137,7 +137,20 @@ def _hardware_arrays(
     """Per-GPU-type figures as arrays (NaN where the GPU cannot run the precision)."""
     nan = float("nan")
     kind = efficiency_kind(coeffs.model)
-    hardware = [hardware_of(gpu, coeffs.precision, scenario.mfu, kind) for gpu in gpus]
+    # each type's scale-up domain in the scenario's nodes (its own figure for the scenario's GPU)
+    own = find_gpu(scenario.gpu).name if scenario.scale_up_domain is not None else None
+    hardware = [
+        hardware_of(
+            gpu,
+            coeffs.precision,
+            scenario.mfu,
+            kind,
+            scale_up_domain(
+                gpu, scenario.gpus_per_node, scenario.scale_up_domain if gpu.name == own else None
+            ),
+        )
+        for gpu in gpus
+    ]
     price = rates()
 
     def column(values: list[float | None]) -> Any:
@@ -238,6 +251,7 @@ def evaluate_group(
         sequence_parallel=sequence_parallel,
         virtual_stages=1,
         context_parallel=cp,
+        scale_up_domain=hw["scale_up_domain_gpus"][g],
     )
     for rule, broken in layout_problems(choice, model):
         reject(rule.reason, broken)
@@ -378,7 +392,7 @@ def plan(request: PlanRequest, *, model: ModelSpec | None = None) -> PlanResult:
             f"{spec.name} is a {spec.kind} model: give target_global_sequences (images or clips per step)",
         )
     gpus = [find_gpu(name) for name in (request.gpu_types or default_gpu_types())]
-    # a usable memory given for the scenario's GPU (gpu_memory_gib) holds for that type only
+    # a usable memory and a network given for the scenario's GPU hold for that type only
     own = scenario_gpu(request.base)
     gpus = [own if gpu.name == own.name else gpu for gpu in gpus]
     if not gpus:
@@ -511,11 +525,14 @@ def _pareto(ranked: _Ranked) -> list[tuple[int, int]]:
 
 def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, position: int) -> Scenario:
     """The complete scenario of one candidate (what `trainplan estimate --scenario` accepts); a
-    usable memory given for the scenario's GPU stays with that GPU type only."""
+    usable memory and links given for the scenario's GPU stay with that GPU type only."""
     gpu = gpus[int(group.gpu_index[position])].name
-    memory = request.base.gpu_memory_gib if gpu == find_gpu(request.base.gpu).name else None
+    own = gpu == find_gpu(request.base.gpu).name
+    memory = request.base.gpu_memory_gib if own else None
     return dataclasses.replace(
         with_method(request.base, group.method),
+        scale_up_domain=request.base.scale_up_domain if own else None,
+        scale_out_bytes_per_s=request.base.scale_out_bytes_per_s if own else None,
         activation_checkpointing=group.checkpointing,
         offload=group.offload,
         gpu=gpu,

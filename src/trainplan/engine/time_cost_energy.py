@@ -29,7 +29,7 @@ from trainplan.inputs.catalogs.cost_inputs import (
     rates,
     run_fixed_defaults,
 )
-from trainplan.inputs.catalogs.gpus import GpuSpec
+from trainplan.inputs.catalogs.gpus import GpuSpec, scale_up_domain
 from trainplan.inputs.catalogs.prices import is_stale, parse_date
 from trainplan.specs.frozen import direct_init
 from trainplan.specs.scenario import DEFAULT_TRAIN_SAMPLES, DEFAULT_TRAIN_TOKENS, Scenario, data_parallel
@@ -196,10 +196,15 @@ def linear_efficiency_ratio(gpu: GpuSpec, recipe: PrecisionBytes, mfu: float | N
 
 
 def hardware_of(
-    gpu: GpuSpec, recipe: PrecisionBytes, mfu: float | None, model_kind: str = "llm"
+    gpu: GpuSpec,
+    recipe: PrecisionBytes,
+    mfu: float | None,
+    model_kind: str = "llm",
+    domain: int | None = None,
 ) -> Hardware | None:
     """The GPU's figures for the step-time formulas; None when it lacks the precision.
-    `model_kind` (terms/timing.py `efficiency_kind`) selects the efficiency factor of the model."""
+    `model_kind` (terms/timing.py `efficiency_kind`) selects the efficiency factor of the model;
+    `domain` is the run's scale-up domain (catalogs/gpus.py scale_up_domain; None: the record's)."""
     peak, precision = peak_flops(gpu, recipe.compute)
     if peak is None:
         return None
@@ -213,11 +218,16 @@ def hardware_of(
         efficiency=mfu if mfu is not None else default_efficiency(gpu.architecture, model_kind),
         linear_efficiency_ratio=linear_efficiency_ratio(gpu, recipe, mfu) or 1.0,
         nvlink_bytes_per_s=(gpu.scale_up_bandwidth_bytes_per_s or 0.0) / 2,
-        scale_up_domain_gpus=gpu.scale_up_domain_gpus,
+        scale_up_domain_gpus=gpu.scale_up_domain_gpus if domain is None else domain,
         network_bytes_per_s=network_bytes_per_s(gpu),
         pcie_bytes_per_s=pcie,
         memory_bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
     )
+
+
+def run_domain(scenario: Scenario, gpu: GpuSpec) -> int:
+    """The scenario's scale-up domain on `gpu` (catalogs/gpus.py scale_up_domain)."""
+    return scale_up_domain(gpu, scenario.gpus_per_node, scenario.scale_up_domain)
 
 
 def host_memory_bytes_per_s(scenario: Scenario) -> float:
@@ -256,7 +266,9 @@ def time_figures(
     """Step time by cause, the time to train and the run's fixed time; None when the GPU lacks
     the precision. A rollout stage's generation and weight sync run before its training, in
     the same step (GRPOTrainer waits for them)."""
-    hardware = hardware_of(gpu, coeffs.precision, scenario.mfu, efficiency_kind(coeffs.model))
+    hardware = hardware_of(
+        gpu, coeffs.precision, scenario.mfu, efficiency_kind(coeffs.model), run_domain(scenario, gpu)
+    )
     if hardware is None:
         return None
     step = scenario_step_seconds(coeffs, hardware, layout, scenario)

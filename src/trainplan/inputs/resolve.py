@@ -3,6 +3,7 @@ pipeline folder, an I-JEPA / V-JEPA pretraining YAML, or a Hub id (an optional l
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from functools import cache
@@ -350,8 +351,6 @@ def chosen_gpu(scenario: Any) -> tuple[GpuSpec, dict[str, Any]]:
         gpu = find_gpu(scenario.gpu)
     overrides: dict[str, Any] = {}
     if scenario.gpu_memory_gib is not None:
-        import dataclasses
-
         overrides["gpu_memory_gib"] = scenario.gpu_memory_gib
         gpu = dataclasses.replace(
             gpu,
@@ -359,4 +358,11 @@ def chosen_gpu(scenario: Any) -> tuple[GpuSpec, dict[str, Any]]:
             memory_source=f"gpu_memory_gib {scenario.gpu_memory_gib:g} "
             f"(the record says {gpu.memory_bytes / GIB:.2f} GiB)",
         )
+    # the links the scenario gives for its GPU: its network (the scale-up domain it gives is
+    # resolved with its nodes where the step is timed, catalogs/gpus.py scale_up_domain)
+    if scenario.scale_up_domain is not None:
+        overrides["scale_up_domain"] = scenario.scale_up_domain
+    if scenario.scale_out_bytes_per_s is not None:
+        overrides["scale_out_bytes_per_s"] = scenario.scale_out_bytes_per_s
+        gpu = dataclasses.replace(gpu, scale_out_bytes_per_s=scenario.scale_out_bytes_per_s)
     return gpu, {"name": gpu.name, "from": origin, "memory_bytes": gpu.memory_bytes, "overrides": overrides}

@@ -1094,6 +1094,33 @@ class Scenario:
     gpus_per_node: int = _field(
         8, FieldInfo("GPUs per node (one NVLink/PCIe domain)", None, 1, 1024, label="GPUs per node")
     )
+    scale_up_domain: int | None = _field(
+        None,
+        FieldInfo(
+            "the chosen GPU's scale-up domain instead of its record's: GPUs one NVLink, Infinity "
+            "Fabric or ICI domain joins (8 in an HGX node, 72 in an NVL72 rack of 4-GPU trays); "
+            "collectives within it run at the scale-up bandwidth, and tensor parallelism may span it",
+            None,
+            1,
+            100_000,
+            "int",
+            label="Scale-up domain (GPUs)",
+            placeholder="the GPU's own",
+        ),
+    )
+    scale_out_bytes_per_s: float | None = _field(
+        None,
+        FieldInfo(
+            "the chosen GPU's network bandwidth instead of its record's: bytes/s per GPU, one "
+            "direction (400 Gb/s InfiniBand NDR = 5e10), for collectives across scale-up domains",
+            None,
+            1e8,
+            1e13,
+            "float",
+            label="Scale-out bytes/s per GPU",
+            placeholder="the GPU's own",
+        ),
+    )
     pricing: str = _field(
         "on-demand",
         FieldInfo(

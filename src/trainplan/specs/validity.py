@@ -58,6 +58,8 @@ class LayoutChoice(Protocol):
     @property
     def attention(self) -> str: ...
     @property
+    def scale_up_domain(self) -> Any: ...
+    @property
     def gpus_per_node(self) -> Any: ...
     @property
     def offload(self) -> str: ...
@@ -87,6 +89,7 @@ class LayoutArrays:
     sequence_parallel: Any
     virtual_stages: Any
     context_parallel: Any = 1
+    scale_up_domain: Any = None  # per candidate: its GPU type's domain
 
     @property
     def gpus_per_node(self) -> Any:
@@ -184,6 +187,14 @@ def _data_parallel_only(degree: Any, model: ModelSpec | None) -> str:
         f"{degree}: {model.name} is a {model.kind} model, trained data-parallel (with ZeRO / FSDP) as "
         "the diffusers and JEPA scripts do; tensor, pipeline and context parallelism must be 1"
     )
+
+
+def _fast_link_gpus(c: LayoutChoice) -> Any:
+    """The most GPUs tensor parallelism may span: a node's, or the GPU's scale-up domain where it
+    reaches further (an NVL72 rack's 72 GPUs over trays of 4). The domain is the resolved one
+    (estimate() and the planner pass the GPU record's, or the scenario's scale_up_domain)."""
+    domain, node = c.scale_up_domain, c.gpus_per_node
+    return node if domain is None else node + (domain - node) * (domain > node)  # numbers or arrays
 
 
 def _uses_offload(c: LayoutChoice) -> bool:
@@ -308,11 +319,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "tensor_parallel",
         "invalid: tensor parallel beyond one node",
-        lambda c, m: c.tensor_parallel > c.gpus_per_node,
+        lambda c, m: c.tensor_parallel > _fast_link_gpus(c),
         lambda c, m: (
             f"{c.tensor_parallel} exceeds gpus_per_node={c.gpus_per_node}: "
             "tensor parallelism needs the fast intra-node link"
+            if _fast_link_gpus(c) == c.gpus_per_node
+            else f"{c.tensor_parallel} exceeds the {_fast_link_gpus(c)} GPUs of the scale-up domain: "
+            "tensor parallelism needs the fast link"
         ),
+        needs_model=True,
     ),
     Rule(
         "offload",
@@ -393,6 +408,18 @@ RULES: tuple[Rule, ...] = (
 
 # Every label the planner may count a layout problem under, in rule order (no repeats).
 LAYOUT_REASONS: tuple[str, ...] = tuple(dict.fromkeys(rule.reason for rule in RULES))
+
+
+@dataclass(frozen=True)
+class WithDomain:
+    """A scenario with its GPU's scale-up domain resolved (the record's, or the scenario's own
+    scale_up_domain), for the rule that needs it; every other setting is the scenario's."""
+
+    scenario: Any
+    scale_up_domain: int
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.scenario, name)
 
 
 def layout_problems(choice: LayoutChoice, model: ModelSpec | None = None) -> list[tuple[Rule, Any]]:

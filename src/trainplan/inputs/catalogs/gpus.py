@@ -36,6 +36,9 @@ class GpuSpec:
     as_of: str
     verified: bool
     flags: tuple[str, ...]
+    # GPUs per node (compute tray) of a system whose scale-up domain spans several nodes (an
+    # NVL72 rack: 4); None where the domain lies within one node (HGX, PCIe cards)
+    system_node_gpus: int | None = None
 
     @property
     def short_name(self) -> str:
@@ -59,9 +62,13 @@ _NOT_NULL = (
 )  # fmt: skip
 
 
+# Keys a record may leave out.
+_OPTIONAL = ("system_node_gpus",)
+
+
 def _gpu_from(raw: dict[str, Any], index: int, file: str = "gpus.yaml") -> GpuSpec:
     where = f"{file}[{index}] ({raw.get('name')})"
-    require(raw, _KEYS, set(_KEYS), where)
+    require(raw, _KEYS, set(_KEYS) | set(_OPTIONAL), where)
     missing = [key for key in _NOT_NULL if raw.get(key) is None]
     if missing:
         raise RuntimeError(f"{where}: null {missing}")
@@ -103,6 +110,7 @@ def _gpu_from(raw: dict[str, Any], index: int, file: str = "gpus.yaml") -> GpuSp
         as_of=str(raw["as_of"]),
         verified=bool(raw.get("verified", False)),
         flags=tuple(str(flag) for flag in raw.get("flags") or []),
+        system_node_gpus=opt_int("system_node_gpus"),
     )
 
 
@@ -119,6 +127,17 @@ def _gpu_index() -> dict[str, GpuSpec]:
         for key in (gpu.name, *gpu.aliases):
             index.setdefault(normalise(key), gpu)
     return index
+
+
+def scale_up_domain(gpu: GpuSpec, gpus_per_node: int, given: int | None = None) -> int:
+    """The GPUs one scale-up domain joins in a run: the scenario's figure where given; else the
+    record's where its system spans nodes (an NVL72 rack's 72 over trays of 4); else the record's
+    within one node of `gpus_per_node` (an HGX H100 in nodes of 4 has a domain of 4)."""
+    if given is not None:
+        return given
+    if gpu.system_node_gpus is not None:
+        return gpu.scale_up_domain_gpus
+    return min(gpu.scale_up_domain_gpus, gpus_per_node)
 
 
 def find_gpu(name: str) -> GpuSpec:
