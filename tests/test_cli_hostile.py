@@ -198,8 +198,9 @@ def test_a_folder_without_a_config_says_so(tmp_path: Path) -> None:
 
 def test_a_huge_plan_search_is_refused_like_the_web_one() -> None:
     result = run_cli("plan", "--model", "Llama-3.1-8B", "--max-gpus", "100000", "--methods", "any")
-    # 28 GPU types (the priced NVIDIA and AMD ones) x the counts, layouts and methods
-    one_error_line(result, "max_gpus (--max-gpus): this search has 3,024,725,760 candidate layouts")
+    # 28 GPU types (the priced NVIDIA and AMD ones) x the counts, layouts and methods, ZeRO-3
+    # once more as HSDP over the counts past one node
+    one_error_line(result, "max_gpus (--max-gpus): this search has 3,780,665,280 candidate layouts")
     assert "more than the 2,500,000 allowed" in result.stderr and "raise max_candidates" in result.stderr
 
 

@@ -785,3 +785,32 @@ def test_hybrid_shard_replicates_across_the_nodes(tmp_path: Path) -> None:
 
     on_four_nodes = scenario_from_config([tmp_path / "args.yaml"], overrides={"gpus": 32})
     assert on_four_nodes.mapping["data_parallel_replicate"] == 4
+
+
+@pytest.mark.parametrize(
+    ("schedule", "expected"),
+    [
+        # torch/distributed/pipelining/schedules.py get_schedule_class matches without case;
+        # torchtitan distributed/pipeline_parallel.py:114 (TORCHTITAN): 2 stages a rank for a
+        # looped schedule, 1 otherwise
+        ("Interleaved1F1B", {"pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2}),
+        ("interleaved1f1b", {"pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2}),
+        ("GPipe", {"pipeline_schedule": "gpipe", "virtual_stages": 1}),
+        ("1F1B", {"pipeline_schedule": "1f1b", "virtual_stages": 1}),
+        ("ZBVZeroBubble", {"pipeline_schedule": None, "virtual_stages": 1}),
+    ],
+)
+def test_torchtitan_pipeline_schedules(tmp_path: Path, schedule: str, expected: dict[str, Any]) -> None:
+    # TORCHTITAN torchtitan/models/llama3/train_configs/debug_model.toml line 52 names Interleaved1F1B
+    text = TITAN_8B.format(shard=-1, replicate=1, tp=1, cp=1).replace(
+        "pipeline_parallel_degree = 1",
+        f'pipeline_parallel_degree = 2\npipeline_parallel_schedule = "{schedule}"',
+    )
+    reading = read(tmp_path, "llama3_8b.toml", text)
+    scenario = scenario_from_mapping({**reading.mapping, "gpus": 8})
+    assert {name: getattr(scenario, name) for name in expected} == expected
+    if expected["pipeline_schedule"] is None:
+        ignored = {item.setting: item.reason for item in reading.ignored}
+        assert ignored["parallelism.pipeline_parallel_schedule"].startswith(
+            "not modelled yet: the ZBVZeroBubble"
+        )

@@ -197,11 +197,18 @@ def test_the_planner_searches_context_parallel_where_a_sequence_is_long() -> Non
     assert degrees(4096, own=2) == (1, 2)
     assert degrees(16384) == (1, 2)
     assert degrees(131072) == (1, 2, 4, 8)
-    request = PlanRequest(base=_with(seq_len=131072), zero_stages=(0, 1, 2, 3))
-    assert request.cp_grid() == (((1,), (0, 1, 2, 3)), ((2, 4, 8), (3,)))
-    without = PlanRequest(base=_with(seq_len=4096), zero_stages=(0, 1, 2, 3))
+    one_node = {"zero_stages": (0, 1, 2, 3), "max_gpus": 8}
+    request = PlanRequest(base=_with(seq_len=131072), **one_node)  # type: ignore[arg-type]
+    assert request.grid_parts() == (((1,), (0, 1, 2, 3), False), ((2, 4, 8), (3,), False))
+    without = PlanRequest(base=_with(seq_len=4096), **one_node)  # type: ignore[arg-type]
     # 4 ZeRO stages without CP, 3 CP degrees at ZeRO-3 with it: 7 / 4 of the unsplit grid
     assert request.candidates() * 4 == without.candidates() * 7
+    # past one node, ZeRO-3 once more as HSDP (one shard group a node), over the counts past it
+    nodes = PlanRequest(
+        base=_with(seq_len=4096), zero_stages=(0, 1, 2, 3), gpu_counts=(8, 16, 32), max_gpus=32
+    )
+    assert nodes.grid_parts() == (((1,), (0, 1, 2, 3), False), ((1,), (3,), True))
+    assert nodes.part_counts(True) == (16, 32)
 
 
 def _brute_force(request: Any) -> list[tuple[float, dict[str, Any]]]:
@@ -287,3 +294,43 @@ def test_a_long_sequence_that_does_not_fit_is_offered_a_split() -> None:
     assert split.total_bytes == estimate(_with(seq_len=65536, context_parallel=2)).total_bytes
     short = _with(seq_len=4096, micro_batch=64)
     assert "context_parallel" not in {hint.id for hint in hints(short, estimate(short))}
+
+
+def test_the_planner_searches_hsdp_past_a_node_and_agrees_with_estimate() -> None:
+    """Full sharding against HSDP with one shard group a node, on 8 to 32 H100s: the planner's
+    fastest plan is the fastest of every layout estimated one by one, HSDP ones included."""
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
+    from trainplan.specs.scenario import scenario_to_mapping
+
+    request = PlanRequest(
+        base=_with(seq_len=4096, train_tokens=1e9, comm_overlap=0.0),
+        methods=("full",),
+        gpu_types=("H100 SXM 80GB",),
+        max_gpus=32,
+        gpu_counts=(8, 16, 32),
+        target_global_sequences=32,
+        micro_batches=(1,),
+        tensor_parallel=(1,),
+        pipeline_parallel=(1,),
+        zero_stages=(3,),
+        checkpointing=("full",),
+        offloads=("none",),
+        objective="time",
+        top_k=3,
+    )
+    result = plan(request)
+    found = []
+    for gpus in (8, 16, 32):
+        for replicas in {1, max(1, gpus // 8)}:
+            data = {
+                **scenario_to_mapping(request.base),
+                "gpus": gpus, "data_parallel_replicate": replicas, "grad_accum": 32 // gpus,
+            }  # fmt: skip
+            estimated = estimate(scenario_from_mapping(data))
+            assert estimated.time is not None
+            found.append((estimated.time.run_s, replicas))
+    best_s, best_replicas = min(found)
+    assert result.plans[0].total_s == pytest.approx(best_s, rel=1e-9)
+    assert result.plans[0].scenario.data_parallel_replicate == best_replicas
+    assert result.candidates_evaluated - sum(result.rejected.values()) == len(found)

@@ -133,11 +133,16 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         "fsdp_reduce_dtype": "fp32",  # torchtitan default: Training.mixed_precision_reduce float32
         "compile": False,  # torchtitan default: Compile.enable false
         "model": "Llama-3.1-405B", "method": "full", "precision": "fp8-torchao", "optimizer": "adamw-fused",
-        "micro_batch": 2, "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
+        "seq_len": 8192, "steps": 3000, "tensor_parallel": 8, "pipeline_parallel": 8,
+        # pipeline_parallel.py:186-194: the local batch of 2 in micro-batches of
+        # pipeline_parallel_microbatch_size (default 1)
+        "micro_batch": 1,
+        # Interleaved1F1B: 2 stages a rank (pipeline_parallel.py:114)
+        "pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2,
         "sequence_parallel": True,  # apply_tp: SequenceParallel on every norm (parallelize.py)
         "gpus": 512, "activation_checkpointing": "op", "recipe": "torchtitan",
         "zero_stage": 2,  # reshard policy "default" under PP: layers kept gathered forward to backward
-        "grad_accum": 64,  # global 1024 / (local 2 x 8 data-parallel shards)
+        "grad_accum": 128,  # global 1024 / (micro-batch 1 x 8 data-parallel shards)
     }),
     "torchtitan/llama3_8b_older.toml": ("torchtitan", {
         "context_parallel": 1,  # context_parallel_degree 1 (or its default): no split

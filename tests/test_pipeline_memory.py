@@ -78,3 +78,95 @@ def test_a_bf16_reduce_accumulates_at_bf16() -> None:
     upcast and the unsharded accumulation is half the fp32 one."""
     fp32, bf16 = _gradients(BASE), _gradients(dataclasses.replace(BASE, fsdp_reduce_dtype="compute"))
     assert bf16["forward"] == pytest.approx(fp32["forward"] / 2, rel=1e-12)
+
+
+def _torch_interleaved_in_flight(stages: int, micro_batches: int, chunks: int) -> float:
+    """Rank 0's most chunks in flight under torch's own ScheduleInterleaved1F1B action list
+    (its `_calculate_single_rank_operations`, run on the schedule's bookkeeping alone), in
+    micro-batches of the stage's activations (a chunk holds 1 / chunks of them)."""
+    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    schedule = object.__new__(schedules.ScheduleInterleaved1F1B)
+    schedule.pp_group_size = stages
+    schedule.n_local_stages = chunks
+    schedule._n_microbatches = micro_batches
+    schedule.number_of_rounds = max(1, micro_batches // stages)
+    schedule.microbatches_per_round = micro_batches // schedule.number_of_rounds
+    held = most = 0
+    for action in schedule._calculate_single_rank_operations(0):
+        if action is None:
+            continue
+        if action.computation_type == schedules._ComputationType.FORWARD:
+            held += 1
+        elif action.computation_type == schedules._ComputationType.FULL_BACKWARD:
+            held -= 1
+        most = max(most, held)
+    return most / chunks
+
+
+@pytest.mark.parametrize(
+    ("stages", "micro_batches", "chunks"), [(8, 32, 2), (4, 8, 2), (4, 16, 4), (8, 8, 2), (2, 4, 3)]
+)
+def test_interleaved_in_flight_is_torchs(stages: int, micro_batches: int, chunks: int) -> None:
+    from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
+
+    ours = pipeline_in_flight(SCHEDULE_CODES["interleaved-1f1b"], stages, micro_batches, chunks)
+    assert ours == pytest.approx(_torch_interleaved_in_flight(stages, micro_batches, chunks), rel=1e-12)
+
+
+def test_each_schedule_holds_its_micro_batches() -> None:
+    """8 stages, 32 micro-batches, full checkpointing (each layer keeps its input): the stored
+    activations are 1F1B's 8 micro-batches, GPipe's 32, interleaved 1F1B's 23 chunks of half a
+    stage (11.5; torch's warm-up 8 + 14, then one forward), and ZB-H1's 8, as 1F1B's."""
+    base = dataclasses.replace(BASE, gpus=8, pipeline_parallel=8, zero_stage=0, grad_accum=32)
+
+    def stored(**fields: object) -> float:
+        phase = next(p for p in estimate(dataclasses.replace(base, **fields)).phases if p.name == "forward")
+        return next(term.value for term in phase.terms if term.name == "activations")
+
+    # what is kept outside the layers (the embedding's output, the last norm) does not scale
+    # with the micro-batches in flight: compare the layers' part, each schedule against 1F1B
+    one_f_one_b = stored()
+    per_micro_batch = (stored(pipeline_schedule="gpipe") - one_f_one_b) / (32 - 8)
+    assert per_micro_batch > 0
+    assert stored(pipeline_schedule="zero-bubble") == one_f_one_b
+    interleaved = stored(pipeline_schedule="interleaved-1f1b", virtual_stages=2)
+    assert interleaved - one_f_one_b == pytest.approx(per_micro_batch * (11.5 - 8), rel=1e-9)
+
+
+def test_each_schedule_has_its_bubble() -> None:
+    """(p - 1) / m of the compute for 1F1B and GPipe, / (m v) interleaved, / (3 m) for ZB-H1."""
+    base = dataclasses.replace(BASE, gpus=8, pipeline_parallel=8, zero_stage=0, grad_accum=32)
+
+    def bubble(**fields: object) -> tuple[float, float]:
+        result = estimate(dataclasses.replace(base, **fields))
+        assert result.time is not None
+        step = result.time.step
+        return (
+            step.pipeline_bubble,
+            step.compute + step.dequantisation + step.float8_casts + step.compile_fusion,
+        )
+
+    seconds, compute = bubble()
+    assert seconds == pytest.approx(compute * 7 / 32, rel=1e-12)
+    assert bubble(pipeline_schedule="gpipe")[0] == pytest.approx(seconds, rel=1e-12)
+    assert bubble(pipeline_schedule="zero-bubble")[0] == pytest.approx(seconds / 3, rel=1e-12)
+    assert bubble(pipeline_schedule="interleaved-1f1b", virtual_stages=2)[0] == pytest.approx(
+        seconds / 2, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"pipeline_schedule": "interleaved-1f1b"}, "needs virtual_stages > 1"),
+        ({"pipeline_schedule": "gpipe", "virtual_stages": 2}, "runs one model chunk per GPU"),
+    ],
+)
+def test_schedule_and_virtual_stages_must_agree(fields: dict[str, object], words: str) -> None:
+    from trainplan.specs.errors import InputError
+    from trainplan.specs.scenario import scenario_from_mapping, scenario_to_mapping
+
+    data = {**scenario_to_mapping(BASE), **fields}
+    with pytest.raises(InputError) as error:
+        scenario_from_mapping(data)
+    assert error.value.field == "pipeline_schedule" and words in error.value.message

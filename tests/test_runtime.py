@@ -14,7 +14,8 @@ from trainplan.engine.estimate import estimate
 from trainplan.engine.terms.cost import co2e_kg, cost_usd, energy_kwh, gpu_power_w
 from trainplan.engine.terms.flops import flops_per_token
 from trainplan.engine.terms.loading import checkpoint_writes, load_bandwidth, node_share
-from trainplan.engine.terms.timing import pipeline_bubble_seconds, ring_allreduce_seconds
+from trainplan.engine.terms.pipeline import pipeline_bubble_seconds
+from trainplan.engine.terms.timing import ring_allreduce_seconds
 from trainplan.inputs.catalogs.cost_inputs import no_price_reasons, rates
 from trainplan.inputs.catalogs.gpus import find_gpu
 from trainplan.inputs.hf import spec_from_config

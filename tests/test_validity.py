@@ -71,6 +71,8 @@ def test_planner_keeps_what_estimate_accepts_and_drops_what_it_refuses() -> None
         "invalid: optimizer_in_backward needs grad_accum 1 and no offload",
         "invalid: tensor parallel does not divide the attention heads",
         "invalid: more pipeline stages than layers",
+        # the HSDP candidates (one shard group a node) whose nodes do not divide the replicas
+        "invalid: HSDP replicas do not divide the data-parallel replicas",
     }
 
 

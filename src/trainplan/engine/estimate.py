@@ -14,6 +14,7 @@ from trainplan.engine.result import Batch, Estimate, FitRow, Phase, Term, TermLa
 from trainplan.engine.rollout_step import RolloutFigures, rollout_figures
 from trainplan.engine.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.engine.terms.device import DeviceOverhead, cache_fraction, device_rates, layout_overhead
+from trainplan.engine.terms.pipeline import SCHEDULE_CODES
 from trainplan.engine.terms.precisions import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
@@ -46,6 +47,7 @@ from trainplan.specs.scenario import (
     data_parallel,
     default_scenario,
     resolved_base_weights,
+    resolved_schedule,
     scenario_from_mapping,
     shard_ranks,
 )
@@ -301,6 +303,8 @@ def layout_of(
         sequence_parallel=scenario.sequence_parallel,
         context_parallel=scenario.context_parallel,
         data_parallel_replicate=scenario.data_parallel_replicate,
+        pipeline_schedule=SCHEDULE_CODES[resolved_schedule(scenario)],
+        virtual_stages=scenario.virtual_stages,
         overhead_bytes=device.total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
         rollout=rollout is not None,

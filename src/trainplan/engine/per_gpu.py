@@ -16,6 +16,7 @@ from typing import Any
 from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import maximum, minimum, where
 from trainplan.engine.terms.context import exchange_backward_bytes, exchange_bytes, exchange_forward_bytes
+from trainplan.engine.terms.pipeline import pipeline_bubble_seconds, pipeline_in_flight
 from trainplan.engine.terms.precisions import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
 from trainplan.engine.terms.timing import (
@@ -23,7 +24,6 @@ from trainplan.engine.terms.timing import (
     INTRA_NODE_EFFICIENCY,
     exposed_seconds,
     gather_or_scatter_seconds,
-    pipeline_bubble_seconds,
     ring_allreduce_seconds,
 )
 from trainplan.specs.frozen import direct_init, once
@@ -99,6 +99,9 @@ class Layout:
     # data-parallel and context-parallel ranks, within `data_parallel_replicate` HSDP groups
     context_parallel: Any = 1
     data_parallel_replicate: Any = 1
+    # the pipeline schedule (terms/pipeline.py SCHEDULE_CODES) and its model chunks per GPU
+    pipeline_schedule: Any = 0
+    virtual_stages: Any = 1
     # memory outside the caching allocator (terms/device.py): the CUDA context, the cuBLAS
     # workspace, NCCL's buffers, or a scenario's flat figure
     overhead_bytes: Any = 0.0
@@ -482,8 +485,9 @@ def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
 
 def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
     """Saved activations of the layers on the first pipeline stage: its share of the layers for
-    min(pp, grad_accum) in-flight micro-batches (1F1B)."""
-    in_flight = minimum(v.pipeline_parallel, v.grad_accum)
+    the micro-batches its schedule holds in flight (terms/pipeline.py; min(pp, grad_accum) for
+    1F1B)."""
+    in_flight = pipeline_in_flight(v.pipeline_schedule, v.pipeline_parallel, v.grad_accum, v.virtual_stages)
     return _layer_bytes_per_token(c, v) / v.pipeline_parallel * in_flight * local_tokens(c, v)
 
 
@@ -614,7 +618,6 @@ def step_seconds(
     gpus_per_node: Any,
     comm_overlap: float,
     host_bytes_per_s: float = float("inf"),
-    virtual_stages: Any = 1,
     all_in: bool = False,
 ) -> StepSeconds:
     """Step time: roofline compute plus (unless `all_in`, a user-given MFU) the pipeline
@@ -667,7 +670,9 @@ def step_seconds(
     # the traffic removed comes out of the time the efficiency leaves beyond the matmuls at peak
     # ((1 - efficiency) x compute); small models, memory-bound in eager, reach that bound
     fusion = 0.0 - minimum(fused_s, (1 - hw.efficiency) * compute)  # 0.0, not -0.0, when none
-    bubble = pipeline_bubble_seconds(compute + dequant + casts + fusion, pp, v.grad_accum, virtual_stages)
+    bubble = pipeline_bubble_seconds(
+        compute + dequant + casts + fusion, pp, v.grad_accum, v.virtual_stages, v.pipeline_schedule
+    )
 
     # the states shard over `shard` ranks (data- and context-parallel, within one HSDP group),
     # taken to cross nodes when one HSDP group's GPUs (all its stages) exceed a node; the HSDP

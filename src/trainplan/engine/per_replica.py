@@ -286,6 +286,7 @@ NOT_READ = frozenset(
         "tensor_parallel",
         "pipeline_parallel",
         "virtual_stages",
+        "pipeline_schedule",
         "context_parallel",
         "data_parallel_replicate",
         "sequence_parallel",

@@ -26,6 +26,7 @@ from trainplan.engine.plan_request import DEFAULT_VENDORS, PlanRequest, default_
 from trainplan.engine.result import Estimate
 from trainplan.engine.terms.cost import cost_usd, energy_kwh, gpu_power_w
 from trainplan.engine.terms.device import DeviceRates, cache_fraction, device_rates, layout_overhead
+from trainplan.engine.terms.pipeline import SCHEDULE_CODES
 from trainplan.engine.terms.timing import efficiency_kind
 from trainplan.engine.time_cost_energy import (
     discount_for,
@@ -49,6 +50,7 @@ from trainplan.specs.scenario import (
     Scenario,
     data_parallel_degree,
     layout_template,
+    resolved_schedule,
     scenario_from_mapping,
     scenario_to_mapping,
 )
@@ -92,6 +94,7 @@ class Candidates:
     valid: Any
     reason: Any
     context_parallel: Any = 1
+    data_parallel_replicate: Any = 1
 
 
 @dataclass(frozen=True)
@@ -192,13 +195,14 @@ def hw_rates(hw: dict[str, Any], g: Any) -> DeviceRates:
 
 def _grid(np: Any, request: PlanRequest, gpu_types: int) -> tuple[Any, ...]:
     """The searched axes as flat arrays, one element per candidate: (GPU type index, GPU count,
-    tensor parallel, pipeline parallel, ZeRO stage, micro-batch, context parallel). Every
-    combination without context parallelism; with it (request.cp_zero_stages), ZeRO-3 only."""
+    tensor parallel, pipeline parallel, ZeRO stage, micro-batch, context parallel, HSDP
+    replicas), part by part (PlanRequest.grid_parts): an HSDP candidate's replicas are its
+    nodes, its shard group one node's GPUs; every other's are the scenario's."""
     parts = []
-    for cps, zeros in request.cp_grid():
+    for cps, zeros, hsdp in request.grid_parts():
         grid = np.meshgrid(
             np.arange(gpu_types),
-            np.array(request.counts()),
+            np.array(request.part_counts(hsdp)),
             np.array(request.tensor_parallel),
             np.array(request.pipeline_parallel),
             np.array(zeros),
@@ -206,7 +210,10 @@ def _grid(np: Any, request: PlanRequest, gpu_types: int) -> tuple[Any, ...]:
             np.array(cps),
             indexing="ij",
         )
-        parts.append([axis.ravel() for axis in grid])
+        axes = [axis.ravel() for axis in grid]
+        nodes = np.maximum(axes[1] // request.base.gpus_per_node, 1)
+        replicas = nodes if hsdp else np.full(axes[1].shape, request.base.data_parallel_replicate)
+        parts.append([*axes, replicas])
     return tuple(np.concatenate(axis) for axis in zip(*parts, strict=True))
 
 
@@ -217,13 +224,17 @@ def evaluate_group(
     import numpy as np
 
     scenario = with_method(
-        layout_template(request.base, activation_checkpointing=checkpointing, offload=offload), method
+        layout_template(
+            request.base,
+            activation_checkpointing=checkpointing,
+            offload=offload,
+            pipeline_schedule=planned_schedule(request.base),
+        ),
+        method,
     )
     coeffs = coefficients(model, scenario)
     hw = _hardware_arrays(np, gpus, scenario, coeffs)
-    g, n, tp, pp, zero, mb, cp = _grid(np, request, len(gpus))
-    # HSDP replicas as the scenario sets them (not searched)
-    replicas = scenario.data_parallel_replicate
+    g, n, tp, pp, zero, mb, cp, replicas = _grid(np, request, len(gpus))
     dp = np.maximum(data_parallel_degree(n, tp, pp, cp), 1)
     sequences = request.global_sequences()
     # grad-accum to hit the target global batch; within 5% counts as hitting it
@@ -251,6 +262,7 @@ def evaluate_group(
         sequence_parallel=sequence_parallel,
         virtual_stages=1,
         context_parallel=cp,
+        data_parallel_replicate=replicas,
         scale_up_domain=hw["scale_up_domain_gpus"][g],
     )
     for rule, broken in layout_problems(choice, model):
@@ -269,6 +281,7 @@ def evaluate_group(
         sequence_parallel=sequence_parallel,
         context_parallel=cp,
         data_parallel_replicate=replicas,
+        pipeline_schedule=SCHEDULE_CODES[resolved_schedule(scenario)],
         overhead_bytes=layout_overhead(
             scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp, cp, replicas
         ).total,
@@ -323,7 +336,14 @@ def evaluate_group(
         reason < 0,
         reason,
         context_parallel=cp,
+        data_parallel_replicate=replicas,
     )
+
+
+def planned_schedule(base: Scenario) -> str | None:
+    """The schedule the planner's candidates run: one model chunk a GPU each, so the
+    scenario's own unless it interleaves (then 1F1B: None)."""
+    return None if resolved_schedule(base) == "interleaved-1f1b" else base.pipeline_schedule
 
 
 def with_method(base: Scenario, method: str) -> Scenario:
@@ -468,7 +488,12 @@ def _ranking(objective: str, groups: list[Candidates]) -> _Ranked:
         column(lambda i, g: g.usd),
         column(lambda i, g: g.gpus),
     )
-    parallel = column(lambda i, g: g.tensor_parallel * g.pipeline_parallel * g.context_parallel)
+    # ties go to less model parallelism, then to fewer HSDP replicas (the smaller states)
+    parallel = column(
+        lambda i, g: (
+            g.tensor_parallel * g.pipeline_parallel * g.context_parallel * 1024 + g.data_parallel_replicate
+        )
+    )
     zero, peak = column(lambda i, g: g.zero_stage), column(lambda i, g: g.peak_bytes)
     group = column(lambda i, g: np.full(g.valid.size, i), int)
     position = column(lambda i, g: np.arange(g.valid.size), int)
@@ -495,6 +520,7 @@ def _distinct(ranked: _Ranked, groups: list[Candidates], k: int) -> list[tuple[i
             int(group.tensor_parallel[position]),
             int(group.pipeline_parallel[position]),
             int(group.context_parallel[position]),
+            int(group.data_parallel_replicate[position]),
             int(group.micro_batch[position]),
             float(ranked.total_s[row]),
             usd,  # an unpriced one (NaN) equals no other: never skipped
@@ -541,11 +567,13 @@ def scenario_of(request: PlanRequest, gpus: list[GpuSpec], group: Candidates, po
         tensor_parallel=int(group.tensor_parallel[position]),
         pipeline_parallel=int(group.pipeline_parallel[position]),
         context_parallel=int(group.context_parallel[position]),
+        data_parallel_replicate=int(group.data_parallel_replicate[position]),
         zero_stage=int(group.zero_stage[position]),
         micro_batch=int(group.micro_batch[position]),
         grad_accum=int(group.grad_accum[position]),
         sequence_parallel=request.base.sequence_parallel and int(group.tensor_parallel[position]) > 1,
         virtual_stages=1,
+        pipeline_schedule=planned_schedule(request.base),
     )
 
 

@@ -206,25 +206,38 @@ class PlanRequest:
         nodes = list(range(8, self.max_gpus + 1, 8))
         return tuple(small + nodes)
 
-    def cp_grid(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-        """(context-parallel degrees, ZeRO stages) of each part of the search grid: every stage
-        without context parallelism; with it, ZeRO-3 alone, as torchtitan, torchtune and
-        accelerate run it (FSDP over the data- and context-parallel ranks), and only where the
-        search has ZeRO-3 at all."""
+    def grid_parts(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...], bool], ...]:
+        """(context-parallel degrees, ZeRO stages, HSDP) of each part of the search grid: every
+        stage without context parallelism; with it, ZeRO-3 alone, as torchtitan, torchtune and
+        accelerate run it (FSDP over the data- and context-parallel ranks); and ZeRO-3 again as
+        HSDP, one shard group a node, where the search spans nodes and the scenario sets no
+        replicas of its own. The parts with ZeRO-3 only where the search has it."""
         split = tuple(cp for cp in self.context_parallels() if cp > 1)
-        unsplit = ((1,), self.zero_stages) if 1 in self.context_parallels() else None
-        with_cp = (split, (3,)) if split and 3 in self.zero_stages else None
-        return tuple(part for part in (unsplit, with_cp) if part is not None)
+        sharded = 3 in self.zero_stages
+        parts: list[tuple[tuple[int, ...], tuple[int, ...], bool]] = []
+        if 1 in self.context_parallels():
+            parts.append(((1,), self.zero_stages, False))
+        if split and sharded:
+            parts.append((split, (3,), False))
+        spans_nodes = max(self.counts(), default=0) > self.base.gpus_per_node
+        if sharded and spans_nodes and self.base.data_parallel_replicate == 1:
+            parts.append(((1,), (3,), True))
+        return tuple(parts)
+
+    def part_counts(self, hsdp: bool) -> tuple[int, ...]:
+        """The GPU counts a grid part searches: all of them, or for HSDP those over a node."""
+        return tuple(n for n in self.counts() if n > self.base.gpus_per_node) if hsdp else self.counts()
 
     def candidates(self) -> int:
         """How many layouts `plan()` evaluates: the size of its search grid."""
         per_group = (
-            len(self.counts())
-            * len(self.gpu_types or default_gpu_types())
+            len(self.gpu_types or default_gpu_types())
             * len(self.tensor_parallel)
             * len(self.pipeline_parallel)
             * len(self.micro_batches)
-            * sum(len(cps) * len(zeros) for cps, zeros in self.cp_grid())
+            * sum(
+                len(self.part_counts(hsdp)) * len(cps) * len(zeros) for cps, zeros, hsdp in self.grid_parts()
+            )
         )
         return per_group * len(self.methods) * len(self.checkpointing) * len(self.offloads)
 

@@ -139,8 +139,9 @@ class Estimate:
     @property
     def reserved_peak_bytes(self) -> float:
         """What torch.cuda.max_memory_reserved() would report: the peak without the memory outside
-        the caching allocator (the live tensors, the side streams' pools and the cache)."""
-        return self.peak.total - self.peak.term("overhead").value
+        the caching allocator (the live tensors, the side streams' pools and the cache), summed
+        term by term (not the total less the overhead: that rounds with the overhead's size)."""
+        return sum(term.value for term in self.peak.terms if term.name != "overhead")
 
     warnings: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()

@@ -241,8 +241,8 @@ def host_memory_bytes_per_s(scenario: Scenario) -> float:
 def scenario_step_seconds(
     coeffs: Coefficients, hardware: Hardware, layout: Layout, scenario: Scenario
 ) -> StepSeconds:
-    """Step seconds with the scenario's node size, overlap, interleaving and MFU setting (the
-    layout and hardware may hold arrays of candidates)."""
+    """Step seconds with the scenario's node size, overlap and MFU setting (the layout and
+    hardware may hold arrays of candidates)."""
     return step_seconds(
         coeffs,
         hardware,
@@ -250,7 +250,6 @@ def scenario_step_seconds(
         gpus_per_node=scenario.gpus_per_node,
         comm_overlap=scenario.comm_overlap,
         host_bytes_per_s=host_memory_bytes_per_s(scenario),
-        virtual_stages=scenario.virtual_stages,
         all_in=scenario.mfu is not None,
     )
 

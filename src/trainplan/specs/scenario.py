@@ -58,6 +58,8 @@ OPTIMIZERS = (
 )
 CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
+# Pipeline schedules (engine/terms/pipeline.py)
+PIPELINE_SCHEDULES = ("1f1b", "gpipe", "interleaved-1f1b", "zero-bubble")
 SSM_KERNELS = ("fused", "naive")
 KERNELS = ("eager", "liger", "unsloth")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
@@ -891,6 +893,19 @@ class Scenario:
             label="Virtual pipeline stages",
         ),
     )
+    pipeline_schedule: str | None = _field(
+        None,
+        FieldInfo(
+            "the pipeline schedule: 1f1b (one forward, one backward; pipeline_parallel "
+            "micro-batches in flight), gpipe (every micro-batch's forward first), "
+            "interleaved-1f1b (virtual_stages chunks per GPU), zero-bubble (ZB-H1: the backward "
+            "split into input and weight gradients, the bubble a third of 1F1B's at 1F1B's "
+            "memory); null: interleaved-1f1b with virtual stages, else 1f1b",
+            PIPELINE_SCHEDULES,
+            label="Pipeline schedule",
+            placeholder="1f1b (interleaved with virtual stages)",
+        ),
+    )
     sequence_parallel: bool = _field(
         False,
         FieldInfo(
@@ -1586,6 +1601,15 @@ def _check_combinations(scenario: Scenario) -> None:
     ]
     if len(budgets) > 1:
         raise InputError(budgets[1], f"give one training budget, not both {budgets[0]} and {budgets[1]}")
+
+
+def resolved_schedule(scenario: Any) -> str:
+    """The pipeline schedule a scenario runs: its own, else interleaved 1F1B over virtual
+    stages and 1F1B without."""
+    given: str | None = scenario.pipeline_schedule
+    if given is not None:
+        return given
+    return "interleaved-1f1b" if scenario.virtual_stages > 1 else "1f1b"
 
 
 def data_parallel(scenario: Scenario) -> int:

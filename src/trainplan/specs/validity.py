@@ -60,6 +60,8 @@ class LayoutChoice(Protocol):
     @property
     def scale_up_domain(self) -> Any: ...
     @property
+    def pipeline_schedule(self) -> str | None: ...
+    @property
     def gpus_per_node(self) -> Any: ...
     @property
     def offload(self) -> str: ...
@@ -89,6 +91,7 @@ class LayoutArrays:
     sequence_parallel: Any
     virtual_stages: Any
     context_parallel: Any = 1
+    data_parallel_replicate: Any = 1
     scale_up_domain: Any = None  # per candidate: its GPU type's domain
 
     @property
@@ -96,12 +99,12 @@ class LayoutArrays:
         return self.scenario.gpus_per_node
 
     @property
-    def data_parallel_replicate(self) -> Any:
-        return self.scenario.data_parallel_replicate
-
-    @property
     def seq_len(self) -> int:
         return self.scenario.seq_len
+
+    @property
+    def pipeline_schedule(self) -> str | None:
+        return self.scenario.pipeline_schedule
 
     @property
     def attention(self) -> str:
@@ -303,6 +306,21 @@ RULES: tuple[Rule, ...] = (
         "invalid: interleaved stages without pipeline parallel",
         lambda c, m: (c.virtual_stages > 1) & (c.pipeline_parallel == 1),
         lambda c, m: "needs pipeline_parallel > 1",
+    ),
+    Rule(
+        "pipeline_schedule",
+        "invalid: interleaved schedule without virtual stages",
+        lambda c, m: (c.pipeline_schedule == "interleaved-1f1b") & (c.virtual_stages == 1),
+        lambda c, m: "interleaved-1f1b needs virtual_stages > 1 (model chunks per GPU)",
+    ),
+    Rule(
+        "pipeline_schedule",
+        "invalid: virtual stages on a one-chunk schedule",
+        lambda c, m: (c.pipeline_schedule not in (None, "interleaved-1f1b")) & (c.virtual_stages > 1),
+        lambda c, m: (
+            f"{c.pipeline_schedule} runs one model chunk per GPU: set virtual_stages 1, or "
+            "pipeline_schedule interleaved-1f1b"
+        ),
     ),
     Rule(
         "sequence_parallel",

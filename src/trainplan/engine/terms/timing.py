@@ -215,14 +215,6 @@ def gather_or_scatter_seconds(num_bytes: Any, ranks: Any, bytes_per_s: Any) -> A
     return (ranks - 1) / ranks * num_bytes / bytes_per_s
 
 
-def pipeline_bubble_seconds(
-    compute: Any, pipeline_parallel: Any, micro_batches: Any, virtual_stages: Any = 1
-) -> Any:
-    """1F1B bubble: (p - 1)/m of the ideal compute time; the interleaved schedule with v
-    model chunks per GPU divides it by v (Narayanan et al. 2021, sec. 2.2.2)."""
-    return compute * (pipeline_parallel - 1) / (micro_batches * virtual_stages)
-
-
 def exposed_seconds(comm: Any, window: Any, overlap: float) -> Any:
     """Communication left on the critical path: up to `overlap` x the compute window it can
     run under is hidden (bucketed all-reduce under backward, prefetched all-gathers under

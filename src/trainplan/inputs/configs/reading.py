@@ -49,7 +49,8 @@ CONFIG_FIELDS = (
     "lora.targets", "lora.dropout", "lora.dora",
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
-    "tensor_parallel", "pipeline_parallel", "offload", "loss", "loss_chunks", "kernels",
+    "tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel_replicate",
+    "virtual_stages", "pipeline_schedule", "offload", "loss", "loss_chunks", "kernels",
     "compile", "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps", "sequence_parallel",
     "checkpoint_every",
 )  # fmt: skip

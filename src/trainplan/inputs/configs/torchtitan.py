@@ -15,7 +15,7 @@ implementation (fused by default).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainplan.inputs.configs.base import (
@@ -124,6 +124,27 @@ PARALLEL_SETS = (
 )
 
 
+# torch's schedule names (torch/distributed/pipelining/schedules.py get_schedule_class, matched
+# without case), as torchtitan's pipeline_parallel_schedule takes them, for the schedules modelled
+SCHEDULES = {"1F1B": "1f1b", "GPipe": "gpipe", "Interleaved1F1B": "interleaved-1f1b"}
+
+
+def _schedule(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """pipeline_parallel_schedule: a single-stage schedule runs one chunk a rank; a looped one
+    two unless pipeline_parallel_layers_per_stage says otherwise (distributed/pipeline_parallel.py
+    :114 at pytorch/torchtitan@238fa995: stages_per_rank = 1 if single-stage else 2)."""
+    if _degrees(flat)["pipeline_parallel_degree"] == 1:
+        return Ignore("no pipeline parallelism (pipeline_parallel_degree 1)")
+    schedule = {name.lower(): ours for name, ours in SCHEDULES.items()}.get(str(value).strip().lower())
+    if schedule is None:
+        return Ignore(f"{NOT_MODELLED}: the {value} schedule (read as 1F1B)")
+    if schedule != "interleaved-1f1b":
+        return {"pipeline_schedule": schedule}
+    if _get(flat, "pipeline_parallel_layers_per_stage") is not None:
+        return Ignore(f"{NOT_MODELLED}: virtual stages from pipeline_parallel_layers_per_stage")
+    return {"pipeline_schedule": schedule, "virtual_stages": 2}
+
+
 def _checkpoint(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     """[checkpoint] enable (JobConfig default false) with its interval (default 500 steps): on,
     one write every interval steps; off, torchtitan writes none, read as the one write at the
@@ -198,9 +219,51 @@ def _optimizer(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     return {"optimizer": "adamw-fused" if fused else kind}
 
 
+LOCAL_BATCH = 8  # Training.local_batch_size's default (config/job_config.py)
+
+
+def _pipeline_micro_batch(flat: Mapping[str, Any]) -> int | None:
+    """Under pipeline parallelism torchtitan splits each rank's local batch into micro-batches
+    of pipeline_parallel_microbatch_size (default 1; distributed/pipeline_parallel.py:186-194 at
+    pytorch/torchtitan@238fa995: n_microbatches = local_batch_size // microbatch_size); None
+    without it."""
+    if _degrees(flat)["pipeline_parallel_degree"] == 1:
+        return None
+    size: int = positive_int("parallelism.pipeline_parallel_microbatch_size")(
+        _get(flat, "pipeline_parallel_microbatch_size", 1)
+    )
+    return size
+
+
+def _local_batch(setting: str) -> Callable[[Any, Mapping[str, Any]], dict[str, Any]]:
+    """The local batch as the micro-batch, or under pipeline parallelism its micro-batches'
+    size (the rest of it is accumulation: global_batch_size reads it so)."""
+
+    def convert(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+        local = positive_int(setting)(value)
+        micro = _pipeline_micro_batch(flat)
+        if micro is None:
+            return {"micro_batch": local}
+        if local % micro:
+            raise InputError(
+                setting, f"{local} is not a multiple of pipeline_parallel_microbatch_size {micro}"
+            )
+        return {
+            "micro_batch": micro,
+            "_note": f"pipeline parallel: {local} a rank in micro-batches of {micro}",
+        }
+
+    return convert
+
+
 def _global_batch(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """-1: local batch x data-parallel replicas, no accumulation beyond the pipeline's own
+    micro-batches (local / pipeline micro-batch size); else the global batch, read with the
+    micro-batch."""
     if value == -1:
-        return {"grad_accum": 1}
+        micro = _pipeline_micro_batch(flat)
+        local = flat.get("training.local_batch_size", flat.get("training.batch_size", LOCAL_BATCH))
+        return {"grad_accum": 1 if micro is None else max(1, int(local) // micro)}
     return {"_global_batch": positive_int("training.global_batch_size")(value)}
 
 
@@ -235,10 +298,14 @@ RULES: dict[str, Rule] = {
     "model.flavor": ignored("read with model.name"),
     "model.converters": Rule("float8 = fp8 matmuls", _converters, sets="precision"),
     "model.*": ignored(IRRELEVANT),
-    "training.local_batch_size": to(
-        "micro_batch", "per data-parallel rank", positive_int("training.local_batch_size")
+    "training.local_batch_size": Rule(
+        "per data-parallel rank (under PP, split into pipeline micro-batches)",
+        _local_batch("training.local_batch_size"),
+        sets="micro_batch",
     ),
-    "training.batch_size": to("micro_batch", "per GPU (older releases)", positive_int("training.batch_size")),
+    "training.batch_size": Rule(
+        "per GPU (older releases)", _local_batch("training.batch_size"), sets="micro_batch"
+    ),
     "training.global_batch_size": Rule(
         "global: local batch x data-parallel GPUs x accumulation", _global_batch, sets="grad_accum"
     ),
@@ -298,8 +365,12 @@ RULES: dict[str, Rule] = {
     "parallelism.context_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.context_parallel_rotate_method": ignored(ROTATE_METHOD),
     "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
-    "parallelism.pipeline_parallel_schedule": ignored(f"{NOT_MODELLED}: the schedule's bubble"),
-    "parallelism.pipeline_parallel_microbatch_size": ignored(NOT_MODELLED),
+    "parallelism.pipeline_parallel_schedule": Rule(
+        "1F1B, GPipe or Interleaved1F1B (2 stages per rank)",
+        _schedule,
+        sets="pipeline_schedule, virtual_stages",
+    ),
+    "parallelism.pipeline_parallel_microbatch_size": ignored("read with training.local_batch_size"),
     "parallelism.*": ignored(NOT_MODELLED),
     "activation_checkpoint.mode": Rule(
         "none | full | selective (op, or every N-th block)", _checkpointing, sets="activation_checkpointing"
@@ -353,7 +424,7 @@ def recipe(flat: Mapping[str, Any]) -> str:
 DEFAULTS = {
     key: Default(value, "torchtitan", where)
     for key, value, where in (
-        ("training.local_batch_size", 8, "Training.local_batch_size"),
+        ("training.local_batch_size", LOCAL_BATCH, "Training.local_batch_size"),
         ("training.global_batch_size", -1, "Training.global_batch_size"),
         ("training.seq_len", 2048, "Training.seq_len"),
         ("training.mixed_precision_param", "bfloat16", "Training.mixed_precision_param"),
@@ -410,13 +481,15 @@ PLAN_AXES: dict[str, tuple[Any, ...]] = {
 
 def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     """The plan as torchtitan tables."""
-    from trainplan.specs.scenario import data_parallel
+    from trainplan.specs.scenario import data_parallel, resolved_schedule
 
     notes: list[str] = []
     replicas = data_parallel(scenario)
     sharded = scenario.zero_stage in (2, 3)
+    pipelined = scenario.pipeline_parallel > 1
     training: dict[str, Any] = {
-        "local_batch_size": scenario.micro_batch,
+        # under PP a rank's local batch is all its micro-batches (pipeline_parallel_microbatch_size)
+        "local_batch_size": scenario.micro_batch * (scenario.grad_accum if pipelined else 1),
         "global_batch_size": scenario.micro_batch * replicas * scenario.grad_accum,
     }
     if scenario.precision in ("bf16-mixed", "fp32", "fp8-torchao"):
@@ -440,6 +513,19 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     }
     if scenario.context_parallel > 1:
         parallelism["context_parallel_degree"] = scenario.context_parallel
+    if pipelined:
+        parallelism["pipeline_parallel_microbatch_size"] = scenario.micro_batch
+        schedule = resolved_schedule(scenario)
+        torch_names = {ours: name for name, ours in SCHEDULES.items()}
+        if schedule == "interleaved-1f1b" and scenario.virtual_stages != 2:
+            notes.append(
+                f"virtual_stages {scenario.virtual_stages}: torchtitan runs 2 stages a rank unless "
+                "pipeline_parallel_layers_per_stage sets them"
+            )
+        if schedule in torch_names:
+            parallelism["pipeline_parallel_schedule"] = torch_names[schedule]
+        else:
+            notes.append(f"pipeline_schedule {schedule}: torchtitan has no single-chunk zero-bubble schedule")
     if scenario.zero_stage == 2:
         parallelism["fsdp_reshard_after_forward"] = "never"
     elif scenario.zero_stage == 3 and scenario.pipeline_parallel > 1:
