@@ -283,6 +283,7 @@ def device_of(scenario: Scenario, gpu: GpuSpec) -> DeviceOverhead:
         data_parallel(scenario),
         scenario.context_parallel,
         scenario.data_parallel_replicate,
+        scenario.expert_parallel,
     )
 
 
@@ -305,6 +306,7 @@ def layout_of(
         data_parallel_replicate=scenario.data_parallel_replicate,
         pipeline_schedule=SCHEDULE_CODES[resolved_schedule(scenario)],
         virtual_stages=scenario.virtual_stages,
+        expert_parallel=scenario.expert_parallel,
         overhead_bytes=device.total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
         rollout=rollout is not None,

@@ -16,6 +16,7 @@ from typing import Any
 from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import maximum, minimum, where
 from trainplan.engine.terms.context import exchange_backward_bytes, exchange_bytes, exchange_forward_bytes
+from trainplan.engine.terms.experts import all_to_all_bytes
 from trainplan.engine.terms.pipeline import pipeline_bubble_seconds, pipeline_in_flight
 from trainplan.engine.terms.precisions import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
@@ -102,6 +103,8 @@ class Layout:
     # the pipeline schedule (terms/pipeline.py SCHEDULE_CODES) and its model chunks per GPU
     pipeline_schedule: Any = 0
     virtual_stages: Any = 1
+    # the routed experts split over this many GPUs (terms/experts.py)
+    expert_parallel: Any = 1
     # memory outside the caching allocator (terms/device.py): the CUDA context, the cuBLAS
     # workspace, NCCL's buffers, or a scenario's flat figure
     overhead_bytes: Any = 0.0
@@ -219,6 +222,22 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         shard_master, (c.states.optimizer_bytes - fsdp.shard_master_bytes) * per_gpu / zero1, optimizer
     )
     transient = c.states.optimizer_transient_bytes * per_gpu / zero1
+    # expert parallelism (terms/experts.py): where a state is not sharded, a GPU holds 1 / ep of
+    # the routed experts' share of it (whole experts) in place of 1 / tp; sharded, the dense share
+    experts, ep = c.experts, v.expert_parallel
+    apart = (ep > 1) & (experts.params > 0)
+    change = v.stage_fraction * (1 / ep - 1 / tp)
+    weights = weights + where(
+        apart & (zero3 == 1),
+        experts.weight_fraction * (c.states.trainable_weight_bytes + c.states.frozen_weight_bytes) * change,
+        0.0,
+    )
+    gradients = gradients + where(
+        apart & (zero2 == 1), experts.trainable_fraction * c.states.gradient_bytes * change, 0.0
+    )
+    optimizer = optimizer + where(
+        apart & (zero1 == 1), experts.trainable_fraction * c.states.optimizer_bytes * change, 0.0
+    )
     # a layer's backward: its gathered weights, the prefetched ones, its gradients or their
     # reduce-scatter buffer; at the end of forward and while the loss gradient is formed only the
     # gathered weights (all of them without resharding after forward)
@@ -560,6 +579,8 @@ class StepSeconds:
     weight_sync: Any = 0.0
     # context parallelism's key/value exchange not hidden under the attention (terms/context.py)
     context_parallel_comm: Any = 0.0
+    # expert parallelism's token all-to-alls (terms/experts.py), not overlapped
+    expert_parallel_comm: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of the trained model's compute, by name."""
@@ -568,6 +589,7 @@ class StepSeconds:
             "data_parallel_comm": self.data_parallel_comm,
             "tensor_parallel_comm": self.tensor_parallel_comm,
             "context_parallel_comm": self.context_parallel_comm,
+            "expert_parallel_comm": self.expert_parallel_comm,
             "offload": self.offload,
             "dequantisation": self.dequantisation,
             "float8_casts": self.float8_casts,
@@ -598,6 +620,7 @@ class StepSeconds:
             + self.data_parallel_comm
             + self.tensor_parallel_comm
             + self.context_parallel_comm
+            + self.expert_parallel_comm
             + self.offload
             + self.dequantisation
             + self.float8_casts
@@ -728,6 +751,17 @@ def step_seconds(
         global_tokens * c.work.attention_flops / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
     )
     context_parallel = exposed_seconds(cp_comm, attention, comm_overlap)
+    # expert parallelism: each GPU routes its share of the tokens (its tensor-parallel rank's,
+    # sequence parallel) to the experts' ranks and back; the EP ranks sit next to one another
+    ep = v.expert_parallel
+    routed_bytes = (
+        all_to_all_bytes(c.experts, ep, c.precision.activation_bytes, c.activations.recompute_layer_share)
+        * tokens
+        / tp
+        / pp
+        * v.grad_accum
+    )
+    expert_parallel = where(ep > 1, routed_bytes / link_bytes_per_s(hw, ep, ep > gpus_per_node), 0.0)
     zero_dp = where(v.zero_stage >= 1, shard, 1)
     # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each
     # gather copies the shards up, in forward and in backward, and under FSDP's offload the
@@ -765,6 +799,7 @@ def step_seconds(
         host_optimizer,
         reference,
         context_parallel_comm=context_parallel,
+        expert_parallel_comm=expert_parallel,
     )
 
 

@@ -24,6 +24,7 @@ from trainplan.engine.terms.activations import (
     outside_layers,
 )
 from trainplan.engine.terms.context import ContextExchange, context_exchange
+from trainplan.engine.terms.experts import ExpertShare, expert_share
 from trainplan.engine.terms.flops import FlopsPerToken, flops_per_token
 from trainplan.engine.terms.fsdp import FsdpWorkingSet, fsdp_coefficients
 from trainplan.engine.terms.geometry import TokenShape
@@ -246,6 +247,8 @@ class Coefficients:
     encoders: FrozenEncoders = FrozenEncoders()
     # a preference stage's reference (ReferenceModel); `seq_len` counts both sequences of a pair
     reference: ReferenceModel = ReferenceModel()
+    # the routed experts' share, for expert parallelism (terms/experts.py)
+    experts: ExpertShare = ExpertShare()
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -289,6 +292,7 @@ NOT_READ = frozenset(
         "pipeline_schedule",
         "context_parallel",
         "data_parallel_replicate",
+        "expert_parallel",
         "sequence_parallel",
         "offload",
         "overhead_gib",
@@ -675,6 +679,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         optimizer_in_backward=scenario.optimizer_in_backward,
         fsdp=fsdp,
         reference=reference,
+        experts=expert_share(model, counts.total, counts.trainable, full),
     )
 
 

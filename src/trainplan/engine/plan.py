@@ -282,8 +282,9 @@ def evaluate_group(
         context_parallel=cp,
         data_parallel_replicate=replicas,
         pipeline_schedule=SCHEDULE_CODES[resolved_schedule(scenario)],
+        expert_parallel=scenario.expert_parallel,
         overhead_bytes=layout_overhead(
-            scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp, cp, replicas
+            scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp, cp, replicas, scenario.expert_parallel
         ).total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
     )

@@ -871,6 +871,20 @@ class Scenario:
             short_label="context parallel",
         ),
     )
+    expert_parallel: int = _field(
+        1,
+        FieldInfo(
+            "GPUs a mixture-of-experts model's routed experts are split across (torchtitan "
+            "expert_parallel_degree, Megatron --expert-model-parallel-size): each holds 1 / "
+            "expert_parallel of every MoE layer's experts, whole, the expert ranks taken from "
+            "the tensor-, data- and context-parallel ones; tokens reach their experts by all-to-all",
+            None,
+            1,
+            1024,
+            model_kinds=LLM_ONLY,
+            label="Expert parallel",
+        ),
+    )
     data_parallel_replicate: int = _field(
         1,
         FieldInfo(

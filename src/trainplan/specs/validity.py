@@ -62,6 +62,8 @@ class LayoutChoice(Protocol):
     @property
     def pipeline_schedule(self) -> str | None: ...
     @property
+    def expert_parallel(self) -> Any: ...
+    @property
     def gpus_per_node(self) -> Any: ...
     @property
     def offload(self) -> str: ...
@@ -105,6 +107,10 @@ class LayoutArrays:
     @property
     def pipeline_schedule(self) -> str | None:
         return self.scenario.pipeline_schedule
+
+    @property
+    def expert_parallel(self) -> Any:
+        return self.scenario.expert_parallel
 
     @property
     def attention(self) -> str:
@@ -169,6 +175,11 @@ def _data_parallel(c: LayoutChoice) -> Any:
     return _trainer_gpus(c) // _model_parallel(c)
 
 
+def _shard_ranks(c: LayoutChoice) -> Any:
+    """The ranks the states shard over (specs/scenario.py shard_group), from the layout."""
+    return _data_parallel(c) * c.context_parallel // c.data_parallel_replicate
+
+
 def _heads(model: ModelSpec | None) -> tuple[int, int]:
     assert model is not None, "a model rule needs the model"
     return model.attention_heads
@@ -177,6 +188,27 @@ def _heads(model: ModelSpec | None) -> tuple[int, int]:
 def _layers(model: ModelSpec | None) -> int:
     assert model is not None, "a model rule needs the model"
     return model.num_layers
+
+
+def _name(model: ModelSpec | None) -> str:
+    assert model is not None, "a model rule needs the model"
+    return model.name
+
+
+def routed(model: ModelSpec | None) -> tuple[int, ...]:
+    """The routed experts of each MoE block of `model` (empty for a dense model)."""
+    assert model is not None, "a model rule needs the model"
+    return tuple(
+        block.mlp.num_experts for block in model.blocks if block.mlp is not None and block.mlp.is_moe
+    )
+
+
+def _experts_left_over(expert_parallel: Any, model: ModelSpec | None) -> Any:
+    """Whether some MoE block's experts do not split evenly over `expert_parallel` (arrays too)."""
+    broken: Any = False
+    for experts in set(routed(model)):
+        broken = broken | (experts % expert_parallel != 0)
+    return broken
 
 
 def _kind(model: ModelSpec | None) -> str:
@@ -278,6 +310,29 @@ RULES: tuple[Rule, ...] = (
         lambda c, m: _data_parallel(c) % c.data_parallel_replicate != 0,
         lambda c, m: (
             f"{c.data_parallel_replicate} does not divide the {_data_parallel(c)} data-parallel replicas"
+        ),
+    ),
+    Rule(
+        "expert_parallel",
+        "invalid: expert parallel beyond the ranks it is carved from",
+        lambda c, m: (
+            (c.expert_parallel > 1) & ((c.tensor_parallel * _shard_ranks(c)) % c.expert_parallel != 0)
+        ),
+        lambda c, m: (
+            f"{c.expert_parallel} does not divide tensor_parallel x the ranks the states shard over = "
+            f"{c.tensor_parallel * _shard_ranks(c)}: the expert ranks are carved from them (torchtitan: "
+            "efsdp = dp_shard x cp x tp / ep)"
+        ),
+    ),
+    Rule(
+        "expert_parallel",
+        "invalid: expert parallel not a multiple of tensor parallel",
+        lambda c, m: (
+            (c.expert_parallel > 1) & (c.tensor_parallel > 1) & (c.expert_parallel % c.tensor_parallel != 0)
+        ),
+        lambda c, m: (
+            f"{c.expert_parallel} is not a multiple of tensor_parallel {c.tensor_parallel}: the expert "
+            "ranks take the tensor-parallel ones (torchtitan's expert_tensor_parallel_degree 1)"
         ),
     ),
     Rule(
@@ -399,6 +454,23 @@ RULES: tuple[Rule, ...] = (
         "invalid: context parallel on a diffusion, video or JEPA model",
         lambda c, m: (_kind(m) != "llm") & (c.context_parallel > 1),
         lambda c, m: _data_parallel_only(c.context_parallel, m),
+        needs_model=True,
+    ),
+    Rule(
+        "expert_parallel",
+        "invalid: expert parallel without routed experts",
+        lambda c, m: (c.expert_parallel > 1) & (not routed(m)),
+        lambda c, m: f"{c.expert_parallel}: {_name(m)} has no routed experts to split",
+        needs_model=True,
+    ),
+    Rule(
+        "expert_parallel",
+        "invalid: expert parallel not dividing the experts",
+        lambda c, m: (c.expert_parallel > 1) & _experts_left_over(c.expert_parallel, m),
+        lambda c, m: (
+            f"{c.expert_parallel} does not divide the "
+            f"{', '.join(map(str, sorted(set(routed(m)))))} routed experts"
+        ),
         needs_model=True,
     ),
     Rule(

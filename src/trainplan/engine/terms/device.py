@@ -96,15 +96,17 @@ def device_overhead(
     data_parallel: Any,
     context_parallel: Any = 1,
     data_parallel_replicate: Any = 1,
+    expert_parallel: Any = 1,
 ) -> DeviceOverhead:
     """The context, the workspace and one NCCL communicator per parallel dimension of more than
     one GPU (its ranks decide the pair or group figure and whether NVLS buffers apply): the
     data-parallel one over the ranks the states shard over (specs/scenario.py shard_group), one
-    for the HSDP replicas and one for the context-parallel ranks where those are used."""
+    for the HSDP replicas, the context-parallel and the expert-parallel ranks where used."""
     nccl: Any = 0.0
     count: Any = 0
     shard = shard_group(data_parallel, context_parallel, data_parallel_replicate)
-    for ranks in (shard, tensor_parallel, pipeline_parallel, context_parallel, data_parallel_replicate):
+    dimensions = (shard, tensor_parallel, pipeline_parallel, context_parallel, data_parallel_replicate)
+    for ranks in (*dimensions, expert_parallel):
         bytes_, used = _communicator(rates, ranks)
         nccl = nccl + bytes_
         count = count + used

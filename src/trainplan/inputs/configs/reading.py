@@ -49,7 +49,7 @@ CONFIG_FIELDS = (
     "lora.targets", "lora.dropout", "lora.dora",
     "base_weights", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
     "activation_checkpointing", "activation_offload", "attention", "gpus", "zero_stage",
-    "tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel_replicate",
+    "tensor_parallel", "pipeline_parallel", "context_parallel", "data_parallel_replicate", "expert_parallel",
     "virtual_stages", "pipeline_schedule", "offload", "loss", "loss_chunks", "kernels",
     "compile", "optimizer_in_backward", "kbit_upcast", "gpus_per_node", "steps", "sequence_parallel",
     "checkpoint_every",
@@ -511,6 +511,14 @@ def _least_gpus(data: dict[str, Any], sources: dict[str, Source], given: Mapping
         least *= degree
         if degree > 1 or name in LEAST_GPUS[:2]:
             named.append(name)
+    # the expert ranks are carved from the others (torchtitan: dp_shard x cp x tp), so at least
+    # expert_parallel of them a pipeline stage and replica
+    carved = 1
+    for name in ("expert_parallel", "pipeline_parallel", "data_parallel_replicate"):
+        value = given.get(name, sources[name].value if name in sources else 1)
+        carved *= value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+    if carved > least:
+        least, named = carved, ["expert_parallel", "pipeline_parallel", "data_parallel_replicate"]
     if least > int(data.get("gpus") or 1):
         data["gpus"] = least
         note = f"no GPU count given: the least a layout of {' x '.join(named)} = {least} runs on"
@@ -563,7 +571,7 @@ def emit_format(kind: str) -> ModuleType:
 
 
 #: Parallel degrees a format may not write (each emitter's EMITS says which it does): a note says so.
-UNWRITTEN_DEGREES = ("context_parallel", "data_parallel_replicate")
+UNWRITTEN_DEGREES = ("context_parallel", "data_parallel_replicate", "expert_parallel")
 
 
 def emit_axes(kind: str) -> dict[str, tuple[Any, ...]]:

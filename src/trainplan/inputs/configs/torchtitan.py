@@ -41,8 +41,8 @@ TITLE = "torchtitan TOML"
 SYNTAX = "toml"
 EMITS = (
     "micro_batch", "grad_accum", "gpus", "zero_stage", "tensor_parallel", "pipeline_parallel",
-    "context_parallel", "data_parallel_replicate", "activation_checkpointing", "compile", "precision",
-    "offload",
+    "context_parallel", "data_parallel_replicate", "expert_parallel", "activation_checkpointing", "compile",
+    "precision", "offload",
 )  # fmt: skip
 
 DEGREES = (
@@ -143,6 +143,14 @@ def _schedule(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     if _get(flat, "pipeline_parallel_layers_per_stage") is not None:
         return Ignore(f"{NOT_MODELLED}: virtual stages from pipeline_parallel_layers_per_stage")
     return {"pipeline_schedule": schedule, "virtual_stages": 2}
+
+
+def _expert_tensor_parallel(value: Any, flat: Mapping[str, Any]) -> Ignore:
+    """expert_tensor_parallel_degree: 1 (whole experts per EP rank) is what is modelled; tp (the
+    experts split by tensor parallelism too) is not yet."""
+    if value in (1, None) or _get(flat, "expert_parallel_degree", 1) == 1:
+        return Ignore("1, or no expert parallelism: whole experts a rank")
+    return Ignore(f"{NOT_MODELLED}: experts split by tensor parallelism (read as whole experts a rank)")
 
 
 def _checkpoint(value: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -364,6 +372,16 @@ RULES: dict[str, Rule] = {
     "training.data_parallel_replicate_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.context_parallel_degree": ignored("read with data_parallel_shard_degree"),
     "parallelism.context_parallel_rotate_method": ignored(ROTATE_METHOD),
+    "parallelism.expert_parallel_degree": to(
+        "expert_parallel",
+        "ranks the routed experts are split over (carved from dp_shard x cp x tp)",
+        positive_int("parallelism.expert_parallel_degree"),
+    ),
+    "parallelism.expert_tensor_parallel_degree": Rule(
+        "tensor parallelism inside the experts (1: none, the default)",
+        _expert_tensor_parallel,
+        sets="",
+    ),
     "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
     "parallelism.pipeline_parallel_schedule": Rule(
         "1F1B, GPipe or Interleaved1F1B (2 stages per rank)",
@@ -513,6 +531,8 @@ def emit(scenario: Any) -> tuple[dict[str, Any], list[str]]:
     }
     if scenario.context_parallel > 1:
         parallelism["context_parallel_degree"] = scenario.context_parallel
+    if scenario.expert_parallel > 1:
+        parallelism["expert_parallel_degree"] = scenario.expert_parallel
     if pipelined:
         parallelism["pipeline_parallel_microbatch_size"] = scenario.micro_batch
         schedule = resolved_schedule(scenario)
