@@ -44,6 +44,7 @@ VALUES: dict[str, Any] = {
     "tensor_parallel": 2,
     "pipeline_parallel": 2,
     "context_parallel": 2,
+    "expert_parallel": 2,
     "lora": {"rank": 64, "dora": True},
     "base_weights": "int8",
     "kbit_upcast": True,
@@ -69,6 +70,8 @@ _VLLM: dict[str, Any] = {"rollout_engine": "vllm"}
 # kernel of a model with state-space layers.
 INSIDE: dict[str, dict[str, Any]] = {
     "loss_chunks": {"loss": "chunked"},
+    # a mixture-of-experts model on 2 GPUs without ZeRO: each holds half the routed experts
+    "expert_parallel": {"model": "Qwen3-30B-A3B", "method": "full", "gpus": 2},
     "ssm_kernel": {"model": "Mamba-2.8B", "method": "full"},
     "reference": {"stage": "dpo"},
     "reference_weights": {"stage": "dpo", "reference": "model"},
