@@ -116,3 +116,13 @@ def test_tensor_parallelism_stays_within_the_fast_link(
     with pytest.raises(InputError) as error:
         estimate(scenario)
     assert error.value.field == "tensor_parallel" and refused in error.value.message
+
+
+def test_a_tpu_v5e_slice_reduces_over_ici_across_its_hosts() -> None:
+    """TPU v5e: 8-chip hosts in a 256-chip ICI pod (Google Cloud's TPU v5e docs, the catalog
+    record): 16 chips on two hosts all-reduce at the ICI figure (400 GB/s both ways)."""
+    scenario = dataclasses.replace(DDP, gpu="TPU v5e", gpus_per_node=8)
+    ici = (find_gpu("TPU v5e").scale_up_bandwidth_bytes_per_s or 0.0) / 2 * INTRA_NODE_EFFICIENCY
+    assert _dp_seconds(scenario) == pytest.approx(
+        ring_allreduce_seconds(_gradient_bytes(scenario), 16, ici), rel=1e-12
+    )
