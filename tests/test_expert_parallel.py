@@ -104,3 +104,21 @@ def test_torchtitan_expert_parallel_degree(tmp_path: Path) -> None:
     reading = scenario_from_config([tmp_path / "job.toml"])
     assert reading.mapping["expert_parallel"] == 8
     assert scenario_from_mapping(reading.mapping).gpus == 8
+
+
+def test_a_moe_run_that_does_not_fit_is_offered_expert_parallelism() -> None:
+    """Without ZeRO each of 8 GPUs holds every expert: splitting them over the 8 is offered,
+    with its own estimate; a dense model's estimate refuses it, so it is not offered there, nor
+    under ZeRO-3, where the experts' share is the dense one already."""
+    from trainplan.interfaces.text.hints import Hint, hints
+
+    def offered(scenario: Scenario) -> dict[str, Hint]:
+        return {hint.id: hint for hint in hints(scenario, estimate(scenario))}
+
+    split = offered(BASE)["expert_parallel"]
+    assert split.change == {"expert_parallel": 8}
+    expected = estimate(dataclasses.replace(BASE, expert_parallel=8)).total_bytes
+    assert split.total_bytes == expected
+    dense = dataclasses.replace(BASE, model="llama-3.1-70b")
+    assert "expert_parallel" not in offered(dense)
+    assert "expert_parallel" not in offered(dataclasses.replace(BASE, zero_stage=3))

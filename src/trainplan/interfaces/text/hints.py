@@ -20,7 +20,7 @@ from trainplan.interfaces.text.phrasing import format_duration, format_usd, with
 from trainplan.specs.errors import TrainplanError
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.rollout import resolved_rollout
-from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping
+from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping, shard_ranks
 from trainplan.specs.stages import resolved_loss
 from trainplan.specs.units import format_gib
 
@@ -110,6 +110,15 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
         savers.append(("micro_batch", "Micro-batch 1, more accumulation (same global batch)", change))
     if scenario.gpus > 1 and scenario.zero_stage < 3:
         savers.append(("zero3", "Shard everything with ZeRO-3 / FSDP", {"zero_stage": 3}))
+    experts = _expert_split(scenario)
+    if experts:
+        savers.append(
+            (
+                "expert_parallel",
+                f"Split the routed experts over {experts} GPUs (expert parallelism)",
+                {"expert_parallel": experts},
+            )
+        )
     split = _context_split(scenario)
     if split:
         savers.append(
@@ -133,6 +142,17 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
             change["zero_stage"] = 1
         savers.append(("offload", "Offload optimizer state to CPU memory", change))
     return savers
+
+
+def _expert_split(scenario: Scenario) -> int:
+    """Every rank the expert ranks can be carved from (tensor_parallel x the shard ranks),
+    where ZeRO leaves a state unsharded (under ZeRO-3 the experts' share is the dense one
+    already) and the scenario splits no experts yet; 0 otherwise. A model without routed
+    experts, or whose experts it does not divide, is refused by the estimate the hint runs."""
+    ranks = scenario.tensor_parallel * shard_ranks(scenario)
+    if scenario.zero_stage >= 3 or scenario.expert_parallel > 1 or ranks < 2:
+        return 0
+    return ranks
 
 
 def _context_split(scenario: Scenario) -> int:
