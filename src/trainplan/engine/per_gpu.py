@@ -28,7 +28,7 @@ from trainplan.engine.terms.timing import (
     ring_allreduce_seconds,
 )
 from trainplan.specs.frozen import direct_init, once
-from trainplan.specs.scenario import shard_group
+from trainplan.specs.validity import shard_group
 
 OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer+params": 2, "optimizer+params+grads": 3}
 
@@ -126,7 +126,7 @@ class Layout:
 
     @property
     def shard(self) -> Any:
-        """The ranks ZeRO / FSDP shard the states over (specs/scenario.py shard_group)."""
+        """The ranks ZeRO / FSDP shard the states over (specs/validity.py shard_group)."""
         return shard_group(self.data_parallel, self.context_parallel, self.data_parallel_replicate)
 
 

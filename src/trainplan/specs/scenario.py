@@ -34,6 +34,7 @@ from trainplan.specs.stages import (
 )
 from trainplan.specs.validity import check_layout
 from trainplan.specs.validity import resolved_base_weights as resolved_base_weights  # re-exported
+from trainplan.specs.validity import shard_group as shard_group  # re-exported
 
 #: Tokens trained on when a language-model scenario gives no budget (the field table's help and
 #: the time figures read this one number).
@@ -1652,14 +1653,6 @@ def shard_ranks(scenario: Scenario) -> int:
         data_parallel(scenario), scenario.context_parallel, scenario.data_parallel_replicate
     )
     return ranks
-
-
-def shard_group(data_parallel: Any, context_parallel: Any, data_parallel_replicate: Any) -> Any:
-    """The ranks ZeRO / FSDP shard the states over: the data-parallel replicas and the context-
-    parallel ranks (which hold the same weights: torchtitan's FSDP mesh is dp_shard x cp,
-    DeepSpeed's ZeRO group spans its sequence-parallel ranks), divided into
-    `data_parallel_replicate` hybrid-sharding groups."""
-    return data_parallel * context_parallel // data_parallel_replicate
 
 
 def scenario_to_mapping(scenario: Scenario) -> dict[str, Any]:

@@ -175,9 +175,17 @@ def _data_parallel(c: LayoutChoice) -> Any:
     return _trainer_gpus(c) // _model_parallel(c)
 
 
+def shard_group(data_parallel: Any, context_parallel: Any, data_parallel_replicate: Any) -> Any:
+    """The ranks ZeRO / FSDP shard the states over: the data-parallel replicas and the context-
+    parallel ranks (which hold the same weights: torchtitan's FSDP mesh is dp_shard x cp,
+    DeepSpeed's ZeRO group spans its sequence-parallel ranks), divided into
+    `data_parallel_replicate` hybrid-sharding groups."""
+    return data_parallel * context_parallel // data_parallel_replicate
+
+
 def _shard_ranks(c: LayoutChoice) -> Any:
-    """The ranks the states shard over (specs/scenario.py shard_group), from the layout."""
-    return _data_parallel(c) * c.context_parallel // c.data_parallel_replicate
+    """The ranks the states shard over (`shard_group`), from the layout."""
+    return shard_group(_data_parallel(c), c.context_parallel, c.data_parallel_replicate)
 
 
 def _heads(model: ModelSpec | None) -> tuple[int, int]:

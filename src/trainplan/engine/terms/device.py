@@ -24,8 +24,8 @@ from typing import Any
 from trainplan.engine.scalar_or_array import minimum, where
 from trainplan.inputs.catalogs.device_memory import device_memory
 from trainplan.inputs.catalogs.gpus import GpuSpec
-from trainplan.specs.scenario import shard_group
 from trainplan.specs.units import GIB
+from trainplan.specs.validity import shard_group
 
 #: Architectures on which NCCL builds NVLink SHARP (NVLS) buffers over an NVSwitch domain.
 NVLS_ARCHITECTURES = frozenset({"Hopper", "Blackwell"})
@@ -100,7 +100,7 @@ def device_overhead(
 ) -> DeviceOverhead:
     """The context, the workspace and one NCCL communicator per parallel dimension of more than
     one GPU (its ranks decide the pair or group figure and whether NVLS buffers apply): the
-    data-parallel one over the ranks the states shard over (specs/scenario.py shard_group), one
+    data-parallel one over the ranks the states shard over (specs/validity.py shard_group), one
     for the HSDP replicas, the context-parallel and the expert-parallel ranks where used."""
     nccl: Any = 0.0
     count: Any = 0
