@@ -551,6 +551,16 @@ def link_bytes_per_s(hw: Hardware, extent: Any, spans_nodes: Any) -> Any:
     return where(on_nvlink, nvlink, off_domain)
 
 
+def layer_exchange_seconds(
+    hw: Hardware, bytes_per_token: Any, tokens: Any, extent: Any, gpus_per_node: Any
+) -> Any:
+    """Seconds a GPU spends moving `bytes_per_token` for each of the `tokens` it handles in a
+    step over the ranks of a dimension spread over `extent` consecutive GPUs (the context-parallel
+    key/value exchange, the expert-parallel all-to-alls): zero where the dimension is 1 GPU, as
+    its bytes are."""
+    return bytes_per_token * tokens / link_bytes_per_s(hw, extent, extent > gpus_per_node)
+
+
 @direct_init
 @dataclass(frozen=True)
 class StepSeconds:
@@ -739,14 +749,13 @@ def step_seconds(
     # ranks sit next to the tensor-parallel ones, as torchtitan's and Megatron's meshes order
     # them), hidden under the attention's own compute at comm_overlap (terms/context.py)
     cp = v.context_parallel
-    exchanged = (
-        exchange_bytes(c.work.context, cp, c.precision.activation_bytes, c.activations.recompute_layer_share)
-        * tokens
-        / tp
-        / pp
-        * v.grad_accum
+    cp_comm = layer_exchange_seconds(
+        hw,
+        exchange_bytes(c.work.context, cp, c.precision.activation_bytes, c.activations.recompute_layer_share),
+        tokens / tp / pp * v.grad_accum,
+        tp * cp,
+        gpus_per_node,
     )
-    cp_comm = exchanged / link_bytes_per_s(hw, tp * cp, tp * cp > gpus_per_node)
     attention = (
         global_tokens * c.work.attention_flops / (gpus * hw.attention_peak_flops_per_s * hw.efficiency)
     )
@@ -754,14 +763,13 @@ def step_seconds(
     # expert parallelism: each GPU routes its share of the tokens (its tensor-parallel rank's,
     # sequence parallel) to the experts' ranks and back; the EP ranks sit next to one another
     ep = v.expert_parallel
-    routed_bytes = (
-        all_to_all_bytes(c.experts, ep, c.precision.activation_bytes, c.activations.recompute_layer_share)
-        * tokens
-        / tp
-        / pp
-        * v.grad_accum
+    expert_parallel = layer_exchange_seconds(
+        hw,
+        all_to_all_bytes(c.experts, ep, c.precision.activation_bytes, c.activations.recompute_layer_share),
+        tokens / tp / pp * v.grad_accum,
+        ep,
+        gpus_per_node,
     )
-    expert_parallel = where(ep > 1, routed_bytes / link_bytes_per_s(hw, ep, ep > gpus_per_node), 0.0)
     zero_dp = where(v.zero_stage >= 1, shard, 1)
     # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each
     # gather copies the shards up, in forward and in backward, and under FSDP's offload the
