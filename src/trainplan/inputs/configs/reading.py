@@ -504,19 +504,21 @@ def _least_gpus(data: dict[str, Any], sources: dict[str, Source], given: Mapping
     launcher's, which a training config does not state)."""
     if "gpus" in given or ("gpus" in sources and not sources["gpus"].default):
         return
+
+    def degree(name: str) -> int:
+        """The degree a flag or file gives (1 where unset or not a positive integer: its own
+        rule names the field later)."""
+        value = given.get(name, sources[name].value if name in sources else 1)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
     least, named = 1, []
     for name in LEAST_GPUS:
-        value = given.get(name, sources[name].value if name in sources else 1)
-        degree = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
-        least *= degree
-        if degree > 1 or name in LEAST_GPUS[:2]:
+        least *= degree(name)
+        if degree(name) > 1 or name in LEAST_GPUS[:2]:
             named.append(name)
     # the expert ranks are carved from the others (torchtitan: dp_shard x cp x tp), so at least
     # expert_parallel of them a pipeline stage and replica
-    carved = 1
-    for name in ("expert_parallel", "pipeline_parallel", "data_parallel_replicate"):
-        value = given.get(name, sources[name].value if name in sources else 1)
-        carved *= value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+    carved = degree("expert_parallel") * degree("pipeline_parallel") * degree("data_parallel_replicate")
     if carved > least:
         least, named = carved, ["expert_parallel", "pipeline_parallel", "data_parallel_replicate"]
     if least > int(data.get("gpus") or 1):
