@@ -253,6 +253,7 @@ CASES: tuple[TimeCase, ...] = (
             "gpu": "A100 80GB SXM4",
             "gpus": 128,
             "zero_stage": 3,
+            "data_parallel_replicate": 16,
             "micro_batch": 2,
             "grad_accum": 1,
             "seq_len": 4096,
@@ -260,7 +261,10 @@ CASES: tuple[TimeCase, ...] = (
         },
         measured_tokens_per_s_per_gpu=3760,
         conversion="reported tokens/s per GPU",
-        note="HSDP (shard within a node) modelled as ZeRO-3 over all GPUs",
+        note=(
+            "HSDP: fms-fsdp's `hsdp` is FSDP1's HYBRID_SHARD (fms_fsdp/utils/train_utils.py "
+            "get_policies), which shards within each 8-GPU node and replicates over the 16 nodes"
+        ),
     ),
     TimeCase(
         id="nemo-2407-llama2-7b-sft-fp8",
