@@ -80,8 +80,8 @@ def test_a_bf16_reduce_accumulates_at_bf16() -> None:
     assert bf16["forward"] == pytest.approx(fp32["forward"] / 2, rel=1e-12)
 
 
-def _torch_interleaved_in_flight(stages: int, micro_batches: int, chunks: int) -> float:
-    """Rank 0's most chunks in flight under torch's own ScheduleInterleaved1F1B action list
+def _torch_interleaved_in_flight(stages: int, micro_batches: int, chunks: int, rank: int) -> float:
+    """A rank's most chunks in flight under torch's own ScheduleInterleaved1F1B action list
     (its `_calculate_single_rank_operations`, run on the schedule's bookkeeping alone), in
     micro-batches of the stage's activations (a chunk holds 1 / chunks of them)."""
     schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
@@ -92,7 +92,7 @@ def _torch_interleaved_in_flight(stages: int, micro_batches: int, chunks: int) -
     schedule.number_of_rounds = max(1, micro_batches // stages)
     schedule.microbatches_per_round = micro_batches // schedule.number_of_rounds
     held = most = 0
-    for action in schedule._calculate_single_rank_operations(0):
+    for action in schedule._calculate_single_rank_operations(rank):
         if action is None:
             continue
         if action.computation_type == schedules._ComputationType.FORWARD:
@@ -109,8 +109,102 @@ def _torch_interleaved_in_flight(stages: int, micro_batches: int, chunks: int) -
 def test_interleaved_in_flight_is_torchs(stages: int, micro_batches: int, chunks: int) -> None:
     from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
 
-    ours = pipeline_in_flight(SCHEDULE_CODES["interleaved-1f1b"], stages, micro_batches, chunks)
-    assert ours == pytest.approx(_torch_interleaved_in_flight(stages, micro_batches, chunks), rel=1e-12)
+    for rank in range(stages):
+        ours = pipeline_in_flight(SCHEDULE_CODES["interleaved-1f1b"], stages, micro_batches, chunks, rank)
+        theirs = _torch_interleaved_in_flight(stages, micro_batches, chunks, rank)
+        assert ours == pytest.approx(theirs, rel=1e-12), rank
+
+
+def test_one_f_one_b_in_flight_is_torchs() -> None:
+    """torch 2.13 Schedule1F1B._step_microbatches: warmup_chunks = min(n_microbatches,
+    num_stages - stage_index), then a backward before each forward; GPipe holds every
+    micro-batch on every rank, ZB-H1 as 1F1B."""
+    from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
+
+    for stages, micro_batches in ((8, 32), (4, 4), (8, 3)):
+        for rank in range(stages):
+            expected = min(micro_batches, stages - rank)
+            assert pipeline_in_flight(SCHEDULE_CODES["1f1b"], stages, micro_batches, 1, rank) == expected
+            assert (
+                pipeline_in_flight(SCHEDULE_CODES["zero-bubble"], stages, micro_batches, 1, rank) == expected
+            )
+            assert (
+                pipeline_in_flight(SCHEDULE_CODES["gpipe"], stages, micro_batches, 1, rank) == micro_batches
+            )
+
+
+PER_STAGE = Scenario(
+    model="llama-3.1-8b",
+    method="full",
+    precision="bf16-mixed",
+    gpu="H100 SXM 80GB",
+    gpus=16,
+    tensor_parallel=2,
+    pipeline_parallel=4,
+    zero_stage=1,
+    micro_batch=1,
+    grad_accum=16,
+    seq_len=8192,
+    activation_checkpointing="none",
+)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"pipeline_schedule": "gpipe"},
+        {"pipeline_schedule": "zero-bubble"},
+        {"pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2},
+        {"zero_stage": 3, "activation_checkpointing": "full"},
+        {"method": "lora", "grad_accum": 2},
+    ],
+)
+def test_per_gpu_is_the_worst_stage(fields: dict[str, object]) -> None:
+    """memory.per_gpu is the largest of memory.per_stage, which lists every rank, and that is the
+    first or the last (the others hold fewer micro-batches than the first, no head)."""
+    result = estimate(dataclasses.replace(PER_STAGE, **fields)).to_dict()["memory"]
+    stages = result["per_stage"]
+    assert [stage["stage"] for stage in stages] == [0, 1, 2, 3]
+    worst = max(stages, key=lambda stage: stage["total_bytes"])
+    assert worst["total_bytes"] == pytest.approx(result["per_gpu"]["total_bytes"], rel=1e-12)
+    assert worst["stage"] in (0, 3)
+    assert sum(stage["params_fraction"] for stage in stages) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_each_stage_holds_its_own_micro_batches_and_only_the_last_the_logits() -> None:
+    """1F1B over 4 ranks, 16 micro-batches: rank r holds 4 - r micro-batches of its layers'
+    activations, so their activations step down by one micro-batch's a rank (ranks 1 and 2 hold
+    the same layers); the logits and the loss are the last rank's alone, and the embedding
+    (128,256 x 4,096 parameters, in bf16 over 2 tensor-parallel ranks) the first's."""
+    memory = estimate(PER_STAGE).to_dict()["memory"]
+    stages = memory["per_stage"]
+    assert [stage["micro_batches_in_flight"] for stage in stages] == [4, 3, 2, 1]
+    forward = [estimate_phase(PER_STAGE, rank, "forward") for rank in range(4)]
+    held = [terms["activations"] for terms in forward]
+    one = held[1] - held[2]
+    assert one > 0
+    assert held[0] - held[1] == pytest.approx(one, rel=1e-9)
+    assert held[2] - held[3] == pytest.approx(one, rel=1e-9)
+    assert [stage["logits_bytes"] for stage in stages[:3]] == [0.0, 0.0, 0.0]
+    assert stages[3]["logits_bytes"] > 0
+    embedding = 128_256 * 4096 * 2 / 2
+    assert stages[0]["weights_bytes"] - stages[1]["weights_bytes"] == pytest.approx(embedding, rel=1e-9)
+
+
+def estimate_phase(scenario: Scenario, rank: int, phase: str) -> dict[str, float]:
+    """Pipeline rank `rank`'s terms at `phase` (per_gpu.stage_memory over the scenario's layout)."""
+    from trainplan.engine.estimate import device_of, layout_of
+    from trainplan.engine.per_gpu import stage_memory
+    from trainplan.engine.per_replica import coefficients
+    from trainplan.inputs.catalogs.gpus import find_gpu
+    from trainplan.inputs.resolve import resolve_model
+
+    coeffs = coefficients(resolve_model(scenario.model), scenario)
+    layout = layout_of(coeffs, scenario, device_of(scenario, find_gpu(scenario.gpu)))
+    fraction = coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages)[rank]
+    terms: dict[str, float] = stage_memory(coeffs, layout, rank, fraction).phases[phase]
+    return terms
 
 
 def test_each_schedule_holds_its_micro_batches() -> None:
@@ -120,8 +214,7 @@ def test_each_schedule_holds_its_micro_batches() -> None:
     base = dataclasses.replace(BASE, gpus=8, pipeline_parallel=8, zero_stage=0, grad_accum=32)
 
     def stored(**fields: object) -> float:
-        phase = next(p for p in estimate(dataclasses.replace(base, **fields)).phases if p.name == "forward")
-        return next(term.value for term in phase.terms if term.name == "activations")
+        return estimate_phase(dataclasses.replace(base, **fields), 0, "forward")["activations"]
 
     # what is kept outside the layers (the embedding's output, the last norm) does not scale
     # with the micro-batches in flight: compare the layers' part, each schedule against 1F1B
@@ -170,3 +263,31 @@ def test_schedule_and_virtual_stages_must_agree(fields: dict[str, object], words
     with pytest.raises(InputError) as error:
         scenario_from_mapping(data)
     assert error.value.field == "pipeline_schedule" and words in error.value.message
+
+
+def test_the_stage_line_says_each_ranks_peak() -> None:
+    """The CLI and the page say every rank's peak and micro-batches in flight, the worst marked
+    (phrasing.stage_line, from memory.per_stage); none without pipelining."""
+    from trainplan.interfaces.text.phrasing import stage_line
+    from trainplan.specs.units import format_gib
+
+    result = estimate(PER_STAGE)
+    stages = result.to_dict()["memory"]["per_stage"]
+    line = stage_line(result)
+    assert line is not None
+    assert line.startswith("Pipeline stages, each rank's peak: stage 0 ")
+    assert f"stage 0 {format_gib(stages[0]['total_bytes'])} (4 micro-batches in flight; the worst)" in line
+    assert line.endswith(f"stage 3 {format_gib(stages[3]['total_bytes'])} (1)")
+    assert stage_line(estimate(dataclasses.replace(PER_STAGE, pipeline_parallel=1, gpus=4))) is None
+
+
+def test_the_cli_prints_the_stage_line() -> None:
+    from typer.testing import CliRunner
+
+    from trainplan.interfaces.cli.main import app
+
+    args = ["estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM 80GB", "--gpus", "16"]
+    args += ["--tensor-parallel", "2", "--pipeline-parallel", "4", "--grad-accum", "16"]
+    out = CliRunner().invoke(app, [*args, "--seq-len", "8192", "--activation-checkpointing", "none"])
+    assert out.exit_code == 0, out.output
+    assert "Pipeline stages, each rank's peak: stage 0" in " ".join(out.output.split())

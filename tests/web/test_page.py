@@ -1041,3 +1041,26 @@ def test_the_rollout_fields_follow_the_stage(page: Page, client: TestClient) -> 
     assert page.page.locator("#rollout-note").is_hidden()
     body = {"model": "Qwen2.5-1.5B", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
     assert_shows(page, api(client, body))
+
+
+def test_the_page_says_each_pipeline_ranks_peak(page: Page, client: TestClient) -> None:
+    """Under pipeline parallelism the page says every rank's peak under the breakdown, as the
+    CLI says it (display.stage_line, from memory.per_stage); without it the note is hidden."""
+    body = {
+        "model": "Llama-3.1-8B",
+        "gpus": 16,
+        "tensor_parallel": 2,
+        "pipeline_parallel": 4,
+        "grad_accum": 16,
+        "seq_len": 8192,
+        "activation_checkpointing": "none",
+    }
+    page.open("?" + "&".join(f"{name}={value}" for name, value in body.items()))
+    data = api(client, body)
+    assert_shows(page, data)
+    line = data["display"]["stage_line"]
+    assert line.startswith("Pipeline stages, each rank's peak: stage 0")
+    assert len(data["memory"]["per_stage"]) == 4
+    assert page.text("#stage-note") == f"{line}."
+    page.open("?model=Llama-3.1-8B")
+    assert page.page.locator("#stage-note").is_hidden()

@@ -8,13 +8,13 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
-from trainplan.engine.per_gpu import OFFLOAD_CODES, TERMS, Layout, Memory, memory
+from trainplan.engine.per_gpu import OFFLOAD_CODES, TERMS, Layout, Memory, memory, stage_memory
 from trainplan.engine.per_replica import Coefficients, coefficients
-from trainplan.engine.result import Batch, Estimate, FitRow, Phase, Term, TermLabels, record
+from trainplan.engine.result import Batch, Estimate, FitRow, Phase, StageMemory, Term, TermLabels, record
 from trainplan.engine.rollout_step import RolloutFigures, rollout_figures
 from trainplan.engine.samples import resolved_ema, sample_assumptions, sample_shape
 from trainplan.engine.terms.device import DeviceOverhead, cache_fraction, device_rates, layout_overhead
-from trainplan.engine.terms.pipeline import SCHEDULE_CODES
+from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
 from trainplan.engine.terms.precisions import (
     BASE_WEIGHT_BYTES,
     OPTIMIZERS,
@@ -124,6 +124,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     mem = memory(coeffs, layout)
     phases = _phases(mem)
     peak = max(phases, key=_total)
+    stages = _stages(coeffs, scenario, layout, peak)
     paged = float(mem.paged)
     load = load_figures(scenario, gpu, coeffs.counts, coeffs.precision)
     time = time_figures(coeffs, scenario, gpu, layout, load, rollout)
@@ -208,6 +209,29 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
         },
         sample=coeffs.sample,
         rollout=rollout,
+        stages=stages,
+    )
+
+
+def _stages(coeffs: Coefficients, scenario: Scenario, layout: Layout, peak: Phase) -> tuple[StageMemory, ...]:
+    """Every pipeline rank's memory at its own peak phase (per_gpu.stage_memory; one entry, the
+    peak itself, without pipelining)."""
+    pp, schedule = layout.pipeline_parallel, layout.pipeline_schedule
+    fractions = coeffs.rank_fractions(pp, scenario.virtual_stages)
+    held = [
+        float(pipeline_in_flight(schedule, pp, layout.grad_accum, layout.virtual_stages, rank))
+        for rank in range(pp)
+    ]
+    if pp == 1:
+        return (StageMemory(0, held[0], 1.0, peak),)
+    return tuple(
+        StageMemory(
+            rank,
+            held[rank],
+            fraction,
+            max(_phases(stage_memory(coeffs, layout, rank, fraction)), key=_total),
+        )
+        for rank, fraction in enumerate(fractions)
     )
 
 
@@ -292,6 +316,7 @@ def layout_of(
 ) -> Layout:
     """The scenario's parallel layout as formula inputs (Python numbers), with a rollout
     stage's engine bytes on each trainer GPU."""
+    fractions = coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages)
     return Layout(
         tensor_parallel=scenario.tensor_parallel,
         pipeline_parallel=scenario.pipeline_parallel,
@@ -300,6 +325,8 @@ def layout_of(
         micro_batch=scenario.micro_batch,
         grad_accum=scenario.grad_accum,
         stage_fraction=coeffs.stage_fraction(scenario.pipeline_parallel),
+        first_fraction=fractions[0],
+        last_fraction=fractions[-1],
         offload=OFFLOAD_CODES[scenario.offload],
         sequence_parallel=scenario.sequence_parallel,
         context_parallel=scenario.context_parallel,

@@ -105,6 +105,10 @@ class Layout:
     virtual_stages: Any = 1
     # the routed experts split over this many GPUs (terms/experts.py)
     expert_parallel: Any = 1
+    # the parameters' fraction on the first and on the last pipeline rank
+    # (Coefficients.rank_fractions; None: stage_fraction), which `memory` compares
+    first_fraction: Any = None
+    last_fraction: Any = None
     # memory outside the caching allocator (terms/device.py): the CUDA context, the cuBLAS
     # workspace, NCCL's buffers, or a scenario's flat figure
     overhead_bytes: Any = 0.0
@@ -174,19 +178,55 @@ class Memory:
         return largest
 
 
+#: Memory's fields, which `memory` picks from the worse pipeline rank.
+_MEMORY_FIELDS = ("phases", "states", "offloaded", "paged", "stream_pool", "moments")
+
+
 def memory(c: Coefficients, v: Layout) -> Memory:
-    """Per-GPU memory of the busiest GPU at the moments of a steady-state step.
+    """Per-GPU memory of the busiest GPU at the moments of a steady-state step: under pipeline
+    parallelism the worse of the first rank (the most micro-batches in flight, the embedding) and
+    the last (the head, the logits and the loss), which bound every rank between them (each
+    holds fewer micro-batches than the first and no more layers; `stage_memory`)."""
+    pp = v.pipeline_parallel
+    if not (pp > 1 if pp.__class__ is int else bool((pp > 1).any())):
+        return stage_memory(c, v, 0, v.stage_fraction)
+    first = stage_memory(c, v, 0, v.stage_fraction if v.first_fraction is None else v.first_fraction)
+    last = stage_memory(c, v, pp - 1, v.stage_fraction if v.last_fraction is None else v.last_fraction)
+    later = last.peak() > first.peak()
+    if later.__class__ is bool:
+        return last if later else first
+    return Memory(
+        **{name: _pick(later, getattr(last, name), getattr(first, name)) for name in _MEMORY_FIELDS}
+    )
+
+
+def _pick(later: Any, second: Any, first: Any) -> Any:
+    """`second` where `later` holds, else `first`, through dicts and tuples (arrays)."""
+    if isinstance(first, dict):
+        return {name: _pick(later, second[name], value) for name, value in first.items()}
+    if isinstance(first, tuple):
+        return tuple(_pick(later, b, a) for a, b in zip(first, second, strict=True))
+    return where(later, second, first)
+
+
+def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory:
+    """Per-GPU memory of pipeline rank `rank` (0 without pipelining), which holds `fraction` of
+    the parameters, at the moments of a steady-state step.
 
     States: ZeRO stage 1 divides optimizer state by the data-parallel degree, 2 also gradients,
     3 also weights, plus FSDP2's working set (terms/fsdp.py: gathered layers, one layer's
     gradients or reduce-scatter buffer, the root group, the all-gather stream's pool); tensor
-    parallelism divides all; the heaviest pipeline stage holds `stage_fraction` of the parameters.
+    parallelism divides all. Activations: the micro-batches the rank's schedule holds in flight
+    (terms/pipeline.py); the logits, the loss and the head's gradient on the last rank only, the
+    embedding's gradient on the first only.
     """
     fsdp = c.fsdp  # the sharded working set (terms/fsdp.py)
     tp, zero = v.tensor_parallel, v.zero_stage
     dp = v.shard  # the ranks the states shard over: data- and context-parallel, per HSDP group
     sharded_dp = dp > 1
-    per_gpu = v.stage_fraction / tp
+    per_gpu = fraction / tp
+    head = rank == v.pipeline_parallel - 1  # the head and the loss run on the last rank
+    embed = rank == 0
     zero1 = where(sharded_dp & (zero >= 1), dp, 1)
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
@@ -226,7 +266,7 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # the routed experts' share of it (whole experts) in place of 1 / tp; sharded, the dense share
     experts, ep = c.experts, v.expert_parallel
     apart = (ep > 1) & (experts.params > 0)
-    change = v.stage_fraction * (1 / ep - 1 / tp)
+    change = fraction * (1 / ep - 1 / tp)
     weights = weights + where(
         apart & (zero3 == 1),
         experts.weight_fraction * (c.states.trainable_weight_bytes + c.states.frozen_weight_bytes) * change,
@@ -274,9 +314,9 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     # activations of the in-flight micro-batches on the first pipeline stage (1F1B)
     tokens = local_tokens(c, v)
     replicated_divisor = where(v.sequence_parallel, tp, 1)
-    layers_on_host = offloaded_activation_bytes(c, v)
+    layers_on_host = offloaded_activation_bytes(c, v, rank)
     offloaded = offloaded + layers_on_host
-    stored = _stored_layer_bytes(c, v) - layers_on_host
+    stored = _stored_layer_bytes(c, v, rank) - layers_on_host
     stored = (
         stored + c.activations.outside_per_token / tp * tokens + c.copies.frozen_cast_stored_bytes * per_gpu
     )
@@ -305,11 +345,11 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         / tp
         * tokens
     )
-    held = c.loss.logits_held * tokens / tp
+    held = where(head, c.loss.logits_held * tokens / tp, 0.0)
     # TRL's fused log-prob head allocates its tile buffers in forward and again in backward
     tile = minimum(tokens, c.loss.tile_tokens) * c.loss.tile_per_token + c.loss.tile_fixed
-    loss = c.loss.logits_loss * tokens / tp + tile
-    loss_backward = c.loss.logits_backward * tokens / tp + tile
+    loss = where(head, c.loss.logits_loss * tokens / tp + tile, 0.0)
+    loss_backward = where(head, c.loss.logits_backward * tokens / tp + tile, 0.0)
 
     autocast = c.copies.autocast_cache_bytes * per_gpu / zero3
     # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
@@ -333,11 +373,13 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     pipelined = (v.pipeline_parallel > 1) & sharded_dp & (zero >= 2)
     unsharded_grads = c.states.gradient_bytes * fsdp.reduce_grad_factor * per_gpu
     resident = where(pipelined, unsharded_grads, where(v.grad_accum > 1, gradients, 0.0))
-    head_grad = c.loss.head_grad_bytes / tp / zero2
-    loss_head_grad = c.loss.loss_head_grad_bytes / tp / zero2
+    head_grad = where(head, c.loss.head_grad_bytes / tp / zero2, 0.0)
+    loss_head_grad = where(head, c.loss.loss_head_grad_bytes / tp / zero2, 0.0)
     # under FSDP2's root group the head's gradient stays unsharded from the head's backward
     # until backward ends
-    head_unsharded = where(sharded_weights & fsdp.root_grads_unsharded, c.loss.head_grad_bytes / tp, 0.0)
+    head_unsharded = where(
+        head & sharded_weights & fsdp.root_grads_unsharded, c.loss.head_grad_bytes / tp, 0.0
+    )
     overhead = v.overhead_bytes
 
     # the frozen encoders run before the denoiser's forward, without grad: their working set is a
@@ -389,9 +431,12 @@ def memory(c: Coefficients, v: Layout) -> Memory:
     start, _ = _larger(loss_moment, layer_moment)
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
-    embedding = (
-        c.loss.embedding_grad_end_bytes + where(v.grad_accum > 1, c.loss.embedding_grad_accum_bytes, 0.0)
-    ) / tp
+    embedding = where(
+        embed,
+        (c.loss.embedding_grad_end_bytes + where(v.grad_accum > 1, c.loss.embedding_grad_accum_bytes, 0.0))
+        / tp,
+        0.0,
+    )
     # FSDP2: the last group's unsharded gradients and the reduce-scatter buffer they are copied
     # into, once its parameters are resharded (post_backward reshards before it reduces), or a
     # layer's working set, whichever is larger
@@ -502,21 +547,23 @@ def _layer_bytes_per_token(c: Coefficients, v: Layout) -> Any:
     )
 
 
-def _stored_layer_bytes(c: Coefficients, v: Layout) -> Any:
-    """Saved activations of the layers on the first pipeline stage: its share of the layers for
-    the micro-batches its schedule holds in flight (terms/pipeline.py; min(pp, grad_accum) for
-    1F1B)."""
-    in_flight = pipeline_in_flight(v.pipeline_schedule, v.pipeline_parallel, v.grad_accum, v.virtual_stages)
+def _stored_layer_bytes(c: Coefficients, v: Layout, rank: Any = 0) -> Any:
+    """Saved activations of the layers on a pipeline rank (0: the first): its share of the
+    layers for the micro-batches its schedule holds in flight (terms/pipeline.py;
+    min(pp - rank, grad_accum) for 1F1B)."""
+    in_flight = pipeline_in_flight(
+        v.pipeline_schedule, v.pipeline_parallel, v.grad_accum, v.virtual_stages, rank
+    )
     return _layer_bytes_per_token(c, v) / v.pipeline_parallel * in_flight * local_tokens(c, v)
 
 
-def offloaded_activation_bytes(c: Coefficients, v: Layout) -> Any:
+def offloaded_activation_bytes(c: Coefficients, v: Layout, rank: Any = 0) -> Any:
     """Saved layer activations moved to CPU memory by activation offloading: all but the
     layers in flight (terms/savers.py); zero without offloading."""
     if c.activations.offload_resident >= 1:
         return 0.0 * v.micro_batch
     resident = _layer_bytes_per_token(c, v) * c.activations.offload_resident * local_tokens(c, v)
-    stored = _stored_layer_bytes(c, v)
+    stored = _stored_layer_bytes(c, v, rank)
     return stored - minimum(stored, resident)
 
 

@@ -257,9 +257,9 @@ class Coefficients:
         return [block_params(block, model) for block in model.blocks for _ in range(block.count)]
 
     def stage_fraction(self, pipeline_parallel: int) -> float:
-        """Fraction of parameters on the heaviest pipeline stage: layers split evenly (rounded
-        up), the embedding and any vision tower on the first stage, the head and final norm on
-        the last."""
+        """Fraction of parameters on the heaviest pipeline stage, which the step time is read
+        from: layers split evenly (rounded up), the embedding and any vision tower on the first
+        stage, the head and final norm on the last."""
         if pipeline_parallel == 1:
             return 1.0
         if pipeline_parallel not in self.stage_fractions:
@@ -270,6 +270,23 @@ class Coefficients:
             stages[-1] += self.counts.head + self.model.final_norms * self.model.norm_params
             self.stage_fractions[pipeline_parallel] = max(stages) / self.counts.total
         return self.stage_fractions[pipeline_parallel]
+
+    def rank_fractions(self, pipeline_parallel: int, virtual_stages: int = 1) -> tuple[float, ...]:
+        """Fraction of the parameters on each pipeline rank: the layers split evenly (rounded up,
+        as torchtitan's and Megatron's even splits do) into pipeline_parallel x virtual_stages
+        chunks, rank r holding chunks r, r + p, ... (the interleaved placement; one chunk a rank
+        otherwise), the embedding and any vision tower on the first chunk, the head and final
+        norm on the last (which is rank p - 1's)."""
+        chunks = pipeline_parallel * virtual_stages
+        if chunks == 1:
+            return (1.0,)
+        per_layer = self.layer_params
+        size = math.ceil(len(per_layer) / chunks)
+        parts = [sum(per_layer[i * size : (i + 1) * size]) for i in range(chunks)]
+        parts[0] += self.counts.embedding + self.counts.extras
+        parts[-1] += self.counts.head + self.model.final_norms * self.model.norm_params
+        total = self.counts.total
+        return tuple(sum(parts[rank::pipeline_parallel]) / total for rank in range(pipeline_parallel))
 
 
 #: The scenario fields `build_coefficients` never reads: the model reference (the spec is passed

@@ -244,6 +244,14 @@ def evaluate_group(
         for p in request.pipeline_parallel
     }
     stage_fraction = np.vectorize(fractions.__getitem__, otypes=[float])(pp)
+    # the first and last ranks' fractions, which the memory compares (one chunk a rank)
+    ends = {
+        int(p): (ranks[0], ranks[-1])
+        for p in request.pipeline_parallel
+        for ranks in [coeffs.rank_fractions(int(p)) if p <= model.num_layers else (1.0,)]
+    }
+    first_fraction = np.vectorize(lambda p: ends[p][0], otypes=[float])(pp)
+    last_fraction = np.vectorize(lambda p: ends[p][1], otypes=[float])(pp)
     offload_code = OFFLOAD_CODES[offload]
     sequence_parallel = scenario.sequence_parallel & (tp > 1)
     reason = np.full(g.shape, -1)
@@ -277,6 +285,8 @@ def evaluate_group(
         micro_batch=mb,
         grad_accum=grad_accum,
         stage_fraction=stage_fraction,
+        first_fraction=first_fraction,
+        last_fraction=last_fraction,
         offload=offload_code,
         sequence_parallel=sequence_parallel,
         context_parallel=cp,

@@ -110,6 +110,16 @@ class Batch:
         return self.global_sequences * self.seq_len
 
 
+class StageMemory(NamedTuple):
+    """One pipeline rank's memory: the micro-batches its schedule holds in flight, its share of
+    the parameters, and its peak phase (the device figure, with its terms)."""
+
+    stage: int
+    micro_batches_in_flight: float
+    params_fraction: float
+    peak: Phase
+
+
 @direct_init
 @dataclass(frozen=True)
 class Estimate:
@@ -153,6 +163,8 @@ class Estimate:
     assumptions: dict[str, Any] = field(default_factory=dict)
     sample: TokenShape | None = None  # one image / clip of a diffusion, video or JEPA model
     rollout: RolloutFigures | None = None  # a GRPO step's rollout engine and its figures
+    # every pipeline rank's memory (one entry without pipelining); `peak` is the worst's
+    stages: tuple[StageMemory, ...] = ()
 
     @property
     def total_bytes(self) -> float:
@@ -223,6 +235,17 @@ def _memory(result: Estimate) -> dict[str, Any]:
         "reserved_peak_bytes": result.reserved_peak_bytes,
         "device_overhead": _device(result.device),
         "rollout": _rollout(result),
+        "per_stage": [
+            {
+                "stage": stage.stage,
+                "micro_batches_in_flight": stage.micro_batches_in_flight,
+                "params_fraction": stage.params_fraction,
+                "peak_phase": stage.peak.name,
+                "total_bytes": stage.peak.total,
+                **_term_bytes(stage.peak.terms),
+            }
+            for stage in result.stages
+        ],
     }
 
 
@@ -350,6 +373,7 @@ JSON_SHAPES: dict[type, JsonShape] = {
                 ),
                 _IN_MEMORY,
             ),
+            "stages": "under memory, as per_stage",
         },
     ),
     ParamCounts: JsonShape(

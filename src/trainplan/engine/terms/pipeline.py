@@ -1,20 +1,21 @@
 """Pipeline schedules: the micro-batches in flight on the busiest stage, and the bubble.
 
-The first stage holds the most: it runs the most forwards before its first backward. Counts are
-in micro-batches of one stage's activations (a chunk of an interleaved stage holds 1 / v of
-them), read from torch 2.13 distributed/pipelining/schedules.py, the schedules torchtitan's
-`pipeline_parallel_schedule` names:
+Each rank r of p holds its own count; the first holds the most, as it runs the most forwards
+before its first backward. Counts are in micro-batches of one stage's activations (a chunk of an
+interleaved stage holds 1 / v of them), read from torch 2.13 distributed/pipelining/schedules.py,
+the schedules torchtitan's `pipeline_parallel_schedule` names:
 
-- 1F1B (Schedule1F1B; Narayanan et al. 2021, sec. 2.2.1): rank 0 runs min(p, m) forwards
-  before its first backward, then one forward per backward.
+- 1F1B (Schedule1F1B; Narayanan et al. 2021, sec. 2.2.1): rank r runs min(p - r, m) warm-up
+  forwards ("last stage has 1 warmup, ... first stage num_stages"), then a backward before each
+  forward.
 - GPipe (ScheduleGPipe; Huang et al. 2019): every micro-batch's forward before any backward: m.
-- Interleaved 1F1B (ScheduleInterleaved1F1B, `_get_warmup_ops`): rank 0's warm-up is
-  (v - 1) x m_round + 2 (p - 1) chunk forwards (m_round = m / max(1, m // p) micro-batches a
-  round), capped at m x v, and the steady state adds one forward before the first backward.
+- Interleaved 1F1B (ScheduleInterleaved1F1B, `_get_warmup_ops`): rank r's warm-up is
+  (v - 1) x m_round + 2 (p - 1 - r) chunk forwards (m_round = m / max(1, m // p) micro-batches
+  a round), capped at m x v, and the steady state adds one forward before the first backward.
 - Zero bubble ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", sec. 3.1): 1F1B's
   order with each backward split into its input and weight gradients, the weight gradients
-  filling the bubble; the same peak memory as 1F1B (p micro-batches) and, with equal forward,
-  input-gradient and weight-gradient times, a third of its bubble.
+  filling the bubble; the same peak memory as 1F1B (p - r micro-batches) and, with equal
+  forward, input-gradient and weight-gradient times, a third of its bubble.
 
 Bubbles: (p - 1) / m of the compute for 1F1B and GPipe, / (m v) interleaved (Narayanan et al.
 2021, sec. 2.2.2), / (3 m) for ZB-H1.
@@ -29,20 +30,24 @@ from trainplan.engine.scalar_or_array import maximum, minimum, where
 SCHEDULE_CODES = {"1f1b": 0, "gpipe": 1, "interleaved-1f1b": 2, "zero-bubble": 3}
 
 
-def interleaved_warmup(pipeline_parallel: Any, micro_batches: Any, virtual_stages: Any) -> Any:
-    """Rank 0's warm-up forwards of interleaved 1F1B, in chunks (torch's `_get_warmup_ops` at
-    rank 0: microbatches_per_round = m // max(1, m // p))."""
+def interleaved_warmup(pipeline_parallel: Any, micro_batches: Any, virtual_stages: Any, rank: Any = 0) -> Any:
+    """Rank `rank`'s warm-up forwards of interleaved 1F1B, in chunks (torch's
+    `_get_warmup_ops`: microbatches_per_round = m // max(1, m // p), two more per hop from the
+    last rank)."""
     rounds = maximum(micro_batches // pipeline_parallel, 1)
     per_round = micro_batches // rounds
-    warmup = (virtual_stages - 1) * per_round + 2 * (pipeline_parallel - 1)
+    warmup = (virtual_stages - 1) * per_round + 2 * (pipeline_parallel - 1 - rank)
     return minimum(warmup, micro_batches * virtual_stages)
 
 
-def pipeline_in_flight(schedule: Any, pipeline_parallel: Any, micro_batches: Any, virtual_stages: Any) -> Any:
-    """Micro-batches of the first stage's activations held at its peak (numbers or arrays)."""
-    one_f_one_b = minimum(pipeline_parallel, micro_batches)
+def pipeline_in_flight(
+    schedule: Any, pipeline_parallel: Any, micro_batches: Any, virtual_stages: Any, rank: Any = 0
+) -> Any:
+    """Micro-batches of a stage's activations that pipeline rank `rank` (0: the first) holds at
+    its peak (numbers or arrays)."""
+    one_f_one_b = minimum(pipeline_parallel - rank, micro_batches)
     chunks = minimum(
-        interleaved_warmup(pipeline_parallel, micro_batches, virtual_stages) + 1,
+        interleaved_warmup(pipeline_parallel, micro_batches, virtual_stages, rank) + 1,
         micro_batches * virtual_stages,
     )
     interleaved = chunks / virtual_stages

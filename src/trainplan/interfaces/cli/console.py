@@ -25,6 +25,7 @@ from trainplan.interfaces.text.phrasing import (
     recipe_line,
     rollout_lines,
     runtime_lines,
+    stage_line,
 )
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.scenario import data_parallel
@@ -92,6 +93,9 @@ def print_estimate(result: Estimate, console: Console | None = None) -> None:
     console.print(table)
     phases = ", ".join(f"{phase.name} {format_gib(phase.total)}" for phase in result.phases)
     console.print(f"Phases: {phases}")
+    stages = stage_line(result)
+    if stages:
+        console.print(stages)
     for line in rollout_lines(result):
         console.print(line)
     if result.cpu_offload_bytes:

@@ -77,6 +77,23 @@ def rollout_words(settings: Mapping[str, Any]) -> str:
     return f"vLLM on {settings['engine_gpus']} GPUs of its own, tp {tp}"
 
 
+def stage_line(result: Estimate) -> str | None:
+    """Each pipeline rank's peak and the micro-batches it holds, the worst marked, e.g.
+    'Pipeline stages, each rank's peak: stage 0 47.00 GiB (4 micro-batches in flight; the
+    worst), stage 1 36.20 GiB (3), ...';
+    none without pipelining."""
+    if len(result.stages) < 2:
+        return None
+    worst = max(result.stages, key=lambda stage: stage.peak.total).stage
+    parts = [
+        f"stage {stage.stage} {format_gib(stage.peak.total)} ({stage.micro_batches_in_flight:g}"
+        + (" micro-batches in flight; the worst" if stage.stage == worst else "")
+        + ")"
+        for stage in result.stages
+    ]
+    return "Pipeline stages, each rank's peak: " + ", ".join(parts)
+
+
 def rollout_lines(result: Estimate) -> list[str]:
     """A rollout stage's engine and rounds, e.g. 'Rollout: vLLM colocated at 0.3, tp 1: 23.89 GiB
     of each engine GPU (weights 2.87 GiB, activations 0.51 GiB, KV cache 20.51 GiB: 777K tokens, 759

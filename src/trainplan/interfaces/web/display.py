@@ -29,6 +29,7 @@ from trainplan.interfaces.text.phrasing import (
     rollout_words,
     runtime_lines,
     samples_word,
+    stage_line,
     trainable_detail,
     weights_detail,
 )
@@ -123,6 +124,7 @@ def display(result: Estimate, uploaded: bool = False) -> dict[str, Any]:
         "notes": [f"{label.capitalize()}: {text}" for label, text in note_lines(result)],
         "runtime_lines": runtime_lines(result),
         "rollout_lines": rollout_lines(result),
+        "stage_line": stage_line(result),
         "rollout_summary": rollout_summary(result),
         "duration": format_duration(time.run_s) if time else None,
         "no_time": no_time_text(result) if time is None else None,

@@ -88,6 +88,10 @@ function renderBreakdown(result, row) {
   const rollout = $("rollout-note");
   rollout.hidden = !memory.rollout;
   rollout.textContent = (result.display.rollout_lines || []).join(". ");
+  // under pipeline parallelism: every rank's peak, the worst of which is the total
+  const stages = $("stage-note");
+  stages.hidden = !result.display.stage_line;
+  stages.textContent = result.display.stage_line ? `${result.display.stage_line}.` : "";
   const paged = $("paged-note");
   paged.hidden = !memory.paged_bytes;
   paged.textContent = `Paged optimizer state in unified memory, outside the total: ${gib(memory.paged_bytes)} per GPU (the driver pages it to the host when the GPU runs short).`;
