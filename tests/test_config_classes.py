@@ -798,6 +798,8 @@ def test_hybrid_shard_replicates_across_the_nodes(tmp_path: Path) -> None:
         ("GPipe", {"pipeline_schedule": "gpipe", "virtual_stages": 1}),
         ("1F1B", {"pipeline_schedule": "1f1b", "virtual_stages": 1}),
         ("ZBVZeroBubble", {"pipeline_schedule": None, "virtual_stages": 1}),
+        # torchtitan tests/integration_tests/models.py:35-47 runs DualPipeV (2 stages a rank, V)
+        ("DualPipeV", {"pipeline_schedule": "dualpipev", "virtual_stages": 2}),
     ],
 )
 def test_torchtitan_pipeline_schedules(tmp_path: Path, schedule: str, expected: dict[str, Any]) -> None:
@@ -806,6 +808,8 @@ def test_torchtitan_pipeline_schedules(tmp_path: Path, schedule: str, expected: 
         "pipeline_parallel_degree = 1",
         f'pipeline_parallel_degree = 2\npipeline_parallel_schedule = "{schedule}"',
     )
+    # DualPipeV needs at least as many micro-batches as its 2 x 2 stages (torch raises)
+    text = text.replace("local_batch_size = 1", "local_batch_size = 4")
     reading = read(tmp_path, "llama3_8b.toml", text)
     scenario = scenario_from_mapping({**reading.mapping, "gpus": 8})
     assert {name: getattr(scenario, name) for name in expected} == expected

@@ -260,3 +260,19 @@ def test_plan_emit_refuses_a_method_the_format_cannot_train() -> None:
     assert (
         "methods (--methods): a torchtitan config runs none of the methods searched (lora)" in result.output
     )
+
+
+def test_a_dualpipev_plan_round_trips_through_torchtitan(tmp_path: Path) -> None:
+    """torchtitan names the schedule DualPipeV (torch get_schedule_class) and runs it with 2
+    stages a rank: written, then read back, the schedule and the chunks are the plan's."""
+    plan = {
+        "model": "Llama-3.1-8B", "method": "full", "gpus": 8, "pipeline_parallel": 4, "zero_stage": 3,
+        "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": "none",
+        "pipeline_schedule": "dualpipev", "virtual_stages": 2,
+    }  # fmt: skip
+    text, _ = emit(scenario_from_mapping(plan), "torchtitan", ["trainplan plan: a test"])
+    assert 'pipeline_parallel_schedule = "DualPipeV"' in text
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    back = scenario_from_mapping(scenario_from_config([path]).mapping)
+    assert (back.pipeline_schedule, back.virtual_stages, back.grad_accum) == ("dualpipev", 2, 8)

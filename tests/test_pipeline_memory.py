@@ -12,6 +12,7 @@ holds its shard.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -291,3 +292,181 @@ def test_the_cli_prints_the_stage_line() -> None:
     out = CliRunner().invoke(app, [*args, "--seq-len", "8192", "--activation-checkpointing", "none"])
     assert out.exit_code == 0, out.output
     assert "Pipeline stages, each rank's peak: stage 0" in " ".join(out.output.split())
+
+
+def _dualpipev_actions(stages: int, micro_batches: int) -> dict[int, list[tuple[Any, ...]]]:
+    """torch 2.13's own ScheduleDualPipeV action list of every rank (its
+    `_calculate_single_rank_operations`, run on the schedule's bookkeeping alone), each step as
+    the actions it runs: one, or an overlapped forward and backward (forward first)."""
+    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    schedule = object.__new__(schedules.ScheduleDualPipeV)
+    schedule.pp_group_size = stages
+    schedule._n_microbatches = micro_batches
+    overlapped = schedules._ComputationType.OVERLAP_F_B
+    return {
+        rank: [
+            tuple(action.sub_actions) if action.computation_type == overlapped else (action,)
+            for action in schedule._calculate_single_rank_operations(rank)
+            if action is not None
+        ]
+        for rank in range(stages)
+    }
+
+
+@pytest.mark.parametrize(("stages", "micro_batches"), [(2, 4), (4, 8), (4, 16), (8, 16), (8, 40)])
+def test_dualpipev_in_flight_is_torchs(stages: int, micro_batches: int) -> None:
+    """Every rank's most chunks in flight (a chunk held from its forward to its full or weight
+    backward) under torch's ScheduleDualPipeV, in stage micro-batches (a chunk is half a
+    stage): 2p + 1 chunks on every rank."""
+    from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
+
+    kinds = pytest.importorskip("torch.distributed.pipelining.schedules")._ComputationType
+    for rank, steps in _dualpipev_actions(stages, micro_batches).items():
+        held = most = 0
+        for action in (action for step in steps for action in step):
+            if action.computation_type == kinds.FORWARD:
+                held += 1
+            elif action.computation_type in (kinds.FULL_BACKWARD, kinds.BACKWARD_WEIGHT):
+                held -= 1
+            most = max(most, held)
+        assert held == 0
+        ours = pipeline_in_flight(SCHEDULE_CODES["dualpipev"], stages, micro_batches, 2, rank)
+        assert ours == most / 2, rank
+
+
+def _dualpipev_span(stages: int, micro_batches: int) -> float:
+    """The makespan of torch's DualPipeV action lists run in order with their dependencies (a
+    chunk's forward after the previous chunk's, its input gradient after the next chunk's and
+    its own forward, its weight gradient after its input gradient), forward, input and weight
+    gradient one time unit each; an overlapped pair starts once both may and takes the sum of
+    its two (no overlap credit)."""
+    kinds = pytest.importorskip("torch.distributed.pipelining.schedules")._ComputationType
+    lists = _dualpipev_actions(stages, micro_batches)
+    last = 2 * stages - 1
+    done: dict[tuple[str, int, int], float] = {}
+    clock = dict.fromkeys(lists, 0.0)
+    at = dict.fromkeys(lists, 0)
+
+    def needs(action: Any) -> list[tuple[str, int, int]]:
+        stage, kind, batch = action.stage_index, action.computation_type, action.microbatch_index
+        if kind == kinds.FORWARD:
+            return [("F", stage - 1, batch)] if stage else []
+        if kind == kinds.BACKWARD_WEIGHT:
+            return [("I", stage, batch)]
+        return [("F", stage, batch)] + ([("I", stage + 1, batch)] if stage < last else [])
+
+    def gives(action: Any) -> tuple[list[str], float]:
+        kind = action.computation_type
+        if kind == kinds.FULL_BACKWARD:
+            return ["I", "W"], 2.0
+        return [{kinds.FORWARD: "F", kinds.BACKWARD_INPUT: "I", kinds.BACKWARD_WEIGHT: "W"}[kind]], 1.0
+
+    moved = True
+    while moved:
+        moved = False
+        for rank, steps in lists.items():
+            while at[rank] < len(steps):
+                step = steps[at[rank]]
+                wanted = [key for action in step for key in needs(action)]
+                if not all(key in done for key in wanted):
+                    break
+                end = max([clock[rank], *(done[key] for key in wanted)]) + sum(gives(a)[1] for a in step)
+                for action in step:
+                    for name in gives(action)[0]:
+                        done[(name, action.stage_index, action.microbatch_index)] = end
+                clock[rank], at[rank], moved = end, at[rank] + 1, True
+    assert all(at[rank] == len(steps) for rank, steps in lists.items())
+    return max(clock.values())
+
+
+@pytest.mark.parametrize(("stages", "micro_batches"), [(2, 4), (4, 8), (4, 32), (8, 16), (8, 64)])
+def test_dualpipev_bubble_is_the_simulated_schedule(stages: int, micro_batches: int) -> None:
+    """The bubble over the compute of m micro-batches of two chunks of three units each is
+    (p - 1) / (3 m), as the engine times it."""
+    from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_bubble_seconds
+
+    compute = micro_batches * 2 * 3.0
+    simulated = _dualpipev_span(stages, micro_batches) - compute
+    ours = pipeline_bubble_seconds(compute, stages, micro_batches, 2, SCHEDULE_CODES["dualpipev"])
+    assert ours == pytest.approx(simulated, rel=1e-12)
+
+
+DUALPIPEV = Scenario(
+    model="Qwen3-30B-A3B",
+    method="full",
+    precision="bf16-mixed",
+    gpu="H100 SXM 80GB",
+    gpus=16,
+    pipeline_parallel=4,
+    expert_parallel=4,
+    zero_stage=3,
+    micro_batch=1,
+    grad_accum=16,
+    seq_len=4096,
+    activation_checkpointing="none",
+    pipeline_schedule="dualpipev",
+    virtual_stages=2,
+)
+
+
+def test_dualpipev_puts_the_head_beside_the_embedding_on_rank_0() -> None:
+    """In a V rank r holds chunks r and 2p - 1 - r: rank 0 the embedding and the head, so the
+    logits and the loss are its alone and it is the worst; every rank holds 4.5 stage
+    micro-batches (2p + 1 chunks of half a stage)."""
+    from trainplan.engine.per_replica import coefficients
+    from trainplan.inputs.resolve import resolve_model
+
+    memory = estimate(DUALPIPEV).to_dict()["memory"]
+    stages = memory["per_stage"]
+    assert [stage["micro_batches_in_flight"] for stage in stages] == [4.5] * 4
+    assert stages[0]["logits_bytes"] > 0
+    assert [stage["logits_bytes"] for stage in stages[1:]] == [0.0] * 3
+    assert max(stages, key=lambda stage: stage["total_bytes"])["stage"] == 0
+    assert stages[0]["total_bytes"] == pytest.approx(memory["per_gpu"]["total_bytes"], rel=1e-12)
+    coeffs = coefficients(resolve_model(DUALPIPEV.model), DUALPIPEV)
+    # 48 layers in 8 chunks of 6: rank 0 holds chunks 0 and 7, the embedding and the head
+    layers = coeffs.layer_params
+    counts = coeffs.counts
+    first = sum(layers[:6]) + counts.embedding + counts.extras
+    last = sum(layers[42:]) + counts.head + coeffs.model.final_norms * coeffs.model.norm_params
+    assert stages[0]["params_fraction"] == pytest.approx((first + last) / counts.total, rel=1e-12)
+    assert stages[1]["params_fraction"] == pytest.approx(
+        (sum(layers[6:12]) + sum(layers[36:42])) / counts.total, rel=1e-12
+    )
+
+
+def test_dualpipev_hides_the_expert_all_to_alls() -> None:
+    """The expert all-to-alls run under the overlapped chunks' compute at comm_overlap
+    (DeepSeek-V3 sec. 3.2.1): exposed, what comm_overlap x compute does not cover; under ZB-H1,
+    the same bubble without the overlap, all of them."""
+    from trainplan.engine.terms.timing import exposed_seconds
+
+    dual = estimate(DUALPIPEV)
+    plain = estimate(dataclasses.replace(DUALPIPEV, pipeline_schedule="zero-bubble", virtual_stages=1))
+    assert dual.time is not None and plain.time is not None
+    raw = plain.time.step.expert_parallel_comm
+    assert raw > 0
+    overlap = DUALPIPEV.comm_overlap
+    expected = exposed_seconds(raw, plain.time.step.compute, overlap)
+    assert dual.time.step.expert_parallel_comm == pytest.approx(expected, rel=1e-12)
+    assert dual.time.step.expert_parallel_comm < raw
+    assert dual.time.step.pipeline_bubble == pytest.approx(plain.time.step.pipeline_bubble, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"virtual_stages": 1}, "pipeline_schedule", "exactly 2 model chunks per GPU"),
+        ({"grad_accum": 4}, "grad_accum", "grad_accum >= 2 x pipeline_parallel = 8"),
+        ({"compile": True}, "compile", "set compile false"),
+        ({"activation_checkpointing": "full"}, "activation_checkpointing", "set none"),
+    ],
+)
+def test_dualpipev_layouts_that_cannot_run(fields: dict[str, object], field: str, words: str) -> None:
+    """torch ScheduleDualPipeV: 2 chunks a rank, at least 2p micro-batches, no compiled stages;
+    torchtitan (dual_pipe_v.py): no checkpointing with expert parallelism."""
+    from trainplan.specs.errors import InputError
+
+    with pytest.raises(InputError) as error:
+        estimate(dataclasses.replace(DUALPIPEV, **fields))  # type: ignore[arg-type]
+    assert error.value.field == field and words in error.value.message

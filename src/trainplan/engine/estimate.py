@@ -213,11 +213,17 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     )
 
 
+def _rank_fractions(coeffs: Coefficients, scenario: Scenario) -> tuple[float, ...]:
+    """Each pipeline rank's share of the parameters, as the scenario's schedule places chunks."""
+    v_shape = resolved_schedule(scenario) == "dualpipev"
+    return coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages, v_shape)
+
+
 def _stages(coeffs: Coefficients, scenario: Scenario, layout: Layout, peak: Phase) -> tuple[StageMemory, ...]:
     """Every pipeline rank's memory at its own peak phase (per_gpu.stage_memory; one entry, the
     peak itself, without pipelining)."""
     pp, schedule = layout.pipeline_parallel, layout.pipeline_schedule
-    fractions = coeffs.rank_fractions(pp, scenario.virtual_stages)
+    fractions = _rank_fractions(coeffs, scenario)
     held = [
         float(pipeline_in_flight(schedule, pp, layout.grad_accum, layout.virtual_stages, rank))
         for rank in range(pp)
@@ -316,7 +322,7 @@ def layout_of(
 ) -> Layout:
     """The scenario's parallel layout as formula inputs (Python numbers), with a rollout
     stage's engine bytes on each trainer GPU."""
-    fractions = coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages)
+    fractions = _rank_fractions(coeffs, scenario)
     return Layout(
         tensor_parallel=scenario.tensor_parallel,
         pipeline_parallel=scenario.pipeline_parallel,

@@ -17,7 +17,7 @@ from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import maximum, minimum, where
 from trainplan.engine.terms.context import exchange_backward_bytes, exchange_bytes, exchange_forward_bytes
 from trainplan.engine.terms.experts import all_to_all_bytes
-from trainplan.engine.terms.pipeline import pipeline_bubble_seconds, pipeline_in_flight
+from trainplan.engine.terms.pipeline import head_rank, pipeline_bubble_seconds, pipeline_in_flight
 from trainplan.engine.terms.precisions import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
 from trainplan.engine.terms.timing import (
@@ -225,7 +225,7 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     dp = v.shard  # the ranks the states shard over: data- and context-parallel, per HSDP group
     sharded_dp = dp > 1
     per_gpu = fraction / tp
-    head = rank == v.pipeline_parallel - 1  # the head and the loss run on the last rank
+    head = rank == head_rank(v.pipeline_schedule, v.pipeline_parallel)  # the head and the loss
     embed = rank == 0
     zero1 = where(sharded_dp & (zero >= 1), dp, 1)
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
@@ -816,6 +816,13 @@ def step_seconds(
         tokens / tp / pp * v.grad_accum,
         ep,
         gpus_per_node,
+    )
+    # DualPipeV runs one chunk's forward beside another's backward so that each one's dispatch
+    # and combine run under the other's compute (DeepSeek-V3, arXiv 2412.19437, sec. 3.2.1;
+    # torchtitan's pipeline_parallel_expert_parallel_overlap, on by default): hidden at
+    # comm_overlap under the step's compute, exposed otherwise
+    expert_parallel = where(
+        v.pipeline_schedule == 4, exposed_seconds(expert_parallel, compute, comm_overlap), expert_parallel
     )
     zero_dp = where(v.zero_stage >= 1, shard, 1)
     # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each

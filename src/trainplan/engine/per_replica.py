@@ -271,12 +271,15 @@ class Coefficients:
             self.stage_fractions[pipeline_parallel] = max(stages) / self.counts.total
         return self.stage_fractions[pipeline_parallel]
 
-    def rank_fractions(self, pipeline_parallel: int, virtual_stages: int = 1) -> tuple[float, ...]:
+    def rank_fractions(
+        self, pipeline_parallel: int, virtual_stages: int = 1, v_shape: bool = False
+    ) -> tuple[float, ...]:
         """Fraction of the parameters on each pipeline rank: the layers split evenly (rounded up,
         as torchtitan's and Megatron's even splits do) into pipeline_parallel x virtual_stages
         chunks, rank r holding chunks r, r + p, ... (the interleaved placement; one chunk a rank
-        otherwise), the embedding and any vision tower on the first chunk, the head and final
-        norm on the last (which is rank p - 1's)."""
+        otherwise), or chunks r and 2p - 1 - r in a V (DualPipeV, two chunks a rank: torch's
+        generate_rank_to_stage_mapping style "v"), the embedding and any vision tower on the
+        first chunk, the head and final norm on the last (rank p - 1's, or in a V rank 0's)."""
         chunks = pipeline_parallel * virtual_stages
         if chunks == 1:
             return (1.0,)
@@ -286,6 +289,10 @@ class Coefficients:
         parts[0] += self.counts.embedding + self.counts.extras
         parts[-1] += self.counts.head + self.model.final_norms * self.model.norm_params
         total = self.counts.total
+        if v_shape:
+            return tuple(
+                (parts[rank] + parts[chunks - 1 - rank]) / total for rank in range(pipeline_parallel)
+            )
         return tuple(sum(parts[rank::pipeline_parallel]) / total for rank in range(pipeline_parallel))
 
 

@@ -47,6 +47,7 @@ from trainplan.specs.model import ModelSpec
 from trainplan.specs.rollout import ROLLOUT_STAGES
 from trainplan.specs.scenario import (
     DEFAULT_TRAIN_TOKENS,
+    MULTI_CHUNK_SCHEDULES,
     Scenario,
     data_parallel_degree,
     layout_template,
@@ -353,8 +354,8 @@ def evaluate_group(
 
 def planned_schedule(base: Scenario) -> str | None:
     """The schedule the planner's candidates run: one model chunk a GPU each, so the
-    scenario's own unless it interleaves (then 1F1B: None)."""
-    return None if resolved_schedule(base) == "interleaved-1f1b" else base.pipeline_schedule
+    scenario's own unless it runs several chunks a GPU (then 1F1B: None)."""
+    return None if resolved_schedule(base) in MULTI_CHUNK_SCHEDULES else base.pipeline_schedule
 
 
 def with_method(base: Scenario, method: str) -> Scenario:

@@ -76,6 +76,10 @@ class LayoutChoice(Protocol):
     @property
     def kbit_upcast(self) -> bool: ...
     @property
+    def compile(self) -> bool: ...
+    @property
+    def activation_checkpointing(self) -> str: ...
+    @property
     def optimizer_in_backward(self) -> bool: ...
 
 
@@ -135,6 +139,14 @@ class LayoutArrays:
     @property
     def kbit_upcast(self) -> bool:
         return self.scenario.kbit_upcast
+
+    @property
+    def compile(self) -> bool:
+        return self.scenario.compile
+
+    @property
+    def activation_checkpointing(self) -> str:
+        return self.scenario.activation_checkpointing
 
     @property
     def optimizer_in_backward(self) -> bool:
@@ -379,10 +391,53 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "pipeline_schedule",
         "invalid: virtual stages on a one-chunk schedule",
-        lambda c, m: (c.pipeline_schedule not in (None, "interleaved-1f1b")) & (c.virtual_stages > 1),
+        lambda c, m: (
+            (c.pipeline_schedule not in (None, "interleaved-1f1b", "dualpipev")) & (c.virtual_stages > 1)
+        ),
         lambda c, m: (
             f"{c.pipeline_schedule} runs one model chunk per GPU: set virtual_stages 1, or "
             "pipeline_schedule interleaved-1f1b"
+        ),
+    ),
+    Rule(
+        "pipeline_schedule",
+        "invalid: dualpipev without two chunks a GPU",
+        lambda c, m: (c.pipeline_schedule == "dualpipev") & (c.virtual_stages != 2),
+        lambda c, m: (
+            "dualpipev runs exactly 2 model chunks per GPU in a V (torch ScheduleDualPipeV): set "
+            "virtual_stages 2"
+        ),
+    ),
+    Rule(
+        "grad_accum",
+        "invalid: dualpipev with fewer micro-batches than stages",
+        lambda c, m: (c.pipeline_schedule == "dualpipev") & (c.grad_accum < 2 * c.pipeline_parallel),
+        lambda c, m: (
+            f"dualpipev needs at least as many micro-batches as stages (torch ScheduleDualPipeV): "
+            f"grad_accum >= 2 x pipeline_parallel = {2 * c.pipeline_parallel}"
+        ),
+    ),
+    Rule(
+        "compile",
+        "invalid: dualpipev over compiled stages",
+        lambda c, m: c.pipeline_schedule == "dualpipev" and c.compile,
+        lambda c, m: (
+            "torch's dualpipev splits each backward into input and weight gradients, which it "
+            "does not run on compiled stages (schedules.py _check_torch_compile_compatibility): "
+            "set compile false"
+        ),
+    ),
+    Rule(
+        "activation_checkpointing",
+        "invalid: dualpipev with expert parallelism and checkpointing",
+        lambda c, m: (
+            c.pipeline_schedule == "dualpipev"
+            and c.activation_checkpointing != "none"
+            and int(c.expert_parallel) > 1
+        ),
+        lambda c, m: (
+            "torchtitan does not overlap expert parallelism with dualpipev under activation "
+            "checkpointing (distributed/dual_pipe_v.py get_dual_pipe_v_flag): set none"
         ),
     ),
     Rule(

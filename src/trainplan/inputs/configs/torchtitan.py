@@ -126,19 +126,27 @@ PARALLEL_SETS = (
 
 # torch's schedule names (torch/distributed/pipelining/schedules.py get_schedule_class, matched
 # without case), as torchtitan's pipeline_parallel_schedule takes them, for the schedules modelled
-SCHEDULES = {"1F1B": "1f1b", "GPipe": "gpipe", "Interleaved1F1B": "interleaved-1f1b"}
+SCHEDULES = {
+    "1F1B": "1f1b",
+    "GPipe": "gpipe",
+    "Interleaved1F1B": "interleaved-1f1b",
+    "DualPipeV": "dualpipev",
+}
 
 
 def _schedule(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """pipeline_parallel_schedule: a single-stage schedule runs one chunk a rank; a looped one
-    two unless pipeline_parallel_layers_per_stage says otherwise (distributed/pipeline_parallel.py
-    :114 at pytorch/torchtitan@238fa995: stages_per_rank = 1 if single-stage else 2)."""
+    (Interleaved1F1B) or a V (DualPipeV) two unless pipeline_parallel_layers_per_stage says
+    otherwise (distributed/pipeline_parallel.py :114 at pytorch/torchtitan@238fa995:
+    stages_per_rank = 1 if single-stage else 2)."""
+    from trainplan.specs.scenario import MULTI_CHUNK_SCHEDULES
+
     if _degrees(flat)["pipeline_parallel_degree"] == 1:
         return Ignore("no pipeline parallelism (pipeline_parallel_degree 1)")
     schedule = {name.lower(): ours for name, ours in SCHEDULES.items()}.get(str(value).strip().lower())
     if schedule is None:
         return Ignore(f"{NOT_MODELLED}: the {value} schedule (read as 1F1B)")
-    if schedule != "interleaved-1f1b":
+    if schedule not in MULTI_CHUNK_SCHEDULES:
         return {"pipeline_schedule": schedule}
     if _get(flat, "pipeline_parallel_layers_per_stage") is not None:
         return Ignore(f"{NOT_MODELLED}: virtual stages from pipeline_parallel_layers_per_stage")
@@ -384,11 +392,15 @@ RULES: dict[str, Rule] = {
     ),
     "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
     "parallelism.pipeline_parallel_schedule": Rule(
-        "1F1B, GPipe or Interleaved1F1B (2 stages per rank)",
+        "1F1B, GPipe, Interleaved1F1B or DualPipeV (2 stages per rank)",
         _schedule,
         sets="pipeline_schedule, virtual_stages",
     ),
     "parallelism.pipeline_parallel_microbatch_size": ignored("read with training.local_batch_size"),
+    "parallelism.pipeline_parallel_expert_parallel_overlap": ignored(
+        "on (the default) is what dualpipev models: the expert all-to-alls under the overlapped "
+        "chunks; off is not modelled"
+    ),
     "parallelism.*": ignored(NOT_MODELLED),
     "activation_checkpoint.mode": Rule(
         "none | full | selective (op, or every N-th block)", _checkpointing, sets="activation_checkpointing"
