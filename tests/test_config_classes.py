@@ -797,7 +797,8 @@ def test_hybrid_shard_replicates_across_the_nodes(tmp_path: Path) -> None:
         ("interleaved1f1b", {"pipeline_schedule": "interleaved-1f1b", "virtual_stages": 2}),
         ("GPipe", {"pipeline_schedule": "gpipe", "virtual_stages": 1}),
         ("1F1B", {"pipeline_schedule": "1f1b", "virtual_stages": 1}),
-        ("ZBVZeroBubble", {"pipeline_schedule": None, "virtual_stages": 1}),
+        ("ZBVZeroBubble", {"pipeline_schedule": "zero-bubble-v", "virtual_stages": 2}),
+        ("InterleavedZeroBubble", {"pipeline_schedule": None, "virtual_stages": 1}),
         # torchtitan tests/integration_tests/models.py:35-47 runs DualPipeV (2 stages a rank, V)
         ("DualPipeV", {"pipeline_schedule": "dualpipev", "virtual_stages": 2}),
     ],
@@ -816,5 +817,5 @@ def test_torchtitan_pipeline_schedules(tmp_path: Path, schedule: str, expected: 
     if expected["pipeline_schedule"] is None:
         ignored = {item.setting: item.reason for item in reading.ignored}
         assert ignored["parallelism.pipeline_parallel_schedule"].startswith(
-            "not modelled yet: the ZBVZeroBubble"
+            "not modelled yet: the InterleavedZeroBubble"
         )

@@ -294,54 +294,76 @@ def test_the_cli_prints_the_stage_line() -> None:
     assert "Pipeline stages, each rank's peak: stage 0" in " ".join(out.output.split())
 
 
-def _dualpipev_actions(stages: int, micro_batches: int) -> dict[int, list[tuple[Any, ...]]]:
-    """torch 2.13's own ScheduleDualPipeV action list of every rank (its
-    `_calculate_single_rank_operations`, run on the schedule's bookkeeping alone), each step as
-    the actions it runs: one, or an overlapped forward and backward (forward first)."""
+def _v_actions(schedule: str, stages: int, micro_batches: int) -> dict[int, list[tuple[Any, ...]]]:
+    """torch 2.13's own action list of every rank of a V schedule (ScheduleDualPipeV,
+    ScheduleZBVZeroBubble: their `_calculate_single_rank_operations`, run on the schedule's
+    bookkeeping alone), each step as the actions it runs: one, or an overlapped forward and
+    backward (forward first)."""
     schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
-    schedule = object.__new__(schedules.ScheduleDualPipeV)
-    schedule.pp_group_size = stages
-    schedule._n_microbatches = micro_batches
+    runs = object.__new__(getattr(schedules, schedule))
+    runs.pp_group_size = stages
+    runs._n_microbatches = micro_batches
+    runs.n_local_stages = 2
+    runs.num_stages = runs._num_stages = 2 * stages
     overlapped = schedules._ComputationType.OVERLAP_F_B
-    return {
-        rank: [
+    lists = {}
+    for rank in range(stages):
+        runs.rank = rank
+        lists[rank] = [
             tuple(action.sub_actions) if action.computation_type == overlapped else (action,)
-            for action in schedule._calculate_single_rank_operations(rank)
+            for action in runs._calculate_single_rank_operations(rank)
             if action is not None
         ]
-        for rank in range(stages)
-    }
+    return lists
+
+
+def _v_most_chunks(steps: list[tuple[Any, ...]]) -> int:
+    """A rank's most chunks in flight: each held from its forward to its full or weight
+    backward."""
+    kinds = pytest.importorskip("torch.distributed.pipelining.schedules")._ComputationType
+    held = most = 0
+    for action in (action for step in steps for action in step):
+        if action.computation_type == kinds.FORWARD:
+            held += 1
+        elif action.computation_type in (kinds.FULL_BACKWARD, kinds.BACKWARD_WEIGHT):
+            held -= 1
+        most = max(most, held)
+    assert held == 0
+    return most
 
 
 @pytest.mark.parametrize(("stages", "micro_batches"), [(2, 4), (4, 8), (4, 16), (8, 16), (8, 40)])
 def test_dualpipev_in_flight_is_torchs(stages: int, micro_batches: int) -> None:
-    """Every rank's most chunks in flight (a chunk held from its forward to its full or weight
-    backward) under torch's ScheduleDualPipeV, in stage micro-batches (a chunk is half a
-    stage): 2p + 1 chunks on every rank."""
+    """Every rank's most chunks in flight under torch's ScheduleDualPipeV, in stage
+    micro-batches (a chunk is half a stage): 2p + 1 chunks on every rank."""
     from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
 
-    kinds = pytest.importorskip("torch.distributed.pipelining.schedules")._ComputationType
-    for rank, steps in _dualpipev_actions(stages, micro_batches).items():
-        held = most = 0
-        for action in (action for step in steps for action in step):
-            if action.computation_type == kinds.FORWARD:
-                held += 1
-            elif action.computation_type in (kinds.FULL_BACKWARD, kinds.BACKWARD_WEIGHT):
-                held -= 1
-            most = max(most, held)
-        assert held == 0
+    for rank, steps in _v_actions("ScheduleDualPipeV", stages, micro_batches).items():
         ours = pipeline_in_flight(SCHEDULE_CODES["dualpipev"], stages, micro_batches, 2, rank)
-        assert ours == most / 2, rank
+        assert ours == _v_most_chunks(steps) / 2, rank
 
 
-def _dualpipev_span(stages: int, micro_batches: int) -> float:
-    """The makespan of torch's DualPipeV action lists run in order with their dependencies (a
-    chunk's forward after the previous chunk's, its input gradient after the next chunk's and
-    its own forward, its weight gradient after its input gradient), forward, input and weight
-    gradient one time unit each; an overlapped pair starts once both may and takes the sum of
-    its two (no overlap credit)."""
+@pytest.mark.parametrize(
+    ("stages", "micro_batches"), [(2, 1), (2, 2), (4, 3), (4, 5), (4, 8), (8, 9), (8, 12), (8, 32)]
+)
+def test_zero_bubble_v_in_flight_is_torchs(stages: int, micro_batches: int) -> None:
+    """Every rank's most chunks in flight under torch's ScheduleZBVZeroBubble:
+    min(2p, m + 1 + r, 2m) chunks of half a stage."""
+    from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_in_flight
+
+    for rank, steps in _v_actions("ScheduleZBVZeroBubble", stages, micro_batches).items():
+        ours = pipeline_in_flight(SCHEDULE_CODES["zero-bubble-v"], stages, micro_batches, 2, rank)
+        assert ours == _v_most_chunks(steps) / 2, rank
+
+
+def _v_span(schedule: str, stages: int, micro_batches: int) -> float:
+    """The makespan of torch's action lists of a V schedule run in order with their
+    dependencies (a chunk's forward after the previous chunk's, its input gradient after the
+    next chunk's and its own forward, its weight gradient after its input gradient), forward,
+    input and weight gradient one time unit each; an overlapped pair starts once both may and
+    takes the sum of its two (no overlap credit)."""
     kinds = pytest.importorskip("torch.distributed.pipelining.schedules")._ComputationType
-    lists = _dualpipev_actions(stages, micro_batches)
+    lists = _v_actions(schedule, stages, micro_batches)
     last = 2 * stages - 1
     done: dict[tuple[str, int, int], float] = {}
     clock = dict.fromkeys(lists, 0.0)
@@ -379,15 +401,32 @@ def _dualpipev_span(stages: int, micro_batches: int) -> float:
     return max(clock.values())
 
 
-@pytest.mark.parametrize(("stages", "micro_batches"), [(2, 4), (4, 8), (4, 32), (8, 16), (8, 64)])
-def test_dualpipev_bubble_is_the_simulated_schedule(stages: int, micro_batches: int) -> None:
-    """The bubble over the compute of m micro-batches of two chunks of three units each is
-    (p - 1) / (3 m), as the engine times it."""
+@pytest.mark.parametrize(
+    ("schedule", "stages", "micro_batches"),
+    [
+        ("dualpipev", 2, 4),
+        ("dualpipev", 4, 8),
+        ("dualpipev", 4, 32),
+        ("dualpipev", 8, 16),
+        ("dualpipev", 8, 64),
+        ("zero-bubble-v", 2, 2),
+        ("zero-bubble-v", 4, 3),
+        ("zero-bubble-v", 4, 5),
+        ("zero-bubble-v", 8, 11),
+        ("zero-bubble-v", 8, 12),
+        ("zero-bubble-v", 8, 64),
+    ],
+)
+def test_v_bubbles_are_the_simulated_schedules(schedule: str, stages: int, micro_batches: int) -> None:
+    """The idle time beyond the compute of m micro-batches of two chunks of three units each, as
+    torch's action lists run, is the engine's bubble: DualPipeV's (p - 1) / (3 m), ZB-V's
+    max(p - 1, 2 (2p - 1 - m)) chunk steps."""
     from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_bubble_seconds
 
+    torch_class = {"dualpipev": "ScheduleDualPipeV", "zero-bubble-v": "ScheduleZBVZeroBubble"}[schedule]
     compute = micro_batches * 2 * 3.0
-    simulated = _dualpipev_span(stages, micro_batches) - compute
-    ours = pipeline_bubble_seconds(compute, stages, micro_batches, 2, SCHEDULE_CODES["dualpipev"])
+    simulated = _v_span(torch_class, stages, micro_batches) - compute
+    ours = pipeline_bubble_seconds(compute, stages, micro_batches, 2, SCHEDULE_CODES[schedule])
     assert ours == pytest.approx(simulated, rel=1e-12)
 
 
@@ -460,6 +499,8 @@ def test_dualpipev_hides_the_expert_all_to_alls() -> None:
         ({"grad_accum": 4}, "grad_accum", "grad_accum >= 2 x pipeline_parallel = 8"),
         ({"compile": True}, "compile", "set compile false"),
         ({"activation_checkpointing": "full"}, "activation_checkpointing", "set none"),
+        ({"pipeline_schedule": "zero-bubble-v", "virtual_stages": 1}, "pipeline_schedule", "exactly 2"),
+        ({"pipeline_schedule": "zero-bubble-v", "compile": True}, "compile", "set compile false"),
     ],
 )
 def test_dualpipev_layouts_that_cannot_run(fields: dict[str, object], field: str, words: str) -> None:
@@ -470,3 +511,13 @@ def test_dualpipev_layouts_that_cannot_run(fields: dict[str, object], field: str
     with pytest.raises(InputError) as error:
         estimate(dataclasses.replace(DUALPIPEV, **fields))  # type: ignore[arg-type]
     assert error.value.field == field and words in error.value.message
+
+
+def test_zero_bubble_v_puts_the_head_on_rank_0() -> None:
+    """ZB-V places its chunks in the same V as DualPipeV: the logits are rank 0's alone, and
+    with 16 micro-batches on 4 ranks every rank holds 2p = 8 chunks, 4 stage micro-batches."""
+    zbv = dataclasses.replace(DUALPIPEV, pipeline_schedule="zero-bubble-v")
+    stages = estimate(zbv).to_dict()["memory"]["per_stage"]
+    assert [stage["micro_batches_in_flight"] for stage in stages] == [4.0] * 4
+    assert stages[0]["logits_bytes"] > 0
+    assert [stage["logits_bytes"] for stage in stages[1:]] == [0.0] * 3

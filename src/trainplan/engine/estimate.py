@@ -40,6 +40,7 @@ from trainplan.inputs.catalogs.gpus import GPU_CLASSES, GpuSpec, gpu_catalog
 from trainplan.inputs.resolve import chosen_gpu, resolve_model
 from trainplan.specs.labels import ESTIMATE, EXACT
 from trainplan.specs.model import ModelSpec
+from trainplan.specs.pipeline import V_SCHEDULES
 from trainplan.specs.presets import adapter_dtype_summary, recipe_summary
 from trainplan.specs.rollout import rollout_data
 from trainplan.specs.scenario import (
@@ -215,7 +216,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
 
 def _rank_fractions(coeffs: Coefficients, scenario: Scenario) -> tuple[float, ...]:
     """Each pipeline rank's share of the parameters, as the scenario's schedule places chunks."""
-    v_shape = resolved_schedule(scenario) == "dualpipev"
+    v_shape = resolved_schedule(scenario) in V_SCHEDULES
     return coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages, v_shape)
 
 

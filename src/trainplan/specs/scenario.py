@@ -17,6 +17,9 @@ from typing import Any
 from trainplan.specs.errors import InputError, shown_number, shown_value
 from trainplan.specs.model import MODEL_KINDS
 from trainplan.specs.offload import OFFLOAD
+from trainplan.specs.pipeline import MULTI_CHUNK_SCHEDULES as MULTI_CHUNK_SCHEDULES  # re-exported
+from trainplan.specs.pipeline import PIPELINE_SCHEDULES
+from trainplan.specs.pipeline import V_SCHEDULES as V_SCHEDULES  # re-exported
 from trainplan.specs.presets import Recipe, recipes, with_recipe
 from trainplan.specs.rollout import (
     ROLLOUT_ENGINES,
@@ -59,10 +62,6 @@ OPTIMIZERS = (
 )
 CHECKPOINTING = ("none", "selective", "op", "full")
 ATTENTION = ("flash", "sdpa", "eager")
-# Pipeline schedules (engine/terms/pipeline.py)
-PIPELINE_SCHEDULES = ("1f1b", "gpipe", "interleaved-1f1b", "zero-bubble", "dualpipev")
-#: The schedules that run several model chunks a GPU (virtual_stages > 1)
-MULTI_CHUNK_SCHEDULES = ("interleaved-1f1b", "dualpipev")
 SSM_KERNELS = ("fused", "naive")
 KERNELS = ("eager", "liger", "unsloth")
 LORA_TARGET_PRESETS = ("qv", "attention", "all-linear")
@@ -917,10 +916,11 @@ class Scenario:
             "micro-batches in flight), gpipe (every micro-batch's forward first), "
             "interleaved-1f1b (virtual_stages chunks per GPU), zero-bubble (ZB-H1: the backward "
             "split into input and weight gradients, the bubble a third of 1F1B's at 1F1B's "
-            "memory), dualpipev (DeepSeek's DualPipe in a V, torch ScheduleDualPipeV: 2 chunks a "
-            "GPU, ZB-H1's bubble, the expert all-to-alls under the overlapped forward and "
-            "backward; needs virtual_stages 2); null: interleaved-1f1b with virtual stages, else "
-            "1f1b",
+            "memory), zero-bubble-v (ZB-V, torch ScheduleZBVZeroBubble: 2 chunks a GPU in a V, "
+            "half ZB-H1's bubble once grad_accum >= 2 x pipeline_parallel), dualpipev (DeepSeek's "
+            "DualPipe in a V, torch ScheduleDualPipeV: 2 chunks a GPU, ZB-H1's bubble, the expert "
+            "all-to-alls under the overlapped forward and backward); the V schedules need "
+            "virtual_stages 2; null: interleaved-1f1b with virtual stages, else 1f1b",
             PIPELINE_SCHEDULES,
             label="Pipeline schedule",
             placeholder="1f1b (interleaved with virtual stages)",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trainplan.specs.errors import InputError
 from trainplan.specs.offload import PARAM_OFFLOADS
+from trainplan.specs.pipeline import MULTI_CHUNK_SCHEDULES, V_CLASSES, V_SCHEDULES
 from trainplan.specs.rollout import trainer_gpus
 
 # The base-weight precisions that are quantised (bitsandbytes int8, QLoRA's NF4): what QLoRA
@@ -391,9 +392,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "pipeline_schedule",
         "invalid: virtual stages on a one-chunk schedule",
-        lambda c, m: (
-            (c.pipeline_schedule not in (None, "interleaved-1f1b", "dualpipev")) & (c.virtual_stages > 1)
-        ),
+        lambda c, m: (c.pipeline_schedule not in (None, *MULTI_CHUNK_SCHEDULES)) & (c.virtual_stages > 1),
         lambda c, m: (
             f"{c.pipeline_schedule} runs one model chunk per GPU: set virtual_stages 1, or "
             "pipeline_schedule interleaved-1f1b"
@@ -401,11 +400,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "pipeline_schedule",
-        "invalid: dualpipev without two chunks a GPU",
-        lambda c, m: (c.pipeline_schedule == "dualpipev") & (c.virtual_stages != 2),
+        "invalid: a V schedule without two chunks a GPU",
+        lambda c, m: (c.pipeline_schedule in V_SCHEDULES) & (c.virtual_stages != 2),
         lambda c, m: (
-            "dualpipev runs exactly 2 model chunks per GPU in a V (torch ScheduleDualPipeV): set "
-            "virtual_stages 2"
+            f"{c.pipeline_schedule} runs exactly 2 model chunks per GPU in a V (torch "
+            f"{V_CLASSES[str(c.pipeline_schedule)]}): set virtual_stages 2"
         ),
     ),
     Rule(
@@ -419,12 +418,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "compile",
-        "invalid: dualpipev over compiled stages",
-        lambda c, m: c.pipeline_schedule == "dualpipev" and c.compile,
+        "invalid: a V schedule over compiled stages",
+        lambda c, m: c.pipeline_schedule in V_SCHEDULES and c.compile,
         lambda c, m: (
-            "torch's dualpipev splits each backward into input and weight gradients, which it "
-            "does not run on compiled stages (schedules.py _check_torch_compile_compatibility): "
-            "set compile false"
+            f"torch's {c.pipeline_schedule} splits each backward into input and weight gradients, "
+            "which it does not run on compiled stages (schedules.py "
+            "_check_torch_compile_compatibility): set compile false"
         ),
     ),
     Rule(

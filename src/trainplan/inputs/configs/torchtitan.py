@@ -131,6 +131,7 @@ SCHEDULES = {
     "GPipe": "gpipe",
     "Interleaved1F1B": "interleaved-1f1b",
     "DualPipeV": "dualpipev",
+    "ZBVZeroBubble": "zero-bubble-v",
 }
 
 
@@ -392,7 +393,7 @@ RULES: dict[str, Rule] = {
     ),
     "parallelism.enable_async_tensor_parallel": ignored(f"{NOT_MODELLED}: async TP overlap"),
     "parallelism.pipeline_parallel_schedule": Rule(
-        "1F1B, GPipe, Interleaved1F1B or DualPipeV (2 stages per rank)",
+        "1F1B, GPipe, Interleaved1F1B, ZBVZeroBubble or DualPipeV (the last three 2 stages per rank)",
         _schedule,
         sets="pipeline_schedule, virtual_stages",
     ),
