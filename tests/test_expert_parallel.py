@@ -122,3 +122,39 @@ def test_a_moe_run_that_does_not_fit_is_offered_expert_parallelism() -> None:
     dense = dataclasses.replace(BASE, model="llama-3.1-70b")
     assert "expert_parallel" not in offered(dense)
     assert "expert_parallel" not in offered(dataclasses.replace(BASE, zero_stage=3))
+
+
+def test_expert_imbalance_slows_the_busiest_rank() -> None:
+    """expert_imbalance 1.5: the busiest expert rank routes 1.5 x the mean's tokens, so the
+    all-to-alls take 1.5 x as long and its expert matmuls half as long again: 0.5 x the routed
+    experts' share of the matmul parameters a token touches (Qwen3-30B-A3B: 8 of 128 experts of
+    3 x 2,048 x 768 in each of 48 layers, against attention's 2,048 x (4,096 + 2 x 512) + 4,096 x
+    2,048 and the router's 2,048 x 128) x the linears' compute (bf16: the compute less the
+    attention core and the head)."""
+    from trainplan.engine.per_replica import coefficients
+    from trainplan.inputs.resolve import resolve_model
+
+    base = Scenario(
+        model="Qwen3-30B-A3B", method="full", precision="bf16-mixed", gpu="H100 SXM 80GB", gpus=16,
+        expert_parallel=8, zero_stage=3, micro_batch=1, grad_accum=4, seq_len=4096,
+        activation_checkpointing="full",
+    )  # fmt: skip
+    experts = 8 * 3 * 2048 * 768
+    attention = 2048 * (4096 + 2 * 512) + 4096 * 2048 + 2048 * 128
+    coeffs = coefficients(resolve_model(base.model), base)
+    assert coeffs.experts.active_fraction == pytest.approx(experts / (experts + attention), rel=1e-9)
+    balanced, skewed = estimate(base), estimate(dataclasses.replace(base, expert_imbalance=1.5))
+    assert balanced.time is not None and skewed.time is not None
+    flat, skew = balanced.time.step, skewed.time.step
+    assert flat.expert_imbalance == 0.0
+    assert skew.expert_parallel_comm == pytest.approx(1.5 * flat.expert_parallel_comm, rel=1e-12)
+    work = coeffs.work
+    linear_share = 1 - (work.attention_flops + work.flops.head_training) / work.flops.total
+    expected = 0.5 * coeffs.experts.active_fraction * flat.compute * linear_share
+    assert skew.expert_imbalance == pytest.approx(expected, rel=1e-9)
+    assert skewed.time.step.total == pytest.approx(
+        flat.total + expected + 0.5 * flat.expert_parallel_comm, rel=1e-12
+    )
+    # without expert parallelism every GPU runs every expert: the factor changes nothing
+    whole = dataclasses.replace(base, expert_parallel=1)
+    assert estimate(dataclasses.replace(whole, expert_imbalance=1.5)).time == estimate(whole).time

@@ -45,6 +45,7 @@ VALUES: dict[str, Any] = {
     "pipeline_parallel": 2,
     "context_parallel": 2,
     "expert_parallel": 2,
+    "expert_imbalance": 1.5,
     "lora": {"rank": 64, "dora": True},
     "base_weights": "int8",
     "kbit_upcast": True,
@@ -72,6 +73,8 @@ INSIDE: dict[str, dict[str, Any]] = {
     "loss_chunks": {"loss": "chunked"},
     # a mixture-of-experts model on 2 GPUs without ZeRO: each holds half the routed experts
     "expert_parallel": {"model": "Qwen3-30B-A3B", "method": "full", "gpus": 2},
+    # ... and with them split over the 2, the busier one's tokens
+    "expert_imbalance": {"model": "Qwen3-30B-A3B", "method": "full", "gpus": 2, "expert_parallel": 2},
     "ssm_kernel": {"model": "Mamba-2.8B", "method": "full"},
     "reference": {"stage": "dpo"},
     "reference_weights": {"stage": "dpo", "reference": "model"},

@@ -341,6 +341,7 @@ def layout_of(
         pipeline_schedule=SCHEDULE_CODES[resolved_schedule(scenario)],
         virtual_stages=scenario.virtual_stages,
         expert_parallel=scenario.expert_parallel,
+        expert_imbalance=scenario.expert_imbalance,
         overhead_bytes=device.total,
         cache_fraction=cache_fraction(scenario.expandable_segments, scenario.cache_fraction),
         rollout=rollout is not None,

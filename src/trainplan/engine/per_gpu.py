@@ -103,8 +103,10 @@ class Layout:
     # the pipeline schedule (terms/pipeline.py SCHEDULE_CODES) and its model chunks per GPU
     pipeline_schedule: Any = 0
     virtual_stages: Any = 1
-    # the routed experts split over this many GPUs (terms/experts.py)
+    # the routed experts split over this many GPUs, and the busiest one's routed tokens over the
+    # mean (terms/experts.py)
     expert_parallel: Any = 1
+    expert_imbalance: Any = 1.0
     # the parameters' fraction on the first and on the last pipeline rank
     # (Coefficients.rank_fractions; None: stage_fraction), which `memory` compares
     first_fraction: Any = None
@@ -638,6 +640,8 @@ class StepSeconds:
     context_parallel_comm: Any = 0.0
     # expert parallelism's token all-to-alls (terms/experts.py), not overlapped
     expert_parallel_comm: Any = 0.0
+    # the busiest expert rank's expert matmuls beyond the mean's (expert_imbalance)
+    expert_imbalance: Any = 0.0
 
     def overheads(self) -> dict[str, Any]:
         """Everything on top of the trained model's compute, by name."""
@@ -647,6 +651,7 @@ class StepSeconds:
             "tensor_parallel_comm": self.tensor_parallel_comm,
             "context_parallel_comm": self.context_parallel_comm,
             "expert_parallel_comm": self.expert_parallel_comm,
+            "expert_imbalance": self.expert_imbalance,
             "offload": self.offload,
             "dequantisation": self.dequantisation,
             "float8_casts": self.float8_casts,
@@ -678,6 +683,7 @@ class StepSeconds:
             + self.tensor_parallel_comm
             + self.context_parallel_comm
             + self.expert_parallel_comm
+            + self.expert_imbalance
             + self.offload
             + self.dequantisation
             + self.float8_casts
@@ -810,13 +816,18 @@ def step_seconds(
     # expert parallelism: each GPU routes its share of the tokens (its tensor-parallel rank's,
     # sequence parallel) to the experts' ranks and back; the EP ranks sit next to one another
     ep = v.expert_parallel
-    expert_parallel = layer_exchange_seconds(
+    # the busiest expert rank receives expert_imbalance x the mean's tokens, and the step waits
+    # for it: its all-to-alls and its expert matmuls take that much longer (terms/experts.py)
+    skew = where(ep > 1, v.expert_imbalance, 1.0)
+    expert_parallel = skew * layer_exchange_seconds(
         hw,
         all_to_all_bytes(c.experts, ep, c.precision.activation_bytes, c.activations.recompute_layer_share),
         tokens / tp / pp * v.grad_accum,
         ep,
         gpus_per_node,
     )
+    linears = global_tokens * (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
+    imbalance = (skew - 1) * c.experts.active_fraction * linears / (gpus * hw.efficiency)
     # DualPipeV runs one chunk's forward beside another's backward so that each one's dispatch
     # and combine run under the other's compute (DeepSeek-V3, arXiv 2412.19437, sec. 3.2.1;
     # torchtitan's pipeline_parallel_expert_parallel_overlap, on by default): hidden at
@@ -862,6 +873,7 @@ def step_seconds(
         reference,
         context_parallel_comm=context_parallel,
         expert_parallel_comm=expert_parallel,
+        expert_imbalance=imbalance,
     )
 
 

@@ -317,6 +317,7 @@ NOT_READ = frozenset(
         "context_parallel",
         "data_parallel_replicate",
         "expert_parallel",
+        "expert_imbalance",
         "sequence_parallel",
         "offload",
         "overhead_gib",

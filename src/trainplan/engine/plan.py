@@ -294,6 +294,7 @@ def evaluate_group(
         data_parallel_replicate=replicas,
         pipeline_schedule=SCHEDULE_CODES[resolved_schedule(scenario)],
         expert_parallel=scenario.expert_parallel,
+        expert_imbalance=scenario.expert_imbalance,
         overhead_bytes=layout_overhead(
             scenario.overhead_gib, hw_rates(hw, g), tp, pp, dp, cp, replicas, scenario.expert_parallel
         ).total,

@@ -887,6 +887,19 @@ class Scenario:
             label="Expert parallel",
         ),
     )
+    expert_imbalance: float = _field(
+        1.0,
+        FieldInfo(
+            "routed tokens of the busiest expert-parallel rank over the mean (1: balanced, the "
+            "default): a stated factor on that rank's expert matmuls and on the all-to-alls, which "
+            "finish when it does; used where expert_parallel > 1",
+            None,
+            1.0,
+            16.0,
+            model_kinds=LLM_ONLY,
+            label="Expert imbalance",
+        ),
+    )
     data_parallel_replicate: int = _field(
         1,
         FieldInfo(

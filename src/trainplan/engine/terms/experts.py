@@ -11,8 +11,14 @@ ranks)); where it does not, a GPU holds 1 / ep of the experts' state instead of 
 Time: each MoE layer dispatches its tokens' top-k copies to the experts' ranks and combines
 them back, an all-to-all each way in forward, again in backward, and again where the layer is
 recomputed, (ep - 1) / ep of the copies leaving the GPU each time (torchtitan's ExpertParallel
-runs them in the layer's own forward and backward, not overlapped with other compute). Expert
-load is taken as balanced (no imbalance factor yet).
+runs them in the layer's own forward and backward, not overlapped with other compute, except
+under DualPipeV: engine/per_gpu.py step_seconds).
+
+Imbalance: `expert_imbalance` (a stated factor, 1 by default) is the busiest EP rank's routed
+tokens over the mean. The step waits for that rank, so its expert matmuls (the routed experts'
+share of the matmul FLOPs one token runs, `active_fraction`) and the all-to-alls it receives
+take that factor longer; its memory is not scaled (the tokens' activations are counted at the
+mean).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainplan.engine.terms.flops import block_matmul_active
 from trainplan.specs.model import ModelSpec
-from trainplan.specs.weights import weight_linears
+from trainplan.specs.weights import block_linears, weight_linears
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,8 @@ class ExpertShare:
     weight_fraction: float = 0.0
     trainable_fraction: float = 0.0
     dispatch_elements: float = 0.0
+    # the routed experts' share of the matmul parameters one token touches (top-k of them)
+    active_fraction: float = 0.0
 
 
 def expert_share(model: ModelSpec, total_params: int, trainable_params: int, full: bool) -> ExpertShare:
@@ -48,7 +57,17 @@ def expert_share(model: ModelSpec, total_params: int, trainable_params: int, ful
         if block.mlp is not None and block.mlp.is_moe
     )
     trained = params / trainable_params if full and trainable_params else 0.0
-    return ExpertShare(params, params / total_params, trained, float(dispatch))
+    routed = sum(
+        block.count * block.mlp.experts_per_token * linear.in_features * linear.out_features
+        for block in model.blocks
+        if block.mlp is not None and block.mlp.is_moe
+        for linear in block_linears(block, model.hidden_size)
+        if linear.expert
+    )
+    active = sum(block.count * block_matmul_active(block, model) for block in model.blocks)
+    return ExpertShare(
+        params, params / total_params, trained, float(dispatch), routed / active if active else 0.0
+    )
 
 
 def all_to_all_bytes(
