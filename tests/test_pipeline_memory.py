@@ -422,8 +422,9 @@ def test_v_bubbles_are_the_simulated_schedules(schedule: str, stages: int, micro
     torch's action lists run, is the engine's bubble: DualPipeV's (p - 1) / (3 m), ZB-V's
     max(p - 1, 2 (2p - 1 - m)) chunk steps."""
     from trainplan.engine.terms.pipeline import SCHEDULE_CODES, pipeline_bubble_seconds
+    from trainplan.specs.pipeline import V_CLASSES
 
-    torch_class = {"dualpipev": "ScheduleDualPipeV", "zero-bubble-v": "ScheduleZBVZeroBubble"}[schedule]
+    torch_class = V_CLASSES[schedule]
     compute = micro_batches * 2 * 3.0
     simulated = _v_span(torch_class, stages, micro_batches) - compute
     ours = pipeline_bubble_seconds(compute, stages, micro_batches, 2, SCHEDULE_CODES[schedule])
