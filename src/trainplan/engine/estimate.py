@@ -8,7 +8,15 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
-from trainplan.engine.per_gpu import OFFLOAD_CODES, TERMS, Layout, Memory, memory, stage_memory
+from trainplan.engine.per_gpu import (
+    OFFLOAD_CODES,
+    TERMS,
+    Layout,
+    Memory,
+    memory,
+    stage_memory,
+    worse_stage,
+)
 from trainplan.engine.per_replica import Coefficients, coefficients
 from trainplan.engine.result import Batch, Estimate, FitRow, Phase, StageMemory, Term, TermLabels, record
 from trainplan.engine.rollout_step import RolloutFigures, rollout_figures
@@ -122,10 +130,10 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
     device = device_of(scenario, gpu)
     rollout = rollout_figures(coeffs, scenario, gpu)
     layout = layout_of(coeffs, scenario, device, rollout)
-    mem = memory(coeffs, layout)
+    mem, stages = _memories(coeffs, scenario, layout)
     phases = _phases(mem)
     peak = max(phases, key=_total)
-    stages = _stages(coeffs, scenario, layout, peak)
+    stages = stages or (StageMemory(0, 1.0, 1.0, peak),)  # one micro-batch at a time
     paged = float(mem.paged)
     load = load_figures(scenario, gpu, coeffs.counts, coeffs.precision)
     time = time_figures(coeffs, scenario, gpu, layout, load, rollout)
@@ -220,26 +228,32 @@ def _rank_fractions(coeffs: Coefficients, scenario: Scenario) -> tuple[float, ..
     return coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages, v_shape)
 
 
-def _stages(coeffs: Coefficients, scenario: Scenario, layout: Layout, peak: Phase) -> tuple[StageMemory, ...]:
-    """Every pipeline rank's memory at its own peak phase (per_gpu.stage_memory; one entry, the
-    peak itself, without pipelining)."""
-    pp, schedule = layout.pipeline_parallel, layout.pipeline_schedule
-    fractions = _rank_fractions(coeffs, scenario)
-    held = [
-        float(pipeline_in_flight(schedule, pp, layout.grad_accum, layout.virtual_stages, rank))
-        for rank in range(pp)
-    ]
+def _memories(
+    coeffs: Coefficients, scenario: Scenario, layout: Layout
+) -> tuple[Memory, tuple[StageMemory, ...]]:
+    """The memory of the worst GPU and, under pipeline parallelism, of every rank at its own
+    peak phase (per_gpu.stage_memory): the worst is the first rank's or the last's, as
+    per_gpu.memory picks it, here from the ranks already worked out."""
+    pp = layout.pipeline_parallel
     if pp == 1:
-        return (StageMemory(0, held[0], 1.0, peak),)
-    return tuple(
+        return memory(coeffs, layout), ()
+    fractions = _rank_fractions(coeffs, scenario)
+    ranks = [stage_memory(coeffs, layout, rank, fraction) for rank, fraction in enumerate(fractions)]
+    first, last = ranks[0], ranks[-1]
+    stages = tuple(
         StageMemory(
             rank,
-            held[rank],
-            fraction,
-            max(_phases(stage_memory(coeffs, layout, rank, fraction)), key=_total),
+            float(
+                pipeline_in_flight(
+                    layout.pipeline_schedule, pp, layout.grad_accum, layout.virtual_stages, rank
+                )
+            ),
+            fractions[rank],
+            max(_phases(each), key=_total),
         )
-        for rank, fraction in enumerate(fractions)
+        for rank, each in enumerate(ranks)
     )
+    return worse_stage(first, last), stages
 
 
 def stage_assumptions(scenario: Scenario, coeffs: Coefficients) -> dict[str, object]:
@@ -323,7 +337,7 @@ def layout_of(
 ) -> Layout:
     """The scenario's parallel layout as formula inputs (Python numbers), with a rollout
     stage's engine bytes on each trainer GPU."""
-    fractions = _rank_fractions(coeffs, scenario)
+    fractions = _rank_fractions(coeffs, scenario) if scenario.pipeline_parallel > 1 else (None,)
     return Layout(
         tensor_parallel=scenario.tensor_parallel,
         pipeline_parallel=scenario.pipeline_parallel,

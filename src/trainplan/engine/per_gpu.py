@@ -194,6 +194,12 @@ def memory(c: Coefficients, v: Layout) -> Memory:
         return stage_memory(c, v, 0, v.stage_fraction)
     first = stage_memory(c, v, 0, v.stage_fraction if v.first_fraction is None else v.first_fraction)
     last = stage_memory(c, v, pp - 1, v.stage_fraction if v.last_fraction is None else v.last_fraction)
+    return worse_stage(first, last)
+
+
+def worse_stage(first: Memory, last: Memory) -> Memory:
+    """Of the first and the last pipeline rank's memory, the one with the larger peak (element
+    by element for arrays; a tie keeps the first)."""
     later = last.peak() > first.peak()
     if later.__class__ is bool:
         return last if later else first
@@ -229,6 +235,9 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     per_gpu = fraction / tp
     head = rank == head_rank(v.pipeline_schedule, v.pipeline_parallel)  # the head and the loss
     embed = rank == 0
+    # 1 on the rank that runs the head (the embedding), else 0: a factor on those terms
+    on_head = 1.0 if head is True else where(head, 1.0, 0.0)
+    on_embed = 1.0 if embed is True else where(embed, 1.0, 0.0)
     zero1 = where(sharded_dp & (zero >= 1), dp, 1)
     zero2 = where(sharded_dp & (zero >= 2), dp, 1)
     zero3 = where(sharded_dp & (zero >= 3), dp, 1)
@@ -347,11 +356,11 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
         / tp
         * tokens
     )
-    held = where(head, c.loss.logits_held * tokens / tp, 0.0)
+    held = c.loss.logits_held * tokens / tp * on_head
     # TRL's fused log-prob head allocates its tile buffers in forward and again in backward
     tile = minimum(tokens, c.loss.tile_tokens) * c.loss.tile_per_token + c.loss.tile_fixed
-    loss = where(head, c.loss.logits_loss * tokens / tp + tile, 0.0)
-    loss_backward = where(head, c.loss.logits_backward * tokens / tp + tile, 0.0)
+    loss = (c.loss.logits_loss * tokens / tp + tile) * on_head
+    loss_backward = (c.loss.logits_backward * tokens / tp + tile) * on_head
 
     autocast = c.copies.autocast_cache_bytes * per_gpu / zero3
     # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
@@ -375,12 +384,12 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     pipelined = (v.pipeline_parallel > 1) & sharded_dp & (zero >= 2)
     unsharded_grads = c.states.gradient_bytes * fsdp.reduce_grad_factor * per_gpu
     resident = where(pipelined, unsharded_grads, where(v.grad_accum > 1, gradients, 0.0))
-    head_grad = where(head, c.loss.head_grad_bytes / tp / zero2, 0.0)
-    loss_head_grad = where(head, c.loss.loss_head_grad_bytes / tp / zero2, 0.0)
+    head_grad = c.loss.head_grad_bytes / tp / zero2 * on_head
+    loss_head_grad = c.loss.loss_head_grad_bytes / tp / zero2 * on_head
     # under FSDP2's root group the head's gradient stays unsharded from the head's backward
     # until backward ends
     head_unsharded = where(
-        head & sharded_weights & fsdp.root_grads_unsharded, c.loss.head_grad_bytes / tp, 0.0
+        sharded_weights & fsdp.root_grads_unsharded, c.loss.head_grad_bytes / tp * on_head, 0.0
     )
     overhead = v.overhead_bytes
 
@@ -433,11 +442,10 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     start, _ = _larger(loss_moment, layer_moment)
     # end of backward: every gradient present; the embedding's new gradient and its sum with
     # the tied head's (or the accumulated) gradient are alive for a moment
-    embedding = where(
-        embed,
+    embedding = (
         (c.loss.embedding_grad_end_bytes + where(v.grad_accum > 1, c.loss.embedding_grad_accum_bytes, 0.0))
-        / tp,
-        0.0,
+        / tp
+        * on_embed
     )
     # FSDP2: the last group's unsharded gradients and the reduce-scatter buffer they are copied
     # into, once its parameters are resharded (post_backward reshards before it reduces), or a
@@ -818,7 +826,7 @@ def step_seconds(
     ep = v.expert_parallel
     # the busiest expert rank receives expert_imbalance x the mean's tokens, and the step waits
     # for it: its all-to-alls and its expert matmuls take that much longer (terms/experts.py)
-    skew = where(ep > 1, v.expert_imbalance, 1.0)
+    skew = 1.0 if ep.__class__ is int and ep == 1 else where(ep > 1, v.expert_imbalance, 1.0)
     expert_parallel = skew * layer_exchange_seconds(
         hw,
         all_to_all_bytes(c.experts, ep, c.precision.activation_bytes, c.activations.recompute_layer_share),
@@ -832,9 +840,10 @@ def step_seconds(
     # and combine run under the other's compute (DeepSeek-V3, arXiv 2412.19437, sec. 3.2.1;
     # torchtitan's pipeline_parallel_expert_parallel_overlap, on by default): hidden at
     # comm_overlap under the step's compute, exposed otherwise
-    expert_parallel = where(
-        v.pipeline_schedule == 4, exposed_seconds(expert_parallel, compute, comm_overlap), expert_parallel
-    )
+    if not (v.pipeline_schedule.__class__ is int and v.pipeline_schedule != 4):
+        expert_parallel = where(
+            v.pipeline_schedule == 4, exposed_seconds(expert_parallel, compute, comm_overlap), expert_parallel
+        )
     zero_dp = where(v.zero_stage >= 1, shard, 1)
     # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each
     # gather copies the shards up, in forward and in backward, and under FSDP's offload the
