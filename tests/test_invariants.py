@@ -85,13 +85,14 @@ def test_checkpointing_never_increases_memory(scenario: Scenario) -> None:
 @given(scenarios)
 def test_more_sharding_gpus_never_increase_memory(scenario: Scenario) -> None:
     # the allocator's memory never grows with more data-parallel GPUs; the device figure grows
-    # by no more than the data-parallel communicator's NCCL buffers
+    # by no more than the data-parallel communicator's NCCL buffers (to the rounding of adding
+    # those buffers to the terms and taking them away again: a few units in the last place)
     one = estimate(dataclasses.replace(scenario, gpus=1), model=SPEC)
     many = estimate(dataclasses.replace(scenario, gpus=8), model=SPEC)
     assert many.reserved_peak_bytes <= one.reserved_peak_bytes
     assert many.device is not None and one.device is not None
     assert many.device.nccl > 0 and one.device.nccl == 0
-    assert many.total_bytes - many.device.nccl <= one.total_bytes
+    assert many.total_bytes - many.device.nccl <= one.total_bytes * (1 + 1e-12)
 
 
 @settings(max_examples=40, deadline=None)
