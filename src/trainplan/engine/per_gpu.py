@@ -17,7 +17,12 @@ from trainplan.engine.per_replica import Coefficients
 from trainplan.engine.scalar_or_array import maximum, minimum, where
 from trainplan.engine.terms.context import exchange_backward_bytes, exchange_bytes, exchange_forward_bytes
 from trainplan.engine.terms.experts import all_to_all_bytes
-from trainplan.engine.terms.pipeline import head_rank, pipeline_bubble_seconds, pipeline_in_flight
+from trainplan.engine.terms.pipeline import (
+    SCHEDULE_CODES,
+    head_rank,
+    pipeline_bubble_seconds,
+    pipeline_in_flight,
+)
 from trainplan.engine.terms.precisions import QLORA_DEQUANT_BYTES_PER_WEIGHT
 from trainplan.engine.terms.savers import OFFLOAD_OVERLAP
 from trainplan.engine.terms.timing import (
@@ -646,7 +651,7 @@ class StepSeconds:
     weight_sync: Any = 0.0
     # context parallelism's key/value exchange not hidden under the attention (terms/context.py)
     context_parallel_comm: Any = 0.0
-    # expert parallelism's token all-to-alls (terms/experts.py), not overlapped
+    # expert parallelism's token all-to-alls (terms/experts.py), exposed but under DualPipeV
     expert_parallel_comm: Any = 0.0
     # the busiest expert rank's expert matmuls beyond the mean's (expert_imbalance)
     expert_imbalance: Any = 0.0
@@ -726,12 +731,10 @@ def step_seconds(
     flops = c.work.flops.total
     # the attention core and the output head run at the 16-bit rate under the fp8 recipes
     sixteen_bit = c.work.attention_flops + c.work.flops.head_training
+    linear_per_token = (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
     compute = (
         global_tokens
-        * (
-            (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
-            + sixteen_bit / hw.attention_peak_flops_per_s
-        )
+        * (linear_per_token + sixteen_bit / hw.attention_peak_flops_per_s)
         / (gpus * hw.efficiency)
     )
     weights = c.work.quantised_weights * v.stage_fraction / tp
@@ -834,15 +837,18 @@ def step_seconds(
         ep,
         gpus_per_node,
     )
-    linears = global_tokens * (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
-    imbalance = (skew - 1) * c.experts.active_fraction * linears / (gpus * hw.efficiency)
+    linears = global_tokens * linear_per_token / (gpus * hw.efficiency)  # compute's linear part
+    imbalance = (skew - 1) * c.experts.active_fraction * linears
     # DualPipeV runs one chunk's forward beside another's backward so that each one's dispatch
     # and combine run under the other's compute (DeepSeek-V3, arXiv 2412.19437, sec. 3.2.1;
     # torchtitan's pipeline_parallel_expert_parallel_overlap, on by default): hidden at
     # comm_overlap under the step's compute, exposed otherwise
-    if not (v.pipeline_schedule.__class__ is int and v.pipeline_schedule != 4):
+    dual = SCHEDULE_CODES["dualpipev"]
+    if not (v.pipeline_schedule.__class__ is int and v.pipeline_schedule != dual):
         expert_parallel = where(
-            v.pipeline_schedule == 4, exposed_seconds(expert_parallel, compute, comm_overlap), expert_parallel
+            v.pipeline_schedule == dual,
+            exposed_seconds(expert_parallel, compute, comm_overlap),
+            expert_parallel,
         )
     zero_dp = where(v.zero_stage >= 1, shard, 1)
     # gradients down and updated weights up (ZeRO-Offload); with the parameters on the host each

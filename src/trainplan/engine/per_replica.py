@@ -236,6 +236,7 @@ class Coefficients:
     activations: Activations
     work: StepWork
     stage_fractions: dict[int, float] = field(default_factory=dict, compare=False)
+    rank_shares: dict[tuple[int, int, bool], tuple[float, ...]] = field(default_factory=dict, compare=False)
     # memory savers (terms/savers.py)
     optimizer_in_backward: bool = False
     # ZeRO-3 / FSDP2 working set (terms/fsdp.py); used only when weights are sharded
@@ -277,9 +278,18 @@ class Coefficients:
         """Fraction of the parameters on each pipeline rank: the layers split evenly (rounded up,
         as torchtitan's and Megatron's even splits do) into pipeline_parallel x virtual_stages
         chunks, rank r holding chunks r, r + p, ... (the interleaved placement; one chunk a rank
-        otherwise), or chunks r and 2p - 1 - r in a V (DualPipeV, two chunks a rank: torch's
-        generate_rank_to_stage_mapping style "v"), the embedding and any vision tower on the
+        otherwise), or chunks r and 2p - 1 - r in a V (DualPipeV and ZB-V, two chunks a rank:
+        torch's generate_rank_to_stage_mapping style "v"), the embedding and any vision tower on the
         first chunk, the head and final norm on the last (rank p - 1's, or in a V rank 0's)."""
+        key = (pipeline_parallel, virtual_stages, v_shape)
+        if key not in self.rank_shares:
+            self.rank_shares[key] = self._rank_fractions(pipeline_parallel, virtual_stages, v_shape)
+        return self.rank_shares[key]
+
+    def _rank_fractions(
+        self, pipeline_parallel: int, virtual_stages: int, v_shape: bool
+    ) -> tuple[float, ...]:
+        """`rank_fractions`, worked out (once a layout)."""
         chunks = pipeline_parallel * virtual_stages
         if chunks == 1:
             return (1.0,)

@@ -246,13 +246,12 @@ def evaluate_group(
     }
     stage_fraction = np.vectorize(fractions.__getitem__, otypes=[float])(pp)
     # the first and last ranks' fractions, which the memory compares (one chunk a rank)
-    ends = {
-        int(p): (ranks[0], ranks[-1])
+    ranks = {
+        int(p): coeffs.rank_fractions(int(p)) if p <= model.num_layers else (1.0,)
         for p in request.pipeline_parallel
-        for ranks in [coeffs.rank_fractions(int(p)) if p <= model.num_layers else (1.0,)]
     }
-    first_fraction = np.vectorize(lambda p: ends[p][0], otypes=[float])(pp)
-    last_fraction = np.vectorize(lambda p: ends[p][1], otypes=[float])(pp)
+    first_fraction = np.vectorize(lambda p: ranks[p][0], otypes=[float])(pp)
+    last_fraction = np.vectorize(lambda p: ranks[p][-1], otypes=[float])(pp)
     offload_code = OFFLOAD_CODES[offload]
     sequence_parallel = scenario.sequence_parallel & (tp > 1)
     reason = np.full(g.shape, -1)
