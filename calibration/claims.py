@@ -13,15 +13,21 @@ included.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 # The split of a class whose cases are neither fitted to nor set aside: every case
 ALL = "all"
 
 # The GPUs from which a published run counts as "at scale" (its own class of throughput figure)
 AT_SCALE_GPUS = 64
+
+
+def at_scale(scenario: Mapping[str, Any]) -> bool:
+    """Whether a published run's scenario counts as at scale (AT_SCALE_GPUS or more)."""
+    return int(scenario.get("gpus", 1)) >= AT_SCALE_GPUS
 
 
 @dataclass(frozen=True)
@@ -430,8 +436,8 @@ def _llm_throughput() -> list[Measured]:
 def _llm_throughput_at_scale() -> list[Measured]:
     from time_reference import CASES, evaluate
 
-    at_scale = [case for case in CASES if int(case.scenario.get("gpus", 1)) >= AT_SCALE_GPUS]
-    return [Measured(r.case.id, ALL, r.error) for r in map(evaluate, at_scale)]
+    cases = [case for case in CASES if at_scale(case.scenario)]
+    return [Measured(r.case.id, ALL, r.error) for r in map(evaluate, cases)]
 
 
 def _speed_up() -> list[Measured]:

@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT / "calibration"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from calibrate_gpu import compare as compare_gpu_run  # noqa: E402
-from claims import ALL, AT_SCALE_GPUS, CLAIMS, FIGURES, KNOWN_MISSES, claim_for, known_miss  # noqa: E402
+from claims import ALL, AT_SCALE_GPUS, CLAIMS, FIGURES, KNOWN_MISSES, at_scale, claim_for, known_miss  # noqa: E402
 from claims import measured as claim_cases  # noqa: E402
 from claims import median as claim_median  # noqa: E402
 from claims import outside as outside_claim  # noqa: E402
@@ -417,7 +417,7 @@ def max_context_lines() -> list[str]:
 def time_section() -> str:
     rows = [evaluate_time(case) for case in CASES]
     errors = [abs(row.error) for row in rows]
-    at_scale = [abs(row.error) for row in rows if int(row.case.scenario.get("gpus", 1)) >= AT_SCALE_GPUS]
+    scaled = [abs(row.error) for row in rows if at_scale(row.case.scenario)]
     lines = [
         "## Throughput: estimate vs published training runs",
         "",
@@ -427,8 +427,8 @@ def time_section() -> str:
         f"**{len(rows)} runs: median error {statistics.median(errors):.1%}, worst {max(errors):.1%}.** "
         + claim_line("llm-throughput"),
         "",
-        f"**{len(at_scale)} of them on {AT_SCALE_GPUS} GPUs or more: median error "
-        f"{statistics.median(at_scale):.1%}, worst {max(at_scale):.1%}.** "
+        f"**{len(scaled)} of them on {AT_SCALE_GPUS} GPUs or more: median error "
+        f"{statistics.median(scaled):.1%}, worst {max(scaled):.1%}.** "
         + claim_line("llm-throughput-at-scale"),
         "",
         "| run | measured tok/s/GPU | estimated | error | claim | largest overhead | how measured |",

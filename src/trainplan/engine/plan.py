@@ -44,10 +44,10 @@ from trainplan.inputs.catalogs.gpus import GpuSpec, find_gpu, gpu_catalog, scale
 from trainplan.inputs.resolve import resolve_model, scenario_gpu
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec
+from trainplan.specs.pipeline import MULTI_CHUNK_SCHEDULES
 from trainplan.specs.rollout import ROLLOUT_STAGES
 from trainplan.specs.scenario import (
     DEFAULT_TRAIN_TOKENS,
-    MULTI_CHUNK_SCHEDULES,
     Scenario,
     data_parallel_degree,
     layout_template,

@@ -17,9 +17,7 @@ from typing import Any
 from trainplan.specs.errors import InputError, shown_number, shown_value
 from trainplan.specs.model import MODEL_KINDS
 from trainplan.specs.offload import OFFLOAD
-from trainplan.specs.pipeline import MULTI_CHUNK_SCHEDULES as MULTI_CHUNK_SCHEDULES  # re-exported
 from trainplan.specs.pipeline import PIPELINE_SCHEDULES
-from trainplan.specs.pipeline import V_SCHEDULES as V_SCHEDULES  # re-exported
 from trainplan.specs.presets import Recipe, recipes, with_recipe
 from trainplan.specs.rollout import (
     ROLLOUT_ENGINES,

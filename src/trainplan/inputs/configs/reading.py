@@ -513,8 +513,9 @@ def _least_gpus(data: dict[str, Any], sources: dict[str, Source], given: Mapping
 
     least, named = 1, []
     for name in LEAST_GPUS:
-        least *= degree(name)
-        if degree(name) > 1 or name in LEAST_GPUS[:2]:
+        given_degree = degree(name)
+        least *= given_degree
+        if given_degree > 1 or name in LEAST_GPUS[:2]:
             named.append(name)
     # the expert ranks are carved from the others (torchtitan: dp_shard x cp x tp), so at least
     # expert_parallel of them a pipeline stage and replica

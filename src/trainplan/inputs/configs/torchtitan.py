@@ -35,6 +35,7 @@ from trainplan.inputs.configs.base import (
 )
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.offload import FSDP_OFFLOAD, PARAM_OFFLOADS
+from trainplan.specs.pipeline import MULTI_CHUNK_SCHEDULES
 
 FORMAT = "torchtitan"
 TITLE = "torchtitan TOML"
@@ -137,11 +138,9 @@ SCHEDULES = {
 
 def _schedule(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """pipeline_parallel_schedule: a single-stage schedule runs one chunk a rank; a looped one
-    (Interleaved1F1B) or a V (DualPipeV) two unless pipeline_parallel_layers_per_stage says
+    (Interleaved1F1B) or a V (DualPipeV, ZBVZeroBubble) two unless pipeline_parallel_layers_per_stage says
     otherwise (distributed/pipeline_parallel.py :114 at pytorch/torchtitan@238fa995:
     stages_per_rank = 1 if single-stage else 2)."""
-    from trainplan.specs.scenario import MULTI_CHUNK_SCHEDULES
-
     if _degrees(flat)["pipeline_parallel_degree"] == 1:
         return Ignore("no pipeline parallelism (pipeline_parallel_degree 1)")
     schedule = {name.lower(): ours for name, ours in SCHEDULES.items()}.get(str(value).strip().lower())
