@@ -42,16 +42,22 @@ def _gradients(scenario: Scenario) -> dict[str, float]:
     }
 
 
-def _moments(scenario: Scenario) -> dict[str, float]:
-    """The gradients at each moment of the step (the end of backward is its own moment)."""
+def _formula_inputs(scenario: Scenario) -> tuple[Any, Any]:
+    """The scenario's per-replica coefficients and layout, as estimate() builds them."""
     from trainplan.engine.estimate import device_of, layout_of
-    from trainplan.engine.per_gpu import memory
     from trainplan.engine.per_replica import coefficients
     from trainplan.inputs.catalogs.gpus import find_gpu
     from trainplan.inputs.resolve import resolve_model
 
     coeffs = coefficients(resolve_model(scenario.model), scenario)
-    layout = layout_of(coeffs, scenario, device_of(scenario, find_gpu(scenario.gpu)))
+    return coeffs, layout_of(coeffs, scenario, device_of(scenario, find_gpu(scenario.gpu)))
+
+
+def _moments(scenario: Scenario) -> dict[str, float]:
+    """The gradients at each moment of the step (the end of backward is its own moment)."""
+    from trainplan.engine.per_gpu import memory
+
+    coeffs, layout = _formula_inputs(scenario)
     return {name: terms["gradients"] for name, (terms, _) in memory(coeffs, layout).moments.items()}
 
 
@@ -195,14 +201,9 @@ def test_each_stage_holds_its_own_micro_batches_and_only_the_last_the_logits() -
 
 def estimate_phase(scenario: Scenario, rank: int, phase: str) -> dict[str, float]:
     """Pipeline rank `rank`'s terms at `phase` (per_gpu.stage_memory over the scenario's layout)."""
-    from trainplan.engine.estimate import device_of, layout_of
     from trainplan.engine.per_gpu import stage_memory
-    from trainplan.engine.per_replica import coefficients
-    from trainplan.inputs.catalogs.gpus import find_gpu
-    from trainplan.inputs.resolve import resolve_model
 
-    coeffs = coefficients(resolve_model(scenario.model), scenario)
-    layout = layout_of(coeffs, scenario, device_of(scenario, find_gpu(scenario.gpu)))
+    coeffs, layout = _formula_inputs(scenario)
     fraction = coeffs.rank_fractions(scenario.pipeline_parallel, scenario.virtual_stages)[rank]
     terms: dict[str, float] = stage_memory(coeffs, layout, rank, fraction).phases[phase]
     return terms
