@@ -63,10 +63,13 @@ VALUES: dict[str, Any] = {
     "rollout_sleep": True,
     "steps_per_generation": 2,
     "num_iterations": 2,
+    "rollout_forward_batch": 8,
 }
 FIGURES = ("params", "memory", "time", "cost", "energy")
 _GRPO: dict[str, Any] = {"stage": "grpo", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
 _VLLM: dict[str, Any] = {"rollout_engine": "vllm"}
+# a PPO step of 32 prompts per GPU, generated 32 at a time unless rollout_forward_batch says less
+_PPO: dict[str, Any] = {"stage": "ppo", "micro_batch": 8, "grad_accum": 4, "seq_len": 1024}
 # Where a field only acts beside another setting: the chunk count of the chunked loss, the scan
 # kernel of a model with state-space layers.
 INSIDE: dict[str, dict[str, Any]] = {
@@ -89,6 +92,7 @@ INSIDE: dict[str, dict[str, Any]] = {
     "rollout_sleep": {**_GRPO, **_VLLM},
     "steps_per_generation": _GRPO,
     "num_iterations": _GRPO,
+    "rollout_forward_batch": _PPO,
 }
 
 
@@ -101,8 +105,8 @@ def scoped() -> dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]]
 
 
 def test_outside_its_stages_a_field_is_refused() -> None:
-    """A field scoped to stages (the reference fields: dpo, kto and grpo; the rollout fields:
-    grpo) is refused, naming it, on every other stage."""
+    """A field scoped to stages (the reference fields: dpo, kto, grpo and ppo; the rollout fields:
+    grpo and ppo, or one of them) is refused, naming it, on every other stage."""
     staged = {name: info.stages for name, info in field_infos().items() if info.stages is not None}
     assert set(staged) == {"reference", "reference_weights", *ROLLOUT_FIELDS}
     for name, stages in staged.items():

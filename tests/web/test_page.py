@@ -1043,6 +1043,31 @@ def test_the_rollout_fields_follow_the_stage(page: Page, client: TestClient) -> 
     assert_shows(page, api(client, body))
 
 
+def test_ppo_shows_its_own_rollout_fields(page: Page, client: TestClient) -> None:
+    """PPO's rollout section shows the fields PPOTrainer reads (completion length, passes,
+    forward batch) and not GRPO's (generations, the engine's); the note says the kept logits and
+    the value and reward models as the CLI says them."""
+    body = {"model": "Qwen2.5-0.5B", "stage": "ppo", "micro_batch": 4, "grad_accum": 4, "seq_len": 512}
+    page.open("?" + "&".join(f"{name}={value}" for name, value in body.items()))
+    data = api(client, body)
+    assert_shows(page, data)
+    lines = data["display"]["rollout_lines"]
+    assert lines[0].startswith("Rollout: transformers' generate on the policy, 16 prompts at a time")
+    assert lines[2].startswith("Value model on each GPU")
+    assert page.text("#rollout-note") == ". ".join(lines)
+    shown = {
+        name: page.page.locator(f'[data-field="{name}"]').is_visible()
+        for name in ("completion_len", "num_iterations", "rollout_forward_batch", "generations", "rollout_engine")
+    }
+    assert shown == {
+        "completion_len": True,
+        "num_iterations": True,
+        "rollout_forward_batch": True,
+        "generations": False,
+        "rollout_engine": False,
+    }
+
+
 def test_the_page_says_each_pipeline_ranks_peak(page: Page, client: TestClient) -> None:
     """Under pipeline parallelism the page says every rank's peak under the breakdown, as the
     CLI says it (display.stage_line, from memory.per_stage); without it the note is hidden."""

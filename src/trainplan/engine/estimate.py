@@ -95,9 +95,10 @@ KINDS = {
     ),
     "rollout": (
         EXACT,
-        "a GRPO step's rollout engine on this GPU: a colocated vLLM engine's budget "
+        "a GRPO or PPO step's rollout on this GPU: a colocated vLLM engine's budget "
         "(rollout_memory_fraction x the GPU's memory, exact; split in memory.rollout), or "
-        "transformers' generate's KV caches and logits (an estimate); not in allocated_peak_bytes",
+        "transformers' generate's KV caches and logits (an estimate), and PPO's generated fp32 "
+        "logits, kept through scoring and training (exact); not in allocated_peak_bytes",
     ),
     "cache": (
         ESTIMATE,
@@ -268,6 +269,15 @@ def stage_assumptions(scenario: Scenario, coeffs: Coefficients) -> dict[str, obj
         "reference_source": "given" if scenario.reference is not None else "trainer default",
         "reference_weight_bytes": coeffs.reference.resident_bytes,
         "sequences_per_sample": sequences_per_sample(scenario.stage),
+        # PPO's value and reward models: the policy's architecture with a one-score head
+        **(
+            {
+                "value_model": f"{coeffs.model.name}, one-score head",
+                "reward_model": f"{coeffs.model.name}, one-score head",
+            }
+            if coeffs.critic is not None
+            else {}
+        ),
     }
 
 
@@ -362,6 +372,7 @@ def layout_of(
         rollout_bytes=rollout.training_bytes if rollout else 0.0,
         generation_bytes=rollout.generation_bytes if rollout else 0.0,
         generation_temporaries=rollout.generation_temporaries if rollout else 0.0,
+        scoring_bytes=rollout.scoring_bytes if rollout else 0.0,
     )
 
 

@@ -129,6 +129,8 @@ class Layout:
     rollout_bytes: Any = 0.0
     generation_bytes: Any = 0.0
     generation_temporaries: Any = 0.0
+    # PPO's scoring forwards' working set (0: GRPO's, one micro-batch's forward)
+    scoring_bytes: Any = 0.0
 
     @property
     def gpus(self) -> Any:
@@ -278,6 +280,22 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
         shard_master, (c.states.optimizer_bytes - fsdp.shard_master_bytes) * per_gpu / zero1, optimizer
     )
     transient = c.states.optimizer_transient_bytes * per_gpu / zero1
+    critic = c.critic
+    if critic is not None:
+        # PPO: the value model trains beside the policy under one optimizer (TRL's
+        # PolicyAndValueWrapper, prepared as one model), its states sharded as the policy's; the
+        # frozen reward model is sharded under ZeRO-3 as the reference copy is (prepare_deepspeed)
+        value = critic.states
+        reward = c.reward_weight_bytes * per_gpu / zero3
+        critic_parts = (
+            value.trainable_weight_bytes * per_gpu / zero3,
+            value.gradient_bytes * per_gpu / zero2,
+            value.optimizer_bytes * per_gpu / zero1,
+        )
+        weights = weights + critic_parts[0] + reward
+        gradients = gradients + critic_parts[1]
+        optimizer = optimizer + critic_parts[2]
+        transient = transient + value.optimizer_transient_bytes * per_gpu / zero1
     # expert parallelism (terms/experts.py): where a state is not sharded, a GPU holds 1 / ep of
     # the routed experts' share of it (whole experts) in place of 1 / tp; sharded, the dense share
     experts, ep = c.experts, v.expert_parallel
@@ -336,6 +354,11 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     stored = (
         stored + c.activations.outside_per_token / tp * tokens + c.copies.frozen_cast_stored_bytes * per_gpu
     )
+    if critic is not None:
+        # the value model's forward runs first and is held, with the policy's, until the one backward
+        stored = (
+            stored + _stored_layer_bytes(critic, v, rank) + critic.activations.outside_per_token / tp * tokens
+        )
     recompute: Any = 0.0
     for sharded, replicated in c.activations.recompute_layers:
         recompute = maximum(recompute, (sharded / tp + replicated / replicated_divisor) * tokens)
@@ -371,6 +394,9 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
     # the head's once the head's backward is done
     saved_copies = c.copies.autocast_saved_bytes * per_gpu / zero3
+    if critic is not None:
+        autocast = autocast + critic.copies.autocast_cache_bytes * per_gpu / zero3
+        saved_copies = saved_copies + critic.copies.autocast_saved_bytes * per_gpu / zero3
     head_copy = c.copies.autocast_head_bytes * per_gpu / zero3
     # the sharded gradients live in blocks the reduce-scatter stream allocated; once freed by
     # zero_grad those stay reserved on that stream, so before gradients exist they are reserved
@@ -511,8 +537,20 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
             pool,
             fraction,
         )
+        # PPO scores with the reference, value and reward models' forwards of its own size
+        # (`scoring_bytes`, rollout_step.py), GRPO one micro-batch at a time
+        scoring_loss, scoring_working = (0.0, v.scoring_bytes) if v.scoring_bytes else (loss, layer_forward)
         scoring = _cached(
-            _terms(weights, 0.0, optimizer, 0.0, loss, layer_forward + gathered + side, overhead, engine),
+            _terms(
+                weights,
+                0.0,
+                optimizer,
+                0.0,
+                scoring_loss,
+                scoring_working + gathered + side,
+                overhead,
+                engine,
+            ),
             early_pools,
             fraction,
         )
@@ -522,7 +560,20 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
         phases=phases,
         # the reference copy's share of `weights`, where a preference stage keeps one
         states={"weights": weights, "gradients": gradients, "optimizer": optimizer}
-        | ({"reference": reference} if c.reference.resident_bytes else {}),
+        | ({"reference": reference} if c.reference.resident_bytes else {})
+        # PPO's value model (its weights, gradients and optimizer state on the GPU) and the
+        # reward model's share of `weights`
+        | (
+            {
+                "critic": where(params_off, 0.0, critic_parts[0])
+                + where(grads_off, 0.0, critic_parts[1])
+                + where(offload >= 1, 0.0, critic_parts[2]),
+                "critic_gradients": where(grads_off, 0.0, critic_parts[1]),
+                "reward_model": where(params_off, 0.0, reward),
+            }
+            if critic is not None
+            else {}
+        ),
         offloaded=offloaded,
         paged=paged,
         stream_pool={
@@ -731,6 +782,10 @@ def step_seconds(
     flops = c.work.flops.total
     # the attention core and the output head run at the 16-bit rate under the fp8 recipes
     sixteen_bit = c.work.attention_flops + c.work.flops.head_training
+    critic = c.critic
+    if critic is not None:  # PPO's value model trains in the same step (PolicyAndValueWrapper)
+        flops = flops + critic.work.flops.total
+        sixteen_bit = sixteen_bit + critic.work.attention_flops + critic.work.flops.head_training
     linear_per_token = (flops - sixteen_bit) / (hw.peak_flops_per_s * hw.linear_efficiency_ratio)
     compute = (
         global_tokens
@@ -781,14 +836,14 @@ def step_seconds(
     bandwidth = link_bytes_per_s(hw, tp * shard, spans)
     replica_bandwidth = link_bytes_per_s(hw, gpus, gpus > gpus_per_node)
     share = v.stage_fraction / tp
-    grads = c.states.gradient_bytes * share
+    grads = (c.states.gradient_bytes + (critic.states.gradient_bytes if critic else 0.0)) * share
     # gradients are reduced once per step, under the last micro-batch's backward (2/3 of it);
     # ZeRO-3 gathers weights twice and reduce-scatters gradients every micro-batch, under all
     # of the compute; under HSDP each shard is then all-reduced over the replicas
     ring = ring_allreduce_seconds(grads, shard, bandwidth) + ring_allreduce_seconds(
         grads / shard, replicas, replica_bandwidth
     )
-    gathered = c.work.weights_16bit_bytes * share
+    gathered = (c.work.weights_16bit_bytes + (critic.work.weights_16bit_bytes if critic else 0.0)) * share
     # ZeRO-3 gathers a reference copy once per micro-batch, for its forward
     reference_gathered = c.reference.gathered_bytes * share
     # FSDP2 gathers twice (once without resharding after forward) and reduce-scatters at the

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
+from typing import Any
 
 from trainplan.engine.samples import sample_shape
 from trainplan.engine.terms.activations import (
@@ -64,9 +65,16 @@ from trainplan.engine.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, compile_f
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.model import Linear, ModelSpec, derived
 from trainplan.specs.presets import resolved_adapter_dtype
-from trainplan.specs.rollout import resolved_rollout
+from trainplan.specs.rollout import ROLLOUT_STAGES, resolved_rollout
 from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario, is_pattern, resolved_base_weights
-from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample, stage_model
+from trainplan.specs.stages import (
+    CRITIC_STAGES,
+    resolved_loss,
+    resolved_reference,
+    sequences_per_sample,
+    stage_model,
+    value_model,
+)
 from trainplan.specs.validity import QUANTISED_BASES
 from trainplan.specs.weights import block_linears, block_params, weight_linears
 
@@ -250,6 +258,10 @@ class Coefficients:
     reference: ReferenceModel = ReferenceModel()
     # the routed experts' share, for expert parallelism (terms/experts.py)
     experts: ExpertShare = ExpertShare()
+    # PPO's value model, trained beside the policy (its own record, `critic_coefficients`), and
+    # its frozen reward model's weights
+    critic: Coefficients | None = None
+    reward_weight_bytes: float = 0.0
 
     @cached_property
     def layer_params(self) -> list[int]:
@@ -465,7 +477,9 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     autocast_head = 0 if loss_kind == "logprob" else head_matrix
     # a reference model (or the adapter-disabled policy) scores each batch after the policy
     # (GRPO's scores the generation batch before training, in a moment of its own)
-    reference_scored = resolved_reference(scenario) in ("model", "adapter") and scenario.stage != "grpo"
+    reference_scored = (
+        resolved_reference(scenario) in ("model", "adapter") and scenario.stage not in ROLLOUT_STAGES
+    )
     if model.kind != "llm":
         from trainplan.engine.terms.denoisers import checkpointed_blocks  # not loaded for language models
 
@@ -715,14 +729,50 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         fsdp=fsdp,
         reference=reference,
         experts=expert_share(model, counts.total, counts.trainable, full),
+        **_critic(model, scenario, precision),
     )
+
+
+def critic_scenario(scenario: Scenario) -> Scenario:
+    """The scenario PPO's value model trains under: the policy's, as a full fine-tune of one
+    sequence per example with no stage of its own (TRL's PPOTrainer trains the whole value
+    model, peft or not: get_peft_model wraps the policy alone, huggingface/trl@f2cd5771
+    trl/experimental/ppo/ppo_trainer.py PPOTrainer.__init__), its one-score head's loss a
+    standard one over a single label."""
+    return dataclasses.replace(
+        scenario,
+        stage="sft",
+        method="full",
+        reference=None,
+        reference_weights=None,
+        completion_len=None,
+        num_iterations=None,
+        rollout_forward_batch=None,
+        base_weights=None,
+        loss=None,
+    )
+
+
+def _critic(model: ModelSpec, scenario: Scenario, precision: PrecisionBytes) -> dict[str, Any]:
+    """A PPO scenario's value model (`critic`) and the reward model's frozen weights (loaded as
+    the reference copy is: huggingface/trl@f2cd5771 examples/scripts/ppo/ppo.py gives the value,
+    reward, policy and reference models one model_kwargs), both of `model`'s architecture with a
+    one-score head (stages.value_model); nothing for the other stages."""
+    if scenario.stage not in CRITIC_STAGES:
+        return {}
+    spec = value_model(model)
+    critic = coefficients(spec, critic_scenario(scenario))
+    return {
+        "critic": critic,
+        "reward_weight_bytes": reference_copy_bytes(spec, scenario, critic.counts, precision),
+    }
 
 
 #: Forward passes each trained token brings beside the policy's step, by stage and reference:
 #: DPO's reference scores the same concatenated batch; KTO's scores the completion batch and the
 #: KL batch, and the policy scores the KL batch under no_grad whatever the reference (TRL 1.16.0
 #: KTOTrainer._compute_kl_logps). Precomputed: the reference's passes move before training.
-_STEP_FORWARDS = {"dpo": 1, "kto": 2, "grpo": 1}
+_STEP_FORWARDS = {"dpo": 1, "kto": 2, "grpo": 1, "ppo": 1}
 _POLICY_FORWARDS = {"kto": 1}
 
 
@@ -761,10 +811,14 @@ def _reference(
     kind = resolved_reference(scenario)
     forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
     policy = _policy_forwards(scenario) * forward
+    rollout = resolved_rollout(scenario)
+    if scenario.stage in CRITIC_STAGES and rollout is not None:
+        # PPO's value and reward models score each generation batch once under no_grad, each a
+        # forward of the policy's architecture with a one-score head in place of the LM head
+        policy += 2 * (flops.matmul_forward + flops.attention_forward) / rollout.num_iterations
     if kind == "none":
         return ReferenceModel(flops_per_token=policy)
     passes = _STEP_FORWARDS[scenario.stage] * forward
-    rollout = resolved_rollout(scenario)
     if rollout is not None:  # a generation batch is scored once, trained num_iterations times
         passes /= rollout.num_iterations
     if kind == "precomputed":

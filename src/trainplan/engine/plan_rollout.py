@@ -1,5 +1,5 @@
-"""The planner for a stage that generates (GRPO): where the rollout engine runs and how large
-it is, beside the trainer's layout.
+"""The planner for a stage that generates (GRPO, PPO): where the rollout engine runs and how
+large it is, beside the trainer's layout (PPO's engine is transformers' generate, always).
 
 The search differs from the layout planner's (engine/plan.py) in what it varies and in how it
 evaluates: every candidate is a complete scenario run through `estimate()` itself, since the
@@ -61,6 +61,9 @@ def engines(base: Scenario, gpus: int) -> Iterator[Engine]:
     both; vLLM colocated at each tensor-parallel size dividing the GPUs (its shares tried from the
     smallest), or on a power of two of them (leaving at least one to train) at each
     tensor-parallel size dividing those, at vllm-serve's share."""
+    if base.stage == "ppo":  # TRL's PPOTrainer generates with transformers' generate only
+        yield ("hf", "colocate", None, 1, (None,))
+        return
     kinds = (base.rollout_engine,) if base.rollout_engine else ("hf", "vllm")
     if "hf" in kinds:
         yield ("hf", "colocate", None, 1, (None,))
@@ -119,13 +122,16 @@ def _candidate(
         "zero_stage": 3 if method == "full" and replicas > 1 else 0,
         "micro_batch": micro_batch,
         "grad_accum": completions // per_step,
-        "rollout_engine": kind,
-        "rollout_placement": placement if kind == "vllm" else None,
-        "rollout_gpus": engine_gpus,
-        "rollout_tensor_parallel": tp if kind == "vllm" else None,
-        "rollout_memory_fraction": fraction,
-        "rollout_sleep": base.rollout_sleep if kind == "vllm" and placement == "colocate" else None,
     }
+    if base.stage != "ppo":  # the engine's own fields (GRPO's; PPO's engine is fixed)
+        fields |= {
+            "rollout_engine": kind,
+            "rollout_placement": placement if kind == "vllm" else None,
+            "rollout_gpus": engine_gpus,
+            "rollout_tensor_parallel": tp if kind == "vllm" else None,
+            "rollout_memory_fraction": fraction,
+            "rollout_sleep": base.rollout_sleep if kind == "vllm" and placement == "colocate" else None,
+        }
     try:
         return scenario_from_mapping(fields)
     except InputError as error:
@@ -188,7 +194,7 @@ def completions_target(request: PlanRequest) -> int:
 
 
 def plan_rollout(request: PlanRequest, spec: ModelSpec, gpus: list[GpuSpec]) -> PlanResult:
-    """Search the rollout layouts of a GRPO request (see the module docstring)."""
+    """Search the rollout layouts of a GRPO or PPO request (see the module docstring)."""
     rollout = resolved_rollout(request.base)
     assert rollout is not None
     completions = completions_target(request)

@@ -15,6 +15,7 @@ from trainplan.engine.time_cost_energy import CostFigures, EnergyFigures, LoadFi
 from trainplan.specs.frozen import direct_init, once
 from trainplan.specs.labels import ESTIMATE, EXACT
 from trainplan.specs.scenario import Scenario, scenario_to_mapping
+from trainplan.specs.stages import CRITIC_STAGES
 
 
 class Term(NamedTuple):
@@ -174,7 +175,13 @@ class Estimate:
     @property
     def reference_bytes(self) -> float:
         """A frozen reference copy's share of the weights on this GPU (0 without one)."""
-        return next((state.value for state in self.states if state.name == "reference"), 0.0)
+        return self.state_bytes("reference")
+
+    def state_bytes(self, name: str) -> float:
+        """One of `states` on this GPU by name (0 where the run has none): the frozen reference
+        copy, PPO's value model (`critic`: its weights, gradients and optimizer state) and its
+        reward model (`reward_model`)."""
+        return next((state.value for state in self.states if state.name == name), 0.0)
 
     @property
     def chosen_fit(self) -> FitRow:
@@ -313,10 +320,17 @@ def _rollout(result: Estimate) -> dict[str, Any] | None:
 
 
 def _roles(result: Estimate, phase: Phase) -> dict[str, float]:
-    """A round's bytes by role: the rollout engine, a frozen reference copy, and the policy's
+    """A round's bytes by role: the rollout engine, a frozen reference copy, PPO's value model
+    (its states; gradients only in the rounds that hold them) and reward model, and the policy's
     trainer (everything else: its states, activations, temporaries, cache and overhead)."""
     engine, reference = phase.term("rollout").value, result.reference_bytes
-    return {"policy": phase.total - engine - reference, "reference": reference, "engine": engine}
+    roles = {"reference": reference, "engine": engine}
+    if result.scenario.stage in CRITIC_STAGES:
+        critic = result.state_bytes("critic")
+        if not phase.term("gradients").value:  # freed by zero_grad before generation and scoring
+            critic -= result.state_bytes("critic_gradients")
+        roles |= {"critic": critic, "reward_model": result.state_bytes("reward_model")}
+    return {"policy": phase.total - sum(roles.values())} | roles
 
 
 def _round(result: Estimate, phase: Phase) -> dict[str, Any]:

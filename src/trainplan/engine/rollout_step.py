@@ -7,8 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainplan.engine.per_gpu import Hardware, link_bytes_per_s
-from trainplan.engine.per_replica import Coefficients, frozen_base_bytes
-from trainplan.engine.terms.rollout import EngineMemory, GenerationSeconds, engine_memory, generation_seconds
+from trainplan.engine.per_replica import Coefficients, frozen_base_bytes, reference_copy_format
+from trainplan.engine.terms.rollout import (
+    EngineMemory,
+    GenerationSeconds,
+    engine_memory,
+    generation_seconds,
+    ppo_rollout_bytes,
+)
 from trainplan.inputs.catalogs.gpus import GpuSpec
 from trainplan.specs.rollout import Rollout, resolved_rollout
 from trainplan.specs.scenario import Scenario, data_parallel
@@ -34,6 +40,8 @@ class RolloutFigures:
     generation_bytes: float
     generation_temporaries: float
     generation_batch: int = 0  # completions one generation makes (micro x replicas x steps_per_generation)
+    # PPO's scoring forwards' working set on each trainer GPU (0 for GRPO: one micro-batch's)
+    scoring_bytes: float = 0.0
 
 
 def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> RolloutFigures | None:
@@ -63,6 +71,33 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
         local_completions=local,
     )
     tp = scenario.tensor_parallel
+    if rollout.forward_batch:  # PPO (terms/rollout.py ppo_rollout_bytes)
+        copy = reference_copy_format(scenario)
+        ppo = ppo_rollout_bytes(
+            coeffs.model,
+            rollout,
+            engine,
+            local_completions=local,
+            scoring_value_bytes=coeffs.precision.weight_bytes
+            if copy is None
+            else (4 if copy == "fp32" else value_bytes),
+            layer_working_per_token=coeffs.activations.layer_working_forward,
+        )
+        sharded = scenario.zero_stage == 3 and replicas > 1
+        gathered = coeffs.work.weights_16bit_bytes * (1 - 1 / replicas) if sharded else 0.0
+        tokens = min(rollout.forward_batch, local) * rollout.prompt_len
+        return RolloutFigures(
+            rollout,
+            engine,
+            0.0,
+            trained,
+            trained,
+            ppo.scores,
+            ppo.generation,
+            coeffs.activations.layer_working_forward * tokens + gathered,
+            completions,
+            ppo.scoring,
+        )
     if rollout.engine == "hf":
         tokens = local * rollout.prompt_len
         prefill = coeffs.activations.layer_working_forward * tokens / tp

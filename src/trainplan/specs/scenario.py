@@ -208,8 +208,10 @@ LORA_FIELDS: dict[str, FieldInfo] = {
 
 
 LLM_ONLY = ("llm",)
-#: The stages the rollout fields apply to (specs/rollout.py).
+#: The stages the rollout fields apply to (specs/rollout.py): both, GRPO's own, PPO's own.
 _ROLLOUT = tuple(sorted(ROLLOUT_STAGES))
+_GRPO = ("grpo",)
+_PPO = ("ppo",)
 SAMPLE_KINDS = ("diffusion", "video", "jepa")  # the kinds that train on images or clips
 ADAPTER_METHODS = ("lora", "qlora")
 
@@ -349,7 +351,9 @@ class Scenario:
             "chosen and rejected scored by one scalar head), dpo, orpo, simpo (micro_batch counts "
             "chosen/rejected pairs, run as one batch of 2 x micro_batch sequences) or kto "
             "(unpaired examples plus a KL batch), grpo (completions generated per prompt, then "
-            "trained; the rollout fields); LLaMA-Factory's stage names, TRL's trainers",
+            "trained; the rollout fields), ppo (one completion per prompt, scored by a reward model, "
+            "the policy trained with a value model of its architecture); LLaMA-Factory's stage "
+            "names, TRL's trainers",
             STAGES,
             model_kinds=LLM_ONLY,
             label="Training stage",
@@ -362,15 +366,16 @@ class Scenario:
                 ("orpo", "ORPO"),
                 ("simpo", "SimPO"),
                 ("grpo", "GRPO"),
+                ("ppo", "PPO"),
             ),
         ),
     )
     reference: str | None = _field(
         None,
         FieldInfo(
-            "dpo, kto and grpo: where the reference log-probs come from: model (a frozen copy on "
+            "dpo, kto, grpo and ppo: where the reference log-probs come from: model (a frozen copy on "
             "every GPU), adapter (the LoRA policy with its adapters disabled), precomputed (one "
-            "pass before training, precompute_ref_log_probs; not grpo) or none (null: TRL's "
+            "pass before training, precompute_ref_log_probs; not grpo or ppo) or none (null: TRL's "
             "default, adapter for LoRA and QLoRA, model for a full fine-tune; none for grpo, whose "
             "beta is 0 by default, and for the other stages)",
             REFERENCES,
@@ -400,8 +405,9 @@ class Scenario:
     completion_len: int | None = _field(
         None,
         FieldInfo(
-            "grpo: tokens generated per completion, the part of seq_len after the prompt "
-            "(TRL's max_completion_length; every completion taken to run to it; null: 512, TRL's default)",
+            "grpo, ppo: tokens generated per completion, the part of seq_len after the prompt "
+            "(TRL's max_completion_length, PPO's response_length; every completion taken to run to "
+            "it; null: 512 for grpo, 53 for ppo, TRL's defaults)",
             None,
             1,
             10_000_000,
@@ -409,7 +415,7 @@ class Scenario:
             model_kinds=LLM_ONLY,
             stages=_ROLLOUT,
             label="Completion length",
-            placeholder="512 (TRL's default)",
+            placeholder="512 grpo, 53 ppo (TRL's defaults)",
         ),
     )
     generations: int | None = _field(
@@ -422,7 +428,7 @@ class Scenario:
             65536,
             "int",
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Generations per prompt",
             placeholder="8 (TRL's default)",
         ),
@@ -434,7 +440,7 @@ class Scenario:
             "default use_vllm false) or vllm",
             ROLLOUT_ENGINES,
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Rollout engine",
             choice_labels=(("hf", "transformers generate"), ("vllm", "vLLM")),
         ),
@@ -446,7 +452,7 @@ class Scenario:
             "TRL's default vllm_mode) or separate (trl vllm-serve on rollout_gpus of the gpus)",
             ROLLOUT_PLACEMENTS,
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Engine placement",
             choice_labels=(("colocate", "Share the training GPUs"), ("separate", "GPUs of its own")),
         ),
@@ -460,7 +466,7 @@ class Scenario:
             1_000_000,
             "int",
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Engine GPUs",
             placeholder="1 GPU",
         ),
@@ -475,7 +481,7 @@ class Scenario:
             1024,
             "int",
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Engine tensor parallel",
             placeholder="1 (no tensor parallel)",
         ),
@@ -491,7 +497,7 @@ class Scenario:
             1.0,
             "float",
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Engine memory fraction",
             placeholder="0.3 colocated, 0.9 separate",
         ),
@@ -504,7 +510,7 @@ class Scenario:
             "from the policy before each generation; null: false)",
             value_type="bool",
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Engine sleeps while training",
         ),
     )
@@ -519,7 +525,7 @@ class Scenario:
             1_000_000,
             "int",
             model_kinds=LLM_ONLY,
-            stages=_ROLLOUT,
+            stages=_GRPO,
             label="Steps per generation",
             placeholder="grad_accum (TRL's default)",
         ),
@@ -527,7 +533,8 @@ class Scenario:
     num_iterations: int | None = _field(
         None,
         FieldInfo(
-            "grpo: passes over each generation batch (TRL's num_iterations, GRPO's mu; null: 1)",
+            "grpo, ppo: passes over each generation batch (TRL's num_iterations, GRPO's mu, "
+            "PPO's num_ppo_epochs; null: 1 for grpo, 4 for ppo)",
             None,
             1,
             1024,
@@ -535,7 +542,22 @@ class Scenario:
             model_kinds=LLM_ONLY,
             stages=_ROLLOUT,
             label="Iterations per batch",
-            placeholder="1 (TRL's default)",
+            placeholder="1 grpo, 4 ppo (TRL's defaults)",
+        ),
+    )
+    rollout_forward_batch: int | None = _field(
+        None,
+        FieldInfo(
+            "ppo: prompts generated, and scored by the reference, value and reward models, at once "
+            "(TRL's local_rollout_forward_batch_size; null: 64)",
+            None,
+            1,
+            1_000_000,
+            "int",
+            model_kinds=LLM_ONLY,
+            stages=_PPO,
+            label="Rollout forward batch",
+            placeholder="64 (TRL's default)",
         ),
     )
     recipe: str | None = _field(

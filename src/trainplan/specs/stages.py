@@ -34,12 +34,16 @@ from typing import Protocol
 from trainplan.specs.errors import InputError
 from trainplan.specs.model import ModelSpec, derived
 
-STAGES = ("sft", "pt", "rm", "dpo", "kto", "orpo", "simpo", "grpo")
+STAGES = ("sft", "pt", "rm", "dpo", "kto", "orpo", "simpo", "grpo", "ppo")
 REFERENCES = ("model", "precomputed", "adapter", "none")
 #: Stages whose micro-batch counts chosen/rejected pairs, run as 2 x micro_batch sequences.
 PAIRED_STAGES = frozenset({"rm", "dpo", "orpo", "simpo"})
 #: Stages that compare against a reference model's log-probs.
-REFERENCE_STAGES = frozenset({"dpo", "kto"})
+REFERENCE_STAGES = frozenset({"dpo", "kto", "ppo"})
+#: Stages whose reference scores each generation batch as it comes (never precomputed).
+ROLLOUT_REFERENCE_STAGES = frozenset({"grpo", "ppo"})
+#: Stages that train a value model (a critic) beside the policy and score with a reward model.
+CRITIC_STAGES = frozenset({"ppo"})
 #: Stages that may compare against one (GRPO's KL term, `beta` > 0); none by default, and never
 #: precomputed (GRPOTrainer scores each generation batch as it comes).
 OPTIONAL_REFERENCE_STAGES = frozenset({"grpo"})
@@ -62,6 +66,7 @@ _NAMES = {
     "orpo": "ORPO",
     "simpo": "SimPO",
     "grpo": "GRPO",
+    "ppo": "PPO",
 }
 
 
@@ -111,6 +116,13 @@ def _reward_model(model: ModelSpec) -> ModelSpec:
     )
 
 
+def value_model(model: ModelSpec) -> ModelSpec:
+    """PPO's value and reward models of `model`'s architecture: AutoModelForSequenceClassification
+    with num_labels 1 (huggingface/trl@f2cd5771 examples/scripts/ppo/ppo.py loads both so, from
+    reward_model_path), the same spec object for every call on one spec."""
+    return derived(model, _reward_model)
+
+
 def stage_model(model: ModelSpec, stage: str) -> ModelSpec:
     """The model a stage trains: a language model with a one-score head for rm (the same spec
     object for every call on one spec), the model itself otherwise."""
@@ -121,10 +133,13 @@ def stage_model(model: ModelSpec, stage: str) -> ModelSpec:
 
 def resolved_loss(c: StageChoice) -> str:
     """The loss kernel that applies: the given one, else the stage's trainer's (TRL's fused
-    log-prob head for the stages it scores through it; Hugging Face's cross-entropy, or a
-    reward model's one-score head, otherwise)."""
+    log-prob head for the stages it scores through it; PPOTrainer's full logits through
+    selective_log_softmax; Hugging Face's cross-entropy, or a reward model's one-score head,
+    otherwise)."""
     if c.loss is not None:
         return c.loss
+    if c.stage in CRITIC_STAGES:
+        return "selective"
     return "logprob" if c.stage in LOGPROB_STAGES else "standard"
 
 
@@ -138,7 +153,7 @@ def check_stage(c: StageChoice) -> None:
             f"none: {name} compares the policy with reference log-probs; give model, precomputed "
             "or adapter (or leave it unset for the trainer's default)",
         )
-    if c.stage in OPTIONAL_REFERENCE_STAGES and reference == "precomputed":
+    if c.stage in ROLLOUT_REFERENCE_STAGES and reference == "precomputed":
         raise InputError(
             "reference",
             f"precomputed: {name} scores each generation batch as it is generated; give model, "
@@ -147,7 +162,7 @@ def check_stage(c: StageChoice) -> None:
     if c.stage not in REFERENCE_STAGES | OPTIONAL_REFERENCE_STAGES and reference != "none":
         raise InputError(
             "reference",
-            f"{reference}: {name} uses no reference model (only dpo, kto and grpo do); leave it "
+            f"{reference}: {name} uses no reference model (only dpo, kto, grpo and ppo do); leave it "
             "unset or give none",
         )
     if reference == "adapter" and c.method == "full":
@@ -160,6 +175,18 @@ def check_stage(c: StageChoice) -> None:
             "loss",
             f"{c.loss}: GRPO scores the completions' log-probs, through TRL's fused head (logprob, "
             "TRL 1.16) or the completion's full logits (selective, TRL 1.10 and before)",
+        )
+    if c.stage in CRITIC_STAGES and c.loss not in (None, "selective"):
+        raise InputError(
+            "loss",
+            f"{c.loss}: TRL's PPOTrainer scores the policy's full logits through "
+            "selective_log_softmax (selective); leave loss unset",
+        )
+    if c.stage in CRITIC_STAGES and c.method == "qlora":
+        raise InputError(
+            "method",
+            "qlora: TRL's PPO script loads the value model with the policy's quantization_config, "
+            "and a 4-bit value model cannot be trained; give lora or full",
         )
     if c.stage == "rm" and c.loss not in (None, "standard"):
         raise InputError(

@@ -1,4 +1,5 @@
-"""The rollout engine of a GRPO step: its memory on each of its GPUs and the time it generates.
+"""The rollout engine of a GRPO or PPO step: its memory on each of its GPUs and the time it
+generates (PPO's own generation scores and scoring forwards: `ppo_rollout_bytes`).
 
 Memory (vLLM, as TRL 1.16.0 starts it, trl/generation/vllm_generation.py): the engine takes
 `memory_fraction` of its GPU's memory (vLLM's `gpu_memory_utilization`, a budget of the total
@@ -149,6 +150,26 @@ def engine_memory(
     tp = rollout.tensor_parallel
     per_token = kv_bytes_per_token(model, value_bytes) / (tp if rollout.engine == "vllm" else 1)
     block = int(defaults["kv_block_tokens"])
+    if rollout.forward_batch:
+        # PPO: transformers' generate on the policy, forward_batch prompts at a time
+        # (huggingface/trl@f2cd5771 ppo_trainer.py batch_generation), every cache grown to seq_len
+        chunk = min(rollout.forward_batch, local_completions)
+        return EngineMemory(
+            "hf",
+            0.0,
+            0.0,
+            float(chunk * model.vocab_size * 4 * _HF_LOGIT_COPIES),
+            float(chunk * seq_len * per_token),
+            per_token,
+            float(chunk * seq_len),
+            seq_len,
+            chunk,
+            chunk,
+            local_completions,
+            chunk,
+            math.ceil(local_completions / chunk),
+            local_completions,
+        )
     if rollout.engine == "hf":
         # the policy generates its own generation batch at once, every cache grown to seq_len
         kv = local_completions * seq_len * per_token
@@ -274,3 +295,55 @@ def generation_seconds(
     if memory.engine == "hf":
         step += model.num_layers * rates["hf_decode_step_s"]
     return GenerationSeconds(prefill, memory.waves * rollout.completion_len * step)
+
+
+@dataclass(frozen=True)
+class PpoRolloutBytes:
+    """What PPO's rollout keeps on each trainer GPU beyond the engine's cache (terms in bytes).
+
+    `scores`: transformers' generate returns each step's processed fp32 logits (`output_scores`,
+    the next-token logits cast to fp32), which PPOTrainer stacks per chunk and pads into one
+    [generation batch, completion_len, vocab] tensor (`logitss`, huggingface/trl@f2cd5771
+    ppo_trainer.py batch_generation); the name stays bound through scoring and training until
+    the next generation returns, so the previous step's tensor is alive while the next one is
+    built (exact, in steady state). `generation`: the largest moment of generating: the last
+    chunk's scores stacked beside its KV cache, the previous chunks' and the previous step's
+    (2 x scores + a chunk's + the cache), or the padding copy beside the chunks and the previous
+    step's (3 x scores). `scoring`: one scoring forward of `forward_batch` sequences under no_grad
+    with output_hidden_states (PPOTrainer's `forward` and `get_reward`): every layer's output
+    and the embedding's (num_layers + 1 hidden states) and the reference's logits over every
+    position, at the scoring models' dtype, or the last layer's working set beside the other
+    hidden states, whichever is larger (an estimate: the working set is)."""
+
+    scores: float
+    generation: float
+    scoring: float
+
+
+def ppo_rollout_bytes(
+    model: ModelSpec,
+    rollout: Rollout,
+    engine: EngineMemory,
+    *,
+    local_completions: int,
+    scoring_value_bytes: float,
+    layer_working_per_token: float,
+) -> PpoRolloutBytes:
+    """PPO's generation scores, its generating moment and its scoring forward (PpoRolloutBytes).
+
+    `scoring_value_bytes`: bytes of one value of the frozen scoring forwards (their weights'
+    dtype: none of them runs under the trainer's autocast); `layer_working_per_token`: one
+    layer's forward working set per token (terms/activations.py)."""
+    per_sequence = rollout.completion_len * model.vocab_size * 4
+    scores = float(local_completions * per_sequence)
+    chunk = engine.concurrent
+    generation = max(
+        2 * scores + chunk * per_sequence + engine.kv_cache_bytes + engine.activation_bytes, 3 * scores
+    )
+    tokens = chunk * (rollout.prompt_len + rollout.completion_len)
+    hidden = tokens * model.hidden_size * scoring_value_bytes
+    logits = tokens * model.vocab_size * scoring_value_bytes
+    scoring = max(
+        (model.num_layers + 1) * hidden + logits, model.num_layers * hidden + layer_working_per_token * tokens
+    )
+    return PpoRolloutBytes(scores, generation, float(scoring))

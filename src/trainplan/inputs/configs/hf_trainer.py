@@ -26,6 +26,7 @@ from trainplan.inputs.configs.base import (
     fraction,
     ignored,
     on,
+    onto,
     onto_where,
     positive_int,
     to,
@@ -156,6 +157,20 @@ def _checkpointing(value: Any) -> str:
     return "full" if truthy("gradient_checkpointing", value) else "none"
 
 
+#: TRL's PPOTrainer never enables gradient checkpointing: it does not run Trainer.__init__ or
+#: Trainer.train, and nothing calls its PolicyAndValueWrapper.gradient_checkpointing_enable
+#: (huggingface/trl@f2cd5771 trl/experimental/ppo/ppo_trainer.py)
+PPO_NO_CHECKPOINTING = "TRL's PPOTrainer never enables gradient checkpointing (none is applied)"
+
+
+def _checkpointing_rule(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """gradient_checkpointing: every block or none; ignored under PPO (PPO_NO_CHECKPOINTING)."""
+    setting = _checkpointing(value)
+    if _ppo(flat):
+        return Ignore(PPO_NO_CHECKPOINTING)
+    return {"activation_checkpointing": setting}
+
+
 def fsdp_option(setting: str, value: Any) -> dict[str, Any] | Ignore:
     """TrainingArguments `fsdp`: "full_shard auto_wrap offload" (a string or a list) -> ZeRO
     stage (full_shard = 3, shard_grad_op = 2, the hybrid ones the same within each node,
@@ -251,12 +266,29 @@ GRPO_KEYS = (
     "vllm_enable_sleep_mode", "steps_per_generation", "num_iterations", "generation_batch_size",
     "vllm_importance_sampling_correction",
 )  # fmt: skip
+#: PPOConfig's own settings (huggingface/trl@f2cd5771 trl/experimental/ppo/ppo_config.py, the
+#: last TRL with a PPO trainer): the value model's loss weights and PPO's rollout sizes
+PPO_KEYS = (
+    "num_ppo_epochs", "response_length", "local_rollout_forward_batch_size", "vf_coef", "cliprange_value",
+    "whiten_rewards", "kl_estimator", "sft_model_path", "reward_model_path", "num_mini_batches",
+    "missing_eos_penalty", "ds3_gather_for_generation",
+)  # fmt: skip
 _PREFERENCE = f"{IRRELEVANT}: a preference objective's weight (the stage is read from the file)"
 #: `trl <command>` -> the stage it trains (trl/cli.py; cpo trains SimPO with loss_type simpo)
-TRL_STAGES = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "reward": "rm", "grpo": "grpo"}
+TRL_STAGES = {
+    "sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "reward": "rm", "grpo": "grpo", "ppo": "ppo",
+}  # fmt: skip
 #: `trl <command>`s whose trainers trainplan does not model (their rollout differs from GRPO's)
-TRL_UNMODELLED = ("rloo", "ppo")
-#: keys of one trainer's config only (TRL 1.16.0 trl/trainer/*_config.py, trl/experimental/cpo)
+TRL_UNMODELLED = ("rloo",)
+#: keys of one trainer's config only (TRL 1.16.0 trl/trainer/*_config.py, trl/experimental/cpo;
+#: PPOConfig at f2cd5771: the value model's and PPO's own, which no GRPO or RLOO config has)
+PPO_ONLY = (
+    "num_ppo_epochs",
+    "vf_coef",
+    "cliprange_value",
+    "local_rollout_forward_batch_size",
+    "response_length",
+)
 KTO_ONLY = ("desirable_weight", "undesirable_weight")
 DPO_ONLY = (
     "rpo_alpha", "reference_free", "ref_model_init_kwargs", "sync_ref_model", "precompute_ref_log_probs",
@@ -275,6 +307,8 @@ def trl_stage(flat: Mapping[str, Any]) -> tuple[str, str] | None:
         return TRL_STAGES[command], f"run with `trl {command}`"
     if command in TRL_UNMODELLED:
         return None
+    if any(key in flat for key in PPO_ONLY):
+        return "ppo", f"PPOConfig's {next(k for k in PPO_ONLY if k in flat)}"
     if any(key in flat for key in GRPO_KEYS):
         return "grpo", f"GRPOConfig's {next(k for k in GRPO_KEYS if k in flat)}"
     if command == "cpo" or any(key in flat for key in ("simpo_gamma", "cpo_alpha")):
@@ -301,6 +335,83 @@ def _grpo(flat: Mapping[str, Any]) -> bool:
     """Whether the file trains GRPO (`trl_stage`)."""
     stage = trl_stage(flat)
     return stage is not None and stage[0] == "grpo"
+
+
+def _ppo(flat: Mapping[str, Any]) -> bool:
+    """Whether the file trains PPO (`trl_stage`)."""
+    stage = trl_stage(flat)
+    return stage is not None and stage[0] == "ppo"
+
+
+_NOT_PPO = f"{NOT_MODELLED}: a setting of TRL's PPO trainer in a file for another trainer"
+
+
+def _ppo_count(setting: str, target: str) -> Convert:
+    """A PPOConfig count onto `target`."""
+    return onto_where(_ppo, _NOT_PPO, target, positive_int(setting))
+
+
+def _sft_model_path(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """PPOConfig.sft_model_path: the policy (and reference) PPO's script loads
+    (examples/scripts/ppo/ppo.py at f2cd5771: model_name_or_path names only the tokenizer)."""
+    if not _ppo(flat):
+        return Ignore(_NOT_PPO)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("sft_model_path", f"{shown_value(value)} is not a model name or path")
+    return {"model": value.strip()}
+
+
+def _mini_batches(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """PPOConfig.num_mini_batches: the generation batch is shuffled into this many mini-batches,
+    but accelerate steps the optimizer every gradient_accumulation_steps micro-batches whatever
+    the mini-batch (ppo_trainer.py's `accelerator.accumulate`), so neither memory nor the work of
+    a step changes."""
+    count = positive_int("num_mini_batches")(value)
+    if isinstance(count, Ignore):
+        return count
+    return Ignore(f"{IRRELEVANT}: micro-batches and optimizer steps are the same for any {count}")
+
+
+def _model_name(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """model_name_or_path: the model; under PPO with sft_model_path given, only the tokenizer
+    (PPO's script loads the policy from sft_model_path)."""
+    if _ppo(flat) and "sft_model_path" in flat:
+        return Ignore(
+            f"{IRRELEVANT}: PPO's script loads only the tokenizer from it (the policy: sft_model_path)"
+        )
+    return onto("model", value)
+
+
+PPO_RULES: dict[str, Rule] = {
+    "response_length": Rule(
+        "tokens generated per completion",
+        _ppo_count("response_length", "completion_len"),
+        sets="completion_len",
+    ),
+    "num_ppo_epochs": Rule(
+        "passes over each generation batch",
+        _ppo_count("num_ppo_epochs", "num_iterations"),
+        sets="num_iterations",
+    ),
+    "local_rollout_forward_batch_size": Rule(
+        "prompts generated and scored at once",
+        _ppo_count("local_rollout_forward_batch_size", "rollout_forward_batch"),
+        sets="rollout_forward_batch",
+    ),
+    "sft_model_path": Rule("the policy's weights (PPO's script)", _sft_model_path, sets="model"),
+    "reward_model_path": ignored(
+        f"{NOT_MODELLED}: the value and reward models are taken to be of the policy's architecture "
+        "with a one-score head (TRL's examples load both from it)"
+    ),
+    "num_mini_batches": Rule("mini-batches of a generation batch", _mini_batches),
+    **{
+        key: ignored(f"{IRRELEVANT}: a PPO objective's weight or clip")
+        for key in ("vf_coef", "cliprange_value", "whiten_rewards", "kl_estimator", "missing_eos_penalty")
+    },
+    "ds3_gather_for_generation": ignored(
+        f"{NOT_MODELLED}: ZeRO-3's weights are taken to be gathered for generation (TRL's default true)"
+    ),
+}
 
 
 def _vllm_colocated(flat: Mapping[str, Any]) -> bool:
@@ -455,12 +566,14 @@ def _loss_type(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
 
 
 RULES: dict[str, Rule] = {
-    "model_name_or_path": to("model", "catalog name, Hub id or local path"),
+    "model_name_or_path": Rule("catalog name, Hub id or local path", _model_name, sets="model"),
     "per_device_train_batch_size": to("micro_batch", "per GPU", positive_int("per_device_train_batch_size")),
     "gradient_accumulation_steps": to(
         "grad_accum", "micro-batches per step", positive_int("gradient_accumulation_steps")
     ),
-    "gradient_checkpointing": to("activation_checkpointing", "every block (true) or none", _checkpointing),
+    "gradient_checkpointing": Rule(
+        "every block (true) or none", _checkpointing_rule, sets="activation_checkpointing"
+    ),
     "gradient_checkpointing_kwargs*": ignored(f"{IRRELEVANT} (use_reentrant)"),
     "bf16": Rule("autocast over the model's dtype (fp32 by default: amp-bf16)", _precision, sets="precision"),
     "fp16": Rule("autocast with a GradScaler over fp32 weights", _fp16, sets="precision"),
@@ -507,6 +620,7 @@ RULES: dict[str, Rule] = {
     ),
     **{key: ignored(_PREFERENCE) for key in PREFERENCE_KEYS},
     **GRPO_RULES,
+    **PPO_RULES,
     "precompute_ref_log_probs": Rule(
         "the reference's log-probs computed before training", _precompute, sets="reference"
     ),
@@ -543,7 +657,7 @@ RULES: dict[str, Rule] = {
 TRL_KEYS = (
     "max_seq_length", "max_length", "packing", "dataset_text_field", "completion_only_loss",
     "assistant_only_loss", "use_peft", "lora_r", "activation_offloading", "padding_free", "loss_type",
-    *PREFERENCE_KEYS, *GRPO_KEYS, "beta", "max_completion_length", "max_prompt_length",
+    *PREFERENCE_KEYS, *GRPO_KEYS, *PPO_KEYS, "beta", "max_completion_length", "max_prompt_length",
     "precompute_ref_log_probs",
 )  # fmt: skip
 MARKERS = (
@@ -575,6 +689,11 @@ def implied(flat: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         }
     if stage is not None and stage[0] in ("dpo", "kto"):
         return found | {"loss": ("selective", "DPO's and KTO's full logits through selective_log_softmax")}
+    if stage is not None and stage[0] == "ppo":
+        return found | {
+            "loss": ("selective", "PPOTrainer scores the policy's full logits (selective_log_softmax)"),
+            "activation_checkpointing": ("none", PPO_NO_CHECKPOINTING),
+        }
     if stage is not None and stage[0] == "grpo":
         # the loss: the TRL read here (f2cd5771) scores the completion's full logits; the
         # sequence: the prompts are the dataset's (untruncated since TRL 0.28)

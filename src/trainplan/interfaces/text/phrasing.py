@@ -18,6 +18,7 @@ from trainplan.engine.result import (
 from trainplan.engine.terms.geometry import TokenShape
 from trainplan.engine.time_cost_energy import CostFigures
 from trainplan.specs.scenario import field_noun
+from trainplan.specs.stages import CRITIC_STAGES
 from trainplan.specs.units import format_count, format_gib, format_int, format_percent
 
 #: The labels of a result's notes: a setting with no effect here, and an approximate model reading.
@@ -40,9 +41,14 @@ def batch_line(batch: Batch, sample: TokenShape | None = None) -> str:
         )
     if batch.generations:
         prompts = format_int(batch.prompts_per_step or 0)
+        each = (
+            "one per prompt"
+            if batch.generations == 1
+            else f"{prompts} prompts x {batch.generations} generations"
+        )
         return (
-            f"Global batch {format_int(batch.global_sequences)} completions ({prompts} prompts x "
-            f"{batch.generations} generations), {format_count(batch.global_tokens)} tok = "
+            f"Global batch {format_int(batch.global_sequences)} completions ({each}), "
+            f"{format_count(batch.global_tokens)} tok = "
             f"{batch.micro_batch} micro x {batch.grad_accum} accum x {batch.replicas} replicas x "
             f"{format_int(batch.seq_len)} seq"
         )
@@ -104,7 +110,15 @@ def rollout_lines(result: Estimate) -> list[str]:
         return []
     engine = figures.engine
     sequence = format_int(engine.sequence_tokens)
-    if engine.engine == "hf":
+    if figures.rollout.forward_batch:  # PPO
+        first = (
+            f"Rollout: transformers' generate on the policy, {format_int(engine.concurrent)} prompts at "
+            f"a time (KV cache {format_gib(engine.kv_cache_bytes)} for sequences of {sequence}); the "
+            f"generated fp32 logits of the {format_int(engine.sequences)} completions are kept through "
+            f"scoring and training, {format_gib(figures.training_bytes)}, "
+            f"{format_gib(figures.generation_bytes)} while the next ones are generated"
+        )
+    elif engine.engine == "hf":
         first = (
             f"Rollout: transformers' generate on the policy, {format_gib(engine.total_bytes)} per "
             f"process (KV cache {format_gib(engine.kv_cache_bytes)} for {format_int(engine.sequences)} "
@@ -124,7 +138,15 @@ def rollout_lines(result: Estimate) -> list[str]:
         f"{name} {format_gib(phase.total)}" + (" (peak)" if name == peak else "")
         for name, phase in rounds.items()
     )
-    return [first, second]
+    lines = [first, second]
+    if result.scenario.stage in CRITIC_STAGES:
+        critic, reward = result.state_bytes("critic"), result.state_bytes("reward_model")
+        lines.append(
+            f"Value model on each GPU {format_gib(critic)} (weights, gradients and optimizer state, "
+            f"trained with the policy), reward model {format_gib(reward)} (frozen); both of the "
+            "policy's architecture with a one-score head"
+        )
+    return lines
 
 
 def params_line(result: Estimate) -> str:

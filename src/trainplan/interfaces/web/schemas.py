@@ -64,7 +64,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "reference_weights",
         ),
     ),
-    ("rollout", "Rollout (GRPO)", ROLLOUT_FIELDS),
+    ("rollout", "Rollout (GRPO, PPO)", ROLLOUT_FIELDS),
     (
         "sample",
         "Image or video sample",
