@@ -4,13 +4,15 @@
 video and JEPA steps, traced with `trainplan.engine.measure.compare.sample_trace`; `--set
 preference` reads calibration/preference_cases.yaml, preference and reward-model steps, traced
 with `compare.measure_scenario` (TRL's step, measure/preference.py); `--set grpo` reads
-calibration/grpo_cases.yaml, GRPO training rounds traced the same way. Each case (an id, a split
-for the preference and GRPO sets, and a scenario) is traced in a fresh subprocess (the fake-tensor graph of
-a 12B model leaves Python memory behind), and the set's JSON is written: a list of {case,
+calibration/grpo_cases.yaml, GRPO training rounds traced the same way; `--set ppo` reads
+calibration/ppo_cases.yaml, micro-steps of PPO's training round (huggingface/trl@f2cd5771's
+PPOTrainer, measure/preference.py `_ppo_step`) traced the same way. Each case (an id, a split
+for the preference, GRPO and PPO sets, and a scenario) is traced in a fresh subprocess (the
+fake-tensor graph of a 12B model leaves Python memory behind), and the set's JSON is written: a list of {case,
 versions, date, measured, runtime_s} (or {case, error, ...} for a failure), the format of
 scripts/calibrate.py's calibration/fake_trace.json, written by its `run_and_write`.
 
-    python scripts/trace_diffusion.py [--set diffusion|preference|grpo] [--only ID ...] [--out PATH]
+    python scripts/trace_diffusion.py [--set diffusion|preference|grpo|ppo] [--only ID ...] [--out PATH]
 
 With --only, an existing output file is updated in place: the named cases are replaced, the others
 kept. Needs the `measure` extra (torch, transformers, diffusers, peft, trl).
@@ -43,6 +45,10 @@ SETS = {
     "grpo": (
         ROOT / "calibration" / "grpo_cases.yaml",
         ROOT / "calibration" / "grpo_trace.json",
+    ),
+    "ppo": (
+        ROOT / "calibration" / "ppo_cases.yaml",
+        ROOT / "calibration" / "ppo_trace.json",
     ),
 }
 CASES, OUT = SETS["diffusion"]

@@ -66,7 +66,7 @@ def test_a_reward_model_trains_a_score_head_in_place_of_the_lm_head() -> None:
         ({"stage": "dpo", "loss": "standard"}, "loss"),  # no DPO trainer runs Hugging Face's loss
         ({"stage": "sft", "loss": "logprob"}, "loss"),
         ({"stage": "dpo", "reference": "model", "loss": "chunked"}, "stage"),
-        ({"stage": "ppo"}, "stage"),
+        ({"stage": "ppo"}, "loss"),  # PPO is traced with its own full-logits scoring (selective)
     ],
 )
 def test_untraceable_settings_name_the_field(kwargs: dict[str, object], field: str) -> None:

@@ -29,6 +29,7 @@ from trainplan.specs.presets import resolved_adapter_dtype
 from trainplan.specs.rollout import resolved_rollout
 from trainplan.specs.scenario import Scenario, is_pattern
 from trainplan.specs.stages import (
+    CRITIC_STAGES,
     LOGPROB_STAGES,
     PREFERENCE_LOSSES,
     SUPERVISED_STAGES,
@@ -235,6 +236,8 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
             raise InputError(
                 "loss", "grpo is traced with logprob (TRL 1.16.0) or selective (TRL 1.10 and before)"
             )
+        if scenario.stage in CRITIC_STAGES and _reward_dtype(scenario) not in ("bf16", "fp32"):
+            raise InputError("base_weights", "a trace keeps PPO's reward model in bf16 or fp32")
     if scenario.method == "qlora":
         raise InputError(
             "method",
@@ -263,9 +266,13 @@ def check_traceable(scenario: Scenario, kind: str = "llm") -> None:
     untraced = {
         "activation_checkpointing": scenario.activation_checkpointing not in ("none", "full", "op"),
         # TRL's fused log-prob head, and its full-logits scoring of TRL 1.10 and before, are
-        # traced for the stages TRL scores through them
+        # traced for the stages TRL scores through them; PPOTrainer's full logits (selective)
         "loss": resolved_loss(scenario) == "fused"
-        or (resolved_loss(scenario) in PREFERENCE_LOSSES) != (scenario.stage in LOGPROB_STAGES),
+        or (
+            resolved_loss(scenario) != "selective"
+            if scenario.stage in CRITIC_STAGES
+            else (resolved_loss(scenario) in PREFERENCE_LOSSES) != (scenario.stage in LOGPROB_STAGES)
+        ),
         "activation_offload": scenario.activation_offload,
         "kbit_upcast": scenario.kbit_upcast,
         "compile": scenario.compile,
@@ -318,6 +325,16 @@ def _reference_dtype(scenario: Scenario) -> str | None:
     return "bf16" if PRECISIONS[scenario.precision].weight_bytes == 2 else "fp32"
 
 
+def _reward_dtype(scenario: Scenario) -> str:
+    """The dtype PPO's frozen reward model is loaded in: the reference copy's, else as the
+    policy's weights are loaded (huggingface/trl@f2cd5771 examples/scripts/ppo/ppo.py loads the
+    policy, the value, reward and reference models with one `model_kwargs`)."""
+    given = _reference_dtype(scenario) or reference_copy_format(scenario)
+    if given is not None:
+        return given
+    return "bf16" if PRECISIONS[scenario.precision].weight_bytes == 2 else "fp32"
+
+
 def _sharded(scenario: Scenario) -> bool:
     """Whether the scenario runs FSDP2 over data-parallel ranks only (traced as rank 0)."""
     return (
@@ -341,12 +358,15 @@ def measure_scenario(scenario: Scenario) -> Comparison:
     if spec.kind != "llm":
         return _measure_sample(scenario, spec)
     rollout = resolved_rollout(scenario)
-    # one micro-batch a step on both sides; a GRPO step keeps its generation batch
+    # one micro-batch a step on both sides; a GRPO step keeps its generation batch (a PPO step's
+    # is micro_batch x grad_accum prompts, one micro-batch here)
     compared = dataclasses.replace(
         scenario,
         overhead_gib=0.0,
         grad_accum=1,
-        steps_per_generation=rollout.steps_per_generation if rollout is not None else None,
+        steps_per_generation=rollout.steps_per_generation
+        if rollout is not None and scenario.stage not in CRITIC_STAGES
+        else None,
     )
     lora = scenario.lora
     config = model_config(scenario.model)[0]
@@ -389,6 +409,7 @@ def measure_scenario(scenario: Scenario) -> Comparison:
         reference=resolved_reference(scenario),
         reference_dtype=_reference_dtype(scenario) or "bf16",
         completion_len=rollout.completion_len if rollout is not None else 0,
+        reward_dtype=_reward_dtype(scenario) if scenario.stage in CRITIC_STAGES else "bf16",
     )
     if _sharded(scenario):
         notes.append(

@@ -66,6 +66,7 @@ def measure_training_step(
     reference: str = "none",
     reference_dtype: str = "bf16",
     completion_len: int = 0,
+    reward_dtype: str = "bf16",
 ) -> MeasuredStep:
     """Peak tracked memory of `steps` training steps of the model described by `hf_config`.
 
@@ -90,7 +91,13 @@ def measure_training_step(
     A `stage` other than sft/pt runs TRL 1.16.0's step for it (measure/preference.py):
     `micro_batch` counts pairs for the paired stages, `reference` is model (a frozen copy in
     `reference_dtype`), adapter, precomputed or none; for grpo the training round of a step is
-    traced, its last `completion_len` tokens of each sequence scored.
+    traced, its last `completion_len` tokens of each sequence scored. For ppo, one micro-step of
+    the training round of TRL's PPOTrainer (huggingface/trl@f2cd5771): the model trained is
+    PolicyAndValueWrapper(policy, value model), the value model an
+    AutoModelForSequenceClassification(num_labels=1) of the same config and dtype, fully trained
+    (LoRA adapts the policy only), gradient checkpointing on the policy only (the wrapper's
+    `gradient_checkpointing_enable`), both with the config's use_cache (PPOTrainer never sets it);
+    the reward model (one-label, in `reward_dtype`) and a reference copy are frozen weights.
     """
     _check_choice("method", method, METHODS)
     _check_choice("precision", precision, PRECISIONS)
@@ -101,10 +108,19 @@ def measure_training_step(
     _check_choice("stage", stage, STAGES)
     _check_choice("reference", reference, REFERENCES)
     _check_choice("reference_weights", reference_dtype, ("bf16", "fp32"))
+    _check_choice("reward_dtype", reward_dtype, ("bf16", "fp32"))
     preference = stage not in SUPERVISED_STAGES
     if preference and (fsdp is not None or loss == "chunked" or optimizer_in_backward):
         raise InputError("stage", f"{stage} is traced on one GPU with TRL's own loss")
-    if (loss in PREFERENCE_LOSSES) != (stage in LOGPROB_STAGES):
+    if stage == "ppo":
+        if loss != "selective":
+            raise InputError(
+                "loss",
+                "ppo is traced with selective (PPOTrainer's full logits through selective_log_softmax)",
+            )
+        if reference not in ("model", "adapter"):
+            raise InputError("reference", "ppo is traced with a frozen reference copy (model) or adapter")
+    elif (loss in PREFERENCE_LOSSES) != (stage in LOGPROB_STAGES):
         raise InputError(
             "loss",
             "dpo, kto, orpo, simpo and grpo are traced with logprob (TRL's fused head), selective (TRL 1.10 "
@@ -189,6 +205,16 @@ def measure_training_step(
         )
         notes += built.notes
         model = built.model
+        reward_model = None
+        if stage == "ppo":
+            weights = torch.bfloat16 if precision == "bf16" else torch.float32
+            reward_weights = torch.bfloat16 if reward_dtype == "bf16" else torch.float32
+            model, reward_model = _ppo_models(hf_config, built.model, weights, reward_weights, attention)
+            notes.append(
+                "PolicyAndValueWrapper: the value model (AutoModelForSequenceClassification, 1 label, "
+                f"the policy's dtype) fully trained beside the policy; frozen reward model in {reward_dtype}"
+                + ("; gradient checkpointing on the policy only" if gradient_checkpointing else "")
+            )
         step = None
         if preference:
             ref_model = None
@@ -218,6 +244,7 @@ def measure_training_step(
                 ref_model=ref_model,
                 scoring=loss,
                 completion_len=completion_len,
+                reward_model=reward_model,
             )
             notes += step.notes
         if fsdp is not None:
@@ -260,12 +287,15 @@ def measure_training_step(
             in_backward=in_backward,
             fsdp=fsdp is not None,
             frozen=step.frozen if step else (),
+            after_step=step.after_step if step else None,
         )
         result["notes"] = tuple(notes) + result["notes"]
     return MeasuredStep(
         **result,
         model_type=built.model_type,
-        model_class=type(built.model).__name__,
+        model_class=type(model).__name__
+        if stage != "ppo"
+        else f"{type(model).__name__}({type(built.model).__name__}, {type(model.value_model).__name__})",
         method=method,
         lora_rank=lora_rank if method != "full" else 0,
         lora_alpha=lora_alpha if method != "full" else 0,
@@ -305,3 +335,47 @@ def _chunked_loss(model: Any, batch: dict[str, Any], chunks: int, amp: bool, tor
 
 def _is_low(value: Any, torch: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16)
+
+
+def _ppo_models(
+    hf_config: dict[str, Any], policy: Any, dtype: Any, reward_dtype: Any, attention: str
+) -> tuple[Any, Any]:
+    """PPO's trained PolicyAndValueWrapper and its frozen reward model, as
+    huggingface/trl@f2cd5771 examples/scripts/ppo/ppo.py loads them and PPOTrainer.__init__
+    prepares them: the value and reward models AutoModelForSequenceClassification(num_labels=1)
+    of the policy's config (the value model in the policy's dtype, trained, never checkpointed:
+    the wrapper's gradient_checkpointing_enable reaches the policy only), dropout disabled in
+    every model (ppo_trainer.py lines 489-493), the wrapper's `config` the policy's. The
+    checkpoint's `use_cache` (True unless the config says otherwise) is restored on the policy
+    and the value model: PPOTrainer, unlike the HF Trainer, never sets it, so their forwards
+    build a KV cache (transformers drops it under gradient checkpointing)."""
+    from trainplan.engine.measure.model import build_model
+    from trainplan.engine.measure.preference import PolicyAndValueWrapper, disable_dropout
+
+    def score_model(weights: Any) -> Any:
+        return build_model(
+            hf_config,
+            method="full",
+            lora_rank=0,
+            lora_alpha=0,
+            lora_targets=(),
+            lora_dropout=0.0,
+            dtype=weights,
+            attention=attention,
+            gradient_checkpointing=False,
+            head="score",
+        ).model
+
+    value = score_model(dtype)
+    reward = score_model(reward_dtype)
+    reward.requires_grad_(False)
+    reward.eval()
+    use_cache = bool(hf_config.get("use_cache", True))
+    base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    base.config.use_cache = use_cache
+    value.config.use_cache = use_cache
+    model = PolicyAndValueWrapper(policy, value)
+    model.config = base.config
+    for module in (model, reward):
+        disable_dropout(module)
+    return model, reward
