@@ -85,12 +85,17 @@ def test_four_models_on_every_gpu() -> None:
 
 
 def test_a_lora_policy_trains_a_full_value_model() -> None:
-    """get_peft_model wraps the policy alone: the value model keeps every weight trainable, and
-    the reward model (no reference copy: the adapters are disabled) is frozen in bf16."""
+    """get_peft_model wraps the policy alone: the value model keeps every weight trainable, in
+    the dtype PPO's script loads every model in, the base's bf16: bf16 weights, gradients and
+    AdamW moments (2 + 2 + 4 bytes); the reward model (no reference copy: the adapters are
+    disabled) is frozen in bf16."""
     states = _states(estimate({**PPO, "method": "lora"}))
     assert "reference" not in states
-    assert states["critic"] == (2 + 2 + 12) * VALUE_PARAMS
+    assert states["critic"] == (2 + 2 + 4) * VALUE_PARAMS
     assert states["reward_model"] == 2 * VALUE_PARAMS
+    # over an fp32 base under autocast: fp32 weights, gradients and moments
+    fp32 = _states(estimate({**PPO, "method": "lora", "base_weights": "fp32", "precision": "amp-bf16"}))
+    assert fp32["critic"] == (4 + 4 + 8) * VALUE_PARAMS
 
 
 def test_zero3_shards_the_value_and_reward_models() -> None:
@@ -103,17 +108,23 @@ def test_zero3_shards_the_value_and_reward_models() -> None:
 def test_the_generated_logits_are_kept_through_training() -> None:
     """`logitss`: 4 x 4 prompts' 53 steps of fp32 scores over the vocabulary, bound through
     scoring and training; while the next batch generates, the previous one, the chunks and their
-    padded copy (3 x), or the last chunk stacked beside its KV cache (24 layers x 2 heads x 128
-    x 2 bytes a token, 512 tokens of 16 sequences) and generate's fp32 logits and scores."""
+    padded copy (3 x) or, larger here, the last chunk stacked beside the previous ones and the
+    previous batch's (3 x, the whole batch being one chunk) with the chunk's KV cache (24 layers
+    x 2 heads x 128 x 2 bytes a token, 512 tokens of 16 sequences) and generate's fp32 logits and
+    scores. After backward the policy's bf16 logits of its 4 x 512 tokens, its 25 hidden states
+    and its KV cache stay referenced through the optimizer step."""
     result = estimate(PPO)
     scores = 16 * 53 * VOCAB * 4
     kv = 16 * 512 * 24 * 2 * 128 * 2
-    logits = 16 * VOCAB * 4 * 2
-    for name in ("scoring", "forward", "backward", "optimizer"):
-        assert _phase(result, name)["rollout"] == scores
-    assert _phase(result, "generation")["rollout"] == max(2 * scores + scores + kv + logits, 3 * scores)
+    generate = 16 * VOCAB * 4 * 2
+    assert _phase(result, "scoring")["logits"] == scores
+    generation = _phase(result, "generation")
+    assert (generation["logits"], generation["rollout"]) == (3 * scores, kv + generate)
+    outputs = 4 * 512 * (VOCAB * 2 + 25 * 896 * 2 + 24 * 2 * 128 * 2)
+    assert _phase(result, "optimizer")["logits"] == scores + outputs
     rounds = result.to_dict()["memory"]["rollout"]["rounds"]
     assert rounds["training"]["roles"]["engine_bytes"] == scores
+    assert rounds["rollout"]["roles"]["engine_bytes"] == 3 * scores + kv + generate
 
 
 def test_scoring_holds_every_hidden_state_and_the_references_logits() -> None:
@@ -129,7 +140,7 @@ def test_a_smaller_forward_batch_shrinks_the_cache_and_scoring_not_the_logits() 
     small = estimate({**PPO, "rollout_forward_batch": 4})
     scores = 16 * 53 * VOCAB * 4
     assert _phase(small, "scoring")["temporaries"] == 25 * 4 * 512 * 896 * 2 + 4 * 512 * VOCAB * 2
-    assert _phase(small, "forward")["rollout"] == scores
+    assert _phase(small, "scoring")["logits"] == scores
     engine = small.to_dict()["memory"]["rollout"]["engine_memory"]
     assert (engine["concurrent_sequences"], engine["waves"]) == (4, 4)
 
@@ -147,7 +158,7 @@ def test_the_rounds_split_into_five_roles() -> None:
         }
         assert sum(roles.values()) == pytest.approx(phase["total_bytes"], rel=1e-12), name
     # zero_grad frees the value model's gradients before the next generation
-    assert rollout["rounds"]["rollout"]["roles"]["critic_bytes"] == (2 + 12) * VALUE_PARAMS
+    assert rollout["rounds"]["rollout"]["roles"]["critic_bytes"] == (2 + 4) * VALUE_PARAMS
 
 
 def test_the_value_model_trains_in_the_same_step() -> None:
@@ -223,7 +234,7 @@ def test_trls_ppo_example_is_read_as_trl_runs_it() -> None:
     settings = result.to_dict()["memory"]["rollout"]
     assert (settings["completion_len"], settings["forward_batch"]) == (53, 64)
     # 64 prompts' 53 steps of fp32 scores over Pythia's 50,304 tokens
-    assert _phase(result, "forward")["rollout"] == 64 * 53 * 50_304 * 4
+    assert _phase(result, "scoring")["logits"] == 64 * 53 * 50_304 * 4
 
 
 def test_gradient_checkpointing_is_ignored_under_ppo(tmp_path: Path) -> None:

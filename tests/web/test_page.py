@@ -1057,7 +1057,13 @@ def test_ppo_shows_its_own_rollout_fields(page: Page, client: TestClient) -> Non
     assert page.text("#rollout-note") == ". ".join(lines)
     shown = {
         name: page.page.locator(f'[data-field="{name}"]').is_visible()
-        for name in ("completion_len", "num_iterations", "rollout_forward_batch", "generations", "rollout_engine")
+        for name in (
+            "completion_len",
+            "num_iterations",
+            "rollout_forward_batch",
+            "generations",
+            "rollout_engine",
+        )
     }
     assert shown == {
         "completion_len": True,

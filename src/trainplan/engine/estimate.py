@@ -85,7 +85,8 @@ KINDS = {
     "activations": (ESTIMATE, "tensors saved for backward (Korthikanti et al. 2022, per architecture)"),
     "logits": (
         ESTIMATE,
-        "LM-head logits and cross-entropy buffers (batch x seq x vocab; hidden-sized with a fused loss)",
+        "LM-head logits and cross-entropy buffers (batch x seq x vocab; hidden-sized with a fused loss); "
+        "PPO's generated fp32 logits too, kept from one generation to the next",
     ),
     "temporaries": (
         ESTIMATE,
@@ -97,8 +98,7 @@ KINDS = {
         EXACT,
         "a GRPO or PPO step's rollout on this GPU: a colocated vLLM engine's budget "
         "(rollout_memory_fraction x the GPU's memory, exact; split in memory.rollout), or "
-        "transformers' generate's KV caches and logits (an estimate), and PPO's generated fp32 "
-        "logits, kept through scoring and training (exact); not in allocated_peak_bytes",
+        "transformers' generate's KV caches and logits (an estimate); not in allocated_peak_bytes",
     ),
     "cache": (
         ESTIMATE,
@@ -373,6 +373,8 @@ def layout_of(
         generation_bytes=rollout.generation_bytes if rollout else 0.0,
         generation_temporaries=rollout.generation_temporaries if rollout else 0.0,
         scoring_bytes=rollout.scoring_bytes if rollout else 0.0,
+        held_logits=rollout.held_logits_bytes if rollout else 0.0,
+        generation_logits=rollout.generation_logits_bytes if rollout else 0.0,
     )
 
 

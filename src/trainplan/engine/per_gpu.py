@@ -129,8 +129,11 @@ class Layout:
     rollout_bytes: Any = 0.0
     generation_bytes: Any = 0.0
     generation_temporaries: Any = 0.0
-    # PPO's scoring forwards' working set (0: GRPO's, one micro-batch's forward)
+    # PPO's scoring forwards' working set (0: GRPO's, one micro-batch's forward); the generated
+    # logits it keeps after generating, and while generating (rollout_step.py)
     scoring_bytes: Any = 0.0
+    held_logits: Any = 0.0
+    generation_logits: Any = 0.0
 
     @property
     def gpus(self) -> Any:
@@ -389,6 +392,13 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     tile = minimum(tokens, c.loss.tile_tokens) * c.loss.tile_per_token + c.loss.tile_fixed
     loss = (c.loss.logits_loss * tokens / tp + tile) * on_head
     loss_backward = (c.loss.logits_backward * tokens / tp + tile) * on_head
+    # PPO: the generated logits, kept from generation to the next one (rollout_step.py), and the
+    # policy's outputs its loss keeps after backward (terms/memory.py ppo_logits_bytes)
+    kept = v.held_logits
+    retained = c.loss.logits_retained * tokens / tp * on_head + kept
+    held = held + kept
+    loss = loss + kept
+    loss_backward = loss_backward + kept
 
     autocast = c.copies.autocast_cache_bytes * per_gpu / zero3
     # the copies the matmuls saved for backward: all of them while the loss runs backward, all but
@@ -498,7 +508,7 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
             where(pipelined, unsharded_grads + gradients, gradients),
             optimizer,
             0.0,
-            0.0,
+            retained,
             maximum(embedding, stepping) + end_working,
             overhead,
             engine,
@@ -509,7 +519,9 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
     backward, end_later = _larger(start, end)
     # the all-gather stream's pool stays reserved through the optimizer step
     step = _cached(
-        _terms(weights, gradients, optimizer, 0.0, 0.0, transient + pool, overhead, engine), pool, fraction
+        _terms(weights, gradients, optimizer, 0.0, retained, transient + pool, overhead, engine),
+        pool,
+        fraction,
     )
     phases = {"forward": forward, "backward": backward, "optimizer": step}
     moments = {
@@ -529,7 +541,7 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
                 0.0,
                 optimizer,
                 0.0,
-                0.0,
+                v.generation_logits,
                 v.generation_temporaries + pool,
                 overhead,
                 v.generation_bytes,
@@ -539,7 +551,7 @@ def stage_memory(c: Coefficients, v: Layout, rank: Any, fraction: Any) -> Memory
         )
         # PPO scores with the reference, value and reward models' forwards of its own size
         # (`scoring_bytes`, rollout_step.py), GRPO one micro-batch at a time
-        scoring_loss, scoring_working = (0.0, v.scoring_bytes) if v.scoring_bytes else (loss, layer_forward)
+        scoring_loss, scoring_working = (kept, v.scoring_bytes) if v.scoring_bytes else (loss, layer_forward)
         scoring = _cached(
             _terms(
                 weights,

@@ -41,6 +41,7 @@ from trainplan.engine.terms.memory import (
     logsoftmax_logits_bytes,
     optimizer_state_bytes,
     optimizer_transient_bytes,
+    ppo_logits_bytes,
     selective_logits_bytes,
 )
 from trainplan.engine.terms.params import ParamCounts, count_params, lora_run_params, resolved_lora, targeted
@@ -53,6 +54,7 @@ from trainplan.engine.terms.precisions import (
     PrecisionBytes,
     compute_dtype_adapters,
 )
+from trainplan.engine.terms.rollout import kv_bytes_per_token
 from trainplan.engine.terms.savers import (
     checkpoint_every,
     checkpointed_layers,
@@ -133,6 +135,9 @@ class LossTerms:
     tile_tokens: int = 0
     tile_per_token: float = 0.0
     tile_fixed: float = 0.0
+    # per token, what the loss's inputs keep alive after backward, through the optimizer step
+    # (PPO's policy outputs, referenced until its mini-batch ends; terms/memory.py)
+    logits_retained: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -473,6 +478,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     last_backward = recomputed_working = 0.0
     # TRL's fused log-prob head (for the stages it scores) replaces the head's autocast copies
     loss_kind = resolved_loss(scenario) if model.kind == "llm" else "standard"
+    retained = 0.0  # per token, kept after backward (PPO's policy outputs)
     head: LogprobHead | None = None
     autocast_head = 0 if loss_kind == "logprob" else head_matrix
     # a reference model (or the adapter-disabled policy) scores each batch after the policy
@@ -537,6 +543,18 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 model.hidden_size, model.vocab_size, compute_bytes, residual, edge_bytes
             )
             held, loss, backward = head.held, head.loss, head.backward
+        elif loss_kind == "selective" and scenario.stage in CRITIC_STAGES:
+            rollout = resolved_rollout(scenario)
+            assert rollout is not None
+            held, loss, backward, retained = ppo_logits_bytes(
+                model.head_rows,
+                model.hidden_size,
+                model.num_layers,
+                compute_bytes,
+                upcast=precision.name.startswith("amp-"),
+                completion_share=rollout.completion_len / seq,
+                kv_bytes_per_token=kv_bytes_per_token(model, compute_bytes),
+            )
         elif loss_kind == "selective" and (rollout := resolved_rollout(scenario)) is not None:
             held, loss, backward = grpo_selective_logits_bytes(
                 model.head_rows, model.hidden_size, compute_bytes, upcast=precision.name.startswith("amp-")
@@ -691,6 +709,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             logits_held=held,
             logits_loss=loss,
             logits_backward=backward,
+            logits_retained=retained,
             tile_tokens=head.tile_tokens if head else 0,
             tile_per_token=head.tile_per_token if head else 0.0,
             tile_fixed=head.tile_fixed if head else 0.0,
@@ -738,11 +757,18 @@ def critic_scenario(scenario: Scenario) -> Scenario:
     sequence per example with no stage of its own (TRL's PPOTrainer trains the whole value
     model, peft or not: get_peft_model wraps the policy alone, huggingface/trl@f2cd5771
     trl/experimental/ppo/ppo_trainer.py PPOTrainer.__init__), its one-score head's loss a
-    standard one over a single label."""
+    standard one over a single label, never checkpointed (PolicyAndValueWrapper's
+    gradient_checkpointing_enable reaches the policy alone). Beside a LoRA policy it trains in
+    the dtype the base is loaded in (PPO's script loads every model with one dtype): a 16-bit
+    base makes it a pure 16-bit model, weights, gradients and AdamW's moments alike."""
+    base = resolved_base_weights(scenario)
+    precision = "bf16" if base in ("bf16", "fp16") else scenario.precision
     return dataclasses.replace(
         scenario,
         stage="sft",
         method="full",
+        precision=precision,
+        activation_checkpointing="none",
         reference=None,
         reference_weights=None,
         completion_len=None,

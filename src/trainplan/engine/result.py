@@ -320,10 +320,14 @@ def _rollout(result: Estimate) -> dict[str, Any] | None:
 
 
 def _roles(result: Estimate, phase: Phase) -> dict[str, float]:
-    """A round's bytes by role: the rollout engine, a frozen reference copy, PPO's value model
+    """A round's bytes by role: the rollout engine (PPO's: transformers' cache and the generated
+    logits the trainer keeps), a frozen reference copy, PPO's value model
     (its states; gradients only in the rounds that hold them) and reward model, and the policy's
     trainer (everything else: its states, activations, temporaries, cache and overhead)."""
     engine, reference = phase.term("rollout").value, result.reference_bytes
+    figures = result.rollout
+    if figures is not None:  # PPO's generated logits, kept by the trainer (in `logits`)
+        engine += figures.generation_logits_bytes if phase.name == "generation" else figures.held_logits_bytes
     roles = {"reference": reference, "engine": engine}
     if result.scenario.stage in CRITIC_STAGES:
         critic = result.state_bytes("critic")

@@ -40,8 +40,12 @@ class RolloutFigures:
     generation_bytes: float
     generation_temporaries: float
     generation_batch: int = 0  # completions one generation makes (micro x replicas x steps_per_generation)
-    # PPO's scoring forwards' working set on each trainer GPU (0 for GRPO: one micro-batch's)
+    # PPO on each trainer GPU (0 for GRPO): its scoring forwards' working set (GRPO's is one
+    # micro-batch's), the generated logits kept from one generation to the next, and the logits
+    # alive at the generating moment (terms/rollout.py PpoRolloutBytes)
     scoring_bytes: float = 0.0
+    held_logits_bytes: float = 0.0
+    generation_logits_bytes: float = 0.0
 
 
 def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> RolloutFigures | None:
@@ -92,11 +96,13 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
             0.0,
             trained,
             trained,
-            ppo.scores,
-            ppo.generation,
+            0.0,
+            ppo.generation_cache,
             coeffs.activations.layer_working_forward * tokens + gathered,
             completions,
             ppo.scoring,
+            ppo.scores,
+            ppo.generation_logits,
         )
     if rollout.engine == "hf":
         tokens = local * rollout.prompt_len

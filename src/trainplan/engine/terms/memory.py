@@ -204,6 +204,48 @@ def grpo_selective_logits_bytes(
     return float(hidden_size * activation_bytes), loss * v, 8.0 * v
 
 
+def ppo_logits_bytes(
+    vocab_size: int,
+    hidden_size: int,
+    num_layers: int,
+    activation_bytes: int,
+    upcast: bool,
+    completion_share: float,
+    kv_bytes_per_token: float,
+) -> tuple[float, float, float, float]:
+    """(held, peak while the loss is formed, peak in its backward, kept after backward) per
+    token of the policy's loss as TRL's PPOTrainer forms it (huggingface/trl@f2cd5771
+    trl/experimental/ppo/ppo_trainer.py lines 820-850): the policy's logits over every position
+    (no logits_to_keep), copied to fp32 by accelerate's output conversion under autocast
+    (`upcast`), the completion's rows divided in place by the temperature and put through
+    `selective_log_softmax` (its fp32 path saves views and the logsumexp; its 16-bit path each
+    row's log-softmax); `completion_share` is the completion's part of each sequence.
+
+    Read off the four development traces of calibration/ppo_trace.json (slopes over seq_len and
+    completion_len, bytes per element of the logits): forward, the conversion holds the 16-bit and
+    the fp32 logits (2 + 4), or 16-bit logits and saved log-softmax rows (2, and 2 a completion
+    element); held into backward, the logits (4, or 2) and the hidden states' gradient; backward,
+    the logits, the slice's gradient and CopySlices' result over every position (3 x 4, or 3 x
+    2) and the in-place division's clone and result over the completion (2 x 4, or 2 x 2). After
+    backward the policy's outputs stay referenced until the mini-batch ends (through the
+    optimizer step and the no-grad entropy): its logits, its num_layers + 1 hidden states (fp32
+    under autocast, whose residual stream is fp32) and its KV cache (PPOTrainer leaves
+    use_cache on)."""
+    v = float(vocab_size)
+    value = 4.0 if upcast or activation_bytes == 4 else float(activation_bytes)
+    logits = value * v
+    if upcast and activation_bytes < 4:
+        loss = (activation_bytes + 4.0) * v
+    elif value == 4:
+        loss = logits
+    else:
+        loss = logits + value * v * completion_share
+    backward = 3 * logits + 2 * value * v * completion_share
+    stream = 4.0 if upcast else float(activation_bytes)
+    kept = logits + (num_layers + 1) * hidden_size * stream + kv_bytes_per_token
+    return logits + hidden_size * activation_bytes, loss, backward, kept
+
+
 def logsoftmax_logits_bytes(
     vocab_size: int, hidden_size: int, activation_bytes: int, reference_after: bool
 ) -> tuple[float, float, float]:

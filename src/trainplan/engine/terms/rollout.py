@@ -306,17 +306,19 @@ class PpoRolloutBytes:
     [generation batch, completion_len, vocab] tensor (`logitss`, huggingface/trl@f2cd5771
     ppo_trainer.py batch_generation); the name stays bound through scoring and training until
     the next generation returns, so the previous step's tensor is alive while the next one is
-    built (exact, in steady state). `generation`: the largest moment of generating: the last
-    chunk's scores stacked beside its KV cache, the previous chunks' and the previous step's
-    (2 x scores + a chunk's + the cache), or the padding copy beside the chunks and the previous
-    step's (3 x scores). `scoring`: one scoring forward of `forward_batch` sequences under no_grad
+    built (exact, in steady state). The largest moment of generating is the last chunk's scores
+    stacked beside its KV cache (and generate's last-position logits, `generation_cache`), the
+    previous chunks' and the previous step's (2 x scores + a chunk's: `generation_logits`), or
+    the padding copy beside the chunks and the previous step's (3 x scores, the cache freed).
+    `scoring`: one scoring forward of `forward_batch` sequences under no_grad
     with output_hidden_states (PPOTrainer's `forward` and `get_reward`): every layer's output
     and the embedding's (num_layers + 1 hidden states) and the reference's logits over every
     position, at the scoring models' dtype, or the last layer's working set beside the other
     hidden states, whichever is larger (an estimate: the working set is)."""
 
     scores: float
-    generation: float
+    generation_logits: float
+    generation_cache: float
     scoring: float
 
 
@@ -337,13 +339,13 @@ def ppo_rollout_bytes(
     per_sequence = rollout.completion_len * model.vocab_size * 4
     scores = float(local_completions * per_sequence)
     chunk = engine.concurrent
-    generation = max(
-        2 * scores + chunk * per_sequence + engine.kv_cache_bytes + engine.activation_bytes, 3 * scores
-    )
+    cache = engine.kv_cache_bytes + engine.activation_bytes
+    stacked = 2 * scores + chunk * per_sequence
+    generating, cache = (stacked, cache) if stacked + cache > 3 * scores else (3 * scores, 0.0)
     tokens = chunk * (rollout.prompt_len + rollout.completion_len)
     hidden = tokens * model.hidden_size * scoring_value_bytes
     logits = tokens * model.vocab_size * scoring_value_bytes
     scoring = max(
         (model.num_layers + 1) * hidden + logits, model.num_layers * hidden + layer_working_per_token * tokens
     )
-    return PpoRolloutBytes(scores, generation, float(scoring))
+    return PpoRolloutBytes(scores, generating, cache, float(scoring))

@@ -115,8 +115,8 @@ def rollout_lines(result: Estimate) -> list[str]:
             f"Rollout: transformers' generate on the policy, {format_int(engine.concurrent)} prompts at "
             f"a time (KV cache {format_gib(engine.kv_cache_bytes)} for sequences of {sequence}); the "
             f"generated fp32 logits of the {format_int(engine.sequences)} completions are kept through "
-            f"scoring and training, {format_gib(figures.training_bytes)}, "
-            f"{format_gib(figures.generation_bytes)} while the next ones are generated"
+            f"scoring and training, {format_gib(figures.held_logits_bytes)}, "
+            f"{format_gib(figures.generation_logits_bytes)} while the next ones are generated"
         )
     elif engine.engine == "hf":
         first = (
