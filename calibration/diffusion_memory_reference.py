@@ -23,6 +23,7 @@ from trainplan.engine.result import Estimate
 TRACE = Path(__file__).resolve().parent / "diffusion_trace.json"
 PREFERENCE_TRACE = TRACE.with_name("preference_trace.json")
 GRPO_TRACE = TRACE.with_name("grpo_trace.json")
+PPO_TRACE = TRACE.with_name("ppo_trace.json")
 
 
 @dataclass(frozen=True)

@@ -269,3 +269,31 @@ def test_the_planner_searches_ppo_with_transformers_generate() -> None:
         assert found.scenario.stage == "ppo" and found.scenario.rollout_engine is None
         direct = estimate(found.scenario)
         assert direct.total_bytes == found.estimate.total_bytes
+
+
+def test_the_padded_attention_and_the_policys_cache_per_token() -> None:
+    """Qwen2.5-0.5B (24 layers, 14 query and 2 KV heads of 64) under SDPA with PPO's padding
+    mask: each layer saves the bf16 additive mask (1,024 keys x 2 bytes a query token) and the
+    keys and values repeated to the 14 heads (12 more heads x 128 x 2 bytes); the policy's KV
+    cache keeps fp32 post-rotary keys and bf16 values under autocast (2 heads x (64 x 4 + 64 x 2)
+    a layer: 18,432 bytes a token, the traced figure), bf16 both in a bf16 run."""
+    from trainplan.engine.terms.memory import padded_sdpa_bytes_per_token, ppo_cache_bytes_per_token
+
+    spec = resolve_model(QWEN, False, None)
+    assert padded_sdpa_bytes_per_token(spec, 1024, 2) == 24 * (1024 * 2 + 12 * 128 * 2)
+    assert ppo_cache_bytes_per_token(spec, 2, upcast=True) == 18_432
+    assert ppo_cache_bytes_per_token(spec, 2, upcast=False) == 24 * 2 * 128 * 2
+
+
+def test_flash_attention_saves_no_padding_mask() -> None:
+    """HF's flash-attention path unpads a padded batch (no mask tensor, no repeated heads): the
+    step under flash holds less than under SDPA by exactly both models' padded-attention bytes."""
+    from trainplan.engine.terms.memory import padded_sdpa_bytes_per_token
+
+    sdpa = estimate({**PPO, "attention": "sdpa"})
+    flash = estimate({**PPO, "attention": "flash"})
+    spec = resolve_model(QWEN, False, None)
+    padded = 2 * padded_sdpa_bytes_per_token(spec, 512, 2) * 4 * 512  # two models, 4 x 512 tokens
+    assert _phase(sdpa, "backward")["activations"] - _phase(flash, "backward")[
+        "activations"
+    ] == pytest.approx(padded, rel=1e-9)

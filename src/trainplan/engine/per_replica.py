@@ -41,6 +41,8 @@ from trainplan.engine.terms.memory import (
     logsoftmax_logits_bytes,
     optimizer_state_bytes,
     optimizer_transient_bytes,
+    padded_sdpa_bytes_per_token,
+    ppo_cache_bytes_per_token,
     ppo_logits_bytes,
     selective_logits_bytes,
 )
@@ -54,7 +56,6 @@ from trainplan.engine.terms.precisions import (
     PrecisionBytes,
     compute_dtype_adapters,
 )
-from trainplan.engine.terms.rollout import kv_bytes_per_token
 from trainplan.engine.terms.savers import (
     checkpoint_every,
     checkpointed_layers,
@@ -553,7 +554,9 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 compute_bytes,
                 upcast=precision.name.startswith("amp-"),
                 completion_share=rollout.completion_len / seq,
-                kv_bytes_per_token=kv_bytes_per_token(model, compute_bytes),
+                kv_bytes_per_token=ppo_cache_bytes_per_token(
+                    model, compute_bytes, precision.name.startswith("amp-")
+                ),
             )
         elif loss_kind == "selective" and (rollout := resolved_rollout(scenario)) is not None:
             held, loss, backward = grpo_selective_logits_bytes(
@@ -604,6 +607,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
             lora_runs=None if full else lora_run_params(model, scenario.lora),
         )
         outside = outside_layers(model, mode, full and loss_kind != "logprob")
+        if scenario.stage in CRITIC_STAGES:
+            outside += _ppo_forward_extras(model, scenario, compute_bytes, precision.name.startswith("amp-"))
         if head is not None:  # the fused log-prob head saves its own copy of its input
             outside += head.saved
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
@@ -750,6 +755,28 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         experts=expert_share(model, counts.total, counts.trainable, full),
         **_critic(model, scenario, precision),
     )
+
+
+def _ppo_forward_extras(model: ModelSpec, scenario: Scenario, compute_bytes: int, upcast: bool) -> float:
+    """Per token, what PPOTrainer's training forward holds beyond a supervised step's, for the
+    policy and the value model together (traced, calibration/ppo_trace.json): under SDPA with its
+    padding mask, each attention layer's saved additive mask and repeated keys and values, in
+    both models (the value model is never checkpointed; a checkpointed policy saves none); the
+    policy's KV cache (use_cache on; dropped under checkpointing) and its hidden states
+    (output_hidden_states: the final norm's output, fp32 under autocast, and in a 16-bit run the
+    embedding's and every layer's, which nothing else keeps)."""
+    checkpointed = scenario.activation_checkpointing != "none"
+    padded = (
+        padded_sdpa_bytes_per_token(model, scenario.seq_len, compute_bytes)
+        if scenario.attention == "sdpa"
+        else 0.0
+    )
+    hidden = model.hidden_size * (4 if upcast else compute_bytes)
+    if checkpointed:
+        return padded + hidden
+    if not upcast:
+        hidden *= model.num_layers + 1
+    return 2 * padded + ppo_cache_bytes_per_token(model, compute_bytes, upcast) + hidden
 
 
 def critic_scenario(scenario: Scenario) -> Scenario:

@@ -246,6 +246,41 @@ def ppo_logits_bytes(
     return logits + hidden_size * activation_bytes, loss, backward, kept
 
 
+def ppo_cache_bytes_per_token(model: ModelSpec, compute_bytes: int, upcast: bool) -> float:
+    """Bytes a token of the policy's KV cache takes in PPOTrainer's training forward (use_cache
+    left on, the cache kept in the output until the mini-batch ends): each attention layer's
+    post-rotary keys, fp32 under autocast (HF's rotary casts cos and sin to the fp32 residual
+    stream's dtype), and its values at the compute dtype (traced, calibration/ppo_trace.json)."""
+    key_bytes = 4 if upcast else compute_bytes
+    total = 0.0
+    for block in model.blocks:
+        attention = block.attention
+        if attention is None or attention.kv_shared or attention.kind == "mla":
+            continue
+        per = attention.num_kv_heads * (attention.head_dim * key_bytes + attention.v_head_dim * compute_bytes)
+        total += block.count * per
+    return total
+
+
+def padded_sdpa_bytes_per_token(model: ModelSpec, seq_len: int, compute_bytes: int) -> float:
+    """Bytes per token each attention layer saves beyond an unpadded batch's when HF's SDPA
+    attention runs with a padding mask (PPOTrainer masks its padded prompts and completions):
+    the boolean mask made an additive one at the compute dtype inside each SDPA call and saved
+    for backward (seq_len values a query token), and, for grouped-query attention, the key and
+    value repeated to every head (`repeat_kv`, since enable_gqa is off once a mask is given) in
+    place of the grouped ones. Traced (helper investigation of calibration/ppo_trace.json: the
+    mask [B, 1, S, S] from convert_boolean_attn_mask, the repeated [B, H, S, d] copies)."""
+    total = 0.0
+    for block in model.blocks:
+        attention = block.attention
+        if attention is None or attention.kind == "mla":
+            continue
+        repeated = attention.num_heads - attention.num_kv_heads
+        per = seq_len * compute_bytes + repeated * (attention.head_dim + attention.v_head_dim) * compute_bytes
+        total += block.count * per
+    return total
+
+
 def logsoftmax_logits_bytes(
     vocab_size: int, hidden_size: int, activation_bytes: int, reference_after: bool
 ) -> tuple[float, float, float]:
