@@ -297,3 +297,12 @@ def test_flash_attention_saves_no_padding_mask() -> None:
     assert _phase(sdpa, "backward")["activations"] - _phase(flash, "backward")[
         "activations"
     ] == pytest.approx(padded, rel=1e-9)
+
+
+def test_checkpointing_under_ppo_is_warned_of() -> None:
+    """TRL's PPOTrainer never checkpoints: a scenario that asks is estimated as asked (the policy
+    checkpointed, the value model not), with a warning naming the field."""
+    checkpointed = estimate({**PPO, "activation_checkpointing": "full"})
+    assert any("activation_checkpointing full" in w and "never enables" in w for w in checkpointed.warnings)
+    assert not any("never enables" in w for w in estimate(PPO).warnings)
+    assert checkpointed.allocated_peak_bytes < estimate(PPO).allocated_peak_bytes

@@ -60,7 +60,7 @@ from trainplan.specs.scenario import (
     scenario_from_mapping,
     shard_ranks,
 )
-from trainplan.specs.stages import resolved_loss, resolved_reference, sequences_per_sample
+from trainplan.specs.stages import CRITIC_STAGES, resolved_loss, resolved_reference, sequences_per_sample
 from trainplan.specs.units import GIB
 from trainplan.specs.validity import QUANTISED_BASES, WithDomain, check_layout
 
@@ -171,6 +171,7 @@ def estimate(scenario: Scenario | Mapping[str, Any], *, model: ModelSpec | None 
             _warnings(spec, scenario, gpu, coeffs)
             + _paged_warning(paged, peak.total, gpu, scenario)
             + _rollout_warnings(rollout)
+            + _ppo_warnings(scenario)
         ),
         approximations=spec.approximations,
         time=time,
@@ -318,6 +319,18 @@ def _rollout_warnings(rollout: RolloutFigures | None) -> list[str]:
             f"tokens at once: its {engine.sequences:,} completions run in {engine.waves} waves",
         )
     return notes
+
+
+def _ppo_warnings(scenario: Scenario) -> list[str]:
+    """What a PPO estimate models that TRL's PPOTrainer would not do: checkpointing (it never
+    enables it; the TRL reader sets none)."""
+    if scenario.stage not in CRITIC_STAGES or scenario.activation_checkpointing == "none":
+        return []
+    return [
+        f"activation_checkpointing {scenario.activation_checkpointing} checkpoints the policy, not the "
+        "value model; TRL's PPOTrainer never enables checkpointing (its configs read as none), so "
+        "under TRL set activation_checkpointing none"
+    ]
 
 
 def _engine_fit(rows: tuple[FitRow, ...], gpu: GpuSpec, rollout: RolloutFigures | None) -> tuple[FitRow, ...]:
