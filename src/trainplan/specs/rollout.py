@@ -45,20 +45,6 @@ from trainplan.specs.errors import InputError
 from trainplan.specs.loader import load_yaml, sourced_section
 
 ROLLOUT_STAGES = frozenset({"grpo", "ppo"})
-#: The rollout fields only GRPO reads (PPO samples one completion per prompt with transformers'
-#: generate, one generation batch per optimizer step's micro-steps).
-GRPO_ONLY_FIELDS = (
-    "generations",
-    "rollout_engine",
-    "rollout_placement",
-    "rollout_gpus",
-    "rollout_tensor_parallel",
-    "rollout_memory_fraction",
-    "rollout_sleep",
-    "steps_per_generation",
-)
-#: The rollout fields only PPO reads.
-PPO_ONLY_FIELDS = ("rollout_forward_batch",)
 ROLLOUT_ENGINES = ("hf", "vllm")
 ROLLOUT_PLACEMENTS = ("colocate", "separate")
 #: The scenario fields that describe a rollout (None unless the stage generates), in the order
@@ -76,6 +62,12 @@ ROLLOUT_FIELDS = (
     "num_iterations",
     "rollout_forward_batch",
 )
+#: The rollout fields both stages read; the ones only PPO reads; the rest are GRPO's alone (PPO
+#: samples one completion per prompt with transformers' generate, one generation batch of
+#: micro_batch x grad_accum prompts).
+SHARED_FIELDS = ("completion_len", "num_iterations")
+PPO_ONLY_FIELDS = ("rollout_forward_batch",)
+GRPO_ONLY_FIELDS = tuple(name for name in ROLLOUT_FIELDS if name not in SHARED_FIELDS + PPO_ONLY_FIELDS)
 
 _DEFAULT_KEYS = (
     "generations",

@@ -219,18 +219,12 @@ def measure_training_step(
         if preference:
             ref_model = None
             if reference == "model":
-                ref_model = build_model(
+                ref_model = whole_model(
                     hf_config,
-                    method="full",
-                    lora_rank=0,
-                    lora_alpha=0,
-                    lora_targets=(),
-                    lora_dropout=0.0,
-                    dtype=torch.bfloat16 if reference_dtype == "bf16" else torch.float32,
-                    attention=attention,
-                    gradient_checkpointing=False,
+                    torch.bfloat16 if reference_dtype == "bf16" else torch.float32,
+                    attention,
                     before_adapter=fused_head if loss == "logprob" else None,
-                ).model
+                )
                 ref_model.requires_grad_(False)
                 ref_model.eval()
                 notes.append(f"frozen reference copy in {reference_dtype}")
@@ -337,6 +331,28 @@ def _is_low(value: Any, torch: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.dtype in (torch.bfloat16, torch.float16)
 
 
+def whole_model(
+    hf_config: dict[str, Any], dtype: Any, attention: str, head: str = "lm", before_adapter: Any = None
+) -> Any:
+    """A whole model of `hf_config` in `dtype`, unadapted and not checkpointed: a frozen
+    reference copy, or PPO's value and reward models (`head` score)."""
+    from trainplan.engine.measure.model import build_model
+
+    return build_model(
+        hf_config,
+        method="full",
+        lora_rank=0,
+        lora_alpha=0,
+        lora_targets=(),
+        lora_dropout=0.0,
+        dtype=dtype,
+        attention=attention,
+        gradient_checkpointing=False,
+        head=head,
+        before_adapter=before_adapter,
+    ).model
+
+
 def _ppo_models(
     hf_config: dict[str, Any], policy: Any, dtype: Any, reward_dtype: Any, attention: str
 ) -> tuple[Any, Any]:
@@ -349,25 +365,10 @@ def _ppo_models(
     checkpoint's `use_cache` (True unless the config says otherwise) is restored on the policy
     and the value model: PPOTrainer, unlike the HF Trainer, never sets it, so their forwards
     build a KV cache (transformers drops it under gradient checkpointing)."""
-    from trainplan.engine.measure.model import build_model
     from trainplan.engine.measure.preference import PolicyAndValueWrapper, disable_dropout
 
-    def score_model(weights: Any) -> Any:
-        return build_model(
-            hf_config,
-            method="full",
-            lora_rank=0,
-            lora_alpha=0,
-            lora_targets=(),
-            lora_dropout=0.0,
-            dtype=weights,
-            attention=attention,
-            gradient_checkpointing=False,
-            head="score",
-        ).model
-
-    value = score_model(dtype)
-    reward = score_model(reward_dtype)
+    value = whole_model(hf_config, dtype, attention, head="score")
+    reward = whole_model(hf_config, reward_dtype, attention, head="score")
     reward.requires_grad_(False)
     reward.eval()
     use_cache = bool(hf_config.get("use_cache", True))
