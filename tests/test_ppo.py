@@ -306,3 +306,28 @@ def test_checkpointing_under_ppo_is_warned_of() -> None:
     assert any("activation_checkpointing full" in w and "never enables" in w for w in checkpointed.warnings)
     assert not any("never enables" in w for w in estimate(PPO).warnings)
     assert checkpointed.allocated_peak_bytes < estimate(PPO).allocated_peak_bytes
+
+
+def test_the_hints_offer_a_smaller_forward_batch_not_checkpointing() -> None:
+    """PPO's own saver where the rollout sets the peak (a LoRA policy's 64 prompts of 1,024 tokens
+    generated at once): generating and scoring 8 at a time (the cache and the scoring forward
+    shrink); no checkpointing saver, which TRL's PPOTrainer would not apply."""
+    from trainplan.interfaces.text.hints import hints
+
+    fields = {
+        **PPO,
+        "model": "Pythia-1B",
+        "method": "lora",
+        "grad_accum": 16,
+        "seq_len": 1024,
+        "gpu": "T4",
+    }
+    scenario = scenario_from_mapping(fields)
+    found = {hint.id: hint for hint in hints(scenario, estimate(scenario))}
+    assert estimate(scenario).peak.name in ("generation", "scoring")
+    assert "rollout_forward_batch" in found
+    assert not {"checkpointing", "op_checkpointing"} & set(found)
+    saver = found["rollout_forward_batch"]
+    assert saver.change == {"rollout_forward_batch": 8}
+    smaller = estimate({**fields, "rollout_forward_batch": 8})
+    assert saver.total_bytes == smaller.total_bytes < estimate(scenario).total_bytes

@@ -21,7 +21,7 @@ from trainplan.specs.errors import TrainplanError
 from trainplan.specs.model import ModelSpec
 from trainplan.specs.rollout import resolved_rollout
 from trainplan.specs.scenario import Scenario, scenario_from_mapping, scenario_to_mapping, shard_ranks
-from trainplan.specs.stages import resolved_loss
+from trainplan.specs.stages import CRITIC_STAGES, resolved_loss
 from trainplan.specs.units import format_gib
 
 MAX_GPUS_TRIED = 4096
@@ -100,7 +100,8 @@ def _memory_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
     # the frameworks' savers first: where two set the same field, "All of these together" keeps
     # the later, stronger one (full checkpointing over op-level SAC)
     savers: list[tuple[str, str, dict[str, Any]]] = _framework_savers(scenario) + _rollout_savers(scenario)
-    if scenario.activation_checkpointing != "full":
+    # TRL's PPOTrainer never checkpoints (estimate.py warns where a PPO scenario asks)
+    if scenario.activation_checkpointing != "full" and scenario.stage not in CRITIC_STAGES:
         savers.append(
             ("checkpointing", "Turn on full activation checkpointing", {"activation_checkpointing": "full"})
         )
@@ -172,10 +173,24 @@ def _engine_share(result: Estimate) -> bool:
     return figures is not None and figures.engine.engine == "vllm" and figures.rollout.colocated
 
 
+#: The forward batch PPO's saver offers (a judgement: small enough to bound the cache and the
+#: scoring forwards, large enough to keep generation batched).
+PPO_FORWARD_BATCH = 8
+
+
 def _rollout_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]]]:
     """A colocated vLLM engine's savers: sleeping while the policy trains (TRL's
-    vllm_enable_sleep_mode), a smaller share of the GPU, or a GPU of its own."""
+    vllm_enable_sleep_mode), a smaller share of the GPU, or a GPU of its own; PPO's: a smaller
+    forward batch."""
     rollout = resolved_rollout(scenario)
+    if rollout is not None and rollout.forward_batch:
+        # PPO: generate and score fewer prompts at once (the KV cache and the scoring forwards
+        # shrink; the generated logits, a whole generation batch's, do not)
+        chunk = min(rollout.forward_batch, scenario.micro_batch * scenario.grad_accum)
+        if chunk > PPO_FORWARD_BATCH:
+            text = f"Generate and score {PPO_FORWARD_BATCH} prompts at a time instead of {chunk}"
+            return [("rollout_forward_batch", text, {"rollout_forward_batch": PPO_FORWARD_BATCH})]
+        return []
     if rollout is None or rollout.engine != "vllm" or not rollout.colocated:
         return []
     savers: list[tuple[str, str, dict[str, Any]]] = []
@@ -205,7 +220,7 @@ def _framework_savers(scenario: Scenario) -> list[tuple[str, str, dict[str, Any]
         savers.append(("chunked_loss", "Chunked cross-entropy (torchtune)", {"loss": "chunked"}))
     if scenario.kernels == "eager":
         savers.append(("kernels", "Liger's fused RMSNorm and SwiGLU kernels", {"kernels": "liger"}))
-    if scenario.activation_checkpointing in ("none", "selective"):
+    if scenario.activation_checkpointing in ("none", "selective") and scenario.stage not in CRITIC_STAGES:
         savers.append(
             (
                 "op_checkpointing",
