@@ -270,6 +270,14 @@ def _stage(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
         return {"stage": kind}
     if kind == "rm":
         return {"stage": "rm", "_note": _VALUE_HEAD}
+    if kind == "ppo":
+        # train/ppo/workflow.py at ff6d4d12: load_model(..., add_valuehead=True), TRL 0.8's
+        # PPOTrainer: the value head shares the policy's backbone, unlike TRL's PPOTrainer (a
+        # value model of its own) that stage ppo models
+        return Ignore(
+            f"{NOT_MODELLED}: LLaMA-Factory's PPO puts the value head on the policy's own backbone "
+            "(TRL 0.8's PPOTrainer); trainplan's stage ppo is TRL's, with a value model of its own"
+        )
     if kind not in ("dpo", "kto"):
         return Ignore(f"{NOT_MODELLED}: stage {kind} generates rollouts with reward and value models")
     stage = (
