@@ -18,6 +18,7 @@ import pytest
 
 from trainplan import InputError, estimate
 from trainplan.engine.per_replica import coefficients
+from trainplan.inputs.catalogs.gpus import find_gpu
 from trainplan.inputs.resolve import resolve_model
 from trainplan.specs.scenario import scenario_from_mapping
 from trainplan.specs.stages import resolved_loss
@@ -331,3 +332,19 @@ def test_the_hints_offer_a_smaller_forward_batch_not_checkpointing() -> None:
     assert saver.change == {"rollout_forward_batch": 8}
     smaller = estimate({**fields, "rollout_forward_batch": 8})
     assert saver.total_bytes == smaller.total_bytes < estimate(scenario).total_bytes
+
+
+def test_offload_moves_and_steps_the_value_model_too() -> None:
+    """Under ZeRO-Offload the value model's gradients come down and its weights go up with the
+    policy's, and the host steps both: beside a LoRA policy (its adapters are 0.5M parameters)
+    the transfer is the value model's half on each of the two GPUs, bf16 gradients down and bf16
+    weights up (2 + 2 bytes a parameter) over the GPU's host link."""
+    from trainplan.inputs.catalogs.cost_inputs import host_link_bytes_per_s
+
+    lora = {**PPO, "method": "lora", "gpus": 2, "zero_stage": 2, "offload": "optimizer"}
+    result = estimate(lora)
+    assert result.time is not None and result.time.step.host_optimizer > 0
+    value = VALUE_PARAMS / 2 * 4 / host_link_bytes_per_s(find_gpu("H100 SXM"))
+    adapters = estimate({**lora, "stage": "sft", "reference": None}).time
+    assert adapters is not None
+    assert result.time.step.offload == pytest.approx(adapters.step.offload + value, rel=1e-9)

@@ -926,13 +926,30 @@ def step_seconds(
     moved = moved + where(
         v.offload >= 2, 2 * v.grad_accum * c.counts.total * c.precision.weight_bytes * share / zero_dp, 0.0
     )
-    offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
     # the CPU optimizer step: it reads the weights, gradients and optimizer state and writes the
     # weights and state back (2 x state + weight + gradient bytes per parameter), every process of
     # the node at once over the host's memory bandwidth; nothing runs beside it
     host_bytes = 2 * c.states.optimizer_bytes * share / zero_dp + trainable * (
         c.precision.weight_bytes + c.precision.grad_bytes
     )
+    if critic is not None:  # PPO's value model is offloaded and stepped with the policy
+        value = critic.counts.trainable * share / zero_dp
+        bytes_per = critic.precision.grad_bytes + where(v.offload == 3, 0.0, critic.precision.weight_bytes)
+        moved = (
+            moved
+            + value * bytes_per
+            + where(
+                v.offload >= 2,
+                2 * v.grad_accum * critic.counts.total * critic.precision.weight_bytes * share / zero_dp,
+                0.0,
+            )
+        )
+        host_bytes = (
+            host_bytes
+            + 2 * critic.states.optimizer_bytes * share / zero_dp
+            + value * (critic.precision.weight_bytes + critic.precision.grad_bytes)
+        )
+    offload = where(v.offload >= 1, moved / hw.pcie_bytes_per_s, 0.0)
     on_node = minimum(gpus, gpus_per_node)
     host_optimizer = where(v.offload >= 1, host_bytes * on_node / host_bytes_per_s, 0.0)
     # frozen encoders kept on the CPU: their weights come over PCIe for every micro-batch
