@@ -348,3 +348,21 @@ def test_offload_moves_and_steps_the_value_model_too() -> None:
     adapters = estimate({**lora, "stage": "sft", "reference": None}).time
     assert adapters is not None
     assert result.time.step.offload == pytest.approx(adapters.step.offload + value, rel=1e-9)
+
+
+def test_the_planner_shrinks_the_forward_batch_to_fit() -> None:
+    """A LoRA Pythia-1B PPO step of 64 prompts of 1,024 tokens on one T4: generating all 64 at
+    once does not fit, so the planner tries TRL's default first and then smaller forward
+    batches; it never turns checkpointing on (PPOTrainer would not)."""
+    from trainplan.engine.plan import plan
+    from trainplan.engine.plan_request import PlanRequest
+    from trainplan.engine.plan_rollout import PPO_FORWARD_BATCHES
+
+    fields = {**PPO, "model": "Pythia-1B", "method": "lora", "grad_accum": 16, "seq_len": 1024, "gpu": "T4"}
+    assert not estimate(fields).fits
+    result = plan(PlanRequest(base=scenario_from_mapping(fields), gpu_types=("T4",), max_gpus=1))
+    assert result.plans
+    for found in result.plans:
+        assert found.estimate.fits and found.scenario.activation_checkpointing == "none"
+        assert found.scenario.rollout_forward_batch in PPO_FORWARD_BATCHES[1:]
+        assert estimate(found.scenario).total_bytes == found.estimate.total_bytes

@@ -1,5 +1,7 @@
 """The planner for a stage that generates (GRPO, PPO): where the rollout engine runs and how
-large it is, beside the trainer's layout (PPO's engine is transformers' generate, always).
+large it is, beside the trainer's layout (PPO's engine is transformers' generate, always: its
+forward batches are searched instead, TRL's default first, and checkpointing stays off, as
+PPOTrainer leaves it).
 
 The search differs from the layout planner's (engine/plan.py) in what it varies and in how it
 evaluates: every candidate is a complete scenario run through `estimate()` itself, since the
@@ -39,13 +41,16 @@ from trainplan.specs.scenario import Scenario, data_parallel, scenario_from_mapp
 ROLLOUT_FRACTIONS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 #: The engine tensor-parallel sizes searched.
 ROLLOUT_TENSOR_PARALLEL = (1, 2, 4, 8)
+#: PPO's forward batches searched, the largest (TRL's default, the fastest) first: a smaller one
+#: shrinks the generate call's cache and the scoring forwards.
+PPO_FORWARD_BATCHES = (64, 16, 4)
 _UNTIMED, _, _, _NO_PRICE, _OVER_BUDGET, _OVER_DEADLINE = SEARCH_REASONS
 #: Why a candidate is dropped (the layout planner's words where the reason is the same).
 ROLLOUT_REASONS = (
     "invalid: the layout's rules",
     "invalid: completions per step not a multiple of micro-batch x replicas and generations",
     _UNTIMED,
-    "does not fit (the trainer and a colocated engine's share)",
+    "does not fit (the trainer, and a colocated engine's share where there is one)",
     "does not fit (the vLLM engine cannot start: no KV cache for one sequence)",
     _NO_PRICE,
     _OVER_BUDGET,
@@ -62,7 +67,8 @@ def engines(base: Scenario, gpus: int) -> Iterator[Engine]:
     smallest), or on a power of two of them (leaving at least one to train) at each
     tensor-parallel size dividing those, at vllm-serve's share."""
     if base.stage == "ppo":  # TRL's PPOTrainer generates with transformers' generate only
-        yield ("hf", "colocate", None, 1, (None,))
+        batches = (base.rollout_forward_batch,) if base.rollout_forward_batch else PPO_FORWARD_BATCHES
+        yield ("hf", "colocate", None, 1, batches)
         return
     kinds = (base.rollout_engine,) if base.rollout_engine else ("hf", "vllm")
     if "hf" in kinds:
@@ -88,6 +94,8 @@ def _checkpointing(request: PlanRequest, spec: ModelSpec) -> tuple[str, ...]:
     """The checkpointing searched: TRL checkpoints through transformers' gradient checkpointing,
     whole layers or none (no selective mode), unless the base scenario names its own."""
     own = request.base.activation_checkpointing
+    if request.base.stage == "ppo":  # TRL's PPOTrainer never checkpoints
+        return ("none",)
     return tuple(
         mode for mode in searched_checkpointing(request, spec) if mode in ("none", "full") or mode == own
     )
@@ -123,7 +131,9 @@ def _candidate(
         "micro_batch": micro_batch,
         "grad_accum": completions // per_step,
     }
-    if base.stage != "ppo":  # the engine's own fields (GRPO's; PPO's engine is fixed)
+    if base.stage == "ppo":  # PPO's one engine setting: its forward batch (the fifth slot)
+        fields["rollout_forward_batch"] = fraction
+    else:  # the engine's own fields (GRPO's)
         fields |= {
             "rollout_engine": kind,
             "rollout_placement": placement if kind == "vllm" else None,
@@ -245,13 +255,16 @@ def plan_rollout(request: PlanRequest, spec: ModelSpec, gpus: list[GpuSpec]) -> 
                                     break
                                 result = estimate(scenario, model=spec)
                                 reason = _reason(result, request)
+                                ppo = request.base.stage == "ppo"
                                 if reason is not None:
                                     rejected[reason] += 1
-                                    if reason == ROLLOUT_REASONS[4]:
-                                        continue  # a larger share may give the engine its cache
+                                    if reason == ROLLOUT_REASONS[4] or (ppo and reason == ROLLOUT_REASONS[3]):
+                                        # a larger share may give the engine its cache; a smaller
+                                        # PPO forward batch may make the step fit
+                                        continue
                                     break
                                 kept.append(_plan(result))
-                                if result.rollout is None or result.rollout.engine.waves == 1:
+                                if ppo or result.rollout is None or result.rollout.engine.waves == 1:
                                     break
     ranked = sorted(kept, key=lambda plan: _key(request.objective, plan))
     front = _pareto(kept)
