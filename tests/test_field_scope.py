@@ -64,6 +64,8 @@ VALUES: dict[str, Any] = {
     "steps_per_generation": 2,
     "num_iterations": 2,
     "rollout_forward_batch": 8,
+    "critic_model": "Qwen2.5-0.5B",
+    "reward_model": "Qwen2.5-0.5B",
 }
 FIGURES = ("params", "memory", "time", "cost", "energy")
 _GRPO: dict[str, Any] = {"stage": "grpo", "micro_batch": 8, "grad_accum": 1, "seq_len": 1024}
@@ -93,6 +95,8 @@ INSIDE: dict[str, dict[str, Any]] = {
     "steps_per_generation": _GRPO,
     "num_iterations": _GRPO,
     "rollout_forward_batch": _PPO,
+    "critic_model": _PPO,
+    "reward_model": _PPO,
 }
 
 

@@ -366,3 +366,67 @@ def test_the_planner_shrinks_the_forward_batch_to_fit() -> None:
         assert found.estimate.fits and found.scenario.activation_checkpointing == "none"
         assert found.scenario.rollout_forward_batch in PPO_FORWARD_BATCHES[1:]
         assert estimate(found.scenario).total_bytes == found.estimate.total_bytes
+
+
+# meta-llama/Llama-3.2-1B: 1,235,814,400 parameters with the embedding tied to the head; as a value
+# or reward model the head gives way to a 2,048 x 1 score
+SMALL_VALUE_PARAMS = 1_235_814_400 + 2_048
+
+
+def test_a_smaller_value_and_reward_model_beside_an_8b_policy() -> None:
+    """critic_model and reward_model name their own architectures (TRL's reward_model_path): a
+    full 8B policy under ZeRO-3 on 8 GPUs trains a Llama-3.2-1B value model, each GPU an eighth
+    of its bf16 weights and gradients, fp32 master and two AdamW moments (16 bytes), and holds an
+    eighth of the frozen 1B reward model in bf16; the scoring forward's hidden states are the
+    larger model's, the reference's (the policy's) logits beside them."""
+    fields = {
+        **PPO,
+        "model": "Llama-3.1-8B",
+        "critic_model": "Llama-3.2-1B",
+        "reward_model": "Llama-3.2-1B",
+        "gpus": 8,
+        "zero_stage": 3,
+        "micro_batch": 2,
+        "grad_accum": 8,
+        "seq_len": 1024,
+    }
+    result = estimate(fields)
+    states = _states(result)
+    assert states["critic"] == pytest.approx(16 * SMALL_VALUE_PARAMS / 8, rel=1e-12)
+    assert states["reward_model"] == pytest.approx(2 * SMALL_VALUE_PARAMS / 8, rel=1e-12)
+    assert result.assumptions["value_model"] == "Llama-3.2-1B, one-score head"
+    same = _states(estimate({**fields, "critic_model": None, "reward_model": None}))
+    assert same["critic"] > 6 * states["critic"]
+    # 16 sequences of 1,024 scored at once (on one GPU, without ZeRO-3's gathered layers):
+    # Llama-3.1-8B's 33 hidden states of 4,096 and logits over 128,256 tokens, in bf16
+    tokens = 16 * 1024
+    one = estimate({**fields, "gpus": 1, "zero_stage": 0})
+    assert _phase(one, "scoring")["temporaries"] == pytest.approx(
+        33 * tokens * 4096 * 2 + tokens * 128_256 * 2, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("field", ["critic_model", "reward_model"])
+def test_a_value_or_reward_model_that_does_not_resolve_names_its_field(field: str) -> None:
+    with pytest.raises(InputError) as error:
+        estimate({**PPO, field: "no-such-model-anywhere"})
+    assert error.value.field == field
+    with pytest.raises(InputError) as error:
+        estimate({**PPO, field: "SDXL-base-1.0"})
+    assert error.value.field == field and "language model" in error.value.message
+
+
+def test_trls_reward_model_path_names_both_models(tmp_path: Path) -> None:
+    """examples/scripts/ppo/ppo.py at f2cd5771 loads the value model and the reward model from
+    reward_model_path: a Qwen2.5-0.5B reward model beside a Qwen2.5-1.5B policy."""
+    from trainplan.inputs.configs import scenario_from_config
+
+    path = tmp_path / "ppo.yaml"
+    path.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-1.5B\nsft_model_path: Qwen/Qwen2.5-1.5B\n"
+        "reward_model_path: Qwen/Qwen2.5-0.5B\nnum_ppo_epochs: 1\n"
+    )
+    mapping = scenario_from_config([path]).mapping
+    assert (mapping["critic_model"], mapping["reward_model"]) == ("Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-0.5B")
+    result = estimate(scenario_from_mapping(mapping))
+    assert result.assumptions["reward_model"] == "Qwen2.5-0.5B, one-score head"

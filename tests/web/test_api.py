@@ -443,3 +443,16 @@ def test_the_cli_shows_the_pages_hints(client: TestClient) -> None:
     # without the flag the JSON contract is unchanged: no hints key
     plain = CliRunner().invoke(app, [*flags[:-1], "--json"], catch_exceptions=False)
     assert "hints" not in json.loads(plain.output)
+
+
+@pytest.mark.parametrize("field", ["critic_model", "reward_model"])
+def test_the_server_takes_ppos_models_by_catalog_name_only(client: TestClient, field: str) -> None:
+    body = {"model": "Qwen2.5-1.5B", "stage": "ppo", "micro_batch": 2, "grad_accum": 1, "seq_len": 512}
+    refused = client.post("/api/estimate", json={**body, field: "/etc/hostname"})
+    assert refused.status_code == 422 and refused.json()["field"] == field
+    assert "reads no paths" in refused.json()["message"]
+    named = client.post("/api/estimate", json={**body, field: "Qwen2.5-0.5B"})
+    assert named.status_code == 200
+    assert named.json()["assumptions"]["value_model" if field == "critic_model" else field] == (
+        "Qwen2.5-0.5B, one-score head"
+    )

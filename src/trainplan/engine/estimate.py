@@ -270,13 +270,13 @@ def stage_assumptions(scenario: Scenario, coeffs: Coefficients) -> dict[str, obj
         "reference_source": "given" if scenario.reference is not None else "trainer default",
         "reference_weight_bytes": coeffs.reference.resident_bytes,
         "sequences_per_sample": sequences_per_sample(scenario.stage),
-        # PPO's value and reward models: the policy's architecture with a one-score head
+        # PPO's value and reward models, each with a one-score head
         **(
             {
-                "value_model": f"{coeffs.model.name}, one-score head",
-                "reward_model": f"{coeffs.model.name}, one-score head",
+                "value_model": f"{coeffs.critic.model.name}, one-score head",
+                "reward_model": f"{coeffs.reward.name}, one-score head",
             }
-            if coeffs.critic is not None
+            if coeffs.critic is not None and coeffs.reward is not None
             else {}
         ),
     }

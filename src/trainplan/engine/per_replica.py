@@ -267,6 +267,7 @@ class Coefficients:
     # PPO's value model, trained beside the policy (its own record, `critic_coefficients`), and
     # its frozen reward model's weights
     critic: Coefficients | None = None
+    reward: ModelSpec | None = None
     reward_weight_bytes: float = 0.0
 
     @cached_property
@@ -639,6 +640,11 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     )
     optimizer_bytes = optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer)
     reference = _reference(model, scenario, counts, precision, flops)
+    ppo = _critic(model, scenario, precision)
+    if ppo:
+        # PPO's value and reward models score each generation batch once under no_grad
+        scorers = ppo.pop("scoring_flops_per_token")
+        reference = dataclasses.replace(reference, flops_per_token=reference.flops_per_token + scorers)
     return Coefficients(
         model=model,
         counts=counts,
@@ -753,30 +759,26 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         fsdp=fsdp,
         reference=reference,
         experts=expert_share(model, counts.total, counts.trainable, full),
-        **_critic(model, scenario, precision),
+        **ppo,
     )
 
 
 def _ppo_forward_extras(model: ModelSpec, scenario: Scenario, compute_bytes: int, upcast: bool) -> float:
     """Per token, what PPOTrainer's training forward holds beyond a supervised step's, for the
-    policy and the value model together (traced, calibration/ppo_trace.json): under SDPA with its
-    padding mask, each attention layer's saved additive mask and repeated keys and values, in
-    both models (the value model is never checkpointed; a checkpointed policy saves none); the
+    policy (traced, calibration/ppo_trace.json; the value model's own are in its record,
+    `_critic`): under SDPA with its padding mask, each attention layer's saved additive mask and
+    repeated keys and values (a checkpointed policy saves none); the
     policy's KV cache (use_cache on; dropped under checkpointing) and its hidden states
     (output_hidden_states: the final norm's output, fp32 under autocast, and in a 16-bit run the
     embedding's and every layer's, which nothing else keeps)."""
-    checkpointed = scenario.activation_checkpointing != "none"
-    padded = (
-        padded_sdpa_bytes_per_token(model, scenario.seq_len, compute_bytes)
-        if scenario.attention == "sdpa"
-        else 0.0
-    )
     hidden = model.hidden_size * (4 if upcast else compute_bytes)
-    if checkpointed:
-        return padded + hidden
+    if scenario.activation_checkpointing != "none":
+        return hidden
     if not upcast:
         hidden *= model.num_layers + 1
-    return 2 * padded + ppo_cache_bytes_per_token(model, compute_bytes, upcast) + hidden
+    sdpa = scenario.attention == "sdpa"
+    padded = padded_sdpa_bytes_per_token(model, scenario.seq_len, compute_bytes) if sdpa else 0.0
+    return padded + ppo_cache_bytes_per_token(model, compute_bytes, upcast) + hidden
 
 
 def critic_scenario(scenario: Scenario) -> Scenario:
@@ -801,23 +803,68 @@ def critic_scenario(scenario: Scenario) -> Scenario:
         completion_len=None,
         num_iterations=None,
         rollout_forward_batch=None,
+        critic_model=None,
+        reward_model=None,
         base_weights=None,
         loss=None,
     )
 
 
+def ppo_model(model: ModelSpec, name: str | None, field: str) -> ModelSpec:
+    """PPO's value or reward model (`field` critic_model or reward_model): `name`'s architecture,
+    else the policy's, with a one-score head (stages.value_model); a name that does not resolve,
+    or is not a language model, is an InputError naming the field."""
+    if name is None:
+        return value_model(model)
+    from trainplan.inputs.resolve import resolve_model  # names resolve only where a run has one
+
+    try:
+        spec = resolve_model(name)
+    except InputError as error:
+        raise InputError(field, error.message) from error
+    if spec.kind != "llm":
+        raise InputError(
+            field, f"{name!r} is a {spec.kind} model; the value and reward models are language models"
+        )
+    return value_model(spec)
+
+
 def _critic(model: ModelSpec, scenario: Scenario, precision: PrecisionBytes) -> dict[str, Any]:
-    """A PPO scenario's value model (`critic`) and the reward model's frozen weights (loaded as
-    the reference copy is: huggingface/trl@f2cd5771 examples/scripts/ppo/ppo.py gives the value,
-    reward, policy and reference models one model_kwargs), both of `model`'s architecture with a
-    one-score head (stages.value_model); nothing for the other stages."""
+    """A PPO scenario's value model (`critic`, its own per-replica record, with what SDPA's padded
+    attention saves in its never-checkpointed forward), the reward model (`reward`) and its
+    frozen weights, loaded as the reference copy is (huggingface/trl@f2cd5771
+    examples/scripts/ppo/ppo.py gives the value, reward, policy and reference models one
+    model_kwargs), and the two models' scoring forwards per trained token (added to the
+    reference's); nothing for the other stages."""
     if scenario.stage not in CRITIC_STAGES:
         return {}
-    spec = value_model(model)
-    critic = coefficients(spec, critic_scenario(scenario))
+    critic_spec = ppo_model(model, scenario.critic_model, "critic_model")
+    reward_spec = ppo_model(model, scenario.reward_model, "reward_model")
+    critic = coefficients(critic_spec, critic_scenario(scenario))
+    if scenario.attention == "sdpa":
+        padded = padded_sdpa_bytes_per_token(critic_spec, scenario.seq_len, critic.precision.activation_bytes)
+        extra = dataclasses.replace(
+            critic.activations, outside_per_token=critic.activations.outside_per_token + padded
+        )
+        critic = dataclasses.replace(critic, activations=extra)
+    reward_counts = derived(reward_spec, count_params, "full", scenario.lora)
+    reward_flops = derived(
+        reward_spec, flops_per_token, scenario.seq_len, frozen_base=False, lora_params=0, checkpointing="none"
+    )
+    rollout = resolved_rollout(scenario)
+    assert rollout is not None
+    value = critic.work.flops
+    scoring = (
+        value.matmul_forward
+        + value.attention_forward
+        + reward_flops.matmul_forward
+        + reward_flops.attention_forward
+    )
     return {
         "critic": critic,
-        "reward_weight_bytes": reference_copy_bytes(spec, scenario, critic.counts, precision),
+        "reward": reward_spec,
+        "reward_weight_bytes": reference_copy_bytes(reward_spec, scenario, reward_counts, precision),
+        "scoring_flops_per_token": scoring / rollout.num_iterations,
     }
 
 
@@ -865,10 +912,6 @@ def _reference(
     forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
     policy = _policy_forwards(scenario) * forward
     rollout = resolved_rollout(scenario)
-    if scenario.stage in CRITIC_STAGES and rollout is not None:
-        # PPO's value and reward models score each generation batch once under no_grad, each a
-        # forward of the policy's architecture with a one-score head in place of the LM head
-        policy += 2 * (flops.matmul_forward + flops.attention_forward) / rollout.num_iterations
     if kind == "none":
         return ReferenceModel(flops_per_token=policy)
     passes = _STEP_FORWARDS[scenario.stage] * forward

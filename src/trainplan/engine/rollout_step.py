@@ -86,6 +86,9 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
             if copy is None
             else (4 if copy == "fp32" else value_bytes),
             layer_working_per_token=coeffs.activations.layer_working_forward,
+            scorers=tuple(
+                spec for spec in (coeffs.critic.model if coeffs.critic else None, coeffs.reward) if spec
+            ),
         )
         sharded = scenario.zero_stage == 3 and replicas > 1
         gathered = coeffs.work.weights_16bit_bytes * (1 - 1 / replicas) if sharded else 0.0

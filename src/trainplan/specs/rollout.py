@@ -61,12 +61,14 @@ ROLLOUT_FIELDS = (
     "steps_per_generation",
     "num_iterations",
     "rollout_forward_batch",
+    "critic_model",
+    "reward_model",
 )
 #: The rollout fields both stages read; the ones only PPO reads; the rest are GRPO's alone (PPO
 #: samples one completion per prompt with transformers' generate, one generation batch of
 #: micro_batch x grad_accum prompts).
 SHARED_FIELDS = ("completion_len", "num_iterations")
-PPO_ONLY_FIELDS = ("rollout_forward_batch",)
+PPO_ONLY_FIELDS = ("rollout_forward_batch", "critic_model", "reward_model")
 GRPO_ONLY_FIELDS = tuple(name for name in ROLLOUT_FIELDS if name not in SHARED_FIELDS + PPO_ONLY_FIELDS)
 
 _DEFAULT_KEYS = (
@@ -136,6 +138,10 @@ class RolloutFields(Protocol):
     def num_iterations(self) -> int | None: ...
     @property
     def rollout_forward_batch(self) -> int | None: ...
+    @property
+    def critic_model(self) -> str | None: ...
+    @property
+    def reward_model(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

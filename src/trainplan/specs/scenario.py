@@ -545,6 +545,35 @@ class Scenario:
             placeholder="1 grpo, 4 ppo (TRL's defaults)",
         ),
     )
+    critic_model: str | None = _field(
+        None,
+        FieldInfo(
+            "ppo: the value model's architecture, trained beside the policy with a one-score head: a "
+            "catalog name, a config.json path or a Hub id (null: the policy's; TRL's example loads it "
+            "from reward_model_path)",
+            web_help="ppo: the value model's architecture, a catalog name (null: the policy's; the "
+            "server reads no paths)",
+            value_type="str",
+            model_kinds=LLM_ONLY,
+            stages=_PPO,
+            label="Value model",
+            placeholder="the policy's architecture",
+        ),
+    )
+    reward_model: str | None = _field(
+        None,
+        FieldInfo(
+            "ppo: the frozen reward model's architecture (a one-score head): a catalog name, a "
+            "config.json path or a Hub id (null: the policy's; TRL's reward_model_path)",
+            web_help="ppo: the frozen reward model's architecture, a catalog name (null: the "
+            "policy's; the server reads no paths)",
+            value_type="str",
+            model_kinds=LLM_ONLY,
+            stages=_PPO,
+            label="Reward model",
+            placeholder="the policy's architecture",
+        ),
+    )
     rollout_forward_batch: int | None = _field(
         None,
         FieldInfo(

@@ -330,12 +330,15 @@ def ppo_rollout_bytes(
     local_completions: int,
     scoring_value_bytes: float,
     layer_working_per_token: float,
+    scorers: tuple[ModelSpec, ...] = (),
 ) -> PpoRolloutBytes:
     """PPO's generation scores, its generating moment and its scoring forward (PpoRolloutBytes).
 
     `scoring_value_bytes`: bytes of one value of the frozen scoring forwards (their weights'
     dtype: none of them runs under the trainer's autocast); `layer_working_per_token`: one
-    layer's forward working set per token (terms/activations.py)."""
+    layer's forward working set per token (terms/activations.py); `scorers`: the value and reward
+    models (their forwards keep their hidden states only: a one-score head has no logits to speak
+    of)."""
     per_sequence = rollout.completion_len * model.vocab_size * 4
     scores = float(local_completions * per_sequence)
     chunk = engine.concurrent
@@ -348,4 +351,6 @@ def ppo_rollout_bytes(
     scoring = max(
         (model.num_layers + 1) * hidden + logits, model.num_layers * hidden + layer_working_per_token * tokens
     )
+    for scorer in scorers:  # the value and reward models' forwards keep their hidden states only
+        scoring = max(scoring, (scorer.num_layers + 1) * tokens * scorer.hidden_size * scoring_value_bytes)
     return PpoRolloutBytes(scores, generating, cache, float(scoring))

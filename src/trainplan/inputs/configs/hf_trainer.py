@@ -361,6 +361,16 @@ def _sft_model_path(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ign
     return {"model": value.strip()}
 
 
+def _reward_model_path(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
+    """PPOConfig.reward_model_path: examples/scripts/ppo/ppo.py at f2cd5771 loads the value model
+    and the reward model from it (AutoModelForSequenceClassification, num_labels 1)."""
+    if not _ppo(flat):
+        return Ignore(_NOT_PPO)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError("reward_model_path", f"{shown_value(value)} is not a model name or path")
+    return {"critic_model": value.strip(), "reward_model": value.strip()}
+
+
 def _mini_batches(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """PPOConfig.num_mini_batches: the generation batch is shuffled into this many mini-batches,
     but accelerate steps the optimizer every gradient_accumulation_steps micro-batches whatever
@@ -399,9 +409,10 @@ PPO_RULES: dict[str, Rule] = {
         sets="rollout_forward_batch",
     ),
     "sft_model_path": Rule("the policy's weights (PPO's script)", _sft_model_path, sets="model"),
-    "reward_model_path": ignored(
-        f"{NOT_MODELLED}: the value and reward models are taken to be of the policy's architecture "
-        "with a one-score head (TRL's examples load both from it)"
+    "reward_model_path": Rule(
+        "the value and the reward model (PPO's script loads both from it, one-score heads)",
+        _reward_model_path,
+        sets="critic_model, reward_model",
     ),
     "num_mini_batches": Rule("mini-batches of a generation batch", _mini_batches),
     **{

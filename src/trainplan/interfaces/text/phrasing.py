@@ -141,10 +141,11 @@ def rollout_lines(result: Estimate) -> list[str]:
     lines = [first, second]
     if result.scenario.stage in CRITIC_STAGES:
         critic, reward = result.state_bytes("critic"), result.state_bytes("reward_model")
+        value_name, reward_name = result.assumptions["value_model"], result.assumptions["reward_model"]
         lines.append(
-            f"Value model on each GPU {format_gib(critic)} (weights, gradients and optimizer state, "
-            f"trained with the policy), reward model {format_gib(reward)} (frozen); both of the "
-            "policy's architecture with a one-score head"
+            f"Value model ({value_name}) on each GPU {format_gib(critic)} (weights, gradients and "
+            f"optimizer state, trained with the policy); reward model ({reward_name}) "
+            f"{format_gib(reward)}, frozen"
         )
     return lines
 

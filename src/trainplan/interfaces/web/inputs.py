@@ -101,6 +101,10 @@ def engine_inputs(body: Mapping[str, Any], hub: ModelSpec | None = None) -> Engi
         raise InputError("gpu_file", "the server reads no paths: give the GPU by name (or gpu_memory_gib)")
     if scenario.vae is not None and catalog.find_model_record(scenario.vae) is None:
         raise InputError("vae", "must be a catalog diffusion model here (the server reads no paths)")
+    for role in ("critic_model", "reward_model"):  # PPO's models: catalog names on the server
+        name = getattr(scenario, role)
+        if name is not None and catalog.find_model_record(name) is None:
+            raise InputError(role, "must be a catalog language model here (the server reads no paths)")
     if config is not None:
         spec = spec_from_upload(config, scenario.model, scenario.force, scenario.vae)
         return EngineInputs(scenario, spec, config)
