@@ -1053,7 +1053,7 @@ def test_ppo_shows_its_own_rollout_fields(page: Page, client: TestClient) -> Non
     assert_shows(page, data)
     lines = data["display"]["rollout_lines"]
     assert lines[0].startswith("Rollout: transformers' generate on the policy, 16 prompts at a time")
-    assert lines[2].startswith("Value model on each GPU")
+    assert lines[2].startswith("Value model (Qwen2.5-0.5B, one-score head) on each GPU")
     assert page.text("#rollout-note") == ". ".join(lines)
     shown = {
         name: page.page.locator(f'[data-field="{name}"]').is_visible()
