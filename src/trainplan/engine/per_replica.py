@@ -68,7 +68,7 @@ from trainplan.engine.terms.timing import FLOAT8_DYNAMIC_CAST_RECIPES, compile_f
 from trainplan.specs.errors import InputError, shown_value
 from trainplan.specs.model import Linear, ModelSpec, derived
 from trainplan.specs.presets import resolved_adapter_dtype
-from trainplan.specs.rollout import ROLLOUT_STAGES, resolved_rollout
+from trainplan.specs.rollout import ROLLOUT_FIELDS, ROLLOUT_STAGES, resolved_rollout
 from trainplan.specs.scenario import SCENARIO_FIELDS, Scenario, is_pattern, resolved_base_weights
 from trainplan.specs.stages import (
     CRITIC_STAGES,
@@ -481,6 +481,8 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     # TRL's fused log-prob head (for the stages it scores) replaces the head's autocast copies
     loss_kind = resolved_loss(scenario) if model.kind == "llm" else "standard"
     retained = 0.0  # per token, kept after backward (PPO's policy outputs)
+    # autocast over fp32 weights: accelerate copies the 16-bit outputs to fp32
+    upcast = precision.name.startswith("amp-")
     head: LogprobHead | None = None
     autocast_head = 0 if loss_kind == "logprob" else head_matrix
     # a reference model (or the adapter-disabled policy) scores each batch after the policy
@@ -553,15 +555,13 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 model.hidden_size,
                 model.num_layers,
                 compute_bytes,
-                upcast=precision.name.startswith("amp-"),
+                upcast=upcast,
                 completion_share=rollout.completion_len / seq,
-                kv_bytes_per_token=ppo_cache_bytes_per_token(
-                    model, compute_bytes, precision.name.startswith("amp-")
-                ),
+                kv_bytes_per_token=ppo_cache_bytes_per_token(model, compute_bytes, upcast),
             )
         elif loss_kind == "selective" and (rollout := resolved_rollout(scenario)) is not None:
             held, loss, backward = grpo_selective_logits_bytes(
-                model.head_rows, model.hidden_size, compute_bytes, upcast=precision.name.startswith("amp-")
+                model.head_rows, model.hidden_size, compute_bytes, upcast=upcast
             )
             # the logits of the completion's positions only (logits_to_keep = completion_len + 1),
             # spread over every token of the sequence as the per-token terms are
@@ -572,7 +572,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
                 model.head_rows,
                 model.hidden_size,
                 compute_bytes,
-                upcast=precision.name.startswith("amp-"),
+                upcast=upcast,
                 reference_after=reference_scored,
                 metric_copies=scenario.stage == "kto",
             )
@@ -609,7 +609,7 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
         )
         outside = outside_layers(model, mode, full and loss_kind != "logprob")
         if scenario.stage in CRITIC_STAGES:
-            outside += _ppo_forward_extras(model, scenario, compute_bytes, precision.name.startswith("amp-"))
+            outside += _ppo_forward_extras(model, scenario, compute_bytes, upcast)
         if head is not None:  # the fused log-prob head saves its own copy of its input
             outside += head.saved
     frozen_casts = not full and base == "fp32" and compute_bytes == 2
@@ -640,10 +640,9 @@ def build_coefficients(model: ModelSpec, scenario: Scenario) -> Coefficients:
     )
     optimizer_bytes = optimizer_state_bytes(counts.trainable, rows_cols, states, optimizer)
     reference = _reference(model, scenario, counts, precision, flops)
-    ppo = _critic(model, scenario, precision)
-    if ppo:
+    ppo, scorers = _critic(model, scenario, precision)
+    if scorers:
         # PPO's value and reward models score each generation batch once under no_grad
-        scorers = ppo.pop("scoring_flops_per_token")
         reference = dataclasses.replace(reference, flops_per_token=reference.flops_per_token + scorers)
     return Coefficients(
         model=model,
@@ -792,6 +791,7 @@ def critic_scenario(scenario: Scenario) -> Scenario:
     base makes it a pure 16-bit model, weights, gradients and AdamW's moments alike."""
     base = resolved_base_weights(scenario)
     precision = "bf16" if base in ("bf16", "fp16") else scenario.precision
+    unset: dict[str, Any] = dict.fromkeys(ROLLOUT_FIELDS)  # no stage of its own generates
     return dataclasses.replace(
         scenario,
         stage="sft",
@@ -800,13 +800,9 @@ def critic_scenario(scenario: Scenario) -> Scenario:
         activation_checkpointing="none",
         reference=None,
         reference_weights=None,
-        completion_len=None,
-        num_iterations=None,
-        rollout_forward_batch=None,
-        critic_model=None,
-        reward_model=None,
         base_weights=None,
         loss=None,
+        **unset,
     )
 
 
@@ -829,15 +825,15 @@ def ppo_model(model: ModelSpec, name: str | None, field: str) -> ModelSpec:
     return value_model(spec)
 
 
-def _critic(model: ModelSpec, scenario: Scenario, precision: PrecisionBytes) -> dict[str, Any]:
+def _critic(model: ModelSpec, scenario: Scenario, precision: PrecisionBytes) -> tuple[dict[str, Any], float]:
     """A PPO scenario's value model (`critic`, its own per-replica record, with what SDPA's padded
     attention saves in its never-checkpointed forward), the reward model (`reward`) and its
     frozen weights, loaded as the reference copy is (huggingface/trl@f2cd5771
     examples/scripts/ppo/ppo.py gives the value, reward, policy and reference models one
-    model_kwargs), and the two models' scoring forwards per trained token (added to the
-    reference's); nothing for the other stages."""
+    model_kwargs), as Coefficients fields, and the two models' scoring forward FLOPs per trained
+    token (added to the reference's); nothing for the other stages."""
     if scenario.stage not in CRITIC_STAGES:
-        return {}
+        return {}, 0.0
     critic_spec = ppo_model(model, scenario.critic_model, "critic_model")
     reward_spec = ppo_model(model, scenario.reward_model, "reward_model")
     critic = coefficients(critic_spec, critic_scenario(scenario))
@@ -860,12 +856,12 @@ def _critic(model: ModelSpec, scenario: Scenario, precision: PrecisionBytes) -> 
         + reward_flops.matmul_forward
         + reward_flops.attention_forward
     )
-    return {
+    fields = {
         "critic": critic,
         "reward": reward_spec,
         "reward_weight_bytes": reference_copy_bytes(reward_spec, scenario, reward_counts, precision),
-        "scoring_flops_per_token": scoring / rollout.num_iterations,
     }
+    return fields, scoring / rollout.num_iterations
 
 
 #: Forward passes each trained token brings beside the policy's step, by stage and reference:
@@ -911,10 +907,10 @@ def _reference(
     kind = resolved_reference(scenario)
     forward = flops.matmul_forward + flops.attention_forward + flops.head_forward
     policy = _policy_forwards(scenario) * forward
-    rollout = resolved_rollout(scenario)
     if kind == "none":
         return ReferenceModel(flops_per_token=policy)
     passes = _STEP_FORWARDS[scenario.stage] * forward
+    rollout = resolved_rollout(scenario)
     if rollout is not None:  # a generation batch is scored once, trained num_iterations times
         passes /= rollout.num_iterations
     if kind == "precomputed":

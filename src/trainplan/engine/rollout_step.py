@@ -75,7 +75,26 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
         local_completions=local,
     )
     tp = scenario.tensor_parallel
-    if rollout.forward_batch:  # PPO (terms/rollout.py ppo_rollout_bytes)
+    if rollout.engine == "hf":
+        # generate's prefill of the prompts it takes at once (one layer's working set), and the
+        # full weights ZeRO-3 gathers for it
+        tokens = engine.concurrent * rollout.prompt_len
+        prefill = coeffs.activations.layer_working_forward * tokens / tp
+        sharded = scenario.zero_stage == 3 and replicas > 1
+        gathered = coeffs.work.weights_16bit_bytes / tp * (1 - 1 / replicas) if sharded else 0.0
+        if not rollout.forward_batch:
+            return RolloutFigures(
+                rollout,
+                engine,
+                0.0,
+                trained,
+                trained // rollout.generations,
+                0.0,
+                engine.total_bytes / tp,
+                prefill + gathered,
+                completions,
+            )
+        # PPO (terms/rollout.py ppo_rollout_bytes)
         copy = reference_copy_format(scenario)
         ppo = ppo_rollout_bytes(
             coeffs.model,
@@ -90,9 +109,6 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
                 spec for spec in (coeffs.critic.model if coeffs.critic else None, coeffs.reward) if spec
             ),
         )
-        sharded = scenario.zero_stage == 3 and replicas > 1
-        gathered = coeffs.work.weights_16bit_bytes * (1 - 1 / replicas) if sharded else 0.0
-        tokens = min(rollout.forward_batch, local) * rollout.prompt_len
         return RolloutFigures(
             rollout,
             engine,
@@ -101,27 +117,11 @@ def rollout_figures(coeffs: Coefficients, scenario: Scenario, gpu: GpuSpec) -> R
             trained,
             0.0,
             ppo.generation_cache,
-            coeffs.activations.layer_working_forward * tokens + gathered,
+            prefill + gathered,
             completions,
             ppo.scoring,
             ppo.scores,
             ppo.generation_logits,
-        )
-    if rollout.engine == "hf":
-        tokens = local * rollout.prompt_len
-        prefill = coeffs.activations.layer_working_forward * tokens / tp
-        sharded = scenario.zero_stage == 3 and replicas > 1
-        gathered = coeffs.work.weights_16bit_bytes / tp * (1 - 1 / replicas) if sharded else 0.0
-        return RolloutFigures(
-            rollout,
-            engine,
-            0.0,
-            trained,
-            trained // rollout.generations,
-            0.0,
-            engine.total_bytes / tp,
-            prefill + gathered,
-            completions,
         )
     colocated = rollout.colocated
     return RolloutFigures(

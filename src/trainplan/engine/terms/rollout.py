@@ -150,10 +150,11 @@ def engine_memory(
     tp = rollout.tensor_parallel
     per_token = kv_bytes_per_token(model, value_bytes) / (tp if rollout.engine == "vllm" else 1)
     block = int(defaults["kv_block_tokens"])
-    if rollout.forward_batch:
-        # PPO: transformers' generate on the policy, forward_batch prompts at a time
-        # (huggingface/trl@f2cd5771 ppo_trainer.py batch_generation), every cache grown to seq_len
-        chunk = min(rollout.forward_batch, local_completions)
+    if rollout.engine == "hf":
+        # the policy generates its own generation batch, every cache grown to seq_len: all at
+        # once for GRPO, forward_batch prompts at a time for PPO (huggingface/trl@f2cd5771
+        # ppo_trainer.py batch_generation)
+        chunk = min(rollout.forward_batch, local_completions) if rollout.forward_batch else local_completions
         return EngineMemory(
             "hf",
             0.0,
@@ -168,26 +169,6 @@ def engine_memory(
             local_completions,
             chunk,
             math.ceil(local_completions / chunk),
-            local_completions,
-        )
-    if rollout.engine == "hf":
-        # the policy generates its own generation batch at once, every cache grown to seq_len
-        kv = local_completions * seq_len * per_token
-        logits = local_completions * model.vocab_size * 4 * _HF_LOGIT_COPIES
-        return EngineMemory(
-            "hf",
-            0.0,
-            0.0,
-            float(logits),
-            float(kv),
-            per_token,
-            float(local_completions * seq_len),
-            seq_len,
-            local_completions,
-            local_completions,
-            local_completions,
-            local_completions,
-            1,
             local_completions,
         )
     if rollout.colocated:

@@ -351,14 +351,19 @@ def _ppo_count(setting: str, target: str) -> Convert:
     return onto_where(_ppo, _NOT_PPO, target, positive_int(setting))
 
 
+def _model_path(setting: str, value: Any) -> str:
+    """A PPOConfig model setting's name or path, or an InputError naming the setting."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(setting, f"{shown_value(value)} is not a model name or path")
+    return value.strip()
+
+
 def _sft_model_path(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
     """PPOConfig.sft_model_path: the policy (and reference) PPO's script loads
     (examples/scripts/ppo/ppo.py at f2cd5771: model_name_or_path names only the tokenizer)."""
     if not _ppo(flat):
         return Ignore(_NOT_PPO)
-    if not isinstance(value, str) or not value.strip():
-        raise InputError("sft_model_path", f"{shown_value(value)} is not a model name or path")
-    return {"model": value.strip()}
+    return {"model": _model_path("sft_model_path", value)}
 
 
 def _reward_model_path(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
@@ -366,9 +371,8 @@ def _reward_model_path(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | 
     and the reward model from it (AutoModelForSequenceClassification, num_labels 1)."""
     if not _ppo(flat):
         return Ignore(_NOT_PPO)
-    if not isinstance(value, str) or not value.strip():
-        raise InputError("reward_model_path", f"{shown_value(value)} is not a model name or path")
-    return {"critic_model": value.strip(), "reward_model": value.strip()}
+    path = _model_path("reward_model_path", value)
+    return {"critic_model": path, "reward_model": path}
 
 
 def _mini_batches(value: Any, flat: Mapping[str, Any]) -> dict[str, Any] | Ignore:
